@@ -1,0 +1,48 @@
+/* tessera/tokenizer.h: text <-> token ids for SentencePiece-style BPE ("llama") and
+ * byte-level BPE ("gpt2") vocabularies. */
+#ifndef TESSERA_TOKENIZER_H
+#define TESSERA_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/status.h"
+
+typedef struct ts_tokenizer ts_tokenizer;
+
+/* Loads the tokenizer of a GGUF file (a full model or a vocabulary-only file). */
+ts_status ts_tokenizer_load_gguf(const char *path, ts_tokenizer **out, ts_error *err);
+
+/* Loads a llama2.c tokenizer.bin holding vocab_size tokens. */
+ts_status ts_tokenizer_load_llama2c(const char *path, int vocab_size, ts_tokenizer **out,
+                                    ts_error *err);
+
+/* Accepts NULL. */
+void ts_tokenizer_free(ts_tokenizer *tok);
+
+/* Encodes len bytes of text (copied; need not be NUL-terminated), BOS first when add_bos.
+ * Writes at most cap ids and sets *n_ids to the number the text needs, which may exceed
+ * cap: call again with a larger buffer then. */
+ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
+                      int32_t *ids, size_t cap, size_t *n_ids);
+
+/* The bytes token id stands for in decoded text (SentencePiece '▁' as a space, <0xNN> as
+ * one byte); *len gets their count. Control tokens (BOS, EOS) decode to nothing. The
+ * pointer is borrowed and lives as long as the tokenizer. A token's bytes may be part of
+ * a UTF-8 character: join pieces before printing. */
+const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len);
+
+/* Decodes ids into out (at most cap bytes, not NUL-terminated); returns the number of
+ * bytes the whole text needs. For SentencePiece vocabularies that add a leading space,
+ * the space of the first token is dropped, as SentencePiece does. */
+size_t ts_detokenize(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids, char *out,
+                     size_t cap);
+
+int ts_tokenizer_vocab_size(const ts_tokenizer *tok);
+int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
+int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
+/* True for tokens that end generation (EOS, and end-of-turn tokens such as <|eot_id|>). */
+bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id);
+
+#endif /* TESSERA_TOKENIZER_H */

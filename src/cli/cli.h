@@ -1,0 +1,11 @@
+/* cli.h: the subcommands of the tessera binary. Each returns the process exit status. */
+#ifndef TESSERA_CLI_H
+#define TESSERA_CLI_H
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand's name */
+    const char *summary;
+} cli_command;
+
+#endif

@@ -1,0 +1,47 @@
+/* model.h: the in-memory model, shared by the loaders, the writer and the forward passes.
+ * Weights are f32, immutable after loading, and laid out for batched GEMMs: Q, K, V are
+ * concatenated per layer, as are the FFN gate (W1) and up (W3) projections. */
+#ifndef TESSERA_MODEL_MODEL_H
+#define TESSERA_MODEL_MODEL_H
+
+#include "tessera/model.h"
+
+/* Every matrix is row-major (out, in): y = x . W^T, as ggml and llama2.c store them. */
+typedef struct model_weights {
+    float *tok_embd;  /* (vocab, dim) */
+    float *output;    /* (vocab, dim); == tok_embd when cfg.tied_output */
+    float *rms_final; /* (dim) */
+    float *rms_att;   /* (layer, dim) */
+    float *rms_ffn;   /* (layer, dim) */
+    float *wqkv;      /* (layer, (nh + 2*nkv)*hd, dim): Wq rows, then Wk, then Wv */
+    float *wo;        /* (layer, dim, nh*hd) */
+    float *w13;       /* (layer, 2*ffn, dim): W1 (gate) rows, then W3 (up) rows */
+    float *w2;        /* (layer, dim, ffn) */
+} model_weights;
+
+struct ts_model {
+    ts_model_config cfg;
+    model_weights w;
+    ts_tokenizer *tokenizer; /* owned */
+    char *chat_template;     /* owned; tokenizer.chat_template from GGUF, or NULL */
+};
+
+/* Sizes derived from the config. */
+static inline int model_qkv_rows(const ts_model_config *c)
+{
+    return (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+}
+
+/* Allocates zeroed weight arrays for m->cfg (which must be filled and validated).
+ * Untied models get a separate output matrix. */
+ts_status model_alloc_weights(ts_model *m, ts_error *err);
+
+/* Checks a config read from an untrusted file: positive sizes, divisibility, caps. */
+ts_status model_config_validate(const ts_model_config *c, ts_error *err);
+
+/* Format-specific loaders behind ts_model_load(). */
+ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err);
+ts_status model_load_llama2c(const char *path, const char *tokenizer_path, ts_model **out,
+                             ts_error *err);
+
+#endif /* TESSERA_MODEL_MODEL_H */

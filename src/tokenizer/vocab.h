@@ -1,0 +1,55 @@
+/* vocab.h: a vocabulary as files describe it. Model readers fill one, tokenizer_create()
+ * builds a tokenizer from it, and the GGUF writer writes it back out. */
+#ifndef TESSERA_TOKENIZER_VOCAB_H
+#define TESSERA_TOKENIZER_VOCAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tessera/tokenizer.h"
+
+typedef enum vocab_kind {
+    VOCAB_KIND_SPM, /* tokenizer.ggml.model = "llama": scores, '▁' for space, <0xNN> */
+    VOCAB_KIND_BPE, /* tokenizer.ggml.model = "gpt2": merges, byte-to-unicode map */
+} vocab_kind;
+
+/* llama.cpp's token types (tokenizer.ggml.token_type). */
+typedef enum vocab_token_type {
+    VOCAB_TOKEN_UNDEFINED = 0,
+    VOCAB_TOKEN_NORMAL = 1,
+    VOCAB_TOKEN_UNKNOWN = 2,
+    VOCAB_TOKEN_CONTROL = 3,
+    VOCAB_TOKEN_USER_DEFINED = 4,
+    VOCAB_TOKEN_UNUSED = 5,
+    VOCAB_TOKEN_BYTE = 6,
+} vocab_token_type;
+
+typedef struct vocab_token {
+    char *text;      /* the token as stored in GGUF ('▁' for space), NUL-terminated */
+    uint32_t len;    /* bytes in text, without the NUL */
+    float score;     /* SentencePiece merge score; 0 when the file has none */
+    int32_t type;    /* vocab_token_type */
+} vocab_token;
+
+typedef struct tokenizer_vocab {
+    vocab_kind kind;
+    int n_tokens;
+    vocab_token *tokens;  /* (n_tokens) */
+    int n_merges;
+    char **merges;        /* (n_merges) "left right", BPE only */
+    int32_t bos_id, eos_id, unk_id, pad_id, eot_id; /* -1 when absent */
+    bool add_bos;
+    bool add_space_prefix;
+    char pre[32];         /* tokenizer.ggml.pre: pre-tokenizer family, "" = default */
+} tokenizer_vocab;
+
+/* Frees what the vocab points to (not the struct itself). Accepts half-filled vocabs. */
+void vocab_clear(tokenizer_vocab *v);
+
+/* Builds a tokenizer from v (copied; the caller keeps v). */
+ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_error *err);
+
+/* The vocabulary the tokenizer was built from, for writers (borrowed). */
+const tokenizer_vocab *tokenizer_get_vocab(const ts_tokenizer *tok);
+
+#endif /* TESSERA_TOKENIZER_VOCAB_H */

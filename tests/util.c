@@ -1,0 +1,46 @@
+/* util.c: file and path helpers for the tests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *tu_shared(const char *rel)
+{
+    static char buf[4096];
+    const char *dir = getenv("TESSERA_SHARED");
+    snprintf(buf, sizeof buf, "%s/%s", dir && *dir ? dir : TS_SHARED_DIR, rel);
+    return buf;
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *data = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    if (data) {
+        data[n] = '\0';
+        if (len)
+            *len = (size_t)n;
+    }
+    return data;
+}
+
+const char *tu_tmp_path(const char *name)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/tmp", TS_BUILD_DIR);
+    mkdir(buf, 0755);
+    snprintf(buf, sizeof buf, "%s/tmp/%d-%s", TS_BUILD_DIR, (int)getpid(), name);
+    return buf;
+}

@@ -1,0 +1,17 @@
+/* util.h: helpers shared by the cmocka test programs. */
+#ifndef TESSERA_TESTS_UTIL_H
+#define TESSERA_TESTS_UTIL_H
+
+#include <stddef.h>
+
+/* Path of rel inside the shared data folder ($TESSERA_SHARED, else ../shared beside the
+ * source tree). Returns a static buffer overwritten by the next call. */
+const char *tu_shared(const char *rel);
+
+/* Reads a whole file; returns a malloc'd NUL-terminated buffer and its length, or NULL. */
+char *tu_read_file(const char *path, size_t *len);
+
+/* A fresh path under the build folder's tmp/ for files a test writes (static buffer). */
+const char *tu_tmp_path(const char *name);
+
+#endif
