@@ -176,3 +176,19 @@ ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error
         release(v);
     return st;
 }
+
+ts_status ts_tokenizer_load_gguf(const char *path, ts_tokenizer **out, ts_error *err)
+{
+    *out = NULL;
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    memset(&v, 0, sizeof v);
+    ts_status st = gguf_open(path, &f, err);
+    if (st == TS_OK)
+        st = model_gguf_read_vocab(&v, f, err);
+    if (st == TS_OK)
+        st = tokenizer_create(&v, out, err);
+    vocab_clear(&v);
+    gguf_close(f);
+    return st;
+}
