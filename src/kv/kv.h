@@ -9,7 +9,20 @@
  * Write protocol for a sequence: kv_table_reserve(n) first (it allocates blocks and copies
  * a shared partial last block, so every slot it covers lies in a block of refcount 1),
  * then kv_table_write() the K/V rows of the new positions for every layer, then, for each
- * block that became full, kv_prefix_publish(). Shared blocks are read-only. */
+ * block that became full, kv_prefix_publish(). Shared blocks are read-only.
+ *
+ * Sharing: kv_table_fork() shares every block, the partial last one included; the first
+ * sharer to append into that block gets a private copy of its filled slots (copy on
+ * write); the last holder writes in place. Full blocks are never written again.
+ *
+ * Prefix cache and eviction: a published block whose refcount falls to 0 is "cached": it
+ * joins the tail of an LRU list and stays findable. Allocation takes the free list first,
+ * then the LRU head, which it unpublishes (counted in evictions). A table releases its
+ * blocks last to first and a lookup maps whole chains from block 0, so a child always sits
+ * ahead of its parent on the LRU list and a chain is reclaimed from its deep end: cached
+ * blocks remain a findable prefix. Should a child outlive its parent anyway, a generation
+ * number bumped on unpublish makes it unreachable (never a wrong hit), and LRU reclaims it
+ * as dead weight. */
 #ifndef TESSERA_KV_KV_H
 #define TESSERA_KV_KV_H
 
