@@ -150,6 +150,8 @@ static void test_alloc_free_and_out_of_blocks(void **state)
     assert_memory_equal(before, t.blocks, sizeof before);
     check_pool(pool, all, 1);
     assert_int_equal(kv_table_reserve(pool, &t, 1000, &err), TS_ERR_OUT_OF_BLOCKS);
+    assert_int_equal(kv_table_reserve(pool, &t, INT64_MAX, &err), TS_ERR_OUT_OF_BLOCKS);
+    assert_true(kv_table_blocks_needed(pool, &t, INT64_MAX) > 4);
     assert_int_equal(kv_table_reserve(pool, &t, -1, &err), TS_ERR_INVALID_ARG);
     assert_int_equal(kv_table_reserve(pool, &t, 0, &err), TS_OK);
     assert_int_equal(t.n_tokens, 128);
