@@ -39,6 +39,9 @@ typedef struct ts_engine_options {
     double aging_per_s;    /* priority levels a waiting request gains per second (0.1) */
     int n_threads;         /* OpenMP threads in a step; 0 = all cores */
     bool prefix_cache;     /* share KV blocks of common prompt prefixes (default on) */
+    int fail_alloc_at;     /* fault injection: the n-th allocation the step thread makes
+                            * for requests fails (0 = never). The environment variable
+                            * TESSERA_FAIL_ALLOC_AT sets it when the option is 0. */
 } ts_engine_options;
 
 /* Fills the defaults above. */

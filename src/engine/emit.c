@@ -60,7 +60,7 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
 {
     *out = NULL;
     const ts_request *r = j->req;
-    seq *s = calloc(1, sizeof *s);
+    seq *s = engine_alloc_ok(e) ? calloc(1, sizeof *s) : NULL;
     if (!s)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence");
     s->job = j;
@@ -112,7 +112,8 @@ static bool push_token(ts_engine *e, seq *s, const char *text, size_t len, int32
         for (int i = 0; i < n_top; i++)
             top[i] = (ts_logprob){lp->top[i].id, lp->top[i].logprob};
     }
-    if (request_push_token(s->job->req, s->index, text, len, token, lp ? &logprob : NULL, top,
+    if (!engine_alloc_ok(e) ||
+        request_push_token(s->job->req, s->index, text, len, token, lp ? &logprob : NULL, top,
                            n_top) != TS_OK) {
         engine_fail_request(e, s->job, TS_ERR_NOMEM, "out of memory queueing an event");
         return false;

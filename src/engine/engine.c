@@ -87,6 +87,10 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         goto fail;
     }
     e->kernels = simd_init();
+    e->allocs_left = o->fail_alloc_at;
+    const char *fault = getenv("TESSERA_FAIL_ALLOC_AT");
+    if (e->allocs_left == 0 && fault)
+        e->allocs_left = atoi(fault);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
     int vocab = model->cfg.vocab_size;
@@ -278,6 +282,13 @@ static void take_inbox(ts_engine *e)
         }
     }
     e->n_inbox = 0;
+}
+
+bool engine_alloc_ok(ts_engine *e)
+{
+    if (e->allocs_left <= 0)
+        return true;
+    return --e->allocs_left != 0;
 }
 
 static void *engine_thread(void *arg)

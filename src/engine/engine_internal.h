@@ -83,6 +83,7 @@ struct ts_engine {
     int n_dead, cap_dead;
     job **dead_jobs;        /* finished requests, freed likewise */
     int n_dead_jobs, cap_dead_jobs;
+    int allocs_left;        /* fault injection countdown; 0 = off (see fail_alloc_at) */
     uint64_t admit_counter;
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */
 };
@@ -112,6 +113,10 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
 
 /* Appends s to the waiting queue. */
 ts_status engine_waiting_add(ts_engine *e, seq *s);
+
+/* False when fault injection says this allocation must fail. Every allocation the step
+ * thread makes on a request's behalf asks first. */
+bool engine_alloc_ok(ts_engine *e);
 
 /* Frees the sequences and requests that ended during the step. */
 void engine_free_dead(ts_engine *e);

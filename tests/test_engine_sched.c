@@ -1,0 +1,348 @@
+/* test_engine_sched.c: the scheduler: priority order and aging, preemption with
+ * recompute, cancellation (queued, running, released handles), the queue limit, and
+ * errors that fail only the requests they touch. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "engine_util.h"
+
+static ts_model *model;
+static int32_t *prompt;
+static int n_prompt;
+
+static int setup(void **state)
+{
+    (void)state;
+    model = eu_load_stories();
+    prompt = eu_tokenize(model, "Once upon a time", &n_prompt);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(prompt);
+    ts_model_free(model);
+    return 0;
+}
+
+static ts_engine *start(ts_engine_options *o)
+{
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    if (ts_engine_create(model, o, &e, &err) != TS_OK)
+        fail_msg("engine: %s", err.msg);
+    return e;
+}
+
+/* Order in which requests got their first event, recorded by the engine's notify
+ * callback (called on the step thread): with one slot, the order they ran in. */
+typedef struct start_order {
+    int *counter;
+    int rank; /* 1-based; 0 until the first event */
+} start_order;
+
+static void on_event(void *user)
+{
+    start_order *o = user;
+    if (o->rank == 0)
+        o->rank = ++*o->counter;
+}
+
+static ts_request *submit_tracked(ts_engine *e, ts_priority prio, start_order *o)
+{
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = prompt;
+    p.n_prompt = (size_t)n_prompt;
+    p.max_tokens = 8;
+    p.sampling.temperature = 0;
+    p.priority = prio;
+    p.notify = on_event;
+    p.notify_user = o;
+    ts_request *req = NULL;
+    assert_int_equal(ts_engine_submit(e, &p, &req, NULL), TS_OK);
+    return req;
+}
+
+/* Blocks until req has produced its first token (so it is running). */
+static void wait_first_token(ts_request *req, char **text)
+{
+    ts_event ev;
+    assert_int_equal(ts_request_next_event(req, &ev, 10000), TS_OK);
+    assert_int_equal(ev.kind, TS_EVENT_TOKEN);
+    if (text)
+        *text = strdup(ev.text);
+    ts_event_clear(&ev);
+}
+
+static void test_priority_order_within_one_slot(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 1;
+    o.aging_per_s = 0;
+    ts_engine *e = start(&o);
+    ts_request *blocker = eu_submit(e, prompt, n_prompt, 300, TS_PRIORITY_NORMAL);
+    wait_first_token(blocker, NULL);
+    /* queued behind the blocker, lowest first */
+    int counter = 0;
+    start_order ord[4] = {{&counter, 0}, {&counter, 0}, {&counter, 0}, {&counter, 0}};
+    ts_priority prio[4] = {TS_PRIORITY_LOW, TS_PRIORITY_NORMAL, TS_PRIORITY_HIGH, TS_PRIORITY_NORMAL};
+    ts_request *reqs[4];
+    for (int i = 0; i < 4; i++)
+        reqs[i] = submit_tracked(e, prio[i], &ord[i]);
+    ts_request_release(blocker);
+    for (int i = 0; i < 4; i++) {
+        eu_result r;
+        eu_collect(reqs[i], &r);
+        ts_request_release(reqs[i]);
+        assert_int_equal(r.tokens[0], 8);
+        eu_result_free(&r);
+    }
+    /* one slot: they ran one after another, HIGH, then NORMAL in FIFO order, then LOW */
+    assert_int_equal(ord[2].rank, 1);
+    assert_int_equal(ord[1].rank, 2);
+    assert_int_equal(ord[3].rank, 3);
+    assert_int_equal(ord[0].rank, 4);
+    ts_engine_destroy(e);
+}
+
+/* With fast aging a LOW request that waited longer overtakes a later HIGH one. */
+static void test_aging_lets_low_overtake(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 1;
+    o.aging_per_s = 1000; /* a level per millisecond */
+    ts_engine *e = start(&o);
+    ts_request *blocker = eu_submit(e, prompt, n_prompt, 300, TS_PRIORITY_NORMAL);
+    wait_first_token(blocker, NULL);
+    int counter = 0;
+    start_order ol = {&counter, 0}, oh = {&counter, 0};
+    ts_request *low = submit_tracked(e, TS_PRIORITY_LOW, &ol);
+    usleep(20000); /* 20 ms: 20 levels of aging, far more than LOW - HIGH = 2 */
+    ts_request *high = submit_tracked(e, TS_PRIORITY_HIGH, &oh);
+    ts_request_release(blocker);
+    eu_result rl, rh;
+    eu_collect(low, &rl);
+    eu_collect(high, &rh);
+    assert_int_equal(ol.rank, 1);
+    assert_int_equal(oh.rank, 2);
+    eu_result_free(&rl);
+    eu_result_free(&rh);
+    ts_request_release(low);
+    ts_request_release(high);
+    ts_engine_destroy(e);
+}
+
+/* A pool too small for everyone at once: sequences are preempted, recomputed later, and
+ * still produce exactly the reference text. */
+static void test_preemption_recomputes_same_text(void **state)
+{
+    (void)state;
+    enum { N = 8, NEW = 90 };
+    int len[N];
+    int32_t *ids[N];
+    char *ref[N];
+    unsigned rng = 99;
+    for (int i = 0; i < N; i++) {
+        len[i] = 20 + 7 * i;
+        ids[i] = malloc((size_t)len[i] * sizeof(int32_t));
+        ids[i][0] = 1;
+        for (int k = 1; k < len[i]; k++) {
+            rng = rng * 1103515245u + 12345u;
+            ids[i][k] = 3 + (int32_t)((rng >> 8) % 509u);
+        }
+        ref[i] = eu_reference_greedy(model, ids[i], len[i], NEW);
+    }
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 8;
+    o.kv_blocks = 14; /* each needs 4-6 blocks by its end: 8 of them cannot all fit */
+    o.prefix_cache = false;
+    ts_engine *e = start(&o);
+    ts_request *reqs[N];
+    for (int i = 0; i < N; i++)
+        reqs[i] = eu_submit(e, ids[i], len[i], NEW, i % 2 ? TS_PRIORITY_LOW : TS_PRIORITY_HIGH);
+    for (int i = 0; i < N; i++) {
+        eu_result r;
+        eu_collect(reqs[i], &r);
+        ts_request_release(reqs[i]);
+        assert_false(r.error);
+        assert_string_equal(r.text[0], ref[i]);
+        eu_result_free(&r);
+        free(ids[i]);
+        free(ref[i]);
+    }
+    eu_wait_idle(e);
+    ts_engine_stats s;
+    ts_engine_get_stats(e, &s);
+    assert_true(s.preemptions > 0);
+    assert_int_equal(s.kv_blocks_used, 0);
+    assert_int_equal(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
+    ts_engine_destroy(e);
+}
+
+static void test_cancel_running_queued_and_released(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 2;
+    ts_engine *e = start(&o);
+    ts_request *running = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+    ts_request *released = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+    wait_first_token(running, NULL);
+    wait_first_token(released, NULL);
+    ts_request *queued = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+
+    ts_request_cancel(queued);
+    eu_result rq;
+    eu_collect(queued, &rq);
+    assert_int_equal(rq.n_done, 1);
+    assert_int_equal(rq.finish[0], TS_FINISH_CANCELLED);
+    assert_int_equal(rq.tokens[0], 0);
+    eu_result_free(&rq);
+
+    ts_request_release(released); /* the client went away without reading */
+    ts_request_cancel(running);
+    ts_request_cancel(running); /* idempotent */
+    eu_result rr;
+    eu_collect(running, &rr);
+    assert_int_equal(rr.finish[0], TS_FINISH_CANCELLED);
+    assert_true(rr.tokens[0] < 1500);
+    eu_result_free(&rr);
+
+    eu_wait_idle(e);
+    ts_engine_stats s;
+    ts_engine_get_stats(e, &s);
+    assert_int_equal(s.running, 0);
+    assert_int_equal(s.kv_blocks_used, 0);
+    assert_int_equal(s.requests_cancelled, 3);
+    ts_request_release(running);
+    ts_request_release(queued);
+    ts_engine_destroy(e);
+}
+
+static void test_queue_limit(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 1;
+    o.max_queue = 2;
+    ts_engine *e = start(&o);
+    ts_request *blocker = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+    wait_first_token(blocker, NULL);
+    ts_request *a = eu_submit(e, prompt, n_prompt, 4, TS_PRIORITY_NORMAL);
+    ts_request *b = eu_submit(e, prompt, n_prompt, 4, TS_PRIORITY_NORMAL);
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = prompt;
+    p.n_prompt = (size_t)n_prompt;
+    ts_request *c = NULL;
+    ts_error err = {0};
+    assert_int_equal(ts_engine_submit(e, &p, &c, &err), TS_ERR_QUEUE_FULL);
+    assert_null(c);
+    ts_request_release(blocker);
+    eu_result r;
+    eu_collect(a, &r);
+    assert_int_equal(r.tokens[0], 4);
+    eu_result_free(&r);
+    eu_collect(b, &r);
+    eu_result_free(&r);
+    ts_request_release(a);
+    ts_request_release(b);
+    ts_engine_destroy(e);
+}
+
+/* The n-th allocation of the step thread fails: that request gets an ERROR event, every
+ * other one completes with the reference text, and the engine keeps serving. */
+static void test_allocation_failure_fails_one_request(void **state)
+{
+    (void)state;
+    char *ref = eu_reference_greedy(model, prompt, n_prompt, 12);
+    for (int at = 1; at <= 40; at += 3) {
+        ts_engine_options o;
+        ts_engine_options_default(&o);
+        o.fail_alloc_at = at;
+        ts_engine *e = start(&o);
+        ts_request *reqs[4];
+        for (int i = 0; i < 4; i++)
+            reqs[i] = eu_submit(e, prompt, n_prompt, 12, TS_PRIORITY_NORMAL);
+        int failed = 0;
+        for (int i = 0; i < 4; i++) {
+            eu_result r;
+            eu_collect(reqs[i], &r);
+            ts_request_release(reqs[i]);
+            if (r.error) {
+                failed++;
+                assert_int_equal(r.error_status, TS_ERR_NOMEM);
+            } else {
+                assert_string_equal(r.text[0], ref);
+            }
+            eu_result_free(&r);
+        }
+        assert_true(failed <= 1);
+        /* still serving */
+        eu_result r;
+        ts_request *after = eu_submit(e, prompt, n_prompt, 12, TS_PRIORITY_NORMAL);
+        eu_collect(after, &r);
+        ts_request_release(after);
+        assert_false(r.error);
+        assert_string_equal(r.text[0], ref);
+        eu_result_free(&r);
+        eu_wait_idle(e);
+        ts_engine_stats s;
+        ts_engine_get_stats(e, &s);
+        assert_int_equal(s.kv_blocks_used, 0);
+        ts_engine_destroy(e);
+    }
+    free(ref);
+}
+
+static void test_destroy_with_requests_in_flight(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 2;
+    ts_engine *e = start(&o);
+    ts_request *reqs[4];
+    for (int i = 0; i < 4; i++)
+        reqs[i] = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+    wait_first_token(reqs[0], NULL);
+    ts_engine_destroy(e);
+    /* handles outlive the engine: every one ends with an ERROR (shutdown) event */
+    for (int i = 0; i < 4; i++) {
+        eu_result r;
+        eu_collect(reqs[i], &r);
+        assert_true(r.error);
+        assert_int_equal(r.error_status, TS_ERR_SHUTDOWN);
+        eu_result_free(&r);
+        ts_request_release(reqs[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_priority_order_within_one_slot),
+        cmocka_unit_test(test_aging_lets_low_overtake),
+        cmocka_unit_test(test_preemption_recomputes_same_text),
+        cmocka_unit_test(test_cancel_running_queued_and_released),
+        cmocka_unit_test(test_queue_limit),
+        cmocka_unit_test(test_allocation_failure_fails_one_request),
+        cmocka_unit_test(test_destroy_with_requests_in_flight),
+    };
+    return cmocka_run_group_tests_name("engine_sched", tests, setup, teardown);
+}
