@@ -379,10 +379,10 @@ static void fill_logprobs(sampler_logprobs *lp, const sampler *s, const float *l
         float l = clean_logit(logits[i]);
         lmax = l > lmax ? l : lmax;
     }
-    double sum = 0.0;
+    double sum = 0.0; /* float terms (expf is several times faster than exp), double sum */
     if (lmax > -INFINITY)
         for (int i = 0; i < V; i++)
-            sum += exp((double)((clean_logit(logits[i]) - lmax) * inv_t));
+            sum += expf((clean_logit(logits[i]) - lmax) * inv_t);
     const double log_z = lmax > -INFINITY ? log(sum) : INFINITY;
 
     int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
