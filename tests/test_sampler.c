@@ -202,6 +202,13 @@ static void test_greedy_picks_first_max(void **state)
         sampler_scratch_free(&f.sc);
     }
 
+    /* a denormal temperature acts as 0 rather than producing NaN */
+    ts_sampling_params tiny = params_t(1e-45f);
+    assert_int_equal(kept_mask(&tiny, logits, 6), BIT(1));
+    tiny.temperature = 1e-30f; /* small, 1/T finite: sampling among the three tied best */
+    tiny.min_p = 1e-6f;
+    assert_int_equal(kept_mask(&tiny, logits, 6), BIT(1) | BIT(3) | BIT(5));
+
     const float first[3] = { 5.0f, 5.0f, 5.0f };
     assert_int_equal(kept_mask(&p, first, 3), BIT(0));
     const float nan0[3] = { NAN, -1.0f, -3.0f };
@@ -392,9 +399,9 @@ static int reference_kept(const ts_sampling_params *p, const float *logits, int 
     if (p->top_p < 1.0f) {
         double total = 0.0, cum = 0.0;
         for (int i = 0; i < n; i++)
-            total += expf((t[i].l - lmax) * (1.0f / p->temperature));
+            total += sampler_expf((t[i].l - lmax) * (1.0f / p->temperature));
         for (int i = 0; i < n; i++) {
-            cum += expf((t[i].l - lmax) * (1.0f / p->temperature));
+            cum += sampler_expf((t[i].l - lmax) * (1.0f / p->temperature));
             if (cum >= p->top_p * total) {
                 n = i + 1;
                 break;
@@ -449,6 +456,27 @@ static void test_large_vocab_matches_reference(void **state)
     }
     free(logits);
     free(keep);
+}
+
+/* The fast exponential against libm in double: relative error, special values. */
+static void test_expf_matches_libm(void **state)
+{
+    (void)state;
+    double worst = 0.0;
+    for (int i = 0; i <= 2000000; i++) {
+        float x = -87.0f * (float)i / 2000000.0f;
+        double want = exp((double)x);
+        double rel = fabs((double)sampler_expf(x) - want) / want;
+        worst = rel > worst ? rel : worst;
+    }
+    assert_true(worst < 2e-7);
+    assert_true(sampler_expf(0.0f) == 1.0f);
+    assert_true(sampler_expf(-0.0f) == 1.0f);
+    assert_true(sampler_expf(-INFINITY) == 0.0f);
+    assert_true(sampler_expf(-87.5f) == 0.0f);
+    assert_true(sampler_expf(-1e30f) == 0.0f);
+    assert_true(sampler_expf(3.0f) == 1.0f); /* outside the domain: clamped */
+    assert_true(fabs(sampler_expf(-1.0f) - 0.36787944117) < 1e-7);
 }
 
 /* ---------------------------------------------------------------- draws */
@@ -742,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_min_p_keeps_exact_set),
         cmocka_unit_test(test_kept_probabilities_are_renormalised),
         cmocka_unit_test(test_large_vocab_matches_reference),
+        cmocka_unit_test(test_expf_matches_libm),
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_frequencies_match_softmax),
         cmocka_unit_test(test_repetition_penalty),

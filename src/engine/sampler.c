@@ -2,6 +2,7 @@
  * min-p / top-p kept set, the draw, and logprobs. */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,8 +115,9 @@ ts_status sampler_scratch_init(sampler_scratch *sc, int vocab_size, ts_error *er
         return ts_error_set(err, TS_ERR_INVALID_ARG, "sampler scratch: vocab_size %d must be > 0",
                             vocab_size);
     sc->cand = malloc((size_t)vocab_size * sizeof *sc->cand);
+    sc->prob = malloc((size_t)vocab_size * sizeof *sc->prob);
     sc->count = calloc((size_t)vocab_size, sizeof *sc->count);
-    if (!sc->cand || !sc->count)
+    if (!sc->cand || !sc->prob || !sc->count)
         goto fail;
     sc->vocab_size = vocab_size;
     return TS_OK;
@@ -130,6 +132,7 @@ void sampler_scratch_free(sampler_scratch *sc)
     if (!sc)
         return;
     free(sc->cand);
+    free(sc->prob);
     free(sc->count);
     memset(sc, 0, sizeof *sc);
 }
@@ -281,25 +284,124 @@ static int top_p_prefix(sampler_cand *c, int n, double total, float top_p)
     return n;
 }
 
+/* NaN -> -inf, +inf -> FLT_MAX; written without branches so loops vectorize. */
 static inline float clean_logit(float x)
 {
-    if (isnan(x))
-        return -INFINITY;
+    x = x != x ? -INFINITY : x;
     return x > FLT_MAX ? FLT_MAX : x;
 }
 
-/* First maximal index, exactly as llama2.c's argmax; NaN never wins. */
+/* The loops below that touch the whole vocabulary keep LANES independent accumulators:
+ * one running max or sum would be a serial dependency chain (4 cycles an element), and
+ * separate lanes let the compiler vectorize without -ffast-math. */
+#define LANES 16
+
+/* Largest cleaned logit of x (n); -inf when none. */
+static float max_logit(const float *x, int n)
+{
+    float m[LANES];
+    for (int j = 0; j < LANES; j++)
+        m[j] = -INFINITY;
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            float v = clean_logit(x[i + j]);
+            m[j] = v > m[j] ? v : m[j];
+        }
+    for (; i < n; i++) {
+        float v = clean_logit(x[i]);
+        m[0] = v > m[0] ? v : m[0];
+    }
+    for (int j = 1; j < LANES; j++)
+        m[0] = m[j] > m[0] ? m[j] : m[0];
+    return m[0];
+}
+
+/* First maximal index, as llama2.c's argmax (NaN never wins, +inf counts as FLT_MAX):
+ * the maximum in one vectorized pass, then the first index holding it. */
 static int32_t argmax(const float *x, int n)
 {
-    int32_t best = 0;
-    float v = clean_logit(x[0]);
-    for (int i = 1; i < n; i++) {
-        if (x[i] > v) {
-            v = x[i];
-            best = i;
-        }
+    const float m = max_logit(x, n);
+    for (int i = 0; i < n; i++)
+        if (clean_logit(x[i]) == m)
+            return i;
+    return 0; /* unreachable: some cleaned logit equals the maximum */
+}
+
+/* e^x for x in [-87.1, 0] times keep (an all-ones or all-zero mask): Cephes expf.
+ * x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 polynomial, 2^n by building the
+ * exponent bits. No float conditionals: under -ftrapping-math they keep loops scalar. */
+static inline float exp_core(float x, int32_t keep)
+{
+    /* round to nearest by the 1.5 * 2^23 trick (floorf would also keep the loop scalar) */
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const union { int32_t i; float f; } scale = { .i = (((int32_t)n + 127) << 23) & keep };
+    return p * scale.f; /* a scale of +0.0 when keep is 0 */
+}
+
+float sampler_expf(float x)
+{
+    const float xc = x < -87.0f ? -87.0f : (x > 0.0f ? 0.0f : x);
+    return exp_core(xc, -(int32_t)(x >= -87.0f));
+}
+
+/* out[i] = e^((clean(x[i]) - lmax) * inv_t) for i < n (lmax finite, >= every clean x);
+ * returns their sum, in float within blocks of LANES * 16 terms and in double across
+ * blocks. A logit below lo (where the exponent falls under -87) contributes exactly 0;
+ * lo is a variable, not a constant, so the clamp below vectorizes as a max. */
+static double exp_sum(float *out, const float *x, int n, float lmax, float inv_t)
+{
+    const float lo = lmax - 87.0f / inv_t;
+    double total = 0.0;
+    int i = 0;
+    for (; i + LANES * 16 <= n; i += LANES * 16) {
+        float acc[LANES] = { 0 };
+        for (int k = 0; k < LANES * 16; k += LANES)
+            for (int j = 0; j < LANES; j++) {
+                const float l = clean_logit(x[i + k + j]);
+                const int32_t keep = -(int32_t)(l >= lo);
+                const float lc = l > lo ? l : lo;
+                const float e = exp_core((lc - lmax) * inv_t, keep);
+                out[i + k + j] = e;
+                acc[j] += e;
+            }
+        float b = 0.0f;
+        for (int j = 0; j < LANES; j++)
+            b += acc[j];
+        total += b;
     }
-    return best;
+    for (; i < n; i++) {
+        out[i] = sampler_expf((clean_logit(x[i]) - lmax) * inv_t);
+        total += out[i];
+    }
+    return total;
+}
+
+/* Temperature 0, or one so small that 1 / T overflows: argmax. */
+static bool is_greedy(const ts_sampling_params *p)
+{
+    return p->temperature == 0.0f || isinf(1.0f / p->temperature);
+}
+
+/* Every kept token is impossible: keep the canonical first (lowest id) alone. */
+static ts_status keep_lowest_id(sampler_cand *c, int n, int *n_kept)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        best = c[i].id < c[best].id ? i : best;
+    c[0] = c[best];
+    c[0].p = 1.0f;
+    *n_kept = 1;
+    return TS_OK;
 }
 
 ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
@@ -312,48 +414,63 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
     sampler_cand *c = sc->cand;
     int n = s->vocab_size;
 
-    if (p->temperature == 0.0f) {
+    if (is_greedy(p)) {
         int32_t id = argmax(logits, n);
         c[0] = (sampler_cand){ .id = id, .logit = clean_logit(logits[id]), .p = 1.0f };
         *n_kept = 1;
         return TS_OK;
     }
 
-    for (int i = 0; i < n; i++)
-        c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
-    if (p->top_k > 0 && p->top_k < n) {
-        select_first(c, n, p->top_k);
-        n = p->top_k;
-    }
-
-    float lmax = -INFINITY;
-    for (int i = 0; i < n; i++)
-        lmax = c[i].logit > lmax ? c[i].logit : lmax;
-    if (lmax == -INFINITY) { /* nothing is possible: keep the canonical first alone */
-        int best = 0;
-        for (int i = 1; i < n; i++)
-            best = c[i].id < c[best].id ? i : best;
-        c[0] = c[best];
-        c[0].p = 1.0f;
-        *n_kept = 1;
-        return TS_OK;
-    }
-
-    /* softmax numerators and min-p in one pass */
     const float inv_t = 1.0f / p->temperature;
     const float log_min_p = p->min_p > 0.0f ? logf(p->min_p) : -INFINITY;
     double total = 0.0;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        float z = (c[i].logit - lmax) * inv_t;
-        if (z < log_min_p)
-            continue;
-        c[m] = c[i];
-        c[m].p = expf(z);
-        total += c[m].p;
-        m++;
+    float lmax;
+    if (p->top_k > 0 && p->top_k < n) {
+        for (int i = 0; i < n; i++)
+            c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
+        select_first(c, n, p->top_k);
+        n = p->top_k;
+        lmax = -INFINITY;
+        for (int i = 0; i < n; i++)
+            lmax = c[i].logit > lmax ? c[i].logit : lmax;
+        if (lmax == -INFINITY)
+            return keep_lowest_id(c, n, n_kept);
+        int m = 0; /* softmax numerators and min-p in one pass */
+        for (int i = 0; i < n; i++) {
+            float z = (c[i].logit - lmax) * inv_t;
+            if (z < log_min_p)
+                continue;
+            c[m] = c[i];
+            c[m].p = sampler_expf(z);
+            total += c[m].p;
+            m++;
+        }
+        n = m;
+    } else {
+        lmax = max_logit(logits, n);
+        if (lmax == -INFINITY) {
+            c[0] = (sampler_cand){ .id = 0, .logit = clean_logit(logits[0]), .p = 1.0f };
+            *n_kept = 1;
+            return TS_OK;
+        }
+        /* numerators for the whole vocabulary in one vectorized pass */
+        total = exp_sum(sc->prob, logits, n, lmax, inv_t);
+        if (p->min_p > 0.0f) {
+            int m = 0;
+            total = 0.0;
+            for (int i = 0; i < n; i++) {
+                float l = clean_logit(logits[i]);
+                if ((l - lmax) * inv_t < log_min_p)
+                    continue;
+                c[m++] = (sampler_cand){ .id = i, .logit = l, .p = sc->prob[i] };
+                total += sc->prob[i];
+            }
+            n = m;
+        } else {
+            for (int i = 0; i < n; i++)
+                c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = sc->prob[i] };
+        }
     }
-    n = m;
 
     if (p->top_p < 1.0f) {
         n = top_p_prefix(c, n, total, p->top_p);
@@ -361,28 +478,22 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
         for (int i = 0; i < n; i++)
             total += c[i].p;
     }
+    const float inv_total = (float)(1.0 / total);
     for (int i = 0; i < n; i++)
-        c[i].p = (float)(c[i].p / total);
+        c[i].p *= inv_total;
     *n_kept = n;
     return TS_OK;
 }
 
 /* ---------------------------------------------------------------- logprobs */
 
-static void fill_logprobs(sampler_logprobs *lp, const sampler *s, const float *logits,
-                          int32_t chosen)
+static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratch *sc,
+                          const float *logits, int32_t chosen)
 {
     const int V = s->vocab_size;
-    const float inv_t = s->params.temperature > 0.0f ? 1.0f / s->params.temperature : 1.0f;
-    float lmax = -INFINITY;
-    for (int i = 0; i < V; i++) {
-        float l = clean_logit(logits[i]);
-        lmax = l > lmax ? l : lmax;
-    }
-    double sum = 0.0; /* float terms (expf is several times faster than exp), double sum */
-    if (lmax > -INFINITY)
-        for (int i = 0; i < V; i++)
-            sum += expf((clean_logit(logits[i]) - lmax) * inv_t);
+    const float inv_t = is_greedy(&s->params) ? 1.0f : 1.0f / s->params.temperature;
+    const float lmax = max_logit(logits, V);
+    const double sum = lmax > -INFINITY ? exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
     const double log_z = lmax > -INFINITY ? log(sum) : INFINITY;
 
     int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
@@ -437,6 +548,6 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
         pick = last_possible;
     *token = c[pick].id;
     if (lp)
-        fill_logprobs(lp, s, logits, *token);
+        fill_logprobs(lp, s, sc, logits, *token);
     return TS_OK;
 }
