@@ -15,6 +15,12 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int main(int argc, char **argv)
 {
     const int V = argc > 1 ? atoi(argv[1]) : 128256;
@@ -25,7 +31,8 @@ int main(int argc, char **argv)
     }
     float *model = malloc((size_t)V * sizeof *model);
     float *logits = malloc((size_t)V * sizeof *logits);
-    if (!model || !logits) {
+    double *times = malloc((size_t)iters * sizeof *times);
+    if (!model || !logits || !times) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
@@ -55,7 +62,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    printf("vocab %d, %d iterations, logprobs off / on (top 5)\n", V, iters);
+    printf("vocab %d, median of %d samples, logprobs off / on (top 5)\n", V, iters);
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         ts_sampling_params p = ts_sampling_params_default();
         p.temperature = cfg[c].t;
@@ -74,21 +81,22 @@ int main(int argc, char **argv)
                 return 1;
             }
             sampler_logprobs lp;
-            double t0 = now_s(), sum = 0.0;
             for (int it = 0; it < iters; it++) {
                 memcpy(logits, model, (size_t)V * sizeof *logits);
                 int32_t tok;
                 double t1 = now_s();
                 sampler_sample(&s, &sc, &tok, with_lp ? &lp : NULL, logits, hist, 64, 32, NULL);
-                sum += now_s() - t1;
+                times[it] = now_s() - t1;
             }
-            (void)t0;
-            us[with_lp] = 1e6 * sum / iters;
+            /* the median resists other processes taking the core now and then */
+            qsort(times, (size_t)iters, sizeof *times, cmp_double);
+            us[with_lp] = 1e6 * times[iters / 2];
         }
         printf("  %-22s %8.1f us   %8.1f us\n", cfg[c].name, us[0], us[1]);
     }
     sampler_scratch_free(&sc);
     free(model);
     free(logits);
+    free(times);
     return 0;
 }

@@ -198,6 +198,13 @@ ts_status sampler_apply_penalties(const sampler *s, sampler_scratch *sc, float *
 
 /* ---------------------------------------------------------------- selection */
 
+/* NaN -> -inf, +inf -> FLT_MAX; written without branches so loops vectorize. */
+static inline float clean_logit(float x)
+{
+    x = x != x ? -INFINITY : x;
+    return x > FLT_MAX ? FLT_MAX : x;
+}
+
 /* a comes before b in the canonical order. */
 static inline int cand_before(const sampler_cand *a, const sampler_cand *b)
 {
@@ -260,6 +267,44 @@ static void select_first(sampler_cand *c, int n, int k)
     }
 }
 
+/* Up to this k, top-k scans the logits with a k-entry heap (no vocabulary-sized copy;
+ * O(n) when few tokens displace the heap, O(n log k) at worst); above it, quickselect. */
+#define TOP_K_HEAP_MAX 1024
+
+/* Restores the heap h (k) below i: each entry comes before its children in the reverse
+ * canonical order, so the root is the canonical last of the kept tokens. */
+static void heap_sift_down(sampler_cand *h, int k, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, w = i;
+        if (l < k && cand_before(&h[w], &h[l]))
+            w = l;
+        if (r < k && cand_before(&h[w], &h[r]))
+            w = r;
+        if (w == i)
+            return;
+        cand_swap(&h[i], &h[w]);
+        i = w;
+    }
+}
+
+/* c[0..k) = the first k of logits (n) in canonical order, unsorted; 0 < k < n. Ids come
+ * in increasing order, so a logit equal to the root's never displaces it. */
+static void top_k_heap(sampler_cand *c, const float *logits, int n, int k)
+{
+    for (int i = 0; i < k; i++)
+        c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
+    for (int i = k / 2 - 1; i >= 0; i--)
+        heap_sift_down(c, k, i);
+    for (int i = k; i < n; i++) {
+        const float l = clean_logit(logits[i]);
+        if (l > c[0].logit) {
+            c[0] = (sampler_cand){ .id = i, .logit = l, .p = 0.0f };
+            heap_sift_down(c, k, 0);
+        }
+    }
+}
+
 /* The shortest canonical prefix of c (n, p unnormalised, summing to total) whose mass
  * reaches top_p * total. Sorts that prefix in place, growing it in doubling chunks so a
  * peaked distribution over a large vocabulary costs O(n). Returns its length. */
@@ -282,13 +327,6 @@ static int top_p_prefix(sampler_cand *c, int n, double total, float top_p)
         chunk *= 2;
     }
     return n;
-}
-
-/* NaN -> -inf, +inf -> FLT_MAX; written without branches so loops vectorize. */
-static inline float clean_logit(float x)
-{
-    x = x != x ? -INFINITY : x;
-    return x > FLT_MAX ? FLT_MAX : x;
 }
 
 /* The loops below that touch the whole vocabulary keep LANES independent accumulators:
@@ -426,9 +464,13 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
     double total = 0.0;
     float lmax;
     if (p->top_k > 0 && p->top_k < n) {
-        for (int i = 0; i < n; i++)
-            c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
-        select_first(c, n, p->top_k);
+        if (p->top_k <= TOP_K_HEAP_MAX) {
+            top_k_heap(c, logits, n, p->top_k);
+        } else {
+            for (int i = 0; i < n; i++)
+                c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
+            select_first(c, n, p->top_k);
+        }
         n = p->top_k;
         lmax = -INFINITY;
         for (int i = 0; i < n; i++)
@@ -496,19 +538,32 @@ static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratc
     const double sum = lmax > -INFINITY ? exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
     const double log_z = lmax > -INFINITY ? log(sum) : INFINITY;
 
-    int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
-    sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS];
+    const int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
+    sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS]; /* (nb), canonical order */
     int nb = 0;
-    for (int i = 0; i < V && n_top > 0; i++) {
-        sampler_cand x = { .id = i, .logit = clean_logit(logits[i]) };
-        if (nb == n_top && !cand_before(&x, &best[nb - 1]))
-            continue;
-        int j = nb < n_top ? nb++ : nb - 1; /* insertion into a short sorted list */
-        while (j > 0 && cand_before(&x, &best[j - 1])) {
-            best[j] = best[j - 1];
-            j--;
+    for (int i0 = 0; i0 < V && n_top > 0; i0 += LANES) {
+        const int end = V - i0 < LANES ? V : i0 + LANES;
+        /* once the list is full, a block whose maximum does not beat its last entry is
+         * skipped whole (ids rise, so a tie never enters): most blocks, vectorized */
+        if (nb == n_top && end - i0 == LANES) {
+            const float thr = best[nb - 1].logit;
+            int any = 0;
+            for (int j = 0; j < LANES; j++)
+                any |= clean_logit(logits[i0 + j]) > thr;
+            if (!any)
+                continue;
         }
-        best[j] = x;
+        for (int i = i0; i < end; i++) {
+            const sampler_cand x = { .id = i, .logit = clean_logit(logits[i]) };
+            if (nb == n_top && !(x.logit > best[nb - 1].logit))
+                continue;
+            int j = nb < n_top ? nb++ : nb - 1; /* insertion into a short sorted list */
+            while (j > 0 && cand_before(&x, &best[j - 1])) {
+                best[j] = best[j - 1];
+                j--;
+            }
+            best[j] = x;
+        }
     }
 
     lp->token = chosen;
