@@ -835,6 +835,27 @@ static void test_logprobs(void **state)
         sampler_scratch_free(&f.sc);
     }
 
+    /* every token impossible: -inf throughout, never NaN */
+    {
+        ts_sampling_params q = params_t(0.7f);
+        q.logprobs = true;
+        q.top_logprobs = 3;
+        fixture g;
+        setup_sampler(&g, &q, 4);
+        float none[4] = { -INFINITY, NAN, -INFINITY, -INFINITY };
+        sampler_logprobs lpn;
+        int32_t t = -1;
+        assert_int_equal(sampler_sample(&g.s, &g.sc, &t, &lpn, none, NULL, 0, 0, NULL), TS_OK);
+        assert_int_equal(t, 0);
+        assert_true(lpn.logprob == -INFINITY);
+        assert_int_equal(lpn.n_top, 3);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(lpn.top[i].id, i == 0 ? 0 : i == 1 ? 1 : 2);
+            assert_true(lpn.top[i].logprob == -INFINITY);
+        }
+        sampler_scratch_free(&g.sc);
+    }
+
     /* top N smaller than the vocabulary; chosen token outside the top N */
     ts_sampling_params p = params_t(1.0f);
     p.logprobs = true;

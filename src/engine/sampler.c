@@ -1,5 +1,5 @@
-/* sampler.c: sampling parameters, the per-request generator, penalties, the top-k /
- * min-p / top-p kept set, the draw, and logprobs. */
+/* sampler.c: the per-request generator, penalties, the top-k / min-p / top-p kept set,
+ * the draw, and logprobs. */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -7,58 +7,6 @@
 #include <string.h>
 
 #include "engine/sampler.h"
-
-/* ---------------------------------------------------------------- parameters */
-
-ts_sampling_params ts_sampling_params_default(void)
-{
-    return (ts_sampling_params){
-        .temperature = 1.0f,
-        .top_k = 0,
-        .top_p = 1.0f,
-        .min_p = 0.0f,
-        .repetition_penalty = 1.0f,
-        .repeat_last_n = 64,
-        .presence_penalty = 0.0f,
-        .frequency_penalty = 0.0f,
-        .seed = 0,
-        .has_seed = false,
-        .logprobs = false,
-        .top_logprobs = 0,
-    };
-}
-
-/* Written so that NaN fails every check. */
-#define CHECK_RANGE(cond, field, range, value)                                         \
-    do {                                                                               \
-        if (!(cond))                                                                   \
-            return ts_error_set(err, TS_ERR_INVALID_ARG, field " must be in " range    \
-                                ", got %g", (double)(value));                          \
-    } while (0)
-
-ts_status ts_sampling_params_validate(const ts_sampling_params *p, ts_error *err)
-{
-    if (!p)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "sampling params are NULL");
-    CHECK_RANGE(p->temperature >= 0.0f && p->temperature <= 2.0f, "temperature", "[0, 2]",
-                p->temperature);
-    CHECK_RANGE(p->top_k >= 0, "top_k", "[0, inf)", p->top_k);
-    CHECK_RANGE(p->top_p > 0.0f && p->top_p <= 1.0f, "top_p", "(0, 1]", p->top_p);
-    CHECK_RANGE(p->min_p >= 0.0f && p->min_p <= 1.0f, "min_p", "[0, 1]", p->min_p);
-    CHECK_RANGE(p->repetition_penalty > 0.0f && p->repetition_penalty <= 10.0f,
-                "repetition_penalty", "(0, 10]", p->repetition_penalty);
-    CHECK_RANGE(p->repeat_last_n >= -1, "repeat_last_n", "[-1, inf)", p->repeat_last_n);
-    CHECK_RANGE(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f,
-                "presence_penalty", "[-2, 2]", p->presence_penalty);
-    CHECK_RANGE(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f,
-                "frequency_penalty", "[-2, 2]", p->frequency_penalty);
-    CHECK_RANGE(p->top_logprobs >= 0 && p->top_logprobs <= TS_SAMPLING_MAX_TOP_LOGPROBS,
-                "top_logprobs", "[0, 20]", p->top_logprobs);
-    if (p->top_logprobs > 0 && !p->logprobs)
-        return ts_error_set(err, TS_ERR_INVALID_ARG,
-                            "top_logprobs = %d requires logprobs to be true", p->top_logprobs);
-    return TS_OK;
-}
 
 /* ---------------------------------------------------------------- generator */
 
@@ -529,6 +477,15 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
 
 /* ---------------------------------------------------------------- logprobs */
 
+/* log softmax of one cleaned logit; -inf for impossible tokens, and for every token when
+ * all are impossible (where the arithmetic would give NaN). */
+static float log_prob(float l, float lmax, float inv_t, double log_z)
+{
+    if (l == -INFINITY || lmax == -INFINITY)
+        return -INFINITY;
+    return (float)((double)((l - lmax) * inv_t) - log_z);
+}
+
 static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratch *sc,
                           const float *logits, int32_t chosen)
 {
@@ -536,7 +493,7 @@ static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratc
     const float inv_t = is_greedy(&s->params) ? 1.0f : 1.0f / s->params.temperature;
     const float lmax = max_logit(logits, V);
     const double sum = lmax > -INFINITY ? exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
-    const double log_z = lmax > -INFINITY ? log(sum) : INFINITY;
+    const double log_z = lmax > -INFINITY ? log(sum) : 0.0;
 
     const int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
     sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS]; /* (nb), canonical order */
@@ -567,11 +524,11 @@ static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratc
     }
 
     lp->token = chosen;
-    lp->logprob = (float)((double)((clean_logit(logits[chosen]) - lmax) * inv_t) - log_z);
+    lp->logprob = log_prob(clean_logit(logits[chosen]), lmax, inv_t, log_z);
     lp->n_top = nb;
     for (int i = 0; i < nb; i++) {
         lp->top[i].id = best[i].id;
-        lp->top[i].logprob = (float)((double)((best[i].logit - lmax) * inv_t) - log_z);
+        lp->top[i].logprob = log_prob(best[i].logit, lmax, inv_t, log_z);
     }
 }
 
