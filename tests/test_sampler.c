@@ -202,6 +202,13 @@ static void test_greedy_picks_first_max(void **state)
         sampler_scratch_free(&f.sc);
     }
 
+    /* a denormal temperature acts as 0 rather than producing NaN */
+    ts_sampling_params tiny = params_t(1e-45f);
+    assert_int_equal(kept_mask(&tiny, logits, 6), BIT(1));
+    tiny.temperature = 1e-30f; /* small, 1/T finite: sampling among the three tied best */
+    tiny.min_p = 1e-6f;
+    assert_int_equal(kept_mask(&tiny, logits, 6), BIT(1) | BIT(3) | BIT(5));
+
     const float first[3] = { 5.0f, 5.0f, 5.0f };
     assert_int_equal(kept_mask(&p, first, 3), BIT(0));
     const float nan0[3] = { NAN, -1.0f, -3.0f };
@@ -392,9 +399,9 @@ static int reference_kept(const ts_sampling_params *p, const float *logits, int 
     if (p->top_p < 1.0f) {
         double total = 0.0, cum = 0.0;
         for (int i = 0; i < n; i++)
-            total += expf((t[i].l - lmax) * (1.0f / p->temperature));
+            total += sampler_expf((t[i].l - lmax) * (1.0f / p->temperature));
         for (int i = 0; i < n; i++) {
-            cum += expf((t[i].l - lmax) * (1.0f / p->temperature));
+            cum += sampler_expf((t[i].l - lmax) * (1.0f / p->temperature));
             if (cum >= p->top_p * total) {
                 n = i + 1;
                 break;
@@ -408,47 +415,173 @@ static int reference_kept(const ts_sampling_params *p, const float *logits, int 
     return n;
 }
 
+/* Logits for the large-vocabulary tests: pattern 0 a peaked, heavy-tailed random
+ * distribution (quantised when quant > 0, for many ties), 1 ascending (every token
+ * displaces a top-k heap), 2 descending, 3 constant, 4 random with masked (-inf) and NaN
+ * tokens. */
+static void make_logits(float *logits, int V, int pattern, float quant, uint64_t *x)
+{
+    for (int i = 0; i < V; i++) {
+        double u = (double)(test_rng(x) >> 11) * 0x1.0p-53;
+        float v = (float)(8.0 * pow(u, 6.0) - 2.0 + (double)(test_rng(x) % 100) / 50.0);
+        if (quant > 0.0f)
+            v = roundf(v / quant) * quant;
+        switch (pattern) {
+        case 1: v = (float)i * 1e-3f; break;
+        case 2: v = (float)(V - i) * 1e-3f; break;
+        case 3: v = 0.5f; break;
+        case 4: v = i % 3 == 0 ? -INFINITY : (i % 1001 == 5 ? NAN : v); break;
+        default: break;
+        }
+        logits[i] = v;
+    }
+}
+
 static void test_large_vocab_matches_reference(void **state)
 {
     (void)state;
-    const int V = 32000;
+    const int V = 32003; /* not a multiple of the vector blocks: tails are exercised */
     float *logits = malloc((size_t)V * sizeof *logits);
+    float *clean = malloc((size_t)V * sizeof *clean);
     char *keep = malloc((size_t)V);
     assert_non_null(logits);
+    assert_non_null(clean);
     assert_non_null(keep);
-    const struct { float t; int k; float top_p, min_p; float quant; } cfg[] = {
-        { 1.0f, 40, 1.0f, 0.0f, 0.0f },   { 1.0f, 40, 1.0f, 0.0f, 0.5f },
-        { 0.7f, 0, 0.9f, 0.0f, 0.0f },    { 1.0f, 0, 0.95f, 0.0f, 0.25f },
-        { 1.5f, 0, 0.999f, 0.0f, 0.0f },  { 1.0f, 0, 1.0f, 0.05f, 0.0f },
-        { 0.8f, 100, 0.9f, 0.02f, 0.1f }, { 1.0f, 5000, 0.5f, 0.0f, 1.0f },
-        { 2.0f, 0, 0.99f, 0.0f, 0.0f },   { 1.0f, 1, 1.0f, 0.0f, 2.0f },
+    const struct { float t; int k; float top_p, min_p; float quant; int pattern; } cfg[] = {
+        { 1.0f, 40, 1.0f, 0.0f, 0.0f, 0 },   { 1.0f, 40, 1.0f, 0.0f, 0.5f, 0 },
+        { 0.7f, 0, 0.9f, 0.0f, 0.0f, 0 },    { 1.0f, 0, 0.95f, 0.0f, 0.25f, 0 },
+        { 1.5f, 0, 0.999f, 0.0f, 0.0f, 0 },  { 1.0f, 0, 1.0f, 0.05f, 0.0f, 0 },
+        { 0.8f, 100, 0.9f, 0.02f, 0.1f, 0 }, { 1.0f, 5000, 0.5f, 0.0f, 1.0f, 0 },
+        { 2.0f, 0, 0.99f, 0.0f, 0.0f, 0 },   { 1.0f, 1, 1.0f, 0.0f, 2.0f, 0 },
+        { 1.0f, 1024, 0.9f, 0.0f, 0.0f, 1 }, { 1.0f, 1025, 0.9f, 0.0f, 0.0f, 1 },
+        { 1.0f, 50, 1.0f, 0.0f, 0.0f, 2 },   { 1.0f, 0, 0.5f, 0.0f, 0.0f, 2 },
+        { 1.0f, 7, 0.3f, 0.5f, 0.0f, 3 },    { 1.0f, 0, 0.001f, 0.0f, 0.0f, 3 },
+        { 1.0f, 300, 1.0f, 0.0f, 0.0f, 4 },  { 0.9f, 0, 0.9f, 0.01f, 0.0f, 4 },
+        { 1.0f, 20000, 0.97f, 0.0f, 0.0f, 4 },
     };
     uint64_t x = 88172645463325252ULL;
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
-        for (int i = 0; i < V; i++) {
-            /* a peaked, heavy-tailed distribution; quantised to create many ties */
-            double u = (double)(test_rng(&x) >> 11) * 0x1.0p-53;
-            float v = (float)(8.0 * pow(u, 6.0) - 2.0 + (double)(test_rng(&x) % 100) / 50.0);
-            if (cfg[c].quant > 0.0f)
-                v = roundf(v / cfg[c].quant) * cfg[c].quant;
-            logits[i] = v;
-        }
+        make_logits(logits, V, cfg[c].pattern, cfg[c].quant, &x);
+        for (int i = 0; i < V; i++) /* the reference sees NaN as -inf, as documented */
+            clean[i] = isnan(logits[i]) ? -INFINITY : logits[i];
         ts_sampling_params p = params_t(cfg[c].t);
         p.top_k = cfg[c].k;
         p.top_p = cfg[c].top_p;
         p.min_p = cfg[c].min_p;
-        int want = reference_kept(&p, logits, V, keep);
+        int want = reference_kept(&p, clean, V, keep);
         fixture f;
         setup_sampler(&f, &p, V);
         int n = 0;
         assert_int_equal(sampler_candidates(&f.s, &f.sc, &n, logits, NULL), TS_OK);
         assert_int_equal(n, want);
-        for (int i = 0; i < n; i++)
+        double sum = 0.0;
+        for (int i = 0; i < n; i++) {
             assert_int_equal(keep[f.sc.cand[i].id], 1);
+            keep[f.sc.cand[i].id] = 2; /* no duplicates */
+            sum += f.sc.cand[i].p;
+        }
+        assert_true(fabs(sum - 1.0) < 1e-4);
         sampler_scratch_free(&f.sc);
     }
     free(logits);
+    free(clean);
     free(keep);
+}
+
+/* Masked (-inf) and far-below tokens get probability exactly 0 on the vectorized path,
+ * and a draw never picks them. */
+static void test_masked_tokens_get_zero(void **state)
+{
+    (void)state;
+    enum { V = 1000 };
+    float logits[V];
+    for (int i = 0; i < V; i++)
+        logits[i] = i % 100 == 7 ? 1.0f : (i % 2 ? -INFINITY : -200.0f);
+    ts_sampling_params p = params_t(1.0f);
+    p.seed = 3;
+    p.has_seed = true;
+    fixture f;
+    setup_sampler(&f, &p, V);
+    int n = 0;
+    assert_int_equal(sampler_candidates(&f.s, &f.sc, &n, logits, NULL), TS_OK);
+    assert_int_equal(n, V);
+    for (int i = 0; i < n; i++) {
+        if (f.sc.cand[i].id % 100 == 7)
+            assert_true(fabsf(f.sc.cand[i].p - 0.1f) < 1e-6f);
+        else
+            assert_true(f.sc.cand[i].p == 0.0f);
+    }
+    for (int d = 0; d < 2000; d++) {
+        float l[V];
+        memcpy(l, logits, sizeof l);
+        int32_t tok = -1;
+        assert_int_equal(sampler_sample(&f.s, &f.sc, &tok, NULL, l, NULL, 0, 0, NULL), TS_OK);
+        assert_int_equal(tok % 100, 7);
+    }
+    sampler_scratch_free(&f.sc);
+}
+
+/* Top logprobs over a large vocabulary against a double-precision reference. */
+static void test_large_vocab_logprobs(void **state)
+{
+    (void)state;
+    const int V = 32003;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    ref_tok *t = malloc((size_t)V * sizeof *t);
+    assert_non_null(logits);
+    assert_non_null(t);
+    uint64_t x = 77;
+    for (int pattern = 0; pattern < 5; pattern++) {
+        make_logits(logits, V, pattern, pattern == 0 ? 0.25f : 0.0f, &x);
+        ts_sampling_params p = params_t(0.8f);
+        p.logprobs = true;
+        p.top_logprobs = 20;
+        p.seed = (uint64_t)pattern;
+        p.has_seed = true;
+        fixture f;
+        setup_sampler(&f, &p, V);
+        sampler_logprobs lp;
+        int32_t tok = -1;
+        assert_int_equal(sampler_sample(&f.s, &f.sc, &tok, &lp, logits, NULL, 0, 0, NULL), TS_OK);
+        for (int i = 0; i < V; i++)
+            t[i] = (ref_tok){ i, isnan(logits[i]) ? -INFINITY : logits[i] };
+        qsort(t, (size_t)V, sizeof *t, ref_cmp);
+        double z = 0.0;
+        for (int i = 0; i < V; i++)
+            z += exp(((double)t[i].l - t[0].l) / 0.8);
+        assert_int_equal(lp.n_top, 20);
+        for (int i = 0; i < 20; i++) {
+            assert_int_equal(lp.top[i].id, t[i].id);
+            double want = ((double)t[i].l - t[0].l) / 0.8 - log(z);
+            assert_true(fabs(lp.top[i].logprob - want) < 1e-4);
+        }
+        double want_tok = ((double)logits[tok] - t[0].l) / 0.8 - log(z);
+        assert_true(fabs(lp.logprob - want_tok) < 1e-4);
+        sampler_scratch_free(&f.sc);
+    }
+    free(logits);
+    free(t);
+}
+
+/* The fast exponential against libm in double: relative error, special values. */
+static void test_expf_matches_libm(void **state)
+{
+    (void)state;
+    double worst = 0.0;
+    for (int i = 0; i <= 2000000; i++) {
+        float x = -87.0f * (float)i / 2000000.0f;
+        double want = exp((double)x);
+        double rel = fabs((double)sampler_expf(x) - want) / want;
+        worst = rel > worst ? rel : worst;
+    }
+    assert_true(worst < 2e-7);
+    assert_true(sampler_expf(0.0f) == 1.0f);
+    assert_true(sampler_expf(-0.0f) == 1.0f);
+    assert_true(sampler_expf(-INFINITY) == 0.0f);
+    assert_true(sampler_expf(-87.5f) == 0.0f);
+    assert_true(sampler_expf(-1e30f) == 0.0f);
+    assert_true(sampler_expf(3.0f) == 1.0f); /* outside the domain: clamped */
+    assert_true(fabs(sampler_expf(-1.0f) - 0.36787944117) < 1e-7);
 }
 
 /* ---------------------------------------------------------------- draws */
@@ -702,6 +835,27 @@ static void test_logprobs(void **state)
         sampler_scratch_free(&f.sc);
     }
 
+    /* every token impossible: -inf throughout, never NaN */
+    {
+        ts_sampling_params q = params_t(0.7f);
+        q.logprobs = true;
+        q.top_logprobs = 3;
+        fixture g;
+        setup_sampler(&g, &q, 4);
+        float none[4] = { -INFINITY, NAN, -INFINITY, -INFINITY };
+        sampler_logprobs lpn;
+        int32_t t = -1;
+        assert_int_equal(sampler_sample(&g.s, &g.sc, &t, &lpn, none, NULL, 0, 0, NULL), TS_OK);
+        assert_int_equal(t, 0);
+        assert_true(lpn.logprob == -INFINITY);
+        assert_int_equal(lpn.n_top, 3);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(lpn.top[i].id, i == 0 ? 0 : i == 1 ? 1 : 2);
+            assert_true(lpn.top[i].logprob == -INFINITY);
+        }
+        sampler_scratch_free(&g.sc);
+    }
+
     /* top N smaller than the vocabulary; chosen token outside the top N */
     ts_sampling_params p = params_t(1.0f);
     p.logprobs = true;
@@ -742,6 +896,9 @@ int main(void)
         cmocka_unit_test(test_min_p_keeps_exact_set),
         cmocka_unit_test(test_kept_probabilities_are_renormalised),
         cmocka_unit_test(test_large_vocab_matches_reference),
+        cmocka_unit_test(test_large_vocab_logprobs),
+        cmocka_unit_test(test_masked_tokens_get_zero),
+        cmocka_unit_test(test_expf_matches_libm),
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_frequencies_match_softmax),
         cmocka_unit_test(test_repetition_penalty),

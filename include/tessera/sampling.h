@@ -11,7 +11,8 @@
 #define TS_SAMPLING_MAX_TOP_LOGPROBS 20
 
 /* Accepted ranges (ts_sampling_params_validate() rejects anything else, NaN included):
- *   temperature         [0, 2]      0 = greedy (argmax, first maximal id); OpenAI's range
+ *   temperature         [0, 2]      0 = greedy (argmax, first maximal id); OpenAI's range;
+ *                                   one so small that 1/T overflows float acts as 0
  *   top_k               >= 0        0 = off; a value >= the vocabulary size is also off
  *   top_p               (0, 1]      1 = off
  *   min_p               [0, 1]      0 = off; 1 keeps only the tokens tied with the best

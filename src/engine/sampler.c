@@ -1,63 +1,12 @@
-/* sampler.c: sampling parameters, the per-request generator, penalties, the top-k /
- * min-p / top-p kept set, the draw, and logprobs. */
+/* sampler.c: the per-request generator, penalties, the top-k / min-p / top-p kept set,
+ * the draw, and logprobs. */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/sampler.h"
-
-/* ---------------------------------------------------------------- parameters */
-
-ts_sampling_params ts_sampling_params_default(void)
-{
-    return (ts_sampling_params){
-        .temperature = 1.0f,
-        .top_k = 0,
-        .top_p = 1.0f,
-        .min_p = 0.0f,
-        .repetition_penalty = 1.0f,
-        .repeat_last_n = 64,
-        .presence_penalty = 0.0f,
-        .frequency_penalty = 0.0f,
-        .seed = 0,
-        .has_seed = false,
-        .logprobs = false,
-        .top_logprobs = 0,
-    };
-}
-
-/* Written so that NaN fails every check. */
-#define CHECK_RANGE(cond, field, range, value)                                         \
-    do {                                                                               \
-        if (!(cond))                                                                   \
-            return ts_error_set(err, TS_ERR_INVALID_ARG, field " must be in " range    \
-                                ", got %g", (double)(value));                          \
-    } while (0)
-
-ts_status ts_sampling_params_validate(const ts_sampling_params *p, ts_error *err)
-{
-    if (!p)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "sampling params are NULL");
-    CHECK_RANGE(p->temperature >= 0.0f && p->temperature <= 2.0f, "temperature", "[0, 2]",
-                p->temperature);
-    CHECK_RANGE(p->top_k >= 0, "top_k", "[0, inf)", p->top_k);
-    CHECK_RANGE(p->top_p > 0.0f && p->top_p <= 1.0f, "top_p", "(0, 1]", p->top_p);
-    CHECK_RANGE(p->min_p >= 0.0f && p->min_p <= 1.0f, "min_p", "[0, 1]", p->min_p);
-    CHECK_RANGE(p->repetition_penalty > 0.0f && p->repetition_penalty <= 10.0f,
-                "repetition_penalty", "(0, 10]", p->repetition_penalty);
-    CHECK_RANGE(p->repeat_last_n >= -1, "repeat_last_n", "[-1, inf)", p->repeat_last_n);
-    CHECK_RANGE(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f,
-                "presence_penalty", "[-2, 2]", p->presence_penalty);
-    CHECK_RANGE(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f,
-                "frequency_penalty", "[-2, 2]", p->frequency_penalty);
-    CHECK_RANGE(p->top_logprobs >= 0 && p->top_logprobs <= TS_SAMPLING_MAX_TOP_LOGPROBS,
-                "top_logprobs", "[0, 20]", p->top_logprobs);
-    if (p->top_logprobs > 0 && !p->logprobs)
-        return ts_error_set(err, TS_ERR_INVALID_ARG,
-                            "top_logprobs = %d requires logprobs to be true", p->top_logprobs);
-    return TS_OK;
-}
 
 /* ---------------------------------------------------------------- generator */
 
@@ -114,8 +63,9 @@ ts_status sampler_scratch_init(sampler_scratch *sc, int vocab_size, ts_error *er
         return ts_error_set(err, TS_ERR_INVALID_ARG, "sampler scratch: vocab_size %d must be > 0",
                             vocab_size);
     sc->cand = malloc((size_t)vocab_size * sizeof *sc->cand);
+    sc->prob = malloc((size_t)vocab_size * sizeof *sc->prob);
     sc->count = calloc((size_t)vocab_size, sizeof *sc->count);
-    if (!sc->cand || !sc->count)
+    if (!sc->cand || !sc->prob || !sc->count)
         goto fail;
     sc->vocab_size = vocab_size;
     return TS_OK;
@@ -130,6 +80,7 @@ void sampler_scratch_free(sampler_scratch *sc)
     if (!sc)
         return;
     free(sc->cand);
+    free(sc->prob);
     free(sc->count);
     memset(sc, 0, sizeof *sc);
 }
@@ -195,6 +146,13 @@ ts_status sampler_apply_penalties(const sampler *s, sampler_scratch *sc, float *
 
 /* ---------------------------------------------------------------- selection */
 
+/* NaN -> -inf, +inf -> FLT_MAX; written without branches so loops vectorize. */
+static inline float clean_logit(float x)
+{
+    x = x != x ? -INFINITY : x;
+    return x > FLT_MAX ? FLT_MAX : x;
+}
+
 /* a comes before b in the canonical order. */
 static inline int cand_before(const sampler_cand *a, const sampler_cand *b)
 {
@@ -257,6 +215,44 @@ static void select_first(sampler_cand *c, int n, int k)
     }
 }
 
+/* Up to this k, top-k scans the logits with a k-entry heap (no vocabulary-sized copy;
+ * O(n) when few tokens displace the heap, O(n log k) at worst); above it, quickselect. */
+#define TOP_K_HEAP_MAX 1024
+
+/* Restores the heap h (k) below i: each entry comes before its children in the reverse
+ * canonical order, so the root is the canonical last of the kept tokens. */
+static void heap_sift_down(sampler_cand *h, int k, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, w = i;
+        if (l < k && cand_before(&h[w], &h[l]))
+            w = l;
+        if (r < k && cand_before(&h[w], &h[r]))
+            w = r;
+        if (w == i)
+            return;
+        cand_swap(&h[i], &h[w]);
+        i = w;
+    }
+}
+
+/* c[0..k) = the first k of logits (n) in canonical order, unsorted; 0 < k < n. Ids come
+ * in increasing order, so a logit equal to the root's never displaces it. */
+static void top_k_heap(sampler_cand *c, const float *logits, int n, int k)
+{
+    for (int i = 0; i < k; i++)
+        c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
+    for (int i = k / 2 - 1; i >= 0; i--)
+        heap_sift_down(c, k, i);
+    for (int i = k; i < n; i++) {
+        const float l = clean_logit(logits[i]);
+        if (l > c[0].logit) {
+            c[0] = (sampler_cand){ .id = i, .logit = l, .p = 0.0f };
+            heap_sift_down(c, k, 0);
+        }
+    }
+}
+
 /* The shortest canonical prefix of c (n, p unnormalised, summing to total) whose mass
  * reaches top_p * total. Sorts that prefix in place, growing it in doubling chunks so a
  * peaked distribution over a large vocabulary costs O(n). Returns its length. */
@@ -281,25 +277,117 @@ static int top_p_prefix(sampler_cand *c, int n, double total, float top_p)
     return n;
 }
 
-static inline float clean_logit(float x)
+/* The loops below that touch the whole vocabulary keep LANES independent accumulators:
+ * one running max or sum would be a serial dependency chain (4 cycles an element), and
+ * separate lanes let the compiler vectorize without -ffast-math. */
+#define LANES 16
+
+/* Largest cleaned logit of x (n); -inf when none. */
+static float max_logit(const float *x, int n)
 {
-    if (isnan(x))
-        return -INFINITY;
-    return x > FLT_MAX ? FLT_MAX : x;
+    float m[LANES];
+    for (int j = 0; j < LANES; j++)
+        m[j] = -INFINITY;
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) {
+            float v = clean_logit(x[i + j]);
+            m[j] = v > m[j] ? v : m[j];
+        }
+    for (; i < n; i++) {
+        float v = clean_logit(x[i]);
+        m[0] = v > m[0] ? v : m[0];
+    }
+    for (int j = 1; j < LANES; j++)
+        m[0] = m[j] > m[0] ? m[j] : m[0];
+    return m[0];
 }
 
-/* First maximal index, exactly as llama2.c's argmax; NaN never wins. */
+/* First maximal index, as llama2.c's argmax (NaN never wins, +inf counts as FLT_MAX):
+ * the maximum in one vectorized pass, then the first index holding it. */
 static int32_t argmax(const float *x, int n)
 {
-    int32_t best = 0;
-    float v = clean_logit(x[0]);
-    for (int i = 1; i < n; i++) {
-        if (x[i] > v) {
-            v = x[i];
-            best = i;
-        }
+    const float m = max_logit(x, n);
+    for (int i = 0; i < n; i++)
+        if (clean_logit(x[i]) == m)
+            return i;
+    return 0; /* unreachable: some cleaned logit equals the maximum */
+}
+
+/* e^x for x in [-87.1, 0] times keep (an all-ones or all-zero mask): Cephes expf.
+ * x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 polynomial, 2^n by building the
+ * exponent bits. No float conditionals: under -ftrapping-math they keep loops scalar. */
+static inline float exp_core(float x, int32_t keep)
+{
+    /* round to nearest by the 1.5 * 2^23 trick (floorf would also keep the loop scalar) */
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const union { int32_t i; float f; } scale = { .i = (((int32_t)n + 127) << 23) & keep };
+    return p * scale.f; /* a scale of +0.0 when keep is 0 */
+}
+
+float sampler_expf(float x)
+{
+    const float xc = x < -87.0f ? -87.0f : (x > 0.0f ? 0.0f : x);
+    return exp_core(xc, -(int32_t)(x >= -87.0f));
+}
+
+/* out[i] = e^((clean(x[i]) - lmax) * inv_t) for i < n (lmax finite, >= every clean x);
+ * returns their sum, in float within blocks of LANES * 16 terms and in double across
+ * blocks. A logit below lo (where the exponent falls under -87) contributes exactly 0;
+ * lo is a variable, not a constant, so the clamp below vectorizes as a max. */
+static double exp_sum(float *out, const float *x, int n, float lmax, float inv_t)
+{
+    const float lo = lmax - 87.0f / inv_t;
+    double total = 0.0;
+    int i = 0;
+    for (; i + LANES * 16 <= n; i += LANES * 16) {
+        float acc[LANES] = { 0 };
+        for (int k = 0; k < LANES * 16; k += LANES)
+            for (int j = 0; j < LANES; j++) {
+                const float l = clean_logit(x[i + k + j]);
+                const int32_t keep = -(int32_t)(l >= lo);
+                const float lc = l > lo ? l : lo;
+                const float e = exp_core((lc - lmax) * inv_t, keep);
+                out[i + k + j] = e;
+                acc[j] += e;
+            }
+        float b = 0.0f;
+        for (int j = 0; j < LANES; j++)
+            b += acc[j];
+        total += b;
     }
-    return best;
+    for (; i < n; i++) {
+        out[i] = sampler_expf((clean_logit(x[i]) - lmax) * inv_t);
+        total += out[i];
+    }
+    return total;
+}
+
+/* Temperature 0, or one so small that 1 / T overflows: argmax. */
+static bool is_greedy(const ts_sampling_params *p)
+{
+    return p->temperature == 0.0f || isinf(1.0f / p->temperature);
+}
+
+/* Every kept token is impossible: keep the canonical first (lowest id) alone. */
+static ts_status keep_lowest_id(sampler_cand *c, int n, int *n_kept)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        best = c[i].id < c[best].id ? i : best;
+    c[0] = c[best];
+    c[0].p = 1.0f;
+    *n_kept = 1;
+    return TS_OK;
 }
 
 ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
@@ -312,48 +400,67 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
     sampler_cand *c = sc->cand;
     int n = s->vocab_size;
 
-    if (p->temperature == 0.0f) {
+    if (is_greedy(p)) {
         int32_t id = argmax(logits, n);
         c[0] = (sampler_cand){ .id = id, .logit = clean_logit(logits[id]), .p = 1.0f };
         *n_kept = 1;
         return TS_OK;
     }
 
-    for (int i = 0; i < n; i++)
-        c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
-    if (p->top_k > 0 && p->top_k < n) {
-        select_first(c, n, p->top_k);
-        n = p->top_k;
-    }
-
-    float lmax = -INFINITY;
-    for (int i = 0; i < n; i++)
-        lmax = c[i].logit > lmax ? c[i].logit : lmax;
-    if (lmax == -INFINITY) { /* nothing is possible: keep the canonical first alone */
-        int best = 0;
-        for (int i = 1; i < n; i++)
-            best = c[i].id < c[best].id ? i : best;
-        c[0] = c[best];
-        c[0].p = 1.0f;
-        *n_kept = 1;
-        return TS_OK;
-    }
-
-    /* softmax numerators and min-p in one pass */
     const float inv_t = 1.0f / p->temperature;
     const float log_min_p = p->min_p > 0.0f ? logf(p->min_p) : -INFINITY;
     double total = 0.0;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        float z = (c[i].logit - lmax) * inv_t;
-        if (z < log_min_p)
-            continue;
-        c[m] = c[i];
-        c[m].p = expf(z);
-        total += c[m].p;
-        m++;
+    float lmax;
+    if (p->top_k > 0 && p->top_k < n) {
+        if (p->top_k <= TOP_K_HEAP_MAX) {
+            top_k_heap(c, logits, n, p->top_k);
+        } else {
+            for (int i = 0; i < n; i++)
+                c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
+            select_first(c, n, p->top_k);
+        }
+        n = p->top_k;
+        lmax = -INFINITY;
+        for (int i = 0; i < n; i++)
+            lmax = c[i].logit > lmax ? c[i].logit : lmax;
+        if (lmax == -INFINITY)
+            return keep_lowest_id(c, n, n_kept);
+        int m = 0; /* softmax numerators and min-p in one pass */
+        for (int i = 0; i < n; i++) {
+            float z = (c[i].logit - lmax) * inv_t;
+            if (z < log_min_p)
+                continue;
+            c[m] = c[i];
+            c[m].p = sampler_expf(z);
+            total += c[m].p;
+            m++;
+        }
+        n = m;
+    } else {
+        lmax = max_logit(logits, n);
+        if (lmax == -INFINITY) {
+            c[0] = (sampler_cand){ .id = 0, .logit = clean_logit(logits[0]), .p = 1.0f };
+            *n_kept = 1;
+            return TS_OK;
+        }
+        /* numerators for the whole vocabulary in one vectorized pass */
+        total = exp_sum(sc->prob, logits, n, lmax, inv_t);
+        if (p->min_p > 0.0f) {
+            int m = 0;
+            total = 0.0;
+            for (int i = 0; i < n; i++) {
+                float l = clean_logit(logits[i]);
+                if ((l - lmax) * inv_t < log_min_p)
+                    continue;
+                c[m++] = (sampler_cand){ .id = i, .logit = l, .p = sc->prob[i] };
+                total += sc->prob[i];
+            }
+            n = m;
+        } else {
+            for (int i = 0; i < n; i++)
+                c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = sc->prob[i] };
+        }
     }
-    n = m;
 
     if (p->top_p < 1.0f) {
         n = top_p_prefix(c, n, total, p->top_p);
@@ -361,51 +468,67 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
         for (int i = 0; i < n; i++)
             total += c[i].p;
     }
+    const float inv_total = (float)(1.0 / total);
     for (int i = 0; i < n; i++)
-        c[i].p = (float)(c[i].p / total);
+        c[i].p *= inv_total;
     *n_kept = n;
     return TS_OK;
 }
 
 /* ---------------------------------------------------------------- logprobs */
 
-static void fill_logprobs(sampler_logprobs *lp, const sampler *s, const float *logits,
-                          int32_t chosen)
+/* log softmax of one cleaned logit; -inf for impossible tokens, and for every token when
+ * all are impossible (where the arithmetic would give NaN). */
+static float log_prob(float l, float lmax, float inv_t, double log_z)
+{
+    if (l == -INFINITY || lmax == -INFINITY)
+        return -INFINITY;
+    return (float)((double)((l - lmax) * inv_t) - log_z);
+}
+
+static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratch *sc,
+                          const float *logits, int32_t chosen)
 {
     const int V = s->vocab_size;
-    const float inv_t = s->params.temperature > 0.0f ? 1.0f / s->params.temperature : 1.0f;
-    float lmax = -INFINITY;
-    for (int i = 0; i < V; i++) {
-        float l = clean_logit(logits[i]);
-        lmax = l > lmax ? l : lmax;
-    }
-    double sum = 0.0;
-    if (lmax > -INFINITY)
-        for (int i = 0; i < V; i++)
-            sum += exp((double)((clean_logit(logits[i]) - lmax) * inv_t));
-    const double log_z = lmax > -INFINITY ? log(sum) : INFINITY;
+    const float inv_t = is_greedy(&s->params) ? 1.0f : 1.0f / s->params.temperature;
+    const float lmax = max_logit(logits, V);
+    const double sum = lmax > -INFINITY ? exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
+    const double log_z = lmax > -INFINITY ? log(sum) : 0.0;
 
-    int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
-    sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS];
+    const int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
+    sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS]; /* (nb), canonical order */
     int nb = 0;
-    for (int i = 0; i < V && n_top > 0; i++) {
-        sampler_cand x = { .id = i, .logit = clean_logit(logits[i]) };
-        if (nb == n_top && !cand_before(&x, &best[nb - 1]))
-            continue;
-        int j = nb < n_top ? nb++ : nb - 1; /* insertion into a short sorted list */
-        while (j > 0 && cand_before(&x, &best[j - 1])) {
-            best[j] = best[j - 1];
-            j--;
+    for (int i0 = 0; i0 < V && n_top > 0; i0 += LANES) {
+        const int end = V - i0 < LANES ? V : i0 + LANES;
+        /* once the list is full, a block whose maximum does not beat its last entry is
+         * skipped whole (ids rise, so a tie never enters): most blocks, vectorized */
+        if (nb == n_top && end - i0 == LANES) {
+            const float thr = best[nb - 1].logit;
+            int any = 0;
+            for (int j = 0; j < LANES; j++)
+                any |= clean_logit(logits[i0 + j]) > thr;
+            if (!any)
+                continue;
         }
-        best[j] = x;
+        for (int i = i0; i < end; i++) {
+            const sampler_cand x = { .id = i, .logit = clean_logit(logits[i]) };
+            if (nb == n_top && !(x.logit > best[nb - 1].logit))
+                continue;
+            int j = nb < n_top ? nb++ : nb - 1; /* insertion into a short sorted list */
+            while (j > 0 && cand_before(&x, &best[j - 1])) {
+                best[j] = best[j - 1];
+                j--;
+            }
+            best[j] = x;
+        }
     }
 
     lp->token = chosen;
-    lp->logprob = (float)((double)((clean_logit(logits[chosen]) - lmax) * inv_t) - log_z);
+    lp->logprob = log_prob(clean_logit(logits[chosen]), lmax, inv_t, log_z);
     lp->n_top = nb;
     for (int i = 0; i < nb; i++) {
         lp->top[i].id = best[i].id;
-        lp->top[i].logprob = (float)((double)((best[i].logit - lmax) * inv_t) - log_z);
+        lp->top[i].logprob = log_prob(best[i].logit, lmax, inv_t, log_z);
     }
 }
 
@@ -437,6 +560,6 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
         pick = last_possible;
     *token = c[pick].id;
     if (lp)
-        fill_logprobs(lp, s, logits, *token);
+        fill_logprobs(lp, s, sc, logits, *token);
     return TS_OK;
 }

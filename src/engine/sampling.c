@@ -1,0 +1,52 @@
+/* sampling.c: defaults and validation of the public sampling parameters. */
+#include "tessera/sampling.h"
+
+ts_sampling_params ts_sampling_params_default(void)
+{
+    return (ts_sampling_params){
+        .temperature = 1.0f,
+        .top_k = 0,
+        .top_p = 1.0f,
+        .min_p = 0.0f,
+        .repetition_penalty = 1.0f,
+        .repeat_last_n = 64,
+        .presence_penalty = 0.0f,
+        .frequency_penalty = 0.0f,
+        .seed = 0,
+        .has_seed = false,
+        .logprobs = false,
+        .top_logprobs = 0,
+    };
+}
+
+/* Written so that NaN fails every check. */
+#define CHECK_RANGE(cond, field, range, value)                                         \
+    do {                                                                               \
+        if (!(cond))                                                                   \
+            return ts_error_set(err, TS_ERR_INVALID_ARG, field " must be in " range    \
+                                ", got %g", (double)(value));                          \
+    } while (0)
+
+ts_status ts_sampling_params_validate(const ts_sampling_params *p, ts_error *err)
+{
+    if (!p)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "sampling params are NULL");
+    CHECK_RANGE(p->temperature >= 0.0f && p->temperature <= 2.0f, "temperature", "[0, 2]",
+                p->temperature);
+    CHECK_RANGE(p->top_k >= 0, "top_k", "[0, inf)", p->top_k);
+    CHECK_RANGE(p->top_p > 0.0f && p->top_p <= 1.0f, "top_p", "(0, 1]", p->top_p);
+    CHECK_RANGE(p->min_p >= 0.0f && p->min_p <= 1.0f, "min_p", "[0, 1]", p->min_p);
+    CHECK_RANGE(p->repetition_penalty > 0.0f && p->repetition_penalty <= 10.0f,
+                "repetition_penalty", "(0, 10]", p->repetition_penalty);
+    CHECK_RANGE(p->repeat_last_n >= -1, "repeat_last_n", "[-1, inf)", p->repeat_last_n);
+    CHECK_RANGE(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f,
+                "presence_penalty", "[-2, 2]", p->presence_penalty);
+    CHECK_RANGE(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f,
+                "frequency_penalty", "[-2, 2]", p->frequency_penalty);
+    CHECK_RANGE(p->top_logprobs >= 0 && p->top_logprobs <= TS_SAMPLING_MAX_TOP_LOGPROBS,
+                "top_logprobs", "[0, 20]", p->top_logprobs);
+    if (p->top_logprobs > 0 && !p->logprobs)
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "top_logprobs = %d requires logprobs to be true", p->top_logprobs);
+    return TS_OK;
+}
