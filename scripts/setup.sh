@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # Installs what tessera needs to build and test on Debian 12, if it is missing.
 # Idempotent and non-interactive; safe to run before every build.
+# --cross-aarch64 also installs the aarch64 cross compiler and qemu-user, with which
+# scripts/test.sh runs the NEON kernel tests.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config
           libopenblas-openmp-dev libopenblas0-openmp
           libcjson-dev libmicrohttpd-dev libcmocka-dev
           curl ${TESSERA_EXTRA_PACKAGES:-})
+for arg in "$@"; do
+  case $arg in
+    --cross-aarch64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
+    *) echo "setup: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

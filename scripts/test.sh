@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, then builds and runs every test: the normal build and the
-# sanitizer build (ASan + UBSan) run the same ctest suite.
+# sanitizer build (ASan + UBSan) run the same ctest suite; the kernel tests also run as
+# aarch64 NEON programs under qemu-user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --cross-aarch64
 
 jobs=$(nproc)
 echo "== normal build"
@@ -17,3 +18,14 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-asan && ctest --output-on-failure -j "$jobs")
+
+# The kernel checks build without cmocka (TS_SIMD_STANDALONE); the exit status is the verdict.
+echo "== aarch64 NEON kernels (cross-compiled, run under qemu-user)"
+mkdir -p build-aarch64
+for t in test_simd test_simd_attention; do
+  aarch64-linux-gnu-gcc -std=c11 -O2 -static -Wall -Wextra -Wshadow -Wstrict-prototypes \
+    -Wmissing-prototypes -Wvla -D_GNU_SOURCE -DTS_HAVE_NEON -DTS_SIMD_STANDALONE \
+    -Isimd -Iinclude simd/dispatch.c simd/ref/*.c simd/neon/*.c "tests/$t.c" -lm \
+    -o "build-aarch64/$t"
+  qemu-aarch64 "build-aarch64/$t"
+done

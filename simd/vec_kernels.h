@@ -6,6 +6,7 @@
  *   v_add v_sub v_mul v_div v_max v_min v_fma(a, b, c) = a * b + c
  *   v_reduce_add v_reduce_max v_swap_pairs (lanes 2i <-> 2i+1)
  *   v_round (to nearest) v_pow2n (2^n for integral n in [-126, 127])
+ *   v_reduce_lanes(a[VW]) lane i = sum of a[i]'s lanes; V_ACCS accumulators to keep live
  *   SIMD_TABLE, SIMD_NAME       the table's symbol and name
  * Each file is compiled with its own ISA flags, so everything here is static. */
 #ifndef SIMD_TABLE
@@ -204,24 +205,43 @@ ALWAYS_INLINE void qk_chunk(V *acc, const float *const *qp, const void *pool, si
         acc[q] = v_fma(ld(qp[q] + d, m), k, acc[q]);
 }
 
-/* out[q][d, d + m) = out[q] * alpha[q] + sum over slots t < nt of p[q][t] * V[t]. */
+/* out[q][d, d + DC * VW) = out[q] * alpha[q] + sum over slots t < nt of p[q][t] * V[t],
+ * (DC == 1: lanes [d, d + m)). DC chunks side by side give DC * NQ independent FMA chains. */
 ALWAYS_INLINE void pv_chunk(float *const *op, const float (*p)[TS_KV_BLOCK], const float *alpha,
                             int first, const void *pool, size_t vbase, int nt, size_t hd,
-                            size_t d, size_t m, const int NQ, const int f16)
+                            size_t d, size_t m, const int NQ, const int DC, const int f16)
 {
-    V o[ATTN_TILE];
-#pragma GCC unroll 8
-    for (int q = 0; q < NQ; q++)
-        o[q] = first ? v_zero() : v_mul(ld(op[q] + d, m), v_set1(alpha[q]));
-    for (int t = 0; t < nt; t++) {
-        V v = ld_kv(pool, vbase + (size_t)t * hd + d, m, f16);
+    V o[2][ATTN_TILE];
+#pragma GCC unroll 2
+    for (int c = 0; c < DC; c++)
 #pragma GCC unroll 8
         for (int q = 0; q < NQ; q++)
-            o[q] = v_fma(v_set1(p[q][t]), v, o[q]);
-    }
+            o[c][q] = first ? v_zero() : v_mul(ld(op[q] + d + c * VW, m), v_set1(alpha[q]));
+    for (int t = 0; t < nt; t++) {
+#pragma GCC unroll 2
+        for (int c = 0; c < DC; c++) {
+            V v = ld_kv(pool, vbase + (size_t)t * hd + d + c * VW, m, f16);
 #pragma GCC unroll 8
-    for (int q = 0; q < NQ; q++)
-        st(op[q] + d, o[q], m);
+            for (int q = 0; q < NQ; q++)
+                o[c][q] = v_fma(v_set1(p[q][t]), v, o[c][q]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int c = 0; c < DC; c++)
+#pragma GCC unroll 8
+        for (int q = 0; q < NQ; q++)
+            st(op[q] + d + c * VW, o[c][q], m);
+}
+
+/* Asks for the run of n elements at element index i of the pool to be brought into cache.
+ * The K and V runs of a block are contiguous but blocks are scattered, and the V pass
+ * walks a run column-wise, so the hardware prefetchers alone leave the kernel waiting. */
+ALWAYS_INLINE void prefetch_run(const void *pool, size_t i, size_t n, const int f16)
+{
+    const char *p = (const char *)pool + i * (f16 ? 2 : 4);
+    size_t bytes = n * (f16 ? 2 : 4);
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch(p + off, 0, 3);
 }
 
 /* NQ query vectors of kv head g; query q attends to positions 0 .. last[q]. Writes the
@@ -246,8 +266,19 @@ ALWAYS_INLINE void attn_tile(float *const *op, const float *const *qp, const int
         size_t kbase = base + kv->k_offset, vbase = base + kv->v_offset;
         int t0 = b * TS_KV_BLOCK;
         int nt = last_max - t0 + 1 < TS_KV_BLOCK ? last_max - t0 + 1 : TS_KV_BLOCK;
+        if (b == 0)
+            prefetch_run(kv->pool, vbase, (size_t)nt * hd, f16);
+        if ((b + 1) * TS_KV_BLOCK <= last_max) { /* the next block's runs, while this one works */
+            size_t next = (size_t)kv->block_table[b + 1] * kv->block_stride + (size_t)g * kv->head_stride;
+            int nt1 = last_max - t0 - TS_KV_BLOCK + 1 < TS_KV_BLOCK ? last_max - t0 - TS_KV_BLOCK + 1 : TS_KV_BLOCK;
+            prefetch_run(kv->pool, next + kv->k_offset, (size_t)nt1 * hd, f16);
+            prefetch_run(kv->pool, next + kv->v_offset, (size_t)nt1 * hd, f16);
+        }
 
-        /* scores: each K row is read once for all NQ queries */
+        /* scores: each K row is read once for all NQ queries; the dot products of VW slots
+         * are reduced together */
+        V part[ATTN_TILE][VW];
+        V vscale = v_set1(scale);
         for (int t = 0; t < nt; t++) {
             size_t krow = kbase + (size_t)t * hd;
             V acc[ATTN_TILE];
@@ -258,9 +289,17 @@ ALWAYS_INLINE void attn_tile(float *const *op, const float *const *qp, const int
                 qk_chunk(acc, qp, kv->pool, krow, d, VW, NQ, f16);
             if (d_full < hd)
                 qk_chunk(acc, qp, kv->pool, krow, d_full, hd - d_full, NQ, f16);
+            int lane = t % VW;
 #pragma GCC unroll 8
             for (int q = 0; q < NQ; q++)
-                p[q][t] = v_reduce_add(acc[q]) * scale;
+                part[q][lane] = acc[q];
+            if (lane == VW - 1 || t == nt - 1) {
+                for (int q = 0; q < NQ; q++) {
+                    for (int r = lane + 1; r < VW; r++)
+                        part[q][r] = v_zero();
+                    v_store(p[q] + (t - lane), v_mul(v_reduce_lanes(part[q]), vscale));
+                }
+            }
         }
 
         /* online softmax: new running max, rescale factor, probabilities */
@@ -289,12 +328,17 @@ ALWAYS_INLINE void attn_tile(float *const *op, const float *const *qp, const int
         }
 
         /* values: each V row is read once for all NQ queries; accumulate in out */
-        for (size_t d = 0; d < d_full; d += VW)
+        const int DC = 2 * NQ <= V_ACCS ? 2 : 1;
+        size_t d = 0;
+        for (; d + (size_t)DC * VW <= d_full; d += (size_t)DC * VW)
             pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                     d, VW, NQ, f16);
+                     d, VW, NQ, DC, f16);
+        for (; d < d_full; d += VW)
+            pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
+                     d, VW, NQ, 1, f16);
         if (d_full < hd)
             pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                     d_full, hd - d_full, NQ, f16);
+                     d_full, hd - d_full, NQ, 1, f16);
     }
 
     for (int q = 0; q < NQ; q++) {

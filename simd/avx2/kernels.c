@@ -5,6 +5,7 @@
 
 typedef __m256 V;
 #define VW 8
+#define V_ACCS 8 /* accumulators a kernel may keep live (of 16 registers) */
 #define SIMD_TABLE simd_avx2_table
 #define SIMD_NAME "avx2"
 
@@ -53,6 +54,14 @@ static inline float v_reduce_max(V v)
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     return _mm_cvtss_f32(_mm_max_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+/* Lane i of the result is the sum of the lanes of a[i], i < 8. */
+static inline V v_reduce_lanes(const V *a)
+{
+    V h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
+    V h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
+    V lo = _mm256_hadd_ps(h01, h23), hi = _mm256_hadd_ps(h45, h67);
+    return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 static inline V v_swap_pairs(V v) { return _mm256_permute_ps(v, 0xb1); }
 static inline V v_round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }

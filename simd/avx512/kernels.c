@@ -4,6 +4,7 @@
 
 typedef __m512 V;
 #define VW 16
+#define V_ACCS 16 /* accumulators a kernel may keep live (of 32 registers) */
 #define SIMD_TABLE simd_avx512_table
 #define SIMD_NAME "avx512"
 
@@ -38,6 +39,23 @@ static inline V v_min(V a, V b) { return _mm512_min_ps(a, b); }
 static inline V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 static inline float v_reduce_add(V v) { return _mm512_reduce_add_ps(v); }
 static inline float v_reduce_max(V v) { return _mm512_reduce_max_ps(v); }
+/* Lane i of the result is the sum of the lanes of a[i], i < 16: each input is folded to
+ * 8 lanes, then two hadd trees reduce 8 inputs each. */
+static inline __m256 fold_half(V v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+static inline __m256 reduce8(const __m256 *a)
+{
+    __m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
+    __m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
+    __m256 lo = _mm256_hadd_ps(h01, h23), hi = _mm256_hadd_ps(h45, h67);
+    return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+static inline V v_reduce_lanes(const V *a)
+{
+    __m256 f[16];
+    for (int i = 0; i < 16; i++)
+        f[i] = fold_half(a[i]);
+    return _mm512_insertf32x8(_mm512_castps256_ps512(reduce8(f)), reduce8(f + 8), 1);
+}
 static inline V v_swap_pairs(V v) { return _mm512_permute_ps(v, 0xb1); }
 static inline V v_round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 static inline V v_pow2n(V n)

@@ -5,6 +5,7 @@
 
 typedef float32x4_t V;
 #define VW 4
+#define V_ACCS 16 /* accumulators a kernel may keep live (of 32 registers) */
 #define SIMD_TABLE simd_neon_table
 #define SIMD_NAME "neon"
 
@@ -47,6 +48,11 @@ static inline V v_min(V a, V b) { return vminq_f32(a, b); }
 static inline V v_fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
 static inline float v_reduce_add(V v) { return vaddvq_f32(v); }
 static inline float v_reduce_max(V v) { return vmaxvq_f32(v); }
+/* Lane i of the result is the sum of the lanes of a[i], i < 4. */
+static inline V v_reduce_lanes(const V *a)
+{
+    return vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3]));
+}
 static inline V v_swap_pairs(V v) { return vrev64q_f32(v); }
 static inline V v_round(V v) { return vrndnq_f32(v); }
 static inline V v_pow2n(V n)
