@@ -109,6 +109,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     }
     kv_stats ks;
     kv_pool_stats(&ks, e->pool);
+    e->kv_blocks_total = (int)ks.blocks_total;
     e->stats.kv_blocks_total = (int)ks.blocks_total;
     e->stats.kv_blocks_free = (int)ks.blocks_free;
     if (pthread_create(&e->thread, NULL, engine_thread, e) != 0) {
@@ -199,12 +200,12 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
                             p->n_prompt, p->max_tokens, c->context_len);
     int64_t need = blocks_for((int64_t)p->n_prompt) +
                    (int64_t)p->n * (blocks_for(p->max_tokens) + 1);
-    if (need > e->stats.kv_blocks_total)
+    if (need > e->kv_blocks_total)
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "prompt of %zu tokens + %d x %d new tokens needs %lld KV blocks; "
                             "the pool has %d",
                             p->n_prompt, p->n, p->max_tokens, (long long)need,
-                            e->stats.kv_blocks_total);
+                            e->kv_blocks_total);
     ts_error serr;
     if (ts_sampling_params_validate(&p->sampling, &serr) != TS_OK)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "%s", serr.msg);

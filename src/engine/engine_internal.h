@@ -52,6 +52,7 @@ struct ts_engine {
     ts_engine_options opts;
     const simd_kernels *kernels;
     int max_rows;           /* rows one step may hold */
+    int kv_blocks_total;    /* pool size, fixed at creation (read by submitting threads) */
     pthread_t thread;
     bool thread_started;
 
