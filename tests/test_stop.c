@@ -323,8 +323,28 @@ static void test_errors(void **state)
     assert_int_equal(stop_push(&m, out, 10, &n, "abc", 3, &err), TS_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "output buffer"));
     assert_int_equal(stop_push(&m, out, sizeof out, &n, NULL, 3, NULL), TS_ERR_INVALID_ARG);
-    assert_int_equal(stop_flush(&m, out, 10, &n, &err), TS_ERR_INVALID_ARG);
-    assert_non_null(strstr(err.msg, "flush"));
+    assert_int_equal(stop_flush(&m, out, 0, &n, NULL), TS_OK); /* nothing held */
+    assert_int_equal(n, 0);
+    const char *stop_word[1] = { "STOP" };
+    assert_int_equal(stop_init(&m, stop_word, 1, NULL), TS_OK);
+    assert_int_equal(stop_push(&m, out, sizeof out, &n, "xSTO", 4, NULL), TS_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(stop_flush(&m, out, 2, &n, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "flush needs 3 bytes"));
+    assert_int_equal(stop_flush(&m, out, 3, &n, NULL), TS_OK);
+    assert_int_equal(n, 3);
+    assert_memory_equal(out, "STO", 3);
+
+    /* the engine's pattern: the push buffer's remainder always holds the flush */
+    assert_int_equal(stop_init(&m, stop_word, 1, NULL), TS_OK);
+    assert_int_equal(stop_push(&m, out, sizeof out, &n, "abc ST", 6, NULL), TS_OK);
+    const char *fffd = "\xEF\xBF\xBD";
+    char buf[STOP_MAX_OUT(3)];
+    size_t got = 0, more = 0;
+    assert_int_equal(stop_push(&m, buf, sizeof buf, &got, fffd, 3, NULL), TS_OK);
+    assert_int_equal(got, 5);
+    assert_int_equal(stop_flush(&m, buf + got, sizeof buf - got, &more, NULL), TS_OK);
+    assert_int_equal(more, 0);
 }
 
 int main(void)

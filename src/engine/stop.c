@@ -90,11 +90,11 @@ ts_status stop_push(stop_matcher *m, char *out, size_t cap, size_t *n_out, const
 ts_status stop_flush(stop_matcher *m, char *out, size_t cap, size_t *n_out, ts_error *err)
 {
     *n_out = 0;
-    if (cap < STOP_MAX_LEN)
-        return ts_error_set(err, TS_ERR_INVALID_ARG,
-                            "stop: flush needs %d bytes of output, got %zu", STOP_MAX_LEN, cap);
     if (m->stopped)
         return TS_OK;
+    if (cap < m->n_held)
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "stop: flush needs %zu bytes of output, got %zu", m->n_held, cap);
     memcpy(out, m->held, m->n_held);
     *n_out = m->n_held;
     m->n_held = 0;

@@ -44,8 +44,10 @@ ts_status stop_init(stop_matcher *m, const char *const *strs, int n, ts_error *e
 ts_status stop_push(stop_matcher *m, char *out, size_t cap, size_t *n_out, const char *text,
                     size_t len, ts_error *err);
 
-/* At the end of generation (max tokens, EOS): releases the held text into out (cap >=
- * STOP_MAX_LEN). Writes nothing after a stop. */
+/* At the end of generation (max tokens, EOS): releases the held text into out; cap must
+ * cover it (n_held bytes, always < STOP_MAX_LEN). Right after a push into a buffer of
+ * STOP_MAX_OUT(len), the rest of that buffer always suffices. Writes nothing after a
+ * stop. */
 ts_status stop_flush(stop_matcher *m, char *out, size_t cap, size_t *n_out, ts_error *err);
 
 #endif /* TESSERA_ENGINE_STOP_H */
