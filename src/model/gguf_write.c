@@ -200,6 +200,8 @@ static ts_status add_tensor(gguf_writer *w, const char *name, uint32_t type, uin
     uint32_t blk, blk_bytes;
     if (!gguf_tensor_type_layout(type, &blk, &blk_bytes))
         return fail(w, TS_ERR_INVALID_ARG, "unknown type for tensor", name);
+    if (!data && !fill)
+        return fail(w, TS_ERR_INVALID_ARG, "no data for tensor", name);
     if (n_dims == 0 || n_dims > GGUF_MAX_DIMS)
         return fail(w, TS_ERR_INVALID_ARG, "dimension count out of range for tensor", name);
     uint64_t n_elems = 1;
@@ -245,8 +247,6 @@ ts_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t
                                       uint32_t n_dims, const uint64_t *ne,
                                       gguf_tensor_fill fill, void *user)
 {
-    if (!fill && w->status == TS_OK)
-        return fail(w, TS_ERR_INVALID_ARG, "no fill function for tensor", name);
     return add_tensor(w, name, type, n_dims, ne, NULL, 0, fill, user);
 }
 
@@ -297,15 +297,15 @@ static bool sink_file(void *ctx, const void *data, size_t n)
 enum { FILL_CHUNK_BYTES = 4 << 20 };
 
 /* Sends t's bytes and its padding to sink: straight from t->data, or from t->fill in
- * chunks of whole rows. */
+ * chunks of whole rows. A sink that fails gives sink_status (out of memory, or I/O). */
 static ts_status emit_tensor(const gguf_writer *w, const writer_tensor *t, byte_sink sink,
-                             void *ctx, ts_error *err)
+                             void *ctx, ts_status sink_status, ts_error *err)
 {
-    static const uint8_t zeros[256]; /* alignment padding: alignment - 1 bytes at most */
+    static const uint8_t zeros[256]; /* padding, written in pieces of at most this */
     size_t pad = tensor_pad(w, t);
     if (t->data) {
         if (!sink(ctx, t->data, (size_t)t->nbytes))
-            return ts_error_set(err, TS_ERR_IO, "gguf writer: writing tensor '%s'", t->name);
+            return ts_error_set(err, sink_status, "gguf writer: storing tensor '%s'", t->name);
     } else {
         uint64_t n_rows = t->n_rows, row_bytes = t->nbytes / n_rows;
         uint64_t chunk = FILL_CHUNK_BYTES / row_bytes ? FILL_CHUNK_BYTES / row_bytes : 1;
@@ -319,7 +319,7 @@ static ts_status emit_tensor(const gguf_writer *w, const writer_tensor *t, byte_
             uint64_t n = n_rows - r < chunk ? n_rows - r : chunk;
             if ((st = t->fill(t->user, buf, r, n, err)) == TS_OK &&
                 !sink(ctx, buf, (size_t)(n * row_bytes)))
-                st = ts_error_set(err, TS_ERR_IO, "gguf writer: writing tensor '%s'", t->name);
+                st = ts_error_set(err, sink_status, "gguf writer: storing tensor '%s'", t->name);
         }
         free(buf);
         if (st != TS_OK)
@@ -328,7 +328,7 @@ static ts_status emit_tensor(const gguf_writer *w, const writer_tensor *t, byte_
     for (size_t k; pad; pad -= k) {
         k = pad < sizeof zeros ? pad : sizeof zeros;
         if (!sink(ctx, zeros, k))
-            return ts_error_set(err, TS_ERR_IO, "gguf writer: padding tensor '%s'", t->name);
+            return ts_error_set(err, sink_status, "gguf writer: padding tensor '%s'", t->name);
     }
     return TS_OK;
 }
@@ -345,12 +345,10 @@ ts_status gguf_writer_finish(gguf_writer *w, uint8_t **out, size_t *len, ts_erro
         return ts_error_set(err, TS_ERR_NOMEM, "gguf writer: %zu bytes", b.len);
     }
     for (uint64_t i = 0; i < w->n_tensors; i++) {
-        ts_status st = emit_tensor(w, &w->tensors[i], sink_buf, &b, err);
+        ts_status st = emit_tensor(w, &w->tensors[i], sink_buf, &b, TS_ERR_NOMEM, err);
         if (st != TS_OK) {
             free(b.p);
-            return st == TS_ERR_IO ? ts_error_set(err, TS_ERR_NOMEM, "gguf writer: %zu bytes",
-                                                  b.len)
-                                   : st;
+            return st;
         }
     }
     *out = b.p;
@@ -379,7 +377,7 @@ ts_status gguf_writer_write_file(gguf_writer *w, const char *path, ts_error *err
                        : ts_error_set(err, TS_ERR_IO, "cannot write %s", path);
     free(b.p);
     for (uint64_t i = 0; st == TS_OK && i < w->n_tensors; i++)
-        st = emit_tensor(w, &w->tensors[i], sink_file, f, err);
+        st = emit_tensor(w, &w->tensors[i], sink_file, f, TS_ERR_IO, err);
     if (fclose(f) != 0 && st == TS_OK)
         st = ts_error_set(err, TS_ERR_IO, "cannot write %s", path);
     if (st != TS_OK)
