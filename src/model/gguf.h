@@ -187,6 +187,18 @@ ts_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
                                  uint32_t n_dims, const uint64_t *ne, const void *data,
                                  uint64_t nbytes);
 
+/* Produces rows [row0, row0 + n_rows) of a tensor into dst (n_rows * the tensor's row bytes,
+ * a row being ne[0] elements), at write time. The writer asks for the rows in order, in
+ * chunks of a few MiB, so a tensor need never exist whole in memory. */
+typedef ts_status (*gguf_tensor_fill)(void *user, uint8_t *dst, uint64_t row0, uint64_t n_rows,
+                                      ts_error *err);
+
+/* A tensor like gguf_writer_add_tensor()'s whose bytes come from fill(user, ...) when the
+ * file is written; user is borrowed and must stay valid until then. */
+ts_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t type,
+                                      uint32_t n_dims, const uint64_t *ne,
+                                      gguf_tensor_fill fill, void *user);
+
 /* Lays out the file in memory: *out (malloc'd, owned by the caller) holds *len bytes. */
 ts_status gguf_writer_finish(gguf_writer *w, uint8_t **out, size_t *len, ts_error *err);
 /* Writes the file to path (borrowed). */

@@ -14,8 +14,11 @@ typedef struct writer_tensor {
     uint32_t type;
     uint32_t n_dims;
     uint64_t ne[GGUF_MAX_DIMS];
-    const void *data;           /* borrowed */
+    const void *data;           /* borrowed; NULL when fill produces the bytes */
+    gguf_tensor_fill fill;
+    void *user;                 /* borrowed, for fill */
     uint64_t nbytes;
+    uint64_t n_rows;            /* elements / ne[0] */
     uint64_t offset;            /* in the data section, set by finish */
 } writer_tensor;
 
@@ -184,9 +187,10 @@ ts_status gguf_writer_add_str_array(gguf_writer *w, const char *key, const char 
     return st;
 }
 
-ts_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
-                                 uint32_t n_dims, const uint64_t *ne, const void *data,
-                                 uint64_t nbytes)
+/* Checks and records a tensor; nbytes == 0 means "compute it from the shape". */
+static ts_status add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                            const uint64_t *ne, const void *data, uint64_t nbytes,
+                            gguf_tensor_fill fill, void *user)
 {
     if (w->status != TS_OK)
         return w->status;
@@ -196,11 +200,15 @@ ts_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
     uint32_t blk, blk_bytes;
     if (!gguf_tensor_type_layout(type, &blk, &blk_bytes))
         return fail(w, TS_ERR_INVALID_ARG, "unknown type for tensor", name);
+    if (!data && !fill)
+        return fail(w, TS_ERR_INVALID_ARG, "no data for tensor", name);
     if (n_dims == 0 || n_dims > GGUF_MAX_DIMS)
         return fail(w, TS_ERR_INVALID_ARG, "dimension count out of range for tensor", name);
     uint64_t n_elems = 1;
     for (uint32_t d = 0; d < n_dims; d++)
         n_elems *= ne[d];
+    if (fill && n_elems && ne[0] % blk == 0)
+        nbytes = n_elems / blk * blk_bytes;
     if (n_elems == 0 || ne[0] % blk != 0 || n_elems / blk * blk_bytes != nbytes)
         return fail(w, TS_ERR_INVALID_ARG, "shape, type and byte size disagree for tensor", name);
     if (w->n_tensors == w->cap_tensors) {
@@ -220,9 +228,26 @@ ts_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
     for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++)
         t->ne[d] = d < n_dims ? ne[d] : 1;
     t->data = data;
+    t->fill = fill;
+    t->user = user;
     t->nbytes = nbytes;
+    t->n_rows = n_elems / ne[0];
     w->n_tensors++;
     return TS_OK;
+}
+
+ts_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type,
+                                 uint32_t n_dims, const uint64_t *ne, const void *data,
+                                 uint64_t nbytes)
+{
+    return add_tensor(w, name, type, n_dims, ne, data, nbytes, NULL, NULL);
+}
+
+ts_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t type,
+                                      uint32_t n_dims, const uint64_t *ne,
+                                      gguf_tensor_fill fill, void *user)
+{
+    return add_tensor(w, name, type, n_dims, ne, NULL, 0, fill, user);
 }
 
 static uint64_t align_up(uint64_t x, uint32_t a)
@@ -256,6 +281,58 @@ static size_t tensor_pad(const gguf_writer *w, const writer_tensor *t)
     return (size_t)(align_up(t->nbytes, w->alignment) - t->nbytes);
 }
 
+/* Where tensor bytes go: the in-memory buffer or the file. */
+typedef bool (*byte_sink)(void *ctx, const void *data, size_t n);
+
+static bool sink_buf(void *ctx, const void *data, size_t n)
+{
+    return buf_put(ctx, data, n);
+}
+
+static bool sink_file(void *ctx, const void *data, size_t n)
+{
+    return fwrite(data, 1, n, ctx) == n;
+}
+
+enum { FILL_CHUNK_BYTES = 4 << 20 };
+
+/* Sends t's bytes and its padding to sink: straight from t->data, or from t->fill in
+ * chunks of whole rows. A sink that fails gives sink_status (out of memory, or I/O). */
+static ts_status emit_tensor(const gguf_writer *w, const writer_tensor *t, byte_sink sink,
+                             void *ctx, ts_status sink_status, ts_error *err)
+{
+    static const uint8_t zeros[256]; /* padding, written in pieces of at most this */
+    size_t pad = tensor_pad(w, t);
+    if (t->data) {
+        if (!sink(ctx, t->data, (size_t)t->nbytes))
+            return ts_error_set(err, sink_status, "gguf writer: storing tensor '%s'", t->name);
+    } else {
+        uint64_t n_rows = t->n_rows, row_bytes = t->nbytes / n_rows;
+        uint64_t chunk = FILL_CHUNK_BYTES / row_bytes ? FILL_CHUNK_BYTES / row_bytes : 1;
+        if (chunk > n_rows)
+            chunk = n_rows;
+        uint8_t *buf = malloc((size_t)(chunk * row_bytes));
+        if (!buf)
+            return ts_error_set(err, TS_ERR_NOMEM, "gguf writer: tensor '%s'", t->name);
+        ts_status st = TS_OK;
+        for (uint64_t r = 0; st == TS_OK && r < n_rows; r += chunk) {
+            uint64_t n = n_rows - r < chunk ? n_rows - r : chunk;
+            if ((st = t->fill(t->user, buf, r, n, err)) == TS_OK &&
+                !sink(ctx, buf, (size_t)(n * row_bytes)))
+                st = ts_error_set(err, sink_status, "gguf writer: storing tensor '%s'", t->name);
+        }
+        free(buf);
+        if (st != TS_OK)
+            return st;
+    }
+    for (size_t k; pad; pad -= k) {
+        k = pad < sizeof zeros ? pad : sizeof zeros;
+        if (!sink(ctx, zeros, k))
+            return ts_error_set(err, sink_status, "gguf writer: padding tensor '%s'", t->name);
+    }
+    return TS_OK;
+}
+
 ts_status gguf_writer_finish(gguf_writer *w, uint8_t **out, size_t *len, ts_error *err)
 {
     *out = NULL;
@@ -263,21 +340,24 @@ ts_status gguf_writer_finish(gguf_writer *w, uint8_t **out, size_t *len, ts_erro
     if (w->status != TS_OK)
         return ts_error_set(err, w->status, "%s", w->msg);
     byte_buf b = {0};
-    bool ok = layout_meta(w, &b);
-    for (uint64_t i = 0; ok && i < w->n_tensors; i++) {
-        const writer_tensor *t = &w->tensors[i];
-        ok = buf_put(&b, t->data, (size_t)t->nbytes) && buf_put_zeros(&b, tensor_pad(w, t));
-    }
-    if (!ok) {
+    if (!layout_meta(w, &b)) {
         free(b.p);
         return ts_error_set(err, TS_ERR_NOMEM, "gguf writer: %zu bytes", b.len);
+    }
+    for (uint64_t i = 0; i < w->n_tensors; i++) {
+        ts_status st = emit_tensor(w, &w->tensors[i], sink_buf, &b, TS_ERR_NOMEM, err);
+        if (st != TS_OK) {
+            free(b.p);
+            return st;
+        }
     }
     *out = b.p;
     *len = b.len;
     return TS_OK;
 }
 
-/* Streams the tensor data straight from its owners: a model is never copied whole. */
+/* Streams the tensor data straight from its owners (or their fill functions): a model is
+ * never copied whole. A failed write removes the file. */
 ts_status gguf_writer_write_file(gguf_writer *w, const char *path, ts_error *err)
 {
     if (w->status != TS_OK)
@@ -292,20 +372,15 @@ ts_status gguf_writer_write_file(gguf_writer *w, const char *path, ts_error *err
         free(b.p);
         return ts_error_set(err, TS_ERR_IO, "cannot create %s", path);
     }
-    bool ok = fwrite(b.p, 1, b.len, f) == b.len;
+    ts_status st = fwrite(b.p, 1, b.len, f) == b.len
+                       ? TS_OK
+                       : ts_error_set(err, TS_ERR_IO, "cannot write %s", path);
     free(b.p);
-    byte_buf pad = {0}; /* zeros for the padding, at most alignment - 1 of them */
-    for (uint64_t i = 0; ok && i < w->n_tensors; i++) {
-        const writer_tensor *t = &w->tensors[i];
-        pad.len = 0;
-        ok = buf_put_zeros(&pad, tensor_pad(w, t)) &&
-             fwrite(t->data, 1, (size_t)t->nbytes, f) == t->nbytes &&
-             (pad.len == 0 || fwrite(pad.p, 1, pad.len, f) == pad.len);
-    }
-    free(pad.p);
-    if (fclose(f) != 0)
-        ok = false;
-    if (!ok)
-        return ts_error_set(err, TS_ERR_IO, "cannot write %s", path);
-    return TS_OK;
+    for (uint64_t i = 0; st == TS_OK && i < w->n_tensors; i++)
+        st = emit_tensor(w, &w->tensors[i], sink_file, f, TS_ERR_IO, err);
+    if (fclose(f) != 0 && st == TS_OK)
+        st = ts_error_set(err, TS_ERR_IO, "cannot write %s", path);
+    if (st != TS_OK)
+        remove(path);
+    return st;
 }

@@ -31,4 +31,14 @@ ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error
 ts_status model_gguf_write(const char *path, const ts_model_config *c, const model_weights *w,
                            const tokenizer_vocab *v, const char *chat_template, ts_error *err);
 
+/* general.file_type values (llama.cpp's llama_ftype). */
+enum { MODEL_GGUF_FILE_F32 = 0, MODEL_GGUF_FILE_Q8_0 = 7 };
+
+/* The metadata model_gguf_write() writes, for writers that add their own tensors: the
+ * general.* and llama.* keys of c (borrowed), and the tokenizer.ggml.* keys of v (borrowed).
+ * Writer errors are sticky in g; model_gguf_add_vocab() also reports running out of memory
+ * through err. */
+void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type);
+ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_error *err);
+
 #endif /* TESSERA_MODEL_MODEL_GGUF_H */

@@ -5,11 +5,11 @@
 
 #include "model/model_gguf.h"
 
-static void add_config(gguf_writer *g, const ts_model_config *c)
+void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type)
 {
     gguf_writer_add_str(g, "general.architecture", "llama");
     gguf_writer_add_str(g, "general.name", c->name[0] ? c->name : "tessera");
-    gguf_writer_add_u32(g, "general.file_type", 0); /* all F32 */
+    gguf_writer_add_u32(g, "general.file_type", file_type);
     gguf_writer_add_u32(g, "llama.context_length", (uint32_t)c->context_len);
     gguf_writer_add_u32(g, "llama.embedding_length", (uint32_t)c->dim);
     gguf_writer_add_u32(g, "llama.block_count", (uint32_t)c->n_layers);
@@ -28,7 +28,7 @@ static void add_id(gguf_writer *g, const char *key, int32_t id)
         gguf_writer_add_u32(g, key, (uint32_t)id);
 }
 
-static ts_status add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_error *err)
+ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_error *err)
 {
     size_t n = (size_t)v->n_tokens;
     const char **texts = malloc(n * sizeof *texts);
@@ -118,8 +118,8 @@ ts_status model_gguf_write(const char *path, const ts_model_config *c, const mod
     ts_status st = gguf_writer_create(0, &g, err);
     if (st != TS_OK)
         return st;
-    add_config(g, c);
-    if ((st = add_vocab(g, v, err)) != TS_OK)
+    model_gguf_add_config(g, c, MODEL_GGUF_FILE_F32);
+    if ((st = model_gguf_add_vocab(g, v, err)) != TS_OK)
         goto done;
     if (chat_template)
         gguf_writer_add_str(g, "tokenizer.chat_template", chat_template);

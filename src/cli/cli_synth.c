@@ -1,0 +1,117 @@
+/* cli_synth.c: `tessera synth`: a GGUF model with random weights at a real model's shape
+ * and a vocabulary borrowed from another GGUF, for benchmarks. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "model/model_gguf.h"
+#include "model/synth.h"
+
+#define SYNTH_DEFAULT_VOCAB "../shared/vocab/ggml-vocab-llama-spm.gguf"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tessera synth --shape SHAPE [--type f32|q8_0] [--vocab FILE.gguf]\n"
+                 "                     [--seed S] -o OUT.gguf\n"
+                 "  SHAPE:");
+    for (int i = 0; model_synth_shape_name(i); i++)
+        fprintf(out, " %s", model_synth_shape_name(i));
+    fprintf(out, "\n"
+                 "  --type     tensor type of the matrices (default f32; norms stay f32)\n"
+                 "  --vocab    GGUF whose tokenizer.ggml.* vocabulary is copied (default\n"
+                 "             " SYNTH_DEFAULT_VOCAB "); one smaller than the\n"
+                 "             shape's is padded with <unused_N> tokens, a larger one refused\n"
+                 "  --seed     random seed (default 1); the same arguments give the same bytes\n"
+                 "  weights are normal with std %g, norm weights 1.\n", (double)MODEL_SYNTH_STD);
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The vocabulary of the GGUF at path into v; false (with a message) on failure. */
+static bool read_vocab(tokenizer_vocab *v, const char *path, bool is_default)
+{
+    gguf_file *f = NULL;
+    ts_error err = {0};
+    ts_status st = gguf_open(path, &f, &err);
+    if (st == TS_OK)
+        st = model_gguf_read_vocab(v, f, &err);
+    gguf_close(f);
+    if (st != TS_OK)
+        fprintf(stderr, "tessera: vocabulary: %s%s\n", err.msg,
+                is_default ? " (the default; name a GGUF with --vocab)" : "");
+    return st == TS_OK;
+}
+
+int cli_synth(int argc, char **argv)
+{
+    const char *shape = NULL, *vocab = SYNTH_DEFAULT_VOCAB, *out = NULL, *type = "f32";
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!(v = cli_value(argc, argv, &i))) {
+            return 2;
+        } else if (!strcmp(a, "--shape")) {
+            shape = v;
+        } else if (!strcmp(a, "--type")) {
+            type = v;
+        } else if (!strcmp(a, "--vocab")) {
+            vocab = v;
+        } else if (!strcmp(a, "--seed")) {
+            if (!cli_u64(a, v, &seed))
+                return 2;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            out = v;
+        } else {
+            fprintf(stderr, "tessera synth: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    ts_model_config cfg;
+    if (!shape || !out) {
+        fprintf(stderr, "tessera synth: give --shape and -o\n");
+        usage(stderr);
+        return 2;
+    }
+    if (!model_synth_shape(&cfg, shape)) {
+        fprintf(stderr, "tessera synth: unknown shape '%s'\n", shape);
+        usage(stderr);
+        return 2;
+    }
+    uint32_t ttype;
+    if (!strcmp(type, "f32")) {
+        ttype = GGUF_TENSOR_F32;
+    } else if (!strcmp(type, "q8_0")) {
+        ttype = GGUF_TENSOR_Q8_0;
+    } else {
+        fprintf(stderr, "tessera synth: --type wants f32 or q8_0, not '%s'\n", type);
+        return 2;
+    }
+    tokenizer_vocab v;
+    if (!read_vocab(&v, vocab, !strcmp(vocab, SYNTH_DEFAULT_VOCAB)))
+        return 1;
+    double t0 = seconds();
+    ts_error err = {0};
+    int rc = 0;
+    if (model_synth_write(out, &cfg, ttype, &v, seed, &err) != TS_OK) {
+        fprintf(stderr, "tessera: %s\n", err.msg);
+        rc = 1;
+    } else {
+        struct stat st;
+        fprintf(stderr, "tessera: wrote %s (%s, %s, %lld bytes) in %.1f s\n", out, shape, type,
+                stat(out, &st) == 0 ? (long long)st.st_size : -1LL, seconds() - t0);
+    }
+    vocab_clear(&v);
+    return rc;
+}

@@ -1,0 +1,281 @@
+/* synth.c: random-weight GGUF models at real shapes, generated row by row as the writer
+ * streams them, in F32 or Q8_0. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_gguf.h"
+#include "model/synth.h"
+
+typedef struct synth_shape {
+    const char *name;
+    bool hidden; /* for tests; not listed */
+    int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, context_len;
+    float rope_freq_base;
+    bool tied_output;
+} synth_shape;
+
+/* From each model's published config.json (llama2.c's README for stories110m, whose
+ * checkpoint shares the classifier with the embedding: 110M parameters with it tied).
+ * Llama 3.2's rope scaling (llama3, factor 32) is not modelled: tessera does not run it. */
+static const synth_shape shapes[] = {
+    {"stories110m", false, 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true},
+    {"smollm2-360m", false, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true},
+    {"tinyllama-1.1b", false, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false},
+    {"llama3.2-1b", false, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true},
+    {"test-tiny", true, 64, 128, 2, 4, 2, 512, 128, 10000.0f, false},
+};
+
+bool model_synth_shape(ts_model_config *out, const char *name)
+{
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const synth_shape *s = &shapes[i];
+        if (strcmp(s->name, name) != 0)
+            continue;
+        memset(out, 0, sizeof *out);
+        snprintf(out->arch, sizeof out->arch, "llama");
+        snprintf(out->name, sizeof out->name, "synth-%s", s->name);
+        out->dim = s->dim;
+        out->hidden_dim = s->hidden_dim;
+        out->n_layers = s->n_layers;
+        out->n_heads = s->n_heads;
+        out->n_kv_heads = s->n_kv_heads;
+        out->head_dim = s->dim / s->n_heads;
+        out->vocab_size = s->vocab_size;
+        out->context_len = s->context_len;
+        out->rope_freq_base = s->rope_freq_base;
+        out->rms_eps = 1e-5f;
+        out->tied_output = s->tied_output;
+        return true;
+    }
+    return false;
+}
+
+const char *model_synth_shape_name(int i)
+{
+    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
+        if (!shapes[k].hidden && i-- == 0)
+            return shapes[k].name;
+    return NULL;
+}
+
+void model_quantize_q8_0(uint8_t *dst, const float *src, uint64_t n)
+{
+    for (uint64_t b = 0; b < n / 32; b++, src += 32, dst += 34) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++)
+            amax = fmaxf(amax, fabsf(src[i]));
+        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t h = gguf_f32_to_f16(d);
+        memcpy(dst, &h, 2);
+        for (int i = 0; i < 32; i++)
+            dst[2 + i] = (uint8_t)(int8_t)roundf(src[i] * id);
+    }
+}
+
+/* ---- seeded normals: one independent stream per (tensor, row), so rows can be made in
+ * any order and on any thread and still give the same bytes ---- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+typedef struct normal_rng {
+    uint64_t state;
+    float spare;
+    bool has_spare;
+} normal_rng;
+
+static void rng_init(normal_rng *r, uint64_t seed, uint64_t tensor, uint64_t row)
+{
+    uint64_t s = seed;
+    r->state = splitmix64(&s) ^ (tensor << 40) ^ row;
+    splitmix64(&r->state);
+    r->spare = 0.0f;
+    r->has_spare = false;
+}
+
+/* A uniform in (0, 1]: never 0, so logf() is finite. */
+static float uniform(normal_rng *r)
+{
+    return (float)((splitmix64(&r->state) >> 40) + 1) * (1.0f / 16777216.0f);
+}
+
+/* Box-Muller, both outputs used. */
+static float normal(normal_rng *r)
+{
+    if (r->has_spare) {
+        r->has_spare = false;
+        return r->spare;
+    }
+    float rad = sqrtf(-2.0f * logf(uniform(r))), ang = 6.2831853f * uniform(r);
+    r->spare = rad * sinf(ang);
+    r->has_spare = true;
+    return rad * cosf(ang);
+}
+
+/* ---- tensors ---- */
+
+typedef struct synth_tensor {
+    uint64_t seed, index; /* the rows' streams */
+    uint32_t type;        /* GGUF_TENSOR_F32 or _Q8_0 */
+    uint64_t ne0;         /* row length */
+    float std;            /* 0: every element is 1 (norm weights) */
+} synth_tensor;
+
+static void fill_row(const synth_tensor *t, uint8_t *dst, uint64_t row)
+{
+    normal_rng r;
+    rng_init(&r, t->seed, t->index, row);
+    float block[32];
+    for (uint64_t i = 0; i < t->ne0; i += 32) {
+        uint64_t n = t->ne0 - i < 32 ? t->ne0 - i : 32;
+        for (uint64_t k = 0; k < n; k++)
+            block[k] = t->std > 0.0f ? t->std * normal(&r) : 1.0f;
+        if (t->type == GGUF_TENSOR_Q8_0)
+            model_quantize_q8_0(dst + i / 32 * 34, block, 32); /* ne0 % 32 == 0 checked */
+        else
+            memcpy(dst + i * sizeof(float), block, (size_t)n * sizeof(float));
+    }
+}
+
+static ts_status fill_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_rows,
+                           ts_error *err)
+{
+    (void)err;
+    const synth_tensor *t = user;
+    uint64_t row_bytes = t->type == GGUF_TENSOR_Q8_0 ? t->ne0 / 32 * 34 : t->ne0 * sizeof(float);
+    long long n = (long long)n_rows;
+#pragma omp parallel for schedule(static)
+    for (long long r = 0; r < n; r++)
+        fill_row(t, dst + (uint64_t)r * row_bytes, row0 + (uint64_t)r);
+    return TS_OK;
+}
+
+/* The vocabulary padded to n tokens: the first tokens are borrowed from v, the padding is
+ * owned (free it with free_padding). */
+static ts_status pad_vocab(tokenizer_vocab *out, const tokenizer_vocab *v, int n, ts_error *err)
+{
+    *out = *v;
+    out->tokens = NULL;
+    if (v->n_tokens > n)
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "the vocabulary has %d tokens, more than the shape's %d: give a "
+                            "vocabulary of at most %d tokens", v->n_tokens, n, n);
+    out->n_tokens = n;
+    if (!(out->tokens = calloc((size_t)n, sizeof *out->tokens)))
+        return ts_error_set(err, TS_ERR_NOMEM, "vocabulary of %d tokens", n);
+    memcpy(out->tokens, v->tokens, (size_t)v->n_tokens * sizeof *v->tokens);
+    for (int i = v->n_tokens; i < n; i++) {
+        char text[32];
+        int len = snprintf(text, sizeof text, "<unused_%d>", i - v->n_tokens);
+        vocab_token *t = &out->tokens[i];
+        if (!(t->text = strdup(text)))
+            return ts_error_set(err, TS_ERR_NOMEM, "vocabulary padding");
+        t->len = (uint32_t)len;
+        t->score = -1000.0f;
+        t->type = VOCAB_TOKEN_UNUSED;
+    }
+    return TS_OK;
+}
+
+static void free_padding(tokenizer_vocab *padded, int n_borrowed)
+{
+    if (padded->tokens)
+        for (int i = n_borrowed; i < padded->n_tokens; i++)
+            free(padded->tokens[i].text);
+    free(padded->tokens);
+}
+
+typedef struct synth_plan {
+    gguf_writer *g;
+    synth_tensor *tensors; /* (n) */
+    int n;
+    uint64_t seed;
+    uint32_t type;
+} synth_plan;
+
+/* Records one tensor of ggml shape (ne0, ne1), 1-D when ne1 is 0; norms are F32 ones. */
+static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1)
+{
+    synth_tensor *t = &p->tensors[p->n];
+    const uint64_t ne[2] = {ne0, ne1};
+    t->seed = p->seed;
+    t->index = (uint64_t)p->n++;
+    t->ne0 = ne0;
+    t->type = ne1 ? p->type : GGUF_TENSOR_F32;
+    t->std = ne1 ? MODEL_SYNTH_STD : 0.0f;
+    gguf_writer_add_tensor_fill(p->g, name, t->type, ne1 ? 2 : 1, ne, fill_rows, t);
+}
+
+static void plan_layer(synth_plan *p, int layer, const char *suffix, uint64_t ne0, uint64_t ne1)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.%s.weight", layer, suffix);
+    plan_add(p, name, ne0, ne1);
+}
+
+/* The tensors under llama.cpp's names, in the order model_gguf_write() uses. */
+static void plan_tensors(synth_plan *p, const ts_model_config *c)
+{
+    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
+    uint64_t q_dim = (uint64_t)c->n_heads * (uint64_t)c->head_dim;
+    uint64_t kv_dim = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim;
+    plan_add(p, "token_embd.weight", dim, (uint64_t)c->vocab_size);
+    plan_add(p, "output_norm.weight", dim, 0);
+    if (!c->tied_output)
+        plan_add(p, "output.weight", dim, (uint64_t)c->vocab_size);
+    for (int l = 0; l < c->n_layers; l++) {
+        plan_layer(p, l, "attn_norm", dim, 0);
+        plan_layer(p, l, "attn_q", dim, q_dim);
+        plan_layer(p, l, "attn_k", dim, kv_dim);
+        plan_layer(p, l, "attn_v", dim, kv_dim);
+        plan_layer(p, l, "attn_output", q_dim, dim);
+        plan_layer(p, l, "ffn_norm", dim, 0);
+        plan_layer(p, l, "ffn_gate", dim, ffn);
+        plan_layer(p, l, "ffn_up", dim, ffn);
+        plan_layer(p, l, "ffn_down", ffn, dim);
+    }
+}
+
+ts_status model_synth_write(const char *path, const ts_model_config *c, uint32_t type,
+                            const tokenizer_vocab *v, uint64_t seed, ts_error *err)
+{
+    synth_plan p = {.seed = seed, .type = type};
+    tokenizer_vocab padded;
+    memset(&padded, 0, sizeof padded);
+    ts_status st = model_config_validate(c, err);
+    if (st != TS_OK)
+        return st;
+    if (type != GGUF_TENSOR_F32 && type != GGUF_TENSOR_Q8_0)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "synthetic weights of type %s (F32 and "
+                            "Q8_0 are supported)", gguf_tensor_type_name(type) ?
+                            gguf_tensor_type_name(type) : "unknown");
+    if (type == GGUF_TENSOR_Q8_0 && (c->dim % 32 || c->hidden_dim % 32))
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "Q8_0 needs dim %d and feed-forward length "
+                            "%d to be multiples of 32", c->dim, c->hidden_dim);
+    if ((st = pad_vocab(&padded, v, c->vocab_size, err)) != TS_OK)
+        goto done;
+    if (!(p.tensors = calloc((size_t)(3 + 9 * c->n_layers), sizeof *p.tensors))) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "tensor list of %d layers", c->n_layers);
+        goto done;
+    }
+    if ((st = gguf_writer_create(0, &p.g, err)) != TS_OK)
+        goto done;
+    model_gguf_add_config(p.g, c, type == GGUF_TENSOR_Q8_0 ? MODEL_GGUF_FILE_Q8_0
+                                                           : MODEL_GGUF_FILE_F32);
+    if ((st = model_gguf_add_vocab(p.g, &padded, err)) != TS_OK)
+        goto done;
+    plan_tensors(&p, c);
+    st = gguf_writer_write_file(p.g, path, err);
+done:
+    gguf_writer_free(p.g);
+    free(p.tensors);
+    free_padding(&padded, v->n_tokens);
+    return st;
+}

@@ -1,0 +1,421 @@
+/* test_cli_tools.c: `tessera info`, `convert` and `synth` run as the user runs them (the
+ * built binary through popen), and the files they write loaded back through the library. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "model/model.h"
+#include "tokenizer/vocab.h"
+#include "util.h"
+
+#define STORIES_GGUF "models/stories260K/stories260K.gguf"
+#define STORIES_BIN "models/stories260K/stories260K.bin"
+#define STORIES_TOK "models/stories260K/tok512.bin"
+
+/* Runs `tessera ARGS` (stderr discarded); returns its exit status and, when out is not
+ * NULL, its stdout (malloc'd). */
+static int tessera(char **out, const char *fmt, ...)
+{
+    char args[8192], cmd[9000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s/tessera %s 2>/dev/null", TS_BUILD_DIR, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (cap - len < 4096) {
+            cap = cap ? 2 * cap : 65536;
+            buf = realloc(buf, cap + 1);
+            assert_non_null(buf);
+        }
+        got = fread(buf + len, 1, cap - len, p);
+        len += got;
+    } while (got > 0);
+    buf[len] = '\0';
+    int st = pclose(p);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A copy of tu_shared(rel): tu_shared's buffer is reused by the next call. */
+static char *shared(const char *rel)
+{
+    char *p = strdup(tu_shared(rel));
+    assert_non_null(p);
+    return p;
+}
+
+/* The integer after "  key " at the start of a line of info's output; -1 if absent. */
+static long field(const char *out, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\n  %s ", key);
+    const char *p = strstr(out, pat);
+    return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+}
+
+static bool file_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* ---- info ---- */
+
+static void test_info_gguf_model(void **state)
+{
+    (void)state;
+    char *m = shared(STORIES_GGUF), *out = NULL;
+    assert_int_equal(tessera(&out, "info -m %s", m), 0);
+    assert_non_null(strstr(out, "format: GGUF v3"));
+    assert_non_null(strstr(out, "architecture: llama"));
+    assert_int_equal(field(out, "n_layers"), 5);
+    assert_int_equal(field(out, "dim"), 64);
+    assert_int_equal(field(out, "n_kv_heads"), 4);
+    assert_int_equal(field(out, "hidden_dim"), 172);
+    assert_int_equal(field(out, "vocab_size"), 512);
+    assert_non_null(strstr(out, "tied_output      false"));
+    assert_non_null(strstr(out, "kind             llama"));
+    assert_non_null(strstr(out, "bos              1 \"<s>\""));
+    assert_non_null(strstr(out, "add_space_prefix true"));
+    assert_non_null(strstr(out, "chat template: none"));
+    /* 2 * 512 * 64 + 64 + 5 * (2*64 + 128*64 + 64*64 + 3*172*64) */
+    assert_non_null(strstr(out, "parameters: 292800 "));
+    assert_non_null(strstr(out, "tokenizer.ggml.tokens = string[512]"));
+    assert_non_null(strstr(out, "llama.block_count = 5"));
+    assert_non_null(strstr(out, "tensors (48):"));
+    assert_non_null(strstr(out, "blk.4.ffn_down.weight"));
+    assert_non_null(strstr(out, "[172, 64]"));
+    free(out);
+    free(m);
+}
+
+static void test_info_llama2c(void **state)
+{
+    (void)state;
+    char *m = shared(STORIES_BIN), *t = shared(STORIES_TOK), *out = NULL;
+    assert_int_equal(tessera(&out, "info -m %s --tokenizer %s", m, t), 0);
+    assert_non_null(strstr(out, "format: llama2.c checkpoint"));
+    assert_int_equal(field(out, "n_layers"), 5);
+    assert_int_equal(field(out, "context_len"), 512);
+    assert_non_null(strstr(out, "tied_output      true"));
+    assert_non_null(strstr(out, "parameters: 260032 "));
+    assert_int_equal(field(out, "size"), 512);
+    assert_null(strstr(out, "metadata"));
+    free(out);
+    /* Without its tokenizer a checkpoint cannot load. */
+    assert_int_equal(tessera(NULL, "info -m %s", m), 1);
+    free(t);
+    free(m);
+}
+
+static void test_info_vocab_only(void **state)
+{
+    (void)state;
+    char *spm = shared("vocab/ggml-vocab-llama-spm.gguf"), *bpe = shared("vocab/ggml-vocab-gpt-2.gguf");
+    char *out = NULL;
+    assert_int_equal(tessera(&out, "info -m %s", spm), 0);
+    assert_non_null(strstr(out, "vocabulary-only"));
+    assert_int_equal(field(out, "size"), 32000);
+    assert_non_null(strstr(out, "tensors (0):"));
+    assert_null(strstr(out, "n_layers"));
+    free(out);
+    assert_int_equal(tessera(&out, "info -m %s", bpe), 0);
+    assert_non_null(strstr(out, "gpt2 (byte-level BPE)"));
+    assert_int_equal(field(out, "size"), 50257);
+    assert_int_equal(field(out, "merges"), 50000);
+    assert_non_null(strstr(out, "tokenizer.ggml.merges = string[50000]"));
+    free(out);
+    free(bpe);
+    free(spm);
+}
+
+static void test_info_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(tessera(NULL, "info -m /nonexistent/model.gguf"), 1);
+    assert_int_equal(tessera(NULL, "info --bogus x"), 2);
+    assert_int_equal(tessera(NULL, "info -m"), 2);
+    char *out = NULL;
+    assert_int_equal(tessera(&out, "info --help"), 0);
+    assert_non_null(strstr(out, "usage: tessera info"));
+    free(out);
+    /* A truncated GGUF is refused with an error, not a crash. */
+    const char *cut = tu_tmp_path("cut.gguf");
+    char *src = shared(STORIES_GGUF);
+    size_t len = 0;
+    char *bytes = tu_read_file(src, &len);
+    assert_non_null(bytes);
+    FILE *f = fopen(cut, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, 3000, f), 3000);
+    fclose(f);
+    assert_int_equal(tessera(NULL, "info -m %s", cut), 1);
+    remove(cut);
+    free(bytes);
+    free(src);
+}
+
+/* ---- convert ---- */
+
+static ts_model *load(const char *path, const char *tok)
+{
+    ts_model *m = NULL;
+    ts_error err = {0};
+    ts_status st = ts_model_load(path, tok, &m, &err);
+    if (st != TS_OK)
+        fail_msg("loading %s: %s", path, err.msg);
+    return m;
+}
+
+static void assert_same_config(const ts_model_config *a, const ts_model_config *b)
+{
+    assert_string_equal(a->arch, b->arch);
+    assert_string_equal(a->name, b->name);
+    assert_int_equal(a->dim, b->dim);
+    assert_int_equal(a->hidden_dim, b->hidden_dim);
+    assert_int_equal(a->n_layers, b->n_layers);
+    assert_int_equal(a->n_heads, b->n_heads);
+    assert_int_equal(a->n_kv_heads, b->n_kv_heads);
+    assert_int_equal(a->head_dim, b->head_dim);
+    assert_int_equal(a->vocab_size, b->vocab_size);
+    assert_int_equal(a->context_len, b->context_len);
+    assert_true(a->rope_freq_base == b->rope_freq_base);
+    assert_true(a->rms_eps == b->rms_eps);
+    assert_int_equal(a->rope_neox, b->rope_neox);
+    assert_int_equal(a->tied_output, b->tied_output);
+}
+
+static void assert_same_floats(const float *a, const float *b, size_t n)
+{
+    assert_int_equal(memcmp(a, b, n * sizeof(float)), 0);
+}
+
+static void assert_same_weights(const ts_model *a, const ts_model *b)
+{
+    const ts_model_config *c = &a->cfg;
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
+    size_t vocab = (size_t)c->vocab_size, q_dim = (size_t)c->n_heads * c->head_dim;
+    assert_same_floats(a->w.tok_embd, b->w.tok_embd, vocab * dim);
+    assert_same_floats(a->w.output, b->w.output, vocab * dim);
+    assert_same_floats(a->w.rms_final, b->w.rms_final, dim);
+    assert_same_floats(a->w.rms_att, b->w.rms_att, L * dim);
+    assert_same_floats(a->w.rms_ffn, b->w.rms_ffn, L * dim);
+    assert_same_floats(a->w.wqkv, b->w.wqkv, L * (size_t)model_qkv_rows(c) * dim);
+    assert_same_floats(a->w.wo, b->w.wo, L * dim * q_dim);
+    assert_same_floats(a->w.w13, b->w.w13, L * 2 * ffn * dim);
+    assert_same_floats(a->w.w2, b->w.w2, L * dim * ffn);
+}
+
+static void assert_same_vocab(const ts_tokenizer *ta, const ts_tokenizer *tb)
+{
+    const tokenizer_vocab *a = tokenizer_get_vocab(ta), *b = tokenizer_get_vocab(tb);
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->n_tokens, b->n_tokens);
+    for (int i = 0; i < a->n_tokens; i++) {
+        assert_int_equal(a->tokens[i].len, b->tokens[i].len);
+        assert_memory_equal(a->tokens[i].text, b->tokens[i].text, a->tokens[i].len);
+        assert_true(a->tokens[i].score == b->tokens[i].score);
+        assert_int_equal(a->tokens[i].type, b->tokens[i].type);
+    }
+    assert_int_equal(a->bos_id, b->bos_id);
+    assert_int_equal(a->eos_id, b->eos_id);
+    assert_int_equal(a->unk_id, b->unk_id);
+    assert_int_equal(a->add_bos, b->add_bos);
+    assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+    static const char *const texts[] = {"Once upon a time", " Lily's mom said, \"no!\"",
+                                        "héllo 🦙 wörld\n\ttabs", ""};
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
+        int32_t ia[256], ib[256];
+        size_t na = 0, nb = 0;
+        assert_int_equal(ts_tokenize(ta, texts[k], strlen(texts[k]), true, ia, 256, &na), TS_OK);
+        assert_int_equal(ts_tokenize(tb, texts[k], strlen(texts[k]), true, ib, 256, &nb), TS_OK);
+        assert_int_equal(na, nb);
+        assert_true(na <= 256);
+        assert_memory_equal(ia, ib, na * sizeof *ia);
+    }
+}
+
+/* `tessera generate` of the reference prompt NN must print NN.out byte for byte. */
+static void assert_greedy_reference(const char *model, const char *nn)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "reference/stories260K-greedy/%s.prompt", nn);
+    char *prompt = tu_read_file(tu_shared(rel), NULL);
+    snprintf(rel, sizeof rel, "reference/stories260K-greedy/%s.out", nn);
+    size_t want_len = 0;
+    char *want = tu_read_file(tu_shared(rel), &want_len);
+    assert_non_null(prompt);
+    assert_non_null(want);
+    ts_model *m = load(model, NULL);
+    size_t n = 0;
+    assert_int_equal(ts_tokenize(ts_model_get_tokenizer(m), prompt, strlen(prompt), true, NULL,
+                                 0, &n), TS_OK);
+    ts_model_free(m);
+    /* 200 positions counting BOS and the prompt, plus the token sampled at the last one. */
+    char *out = NULL;
+    assert_int_equal(tessera(&out, "generate -m %s -p '%s' -n %d", model, prompt, 201 - (int)n), 0);
+    assert_int_equal(strlen(out), want_len);
+    assert_string_equal(out, want);
+    free(out);
+    free(want);
+    free(prompt);
+}
+
+static void test_convert_llama2c_round_trip(void **state)
+{
+    (void)state;
+    char *bin = shared(STORIES_BIN), *tok = shared(STORIES_TOK);
+    char *out = strdup(tu_tmp_path("converted.gguf"));
+    assert_int_equal(tessera(NULL, "convert -m %s --tokenizer %s -o %s", bin, tok, out), 0);
+    ts_model *a = load(bin, tok), *b = load(out, NULL);
+    assert_same_config(&a->cfg, &b->cfg);
+    assert_same_weights(a, b);
+    assert_same_vocab(ts_model_get_tokenizer(a), ts_model_get_tokenizer(b));
+    ts_model_free(a);
+    ts_model_free(b);
+    assert_greedy_reference(out, "01");
+    assert_greedy_reference(out, "02");
+    remove(out);
+    free(out);
+    free(tok);
+    free(bin);
+}
+
+static void test_convert_gguf_to_gguf(void **state)
+{
+    (void)state;
+    char *src = shared(STORIES_GGUF), *out = strdup(tu_tmp_path("again.gguf"));
+    assert_int_equal(tessera(NULL, "convert -m %s -o %s", src, out), 0);
+    ts_model *a = load(src, NULL), *b = load(out, NULL);
+    assert_same_config(&a->cfg, &b->cfg);
+    assert_false(b->cfg.tied_output); /* the separate output.weight survives */
+    assert_same_weights(a, b);
+    assert_same_vocab(ts_model_get_tokenizer(a), ts_model_get_tokenizer(b));
+    ts_model_free(a);
+    ts_model_free(b);
+    /* And once more from the copy: a fixed point. */
+    char *out2 = strdup(tu_tmp_path("again2.gguf"));
+    assert_int_equal(tessera(NULL, "convert -m %s -o %s", out, out2), 0);
+    size_t l1 = 0, l2 = 0;
+    char *b1 = tu_read_file(out, &l1), *b2 = tu_read_file(out2, &l2);
+    assert_non_null(b1);
+    assert_non_null(b2);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(b1, b2, l1);
+    free(b1);
+    free(b2);
+    remove(out2);
+    remove(out);
+    free(out2);
+    free(out);
+    free(src);
+}
+
+static void test_convert_refuses_and_leaves_no_file(void **state)
+{
+    (void)state;
+    char *src = shared(STORIES_GGUF), *copy = strdup(tu_tmp_path("input.gguf"));
+    assert_int_equal(tessera(NULL, "convert -m %s -o %s", src, copy), 0);
+    size_t before = 0, after = 0;
+    char *b0 = tu_read_file(copy, &before);
+    /* The same file under another spelling is still the input. */
+    char *dotted = malloc(strlen(copy) + 16);
+    assert_non_null(dotted);
+    char *slash = strrchr(copy, '/');
+    sprintf(dotted, "%.*s/./%s", (int)(slash - copy), copy, slash + 1);
+    assert_int_equal(tessera(NULL, "convert -m %s -o %s", copy, dotted), 1);
+    char *b1 = tu_read_file(copy, &after);
+    assert_int_equal(before, after);
+    assert_memory_equal(b0, b1, before);
+    /* Nor the tokenizer of a checkpoint. */
+    char *bin = shared(STORIES_BIN), *tok = strdup(tu_tmp_path("tok.bin"));
+    size_t tlen = 0;
+    char *tbytes = tu_read_file(tu_shared(STORIES_TOK), &tlen);
+    FILE *f = fopen(tok, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(tbytes, 1, tlen, f), tlen);
+    fclose(f);
+    assert_int_equal(tessera(NULL, "convert -m %s --tokenizer %s -o %s", bin, tok, tok), 1);
+    /* Failures leave nothing behind: a missing input, an unwritable folder. */
+    const char *none = tu_tmp_path("never.gguf");
+    assert_int_equal(tessera(NULL, "convert -m /nonexistent.gguf -o %s", none), 1);
+    assert_false(file_exists(none));
+    assert_int_equal(tessera(NULL, "convert -m %s -o /nonexistent-dir/x.gguf", src), 1);
+    assert_int_equal(tessera(NULL, "convert -m %s", src), 2);
+    remove(tok);
+    remove(copy);
+    free(tbytes);
+    free(tok);
+    free(bin);
+    free(b0);
+    free(b1);
+    free(dotted);
+    free(copy);
+    free(src);
+}
+
+/* ---- synth ---- */
+
+static void test_synth_cli(void **state)
+{
+    (void)state;
+    char *vocab = shared(STORIES_GGUF), *out = strdup(tu_tmp_path("tiny.gguf"));
+    char *text = NULL;
+    assert_int_equal(tessera(NULL, "synth --shape test-tiny --type q8_0 --vocab %s --seed 7 -o %s",
+                             vocab, out), 0);
+    assert_int_equal(tessera(&text, "info -m %s", out), 0);
+    assert_non_null(strstr(text, "name: synth-test-tiny"));
+    assert_int_equal(field(text, "n_layers"), 2);
+    assert_int_equal(field(text, "dim"), 64);
+    assert_non_null(strstr(text, "general.file_type = 7"));
+    assert_non_null(strstr(text, "blk.0.attn_q.weight          Q8_0"));
+    assert_non_null(strstr(text, "blk.0.attn_norm.weight       F32"));
+    free(text);
+    assert_int_equal(tessera(&text, "generate -m %s -p 'Once upon a time' -n 8", out), 0);
+    assert_true(strncmp(text, "Once upon a time", 16) == 0);
+    free(text);
+    remove(out);
+    /* Usage errors, and a vocabulary larger than the shape: refused, no file. */
+    assert_int_equal(tessera(NULL, "synth --shape nope -o %s", out), 2);
+    assert_int_equal(tessera(NULL, "synth --shape test-tiny --type q4_0 -o %s", out), 2);
+    assert_int_equal(tessera(NULL, "synth --shape test-tiny"), 2);
+    char *big = shared("vocab/ggml-vocab-llama-spm.gguf");
+    assert_int_equal(tessera(NULL, "synth --shape test-tiny --vocab %s -o %s", big, out), 1);
+    assert_false(file_exists(out));
+    assert_int_equal(tessera(&text, "synth --help"), 0);
+    assert_non_null(strstr(text, "tinyllama-1.1b"));
+    assert_null(strstr(text, "test-tiny"));
+    free(text);
+    free(big);
+    free(out);
+    free(vocab);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_info_gguf_model),
+        cmocka_unit_test(test_info_llama2c),
+        cmocka_unit_test(test_info_vocab_only),
+        cmocka_unit_test(test_info_errors),
+        cmocka_unit_test(test_convert_llama2c_round_trip),
+        cmocka_unit_test(test_convert_gguf_to_gguf),
+        cmocka_unit_test(test_convert_refuses_and_leaves_no_file),
+        cmocka_unit_test(test_synth_cli),
+    };
+    return cmocka_run_group_tests_name("cli_tools", tests, NULL, NULL);
+}

@@ -1,0 +1,449 @@
+/* test_synth.c: random-weight models (model_synth_write), Q8_0 quantisation, and the GGUF
+ * writer's tensors filled by callback at write time. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "model/forward_ref.h"
+#include "model/gguf.h"
+#include "model/model_gguf.h"
+#include "model/synth.h"
+#include "tessera/engine.h"
+#include "util.h"
+
+static tokenizer_vocab stories_vocab(void)
+{
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
+    assert_int_equal(model_gguf_read_vocab(&v, f, NULL), TS_OK);
+    gguf_close(f);
+    return v;
+}
+
+static ts_model_config tiny_config(void)
+{
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "test-tiny"));
+    return c;
+}
+
+static ts_model *load(const char *path)
+{
+    ts_model *m = NULL;
+    ts_error err = {0};
+    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
+        fail_msg("loading %s: %s", path, err.msg);
+    return m;
+}
+
+/* Flat arrays of the matrices and of the norms, in model.h's layout. */
+typedef struct views {
+    const float *mat[5];
+    size_t mat_n[5];
+    const float *norm[3];
+    size_t norm_n[3];
+} views;
+
+static views views_of(const ts_model *m)
+{
+    const ts_model_config *c = &m->cfg;
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
+    views v = {
+        .mat = {m->w.tok_embd, m->w.wqkv, m->w.wo, m->w.w13, m->w.w2},
+        .mat_n = {(size_t)c->vocab_size * dim, L * (size_t)model_qkv_rows(c) * dim,
+                  L * dim * (size_t)c->n_heads * c->head_dim, L * 2 * ffn * dim, L * dim * ffn},
+        .norm = {m->w.rms_final, m->w.rms_att, m->w.rms_ffn},
+        .norm_n = {dim, L * dim, L * dim},
+    };
+    return v;
+}
+
+static void test_shapes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int dim, ffn, layers, heads, kv, vocab, ctx;
+        float rope;
+        bool tied;
+    } want[] = {
+        {"stories110m", 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true},
+        {"smollm2-360m", 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true},
+        {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false},
+        {"llama3.2-1b", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        ts_model_config c;
+        assert_true(model_synth_shape(&c, want[i].name));
+        assert_string_equal(model_synth_shape_name((int)i), want[i].name);
+        assert_int_equal(c.dim, want[i].dim);
+        assert_int_equal(c.hidden_dim, want[i].ffn);
+        assert_int_equal(c.n_layers, want[i].layers);
+        assert_int_equal(c.n_heads, want[i].heads);
+        assert_int_equal(c.n_kv_heads, want[i].kv);
+        assert_int_equal(c.head_dim, want[i].dim / want[i].heads);
+        assert_int_equal(c.vocab_size, want[i].vocab);
+        assert_int_equal(c.context_len, want[i].ctx);
+        assert_true(c.rope_freq_base == want[i].rope);
+        assert_int_equal(c.tied_output, want[i].tied);
+        assert_int_equal(model_config_validate(&c, NULL), TS_OK);
+    }
+    assert_null(model_synth_shape_name(4)); /* test-tiny is not listed */
+    ts_model_config c;
+    assert_false(model_synth_shape(&c, "gpt-5"));
+}
+
+static void test_q8_0_matches_ggml_layout(void **state)
+{
+    (void)state;
+    float x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = i < 32 ? (float)(i - 16) * 0.25f : 0.0f;
+    uint8_t q[68];
+    model_quantize_q8_0(q, x, 64);
+    uint16_t h;
+    memcpy(&h, q, 2);
+    assert_true(fabsf(gguf_f16_to_f32(h) - 4.0f / 127.0f) < 1e-5f);
+    assert_int_equal((int8_t)q[2], -127);      /* -4.0 is the largest magnitude */
+    assert_int_equal((int8_t)q[2 + 16], 0);
+    assert_int_equal((int8_t)q[2 + 31], 119);  /* 3.75 / (4/127) = 119.06 */
+    memcpy(&h, q + 34, 2);
+    assert_int_equal(h, 0);                    /* an all-zero block has scale 0 */
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(q[36 + i], 0);
+}
+
+static void test_f32_model_loads_with_the_config_and_distribution(void **state)
+{
+    (void)state;
+    tokenizer_vocab v = stories_vocab();
+    ts_model_config c = tiny_config();
+    const char *path = tu_tmp_path("synth-f32.gguf");
+    ts_error err = {0};
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_F32, &v, 42, &err), TS_OK);
+    ts_model *m = load(path);
+    assert_string_equal(m->cfg.name, "synth-test-tiny");
+    assert_int_equal(m->cfg.dim, c.dim);
+    assert_int_equal(m->cfg.hidden_dim, c.hidden_dim);
+    assert_int_equal(m->cfg.n_layers, c.n_layers);
+    assert_int_equal(m->cfg.n_heads, c.n_heads);
+    assert_int_equal(m->cfg.n_kv_heads, c.n_kv_heads);
+    assert_int_equal(m->cfg.vocab_size, c.vocab_size);
+    assert_int_equal(m->cfg.context_len, c.context_len);
+    assert_true(m->cfg.rope_freq_base == c.rope_freq_base);
+    assert_false(m->cfg.tied_output);
+    assert_int_equal(ts_tokenizer_vocab_size(ts_model_get_tokenizer(m)), 512);
+    views w = views_of(m);
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < w.norm_n[k]; i++)
+            assert_true(w.norm[k][i] == 1.0f);
+    for (int k = 0; k < 5; k++) {
+        double s = 0, s2 = 0;
+        for (size_t i = 0; i < w.mat_n[k]; i++) {
+            assert_true(isfinite(w.mat[k][i]));
+            s += w.mat[k][i];
+            s2 += (double)w.mat[k][i] * w.mat[k][i];
+        }
+        double mean = s / (double)w.mat_n[k], sd = sqrt(s2 / (double)w.mat_n[k] - mean * mean);
+        assert_true(fabs(mean) < 0.002);
+        assert_true(sd > 0.018 && sd < 0.022);
+    }
+    /* The untied output matrix is drawn apart from the embedding. */
+    assert_memory_not_equal(m->w.output, m->w.tok_embd, 64 * sizeof(float));
+    ts_model_free(m);
+    remove(path);
+    vocab_clear(&v);
+}
+
+static void test_q8_0_within_quantisation_error_of_f32(void **state)
+{
+    (void)state;
+    tokenizer_vocab v = stories_vocab();
+    ts_model_config c = tiny_config();
+    char *pf = strdup(tu_tmp_path("synth-a.gguf")), *pq = strdup(tu_tmp_path("synth-q.gguf"));
+    assert_int_equal(model_synth_write(pf, &c, GGUF_TENSOR_F32, &v, 9, NULL), TS_OK);
+    assert_int_equal(model_synth_write(pq, &c, GGUF_TENSOR_Q8_0, &v, 9, NULL), TS_OK);
+    ts_model *f = load(pf), *q = load(pq);
+    views wf = views_of(f), wq = views_of(q);
+    for (int k = 0; k < 3; k++)
+        assert_memory_equal(wf.norm[k], wq.norm[k], wf.norm_n[k] * sizeof(float));
+    /* Every row length is a multiple of 32, so blocks of the flat arrays are Q8_0 blocks.
+     * Error per element: half a step d = amax/127, plus d's f16 rounding times |q| <= 127. */
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(wf.mat_n[k] % 32, 0);
+        bool any_diff = false;
+        for (size_t b = 0; b < wf.mat_n[k]; b += 32) {
+            float amax = 0;
+            for (int i = 0; i < 32; i++)
+                amax = fmaxf(amax, fabsf(wf.mat[k][b + i]));
+            float d = amax / 127.0f;
+            for (int i = 0; i < 32; i++) {
+                float e = fabsf(wf.mat[k][b + i] - wq.mat[k][b + i]);
+                assert_true(e <= 0.57f * d + 1e-9f);
+                any_diff |= e > 0;
+            }
+        }
+        assert_true(any_diff);
+    }
+    size_t lf = 0, lq = 0;
+    char *bf = tu_read_file(pf, &lf), *bq = tu_read_file(pq, &lq);
+    assert_true(lq * 3 < lf); /* 34 bytes per 32 weights instead of 128 */
+    free(bf);
+    free(bq);
+    ts_model_free(f);
+    ts_model_free(q);
+    remove(pf);
+    remove(pq);
+    free(pf);
+    free(pq);
+    vocab_clear(&v);
+}
+
+static void test_same_seed_same_bytes(void **state)
+{
+    (void)state;
+    tokenizer_vocab v = stories_vocab();
+    ts_model_config c = tiny_config();
+    char *p[3];
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "synth-seed%d.gguf", i);
+        p[i] = strdup(tu_tmp_path(name));
+        assert_int_equal(model_synth_write(p[i], &c, GGUF_TENSOR_Q8_0, &v, i < 2 ? 5 : 6, NULL),
+                         TS_OK);
+    }
+    size_t l[3];
+    char *b[3];
+    for (int i = 0; i < 3; i++)
+        assert_non_null(b[i] = tu_read_file(p[i], &l[i]));
+    assert_int_equal(l[0], l[1]);
+    assert_memory_equal(b[0], b[1], l[0]);
+    assert_int_equal(l[0], l[2]);
+    assert_memory_not_equal(b[0], b[2], l[0]);
+    for (int i = 0; i < 3; i++) {
+        free(b[i]);
+        remove(p[i]);
+        free(p[i]);
+    }
+    vocab_clear(&v);
+}
+
+static void test_vocab_padding_tying_and_refusals(void **state)
+{
+    (void)state;
+    tokenizer_vocab v = stories_vocab();
+    ts_model_config c = tiny_config();
+    const char *path = tu_tmp_path("synth-pad.gguf");
+    c.vocab_size = 520;
+    c.tied_output = true;
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_F32, &v, 1, NULL), TS_OK);
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open(path, &f, NULL), TS_OK);
+    assert_null(gguf_find_tensor(f, "output.weight"));
+    gguf_close(f);
+    ts_model *m = load(path);
+    assert_true(m->cfg.tied_output);
+    const tokenizer_vocab *mv = tokenizer_get_vocab(ts_model_get_tokenizer(m));
+    assert_int_equal(mv->n_tokens, 520);
+    assert_string_equal(mv->tokens[511].text, v.tokens[511].text);
+    assert_string_equal(mv->tokens[512].text, "<unused_0>");
+    assert_string_equal(mv->tokens[519].text, "<unused_7>");
+    assert_int_equal(mv->tokens[519].type, VOCAB_TOKEN_UNUSED);
+    size_t len = 0;
+    ts_token_bytes(ts_model_get_tokenizer(m), 515, &len);
+    assert_int_equal(len, 0); /* unused tokens decode to nothing */
+    ts_model_free(m);
+    remove(path);
+
+    ts_error err = {0};
+    c.vocab_size = 500;
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_F32, &v, 1, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "512 tokens"));
+    assert_int_equal(access(path, F_OK), -1);
+    c = tiny_config();
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_Q4_0, &v, 1, &err), TS_ERR_UNSUPPORTED);
+    c.hidden_dim = 100;
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_Q8_0, &v, 1, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "multiples of 32"));
+    c.n_heads = 3;
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_F32, &v, 1, &err), TS_ERR_FORMAT);
+    assert_int_equal(model_synth_write("/nonexistent-dir/x.gguf", &(ts_model_config){0}, 0, &v,
+                                       1, &err), TS_ERR_FORMAT);
+    c = tiny_config();
+    assert_int_equal(model_synth_write("/nonexistent-dir/x.gguf", &c, GGUF_TENSOR_F32, &v, 1, &err),
+                     TS_ERR_IO);
+    assert_int_equal(access(path, F_OK), -1);
+    vocab_clear(&v);
+}
+
+static void test_generation_is_finite(void **state)
+{
+    (void)state;
+    tokenizer_vocab v = stories_vocab();
+    ts_model_config c = tiny_config();
+    const char *path = tu_tmp_path("synth-gen.gguf");
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_Q8_0, &v, 3, NULL), TS_OK);
+    ts_model *m = load(path);
+    /* The reference pass: every logit finite at every position. */
+    ref_forward rf = {0};
+    assert_int_equal(ref_forward_init(&rf, m, 64, NULL), TS_OK);
+    int32_t tok = 1;
+    for (int pos = 0; pos < 64; pos++) {
+        const float *logits = ref_forward_token(&rf, tok, pos);
+        int best = 0;
+        for (int i = 0; i < c.vocab_size; i++) {
+            assert_true(isfinite(logits[i]));
+            best = logits[i] > logits[best] ? i : best;
+        }
+        tok = best;
+    }
+    ref_forward_free(&rf);
+    /* The engine: tokens come out with finite log-probabilities. */
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.kv_blocks = 16;
+    ts_engine *e = NULL;
+    assert_int_equal(ts_engine_create(m, &o, &e, NULL), TS_OK);
+    int32_t prompt[4] = {1, 400, 401, 402};
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = prompt;
+    p.n_prompt = 4;
+    p.max_tokens = 24;
+    p.ignore_eos = true;
+    ts_request *r = NULL;
+    assert_int_equal(ts_engine_submit(e, &p, &r, NULL), TS_OK);
+    ts_event ev;
+    int tokens = 0;
+    while (ts_request_next_event(r, &ev, -1) == TS_OK) {
+        assert_int_not_equal(ev.kind, TS_EVENT_ERROR);
+        if (ev.kind == TS_EVENT_TOKEN) {
+            tokens++;
+            assert_true(isfinite(ev.logprob));
+            assert_true(ev.token >= 0 && ev.token < c.vocab_size);
+        }
+        ts_event_clear(&ev);
+    }
+    assert_int_equal(tokens, 24);
+    ts_request_release(r);
+    ts_engine_destroy(e);
+    ts_model_free(m);
+    remove(path);
+    vocab_clear(&v);
+}
+
+/* ---- the writer's fill callback ---- */
+
+typedef struct fill_state {
+    uint64_t ne0, next_row, fail_at;
+} fill_state;
+
+static ts_status fill_counting(void *user, uint8_t *dst, uint64_t row0, uint64_t n_rows,
+                               ts_error *err)
+{
+    fill_state *s = user;
+    assert_int_equal(row0, s->next_row); /* rows come in order, each once */
+    if (s->fail_at && row0 + n_rows > s->fail_at)
+        return ts_error_set(err, TS_ERR_INTERNAL, "fill failed at row %llu",
+                            (unsigned long long)s->fail_at);
+    float *f = (float *)dst;
+    for (uint64_t i = 0; i < n_rows * s->ne0; i++)
+        f[i] = (float)(row0 * s->ne0 + i);
+    s->next_row += n_rows;
+    return TS_OK;
+}
+
+static void test_writer_fill_matches_data_across_chunks(void **state)
+{
+    (void)state;
+    enum { NE0 = 1000, ROWS = 2500 }; /* 10 MB: three 4 MiB chunks */
+    float *data = malloc((size_t)NE0 * ROWS * sizeof *data);
+    assert_non_null(data);
+    for (size_t i = 0; i < (size_t)NE0 * ROWS; i++)
+        data[i] = (float)i;
+    const uint64_t ne[2] = {NE0, ROWS}, small[1] = {3};
+    const float three[3] = {7, 8, 9};
+    uint8_t *bytes[2];
+    size_t len[2];
+    for (int k = 0; k < 2; k++) {
+        gguf_writer *w = NULL;
+        assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+        gguf_writer_add_tensor(w, "small", GGUF_TENSOR_F32, 1, small, three, sizeof three);
+        fill_state s = {.ne0 = NE0};
+        if (k == 0)
+            gguf_writer_add_tensor(w, "big", GGUF_TENSOR_F32, 2, ne, data,
+                                   (uint64_t)NE0 * ROWS * 4);
+        else
+            gguf_writer_add_tensor_fill(w, "big", GGUF_TENSOR_F32, 2, ne, fill_counting, &s);
+        assert_int_equal(gguf_writer_finish(w, &bytes[k], &len[k], NULL), TS_OK);
+        if (k == 1)
+            assert_int_equal(s.next_row, ROWS);
+        gguf_writer_free(w);
+    }
+    assert_int_equal(len[0], len[1]);
+    assert_memory_equal(bytes[0], bytes[1], len[0]);
+
+    /* To a file, and a failing fill: the error comes back and no file is left. */
+    const char *path = tu_tmp_path("fill.gguf");
+    for (int k = 0; k < 2; k++) {
+        gguf_writer *w = NULL;
+        fill_state s = {.ne0 = NE0, .fail_at = k ? 2000 : 0};
+        ts_error err = {0};
+        assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+        gguf_writer_add_tensor(w, "small", GGUF_TENSOR_F32, 1, small, three, sizeof three);
+        gguf_writer_add_tensor_fill(w, "big", GGUF_TENSOR_F32, 2, ne, fill_counting, &s);
+        ts_status st = gguf_writer_write_file(w, path, &err);
+        gguf_writer_free(w);
+        if (k == 0) {
+            assert_int_equal(st, TS_OK);
+            size_t n = 0;
+            char *file = tu_read_file(path, &n);
+            assert_int_equal(n, len[0]);
+            assert_memory_equal(file, bytes[0], n);
+            free(file);
+        } else {
+            assert_int_equal(st, TS_ERR_INTERNAL);
+            assert_string_equal(err.msg, "fill failed at row 2000");
+            assert_int_equal(access(path, F_OK), -1);
+        }
+    }
+    remove(path);
+
+    /* A fill tensor needs a function; errors stay sticky. */
+    gguf_writer *w = NULL;
+    ts_error err = {0};
+    uint8_t *out = NULL;
+    size_t n = 0;
+    assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+    assert_int_equal(gguf_writer_add_tensor_fill(w, "x", GGUF_TENSOR_F32, 1, small, NULL, NULL),
+                     TS_ERR_INVALID_ARG);
+    assert_int_equal(gguf_writer_finish(w, &out, &n, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "'x'"));
+    gguf_writer_free(w);
+    free(bytes[0]);
+    free(bytes[1]);
+    free(data);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_q8_0_matches_ggml_layout),
+        cmocka_unit_test(test_f32_model_loads_with_the_config_and_distribution),
+        cmocka_unit_test(test_q8_0_within_quantisation_error_of_f32),
+        cmocka_unit_test(test_same_seed_same_bytes),
+        cmocka_unit_test(test_vocab_padding_tying_and_refusals),
+        cmocka_unit_test(test_generation_is_finite),
+        cmocka_unit_test(test_writer_fill_matches_data_across_chunks),
+    };
+    return cmocka_run_group_tests_name("synth", tests, NULL, NULL);
+}
