@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config
           libopenblas-openmp-dev libopenblas0-openmp
-          libcjson-dev libmicrohttpd-dev libcmocka-dev
+          libcjson-dev libmicrohttpd-dev libcmocka-dev libcurl4-openssl-dev
           curl ${TESSERA_EXTRA_PACKAGES:-})
 for arg in "$@"; do
   case $arg in

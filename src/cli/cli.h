@@ -13,5 +13,6 @@ int cli_tokenize(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_synth(int argc, char **argv);
+int cli_loadgen(int argc, char **argv);
 
 #endif

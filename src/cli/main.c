@@ -10,6 +10,7 @@ static const cli_command commands[] = {
     {"info", cli_info, "describe a model file: config, vocabulary, metadata, tensors"},
     {"convert", cli_convert, "write a model (GGUF or llama2.c) as an F32 GGUF file"},
     {"synth", cli_synth, "write a GGUF with random weights at a real model's shape"},
+    {"loadgen", cli_loadgen, "load a server over HTTP: throughput, TTFT/ITL percentiles"},
     {NULL, NULL, NULL},
 };
 

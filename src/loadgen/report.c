@@ -1,0 +1,92 @@
+/* report.c: a load run's settings and results as JSON (the input of bench/plot.sh). */
+#include <math.h>
+
+#include "loadgen/loadgen.h"
+
+/* NAN (no samples) becomes null. */
+static bool add_num(cJSON *o, const char *name, double v)
+{
+    return isfinite(v) ? cJSON_AddNumberToObject(o, name, v) != NULL
+                       : cJSON_AddNullToObject(o, name) != NULL;
+}
+
+static bool add_pcts(cJSON *o, const char *name, const loadgen_pcts *p)
+{
+    cJSON *j = cJSON_AddObjectToObject(o, name);
+    return j && add_num(j, "p50", p->p50) && add_num(j, "p90", p->p90) && add_num(j, "p99", p->p99);
+}
+
+static bool add_stats(cJSON *o, const loadgen_stats *s)
+{
+    return add_num(o, "sent", s->sent) && add_num(o, "ok", s->ok) &&
+           add_num(o, "failed", s->failed) && add_num(o, "output_tokens", (double)s->output_tokens) &&
+           add_num(o, "prompt_tokens", (double)s->prompt_tokens) &&
+           add_pcts(o, "ttft_ms", &s->ttft_ms) && add_pcts(o, "itl_ms", &s->itl_ms) &&
+           add_pcts(o, "latency_ms", &s->latency_ms);
+}
+
+static cJSON *level_json(const loadgen_level *l, bool mixed)
+{
+    cJSON *o = cJSON_CreateObject(), *errs, *cls;
+    if (!o || !add_num(o, "concurrency", l->concurrency) || !add_num(o, "wall_s", l->wall_s) ||
+        !add_num(o, "req_s", l->req_s) || !add_num(o, "output_tok_s", l->output_tok_s) ||
+        !add_stats(o, &l->all) || !(errs = cJSON_AddObjectToObject(o, "errors")))
+        goto fail;
+    for (int k = 0; k < l->n_err_kinds; k++) {
+        char buf[16];
+        if (!add_num(errs, loadgen_error_name(l->err_code[k], buf, sizeof buf), l->err_count[k]))
+            goto fail;
+    }
+    if (mixed) {
+        if (!(cls = cJSON_AddObjectToObject(o, "classes")))
+            goto fail;
+        for (int c = 0; c < LOADGEN_CLASS_COUNT; c++) {
+            cJSON *j = cJSON_AddObjectToObject(cls, loadgen_class_name((loadgen_class)c));
+            if (!j || !add_stats(j, &l->cls[c]))
+                goto fail;
+        }
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+cJSON *loadgen_result_json(const loadgen_result *r, const loadgen_config *cfg)
+{
+    cJSON *root = cJSON_CreateObject(), *levels, *mix;
+    if (!root || !cJSON_AddStringToObject(root, "url", cfg->url) ||
+        !cJSON_AddStringToObject(root, "endpoint", cfg->chat ? "chat" : "completions") ||
+        !cJSON_AddBoolToObject(root, "stream", cfg->stream) ||
+        !add_num(root, "requests_per_level", cfg->requests) ||
+        !add_num(root, "prompt_len", cfg->prompt_len) ||
+        !add_num(root, "shared_prefix", cfg->shared_prefix) ||
+        !add_num(root, "max_tokens", cfg->max_tokens) ||
+        !cJSON_AddBoolToObject(root, "ignore_eos", cfg->ignore_eos) ||
+        !add_num(root, "seed", (double)cfg->seed) ||
+        !cJSON_AddBoolToObject(root, "deadline_hit", r->deadline_hit))
+        goto fail;
+    if (cfg->model && !cJSON_AddStringToObject(root, "model", cfg->model))
+        goto fail;
+    if (cfg->mix) {
+        if (!(mix = cJSON_AddObjectToObject(root, "mix")))
+            goto fail;
+        for (int c = 0; c < LOADGEN_CLASS_COUNT; c++)
+            if (!add_num(mix, loadgen_class_name((loadgen_class)c), cfg->mix->weight[c]))
+                goto fail;
+    } else if (!cJSON_AddNullToObject(root, "mix")) {
+        goto fail;
+    }
+    if (!(levels = cJSON_AddArrayToObject(root, "levels")))
+        goto fail;
+    for (int i = 0; i < r->n_levels; i++) {
+        cJSON *l = level_json(&r->levels[i], r->mixed);
+        if (!l)
+            goto fail;
+        cJSON_AddItemToArray(levels, l);
+    }
+    return root;
+fail:
+    cJSON_Delete(root);
+    return NULL;
+}

@@ -1,0 +1,355 @@
+/* run.c: the closed-loop load run: one thread, one libcurl multi handle, C transfers in
+ * flight, every byte timestamped as its write callback sees it. */
+#include <curl/curl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loadgen/loadgen.h"
+#include "loadgen/run_internal.h"
+
+enum { MAX_BODY = 8 << 20, MAX_EVENT = 1 << 20 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void loadgen_config_default(loadgen_config *cfg)
+{
+    static const int one = 1;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->url = "http://127.0.0.1:8080";
+    cfg->levels = &one;
+    cfg->n_levels = 1;
+    cfg->requests = 16;
+    cfg->prompt_len = 64;
+    cfg->max_tokens = 64;
+    cfg->ignore_eos = true;
+    cfg->timeout_s = 300;
+    cfg->deadline_s = 900;
+    cfg->seed = 1;
+}
+
+const char *loadgen_error_name(int code, char *buf, size_t cap)
+{
+    switch (code) {
+    case LOADGEN_ERR_TRANSPORT: return "transport";
+    case LOADGEN_ERR_TIMEOUT: return "timeout";
+    case LOADGEN_ERR_BAD_RESPONSE: return "bad_response";
+    case LOADGEN_ERR_STREAM: return "stream_error";
+    case LOADGEN_ERR_DEADLINE: return "deadline";
+    default: snprintf(buf, cap, "%d", code); return buf;
+    }
+}
+
+/* ---- One transfer ----------------------------------------------------------------- */
+
+typedef struct transfer {
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;          /* request body; owned */
+    loadgen_request *req;     /* its record in the level; borrowed */
+    loadgen_acc *acc;   /* where ITL gaps go; borrowed */
+    bool stream, chat;
+    loadgen_sse sse;
+    char *resp;          /* (resp_len) non-stream response body; owned */
+    size_t resp_len, resp_cap;
+    bool too_big, got_done, got_usage, stream_error;
+    double t_last;       /* the last content chunk */
+} transfer;
+
+static void transfer_free(transfer *t)
+{
+    if (!t)
+        return;
+    if (t->easy)
+        curl_easy_cleanup(t->easy);
+    curl_slist_free_all(t->headers);
+    free(t->body);
+    free(t->resp);
+    loadgen_sse_free(&t->sse);
+    free(t);
+}
+
+/* One parsed JSON chunk: content timestamps and usage. */
+static void on_chunk(transfer *t, const cJSON *j, double now)
+{
+    if (cJSON_GetObjectItemCaseSensitive(j, "error")) {
+        t->stream_error = true;
+        return;
+    }
+    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(j, "usage");
+    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
+    if (cJSON_IsNumber(ct)) {
+        t->got_usage = true;
+        t->req->tokens = (long)ct->valuedouble;
+        t->req->prompt_tokens = cJSON_IsNumber(pt) ? (long)pt->valuedouble : 0;
+    }
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0);
+    const cJSON *text = t->chat ? cJSON_GetObjectItemCaseSensitive(
+                                      cJSON_GetObjectItemCaseSensitive(c0, "delta"), "content")
+                                : cJSON_GetObjectItemCaseSensitive(c0, "text");
+    if (!cJSON_IsString(text) || !text->valuestring[0])
+        return;
+    if (t->req->t_first < 0)
+        t->req->t_first = now;
+    else
+        loadgen_acc_gap(t->acc, t->req->cls, (now - t->t_last) * 1e3);
+    t->t_last = now;
+    t->req->chunks++;
+}
+
+static bool on_event(void *ctx, const char *data, size_t len)
+{
+    transfer *t = ctx;
+    if (len == 6 && !memcmp(data, "[DONE]", 6)) {
+        t->got_done = true;
+        return true;
+    }
+    cJSON *j = cJSON_ParseWithLength(data, len);
+    if (!j) {
+        t->stream_error = true;
+        return false;
+    }
+    on_chunk(t, j, now_s());
+    cJSON_Delete(j);
+    return true;
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    transfer *t = ud;
+    size_t n = size * nmemb;
+    long code = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (t->stream && code == 200) {
+        ts_status st = loadgen_sse_feed(&t->sse, ptr, n, on_event, t, NULL);
+        if (st != TS_OK) {
+            t->stream_error = true;
+            return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+        }
+        return n;
+    }
+    if (t->resp_len + n > MAX_BODY) {
+        t->too_big = true;
+        return 0;
+    }
+    if (t->resp_len + n + 1 > t->resp_cap) {
+        size_t cap = t->resp_cap ? t->resp_cap : 4096;
+        while (cap < t->resp_len + n + 1)
+            cap *= 2;
+        char *r = realloc(t->resp, cap);
+        if (!r) {
+            t->too_big = true;
+            return 0;
+        }
+        t->resp = r;
+        t->resp_cap = cap;
+    }
+    memcpy(t->resp + t->resp_len, ptr, n);
+    t->resp_len += n;
+    return n;
+}
+
+/* The JSON body of request i of a level. */
+static char *request_body(const loadgen_config *cfg, const char *prefix, uint64_t seed)
+{
+    char *words = loadgen_words(cfg->prompt_len, seed);
+    cJSON *root = cJSON_CreateObject();
+    char *out = NULL, *prompt = NULL;
+    if (!words || !root)
+        goto done;
+    size_t plen = strlen(prefix) + strlen(words) + 2;
+    if (!(prompt = malloc(plen)))
+        goto done;
+    snprintf(prompt, plen, "%s%s%s", prefix, *prefix && *words ? " " : "", words);
+    if (cfg->model && !cJSON_AddStringToObject(root, "model", cfg->model))
+        goto done;
+    if (cfg->chat) {
+        cJSON *msgs = cJSON_AddArrayToObject(root, "messages"), *m = cJSON_CreateObject();
+        if (!m || !msgs || !cJSON_AddItemToArray(msgs, m)) {
+            cJSON_Delete(m);
+            goto done;
+        }
+        if (!cJSON_AddStringToObject(m, "role", "user") ||
+            !cJSON_AddStringToObject(m, "content", prompt))
+            goto done;
+    } else if (!cJSON_AddStringToObject(root, "prompt", prompt)) {
+        goto done;
+    }
+    if (!cJSON_AddNumberToObject(root, "max_tokens", cfg->max_tokens) ||
+        !cJSON_AddNumberToObject(root, "temperature", cfg->temperature) ||
+        !cJSON_AddNumberToObject(root, "seed", (double)(seed & 0xffffffffu)) ||
+        (cfg->ignore_eos && !cJSON_AddBoolToObject(root, "ignore_eos", 1)))
+        goto done;
+    if (cfg->stream) {
+        cJSON *so;
+        if (!cJSON_AddBoolToObject(root, "stream", 1) ||
+            !(so = cJSON_AddObjectToObject(root, "stream_options")) ||
+            !cJSON_AddBoolToObject(so, "include_usage", 1))
+            goto done;
+    }
+    out = cJSON_PrintUnformatted(root);
+done:
+    free(words);
+    free(prompt);
+    cJSON_Delete(root);
+    return out;
+}
+
+static transfer *transfer_start(const loadgen_runner *run, loadgen_request *req, loadgen_acc *acc,
+                                uint64_t seed, ts_error *err)
+{
+    const loadgen_config *cfg = run->cfg;
+    transfer *t = calloc(1, sizeof *t);
+    if (!t) {
+        ts_error_set(err, TS_ERR_NOMEM, "loadgen: out of memory");
+        return NULL;
+    }
+    t->req = req;
+    t->acc = acc;
+    t->stream = cfg->stream;
+    t->chat = cfg->chat;
+    loadgen_sse_init(&t->sse, MAX_EVENT);
+    char auth[600];
+    const char *key = run->key[req->cls];
+    if (!(t->body = request_body(cfg, run->prefix, seed)) || !(t->easy = curl_easy_init()) ||
+        !(t->headers = curl_slist_append(NULL, "Content-Type: application/json")) ||
+        (key && (snprintf(auth, sizeof auth, "Authorization: Bearer %s", key) >= (int)sizeof auth ||
+                 !curl_slist_append(t->headers, auth))))
+        goto fail;
+    CURL *e = t->easy;
+    long timeout_ms = (long)(cfg->timeout_s * 1e3);
+    if (curl_easy_setopt(e, CURLOPT_URL, run->endpoint) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK || /* never through a proxy */
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, t) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_PRIVATE, t) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK)
+        goto fail;
+    req->t_send = now_s();
+    if (curl_multi_add_handle(run->multi, e) != CURLM_OK)
+        goto fail;
+    return t;
+fail:
+    ts_error_set(err, TS_ERR_NOMEM, "loadgen: cannot set up a request (out of memory?)");
+    transfer_free(t);
+    return NULL;
+}
+
+/* Classifies a finished transfer into its record. */
+static void transfer_finish(transfer *t, CURLcode rc)
+{
+    loadgen_request *r = t->req;
+    r->t_done = now_s();
+    long code = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+    r->done = true;
+    if (rc == CURLE_OPERATION_TIMEDOUT) {
+        r->error = LOADGEN_ERR_TIMEOUT;
+    } else if (code != 200) {
+        r->error = code >= 100 ? (int)code : LOADGEN_ERR_TRANSPORT;
+    } else if (rc != CURLE_OK) {
+        r->error = t->stream_error ? LOADGEN_ERR_STREAM
+                   : t->too_big    ? LOADGEN_ERR_BAD_RESPONSE
+                                   : LOADGEN_ERR_TRANSPORT;
+    } else if (t->stream) {
+        r->error = t->stream_error                ? LOADGEN_ERR_STREAM
+                   : t->got_done && t->got_usage ? 1
+                                                 : LOADGEN_ERR_BAD_RESPONSE;
+    } else {
+        cJSON *j = cJSON_ParseWithLength(t->resp ? t->resp : "", t->resp_len);
+        if (j)
+            on_chunk(t, j, r->t_done);
+        cJSON_Delete(j);
+        r->error = t->got_usage && !t->stream_error ? 1 : LOADGEN_ERR_BAD_RESPONSE;
+        r->t_first = r->t_done;
+    }
+    if (r->error == 1) {
+        r->ok = true;
+        r->error = 0;
+    }
+}
+
+/* ---- One level ------------------------------------------------------------------ */
+
+ts_status loadgen_run_level(loadgen_runner *run, int level, loadgen_request *reqs, loadgen_acc *acc,
+                       ts_error *err)
+{
+    const loadgen_config *cfg = run->cfg;
+    int conc = cfg->levels[level], n = cfg->requests;
+    transfer **live = calloc((size_t)conc, sizeof *live);
+    if (!live)
+        return ts_error_set(err, TS_ERR_NOMEM, "loadgen: out of memory");
+    ts_status st = TS_OK;
+    int started = 0, done = 0, in_flight = 0;
+    while (done < started || started < n) {
+        while (in_flight < conc && started < n && now_s() < run->deadline) {
+            int slot = 0;
+            while (live[slot])
+                slot++;
+            loadgen_request *r = &reqs[started];
+            uint64_t seed = cfg->seed * 1000003u + (uint64_t)level * 7919u * 1000003u +
+                            (uint64_t)started + 1;
+            r->cls = run->mixed ? loadgen_mix_pick(cfg->mix, loadgen_uniform(seed)) : LOADGEN_CLASS_NORMAL;
+            r->t_first = -1;
+            if (!(live[slot] = transfer_start(run, r, acc, seed, err))) {
+                st = err ? err->status : TS_ERR_NOMEM;
+                goto out;
+            }
+            started++;
+            in_flight++;
+        }
+        if (now_s() >= run->deadline) {
+            run->deadline_hit = true;
+            break;
+        }
+        int running = 0;
+        curl_multi_perform(run->multi, &running);
+        CURLMsg *msg;
+        int left = 0;
+        while ((msg = curl_multi_info_read(run->multi, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            transfer *t = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+            transfer_finish(t, msg->data.result);
+            curl_multi_remove_handle(run->multi, t->easy);
+            for (int s = 0; s < conc; s++)
+                if (live[s] == t)
+                    live[s] = NULL;
+            transfer_free(t);
+            in_flight--;
+            done++;
+        }
+        if (done == n)
+            break;
+        double wait = run->deadline - now_s();
+        int wait_ms = wait <= 0 ? 0 : wait > 1.0 ? 1000 : (int)(wait * 1e3) + 1;
+        if (in_flight > 0)
+            curl_multi_poll(run->multi, NULL, 0, wait_ms, NULL);
+    }
+out:
+    for (int s = 0; s < conc; s++) {
+        if (!live[s])
+            continue;
+        live[s]->req->done = true;
+        live[s]->req->error = LOADGEN_ERR_DEADLINE;
+        live[s]->req->t_done = now_s();
+        curl_multi_remove_handle(run->multi, live[s]->easy);
+        transfer_free(live[s]);
+    }
+    free(live);
+    return st;
+}
