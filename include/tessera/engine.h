@@ -67,7 +67,8 @@ void ts_request_params_default(ts_request_params *params);
 typedef enum ts_event_kind {
     TS_EVENT_TOKEN,  /* text of one new token of completion `index` (may be empty while a
                       * UTF-8 character or a possible stop string is held back) */
-    TS_EVENT_DONE,   /* completion `index` finished: finish reason and usage */
+    TS_EVENT_DONE,   /* completion `index` finished: finish reason, usage, and in text any
+                      * held-back text released at the end (may be empty) */
     TS_EVENT_ERROR,  /* the request failed; status and message say why; no more events */
 } ts_event_kind;
 
@@ -86,7 +87,8 @@ typedef struct ts_logprob {
 typedef struct ts_event {
     ts_event_kind kind;
     int index;               /* completion 0..n-1 */
-    char *text;              /* TOKEN: owned by the event, NUL-terminated valid UTF-8 */
+    char *text;              /* TOKEN, DONE: owned by the event, NUL-terminated valid UTF-8;
+                              * the completion's text is the concatenation of these */
     size_t text_len;
     int32_t token;           /* TOKEN: the sampled id */
     float logprob;           /* TOKEN: its log-probability */

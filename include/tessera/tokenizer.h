@@ -11,10 +11,13 @@
 
 typedef struct ts_tokenizer ts_tokenizer;
 
-/* Loads the tokenizer of a GGUF file (a full model or a vocabulary-only file). */
+/* Loads the tokenizer of a GGUF file (a full model or a vocabulary-only file). path is
+ * borrowed; on success *out owns the tokenizer. */
 ts_status ts_tokenizer_load_gguf(const char *path, ts_tokenizer **out, ts_error *err);
 
-/* Loads a llama2.c tokenizer.bin holding vocab_size tokens. */
+/* Loads a llama2.c tokenizer.bin holding vocab_size tokens (the model header's count;
+ * <= 0 reads every token in the file). path is borrowed. On success *out owns the
+ * tokenizer. Token 0 is <unk>, 1 BOS, 2 EOS; pieces get U+2581 for space. */
 ts_status ts_tokenizer_load_llama2c(const char *path, int vocab_size, ts_tokenizer **out,
                                     ts_error *err);
 
@@ -23,7 +26,9 @@ void ts_tokenizer_free(ts_tokenizer *tok);
 
 /* Encodes len bytes of text (copied; need not be NUL-terminated), BOS first when add_bos.
  * Writes at most cap ids and sets *n_ids to the number the text needs, which may exceed
- * cap: call again with a larger buffer then. */
+ * cap: call again with a larger buffer then. Any bytes are accepted: invalid UTF-8 is
+ * encoded byte by byte (byte tokens where the vocabulary has them). Returns
+ * TS_ERR_TOO_LONG past 512 MiB of text, TS_ERR_NOMEM when scratch memory runs out. */
 ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
                       int32_t *ids, size_t cap, size_t *n_ids);
 

@@ -1,0 +1,53 @@
+/* tessera/sampling.h: the sampling parameters of one request, as the HTTP layer fills
+ * them from an OpenAI request, with defaults and validation. */
+#ifndef TESSERA_SAMPLING_H
+#define TESSERA_SAMPLING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tessera/status.h"
+
+#define TS_SAMPLING_MAX_TOP_LOGPROBS 20
+
+/* Accepted ranges (ts_sampling_params_validate() rejects anything else, NaN included):
+ *   temperature         [0, 2]      0 = greedy (argmax, first maximal id); OpenAI's range
+ *   top_k               >= 0        0 = off; a value >= the vocabulary size is also off
+ *   top_p               (0, 1]      1 = off
+ *   min_p               [0, 1]      0 = off; 1 keeps only the tokens tied with the best
+ *   repetition_penalty  (0, 10]     1 = off
+ *   repeat_last_n       >= -1       0 = off, -1 = every token (prompt + generated)
+ *   presence_penalty    [-2, 2]     OpenAI's range
+ *   frequency_penalty   [-2, 2]     OpenAI's range
+ *   top_logprobs        [0, 20]     > 0 requires logprobs, as in OpenAI's API
+ *
+ * Order of application: repetition penalty, then presence/frequency penalties, then
+ * greedy (temperature 0) or temperature -> top-k -> softmax -> min-p -> top-p -> draw.
+ * The repetition penalty is llama.cpp's: each distinct token among the last
+ * repeat_last_n tokens of prompt + generated text has its logit divided by the penalty
+ * when positive and multiplied by it otherwise. Presence/frequency are OpenAI's: over the
+ * generated tokens only, logit -= presence * (count > 0) + frequency * count. */
+typedef struct ts_sampling_params {
+    float temperature;
+    int top_k;
+    float top_p;
+    float min_p;
+    float repetition_penalty;
+    int repeat_last_n;
+    float presence_penalty;
+    float frequency_penalty;
+    uint64_t seed;     /* used when has_seed; otherwise the engine supplies a seed */
+    bool has_seed;
+    bool logprobs;     /* report the chosen token's log-probability */
+    int top_logprobs;  /* and this many most likely alternatives */
+} ts_sampling_params;
+
+/* OpenAI's defaults: temperature 1, every filter and penalty off, repeat_last_n 64, no
+ * seed, no logprobs. */
+ts_sampling_params ts_sampling_params_default(void);
+
+/* TS_OK, or TS_ERR_INVALID_ARG with err naming the field, its range and the value.
+ * params is borrowed. */
+ts_status ts_sampling_params_validate(const ts_sampling_params *params, ts_error *err);
+
+#endif /* TESSERA_SAMPLING_H */

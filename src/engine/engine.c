@@ -1,0 +1,303 @@
+/* engine.c: the engine's lifecycle, request submission and the step thread. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+/* OpenBLAS's OpenMP build reads its thread count from here. */
+void openblas_set_num_threads(int num_threads);
+
+enum { DEFAULT_KV_CAP_BYTES = 1 << 30 };
+
+void ts_engine_options_default(ts_engine_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_seqs = 64;
+    o->step_tokens = 512;
+    o->max_queue = 1024;
+    o->aging_per_s = 0.1;
+    o->prefix_cache = true;
+}
+
+void ts_request_params_default(ts_request_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->max_tokens = 16;
+    p->sampling = ts_sampling_params_default();
+    p->priority = TS_PRIORITY_NORMAL;
+    p->n = 1;
+}
+
+const ts_model *ts_engine_get_model(const ts_engine *e)
+{
+    return e->model;
+}
+
+static int blocks_for(int64_t tokens)
+{
+    return (int)((tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK);
+}
+
+/* Sizes the KV pool: explicit bytes, explicit blocks, or enough for max_seqs full
+ * contexts capped at DEFAULT_KV_CAP_BYTES. */
+static ts_status create_pool(ts_engine *e, ts_error *err)
+{
+    const ts_model_config *c = &e->model->cfg;
+    kv_config kc = {
+        .n_layers = c->n_layers,
+        .n_kv_heads = c->n_kv_heads,
+        .head_dim = c->head_dim,
+        .dtype = e->opts.kv_f16 ? KV_DTYPE_F16 : KV_DTYPE_F32,
+        .n_blocks = e->opts.kv_blocks,
+        .mem_bytes = e->opts.kv_mem_bytes,
+    };
+    if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
+        size_t per_block = kv_block_bytes(&kc);
+        int64_t want = (int64_t)e->opts.max_seqs * blocks_for(c->context_len);
+        int64_t cap = per_block ? (int64_t)(DEFAULT_KV_CAP_BYTES / per_block) : 0;
+        kc.n_blocks = want < cap ? want : cap;
+    }
+    return kv_pool_init(&e->pool, &kc, err);
+}
+
+static void *engine_thread(void *arg);
+
+ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
+                           ts_engine **out, ts_error *err)
+{
+    *out = NULL;
+    ts_status st;
+    ts_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return ts_error_set(err, TS_ERR_NOMEM, "out of memory for an engine");
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    e->model = model;
+    if (opts)
+        e->opts = *opts;
+    else
+        ts_engine_options_default(&e->opts);
+    const ts_engine_options *o = &e->opts;
+    if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->max_queue < 1 ||
+        o->aging_per_s < 0 || o->n_threads < 0) {
+        st = ts_error_set(err, TS_ERR_INVALID_ARG,
+                          "engine options out of range (max_seqs %d, step_tokens %d, max_queue %d)",
+                          o->max_seqs, o->step_tokens, o->max_queue);
+        goto fail;
+    }
+    e->kernels = simd_init();
+    /* Every running sequence may decode while prefill chunks fill the token budget. */
+    e->max_rows = o->step_tokens + o->max_seqs;
+    int vocab = model->cfg.vocab_size;
+    if ((st = create_pool(e, err)) != TS_OK ||
+        (st = fwd_state_init(&e->fwd, model, e->max_rows, o->max_seqs, err)) != TS_OK ||
+        (st = sampler_scratch_init(&e->scratch, vocab, err)) != TS_OK)
+        goto fail;
+    e->running = calloc((size_t)o->max_seqs, sizeof *e->running);
+    e->step_tokens = malloc((size_t)e->max_rows * sizeof *e->step_tokens);
+    e->step_seqs = malloc((size_t)o->max_seqs * sizeof *e->step_seqs);
+    e->step_order = malloc((size_t)o->max_seqs * sizeof *e->step_order);
+    e->logits_copy = malloc((size_t)vocab * sizeof(float));
+    if (!e->running || !e->step_tokens || !e->step_seqs || !e->step_order || !e->logits_copy) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for engine buffers");
+        goto fail;
+    }
+    kv_stats ks;
+    kv_pool_stats(&ks, e->pool);
+    e->stats.kv_blocks_total = (int)ks.blocks_total;
+    e->stats.kv_blocks_free = (int)ks.blocks_free;
+    if (pthread_create(&e->thread, NULL, engine_thread, e) != 0) {
+        st = ts_error_set(err, TS_ERR_INTERNAL, "cannot start the engine thread");
+        goto fail;
+    }
+    e->thread_started = true;
+    *out = e;
+    return TS_OK;
+
+fail:
+    ts_engine_destroy(e);
+    return st;
+}
+
+/* Fails every request still held (shutdown): queued ones, waiting and running. */
+static void drain_all(ts_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int n_inbox = e->n_inbox;
+    e->n_inbox = 0;
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < n_inbox; i++)
+        engine_fail_request(e, e->inbox[i], TS_ERR_SHUTDOWN, "the engine is shutting down");
+    while (e->n_running > 0)
+        engine_fail_request(e, e->running[0]->job, TS_ERR_SHUTDOWN, "the engine is shutting down");
+    while (e->n_waiting > 0)
+        engine_fail_request(e, e->waiting[0]->job, TS_ERR_SHUTDOWN, "the engine is shutting down");
+}
+
+void ts_engine_destroy(ts_engine *e)
+{
+    if (!e)
+        return;
+    if (e->thread_started) {
+        pthread_mutex_lock(&e->mu);
+        e->stopping = true;
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->thread, NULL);
+    }
+    drain_all(e);
+    free(e->inbox);
+    free(e->waiting);
+    free(e->running);
+    free(e->step_tokens);
+    free(e->step_seqs);
+    free(e->step_order);
+    free(e->logits_copy);
+    sampler_scratch_free(&e->scratch);
+    fwd_state_free(&e->fwd);
+    kv_pool_free(e->pool);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+}
+
+/* Refuses, with the numbers, a request that could never run. */
+static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_error *err)
+{
+    const ts_model_config *c = &e->model->cfg;
+    if (!p->prompt || p->n_prompt == 0)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "the prompt is empty");
+    if (p->max_tokens < 1)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "max_tokens must be at least 1 (got %d)",
+                            p->max_tokens);
+    if (p->n < 1 || p->n > TS_MAX_N)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "n must be in 1..%d (got %d)", TS_MAX_N, p->n);
+    if (p->n > e->opts.max_seqs)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "n = %d exceeds max_seqs %d", p->n,
+                            e->opts.max_seqs);
+    if (p->n_stop < 0 || p->n_stop > TS_MAX_STOP)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "at most %d stop strings (got %d)",
+                            TS_MAX_STOP, p->n_stop);
+    if ((unsigned)p->priority >= TS_PRIORITY_COUNT)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "unknown priority %d", (int)p->priority);
+    for (size_t i = 0; i < p->n_prompt; i++)
+        if (p->prompt[i] < 0 || p->prompt[i] >= c->vocab_size)
+            return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                "prompt token %d at index %zu is outside the vocabulary of %d",
+                                p->prompt[i], i, c->vocab_size);
+    if (p->n_prompt + (size_t)p->max_tokens > (size_t)c->context_len)
+        return ts_error_set(err, TS_ERR_TOO_LONG,
+                            "prompt of %zu tokens + max_tokens %d exceeds the context length %d",
+                            p->n_prompt, p->max_tokens, c->context_len);
+    int64_t need = blocks_for((int64_t)p->n_prompt) +
+                   (int64_t)p->n * (blocks_for(p->max_tokens) + 1);
+    if (need > e->stats.kv_blocks_total)
+        return ts_error_set(err, TS_ERR_TOO_LONG,
+                            "prompt of %zu tokens + %d x %d new tokens needs %lld KV blocks; "
+                            "the pool has %d",
+                            p->n_prompt, p->n, p->max_tokens, (long long)need,
+                            e->stats.kv_blocks_total);
+    ts_error serr;
+    if (ts_sampling_params_validate(&p->sampling, &serr) != TS_OK)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "%s", serr.msg);
+    for (int i = 0; i < p->n_stop; i++) {
+        size_t len = p->stop[i] ? strlen(p->stop[i]) : 0;
+        if (len == 0 || len > TS_MAX_STOP_LEN)
+            return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                "stop string %d must have 1..%d bytes", i, TS_MAX_STOP_LEN);
+    }
+    return TS_OK;
+}
+
+ts_status ts_engine_submit(ts_engine *e, const ts_request_params *p, ts_request **out,
+                           ts_error *err)
+{
+    *out = NULL;
+    ts_status st = check_fits(e, p, err);
+    if (st != TS_OK)
+        return st;
+    job *j = calloc(1, sizeof *j);
+    if (!j)
+        return ts_error_set(err, TS_ERR_NOMEM, "out of memory for a request");
+
+    pthread_mutex_lock(&e->mu);
+    if (e->stopping) {
+        st = ts_error_set(err, TS_ERR_SHUTDOWN, "the engine is shutting down");
+    } else if (e->n_pending >= e->opts.max_queue) {
+        st = ts_error_set(err, TS_ERR_QUEUE_FULL, "%d requests are already waiting",
+                          e->n_pending);
+    } else if (e->n_inbox == e->cap_inbox) {
+        int cap = e->cap_inbox ? 2 * e->cap_inbox : 16;
+        job **grown = realloc(e->inbox, (size_t)cap * sizeof *grown);
+        if (grown) {
+            e->inbox = grown;
+            e->cap_inbox = cap;
+        } else {
+            st = ts_error_set(err, TS_ERR_NOMEM, "out of memory queueing a request");
+        }
+    }
+    if (st == TS_OK)
+        st = request_create(p, e->next_id, engine_now(), &j->req, err);
+    if (st == TS_OK) {
+        e->next_id++;
+        e->inbox[e->n_inbox++] = j;
+        e->n_pending++;
+        e->queued[p->priority]++;
+        e->stats.queued[p->priority]++;
+        e->stats.requests_submitted++;
+        pthread_cond_signal(&e->cv);
+        *out = j->req;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (st != TS_OK)
+        free(j);
+    return st;
+}
+
+void ts_engine_get_stats(ts_engine *e, ts_engine_stats *stats)
+{
+    pthread_mutex_lock(&e->mu);
+    *stats = e->stats;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Moves submitted jobs into the waiting queue as their first sequence. Called with mu. */
+static void take_inbox(ts_engine *e)
+{
+    for (int i = 0; i < e->n_inbox; i++) {
+        job *j = e->inbox[i];
+        seq *s = NULL;
+        ts_error err = {0};
+        ts_status st = engine_seq_create(e, j, 0, j->req->prompt, j->req->n_prompt, &s, &err);
+        if (st != TS_OK) {
+            e->n_pending--;
+            e->queued[j->req->priority]--;
+            j->admitted_once = true;
+            engine_fail_request(e, j, st, err.msg);
+        }
+    }
+    e->n_inbox = 0;
+}
+
+static void *engine_thread(void *arg)
+{
+    ts_engine *e = arg;
+    if (e->opts.n_threads > 0) {
+        omp_set_num_threads(e->opts.n_threads);
+        openblas_set_num_threads(e->opts.n_threads);
+    }
+    pthread_mutex_lock(&e->mu);
+    while (!e->stopping) {
+        take_inbox(e);
+        if (e->n_running == 0 && e->n_waiting == 0) {
+            pthread_cond_wait(&e->cv, &e->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&e->mu);
+        engine_step(e);
+        pthread_mutex_lock(&e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}

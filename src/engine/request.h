@@ -1,0 +1,66 @@
+/* request.h: the request handle shared by the caller's threads and the engine thread:
+ * its copied parameters, its event queue and its two-owner lifetime. */
+#ifndef TESSERA_ENGINE_REQUEST_H
+#define TESSERA_ENGINE_REQUEST_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "tessera/engine.h"
+
+typedef struct event_node {
+    ts_event ev;
+    struct event_node *next;
+} event_node;
+
+struct ts_request {
+    uint64_t id;                      /* submission order, unique per engine */
+
+    /* Immutable after submit. */
+    int32_t *prompt;                  /* (n_prompt) */
+    int n_prompt;
+    int max_tokens;
+    int n;
+    bool ignore_eos;
+    ts_priority priority;
+    ts_sampling_params sampling;
+    char *stop[TS_MAX_STOP];
+    int n_stop;
+    void (*notify)(void *user);
+    void *notify_user;
+    double submit_time;               /* seconds, monotonic clock */
+
+    atomic_bool cancel_requested;     /* set by any thread, read by the engine */
+
+    /* Guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    event_node *head, *tail;          /* events not read yet, oldest first */
+    size_t queued_bytes;              /* text bytes waiting in the queue */
+    bool closed;                      /* the engine pushes no more events */
+    int owners;                       /* 2 at submit: the caller and the engine */
+};
+
+/* Makes a request from params (copied); owners = 2. */
+ts_status request_create(const ts_request_params *params, uint64_t id, double now,
+                         ts_request **out, ts_error *err);
+
+/* Appends ev (moved: the queue takes its text) and wakes readers and notify. */
+ts_status request_push(ts_request *req, ts_event *ev);
+
+/* Pushes a TOKEN event for completion index with a copy of len bytes of text. */
+ts_status request_push_token(ts_request *req, int index, const char *text, size_t len,
+                             int32_t token, const float *logprob, const ts_logprob *top,
+                             int n_top);
+
+/* Marks the event stream finished (no more events after the ones queued). */
+void request_close(ts_request *req);
+
+/* Drops one owner; frees the request when none is left. */
+void request_unref(ts_request *req);
+
+/* Seconds on the monotonic clock. */
+double engine_now(void);
+
+#endif /* TESSERA_ENGINE_REQUEST_H */

@@ -1,0 +1,96 @@
+/* sampler.h: the per-request token sampler (penalties, greedy, temperature, top-k,
+ * min-p, top-p, a seeded draw, logprobs) and the per-thread scratch it works in. */
+#ifndef TESSERA_ENGINE_SAMPLER_H
+#define TESSERA_ENGINE_SAMPLER_H
+
+#include <stdint.h>
+
+#include "tessera/sampling.h"
+#include "tessera/status.h"
+
+/* Canonical order of tokens, used wherever a set is cut: penalised logit descending,
+ * then token id ascending. It is a strict total order, so every kept set below is
+ * exactly defined, ties included: top-k keeps the first k tokens in this order (of
+ * tokens tied at the k-th logit, the lower ids), top-p the shortest prefix in this order
+ * whose probability reaches top_p, min-p every token with p >= min_p * p_max (all ties
+ * of the boundary), evaluated as (logit - max) / temperature >= ln(min_p). */
+
+/* Per-request state: the parameters and the request's own random generator
+ * (xoshiro256** seeded through splitmix64). Owns no memory; no free function. */
+typedef struct sampler {
+    ts_sampling_params params;
+    int vocab_size;
+    uint64_t rng[4];
+} sampler;
+
+/* One candidate token. */
+typedef struct sampler_cand {
+    int32_t id;
+    float logit; /* penalised logit, before temperature */
+    float p;     /* probability within the kept set (they sum to 1) */
+} sampler_cand;
+
+/* Vocabulary-sized work arrays, kept apart from the sampler so that an engine needs one
+ * per sampling thread rather than one per request (about 16 bytes per vocabulary entry:
+ * 2 MiB for a 128k vocabulary). Not safe for concurrent use. */
+typedef struct sampler_scratch {
+    int vocab_size;     /* the largest vocabulary this scratch serves */
+    sampler_cand *cand; /* (vocab_size) */
+    uint32_t *count;    /* (vocab_size) token counts, all zero between calls */
+} sampler_scratch;
+
+typedef struct sampler_token_logprob {
+    int32_t id;
+    float logprob;
+} sampler_token_logprob;
+
+/* Log-probabilities as OpenAI reports them: of the model's distribution after the
+ * penalties and the temperature (temperature 1 when greedy), over the whole vocabulary,
+ * BEFORE top-k / min-p / top-p truncation. A token the model rules out gets -INFINITY
+ * (the HTTP layer clamps it; OpenAI writes -9999). */
+typedef struct sampler_logprobs {
+    int32_t token; /* the chosen token */
+    float logprob; /* its log-probability */
+    int n_top;     /* min(params.top_logprobs, vocab_size) */
+    sampler_token_logprob top[TS_SAMPLING_MAX_TOP_LOGPROBS]; /* (n_top), canonical order */
+} sampler_logprobs;
+
+/* Validates params (borrowed; copied into s) and seeds the generator from params->seed
+ * when params->has_seed, else from fallback_seed (the engine passes a counter or the
+ * time). vocab_size > 0. */
+ts_status sampler_init(sampler *s, const ts_sampling_params *params, int vocab_size,
+                       uint64_t fallback_seed, ts_error *err);
+
+/* Allocates work arrays for vocabularies of up to vocab_size tokens. On failure sc is
+ * left freeable. */
+ts_status sampler_scratch_init(sampler_scratch *sc, int vocab_size, ts_error *err);
+/* Frees the arrays (not sc itself). Accepts NULL and a zeroed or half-built scratch. */
+void sampler_scratch_free(sampler_scratch *sc);
+
+/* Applies the repetition, presence and frequency penalties to logits (vocab) in place.
+ * tokens (borrowed, n_tokens) is the prompt followed by the generated tokens; the last
+ * n_gen of them (0 <= n_gen <= n_tokens) are the generated ones. Ids outside the
+ * vocabulary are ignored. */
+ts_status sampler_apply_penalties(const sampler *s, sampler_scratch *sc, float *logits,
+                                  const int32_t *tokens, int n_tokens, int n_gen,
+                                  ts_error *err);
+
+/* The kept set for logits (vocab, borrowed, already penalised): greedy gives the one
+ * argmax; otherwise top-k, min-p and top-p as defined above. Fills sc->cand[0..*n_kept)
+ * in unspecified order, with p renormalised over the kept set. NaN logits count as
+ * -inf; if every token is -inf the lowest id is kept alone. */
+ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
+                             const float *logits, ts_error *err);
+
+/* Samples one token: penalties (logits are modified in place), filtering, then one draw
+ * from the request's generator (every call draws once, greedy included, so the stream
+ * position is the number of tokens sampled). lp (may be NULL) receives logprobs.
+ * tokens / n_tokens / n_gen as for sampler_apply_penalties(). */
+ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
+                         sampler_logprobs *lp, float *logits, const int32_t *tokens,
+                         int n_tokens, int n_gen, ts_error *err);
+
+/* The next number in [0, 1) from the request's generator (53 random bits). */
+double sampler_uniform(sampler *s);
+
+#endif /* TESSERA_ENGINE_SAMPLER_H */

@@ -1,0 +1,61 @@
+/* kv_internal.h: the pool's block metadata, shared by the files of src/kv/ only. */
+#ifndef TESSERA_KV_KV_INTERNAL_H
+#define TESSERA_KV_KV_INTERNAL_H
+
+#include "kv/kv.h"
+
+typedef enum kv_block_state {
+    KV_BLOCK_FREE,   /* on the free list, refcount 0, not published */
+    KV_BLOCK_USED,   /* refcount > 0, maybe published */
+    KV_BLOCK_CACHED, /* refcount 0, published, on the LRU list */
+} kv_block_state;
+
+/* One per physical block. A published block stays findable through the hash index by
+ * (key, parent id, parent generation, tokens). gen changes whenever a block is unpublished,
+ * so a child published under an evicted parent can no longer be reached: it is dead
+ * weight that LRU reclaims, never a wrong match. */
+typedef struct kv_block_meta {
+    int32_t refcount;
+    int32_t state;       /* kv_block_state */
+    int32_t prev, next;  /* free list (next only) or LRU list; -1 ends */
+    int32_t hnext;       /* hash bucket chain; -1 ends */
+    int32_t parent;      /* physical id of the parent block, -1 for logical block 0 */
+    uint32_t parent_gen; /* parent's gen when this block was published */
+    uint32_t gen;        /* bumped on unpublish */
+    uint64_t key;        /* chain hash; valid while published */
+    bool published;
+} kv_block_meta;
+
+struct kv_pool {
+    kv_config cfg;
+    kv_layout layout;
+    size_t bytes_per_block;
+    int32_t n_blocks;
+    kv_block_meta *meta; /* (n_blocks) */
+    int32_t *tokens;     /* (n_blocks, TS_KV_BLOCK) token ids of published blocks */
+    int32_t *buckets;    /* (n_buckets) head of each hash chain, -1 empty */
+    uint64_t bucket_mask; /* n_buckets - 1 */
+    int32_t free_head;
+    int32_t lru_head, lru_tail; /* head = least recently released: evicted first */
+    kv_stats stats;
+};
+
+/* kv_pool.c: takes a block (free list first, else evicts the LRU head); -1 when none.
+ * The block comes back USED with refcount 1. */
+int32_t kv_block_alloc(kv_pool *pool);
+/* refcount - 1; at 0 a published block goes to the LRU tail, others to the free list. */
+void kv_block_unref(kv_pool *pool, int32_t b);
+/* refcount + 1; a cached block leaves the LRU list. */
+void kv_block_ref(kv_pool *pool, int32_t b);
+
+/* kv_table.c: makes room for n_blocks entries in t->blocks; TS_ERR_NOMEM leaves t as is. */
+ts_status kv_table_grow(kv_table *t, int64_t n_blocks, ts_error *err);
+
+/* kv_prefix.c: removes a published block from the hash index and bumps its gen. */
+void kv_prefix_unpublish(kv_pool *pool, int32_t b);
+/* True when b is reachable in the hash index (for kv_pool_check). */
+bool kv_prefix_indexed(const kv_pool *pool, int32_t b);
+/* Number of entries in the hash index (for kv_pool_check). */
+int64_t kv_prefix_index_size(const kv_pool *pool);
+
+#endif /* TESSERA_KV_KV_INTERNAL_H */

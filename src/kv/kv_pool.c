@@ -1,0 +1,371 @@
+/* kv_pool.c: the KV block pool: one up-front allocation, a free list, reference counts,
+ * the LRU list of cached blocks, counters, size parsing and the invariant check. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/kv_internal.h"
+
+/* ---- sizes ---- */
+
+ts_status kv_parse_size(size_t *out, const char *s, ts_error *err)
+{
+    *out = 0;
+    if (!s)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "size: missing value");
+    const char *p = s;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!isdigit((unsigned char)*p))
+        goto bad;
+    /* Integer part, then up to 9 fraction digits, kept exact as integers. */
+    uint64_t whole = 0, frac = 0, frac_den = 1;
+    while (isdigit((unsigned char)*p)) {
+        if (whole > (UINT64_MAX - 9) / 10)
+            goto overflow;
+        whole = whole * 10 + (uint64_t)(*p++ - '0');
+    }
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            goto bad;
+        while (isdigit((unsigned char)*p)) {
+            if (frac_den < 1000000000u) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                frac_den *= 10;
+            }
+            p++;
+        }
+    }
+    uint64_t mult = 1;
+    switch (toupper((unsigned char)*p)) {
+    case 'K': mult = UINT64_C(1) << 10; break;
+    case 'M': mult = UINT64_C(1) << 20; break;
+    case 'G': mult = UINT64_C(1) << 30; break;
+    case 'T': mult = UINT64_C(1) << 40; break;
+    default: break;
+    }
+    if (mult > 1) {
+        p++;
+        if (toupper((unsigned char)p[0]) == 'I' && toupper((unsigned char)p[1]) == 'B')
+            p += 2;
+        else if (toupper((unsigned char)p[0]) == 'B')
+            p++;
+    } else if (toupper((unsigned char)*p) == 'B') {
+        p++;
+    }
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p)
+        goto bad;
+    if (whole > UINT64_MAX / mult)
+        goto overflow;
+    uint64_t fpart = frac * mult; /* frac < 1e9, mult <= 2^40: fits in 64 bits */
+    if (fpart % frac_den != 0)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "size '%s' is not a whole number of bytes",
+                            s);
+    uint64_t v = whole * mult;
+    if (v > UINT64_MAX - fpart / frac_den || v + fpart / frac_den > SIZE_MAX)
+        goto overflow;
+    *out = (size_t)(v + fpart / frac_den);
+    return TS_OK;
+bad:
+    return ts_error_set(err, TS_ERR_INVALID_ARG,
+                        "size '%s': expected a number with an optional K, M, G or T suffix", s);
+overflow:
+    return ts_error_set(err, TS_ERR_INVALID_ARG, "size '%s' is too large", s);
+}
+
+static bool config_ok(const kv_config *c)
+{
+    return c && c->n_layers > 0 && c->n_layers <= 4096 && c->n_kv_heads > 0 &&
+           c->n_kv_heads <= 4096 && c->head_dim > 0 && c->head_dim <= 4096 &&
+           (c->dtype == KV_DTYPE_F32 || c->dtype == KV_DTYPE_F16);
+}
+
+size_t kv_block_bytes(const kv_config *cfg)
+{
+    if (!config_ok(cfg))
+        return 0;
+    size_t elem = cfg->dtype == KV_DTYPE_F16 ? 2 : 4;
+    return (size_t)cfg->n_layers * 2 * (size_t)cfg->n_kv_heads * TS_KV_BLOCK *
+           (size_t)cfg->head_dim * elem;
+}
+
+/* ---- pool ---- */
+
+ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err)
+{
+    *out = NULL;
+    if (!config_ok(cfg))
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "kv config: layers, kv heads and head_dim must be in 1..4096 and "
+                            "the type f32 or f16");
+    size_t bpb = kv_block_bytes(cfg);
+    int64_t n = cfg->n_blocks > 0 ? cfg->n_blocks : (int64_t)(cfg->mem_bytes / bpb);
+    if (n <= 0)
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "kv memory of %zu bytes is smaller than one block (%zu bytes)",
+                            cfg->mem_bytes, bpb);
+    if (n > INT32_MAX / 2 || (uint64_t)n > SIZE_MAX / 2 / bpb)
+        return ts_error_set(err, TS_ERR_NOMEM, "kv pool of %lld blocks of %zu bytes is too large",
+                            (long long)n, bpb);
+
+    kv_pool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return ts_error_set(err, TS_ERR_NOMEM, "kv pool: out of memory");
+    pool->cfg = *cfg;
+    pool->n_blocks = (int32_t)n;
+    pool->bytes_per_block = bpb;
+
+    size_t n_buckets = 1;
+    while (n_buckets < (size_t)n)
+        n_buckets <<= 1;
+    pool->bucket_mask = n_buckets - 1;
+    pool->meta = calloc((size_t)n, sizeof *pool->meta);
+    pool->tokens = malloc((size_t)n * TS_KV_BLOCK * sizeof *pool->tokens);
+    pool->buckets = malloc(n_buckets * sizeof *pool->buckets);
+    size_t bytes = (size_t)n * bpb; /* a multiple of 64: bpb is a multiple of 32 * 2 */
+    void *data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    pool->layout.base = data;
+    if (!pool->meta || !pool->tokens || !pool->buckets || !data) {
+        ts_error_set(err, TS_ERR_NOMEM, "kv pool: cannot allocate %lld blocks (%zu bytes)",
+                     (long long)n, bytes);
+        goto fail;
+    }
+
+    kv_layout *l = &pool->layout;
+    l->dtype = cfg->dtype;
+    l->elem_size = cfg->dtype == KV_DTYPE_F16 ? 2 : 4;
+    l->n_layers = cfg->n_layers;
+    l->n_kv_heads = cfg->n_kv_heads;
+    l->head_dim = cfg->head_dim;
+    l->head_stride = (size_t)TS_KV_BLOCK * (size_t)cfg->head_dim;
+    l->v_offset = (size_t)cfg->n_kv_heads * l->head_stride;
+    l->layer_stride = 2 * l->v_offset;
+    l->block_stride = (size_t)cfg->n_layers * l->layer_stride;
+
+    for (size_t i = 0; i < n_buckets; i++)
+        pool->buckets[i] = -1;
+    for (int32_t b = 0; b < pool->n_blocks; b++) {
+        kv_block_meta *m = &pool->meta[b];
+        m->state = KV_BLOCK_FREE;
+        m->prev = -1;
+        m->next = b + 1 < pool->n_blocks ? b + 1 : -1;
+        m->hnext = -1;
+        m->parent = -1;
+    }
+    pool->free_head = 0;
+    pool->lru_head = pool->lru_tail = -1;
+    pool->stats.blocks_total = n;
+    pool->stats.blocks_free = n;
+    pool->stats.bytes_per_block = bpb;
+    *out = pool;
+    return TS_OK;
+fail:
+    kv_pool_free(pool);
+    return TS_ERR_NOMEM;
+}
+
+void kv_pool_free(kv_pool *pool)
+{
+    if (!pool)
+        return;
+    free(pool->layout.base);
+    free(pool->meta);
+    free(pool->tokens);
+    free(pool->buckets);
+    free(pool);
+}
+
+kv_layout kv_pool_layout(const kv_pool *pool) { return pool->layout; }
+
+void kv_pool_stats(kv_stats *out, const kv_pool *pool) { *out = pool->stats; }
+
+int64_t kv_pool_available(const kv_pool *pool)
+{
+    return pool->stats.blocks_free + pool->stats.blocks_cached;
+}
+
+int32_t kv_block_refcount(const kv_pool *pool, int32_t block)
+{
+    return block >= 0 && block < pool->n_blocks ? pool->meta[block].refcount : -1;
+}
+
+bool kv_block_published(const kv_pool *pool, int32_t block)
+{
+    return block >= 0 && block < pool->n_blocks && pool->meta[block].published;
+}
+
+/* ---- free list and LRU ---- */
+
+static void lru_remove(kv_pool *pool, int32_t b)
+{
+    kv_block_meta *m = &pool->meta[b];
+    if (m->prev >= 0)
+        pool->meta[m->prev].next = m->next;
+    else
+        pool->lru_head = m->next;
+    if (m->next >= 0)
+        pool->meta[m->next].prev = m->prev;
+    else
+        pool->lru_tail = m->prev;
+    m->prev = m->next = -1;
+}
+
+static void lru_push_tail(kv_pool *pool, int32_t b)
+{
+    kv_block_meta *m = &pool->meta[b];
+    m->next = -1;
+    m->prev = pool->lru_tail;
+    if (pool->lru_tail >= 0)
+        pool->meta[pool->lru_tail].next = b;
+    else
+        pool->lru_head = b;
+    pool->lru_tail = b;
+}
+
+int32_t kv_block_alloc(kv_pool *pool)
+{
+    int32_t b = pool->free_head;
+    if (b >= 0) {
+        pool->free_head = pool->meta[b].next;
+        pool->stats.blocks_free--;
+    } else if ((b = pool->lru_head) >= 0) {
+        lru_remove(pool, b);
+        kv_prefix_unpublish(pool, b);
+        pool->stats.blocks_cached--;
+        pool->stats.evictions++;
+    } else {
+        return -1;
+    }
+    kv_block_meta *m = &pool->meta[b];
+    m->state = KV_BLOCK_USED;
+    m->refcount = 1;
+    m->prev = m->next = -1;
+    pool->stats.blocks_used++;
+    return b;
+}
+
+void kv_block_ref(kv_pool *pool, int32_t b)
+{
+    kv_block_meta *m = &pool->meta[b];
+    if (m->state == KV_BLOCK_CACHED) {
+        lru_remove(pool, b);
+        m->state = KV_BLOCK_USED;
+        pool->stats.blocks_cached--;
+        pool->stats.blocks_used++;
+    }
+    m->refcount++;
+}
+
+void kv_block_unref(kv_pool *pool, int32_t b)
+{
+    kv_block_meta *m = &pool->meta[b];
+    if (--m->refcount > 0)
+        return;
+    pool->stats.blocks_used--;
+    if (m->published) {
+        m->state = KV_BLOCK_CACHED;
+        lru_push_tail(pool, b);
+        pool->stats.blocks_cached++;
+    } else {
+        m->state = KV_BLOCK_FREE;
+        m->prev = -1;
+        m->next = pool->free_head;
+        pool->free_head = b;
+        pool->stats.blocks_free++;
+    }
+}
+
+/* ---- invariant check ---- */
+
+#define CHECK(cond, ...)                                               \
+    do {                                                               \
+        if (!(cond)) {                                                 \
+            ts_error_set(err, TS_ERR_INTERNAL, __VA_ARGS__);           \
+            goto fail;                                                 \
+        }                                                              \
+    } while (0)
+
+ts_status kv_pool_check(const kv_pool *pool, const kv_table *const *tables, int n_tables,
+                        ts_error *err)
+{
+    const int32_t n = pool->n_blocks;
+    int32_t *refs = calloc((size_t)n, sizeof *refs);
+    uint8_t *seen = calloc((size_t)n, 1);
+    if (!refs || !seen) {
+        free(refs);
+        free(seen);
+        return ts_error_set(err, TS_ERR_NOMEM, "kv_pool_check: out of memory");
+    }
+    int64_t n_free = 0, n_cached = 0, n_used = 0, n_published = 0;
+
+    for (int32_t b = pool->free_head; b >= 0; b = pool->meta[b].next) {
+        CHECK(b < n && !seen[b], "free list: block %d repeated or out of range", b);
+        seen[b] = 1;
+        const kv_block_meta *m = &pool->meta[b];
+        CHECK(m->state == KV_BLOCK_FREE && m->refcount == 0 && !m->published,
+              "free list: block %d has state %d, refcount %d, published %d", b, m->state,
+              m->refcount, m->published);
+        n_free++;
+    }
+    int32_t prev = -1;
+    for (int32_t b = pool->lru_head; b >= 0; prev = b, b = pool->meta[b].next) {
+        CHECK(b < n && !seen[b], "lru list: block %d repeated, free, or out of range", b);
+        seen[b] = 1;
+        const kv_block_meta *m = &pool->meta[b];
+        CHECK(m->prev == prev, "lru list: block %d has prev %d, expected %d", b, m->prev, prev);
+        CHECK(m->state == KV_BLOCK_CACHED && m->refcount == 0 && m->published,
+              "lru list: block %d has state %d, refcount %d, published %d", b, m->state,
+              m->refcount, m->published);
+        n_cached++;
+    }
+    CHECK(pool->lru_tail == prev, "lru tail is %d, expected %d", pool->lru_tail, prev);
+    for (int32_t b = 0; b < n; b++) {
+        const kv_block_meta *m = &pool->meta[b];
+        if (!seen[b]) {
+            CHECK(m->state == KV_BLOCK_USED && m->refcount > 0,
+                  "block %d is on no list but has state %d, refcount %d", b, m->state,
+                  m->refcount);
+            n_used++;
+        }
+        CHECK(m->published == kv_prefix_indexed(pool, b),
+              "block %d: published %d but indexed %d", b, m->published, !m->published);
+        n_published += m->published;
+    }
+    CHECK(n_published == kv_prefix_index_size(pool), "hash index holds %lld blocks, %lld published",
+          (long long)kv_prefix_index_size(pool), (long long)n_published);
+    CHECK(n_free == pool->stats.blocks_free && n_cached == pool->stats.blocks_cached &&
+              n_used == pool->stats.blocks_used && n_free + n_cached + n_used == n,
+          "counts: free %lld/%lld cached %lld/%lld used %lld/%lld total %d", (long long)n_free,
+          (long long)pool->stats.blocks_free, (long long)n_cached,
+          (long long)pool->stats.blocks_cached, (long long)n_used,
+          (long long)pool->stats.blocks_used, n);
+
+    for (int i = 0; i < n_tables; i++) {
+        const kv_table *t = tables[i];
+        CHECK(t->n_blocks >= 0 && t->n_blocks <= t->cap && t->n_tokens >= 0 &&
+                  t->n_blocks == (t->n_tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK,
+              "table %d: %d blocks for %lld tokens", i, t->n_blocks, (long long)t->n_tokens);
+        for (int32_t j = 0; j < t->n_blocks; j++) {
+            int32_t b = t->blocks[j];
+            CHECK(b >= 0 && b < n, "table %d: block %d out of range", i, b);
+            CHECK(pool->meta[b].state == KV_BLOCK_USED, "table %d holds block %d in state %d", i,
+                  b, pool->meta[b].state);
+            refs[b]++;
+        }
+    }
+    if (tables) {
+        for (int32_t b = 0; b < n; b++)
+            CHECK(refs[b] == pool->meta[b].refcount, "block %d: refcount %d, held by %d tables",
+                  b, pool->meta[b].refcount, refs[b]);
+    }
+    free(refs);
+    free(seen);
+    return TS_OK;
+fail:
+    free(refs);
+    free(seen);
+    return TS_ERR_INTERNAL;
+}

@@ -1,0 +1,175 @@
+/* forward_batch.c: the batched forward pass over the paged KV cache. Each weight matrix
+ * is read once per step by one cblas_sgemm over all rows; attention runs per (sequence,
+ * kv head) in parallel through the SIMD kernels. */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/forward_batch.h"
+
+ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_logits,
+                         ts_error *err)
+{
+    const ts_model_config *c = &m->cfg;
+    memset(s, 0, sizeof *s);
+    s->max_rows = max_rows;
+    s->max_logits = max_logits;
+    size_t R = (size_t)max_rows, dim = (size_t)c->dim;
+    s->x = malloc(R * dim * sizeof(float));
+    s->xn = malloc(R * dim * sizeof(float));
+    s->qkv = malloc(R * (size_t)model_qkv_rows(c) * sizeof(float));
+    s->att = malloc(R * (size_t)c->n_heads * c->head_dim * sizeof(float));
+    s->gu = malloc(R * 2 * (size_t)c->hidden_dim * sizeof(float));
+    s->pos = malloc(R * sizeof(int32_t));
+    s->xs = malloc((size_t)max_logits * dim * sizeof(float));
+    s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
+    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->xs || !s->logits) {
+        fwd_state_free(s);
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
+                            max_rows);
+    }
+    return TS_OK;
+}
+
+void fwd_state_free(fwd_state *s)
+{
+    free(s->x);
+    free(s->xn);
+    free(s->qkv);
+    free(s->att);
+    free(s->gu);
+    free(s->pos);
+    free(s->xs);
+    free(s->logits);
+    memset(s, 0, sizeof *s);
+}
+
+/* out (M, N) = alpha-free A (M, K) . W^T with W (N, K), plus beta * out. */
+static void gemm(float *out, const float *a, int lda, const float *w, int M, int N, int K,
+                 float beta)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, lda, w, K, beta,
+                out, N);
+}
+
+static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
+                         int rows, int dim, float eps)
+{
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        k->rmsnorm(out + (size_t)r * dim, x + (size_t)r * dim, w, 1, dim, eps);
+}
+
+/* Writes the new K and V rows of every sequence into its blocks. */
+static ts_status store_kv(kv_pool *pool, const fwd_batch *b, const float *qkv, int qkv_rows,
+                          int q_dim, int kv_dim, int layer, ts_error *err)
+{
+    for (int s = 0; s < b->n_seqs; s++) {
+        const fwd_seq *sq = &b->seqs[s];
+        for (int j = 0; j < sq->n_rows; j++) {
+            const float *row = qkv + (size_t)(sq->row0 + j) * qkv_rows;
+            ts_status st = kv_table_write(pool, sq->table, layer, sq->pos0 + j, row + q_dim,
+                                          row + q_dim + kv_dim, err);
+            if (st != TS_OK)
+                return st;
+        }
+    }
+    return TS_OK;
+}
+
+/* att = causal attention of every sequence's rows over its paged K/V for one layer. */
+static void attention(const simd_kernels *k, const ts_model_config *c, const kv_layout *lay,
+                      const fwd_batch *b, float *att, const float *qkv, int layer)
+{
+    int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads;
+    int q_dim = c->n_heads * c->head_dim, qkv_rows = model_qkv_rows(c);
+    int n_items = b->n_seqs * nkv;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int item = 0; item < n_items; item++) {
+        const fwd_seq *sq = &b->seqs[item / nkv];
+        int kvh = item % nkv;
+        simd_kv_view view = {
+            .pool = lay->base,
+            .type = lay->dtype == KV_DTYPE_F16 ? SIMD_KV_F16 : SIMD_KV_F32,
+            .block_stride = lay->block_stride,
+            .k_offset = (size_t)layer * lay->layer_stride,
+            .v_offset = (size_t)layer * lay->layer_stride + lay->v_offset,
+            .head_stride = lay->head_stride,
+            .block_table = sq->table->blocks,
+        };
+        simd_attn_shape shape = {
+            .n_heads = c->n_heads,
+            .n_kv_heads = nkv,
+            .head_dim = c->head_dim,
+            .pos0 = sq->pos0,
+            .n_rows = sq->n_rows,
+            .q_stride = (size_t)qkv_rows,
+            .out_stride = (size_t)q_dim,
+        };
+        k->attention(att + (size_t)sq->row0 * q_dim, qkv + (size_t)sq->row0 * qkv_rows, &view,
+                     &shape, kvh * group, (kvh + 1) * group);
+    }
+}
+
+ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const simd_kernels *k,
+                        const fwd_batch *b, ts_error *err)
+{
+    const ts_model_config *c = &m->cfg;
+    const model_weights *w = &m->w;
+    int T = b->n_rows, dim = c->dim, ffn = c->hidden_dim;
+    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int qkv_rows = model_qkv_rows(c);
+    simd_rope_style rope = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
+    kv_layout lay = kv_pool_layout(pool);
+    if (T > s->max_rows || b->n_logits > s->max_logits)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "step of %d rows / %d logits over %d / %d",
+                            T, b->n_logits, s->max_rows, s->max_logits);
+
+    for (int i = 0; i < b->n_seqs; i++)
+        for (int j = 0; j < b->seqs[i].n_rows; j++)
+            s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j;
+    for (int r = 0; r < T; r++) {
+        if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
+            return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
+                                b->tokens[r]);
+        memcpy(s->x + (size_t)r * dim, w->tok_embd + (size_t)b->tokens[r] * dim,
+               (size_t)dim * sizeof(float));
+    }
+
+    for (int l = 0; l < c->n_layers; l++) {
+        /* attention block */
+        rmsnorm_rows(k, s->xn, s->x, w->rms_att + (size_t)l * dim, T, dim, c->rms_eps);
+        gemm(s->qkv, s->xn, dim, w->wqkv + (size_t)l * qkv_rows * dim, T, qkv_rows, dim, 0.0f);
+        k->rope(s->qkv, s->pos, T, (size_t)qkv_rows, c->n_heads, c->head_dim, c->rope_freq_base, rope);
+        k->rope(s->qkv + q_dim, s->pos, T, (size_t)qkv_rows, c->n_kv_heads, c->head_dim,
+                c->rope_freq_base, rope);
+        ts_status st = store_kv(pool, b, s->qkv, qkv_rows, q_dim, kv_dim, l, err);
+        if (st != TS_OK)
+            return st;
+        attention(k, c, &lay, b, s->att, s->qkv, l);
+        gemm(s->x, s->att, q_dim, w->wo + (size_t)l * dim * q_dim, T, dim, q_dim, 1.0f);
+
+        /* feed-forward block */
+        rmsnorm_rows(k, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T, dim, c->rms_eps);
+        gemm(s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < T; r++) {
+            float *g = s->gu + (size_t)r * 2 * ffn;
+            k->silu_mul(g, g, g + ffn, (size_t)ffn);
+        }
+        gemm(s->x, s->gu, 2 * ffn, w->w2 + (size_t)l * dim * ffn, T, dim, ffn, 1.0f);
+    }
+
+    /* LM head, only for the rows that sample */
+    for (int i = 0; i < b->n_seqs; i++) {
+        const fwd_seq *sq = &b->seqs[i];
+        if (sq->logits_row >= 0)
+            memcpy(s->xs + (size_t)sq->logits_row * dim,
+                   s->x + (size_t)(sq->row0 + sq->n_rows - 1) * dim, (size_t)dim * sizeof(float));
+    }
+    if (b->n_logits > 0) {
+        rmsnorm_rows(k, s->xs, s->xs, w->rms_final, b->n_logits, dim, c->rms_eps);
+        gemm(s->logits, s->xs, dim, w->output, b->n_logits, c->vocab_size, dim, 0.0f);
+    }
+    return TS_OK;
+}

@@ -1,0 +1,34 @@
+/* forward_ref.h: the reference forward pass. One sequence, one token at a time, a
+ * contiguous KV cache, plain C written to be obviously right: the oracle every faster
+ * path is tested against. Never optimise it. */
+#ifndef TESSERA_MODEL_FORWARD_REF_H
+#define TESSERA_MODEL_FORWARD_REF_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+
+typedef struct ref_forward {
+    const ts_model *model; /* borrowed */
+    int max_pos;           /* positions the caches hold */
+    float *x;              /* (dim) residual stream */
+    float *xb;             /* (max(dim, nh*hd)) normalised input / attention output */
+    float *qkv;            /* ((nh + 2*nkv) * hd) */
+    float *att;            /* (max_pos) attention weights of one head */
+    float *hb;             /* (2 * ffn) gate then up */
+    float *key_cache;      /* (layer, max_pos, nkv*hd) */
+    float *value_cache;    /* (layer, max_pos, nkv*hd) */
+    float *logits;         /* (vocab) */
+} ref_forward;
+
+/* Prepares caches for positions 0..max_pos-1 (max_pos <= the model's context). */
+ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, ts_error *err);
+
+/* Frees the buffers; accepts a zeroed or half-initialised struct. */
+void ref_forward_free(ref_forward *f);
+
+/* Runs token at position pos (all earlier positions must have been run) and returns the
+ * logits (vocab), valid until the next call. */
+const float *ref_forward_token(ref_forward *f, int32_t token, int pos);
+
+#endif /* TESSERA_MODEL_FORWARD_REF_H */

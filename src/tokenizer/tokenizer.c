@@ -1,0 +1,295 @@
+/* tokenizer.c: building a tokenizer from a vocabulary, the public encode / decode entry
+ * points, and the per-token decoded bytes. The encoders live in spm.c and bpe.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_impl.h"
+
+/* Caps on what an untrusted vocabulary may ask for. */
+enum {
+    TOKENIZER_MAX_TOKENS = 1 << 22,
+    TOKENIZER_MAX_TOKEN_LEN = 1 << 16,
+};
+
+/* Control tokens that end a turn in the chat formats we know, besides EOS and EOT. */
+static const char *const eog_texts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+};
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* The byte of a "<0xNN>" token text, or -1. */
+static int byte_token_value(const char *text, size_t len)
+{
+    if (len != 6 || memcmp(text, "<0x", 3) != 0 || text[5] != '>')
+        return -1;
+    int hi = hex_digit(text[3]), lo = hex_digit(text[4]);
+    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+/* Writes what token t decodes to into dst, which holds at least max(t->len, 3) bytes;
+ * returns the byte count. */
+static size_t decode_token(const tokenizer_vocab *v, const vocab_token *t, char *dst)
+{
+    (void)v;
+    switch (t->type) {
+    case VOCAB_TOKEN_CONTROL:
+    case VOCAB_TOKEN_UNUSED:
+        return 0;
+    case VOCAB_TOKEN_UNKNOWN: /* llama.cpp prints U+2585 for <unk> */
+        memcpy(dst, "\xe2\x96\x85", 3);
+        return 3;
+    case VOCAB_TOKEN_BYTE: {
+        int b = byte_token_value(t->text, t->len);
+        if (b >= 0) {
+            *dst = (char)b;
+            return 1;
+        }
+        break;
+    }
+    case VOCAB_TOKEN_USER_DEFINED:
+        memcpy(dst, t->text, t->len);
+        return t->len;
+    default:
+        break;
+    }
+    /* SentencePiece: U+2581 (e2 96 81) stands for a space. */
+    size_t n = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        if (i + 2 < t->len && memcmp(t->text + i, "\xe2\x96\x81", 3) == 0) {
+            dst[n++] = ' ';
+            i += 2;
+        } else {
+            dst[n++] = t->text[i];
+        }
+    }
+    return n;
+}
+
+static ts_status copy_vocab(tokenizer_vocab *dst, const tokenizer_vocab *src, ts_error *err)
+{
+    *dst = *src;
+    dst->tokens = NULL;
+    dst->merges = NULL;
+    dst->n_tokens = 0;
+    dst->n_merges = 0;
+    dst->pre[sizeof dst->pre - 1] = '\0';
+    dst->tokens = calloc((size_t)src->n_tokens, sizeof *dst->tokens);
+    if (!dst->tokens)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot copy %d tokens", src->n_tokens);
+    for (int i = 0; i < src->n_tokens; i++) {
+        const vocab_token *t = &src->tokens[i];
+        if (!t->text || t->len > TOKENIZER_MAX_TOKEN_LEN)
+            return ts_error_set(err, TS_ERR_FORMAT, "token %d has no text or is too long", i);
+        dst->tokens[i] = *t;
+        dst->tokens[i].text = malloc(t->len + 1);
+        dst->n_tokens = i + 1;
+        if (!dst->tokens[i].text)
+            return ts_error_set(err, TS_ERR_NOMEM, "cannot copy token %d", i);
+        memcpy(dst->tokens[i].text, t->text, t->len);
+        dst->tokens[i].text[t->len] = '\0';
+    }
+    if (src->n_merges > 0) {
+        dst->merges = calloc((size_t)src->n_merges, sizeof *dst->merges);
+        if (!dst->merges)
+            return ts_error_set(err, TS_ERR_NOMEM, "cannot copy %d merges", src->n_merges);
+        for (int i = 0; i < src->n_merges; i++) {
+            if (!src->merges[i])
+                return ts_error_set(err, TS_ERR_FORMAT, "merge %d is missing", i);
+            dst->merges[i] = strdup(src->merges[i]);
+            dst->n_merges = i + 1;
+            if (!dst->merges[i])
+                return ts_error_set(err, TS_ERR_NOMEM, "cannot copy merge %d", i);
+        }
+    }
+    return TS_OK;
+}
+
+static ts_status check_special(const tokenizer_vocab *v, int32_t id, const char *what,
+                               ts_error *err)
+{
+    if (id < -1 || id >= v->n_tokens)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s token id %d outside the vocabulary of %d",
+                            what, (int)id, v->n_tokens);
+    return TS_OK;
+}
+
+static ts_status build_pieces(ts_tokenizer *tok, ts_error *err)
+{
+    const tokenizer_vocab *v = &tok->vocab;
+    size_t bound = 0; /* no token decodes to more than max(len, 3) bytes */
+    for (int i = 0; i < v->n_tokens; i++)
+        bound += v->tokens[i].len > 3 ? v->tokens[i].len : 3;
+    if (bound > UINT32_MAX)
+        return ts_error_set(err, TS_ERR_TOO_LONG, "token texts total %zu bytes", bound);
+    tok->piece_off = malloc(((size_t)v->n_tokens + 1) * sizeof *tok->piece_off);
+    tok->pieces = malloc(bound);
+    if (!tok->piece_off || !tok->pieces)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the piece table");
+    size_t off = 0;
+    for (int i = 0; i < v->n_tokens; i++) {
+        tok->piece_off[i] = (uint32_t)off;
+        off += decode_token(v, &v->tokens[i], tok->pieces + off);
+    }
+    tok->piece_off[v->n_tokens] = (uint32_t)off;
+    return TS_OK;
+}
+
+static void find_special_tokens(ts_tokenizer *tok)
+{
+    const tokenizer_vocab *v = &tok->vocab;
+    for (int b = 0; b < 256; b++) {
+        char buf[8];
+        snprintf(buf, sizeof buf, "<0x%02X>", b);
+        int32_t id = tokenizer_map_get(&tok->text_to_id, buf, 6);
+        if (id < 0)
+            id = tokenizer_map_get(&tok->text_to_id, (const char[]){(char)b}, 1);
+        tok->byte_token[b] = id >= 0 ? id : v->unk_id;
+    }
+    if (v->eos_id >= 0)
+        tok->eog[tok->n_eog++] = v->eos_id;
+    if (v->eot_id >= 0 && v->eot_id != v->eos_id)
+        tok->eog[tok->n_eog++] = v->eot_id;
+    for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++) {
+        int32_t id = tokenizer_map_get(&tok->text_to_id, eog_texts[k], strlen(eog_texts[k]));
+        if (id < 0 || id == v->eos_id || id == v->eot_id ||
+            v->tokens[id].type != VOCAB_TOKEN_CONTROL)
+            continue;
+        if (tok->n_eog < (int)(sizeof tok->eog / sizeof *tok->eog))
+            tok->eog[tok->n_eog++] = id;
+    }
+}
+
+ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_error *err)
+{
+    ts_status st;
+    *out = NULL;
+    if (!v || v->n_tokens <= 0 || v->n_tokens > TOKENIZER_MAX_TOKENS || !v->tokens)
+        return ts_error_set(err, TS_ERR_FORMAT, "vocabulary size %d out of range",
+                            v ? v->n_tokens : 0);
+    if (v->n_merges < 0 || (v->n_merges > 0 && !v->merges))
+        return ts_error_set(err, TS_ERR_FORMAT, "merge count %d without merges", v->n_merges);
+    if (v->kind != VOCAB_KIND_SPM)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "unknown vocabulary kind %d", (int)v->kind);
+    if ((st = check_special(v, v->bos_id, "BOS", err)) || (st = check_special(v, v->eos_id, "EOS", err)) ||
+        (st = check_special(v, v->unk_id, "unknown", err)) ||
+        (st = check_special(v, v->pad_id, "padding", err)) ||
+        (st = check_special(v, v->eot_id, "end-of-turn", err)))
+        return st;
+
+    ts_tokenizer *tok = calloc(1, sizeof *tok);
+    if (!tok)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate a tokenizer");
+    if ((st = copy_vocab(&tok->vocab, v, err)) != TS_OK)
+        goto fail;
+    if (tokenizer_map_init(&tok->text_to_id, (size_t)v->n_tokens) != TS_OK) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the token map");
+        goto fail;
+    }
+    for (int i = 0; i < v->n_tokens; i++)
+        tokenizer_map_put(&tok->text_to_id, tok->vocab.tokens[i].text, tok->vocab.tokens[i].len, i);
+    find_special_tokens(tok);
+    if ((st = build_pieces(tok, err)) != TS_OK)
+        goto fail;
+    *out = tok;
+    return TS_OK;
+fail:
+    ts_tokenizer_free(tok);
+    return st;
+}
+
+void ts_tokenizer_free(ts_tokenizer *tok)
+{
+    if (!tok)
+        return;
+    free(tok->pieces);
+    free(tok->piece_off);
+    tokenizer_map_free(&tok->text_to_id);
+    vocab_clear(&tok->vocab);
+    free(tok);
+}
+
+const tokenizer_vocab *tokenizer_get_vocab(const ts_tokenizer *tok)
+{
+    return &tok->vocab;
+}
+
+ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
+                      int32_t *ids, size_t cap, size_t *n_ids)
+{
+    if (n_ids)
+        *n_ids = 0;
+    if (!tok || (!text && len > 0) || (!ids && cap > 0) || !n_ids)
+        return TS_ERR_INVALID_ARG;
+    tokenizer_out out = {ids, cap, 0};
+    if (add_bos && tok->vocab.bos_id >= 0)
+        tokenizer_emit(&out, tok->vocab.bos_id);
+    ts_status st = tokenizer_spm_encode(tok, text, len, &out);
+    *n_ids = out.n;
+    return st;
+}
+
+const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len)
+{
+    if (!tok || id < 0 || id >= tok->vocab.n_tokens) {
+        if (len)
+            *len = 0;
+        return "";
+    }
+    if (len)
+        *len = tok->piece_off[id + 1] - tok->piece_off[id];
+    return tok->pieces + tok->piece_off[id];
+}
+
+size_t ts_detokenize(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids, char *out,
+                     size_t cap)
+{
+    size_t n = 0;
+    bool strip = tok && tok->vocab.kind == VOCAB_KIND_SPM && tok->vocab.add_space_prefix;
+    for (size_t i = 0; tok && i < n_ids; i++) {
+        size_t len;
+        const char *p = ts_token_bytes(tok, ids[i], &len);
+        if (len == 0)
+            continue;
+        if (strip && p[0] == ' ')
+            p++, len--;
+        strip = false;
+        for (size_t k = 0; k < len; k++, n++)
+            if (n < cap)
+                out[n] = p[k];
+    }
+    return n;
+}
+
+int ts_tokenizer_vocab_size(const ts_tokenizer *tok)
+{
+    return tok ? tok->vocab.n_tokens : 0;
+}
+
+int32_t ts_tokenizer_bos(const ts_tokenizer *tok)
+{
+    return tok ? tok->vocab.bos_id : -1;
+}
+
+int32_t ts_tokenizer_eos(const ts_tokenizer *tok)
+{
+    return tok ? tok->vocab.eos_id : -1;
+}
+
+bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id)
+{
+    for (int i = 0; tok && i < tok->n_eog; i++)
+        if (tok->eog[i] == id)
+            return true;
+    return false;
+}

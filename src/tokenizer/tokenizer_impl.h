@@ -1,0 +1,75 @@
+/* tokenizer_impl.h: the tokenizer's insides, shared by tokenizer.c and the encoders
+ * (spm.c, bpe.c). Nothing outside src/tokenizer/ includes this. */
+#ifndef TESSERA_TOKENIZER_IMPL_H
+#define TESSERA_TOKENIZER_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer/vocab.h"
+
+/* Open-addressing map from byte strings to int32 values. Keys are borrowed: they must
+ * outlive the map. Putting an existing key overwrites its value (last one wins, as in
+ * llama.cpp's token_to_id). */
+typedef struct tokenizer_map_entry {
+    const char *key; /* NULL = empty slot */
+    uint32_t len;
+    int32_t val;
+} tokenizer_map_entry;
+
+typedef struct tokenizer_map {
+    tokenizer_map_entry *slots; /* (mask + 1) */
+    size_t mask;
+} tokenizer_map;
+
+ts_status tokenizer_map_init(tokenizer_map *m, size_t n_keys);
+void tokenizer_map_free(tokenizer_map *m);
+void tokenizer_map_put(tokenizer_map *m, const char *key, uint32_t len, int32_t val);
+/* The value of key (len bytes), or -1. */
+int32_t tokenizer_map_get(const tokenizer_map *m, const char *key, size_t len);
+
+/* Where encoders write ids: ids[0..cap) receive the first cap ids, n counts them all. */
+typedef struct tokenizer_out {
+    int32_t *ids;
+    size_t cap;
+    size_t n;
+} tokenizer_out;
+
+static inline void tokenizer_emit(tokenizer_out *o, int32_t id)
+{
+    if (o->n < o->cap)
+        o->ids[o->n] = id;
+    o->n++;
+}
+
+typedef struct bpe_state bpe_state;
+
+struct ts_tokenizer {
+    tokenizer_vocab vocab;     /* deep copy of what tokenizer_create() was given */
+    tokenizer_map text_to_id;  /* vocab.tokens[i].text -> i */
+    char *pieces;              /* decoded bytes of every token, back to back */
+    uint32_t *piece_off;       /* (n_tokens + 1) token i decodes to pieces[off[i], off[i+1]) */
+    int32_t byte_token[256];   /* SPM: the token for a raw byte (<0xNN>), -1 if none */
+    int32_t eog[8];            /* end-of-generation ids: EOS, EOT, <|im_end|>-like tokens */
+    int n_eog;
+    bpe_state *bpe;            /* byte-level BPE tables; NULL for SPM */
+};
+
+/* SentencePiece-BPE encoding of len bytes of text, without BOS (spm.c). */
+ts_status tokenizer_spm_encode(const ts_tokenizer *tok, const char *text, size_t len,
+                               tokenizer_out *out);
+
+/* Byte-level BPE (bpe.c): tables built from the vocab's merges, the encoder, and the
+ * decoding of one token's text back to bytes (appended to dst, which must hold len bytes;
+ * returns the number written). */
+ts_status tokenizer_bpe_init(ts_tokenizer *tok, ts_error *err);
+void tokenizer_bpe_free(bpe_state *b);
+ts_status tokenizer_bpe_encode(const ts_tokenizer *tok, const char *text, size_t len,
+                               tokenizer_out *out);
+size_t tokenizer_bpe_decode_text(char *dst, const char *text, size_t len);
+
+/* Length of the UTF-8 character starting at s[0] (n > 0 bytes available): 1 for a byte
+ * that does not begin a well-formed character, whose *cp is then U+FFFD. */
+size_t tokenizer_utf8_next(const char *s, size_t n, uint32_t *cp);
+
+#endif /* TESSERA_TOKENIZER_IMPL_H */

@@ -1,0 +1,94 @@
+/* tokenizer_util.c: the string -> id hash map and UTF-8 decoding the encoders share. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_impl.h"
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+}
+
+ts_status tokenizer_map_init(tokenizer_map *m, size_t n_keys)
+{
+    size_t cap = 16;
+    while (cap < 2 * n_keys)
+        cap *= 2;
+    m->slots = calloc(cap, sizeof *m->slots);
+    m->mask = cap - 1;
+    return m->slots ? TS_OK : TS_ERR_NOMEM;
+}
+
+void tokenizer_map_free(tokenizer_map *m)
+{
+    free(m->slots);
+    m->slots = NULL;
+    m->mask = 0;
+}
+
+void tokenizer_map_put(tokenizer_map *m, const char *key, uint32_t len, int32_t val)
+{
+    size_t i = hash_bytes(key, len) & m->mask;
+    for (;; i = (i + 1) & m->mask) {
+        tokenizer_map_entry *e = &m->slots[i];
+        if (!e->key || (e->len == len && memcmp(e->key, key, len) == 0)) {
+            e->key = key;
+            e->len = len;
+            e->val = val;
+            return;
+        }
+    }
+}
+
+int32_t tokenizer_map_get(const tokenizer_map *m, const char *key, size_t len)
+{
+    if (!m->slots)
+        return -1;
+    size_t i = hash_bytes(key, len) & m->mask;
+    for (;; i = (i + 1) & m->mask) {
+        const tokenizer_map_entry *e = &m->slots[i];
+        if (!e->key)
+            return -1;
+        if (e->len == len && memcmp(e->key, key, len) == 0)
+            return e->val;
+    }
+}
+
+size_t tokenizer_utf8_next(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    unsigned c = u[0];
+    size_t len;
+    uint32_t v, min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        len = 2, v = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3, v = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        goto bad;
+    }
+    if (len > n)
+        goto bad;
+    for (size_t i = 1; i < len; i++) {
+        if ((u[i] & 0xC0) != 0x80)
+            goto bad;
+        v = (v << 6) | (u[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        goto bad;
+    *cp = v;
+    return len;
+bad:
+    *cp = 0xFFFD;
+    return 1;
+}

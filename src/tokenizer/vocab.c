@@ -1,0 +1,23 @@
+/* vocab.c: releasing a vocabulary filled by a model reader. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/vocab.h"
+
+void vocab_clear(tokenizer_vocab *v)
+{
+    if (!v)
+        return;
+    if (v->tokens)
+        for (int i = 0; i < v->n_tokens; i++)
+            free(v->tokens[i].text);
+    free(v->tokens);
+    if (v->merges)
+        for (int i = 0; i < v->n_merges; i++)
+            free(v->merges[i]);
+    free(v->merges);
+    v->tokens = NULL;
+    v->merges = NULL;
+    v->n_tokens = 0;
+    v->n_merges = 0;
+}

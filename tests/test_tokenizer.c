@@ -1,0 +1,348 @@
+/* test_tokenizer.c: SentencePiece tokenizers from llama2.c files and from hand-made
+ * vocabularies: encoding, decoding, byte fallback, BOS, and malformed tokenizer.bin. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tessera/tokenizer.h"
+#include "tokenizer/vocab.h"
+#include "util.h"
+
+static ts_tokenizer *load(const char *rel, int vocab_size)
+{
+    ts_tokenizer *tok = NULL;
+    ts_error err = {0};
+    ts_status st = ts_tokenizer_load_llama2c(tu_shared(rel), vocab_size, &tok, &err);
+    if (st != TS_OK)
+        fprintf(stderr, "%s: %s\n", rel, err.msg);
+    assert_int_equal(st, TS_OK);
+    assert_non_null(tok);
+    return tok;
+}
+
+/* Encodes text; returns a malloc'd id array of *n ids. */
+static int32_t *encode(const ts_tokenizer *tok, const char *text, size_t len, bool bos,
+                       size_t *n)
+{
+    size_t need = 0;
+    assert_int_equal(ts_tokenize(tok, text, len, bos, NULL, 0, &need), TS_OK);
+    int32_t *ids = malloc((need + 1) * sizeof *ids);
+    assert_non_null(ids);
+    assert_int_equal(ts_tokenize(tok, text, len, bos, ids, need, n), TS_OK);
+    assert_int_equal(*n, need);
+    return ids;
+}
+
+static void assert_round_trip(const ts_tokenizer *tok, const char *text, size_t len)
+{
+    for (int bos = 0; bos < 2; bos++) {
+        size_t n;
+        int32_t *ids = encode(tok, text, len, bos, &n);
+        char *back = malloc(len + 1);
+        assert_non_null(back);
+        size_t m = ts_detokenize(tok, ids, n, back, len);
+        assert_int_equal(m, len);
+        assert_memory_equal(back, text, len);
+        free(back);
+        free(ids);
+    }
+}
+
+static void test_llama2c_specials(void **state)
+{
+    (void)state;
+    ts_tokenizer *tok = load("models/stories260K/tok512.bin", 512);
+    assert_int_equal(ts_tokenizer_vocab_size(tok), 512);
+    assert_int_equal(ts_tokenizer_bos(tok), 1);
+    assert_int_equal(ts_tokenizer_eos(tok), 2);
+    assert_true(ts_token_is_eog(tok, 2));
+    assert_false(ts_token_is_eog(tok, 1));
+    assert_false(ts_token_is_eog(tok, 400));
+    const tokenizer_vocab *v = tokenizer_get_vocab(tok);
+    assert_string_equal(v->tokens[1].text, "<s>");
+    assert_string_equal(v->tokens[2].text, "</s>");
+    assert_int_equal(v->tokens[0].type, VOCAB_TOKEN_UNKNOWN);
+    assert_int_equal(v->tokens[1].type, VOCAB_TOKEN_CONTROL);
+    assert_int_equal(v->tokens[3 + 0x41].type, VOCAB_TOKEN_BYTE);
+    assert_string_equal(v->tokens[259].text, "\xe2\x96\x81t"); /* " t" in the file */
+    assert_int_equal(v->tokens[259].type, VOCAB_TOKEN_NORMAL);
+    assert_true(v->add_space_prefix);
+
+    size_t len = 99;
+    ts_token_bytes(tok, 1, &len);
+    assert_int_equal(len, 0); /* control tokens decode to nothing */
+    const char *p = ts_token_bytes(tok, 3 + 0x41, &len);
+    assert_int_equal(len, 1);
+    assert_int_equal(p[0], 'A');
+    p = ts_token_bytes(tok, 3 + 0xC3, &len);
+    assert_int_equal(len, 1);
+    assert_int_equal((unsigned char)p[0], 0xC3);
+    p = ts_token_bytes(tok, 259, &len);
+    assert_int_equal(len, 2);
+    assert_memory_equal(p, " t", 2);
+    ts_token_bytes(tok, 512, &len);
+    assert_int_equal(len, 0);
+    ts_token_bytes(tok, -1, &len);
+    assert_int_equal(len, 0);
+    ts_tokenizer_free(tok);
+}
+
+static void test_bos_and_capacity(void **state)
+{
+    (void)state;
+    ts_tokenizer *tok = load("models/llama2-tokenizer/tokenizer.bin", 32000);
+    size_t n0, n1;
+    int32_t *plain = encode(tok, "Hello world", 11, false, &n0);
+    int32_t *with = encode(tok, "Hello world", 11, true, &n1);
+    assert_int_equal(n0, 2); /* ▁Hello ▁world */
+    assert_int_equal(plain[0], 15043);
+    assert_int_equal(plain[1], 3186);
+    assert_int_equal(n1, n0 + 1);
+    assert_int_equal(with[0], 1);
+    assert_memory_equal(with + 1, plain, n0 * sizeof *plain);
+
+    /* Too small a buffer: the count is still complete, nothing is written past cap. */
+    int32_t buf[3] = {-7, -7, -7};
+    size_t n = 0;
+    assert_int_equal(ts_tokenize(tok, "Hello world", 11, true, buf, 1, &n), TS_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(buf[0], 1);
+    assert_int_equal(buf[1], -7);
+
+    /* Empty text: BOS alone, or nothing. */
+    assert_int_equal(ts_tokenize(tok, "", 0, true, buf, 3, &n), TS_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(ts_tokenize(tok, NULL, 0, false, buf, 3, &n), TS_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(ts_tokenize(tok, "x", 1, false, buf, 3, NULL), TS_ERR_INVALID_ARG);
+
+    /* Decoding drops the prefix space once, with or without BOS, and reports the size
+     * the whole text needs when the buffer is short. */
+    char out[32];
+    assert_int_equal(ts_detokenize(tok, with, n1, out, sizeof out), 11);
+    assert_memory_equal(out, "Hello world", 11);
+    assert_int_equal(ts_detokenize(tok, plain, n0, out, 4), 11);
+    assert_memory_equal(out, "Hell", 4);
+    free(plain);
+    free(with);
+    ts_tokenizer_free(tok);
+}
+
+static void test_round_trip_and_byte_fallback(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "Once upon a time, there was a little girl named Lily.",
+        "  two leading spaces, trailing too  ",
+        " leading space",
+        "line one\nline two\n\ttab",
+        "caf\xc3\xa9 na\xc3\xafve \xc3\xbc\xc3\x9f",        /* café naïve üß */
+        "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xa7",  /* 日本語で */
+        "rocket \xf0\x9f\x9a\x80 llama \xf0\x9f\xa6\x99!",   /* emoji */
+        "\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82",  /* Привет */
+    };
+    const char *files[] = {"models/stories260K/tok512.bin", "models/llama2-tokenizer/tokenizer.bin"};
+    for (int f = 0; f < 2; f++) {
+        ts_tokenizer *tok = load(files[f], 0);
+        for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+            assert_round_trip(tok, texts[i], strlen(texts[i]));
+        ts_tokenizer_free(tok);
+    }
+
+    /* tok512 has "é" (485) but no "ü": that becomes the byte tokens <0xC3> <0xBC>. */
+    ts_tokenizer *tok = load(files[0], 512);
+    size_t n;
+    int32_t *ids = encode(tok, "\xc3\xbc\xc3\xa9", 4, false, &n);
+    assert_int_equal(n, 4);
+    assert_int_equal(ids[0], 410); /* "▁" */
+    assert_int_equal(ids[1], 3 + 0xC3);
+    assert_int_equal(ids[2], 3 + 0xBC);
+    assert_int_equal(ids[3], 485);
+    free(ids);
+    ts_tokenizer_free(tok);
+}
+
+static void test_invalid_utf8(void **state)
+{
+    (void)state;
+    static const char bad[] = "a\xff\xfe b\xc3 c\xe2\x82 \xf0\x9f\x98 \xed\xa0\x80 \xc0\xaf\x80\x80z";
+    ts_tokenizer *tok = load("models/llama2-tokenizer/tokenizer.bin", 32000);
+    assert_round_trip(tok, bad, sizeof bad - 1);
+    /* Random bytes: never a crash, always the same bytes back. */
+    unsigned seed = 12345;
+    char buf[64];
+    for (int iter = 0; iter < 300; iter++) {
+        size_t len = (size_t)(iter % 63) + 1;
+        for (size_t i = 0; i < len; i++) {
+            seed = seed * 1103515245u + 12345u;
+            buf[i] = (char)(seed >> 16);
+        }
+        assert_round_trip(tok, buf, len);
+    }
+    ts_tokenizer_free(tok);
+}
+
+/* A hand-made vocabulary to pin down merge order and the UNK fallback. */
+static void make_vocab(tokenizer_vocab *v, const char *const *texts, const float *scores,
+                       const int32_t *types, int n)
+{
+    memset(v, 0, sizeof *v);
+    v->kind = VOCAB_KIND_SPM;
+    v->tokens = calloc((size_t)n, sizeof *v->tokens);
+    assert_non_null(v->tokens);
+    v->n_tokens = n;
+    for (int i = 0; i < n; i++) {
+        v->tokens[i].text = strdup(texts[i]);
+        v->tokens[i].len = (uint32_t)strlen(texts[i]);
+        v->tokens[i].score = scores[i];
+        v->tokens[i].type = types[i];
+    }
+    v->bos_id = 1;
+    v->eos_id = 2;
+    v->unk_id = 0;
+    v->pad_id = -1;
+    v->eot_id = -1;
+}
+
+static void test_merge_order_and_unk(void **state)
+{
+    (void)state;
+    const char *texts[] = {"<unk>", "<s>", "</s>", "a", "b", "ab", "ba", "<|eot_id|>"};
+    float scores[] = {0, 0, 0, -1, -1, -5, -5, 0};
+    int32_t types[] = {VOCAB_TOKEN_UNKNOWN, VOCAB_TOKEN_CONTROL, VOCAB_TOKEN_CONTROL,
+                       VOCAB_TOKEN_NORMAL, VOCAB_TOKEN_NORMAL, VOCAB_TOKEN_NORMAL,
+                       VOCAB_TOKEN_NORMAL, VOCAB_TOKEN_CONTROL};
+    tokenizer_vocab v;
+    make_vocab(&v, texts, scores, types, 8);
+    ts_tokenizer *tok = NULL;
+    int32_t ids[8];
+    size_t n;
+
+    /* Equal scores: the leftmost pair merges first. */
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    assert_int_equal(ts_tokenize(tok, "aba", 3, false, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 5);
+    assert_int_equal(ids[1], 3);
+    /* No byte tokens: an unknown character becomes <unk>, one per byte. */
+    assert_int_equal(ts_tokenize(tok, "a\xc3\xa9", 3, false, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[1], 0);
+    assert_int_equal(ids[2], 0);
+    /* <|eot_id|> is a control token that ends generation. */
+    assert_true(ts_token_is_eog(tok, 7));
+    assert_true(ts_token_is_eog(tok, 2));
+    assert_false(ts_token_is_eog(tok, 1));
+    ts_tokenizer_free(tok);
+
+    /* A higher score wins over position. */
+    v.tokens[6].score = -2;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    assert_int_equal(ts_tokenize(tok, "aba", 3, false, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[1], 6);
+    ts_tokenizer_free(tok);
+
+    /* Special ids outside the vocabulary are refused. */
+    ts_error err = {0};
+    v.eos_id = 8;
+    assert_int_equal(tokenizer_create(&v, &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "EOS"));
+    v.eos_id = 2;
+    int n_tokens = v.n_tokens;
+    v.n_tokens = 0;
+    assert_int_equal(tokenizer_create(&v, &tok, &err), TS_ERR_FORMAT);
+    v.n_tokens = n_tokens;
+    vocab_clear(&v);
+    vocab_clear(&v); /* twice is harmless */
+}
+
+static ts_status load_bytes(const unsigned char *data, size_t size, int vocab_size, ts_error *err)
+{
+    const char *path = tu_tmp_path("tok.bin");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    fclose(f);
+    ts_tokenizer *tok = NULL;
+    ts_status st = ts_tokenizer_load_llama2c(path, vocab_size, &tok, err);
+    assert_true((st == TS_OK) == (tok != NULL));
+    ts_tokenizer_free(tok);
+    remove(path);
+    return st;
+}
+
+static void put_i32(unsigned char *p, int32_t v)
+{
+    memcpy(p, &v, 4);
+}
+
+static void test_malformed_llama2c(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *good = (unsigned char *)tu_read_file(tu_shared("models/stories260K/tok512.bin"), &size);
+    assert_non_null(good);
+    ts_error err = {0};
+    assert_int_equal(load_bytes(good, size, 512, &err), TS_OK);
+
+    /* Truncated anywhere: a format error naming the token, never a crash. */
+    for (size_t cut = 0; cut < size; cut += (cut < 64 ? 1 : 37)) {
+        err.msg[0] = '\0';
+        assert_int_equal(load_bytes(good, cut, 512, &err), TS_ERR_FORMAT);
+        assert_true(cut < 4 || strstr(err.msg, "token") != NULL);
+    }
+    assert_int_equal(load_bytes(good, size - 1, 512, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "token 511"));
+    /* More tokens asked for than the file holds. */
+    assert_int_equal(load_bytes(good, size, 513, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "token 512"));
+
+    unsigned char *bad = malloc(size);
+    assert_non_null(bad);
+    const int32_t lens[] = {-1, INT32_MIN, 8, 1 << 30, INT32_MAX};
+    for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+        memcpy(bad, good, size);
+        put_i32(bad + 4 + 4, lens[k]); /* token 0's length */
+        assert_int_equal(load_bytes(bad, size, 512, &err), TS_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "token 0"));
+    }
+    const int32_t max_lens[] = {0, -5, 1 << 20};
+    for (size_t k = 0; k < sizeof max_lens / sizeof *max_lens; k++) {
+        memcpy(bad, good, size);
+        put_i32(bad, max_lens[k]);
+        assert_int_equal(load_bytes(bad, size, 512, &err), TS_ERR_FORMAT);
+    }
+    memcpy(bad, good, size);
+    memcpy(bad + 4, &(float){NAN}, 4); /* NaN score */
+    assert_int_equal(load_bytes(bad, size, 512, &err), TS_ERR_FORMAT);
+    assert_int_equal(load_bytes(good, size, 1 << 30, &err), TS_ERR_INVALID_ARG);
+    free(bad);
+    free(good);
+
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(ts_tokenizer_load_llama2c(tu_tmp_path("missing.bin"), 512, &tok, &err), TS_ERR_IO);
+    assert_null(tok);
+    ts_tokenizer_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama2c_specials),
+        cmocka_unit_test(test_bos_and_capacity),
+        cmocka_unit_test(test_round_trip_and_byte_fallback),
+        cmocka_unit_test(test_invalid_utf8),
+        cmocka_unit_test(test_merge_order_and_unk),
+        cmocka_unit_test(test_malformed_llama2c),
+    };
+    return cmocka_run_group_tests_name("tokenizer", tests, NULL, NULL);
+}
