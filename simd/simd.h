@@ -1,8 +1,105 @@
-/* simd.h: the kernel dispatch table. Filled once by simd_init() from CPUID/HWCAP. */
+/* simd.h: the kernel dispatch table (rmsnorm, rope, silu*mul, softmax, f16 conversion,
+ * paged attention), one table per instruction set, chosen once by simd_init(). */
 #ifndef TESSERA_SIMD_H
 #define TESSERA_SIMD_H
 
-/* Chooses the kernels for this CPU; cheap and idempotent. */
-void simd_init(void);
+#include <stddef.h>
+#include <stdint.h>
+
+/* Token slots per KV block. The KV pool, the block tables and the attention kernel all
+ * assume this size. */
+#define TS_KV_BLOCK 32
+
+/* Element type of the KV pool. f16 is IEEE binary16 stored as uint16_t. */
+typedef enum simd_kv_type {
+    SIMD_KV_F32,
+    SIMD_KV_F16,
+} simd_kv_type;
+
+/* RoPE pairing: Llama/llama2.c rotates (2i, 2i+1), GPT-NeoX rotates (i, i + head_dim/2). */
+typedef enum simd_rope_style {
+    SIMD_ROPE_NORMAL,
+    SIMD_ROPE_NEOX,
+} simd_rope_style;
+
+/* Where one layer of one sequence's keys and values live in the block pool.
+ * Physical block b starts at element b * block_stride of pool; inside it, for each layer,
+ * K then V, each [n_kv_heads][TS_KV_BLOCK][head_dim]. Offsets and strides count elements
+ * of the pool's type, not bytes. */
+typedef struct simd_kv_view {
+    const void *pool;           /* borrowed: the block pool base, of element type `type` */
+    simd_kv_type type;
+    size_t block_stride;        /* elements from one physical block to the next */
+    size_t k_offset;            /* elements from a block's start to this layer's K, kv head 0 */
+    size_t v_offset;            /* elements from a block's start to this layer's V, kv head 0 */
+    size_t head_stride;         /* elements from one kv head to the next: TS_KV_BLOCK * head_dim */
+    const int32_t *block_table; /* borrowed: (n_logical_blocks) physical id per logical block */
+} simd_kv_view;
+
+/* Shapes of one attention call: one sequence, n_rows consecutive query rows. */
+typedef struct simd_attn_shape {
+    int n_heads;       /* query heads */
+    int n_kv_heads;    /* kv heads; divides n_heads, head h reads kv head h / (n_heads / n_kv_heads) */
+    int head_dim;      /* even, >= 2 */
+    int pos0;          /* position of query row 0; row j attends to positions 0 .. pos0 + j */
+    int n_rows;        /* query rows: 1 for decode, the chunk length for prefill */
+    size_t q_stride;   /* floats between query rows (q[row * q_stride + head * head_dim]) */
+    size_t out_stride; /* floats between output rows */
+} simd_attn_shape;
+
+/* One implementation of every kernel. All pointers are borrowed for the call only.
+ * Kernels work on the row or head range they are given; threads split work outside. */
+typedef struct simd_kernels {
+    const char *name; /* "ref", "avx2", "avx512", "neon" */
+
+    /* out[r] = x[r] * weight / sqrt(mean(x[r]^2) + eps); x, out (rows, n); weight (n).
+     * out may equal x. */
+    void (*rmsnorm)(float *out, const float *x, const float *weight, int rows, int n, float eps);
+
+    /* Rotates n_heads heads of head_dim floats in each of rows rows in place:
+     * x (rows, row_stride) holding (n_heads, head_dim) at its start; pos (rows). */
+    void (*rope)(float *x, const int32_t *pos, int rows, size_t row_stride, int n_heads,
+                 int head_dim, float freq_base, simd_rope_style style);
+
+    /* out = gate * sigmoid(gate) * up, all (n). out may equal gate or up. */
+    void (*silu_mul)(float *out, const float *gate, const float *up, size_t n);
+
+    /* x = exp(x - max(x)) / sum, in place; x (n), n >= 1. */
+    void (*softmax)(float *x, size_t n);
+
+    /* Round-to-nearest-even conversions of n elements; subnormals, inf and NaN kept. */
+    void (*f32_to_f16)(uint16_t *out, const float *x, size_t n);
+    void (*f16_to_f32)(float *out, const uint16_t *x, size_t n);
+
+    /* Causal attention of query heads [head_begin, head_end) of one sequence over its
+     * paged KV: out[j * out_stride + h * head_dim] = softmax(q_j,h . K / sqrt(head_dim)) V
+     * over positions 0 .. pos0 + j. Reads only those positions' slots: slots past
+     * pos0 + n_rows - 1 may hold anything. One pass, online softmax; query heads sharing a
+     * kv head are processed together so K and V are read once per kv head. out must not
+     * overlap q. */
+    void (*attention)(float *out, const float *q, const simd_kv_view *kv,
+                      const simd_attn_shape *shape, int head_begin, int head_end);
+} simd_kernels;
+
+/* Instruction sets with a kernel table. */
+typedef enum simd_isa {
+    SIMD_ISA_REF,
+    SIMD_ISA_AVX2,   /* AVX2 + FMA + F16C */
+    SIMD_ISA_AVX512, /* AVX-512 F/VL/BW/DQ, with OS support for the zmm state */
+    SIMD_ISA_NEON,
+    SIMD_ISA_COUNT,
+} simd_isa;
+
+/* The best table for this CPU, or the reference when the environment variable
+ * TESSERA_FORCE_REF=1 is set or the build has TESSERA_FORCE_REF. Never NULL; returns a
+ * pointer to a static constant table, so it is cheap, idempotent and thread-safe. */
+const simd_kernels *simd_init(void);
+
+/* The table of one instruction set if it was built and this CPU (and OS) can run it,
+ * else NULL. SIMD_ISA_REF always succeeds. Ignores TESSERA_FORCE_REF. */
+const simd_kernels *simd_kernels_for(simd_isa isa);
+
+/* "ref", "avx2", "avx512", "neon"; "unknown" outside the enum. */
+const char *simd_isa_name(simd_isa isa);
 
 #endif

@@ -1,0 +1,49 @@
+/* kernels.c: the AVX-512 (F/VL/BW) vector vocabulary; the kernels are in vec_kernels.h. */
+#include <immintrin.h>
+#include <stdint.h>
+
+typedef __m512 V;
+#define VW 16
+#define SIMD_TABLE simd_avx512_table
+#define SIMD_NAME "avx512"
+
+/* First n lanes, n in [0, 16]. */
+static inline __mmask16 v_mask(size_t n) { return (__mmask16)((1u << n) - 1u); }
+
+static inline V v_zero(void) { return _mm512_setzero_ps(); }
+static inline V v_set1(float f) { return _mm512_set1_ps(f); }
+static inline V v_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void v_store(float *p, V v) { _mm512_storeu_ps(p, v); }
+static inline V v_loadn(const float *p, size_t n) { return _mm512_maskz_loadu_ps(v_mask(n), p); }
+static inline void v_storen(float *p, V v, size_t n) { _mm512_mask_storeu_ps(p, v_mask(n), v); }
+static inline V v_load_h(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline V v_loadn_h(const uint16_t *p, size_t n)
+{
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(v_mask(n), p));
+}
+static inline void v_store_h(uint16_t *p, V v)
+{
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+static inline void v_storen_h(uint16_t *p, V v, size_t n)
+{
+    _mm256_mask_storeu_epi16(p, v_mask(n), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+static inline V v_add(V a, V b) { return _mm512_add_ps(a, b); }
+static inline V v_sub(V a, V b) { return _mm512_sub_ps(a, b); }
+static inline V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
+static inline V v_div(V a, V b) { return _mm512_div_ps(a, b); }
+static inline V v_max(V a, V b) { return _mm512_max_ps(a, b); }
+static inline V v_min(V a, V b) { return _mm512_min_ps(a, b); }
+static inline V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+static inline float v_reduce_add(V v) { return _mm512_reduce_add_ps(v); }
+static inline float v_reduce_max(V v) { return _mm512_reduce_max_ps(v); }
+static inline V v_swap_pairs(V v) { return _mm512_permute_ps(v, 0xb1); }
+static inline V v_round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline V v_pow2n(V n)
+{
+    __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+}
+
+#include "vec_kernels.h"

@@ -1,0 +1,89 @@
+/* ref.c: plain-C reference kernels, written as llama2.c's run.c computes them. */
+#include <math.h>
+
+#include "simd_internal.h"
+
+static void ref_rmsnorm(float *out, const float *x, const float *weight, int rows, int n, float eps)
+{
+    /* x, out (rows, n); weight (n) */
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * n;
+        float *o = out + (size_t)r * n;
+        float ss = 0.0f;
+        for (int j = 0; j < n; j++)
+            ss += xr[j] * xr[j];
+        ss /= n;
+        ss += eps;
+        ss = 1.0f / sqrtf(ss);
+        for (int j = 0; j < n; j++)
+            o[j] = weight[j] * (ss * xr[j]);
+    }
+}
+
+static void ref_rope(float *x, const int32_t *pos, int rows, size_t row_stride, int n_heads,
+                     int head_dim, float freq_base, simd_rope_style style)
+{
+    /* x (rows, row_stride) holding (n_heads, head_dim); pos (rows) */
+    int half = head_dim / 2;
+    for (int r = 0; r < rows; r++) {
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
+            for (int i = 0; i < half; i++) {
+                float freq = 1.0f / powf(freq_base, (float)(2 * i) / (float)head_dim);
+                float val = pos[r] * freq;
+                float fcr = cosf(val), fci = sinf(val);
+                int a = style == SIMD_ROPE_NEOX ? i : 2 * i;
+                int b = style == SIMD_ROPE_NEOX ? i + half : 2 * i + 1;
+                float v0 = v[a], v1 = v[b];
+                v[a] = v0 * fcr - v1 * fci;
+                v[b] = v0 * fci + v1 * fcr;
+            }
+        }
+    }
+}
+
+static void ref_silu_mul(float *out, const float *gate, const float *up, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i];
+        out[i] = g * (1.0f / (1.0f + expf(-g))) * up[i];
+    }
+}
+
+static void ref_softmax(float *x, size_t n)
+{
+    float max_val = x[0];
+    for (size_t i = 1; i < n; i++)
+        if (x[i] > max_val)
+            max_val = x[i];
+    float sum = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max_val);
+        sum += x[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] /= sum;
+}
+
+static void ref_f32_to_f16(uint16_t *out, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = simd_f32_to_f16_scalar(x[i]);
+}
+
+static void ref_f16_to_f32(float *out, const uint16_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = simd_f16_to_f32_scalar(x[i]);
+}
+
+const simd_kernels simd_ref_table = {
+    .name = "ref",
+    .rmsnorm = ref_rmsnorm,
+    .rope = ref_rope,
+    .silu_mul = ref_silu_mul,
+    .softmax = ref_softmax,
+    .f32_to_f16 = ref_f32_to_f16,
+    .f16_to_f32 = ref_f16_to_f32,
+    .attention = simd_ref_attention,
+};

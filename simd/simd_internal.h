@@ -1,0 +1,23 @@
+/* simd_internal.h: the per-ISA kernel tables and scalar helpers shared inside simd/. */
+#ifndef TESSERA_SIMD_INTERNAL_H
+#define TESSERA_SIMD_INTERNAL_H
+
+#include <stdint.h>
+
+#include "simd.h"
+
+/* One table per ISA directory; only those built for this target exist. */
+extern const simd_kernels simd_ref_table;
+extern const simd_kernels simd_avx2_table;
+extern const simd_kernels simd_avx512_table;
+extern const simd_kernels simd_neon_table;
+
+/* Scalar IEEE binary16 <-> binary32, round to nearest even (ref/f16.c). */
+uint16_t simd_f32_to_f16_scalar(float f);
+float simd_f16_to_f32_scalar(uint16_t h);
+
+/* The reference attention (ref/attention.c), for the reference table. */
+void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
+                        const simd_attn_shape *shape, int head_begin, int head_end);
+
+#endif

@@ -1,0 +1,374 @@
+/* vec_kernels.h: every SIMD kernel, written once in a small vector vocabulary. Included
+ * by exactly one file per ISA directory (avx2/, avx512/, neon/) after it defines:
+ *   V, VW                       vector of VW floats (VW divides TS_KV_BLOCK, VW even)
+ *   v_zero v_set1 v_load v_store v_loadn v_storen (n < VW lanes, zero-filled)
+ *   v_load_h v_loadn_h v_store_h v_storen_h       (f16 memory <-> f32 lanes)
+ *   v_add v_sub v_mul v_div v_max v_min v_fma(a, b, c) = a * b + c
+ *   v_reduce_add v_reduce_max v_swap_pairs (lanes 2i <-> 2i+1)
+ *   v_round (to nearest) v_pow2n (2^n for integral n in [-126, 127])
+ *   SIMD_TABLE, SIMD_NAME       the table's symbol and name
+ * Each file is compiled with its own ISA flags, so everything here is static. */
+#ifndef SIMD_TABLE
+#error "define the vector vocabulary and SIMD_TABLE before including vec_kernels.h"
+#endif
+
+#include <math.h>
+
+#include "simd_internal.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* m == VW loads a full vector, otherwise the first m lanes. */
+ALWAYS_INLINE V ld(const float *p, size_t m) { return m == VW ? v_load(p) : v_loadn(p, m); }
+ALWAYS_INLINE void st(float *p, V v, size_t m)
+{
+    if (m == VW)
+        v_store(p, v);
+    else
+        v_storen(p, v, m);
+}
+ALWAYS_INLINE V ld_h(const uint16_t *p, size_t m) { return m == VW ? v_load_h(p) : v_loadn_h(p, m); }
+ALWAYS_INLINE void st_h(uint16_t *p, V v, size_t m)
+{
+    if (m == VW)
+        v_store_h(p, v);
+    else
+        v_storen_h(p, v, m);
+}
+/* Lanes left at i of n, capped at VW. */
+#define LANES(i, n) ((n) - (i) < (size_t)VW ? (n) - (i) : (size_t)VW)
+
+/* exp(x) for x in [-87.3, 88.3] (clamped outside), Cephes' polynomial, ~2 ulp. */
+ALWAYS_INLINE V v_exp(V x)
+{
+    x = v_min(v_max(x, v_set1(-87.3f)), v_set1(88.3f));
+    V n = v_round(v_mul(x, v_set1(1.44269504088896341f)));
+    V r = v_fma(n, v_set1(-0.693359375f), x);
+    r = v_fma(n, v_set1(2.12194440e-4f), r);
+    V p = v_set1(1.9875691500e-4f);
+    p = v_fma(p, r, v_set1(1.3981999507e-3f));
+    p = v_fma(p, r, v_set1(8.3334519073e-3f));
+    p = v_fma(p, r, v_set1(4.1665795894e-2f));
+    p = v_fma(p, r, v_set1(1.6666665459e-1f));
+    p = v_fma(p, r, v_set1(5.0000001201e-1f));
+    p = v_fma(p, v_mul(r, r), v_add(r, v_set1(1.0f)));
+    return v_mul(p, v_pow2n(n));
+}
+
+/* ---- elementwise kernels ------------------------------------------------------------ */
+
+static void vec_rmsnorm(float *out, const float *x, const float *weight, int rows, int n, float eps)
+{
+    /* x, out (rows, n); weight (n) */
+    size_t nn = (size_t)n;
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * nn;
+        float *o = out + (size_t)r * nn;
+        V acc = v_zero();
+        for (size_t i = 0; i < nn; i += VW) {
+            V v = ld(xr + i, LANES(i, nn));
+            acc = v_fma(v, v, acc);
+        }
+        float ss = v_reduce_add(acc) / n + eps;
+        V scale = v_set1(1.0f / sqrtf(ss));
+        for (size_t i = 0; i < nn; i += VW) {
+            size_t m = LANES(i, nn);
+            st(o + i, v_mul(ld(weight + i, m), v_mul(scale, ld(xr + i, m))), m);
+        }
+    }
+}
+
+/* Pairs of one rope table chunk: cos/sin of up to this many frequencies per position. */
+#define ROPE_CHUNK 64
+
+static void vec_rope(float *x, const int32_t *pos, int rows, size_t row_stride, int n_heads,
+                     int head_dim, float freq_base, simd_rope_style style)
+{
+    /* x (rows, row_stride) holding (n_heads, head_dim); pos (rows). The cos/sin of a
+     * position are computed once (as llama2.c does) and reused for every head. */
+    int half = head_dim / 2;
+    float tc[2 * ROPE_CHUNK], ts[2 * ROPE_CHUNK];
+    for (int r = 0; r < rows; r++) {
+        for (int c0 = 0; c0 < half; c0 += ROPE_CHUNK) {
+            int cn = half - c0 < ROPE_CHUNK ? half - c0 : ROPE_CHUNK;
+            for (int i = 0; i < cn; i++) {
+                float freq = 1.0f / powf(freq_base, (float)(2 * (c0 + i)) / (float)head_dim);
+                float val = pos[r] * freq;
+                float c = cosf(val), s = sinf(val);
+                if (style == SIMD_ROPE_NEOX) {
+                    tc[i] = c;
+                    ts[i] = s;
+                } else { /* interleaved so that out = x * tc + swap_pairs(x) * ts */
+                    tc[2 * i] = tc[2 * i + 1] = c;
+                    ts[2 * i] = -s;
+                    ts[2 * i + 1] = s;
+                }
+            }
+            for (int h = 0; h < n_heads; h++) {
+                float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
+                if (style == SIMD_ROPE_NEOX) {
+                    float *a = v + c0, *b = v + half + c0;
+                    for (size_t i = 0; i < (size_t)cn; i += VW) {
+                        size_t m = LANES(i, (size_t)cn);
+                        V x1 = ld(a + i, m), x2 = ld(b + i, m);
+                        V c = ld(tc + i, m), s = ld(ts + i, m);
+                        st(a + i, v_sub(v_mul(x1, c), v_mul(x2, s)), m);
+                        st(b + i, v_fma(x1, s, v_mul(x2, c)), m);
+                    }
+                } else {
+                    float *a = v + 2 * c0;
+                    size_t len = 2 * (size_t)cn; /* even, so a partial vector keeps whole pairs */
+                    for (size_t i = 0; i < len; i += VW) {
+                        size_t m = LANES(i, len);
+                        V xv = ld(a + i, m);
+                        st(a + i, v_fma(xv, ld(tc + i, m), v_mul(v_swap_pairs(xv), ld(ts + i, m))), m);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void vec_silu_mul(float *out, const float *gate, const float *up, size_t n)
+{
+    for (size_t i = 0; i < n; i += VW) {
+        size_t m = LANES(i, n);
+        V g = ld(gate + i, m);
+        V sig = v_div(v_set1(1.0f), v_add(v_set1(1.0f), v_exp(v_sub(v_zero(), g))));
+        st(out + i, v_mul(v_mul(g, sig), ld(up + i, m)), m);
+    }
+}
+
+static void vec_softmax(float *x, size_t n)
+{
+    V vmax = v_set1(x[0]);
+    size_t i = 0;
+    for (; i + VW <= n; i += VW)
+        vmax = v_max(vmax, v_load(x + i));
+    float mx = v_reduce_max(vmax);
+    for (; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    V vmx = v_set1(mx), vsum = v_zero();
+    float sum = 0.0f;
+    for (i = 0; i < n; i += VW) {
+        size_t m = LANES(i, n);
+        V e = v_exp(v_sub(ld(x + i, m), vmx));
+        st(x + i, e, m);
+        if (m == VW)
+            vsum = v_add(vsum, e);
+        else
+            for (size_t k = 0; k < m; k++) /* padding lanes hold exp(-max): skip them */
+                sum += x[i + k];
+    }
+    V inv = v_set1(1.0f / (sum + v_reduce_add(vsum)));
+    for (i = 0; i < n; i += VW) {
+        size_t m = LANES(i, n);
+        st(x + i, v_mul(ld(x + i, m), inv), m);
+    }
+}
+
+static void vec_f32_to_f16(uint16_t *out, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += VW) {
+        size_t m = LANES(i, n);
+        st_h(out + i, ld(x + i, m), m);
+    }
+}
+
+static void vec_f16_to_f32(float *out, const uint16_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += VW) {
+        size_t m = LANES(i, n);
+        st(out + i, ld_h(x + i, m), m);
+    }
+}
+
+/* ---- paged attention ---------------------------------------------------------------- */
+
+/* Query vectors ((row, head) pairs of one kv head) processed together over one K/V read. */
+#define ATTN_TILE 8
+
+/* Lanes [0, m) of KV row data at element index i of the pool. */
+ALWAYS_INLINE V ld_kv(const void *pool, size_t i, size_t m, const int f16)
+{
+    return f16 ? ld_h((const uint16_t *)pool + i, m) : ld((const float *)pool + i, m);
+}
+
+/* Scores of slots [0, nt) for the NQ queries, for head-dim lanes [d, d + m). */
+ALWAYS_INLINE void qk_chunk(V *acc, const float *const *qp, const void *pool, size_t krow,
+                            size_t d, size_t m, const int NQ, const int f16)
+{
+    V k = ld_kv(pool, krow + d, m, f16);
+#pragma GCC unroll 8
+    for (int q = 0; q < NQ; q++)
+        acc[q] = v_fma(ld(qp[q] + d, m), k, acc[q]);
+}
+
+/* out[q][d, d + m) = out[q] * alpha[q] + sum over slots t < nt of p[q][t] * V[t]. */
+ALWAYS_INLINE void pv_chunk(float *const *op, const float (*p)[TS_KV_BLOCK], const float *alpha,
+                            int first, const void *pool, size_t vbase, int nt, size_t hd,
+                            size_t d, size_t m, const int NQ, const int f16)
+{
+    V o[ATTN_TILE];
+#pragma GCC unroll 8
+    for (int q = 0; q < NQ; q++)
+        o[q] = first ? v_zero() : v_mul(ld(op[q] + d, m), v_set1(alpha[q]));
+    for (int t = 0; t < nt; t++) {
+        V v = ld_kv(pool, vbase + (size_t)t * hd + d, m, f16);
+#pragma GCC unroll 8
+        for (int q = 0; q < NQ; q++)
+            o[q] = v_fma(v_set1(p[q][t]), v, o[q]);
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < NQ; q++)
+        st(op[q] + d, o[q], m);
+}
+
+/* NQ query vectors of kv head g; query q attends to positions 0 .. last[q]. Writes the
+ * normalised result to op[q]. NQ and f16 are constants after inlining, so the per-query
+ * accumulators live in registers. */
+ALWAYS_INLINE void attn_tile(float *const *op, const float *const *qp, const int *last,
+                             const simd_kv_view *kv, int g, int head_dim, const int NQ,
+                             const int f16)
+{
+    size_t hd = (size_t)head_dim, d_full = hd - hd % VW;
+    float scale = 1.0f / sqrtf((float)head_dim);
+    float m_run[ATTN_TILE], l_run[ATTN_TILE], alpha[ATTN_TILE];
+    float p[ATTN_TILE][TS_KV_BLOCK];
+    int last_max = 0;
+    for (int q = 0; q < NQ; q++) {
+        m_run[q] = l_run[q] = 0.0f; /* set from block 0 on; quiets -Wmaybe-uninitialized */
+        last_max = last[q] > last_max ? last[q] : last_max;
+    }
+
+    for (int b = 0; b * TS_KV_BLOCK <= last_max; b++) {
+        size_t base = (size_t)kv->block_table[b] * kv->block_stride + (size_t)g * kv->head_stride;
+        size_t kbase = base + kv->k_offset, vbase = base + kv->v_offset;
+        int t0 = b * TS_KV_BLOCK;
+        int nt = last_max - t0 + 1 < TS_KV_BLOCK ? last_max - t0 + 1 : TS_KV_BLOCK;
+
+        /* scores: each K row is read once for all NQ queries */
+        for (int t = 0; t < nt; t++) {
+            size_t krow = kbase + (size_t)t * hd;
+            V acc[ATTN_TILE];
+#pragma GCC unroll 8
+            for (int q = 0; q < NQ; q++)
+                acc[q] = v_zero();
+            for (size_t d = 0; d < d_full; d += VW)
+                qk_chunk(acc, qp, kv->pool, krow, d, VW, NQ, f16);
+            if (d_full < hd)
+                qk_chunk(acc, qp, kv->pool, krow, d_full, hd - d_full, NQ, f16);
+#pragma GCC unroll 8
+            for (int q = 0; q < NQ; q++)
+                p[q][t] = v_reduce_add(acc[q]) * scale;
+        }
+
+        /* online softmax: new running max, rescale factor, probabilities */
+        for (int q = 0; q < NQ; q++) {
+            int valid = last[q] - t0 + 1; /* may be <= 0 in a prefill tile's last blocks */
+            valid = valid < 0 ? 0 : valid;
+            for (int t = valid; t < TS_KV_BLOCK; t++)
+                p[q][t] = -INFINITY;
+            V vmax = v_load(p[q]);
+            for (int t = VW; t < TS_KV_BLOCK; t += VW)
+                vmax = v_max(vmax, v_load(p[q] + t));
+            float mb = v_reduce_max(vmax);
+            float m_new = b == 0 || mb > m_run[q] ? mb : m_run[q]; /* block 0 is never empty */
+            alpha[q] = b == 0 ? 0.0f : expf(m_run[q] - m_new);
+            V vm = v_set1(m_new), vsum = v_zero();
+            for (int t = 0; t < TS_KV_BLOCK; t += VW) {
+                V e = v_exp(v_sub(v_load(p[q] + t), vm));
+                v_store(p[q] + t, e);
+            }
+            for (int t = valid; t < TS_KV_BLOCK; t++)
+                p[q][t] = 0.0f; /* v_exp clamps, so masked slots need an exact zero */
+            for (int t = 0; t < TS_KV_BLOCK; t += VW)
+                vsum = v_add(vsum, v_load(p[q] + t));
+            l_run[q] = (b == 0 ? 0.0f : l_run[q] * alpha[q]) + v_reduce_add(vsum);
+            m_run[q] = m_new;
+        }
+
+        /* values: each V row is read once for all NQ queries; accumulate in out */
+        for (size_t d = 0; d < d_full; d += VW)
+            pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
+                     d, VW, NQ, f16);
+        if (d_full < hd)
+            pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
+                     d_full, hd - d_full, NQ, f16);
+    }
+
+    for (int q = 0; q < NQ; q++) {
+        V inv = v_set1(1.0f / l_run[q]);
+        for (size_t d = 0; d < hd; d += VW) {
+            size_t m = LANES(d, hd);
+            st(op[q] + d, v_mul(ld(op[q] + d, m), inv), m);
+        }
+    }
+}
+
+static void run_tile(float *const *op, const float *const *qp, const int *last, int nq,
+                     const simd_kv_view *kv, int g, int head_dim)
+{
+    int f16 = kv->type == SIMD_KV_F16;
+#define TILE_CASE(N)                                                  \
+    case N:                                                           \
+        if (f16)                                                      \
+            attn_tile(op, qp, last, kv, g, head_dim, N, 1);           \
+        else                                                          \
+            attn_tile(op, qp, last, kv, g, head_dim, N, 0);           \
+        break;
+    switch (nq) {
+        TILE_CASE(1)
+        TILE_CASE(2)
+        TILE_CASE(3)
+        TILE_CASE(4)
+        TILE_CASE(5)
+        TILE_CASE(6)
+        TILE_CASE(7)
+        TILE_CASE(8)
+    default:
+        break;
+    }
+#undef TILE_CASE
+}
+
+static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
+                          const simd_attn_shape *shape, int head_begin, int head_end)
+{
+    /* q (n_rows, q_stride), out (n_rows, out_stride), each holding (n_heads, head_dim).
+     * Queries are grouped by kv head, row-major then head, into tiles of ATTN_TILE. */
+    int hd = shape->head_dim;
+    int group = shape->n_heads / shape->n_kv_heads;
+    const float *qp[ATTN_TILE];
+    float *op[ATTN_TILE];
+    int last[ATTN_TILE];
+    for (int g = head_begin / group; g * group < head_end; g++) {
+        int h_lo = g * group > head_begin ? g * group : head_begin;
+        int h_hi = (g + 1) * group < head_end ? (g + 1) * group : head_end;
+        int n = 0;
+        for (int j = 0; j < shape->n_rows; j++) {
+            for (int h = h_lo; h < h_hi; h++) {
+                qp[n] = q + (size_t)j * shape->q_stride + (size_t)h * hd;
+                op[n] = out + (size_t)j * shape->out_stride + (size_t)h * hd;
+                last[n] = shape->pos0 + j;
+                if (++n == ATTN_TILE) {
+                    run_tile(op, qp, last, n, kv, g, hd);
+                    n = 0;
+                }
+            }
+        }
+        if (n)
+            run_tile(op, qp, last, n, kv, g, hd);
+    }
+}
+
+const simd_kernels SIMD_TABLE = {
+    .name = SIMD_NAME,
+    .rmsnorm = vec_rmsnorm,
+    .rope = vec_rope,
+    .silu_mul = vec_silu_mul,
+    .softmax = vec_softmax,
+    .f32_to_f16 = vec_f32_to_f16,
+    .f16_to_f32 = vec_f16_to_f32,
+    .attention = vec_attention,
+};
