@@ -197,7 +197,7 @@ static void test_round_trip_metadata_and_tensors(void **state)
     const float scores[3] = {-1.5f, 0.0f, 2.5f};
     gguf_writer_add_array(w, "t.scores", GGUF_TYPE_FLOAT32, scores, 3);
     const char *const strs[2] = {"a b", ""};
-    gguf_writer_add_str_array(w, "t.strs", strs, 2);
+    gguf_writer_add_str_array(w, "t.strs", strs, NULL, 2);
     uint8_t nested[512];
     size_t nested_len = encode_nested(nested, 3);
     gguf_writer_add_raw(w, "t.nested", GGUF_TYPE_ARRAY, nested, nested_len);
@@ -569,7 +569,8 @@ static void test_truncation_and_corruption(void **state)
     assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
     gguf_writer_add_str(w, "general.architecture", "llama");
     const char *const toks[3] = {"<s>", "</s>", "\xe2\x96\x81hi"};
-    gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, 3);
+    const uint32_t lens[3] = {3, 4, 5};
+    gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, lens, 3);
     uint8_t nested[512];
     size_t nested_len = encode_nested(nested, 2);
     gguf_writer_add_raw(w, "x.nested", GGUF_TYPE_ARRAY, nested, nested_len);

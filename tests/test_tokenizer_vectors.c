@@ -8,7 +8,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "model/gguf.h"
+#include "model/model_gguf.h"
 #include "tessera/tokenizer.h"
+#include "tokenizer/vocab.h"
 #include "util.h"
 
 #define VEC_SEP "\n__ggml_vocab_test__\n"
@@ -108,10 +111,51 @@ static void test_spm_vectors_with_llama2c_vocab(void **state)
     ts_tokenizer_free(tok);
 }
 
+static void check_gguf_vectors(const char *base)
+{
+    /* The GGUF reader's vocabulary, handed to tokenizer_create() as
+     * ts_tokenizer_load_gguf() will once it exists. */
+    ts_tokenizer *tok = NULL;
+    ts_error err = {0};
+    gguf_file *f = NULL;
+    tokenizer_vocab voc;
+    ts_status st = gguf_open(tu_shared(base), &f, &err);
+    if (st == TS_OK)
+        st = model_gguf_read_vocab(&voc, f, &err);
+    if (st == TS_OK) {
+        st = tokenizer_create(&voc, &tok, &err);
+        vocab_clear(&voc);
+    }
+    gguf_close(f);
+    if (st != TS_OK)
+        fprintf(stderr, "%s: %s\n", base, err.msg);
+    assert_int_equal(st, TS_OK);
+    vectors v;
+    vectors_load(&v, base);
+    assert_int_equal(v.n, 46);
+    assert_int_equal(vectors_check(tok, &v), 0);
+    vectors_free(&v);
+    ts_tokenizer_free(tok);
+}
+
+static void test_spm_vectors_with_gguf_vocab(void **state)
+{
+    (void)state;
+    check_gguf_vectors("vocab/ggml-vocab-llama-spm.gguf");
+}
+
+static void test_gpt2_vectors_with_gguf_vocab(void **state)
+{
+    (void)state;
+    check_gguf_vectors("vocab/ggml-vocab-gpt-2.gguf");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spm_vectors_with_llama2c_vocab),
+        cmocka_unit_test(test_spm_vectors_with_gguf_vocab),
+        cmocka_unit_test(test_gpt2_vectors_with_gguf_vocab),
     };
     return cmocka_run_group_tests_name("tokenizer_vectors", tests, NULL, NULL);
 }

@@ -26,9 +26,11 @@ void ts_tokenizer_free(ts_tokenizer *tok);
 
 /* Encodes len bytes of text (copied; need not be NUL-terminated), BOS first when add_bos.
  * Writes at most cap ids and sets *n_ids to the number the text needs, which may exceed
- * cap: call again with a larger buffer then. Any bytes are accepted: invalid UTF-8 is
- * encoded byte by byte (byte tokens where the vocabulary has them). Returns
- * TS_ERR_TOO_LONG past 512 MiB of text, TS_ERR_NOMEM when scratch memory runs out. */
+ * cap: call again with a larger buffer then. Text that spells a special token ("<s>",
+ * "<|endoftext|>") is encoded as plain text, never as that token. Any bytes are
+ * accepted: invalid UTF-8 is encoded byte by byte (byte tokens where the vocabulary has
+ * them). Returns TS_ERR_TOO_LONG past 512 MiB of text, TS_ERR_NOMEM when scratch memory
+ * runs out, TS_ERR_INVALID_ARG for NULL tok or n_ids. */
 ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
                       int32_t *ids, size_t cap, size_t *n_ids);
 

@@ -5,6 +5,8 @@
 #include "cli/cli.h"
 
 static const cli_command commands[] = {
+    {"generate", cli_generate, "complete prompts (one, or a file of them concurrently)"},
+    {"tokenize", cli_tokenize, "print the token ids of a text"},
     {NULL, NULL, NULL},
 };
 

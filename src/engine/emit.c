@@ -1,5 +1,6 @@
 /* emit.c: a sequence's life after the forward pass: sampling, detokenizing, stop
  * strings, events, and the end of sequences and requests. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

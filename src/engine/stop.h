@@ -11,12 +11,14 @@
 #define STOP_MAX_LEN 256     /* bytes per stop string */
 
 /* Text arrives in chunks (whatever the detokenizer completed). A suffix of the stream
- * that could still begin a stop string is held back, never emitted; when a stop string
- * appears (at its earliest position, across any chunk boundaries) the text before it is
- * emitted, the stop string and everything after are dropped, and the matcher reports
- * stopped. The emitted text never contains a stop string. Stop strings must be valid
- * UTF-8, so when the input is whole characters the cut between emitted and held text
- * falls on a character boundary too. */
+ * that could still begin a stop string is held back, never emitted. After the first push
+ * whose text completes a stop string (across any chunk boundaries), the text is cut at
+ * the earliest start of any stop string present so far: what precedes it is emitted, the
+ * rest dropped, and the matcher reports stopped. (So with stops "abbaa" and "bb", a
+ * stream that has reached "abb" stops at "a|bb": generation ends when the first stop
+ * string completes.) The emitted text never contains a stop string. Stop strings must be
+ * valid UTF-8, so when the input is whole characters the cut between emitted and held
+ * text falls on a character boundary too. */
 typedef struct stop_matcher {
     int n;                                       /* stop strings */
     char str[STOP_MAX_STRINGS][STOP_MAX_LEN];    /* (n), not NUL-terminated */

@@ -2,6 +2,9 @@
  * with reference counts and copy on write, and a prefix cache of published full blocks
  * (hash chain + token comparison, LRU reuse of released blocks).
  *
+ * Ownership: the caller owns pools and tables; every other pointer parameter is borrowed
+ * for the duration of the call unless its comment says otherwise.
+ *
  * Threading: the engine thread that owns a pool is its only caller; nothing here locks.
  * Other threads (the /metrics handler) must not call in: the engine copies the counters
  * with kv_pool_stats() at a step boundary and publishes that snapshot under its own lock.
@@ -9,7 +12,20 @@
  * Write protocol for a sequence: kv_table_reserve(n) first (it allocates blocks and copies
  * a shared partial last block, so every slot it covers lies in a block of refcount 1),
  * then kv_table_write() the K/V rows of the new positions for every layer, then, for each
- * block that became full, kv_prefix_publish(). Shared blocks are read-only. */
+ * block that became full, kv_prefix_publish(). Shared blocks are read-only.
+ *
+ * Sharing: kv_table_fork() shares every block, the partial last one included; the first
+ * sharer to append into that block gets a private copy of its filled slots (copy on
+ * write); the last holder writes in place. Full blocks are never written again.
+ *
+ * Prefix cache and eviction: a published block whose refcount falls to 0 is "cached": it
+ * joins the tail of an LRU list and stays findable. Allocation takes the free list first,
+ * then the LRU head, which it unpublishes (counted in evictions). A table releases its
+ * blocks last to first and a lookup maps whole chains from block 0, so a child always sits
+ * ahead of its parent on the LRU list and a chain is reclaimed from its deep end: cached
+ * blocks remain a findable prefix. Should a child outlive its parent anyway, a generation
+ * number bumped on unpublish makes it unreachable (never a wrong hit), and LRU reclaims it
+ * as dead weight. */
 #ifndef TESSERA_KV_KV_H
 #define TESSERA_KV_KV_H
 
@@ -41,7 +57,7 @@ typedef struct kv_config {
     int64_t n_blocks;   /* pool size in blocks; when <= 0, mem_bytes decides */
     size_t mem_bytes;   /* pool size in bytes, rounded down to whole blocks */
     kv_hash_fn hash_fn; /* NULL: the built-in 64-bit hash; a test hook otherwise */
-    void *hash_ctx;     /* borrowed; passed to hash_fn */
+    void *hash_ctx;     /* borrowed, must outlive the pool; passed to hash_fn */
 } kv_config;
 
 /* Where the attention kernels find K and V. Offsets and strides count elements of dtype
@@ -96,10 +112,11 @@ size_t kv_block_bytes(const kv_config *cfg);
 
 /* ---- pool ---- */
 
-/* Allocates the whole pool up front. cfg is copied. TS_ERR_INVALID_ARG for a bad shape or
+/* Allocates the whole pool up front; on success *out owns it (kv_pool_free). cfg is copied. TS_ERR_INVALID_ARG for a bad shape or
  * a pool smaller than one block, TS_ERR_NOMEM when the memory cannot be had. */
 ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err);
-/* Accepts NULL. Tables must be freed by the caller (kv_table_free) before or after. */
+/* Accepts NULL. Free the pool's tables first; a table outliving its pool may only be
+ * passed to kv_table_free(NULL, t), which frees its array. */
 void kv_pool_free(kv_pool *pool);
 
 kv_layout kv_pool_layout(const kv_pool *pool);
@@ -121,8 +138,8 @@ ts_status kv_pool_check(const kv_pool *pool, const kv_table *const *tables, int 
 
 /* Initializes an empty table (no allocation until the first reserve). */
 void kv_table_init(kv_table *t);
-/* Releases t's blocks and frees its array; t is empty afterwards. Accepts NULL pool only
- * for a table that holds no blocks. */
+/* Releases t's blocks and frees its array; t is empty afterwards. Accepts t == NULL, and
+ * pool == NULL for a table whose pool is gone (its blocks are then not released). */
 void kv_table_free(kv_pool *pool, kv_table *t);
 /* Drops every block of t (refcount - 1; at 0 published blocks become cached, others free);
  * keeps the array for reuse. */

@@ -61,6 +61,8 @@ int64_t kv_table_blocks_needed(const kv_pool *pool, const kv_table *t, int64_t n
 {
     if (n <= 0)
         return 0;
+    if (n > (int64_t)INT32_MAX * TS_KV_BLOCK)
+        return INT64_MAX; /* more than any pool holds; keeps the sum below from overflowing */
     return blocks_for(t->n_tokens + n) - t->n_blocks + (needs_cow(pool, t) ? 1 : 0);
 }
 

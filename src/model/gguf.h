@@ -174,8 +174,9 @@ ts_status gguf_writer_add_str(gguf_writer *w, const char *key, const char *v);
 /* An array of n fixed-size elements of type elem at data (copied, host order). */
 ts_status gguf_writer_add_array(gguf_writer *w, const char *key, gguf_type elem,
                                 const void *data, uint64_t n);
+/* n strings (copied) of lens[i] bytes each, or NUL-terminated when lens is NULL. */
 ts_status gguf_writer_add_str_array(gguf_writer *w, const char *key,
-                                    const char *const *strs, uint64_t n);
+                                    const char *const *strs, const uint32_t *lens, uint64_t n);
 /* A value of any type already encoded as GGUF bytes (copied): for nested arrays. */
 ts_status gguf_writer_add_raw(gguf_writer *w, const char *key, gguf_type type,
                               const void *bytes, size_t len);

@@ -169,13 +169,15 @@ ts_status gguf_writer_add_array(gguf_writer *w, const char *key, gguf_type elem,
 }
 
 ts_status gguf_writer_add_str_array(gguf_writer *w, const char *key, const char *const *strs,
-                                    uint64_t n)
+                                    const uint32_t *lens, uint64_t n)
 {
     uint32_t t = GGUF_TYPE_STRING;
     byte_buf b = {0};
     bool ok = buf_put(&b, &t, 4) && buf_put(&b, &n, 8);
-    for (uint64_t i = 0; ok && i < n; i++)
-        ok = buf_put_str(&b, strs[i]);
+    for (uint64_t i = 0; ok && i < n; i++) {
+        uint64_t len = lens ? lens[i] : strlen(strs[i]);
+        ok = buf_put(&b, &len, 8) && buf_put(&b, strs[i], (size_t)len);
+    }
     ts_status st = ok ? gguf_writer_add_raw(w, key, GGUF_TYPE_ARRAY, b.p, b.len)
                       : fail(w, TS_ERR_NOMEM, "out of memory adding", key);
     free(b.p);

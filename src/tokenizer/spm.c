@@ -15,71 +15,11 @@ typedef struct spm_symbol {
     size_t off, n;
 } spm_symbol;
 
-/* A candidate merge of symbols left and right, valid while their sizes still add up. */
-typedef struct spm_bigram {
-    int left, right;
-    float score;
-    size_t size;
-} spm_bigram;
-
-typedef struct spm_heap {
-    spm_bigram *v;
-    size_t n, cap;
-} spm_heap;
-
-/* Heap order: the higher score first, then the leftmost pair. */
-static int bigram_before(const spm_bigram *a, const spm_bigram *b)
-{
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int heap_push(spm_heap *h, spm_bigram b)
-{
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        spm_bigram *v = realloc(h->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!bigram_before(&b, &h->v[parent]))
-            break;
-        h->v[i] = h->v[parent];
-        i = parent;
-    }
-    h->v[i] = b;
-    return 0;
-}
-
-static spm_bigram heap_pop(spm_heap *h)
-{
-    spm_bigram top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && bigram_before(&h->v[c + 1], &h->v[c]))
-            c++;
-        if (!bigram_before(&h->v[c], &last))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = last;
-    return top;
-}
-
 typedef struct spm_ctx {
     const ts_tokenizer *tok;
     const char *s; /* the escaped text */
     spm_symbol *sym;
-    spm_heap heap;
+    tokenizer_heap heap;
 } spm_ctx;
 
 static int try_add_bigram(spm_ctx *c, int left, int right)
@@ -91,8 +31,8 @@ static int try_add_bigram(spm_ctx *c, int left, int right)
     int32_t id = tokenizer_map_get(&c->tok->text_to_id, c->s + l->off, size);
     if (id < 0)
         return 0;
-    spm_bigram b = {left, right, c->tok->vocab.tokens[id].score, size};
-    return heap_push(&c->heap, b);
+    tokenizer_bigram b = {left, right, c->tok->vocab.tokens[id].score, size};
+    return tokenizer_heap_push(&c->heap, b);
 }
 
 /* Escapes text into a fresh buffer: U+2581 for every space, one in front when the
@@ -153,7 +93,7 @@ ts_status tokenizer_spm_encode(const ts_tokenizer *tok, const char *text, size_t
             goto done;
 
     while (c.heap.n > 0) {
-        spm_bigram b = heap_pop(&c.heap);
+        tokenizer_bigram b = tokenizer_heap_pop(&c.heap);
         spm_symbol *l = &c.sym[b.left], *r = &c.sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size)
             continue; /* outdated: one side has merged since */
@@ -181,7 +121,7 @@ ts_status tokenizer_spm_encode(const ts_tokenizer *tok, const char *text, size_t
     }
     st = TS_OK;
 done:
-    free(c.heap.v);
+    tokenizer_heap_free(&c.heap);
     free(c.sym);
     free(s);
     return st;

@@ -41,7 +41,6 @@ static int byte_token_value(const char *text, size_t len)
  * returns the byte count. */
 static size_t decode_token(const tokenizer_vocab *v, const vocab_token *t, char *dst)
 {
-    (void)v;
     switch (t->type) {
     case VOCAB_TOKEN_CONTROL:
     case VOCAB_TOKEN_UNUSED:
@@ -63,6 +62,8 @@ static size_t decode_token(const tokenizer_vocab *v, const vocab_token *t, char 
     default:
         break;
     }
+    if (v->kind == VOCAB_KIND_BPE)
+        return tokenizer_bpe_decode_text(dst, t->text, t->len);
     /* SentencePiece: U+2581 (e2 96 81) stands for a space. */
     size_t n = 0;
     for (uint32_t i = 0; i < t->len; i++) {
@@ -179,7 +180,7 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
                             v ? v->n_tokens : 0);
     if (v->n_merges < 0 || (v->n_merges > 0 && !v->merges))
         return ts_error_set(err, TS_ERR_FORMAT, "merge count %d without merges", v->n_merges);
-    if (v->kind != VOCAB_KIND_SPM)
+    if (v->kind != VOCAB_KIND_SPM && v->kind != VOCAB_KIND_BPE)
         return ts_error_set(err, TS_ERR_UNSUPPORTED, "unknown vocabulary kind %d", (int)v->kind);
     if ((st = check_special(v, v->bos_id, "BOS", err)) || (st = check_special(v, v->eos_id, "EOS", err)) ||
         (st = check_special(v, v->unk_id, "unknown", err)) ||
@@ -201,6 +202,8 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
     find_special_tokens(tok);
     if ((st = build_pieces(tok, err)) != TS_OK)
         goto fail;
+    if (v->kind == VOCAB_KIND_BPE && (st = tokenizer_bpe_init(tok, err)) != TS_OK)
+        goto fail;
     *out = tok;
     return TS_OK;
 fail:
@@ -212,6 +215,7 @@ void ts_tokenizer_free(ts_tokenizer *tok)
 {
     if (!tok)
         return;
+    tokenizer_bpe_free(tok->bpe);
     free(tok->pieces);
     free(tok->piece_off);
     tokenizer_map_free(&tok->text_to_id);
@@ -234,7 +238,9 @@ ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, boo
     tokenizer_out out = {ids, cap, 0};
     if (add_bos && tok->vocab.bos_id >= 0)
         tokenizer_emit(&out, tok->vocab.bos_id);
-    ts_status st = tokenizer_spm_encode(tok, text, len, &out);
+    ts_status st = tok->vocab.kind == VOCAB_KIND_BPE
+                       ? tokenizer_bpe_encode(tok, text, len, &out)
+                       : tokenizer_spm_encode(tok, text, len, &out);
     *n_ids = out.n;
     return st;
 }

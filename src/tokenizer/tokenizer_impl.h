@@ -28,6 +28,24 @@ void tokenizer_map_put(tokenizer_map *m, const char *key, uint32_t len, int32_t 
 /* The value of key (len bytes), or -1. */
 int32_t tokenizer_map_get(const tokenizer_map *m, const char *key, size_t len);
 
+/* A candidate merge of symbols left and right, valid while their sizes still add up. */
+typedef struct tokenizer_bigram {
+    int left, right;
+    float score;
+    size_t size;
+} tokenizer_bigram;
+
+/* Max-heap of bigrams: the higher score first, then the leftmost pair (llama.cpp's
+ * order). BPE uses score = -rank. */
+typedef struct tokenizer_heap {
+    tokenizer_bigram *v;
+    size_t n, cap;
+} tokenizer_heap;
+
+int tokenizer_heap_push(tokenizer_heap *h, tokenizer_bigram b); /* -1: out of memory */
+tokenizer_bigram tokenizer_heap_pop(tokenizer_heap *h);         /* h->n > 0 */
+void tokenizer_heap_free(tokenizer_heap *h);
+
 /* Where encoders write ids: ids[0..cap) receive the first cap ids, n counts them all. */
 typedef struct tokenizer_out {
     int32_t *ids;

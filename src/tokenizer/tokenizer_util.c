@@ -1,8 +1,10 @@
-/* tokenizer_util.c: the string -> id hash map and UTF-8 decoding the encoders share. */
+/* tokenizer_util.c: the string -> id hash map, the merge heap, UTF-8 decoding and
+ * Unicode flag look-up the encoders share. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
@@ -59,6 +61,61 @@ int32_t tokenizer_map_get(const tokenizer_map *m, const char *key, size_t len)
     }
 }
 
+/* Heap order: the higher score first, then the leftmost pair. */
+static int bigram_before(const tokenizer_bigram *a, const tokenizer_bigram *b)
+{
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+int tokenizer_heap_push(tokenizer_heap *h, tokenizer_bigram b)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        tokenizer_bigram *v = realloc(h->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        h->v = v;
+        h->cap = cap;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!bigram_before(&b, &h->v[parent]))
+            break;
+        h->v[i] = h->v[parent];
+        i = parent;
+    }
+    h->v[i] = b;
+    return 0;
+}
+
+tokenizer_bigram tokenizer_heap_pop(tokenizer_heap *h)
+{
+    tokenizer_bigram top = h->v[0], last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && bigram_before(&h->v[c + 1], &h->v[c]))
+            c++;
+        if (!bigram_before(&h->v[c], &last))
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n > 0)
+        h->v[i] = last;
+    return top;
+}
+
+void tokenizer_heap_free(tokenizer_heap *h)
+{
+    free(h->v);
+    h->v = NULL;
+    h->n = h->cap = 0;
+}
+
 size_t tokenizer_utf8_next(const char *s, size_t n, uint32_t *cp)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -91,4 +148,27 @@ size_t tokenizer_utf8_next(const char *s, size_t n, uint32_t *cp)
 bad:
     *cp = 0xFFFD;
     return 1;
+}
+
+uint32_t tokenizer_cpt_flags(uint32_t cp)
+{
+    if (cp < 0x80) { /* ASCII by hand: the common case needs no search */
+        if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D))
+            return TOKENIZER_CPT_WHITESPACE | (cp == ' ' ? TOKENIZER_CPT_SEPARATOR : TOKENIZER_CPT_CONTROL);
+        if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z')
+            return TOKENIZER_CPT_LETTER | (cp >= 'a' ? TOKENIZER_CPT_LOWER : TOKENIZER_CPT_UPPER);
+        if (cp >= '0' && cp <= '9')
+            return TOKENIZER_CPT_NUMBER;
+    }
+    size_t lo = 0, hi = tokenizer_cpt_n_ranges;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < tokenizer_cpt_ranges[mid].first)
+            hi = mid;
+        else if (cp > tokenizer_cpt_ranges[mid].last)
+            lo = mid + 1;
+        else
+            return tokenizer_cpt_ranges[mid].flags;
+    }
+    return 0;
 }

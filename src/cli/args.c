@@ -1,0 +1,102 @@
+/* args.c: option values, the default model rule, and model loading for the CLI. */
+#include <errno.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/args.h"
+#include "kv/kv.h"
+
+bool cli_int(const char *opt, const char *s, long min, long max, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max) {
+        fprintf(stderr, "tessera: %s wants an integer in %ld..%ld, not '%s'\n", opt, min, max, s);
+        return false;
+    }
+    *out = (int)v;
+    return true;
+}
+
+bool cli_float(const char *opt, const char *s, double min, double max, float *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < min || v > max) {
+        fprintf(stderr, "tessera: %s wants a number in %g..%g, not '%s'\n", opt, min, max, s);
+        return false;
+    }
+    *out = (float)v;
+    return true;
+}
+
+bool cli_u64(const char *opt, const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || *s == '-') {
+        fprintf(stderr, "tessera: %s wants a non-negative integer, not '%s'\n", opt, s);
+        return false;
+    }
+    *out = (uint64_t)v;
+    return true;
+}
+
+bool cli_size(const char *opt, const char *s, size_t *out)
+{
+    ts_error err = {0};
+    if (kv_parse_size(out, s, &err) != TS_OK) {
+        fprintf(stderr, "tessera: %s: %s\n", opt, err.msg);
+        return false;
+    }
+    return true;
+}
+
+const char *cli_value(int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "tessera: %s needs a value\n", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+const char *cli_default_model(void)
+{
+    static char path[4096];
+    const char *env = getenv("TESSERA_MODEL");
+    if (env && *env) {
+        snprintf(path, sizeof path, "%s", env);
+        return path;
+    }
+    glob_t g;
+    if (glob("models/*.gguf", 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+        snprintf(path, sizeof path, "%s", g.gl_pathv[0]);
+        globfree(&g);
+        return path;
+    }
+    globfree(&g);
+    snprintf(path, sizeof path, "../shared/models/stories260K/stories260K.gguf");
+    return path;
+}
+
+ts_model *cli_load_model(const char *path, const char *tokenizer_path)
+{
+    ts_model *m = NULL;
+    ts_error err = {0};
+    if (ts_model_load(path, tokenizer_path, &m, &err) != TS_OK) {
+        fprintf(stderr, "tessera: %s\n", err.msg);
+        return NULL;
+    }
+    const ts_model_config *c = ts_model_get_config(m);
+    fprintf(stderr, "tessera: loaded %s (%s, dim %d, %d layers, %d heads, %d kv heads, vocab %d, context %d)\n",
+            path, c->name, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
+            c->context_len);
+    return m;
+}

@@ -1,0 +1,304 @@
+/* cli_generate.c: `tessera generate`: completes one prompt, or every line of a file
+ * concurrently, through the batching engine; prints prompt + continuation. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "tessera/engine.h"
+
+typedef struct gen_opts {
+    const char *model, *tokenizer, *prompt, *prompts_file;
+    int n_tokens;
+    bool json, no_bos;
+    ts_sampling_params sampling;
+    ts_engine_options engine;
+} gen_opts;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tessera generate [-m MODEL] [--tokenizer TOK] (-p PROMPT | --prompts FILE)\n"
+            "                        [-n N] [--json] [sampling] [engine]\n"
+            "  -m MODEL            .gguf, or llama2.c .bin with --tokenizer (default: see README)\n"
+            "  -p PROMPT           the prompt; its continuation is printed after it\n"
+            "  --prompts FILE      one prompt per line, all run concurrently, printed in order\n"
+            "  -n N                tokens to generate per prompt (default 128)\n"
+            "  --json              print [{\"prompt\": ..., \"text\": prompt + continuation}, ...]\n"
+            "  --no-bos            do not start the prompt with BOS\n"
+            "sampling (default greedy, so output is reproducible):\n"
+            "  --temp T  --top-k K  --top-p P  --min-p M  --repeat-penalty R  --seed S\n"
+            "engine:\n"
+            "  --threads N  --kv-mem SIZE  --max-seqs N  --kv-f16\n");
+}
+
+static int parse(int argc, char **argv, gen_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->n_tokens = 128;
+    o->sampling = ts_sampling_params_default();
+    o->sampling.temperature = 0.0f;
+    ts_engine_options_default(&o->engine);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        bool ok = true;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "--no-bos")) {
+            o->no_bos = true;
+        } else if (!strcmp(a, "--kv-f16")) {
+            o->engine.kv_f16 = true;
+        } else if (!(v = cli_value(argc, argv, &i))) {
+            return 2;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            o->model = v;
+        } else if (!strcmp(a, "--tokenizer")) {
+            o->tokenizer = v;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            o->prompt = v;
+        } else if (!strcmp(a, "--prompts")) {
+            o->prompts_file = v;
+        } else if (!strcmp(a, "-n")) {
+            ok = cli_int(a, v, 1, 1 << 20, &o->n_tokens);
+        } else if (!strcmp(a, "--temp")) {
+            ok = cli_float(a, v, 0, 2, &o->sampling.temperature);
+        } else if (!strcmp(a, "--top-k")) {
+            ok = cli_int(a, v, 0, 1 << 30, &o->sampling.top_k);
+        } else if (!strcmp(a, "--top-p")) {
+            ok = cli_float(a, v, 1e-6, 1, &o->sampling.top_p);
+        } else if (!strcmp(a, "--min-p")) {
+            ok = cli_float(a, v, 0, 1, &o->sampling.min_p);
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            ok = cli_float(a, v, 1e-3, 10, &o->sampling.repetition_penalty);
+        } else if (!strcmp(a, "--seed")) {
+            ok = cli_u64(a, v, &o->sampling.seed);
+            o->sampling.has_seed = true;
+        } else if (!strcmp(a, "--threads")) {
+            ok = cli_int(a, v, 1, 1024, &o->engine.n_threads);
+        } else if (!strcmp(a, "--kv-mem")) {
+            ok = cli_size(a, v, &o->engine.kv_mem_bytes);
+        } else if (!strcmp(a, "--max-seqs")) {
+            ok = cli_int(a, v, 1, 4096, &o->engine.max_seqs);
+        } else {
+            fprintf(stderr, "tessera generate: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!ok)
+            return 2;
+    }
+    if (!o->prompt == !o->prompts_file) {
+        fprintf(stderr, "tessera generate: give exactly one of -p and --prompts\n");
+        return 2;
+    }
+    if (!o->model)
+        o->model = cli_default_model();
+    return -1;
+}
+
+/* Splits the file into lines (without their line endings); returns the count or -1. */
+static int read_lines(const char *path, char ***out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tessera: cannot open %s\n", path);
+        return -1;
+    }
+    char **lines = NULL, *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int n = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        char **grown = realloc(lines, (size_t)(n + 1) * sizeof *lines);
+        if (!grown || !(grown[n] = strdup(line))) {
+            lines = grown ? grown : lines;
+            n = -1;
+            break;
+        }
+        lines = grown;
+        n++;
+    }
+    free(line);
+    fclose(f);
+    *out = lines;
+    return n;
+}
+
+/* Text of one finished request, and its token count. */
+typedef struct completion {
+    ts_request *req;
+    char *text;
+    size_t len;
+    int tokens;
+    bool failed;
+} completion;
+
+static bool append(completion *c, const char *s, size_t n)
+{
+    char *grown = realloc(c->text, c->len + n + 1);
+    if (!grown)
+        return false;
+    memcpy(grown + c->len, s, n);
+    c->len += n;
+    grown[c->len] = '\0';
+    c->text = grown;
+    return true;
+}
+
+static ts_status submit(ts_engine *e, const ts_tokenizer *tok, const char *prompt,
+                        const gen_opts *o, ts_request **out)
+{
+    ts_error err = {0};
+    size_t n = 0, len = strlen(prompt);
+    bool bos = !o->no_bos && ts_tokenizer_bos(tok) >= 0;
+    ts_status st = ts_tokenize(tok, prompt, len, bos, NULL, 0, &n);
+    int32_t *ids = st == TS_OK ? malloc((n ? n : 1) * sizeof *ids) : NULL;
+    if (st == TS_OK && !ids)
+        st = TS_ERR_NOMEM;
+    if (st == TS_OK)
+        st = ts_tokenize(tok, prompt, len, bos, ids, n, &n);
+    if (st == TS_OK) {
+        ts_request_params p;
+        ts_request_params_default(&p);
+        p.prompt = ids;
+        p.n_prompt = n;
+        p.max_tokens = o->n_tokens;
+        p.sampling = o->sampling;
+        st = ts_engine_submit(e, &p, out, &err);
+    }
+    if (st != TS_OK)
+        fprintf(stderr, "tessera: %s\n", err.msg[0] ? err.msg : ts_status_str(st));
+    free(ids);
+    return st;
+}
+
+/* Reads c's events to the end; echo prints text as it comes. */
+static void collect(completion *c, bool echo)
+{
+    ts_event ev;
+    while (ts_request_next_event(c->req, &ev, -1) == TS_OK) {
+        if (ev.kind == TS_EVENT_ERROR) {
+            fprintf(stderr, "tessera: %s\n", ev.message);
+            c->failed = true;
+        } else {
+            c->tokens += ev.kind == TS_EVENT_TOKEN;
+            if (echo) {
+                fwrite(ev.text, 1, ev.text_len, stdout);
+                fflush(stdout);
+            }
+            if (!append(c, ev.text, ev.text_len))
+                c->failed = true;
+        }
+        ts_event_clear(&ev);
+    }
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int print_json(char **prompts, const completion *c, int n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < n; i++) {
+        cJSON *item = cJSON_CreateObject();
+        size_t plen = strlen(prompts[i]);
+        char *text = malloc(plen + c[i].len + 1);
+        if (!item || !text) {
+            cJSON_Delete(item);
+            free(text);
+            cJSON_Delete(arr);
+            return 1;
+        }
+        memcpy(text, prompts[i], plen);
+        memcpy(text + plen, c[i].text ? c[i].text : "", c[i].len);
+        text[plen + c[i].len] = '\0';
+        cJSON_AddStringToObject(item, "prompt", prompts[i]);
+        cJSON_AddStringToObject(item, "text", text);
+        cJSON_AddItemToArray(arr, item);
+        free(text);
+    }
+    char *s = arr ? cJSON_Print(arr) : NULL;
+    if (s)
+        printf("%s\n", s);
+    cJSON_free(s);
+    cJSON_Delete(arr);
+    return s ? 0 : 1;
+}
+
+int cli_generate(int argc, char **argv)
+{
+    gen_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    char **prompts = NULL;
+    int n_prompts = 1;
+    if (o.prompts_file) {
+        if ((n_prompts = read_lines(o.prompts_file, &prompts)) < 0)
+            return 1;
+    } else {
+        prompts = malloc(sizeof *prompts);
+        if (!prompts || !(prompts[0] = strdup(o.prompt)))
+            return 1;
+    }
+    completion *c = calloc((size_t)(n_prompts ? n_prompts : 1), sizeof *c);
+    ts_model *m = c ? cli_load_model(o.model, o.tokenizer) : NULL;
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    rc = 1;
+    if (!m)
+        goto out;
+    if (ts_engine_create(m, &o.engine, &e, &err) != TS_OK) {
+        fprintf(stderr, "tessera: %s\n", err.msg);
+        goto out;
+    }
+    double t0 = seconds();
+    for (int i = 0; i < n_prompts; i++)
+        if (submit(e, ts_model_get_tokenizer(m), prompts[i], &o, &c[i].req) != TS_OK)
+            goto out;
+    bool stream = !o.json && n_prompts == 1;
+    int total = 0;
+    rc = 0;
+    for (int i = 0; i < n_prompts; i++) {
+        if (stream) {
+            fputs(prompts[i], stdout);
+            fflush(stdout);
+        }
+        collect(&c[i], stream);
+        if (!o.json && !stream)
+            printf("%s%s\n", prompts[i], c[i].text ? c[i].text : "");
+        else if (stream)
+            putchar('\n');
+        total += c[i].tokens;
+        rc |= c[i].failed;
+    }
+    if (o.json && print_json(prompts, c, n_prompts) != 0)
+        rc = 1;
+    double dt = seconds() - t0;
+    fprintf(stderr, "tessera: %d tokens in %.2f s (%.1f tok/s)\n", total, dt,
+            dt > 0 ? total / dt : 0.0);
+out:
+    for (int i = 0; c && i < n_prompts; i++) {
+        ts_request_release(c[i].req);
+        free(c[i].text);
+    }
+    ts_engine_destroy(e);
+    ts_model_free(m);
+    for (int i = 0; prompts && i < n_prompts; i++)
+        free(prompts[i]);
+    free(prompts);
+    free(c);
+    return rc;
+}

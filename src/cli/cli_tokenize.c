@@ -1,0 +1,110 @@
+/* cli_tokenize.c: `tessera tokenize`: prints the token ids of a text or a file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tessera tokenize [-m MODEL] [--tokenizer TOK] [--no-bos] (-p TEXT | --file F)\n"
+                 "  prints token ids separated by spaces; --file tokenizes the file's bytes exactly\n"
+                 "  (a trailing newline included). MODEL may be a vocabulary-only GGUF.\n");
+}
+
+/* Reads a whole file (bytes, any content); NULL on failure. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0, got;
+    do {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 65536;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = grown;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+int cli_tokenize(int argc, char **argv)
+{
+    const char *model = NULL, *tokenizer = NULL, *text = NULL, *file = NULL;
+    bool bos = true;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--no-bos")) {
+            bos = false;
+        } else if (!(v = cli_value(argc, argv, &i))) {
+            return 2;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            model = v;
+        } else if (!strcmp(a, "--tokenizer")) {
+            tokenizer = v;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            text = v;
+        } else if (!strcmp(a, "--file")) {
+            file = v;
+        } else {
+            fprintf(stderr, "tessera tokenize: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!text == !file) {
+        fprintf(stderr, "tessera tokenize: give exactly one of -p and --file\n");
+        return 2;
+    }
+    if (!model)
+        model = cli_default_model();
+
+    ts_tokenizer *tok = NULL;
+    ts_error err = {0};
+    ts_status st = tokenizer ? ts_tokenizer_load_llama2c(tokenizer, 0, &tok, &err)
+                             : ts_tokenizer_load_gguf(model, &tok, &err);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera: %s\n", err.msg);
+        return 1;
+    }
+    size_t len = text ? strlen(text) : 0, n = 0;
+    char *data = file ? slurp(file, &len) : NULL;
+    int32_t *ids = NULL;
+    int rc = 1;
+    if (file && !data) {
+        fprintf(stderr, "tessera: cannot read %s\n", file);
+        goto out;
+    }
+    const char *src = file ? data : text;
+    bos = bos && ts_tokenizer_bos(tok) >= 0;
+    if ((st = ts_tokenize(tok, src, len, bos, NULL, 0, &n)) != TS_OK ||
+        !(ids = malloc((n ? n : 1) * sizeof *ids)) ||
+        (st = ts_tokenize(tok, src, len, bos, ids, n, &n)) != TS_OK) {
+        fprintf(stderr, "tessera: %s\n", st != TS_OK ? err.msg : "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        printf(i ? " %d" : "%d", ids[i]);
+    printf("\n");
+    rc = 0;
+out:
+    free(ids);
+    free(data);
+    ts_tokenizer_free(tok);
+    return rc;
+}

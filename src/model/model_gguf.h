@@ -1,0 +1,34 @@
+/* model_gguf.h: the Llama model as GGUF describes it: config from `llama.*` keys, weights
+ * from `token_embd` / `blk.N.*` tensors, the vocabulary from `tokenizer.ggml.*`; and the
+ * reverse, writing a model back out as GGUF v3 with F32 tensors. */
+#ifndef TESSERA_MODEL_MODEL_GGUF_H
+#define TESSERA_MODEL_MODEL_GGUF_H
+
+#include "model/gguf.h"
+#include "model/model.h"
+#include "tokenizer/vocab.h"
+
+/* Fills c from f's metadata (f borrowed). Refuses architectures other than "llama" by
+ * name, and missing or ill-typed keys naming the key. name_fallback (borrowed, may be
+ * NULL) names the model when general.name is absent. tied_output is set when f has no
+ * output.weight. The caller still runs model_config_validate(). */
+ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
+                                 const char *name_fallback, ts_error *err);
+
+/* Dequantises f's tensors into w, whose arrays are allocated for c (a validated config),
+ * as model_alloc_weights() lays them out: Wq|Wk|Wv and W1|W3 concatenated per layer.
+ * A missing tensor, a wrong shape or an unsupported type is an error naming the tensor. */
+ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
+                                  const gguf_file *f, ts_error *err);
+
+/* Fills v (zeroed by the caller) from f's tokenizer.ggml.* keys; a model file or a
+ * vocabulary-only file. On success the caller owns what v points to (vocab_clear());
+ * on failure v is left empty. Ids of 0xFFFFFFFF (llama.cpp's "none") read as -1. */
+ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err);
+
+/* Writes config c, weights w, vocabulary v and chat_template (all borrowed; the template
+ * may be NULL) to path as GGUF v3 with F32 tensors under llama.cpp's names. */
+ts_status model_gguf_write(const char *path, const ts_model_config *c, const model_weights *w,
+                           const tokenizer_vocab *v, const char *chat_template, ts_error *err);
+
+#endif /* TESSERA_MODEL_MODEL_GGUF_H */

@@ -1,0 +1,79 @@
+/* model_gguf_load.c: ts_model from a GGUF file and back (model_load_gguf behind
+ * ts_model_load, and ts_model_save_gguf). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_gguf.h"
+
+/* The file name without folders or extension, to name models that carry no general.name. */
+static void base_name(char *out, size_t cap, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *b = slash ? slash + 1 : path;
+    const char *dot = strrchr(b, '.');
+    size_t n = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, b, n);
+    out[n] = '\0';
+}
+
+static ts_status read_chat_template(ts_model *m, const gguf_file *f, ts_error *err)
+{
+    gguf_str s;
+    ts_status st = gguf_get_str(f, "tokenizer.chat_template", &s, err);
+    if (st == TS_ERR_NOT_FOUND)
+        return TS_OK;
+    if (st != TS_OK)
+        return st;
+    if (!(m->chat_template = malloc((size_t)s.len + 1)))
+        return ts_error_set(err, TS_ERR_NOMEM, "chat template of %llu bytes",
+                            (unsigned long long)s.len);
+    memcpy(m->chat_template, s.ptr, (size_t)s.len);
+    m->chat_template[s.len] = '\0';
+    return TS_OK;
+}
+
+ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
+{
+    *out = NULL;
+    gguf_file *f = NULL;
+    tokenizer_vocab v = {0};
+    char name[64];
+    ts_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return ts_error_set(err, TS_ERR_NOMEM, "model %s", path);
+    ts_status st = gguf_open(path, &f, err);
+    if (st != TS_OK)
+        goto fail;
+    base_name(name, sizeof name, path);
+    if ((st = model_gguf_read_config(&m->cfg, f, name, err)) != TS_OK ||
+        (st = model_config_validate(&m->cfg, err)) != TS_OK ||
+        (st = model_gguf_read_vocab(&v, f, err)) != TS_OK)
+        goto fail;
+    if (v.n_tokens != m->cfg.vocab_size) {
+        st = ts_error_set(err, TS_ERR_FORMAT, "%s: %d tokens in the vocabulary, %d in the model",
+                          path, v.n_tokens, m->cfg.vocab_size);
+        goto fail;
+    }
+    if ((st = model_alloc_weights(m, err)) != TS_OK ||
+        (st = model_gguf_read_weights(&m->w, &m->cfg, f, err)) != TS_OK ||
+        (st = read_chat_template(m, f, err)) != TS_OK ||
+        (st = tokenizer_create(&v, &m->tokenizer, err)) != TS_OK)
+        goto fail;
+    vocab_clear(&v);
+    gguf_close(f);
+    *out = m;
+    return TS_OK;
+fail:
+    vocab_clear(&v);
+    gguf_close(f);
+    ts_model_free(m);
+    return st;
+}
+
+ts_status ts_model_save_gguf(const ts_model *m, const char *path, ts_error *err)
+{
+    const tokenizer_vocab *v = tokenizer_get_vocab(m->tokenizer);
+    return model_gguf_write(path, &m->cfg, &m->w, v, m->chat_template, err);
+}

@@ -1,0 +1,194 @@
+/* model_gguf_vocab.c: a tokenizer_vocab from a GGUF file's tokenizer.ggml.* keys. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_gguf.h"
+
+/* More tokens or merges than this is taken for corruption. */
+enum { VOCAB_MAX_TOKENS = 1 << 22, VOCAB_MAX_MERGES = 1 << 22 };
+
+static char *dup_str(gguf_str s)
+{
+    char *p = malloc((size_t)s.len + 1);
+    if (p) {
+        memcpy(p, s.ptr, (size_t)s.len);
+        p[s.len] = '\0';
+    }
+    return p;
+}
+
+/* Frees what this file allocated into v; vocab_clear() belongs to the tokenizer module. */
+static void release(tokenizer_vocab *v)
+{
+    if (v->tokens)
+        for (int i = 0; i < v->n_tokens; i++)
+            free(v->tokens[i].text);
+    free(v->tokens);
+    if (v->merges)
+        for (int i = 0; i < v->n_merges; i++)
+            free(v->merges[i]);
+    free(v->merges);
+    memset(v, 0, sizeof *v);
+}
+
+/* An optional token id: absent or 0xFFFFFFFF (llama.cpp's "none") is -1. */
+static ts_status get_id(const gguf_file *f, const char *key, int n_tokens, int32_t *out,
+                        ts_error *err)
+{
+    *out = -1;
+    int64_t id;
+    ts_status st = gguf_get_i64(f, key, &id, err);
+    if (st == TS_ERR_NOT_FOUND || (st == TS_OK && (id == UINT32_MAX || id == -1)))
+        return TS_OK;
+    if (st != TS_OK)
+        return st;
+    if (id < 0 || id >= n_tokens)
+        return ts_error_set(err, TS_ERR_FORMAT, "metadata key '%s': token id %lld is not below "
+                            "the vocabulary size %d", key, (long long)id, n_tokens);
+    *out = (int32_t)id;
+    return TS_OK;
+}
+
+static ts_status get_flag(const gguf_file *f, const char *key, bool *out, ts_error *err)
+{
+    ts_status st = gguf_get_bool(f, key, out, err);
+    return st == TS_ERR_NOT_FOUND ? TS_OK : st;
+}
+
+/* An optional per-token array of elem: absent gives NULL, a wrong length an error. */
+static ts_status get_per_token(const gguf_file *f, const char *key, gguf_type elem, int n,
+                               const gguf_value **out, ts_error *err)
+{
+    *out = NULL;
+    ts_status st = gguf_get_array(f, key, elem, out, err);
+    if (st == TS_ERR_NOT_FOUND) {
+        *out = NULL;
+        return TS_OK;
+    }
+    if (st == TS_OK && (*out)->v.arr.n != (uint64_t)n)
+        return ts_error_set(err, TS_ERR_FORMAT, "metadata key '%s' has %llu entries for %d tokens",
+                            key, (unsigned long long)(*out)->v.arr.n, n);
+    return st;
+}
+
+static ts_status read_tokens(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
+{
+    const gguf_value *tokens, *scores, *types;
+    ts_status st = gguf_get_array(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tokens, err);
+    if (st != TS_OK)
+        return st;
+    uint64_t n = tokens->v.arr.n;
+    if (n == 0 || n > VOCAB_MAX_TOKENS)
+        return ts_error_set(err, TS_ERR_FORMAT, "tokenizer.ggml.tokens: %llu tokens (1 to %d "
+                            "allowed)", (unsigned long long)n, VOCAB_MAX_TOKENS);
+    if ((st = get_per_token(f, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, (int)n, &scores,
+                            err)) != TS_OK ||
+        (st = get_per_token(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, (int)n, &types,
+                            err)) != TS_OK)
+        return st;
+    if (!(v->tokens = calloc((size_t)n, sizeof *v->tokens)))
+        return ts_error_set(err, TS_ERR_NOMEM, "vocabulary of %llu tokens", (unsigned long long)n);
+    v->n_tokens = (int)n;
+    for (int i = 0; i < v->n_tokens; i++) {
+        vocab_token *t = &v->tokens[i];
+        gguf_str s = gguf_array_str(tokens, (uint64_t)i);
+        if (s.len > UINT32_MAX / 2)
+            return ts_error_set(err, TS_ERR_FORMAT, "token %d is %llu bytes long", i,
+                                (unsigned long long)s.len);
+        if (!(t->text = dup_str(s)))
+            return ts_error_set(err, TS_ERR_NOMEM, "token %d", i);
+        t->len = (uint32_t)s.len;
+        t->score = scores ? gguf_array_f32(scores, (uint64_t)i) : 0.0f;
+        t->type = types ? gguf_array_i32(types, (uint64_t)i) : VOCAB_TOKEN_NORMAL;
+        if (t->type < VOCAB_TOKEN_UNDEFINED || t->type > VOCAB_TOKEN_BYTE)
+            return ts_error_set(err, TS_ERR_FORMAT, "tokenizer.ggml.token_type: token %d has "
+                                "type %d", i, t->type);
+    }
+    return TS_OK;
+}
+
+static ts_status read_merges(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
+{
+    const gguf_value *merges;
+    ts_status st = gguf_get_array(f, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges, err);
+    if (st == TS_ERR_NOT_FOUND)
+        return v->kind == VOCAB_KIND_BPE
+                   ? ts_error_set(err, TS_ERR_FORMAT, "a gpt2 vocabulary needs tokenizer.ggml.merges")
+                   : TS_OK;
+    if (st != TS_OK)
+        return st;
+    uint64_t n = merges->v.arr.n;
+    if (n > VOCAB_MAX_MERGES)
+        return ts_error_set(err, TS_ERR_FORMAT, "tokenizer.ggml.merges: %llu merges",
+                            (unsigned long long)n);
+    if (n && !(v->merges = calloc((size_t)n, sizeof *v->merges)))
+        return ts_error_set(err, TS_ERR_NOMEM, "%llu merges", (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++, v->n_merges++)
+        if (!(v->merges[i] = dup_str(gguf_array_str(merges, i))))
+            return ts_error_set(err, TS_ERR_NOMEM, "merge %llu", (unsigned long long)i);
+    return TS_OK;
+}
+
+static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
+{
+    gguf_str model, pre;
+    ts_status st = gguf_get_str(f, "tokenizer.ggml.model", &model, err);
+    if (st != TS_OK)
+        return st;
+    if (gguf_str_eq(model, "llama"))
+        v->kind = VOCAB_KIND_SPM;
+    else if (gguf_str_eq(model, "gpt2"))
+        v->kind = VOCAB_KIND_BPE;
+    else
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "tokenizer model '%.*s' is not supported (llama and gpt2 are)",
+                            (int)(model.len > 64 ? 64 : model.len), model.ptr);
+    if ((st = gguf_get_str(f, "tokenizer.ggml.pre", &pre, err)) == TS_OK) {
+        if (pre.len >= sizeof v->pre)
+            return ts_error_set(err, TS_ERR_UNSUPPORTED, "tokenizer.ggml.pre '%.*s' is unknown",
+                                (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+        memcpy(v->pre, pre.ptr, (size_t)pre.len);
+        v->pre[pre.len] = '\0';
+    } else if (st != TS_ERR_NOT_FOUND) {
+        return st;
+    }
+    if ((st = read_tokens(v, f, err)) != TS_OK || (st = read_merges(v, f, err)) != TS_OK)
+        return st;
+    if ((st = get_id(f, "tokenizer.ggml.bos_token_id", v->n_tokens, &v->bos_id, err)) != TS_OK ||
+        (st = get_id(f, "tokenizer.ggml.eos_token_id", v->n_tokens, &v->eos_id, err)) != TS_OK ||
+        (st = get_id(f, "tokenizer.ggml.unknown_token_id", v->n_tokens, &v->unk_id, err)) != TS_OK ||
+        (st = get_id(f, "tokenizer.ggml.padding_token_id", v->n_tokens, &v->pad_id, err)) != TS_OK ||
+        (st = get_id(f, "tokenizer.ggml.eot_token_id", v->n_tokens, &v->eot_id, err)) != TS_OK)
+        return st;
+    /* llama.cpp's defaults: SentencePiece adds BOS and a leading space, GPT-2 neither. */
+    v->add_bos = v->add_space_prefix = v->kind == VOCAB_KIND_SPM;
+    if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)) != TS_OK)
+        return st;
+    return TS_OK;
+}
+
+ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
+{
+    memset(v, 0, sizeof *v);
+    ts_status st = read_vocab(v, f, err);
+    if (st != TS_OK)
+        release(v);
+    return st;
+}
+
+ts_status ts_tokenizer_load_gguf(const char *path, ts_tokenizer **out, ts_error *err)
+{
+    *out = NULL;
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    memset(&v, 0, sizeof v);
+    ts_status st = gguf_open(path, &f, err);
+    if (st == TS_OK)
+        st = model_gguf_read_vocab(&v, f, err);
+    if (st == TS_OK)
+        st = tokenizer_create(&v, out, err);
+    vocab_clear(&v);
+    gguf_close(f);
+    return st;
+}

@@ -1,0 +1,131 @@
+/* model_gguf_write.c: a model (config, f32 weights, vocabulary) written out as a GGUF v3
+ * file that llama.cpp and model_gguf_read_* load. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "model/model_gguf.h"
+
+static void add_config(gguf_writer *g, const ts_model_config *c)
+{
+    gguf_writer_add_str(g, "general.architecture", "llama");
+    gguf_writer_add_str(g, "general.name", c->name[0] ? c->name : "tessera");
+    gguf_writer_add_u32(g, "general.file_type", 0); /* all F32 */
+    gguf_writer_add_u32(g, "llama.context_length", (uint32_t)c->context_len);
+    gguf_writer_add_u32(g, "llama.embedding_length", (uint32_t)c->dim);
+    gguf_writer_add_u32(g, "llama.block_count", (uint32_t)c->n_layers);
+    gguf_writer_add_u32(g, "llama.feed_forward_length", (uint32_t)c->hidden_dim);
+    gguf_writer_add_u32(g, "llama.attention.head_count", (uint32_t)c->n_heads);
+    gguf_writer_add_u32(g, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads);
+    gguf_writer_add_u32(g, "llama.rope.dimension_count", (uint32_t)c->head_dim);
+    gguf_writer_add_f32(g, "llama.rope.freq_base", c->rope_freq_base);
+    gguf_writer_add_f32(g, "llama.attention.layer_norm_rms_epsilon", c->rms_eps);
+    gguf_writer_add_u32(g, "llama.vocab_size", (uint32_t)c->vocab_size);
+}
+
+static void add_id(gguf_writer *g, const char *key, int32_t id)
+{
+    if (id >= 0)
+        gguf_writer_add_u32(g, key, (uint32_t)id);
+}
+
+static ts_status add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_error *err)
+{
+    size_t n = (size_t)v->n_tokens;
+    const char **texts = malloc(n * sizeof *texts);
+    uint32_t *lens = malloc(n * sizeof *lens);
+    float *scores = malloc(n * sizeof *scores);
+    int32_t *types = malloc(n * sizeof *types);
+    ts_status st = TS_OK;
+    if (!texts || !lens || !scores || !types) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "writing a vocabulary of %zu tokens", n);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        texts[i] = v->tokens[i].text;
+        lens[i] = v->tokens[i].len;
+        scores[i] = v->tokens[i].score;
+        types[i] = v->tokens[i].type;
+    }
+    gguf_writer_add_str(g, "tokenizer.ggml.model", v->kind == VOCAB_KIND_BPE ? "gpt2" : "llama");
+    if (v->pre[0])
+        gguf_writer_add_str(g, "tokenizer.ggml.pre", v->pre);
+    gguf_writer_add_str_array(g, "tokenizer.ggml.tokens", texts, lens, n);
+    gguf_writer_add_array(g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, n);
+    gguf_writer_add_array(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, n);
+    if (v->n_merges)
+        gguf_writer_add_str_array(g, "tokenizer.ggml.merges", (const char *const *)v->merges,
+                                  NULL, (uint64_t)v->n_merges);
+    add_id(g, "tokenizer.ggml.bos_token_id", v->bos_id);
+    add_id(g, "tokenizer.ggml.eos_token_id", v->eos_id);
+    add_id(g, "tokenizer.ggml.unknown_token_id", v->unk_id);
+    add_id(g, "tokenizer.ggml.padding_token_id", v->pad_id);
+    add_id(g, "tokenizer.ggml.eot_token_id", v->eot_id);
+    gguf_writer_add_bool(g, "tokenizer.ggml.add_bos_token", v->add_bos);
+    gguf_writer_add_bool(g, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
+done:
+    free(texts);
+    free(lens);
+    free(scores);
+    free(types);
+    return st;
+}
+
+/* An F32 tensor of ggml shape (ne0, ne1), or 1-D when ne1 is 0. */
+static void add_f32(gguf_writer *g, const char *name, const float *data, uint64_t ne0,
+                    uint64_t ne1)
+{
+    const uint64_t ne[2] = {ne0, ne1};
+    uint64_t n = ne1 ? ne0 * ne1 : ne0;
+    gguf_writer_add_tensor(g, name, GGUF_TENSOR_F32, ne1 ? 2 : 1, ne, data, n * sizeof(float));
+}
+
+static void add_layer(gguf_writer *g, int layer, const char *suffix, const float *data,
+                      uint64_t ne0, uint64_t ne1)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.%s.weight", layer, suffix);
+    add_f32(g, name, data, ne0, ne1);
+}
+
+static void add_weights(gguf_writer *g, const ts_model_config *c, const model_weights *w)
+{
+    size_t dim = (size_t)c->dim, ffn = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
+    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    size_t qkv = (size_t)model_qkv_rows(c);
+    add_f32(g, "token_embd.weight", w->tok_embd, dim, vocab);
+    add_f32(g, "output_norm.weight", w->rms_final, dim, 0);
+    if (!c->tied_output)
+        add_f32(g, "output.weight", w->output, dim, vocab);
+    for (int l = 0; l < c->n_layers; l++) {
+        const float *wqkv = w->wqkv + (size_t)l * qkv * dim;
+        const float *w13 = w->w13 + (size_t)l * 2 * ffn * dim;
+        add_layer(g, l, "attn_norm", w->rms_att + l * dim, dim, 0);
+        add_layer(g, l, "attn_q", wqkv, dim, q_dim);
+        add_layer(g, l, "attn_k", wqkv + q_dim * dim, dim, kv_dim);
+        add_layer(g, l, "attn_v", wqkv + (q_dim + kv_dim) * dim, dim, kv_dim);
+        add_layer(g, l, "attn_output", w->wo + (size_t)l * dim * q_dim, q_dim, dim);
+        add_layer(g, l, "ffn_norm", w->rms_ffn + l * dim, dim, 0);
+        add_layer(g, l, "ffn_gate", w13, dim, ffn);
+        add_layer(g, l, "ffn_up", w13 + ffn * dim, dim, ffn);
+        add_layer(g, l, "ffn_down", w->w2 + (size_t)l * dim * ffn, ffn, dim);
+    }
+}
+
+ts_status model_gguf_write(const char *path, const ts_model_config *c, const model_weights *w,
+                           const tokenizer_vocab *v, const char *chat_template, ts_error *err)
+{
+    gguf_writer *g = NULL;
+    ts_status st = gguf_writer_create(0, &g, err);
+    if (st != TS_OK)
+        return st;
+    add_config(g, c);
+    if ((st = add_vocab(g, v, err)) != TS_OK)
+        goto done;
+    if (chat_template)
+        gguf_writer_add_str(g, "tokenizer.chat_template", chat_template);
+    add_weights(g, c, w);
+    st = gguf_writer_write_file(g, path, err);
+done:
+    gguf_writer_free(g);
+    return st;
+}

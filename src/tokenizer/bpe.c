@@ -1,0 +1,285 @@
+/* bpe.c: byte-level BPE ("gpt2" vocabularies) as llama.cpp's llm_tokenizer_bpe does it:
+ * a pre-tokenizer splits text into words, each word's bytes are mapped to printable
+ * code points (GPT-2's bytes_to_unicode), then merged pair by pair in rank order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
+
+/* Returns the end of the word that starts at pos (pos < n): one pre-tokenizer family. */
+typedef size_t (*bpe_split_fn)(const char *s, size_t n, size_t pos);
+
+struct bpe_state {
+    tokenizer_map merge_rank; /* "left right" -> rank */
+    bpe_split_fn split;
+    unsigned char byte_utf8[256][2]; /* the UTF-8 of each byte's stand-in code point */
+    unsigned char byte_len[256];
+};
+
+/* ---- GPT-2's byte <-> code point map ----------------------------------------------- */
+
+static int byte_is_printable(unsigned b)
+{
+    return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
+
+/* Printable bytes stand for themselves; the 68 others get 256, 257, ... in byte order. */
+static uint32_t byte_to_cp(unsigned b)
+{
+    if (byte_is_printable(b))
+        return b;
+    uint32_t k = 0;
+    for (unsigned x = 0; x < b; x++)
+        k += !byte_is_printable(x);
+    return 256 + k;
+}
+
+static int cp_to_byte(uint32_t cp)
+{
+    if (cp < 256)
+        return byte_is_printable(cp) ? (int)cp : -1;
+    uint32_t k = 256;
+    for (unsigned x = 0; x < 256; x++)
+        if (!byte_is_printable(x) && k++ == cp)
+            return (int)x;
+    return -1;
+}
+
+size_t tokenizer_bpe_decode_text(char *dst, const char *text, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t k = tokenizer_utf8_next(text + i, len - i, &cp);
+        int b = cp_to_byte(cp); /* U+FFFD for a malformed byte: -1 */
+        if (b >= 0) {
+            dst[n++] = (char)b;
+        } else { /* not a stand-in: keep its bytes */
+            memcpy(dst + n, text + i, k);
+            n += k;
+        }
+        i += k;
+    }
+    return n;
+}
+
+/* ---- pre-tokenizers ------------------------------------------------------------------ */
+
+enum { CLASS_NONE, CLASS_LETTER, CLASS_NUMBER, CLASS_SPACE, CLASS_OTHER };
+
+/* The class of the character at pos (CLASS_NONE past the end); *len gets its bytes. */
+static int class_at(const char *s, size_t n, size_t pos, size_t *len)
+{
+    if (pos >= n) {
+        *len = 0;
+        return CLASS_NONE;
+    }
+    uint32_t cp;
+    *len = tokenizer_utf8_next(s + pos, n - pos, &cp);
+    uint32_t f = tokenizer_cpt_flags(cp);
+    return f & TOKENIZER_CPT_WHITESPACE ? CLASS_SPACE
+           : f & TOKENIZER_CPT_LETTER   ? CLASS_LETTER
+           : f & TOKENIZER_CPT_NUMBER   ? CLASS_NUMBER
+                                        : CLASS_OTHER;
+}
+
+/* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static size_t split_gpt2(const char *s, size_t n, size_t pos)
+{
+    size_t k;
+    if (s[pos] == '\'' && pos + 1 < n) {
+        char c1 = s[pos + 1];
+        if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')
+            return pos + 2;
+        if (pos + 2 < n) {
+            char c2 = s[pos + 2];
+            if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+                return pos + 3;
+        }
+    }
+    size_t p = s[pos] == ' ' ? pos + 1 : pos;
+    int cls = class_at(s, n, p, &k);
+    if (cls == CLASS_LETTER || cls == CLASS_NUMBER || cls == CLASS_OTHER) {
+        while (class_at(s, n, p, &k) == cls)
+            p += k;
+        return p;
+    }
+    size_t count = 0, last = pos;
+    for (p = pos; class_at(s, n, p, &k) == CLASS_SPACE; p += k, count++)
+        last = p;
+    if (count > 1 && p < n)
+        return last; /* \s+(?!\S): the last space goes with the next word */
+    if (count > 0)
+        return p;
+    class_at(s, n, pos, &k);
+    return pos + k;
+}
+
+/* tokenizer.ggml.pre -> splitter. Families with their own regex (llama3, qwen2, ...)
+ * become rows here. */
+static const struct {
+    const char *name;
+    bpe_split_fn split;
+} pre_tokenizers[] = {
+    {"", split_gpt2},
+    {"default", split_gpt2},
+    {"gpt2", split_gpt2},
+    {"gpt-2", split_gpt2},
+};
+
+/* ---- tables -------------------------------------------------------------------------- */
+
+ts_status tokenizer_bpe_init(ts_tokenizer *tok, ts_error *err)
+{
+    const tokenizer_vocab *v = &tok->vocab;
+    bpe_state *b = calloc(1, sizeof *b);
+    if (!b)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate BPE tables");
+    tok->bpe = b;
+    for (size_t i = 0; i < sizeof pre_tokenizers / sizeof *pre_tokenizers; i++)
+        if (strcmp(v->pre, pre_tokenizers[i].name) == 0)
+            b->split = pre_tokenizers[i].split;
+    if (!b->split)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "pre-tokenizer '%s' is not supported", v->pre);
+    if (v->n_merges > (1 << 24)) /* ranks must stay exact as float scores */
+        return ts_error_set(err, TS_ERR_FORMAT, "%d merges is too many", v->n_merges);
+    if (tokenizer_map_init(&b->merge_rank, (size_t)v->n_merges) != TS_OK)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the merge table");
+    for (int i = 0; i < v->n_merges; i++) {
+        const char *m = v->merges[i];
+        size_t len = strlen(m);
+        if (len < 3 || !strchr(m + 1, ' '))
+            return ts_error_set(err, TS_ERR_FORMAT, "merge %d ('%.40s') is not 'left right'", i, m);
+        if (tokenizer_map_get(&b->merge_rank, m, len) < 0) /* the first rank wins */
+            tokenizer_map_put(&b->merge_rank, m, (uint32_t)len, i);
+    }
+    for (unsigned x = 0; x < 256; x++) {
+        uint32_t cp = byte_to_cp(x);
+        if (cp < 0x80) {
+            b->byte_utf8[x][0] = (unsigned char)cp;
+            b->byte_len[x] = 1;
+        } else {
+            b->byte_utf8[x][0] = (unsigned char)(0xC0 | (cp >> 6));
+            b->byte_utf8[x][1] = (unsigned char)(0x80 | (cp & 0x3F));
+            b->byte_len[x] = 2;
+        }
+    }
+    return TS_OK;
+}
+
+void tokenizer_bpe_free(bpe_state *b)
+{
+    if (!b)
+        return;
+    tokenizer_map_free(&b->merge_rank);
+    free(b);
+}
+
+/* ---- encoding ------------------------------------------------------------------------ */
+
+typedef struct bpe_symbol {
+    int prev, next;
+    size_t off, n; /* into the mapped word; n == 0 once merged away */
+} bpe_symbol;
+
+typedef struct bpe_ctx {
+    const ts_tokenizer *tok;
+    char *m;    /* the mapped word */
+    char *key;  /* "left right" scratch */
+    bpe_symbol *sym;
+    tokenizer_heap heap;
+} bpe_ctx;
+
+static int try_add_bigram(bpe_ctx *c, int left, int right)
+{
+    if (left < 0 || right < 0)
+        return 0;
+    const bpe_symbol *l = &c->sym[left], *r = &c->sym[right];
+    memcpy(c->key, c->m + l->off, l->n);
+    c->key[l->n] = ' ';
+    memcpy(c->key + l->n + 1, c->m + r->off, r->n);
+    int32_t rank = tokenizer_map_get(&c->tok->bpe->merge_rank, c->key, l->n + 1 + r->n);
+    if (rank < 0)
+        return 0;
+    tokenizer_bigram b = {left, right, -(float)rank, l->n + r->n};
+    return tokenizer_heap_push(&c->heap, b);
+}
+
+static int encode_word(bpe_ctx *c, const char *w, size_t len, tokenizer_out *out)
+{
+    const bpe_state *b = c->tok->bpe;
+    size_t mlen = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char x = (unsigned char)w[i];
+        memcpy(c->m + mlen, b->byte_utf8[x], b->byte_len[x]);
+        mlen += b->byte_len[x];
+    }
+    int n_sym = 0;
+    for (size_t off = 0; off < mlen; n_sym++) {
+        uint32_t cp;
+        size_t k = tokenizer_utf8_next(c->m + off, mlen - off, &cp);
+        c->sym[n_sym] = (bpe_symbol){n_sym - 1, n_sym + 1, off, k};
+        off += k;
+    }
+    c->sym[n_sym - 1].next = -1;
+    c->heap.n = 0;
+    for (int i = 1; i < n_sym; i++)
+        if (try_add_bigram(c, i - 1, i) != 0)
+            return -1;
+    while (c->heap.n > 0) {
+        tokenizer_bigram bg = tokenizer_heap_pop(&c->heap);
+        bpe_symbol *l = &c->sym[bg.left], *r = &c->sym[bg.right];
+        if (l->n == 0 || r->n == 0 || l->n + r->n != bg.size)
+            continue;
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0)
+            c->sym[r->next].prev = bg.left;
+        if (try_add_bigram(c, l->prev, bg.left) != 0 || try_add_bigram(c, bg.left, l->next) != 0)
+            return -1;
+    }
+    const tokenizer_map *ids = &c->tok->text_to_id;
+    for (int i = 0; i != -1; i = c->sym[i].next) {
+        const bpe_symbol *s = &c->sym[i];
+        int32_t id = tokenizer_map_get(ids, c->m + s->off, s->n);
+        if (id >= 0) {
+            tokenizer_emit(out, id);
+            continue;
+        }
+        for (size_t k = 0; k < s->n; k++) /* llama.cpp's fallback: single bytes */
+            if ((id = tokenizer_map_get(ids, c->m + s->off + k, 1)) >= 0)
+                tokenizer_emit(out, id);
+    }
+    return 0;
+}
+
+ts_status tokenizer_bpe_encode(const ts_tokenizer *tok, const char *text, size_t len,
+                               tokenizer_out *out)
+{
+    if (len == 0)
+        return TS_OK;
+    if (len > INT32_MAX / 4)
+        return TS_ERR_TOO_LONG;
+    ts_status st = TS_ERR_NOMEM;
+    bpe_ctx c = {.tok = tok};
+    c.m = malloc(2 * len);
+    c.key = malloc(4 * len + 1);
+    c.sym = malloc(2 * len * sizeof *c.sym);
+    if (!c.m || !c.key || !c.sym)
+        goto done;
+    for (size_t pos = 0; pos < len;) {
+        size_t end = tok->bpe->split(text, len, pos);
+        if (encode_word(&c, text + pos, end - pos, out) != 0)
+            goto done;
+        pos = end;
+    }
+    st = TS_OK;
+done:
+    tokenizer_heap_free(&c.heap);
+    free(c.sym);
+    free(c.key);
+    free(c.m);
+    return st;
+}

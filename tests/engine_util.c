@@ -1,0 +1,153 @@
+/* engine_util.c: shared helpers of the engine tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "engine/detok.h"
+#include "engine_util.h"
+#include "model/forward_ref.h"
+#include "util.h"
+
+double eu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+ts_model *eu_load_stories(void)
+{
+    ts_model *m = NULL;
+    ts_error err = {0};
+    if (ts_model_load(tu_shared("models/stories260K/stories260K.gguf"), NULL, &m, &err) != TS_OK)
+        fail_msg("cannot load stories260K: %s", err.msg);
+    return m;
+}
+
+int32_t *eu_tokenize(const ts_model *m, const char *prompt, int *n)
+{
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    size_t need = 0;
+    assert_int_equal(ts_tokenize(tok, prompt, strlen(prompt), true, NULL, 0, &need), TS_OK);
+    int32_t *ids = malloc(need * sizeof *ids);
+    assert_int_equal(ts_tokenize(tok, prompt, strlen(prompt), true, ids, need, &need), TS_OK);
+    *n = (int)need;
+    return ids;
+}
+
+char *eu_reference_greedy(const ts_model *m, const int32_t *tokens, int n_tokens, int n_new)
+{
+    const ts_model_config *c = ts_model_get_config(m);
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    ref_forward rf;
+    assert_int_equal(ref_forward_init(&rf, m, n_tokens + n_new, NULL), TS_OK);
+    size_t cap = 64, len = 0;
+    char *text = malloc(cap);
+    text[0] = '\0';
+    const float *logits = NULL;
+    for (int p = 0; p < n_tokens; p++)
+        logits = ref_forward_token(&rf, tokens[p], p);
+    for (int i = 0; i < n_new; i++) {
+        int best = 0;
+        for (int v = 1; v < c->vocab_size; v++)
+            if (logits[v] > logits[best])
+                best = v;
+        if (ts_token_is_eog(tok, best))
+            break;
+        size_t n = 0;
+        const char *piece = ts_token_bytes(tok, best, &n);
+        if (len + n + 1 > cap) {
+            cap = 2 * (len + n + 1);
+            text = realloc(text, cap);
+        }
+        memcpy(text + len, piece, n);
+        len += n;
+        text[len] = '\0';
+        if (i + 1 < n_new)
+            logits = ref_forward_token(&rf, best, n_tokens + i);
+    }
+    ref_forward_free(&rf);
+    return text;
+}
+
+static void append(char **dst, const char *s, size_t n)
+{
+    size_t len = *dst ? strlen(*dst) : 0;
+    *dst = realloc(*dst, len + n + 1);
+    memcpy(*dst + len, s, n);
+    (*dst)[len + n] = '\0';
+}
+
+void eu_collect(ts_request *req, eu_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->utf8_valid = true;
+    ts_event ev;
+    ts_status st;
+    while ((st = ts_request_next_event(req, &ev, 60000)) == TS_OK) {
+        if (ev.index < 0 || ev.index >= TS_MAX_N)
+            fail_msg("event index %d out of range", ev.index);
+        if (ev.kind == TS_EVENT_ERROR) {
+            r->error = true;
+            r->error_status = ev.status;
+        } else {
+            if (!detok_utf8_valid(ev.text, ev.text_len))
+                r->utf8_valid = false;
+            append(&r->text[ev.index], ev.text, ev.text_len);
+            if (ev.kind == TS_EVENT_TOKEN) {
+                if (r->first_token_time == 0)
+                    r->first_token_time = eu_now();
+                r->tokens[ev.index]++;
+            } else {
+                r->finish[ev.index] = ev.finish;
+                r->n_done++;
+            }
+        }
+        ts_event_clear(&ev);
+    }
+    if (st != TS_ERR_NOT_FOUND)
+        fail_msg("waiting for events: %s", ts_status_str(st));
+    r->done_time = eu_now();
+}
+
+void eu_result_free(eu_result *r)
+{
+    for (int i = 0; i < TS_MAX_N; i++)
+        free(r->text[i]);
+    memset(r, 0, sizeof *r);
+}
+
+ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens,
+                      ts_priority prio)
+{
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = tokens;
+    p.n_prompt = (size_t)n;
+    p.max_tokens = max_tokens;
+    p.sampling.temperature = 0.0f;
+    p.priority = prio;
+    ts_request *req = NULL;
+    ts_error err = {0};
+    if (ts_engine_submit(e, &p, &req, &err) != TS_OK)
+        fail_msg("submit: %s", err.msg);
+    return req;
+}
+
+void eu_wait_idle(ts_engine *e)
+{
+    for (int i = 0; i < 2000; i++) {
+        ts_engine_stats s;
+        ts_engine_get_stats(e, &s);
+        if (s.running == 0 && s.queued[0] + s.queued[1] + s.queued[2] == 0)
+            return;
+        usleep(5000);
+    }
+    fail_msg("engine still busy after 10 s");
+}

@@ -1,0 +1,46 @@
+/* engine_util.h: helpers for tests that drive the engine: loading stories260K, greedy
+ * reference texts, submitting prompts and collecting their events. */
+#ifndef TESSERA_TESTS_ENGINE_UTIL_H
+#define TESSERA_TESTS_ENGINE_UTIL_H
+
+#include <stdbool.h>
+
+#include "tessera/engine.h"
+
+/* stories260K from the GGUF file; fails the test run when it cannot be loaded. */
+ts_model *eu_load_stories(void);
+
+/* ids of prompt with BOS (malloc'd); *n gets the count. */
+int32_t *eu_tokenize(const ts_model *m, const char *prompt, int *n);
+
+/* The greedy continuation of tokens by the reference forward pass, decoded as the engine
+ * emits it (malloc'd, NUL-terminated); stops after n_new tokens or at end of generation. */
+char *eu_reference_greedy(const ts_model *m, const int32_t *tokens, int n_tokens, int n_new);
+
+/* Everything one request produced. */
+typedef struct eu_result {
+    char *text[TS_MAX_N];              /* concatenated TOKEN + DONE text per completion */
+    int tokens[TS_MAX_N];              /* TOKEN events per completion */
+    ts_finish_reason finish[TS_MAX_N];
+    int n_done;                        /* DONE events */
+    bool error;                        /* an ERROR event came */
+    ts_status error_status;
+    double done_time;                  /* when the last event was read */
+    double first_token_time;
+    bool utf8_valid;                   /* every event's text was valid UTF-8 */
+} eu_result;
+
+/* Reads every event of req (blocking) into r; releases nothing. */
+void eu_collect(ts_request *req, eu_result *r);
+void eu_result_free(eu_result *r);
+
+/* Submits a greedy request of prompt tokens (priority, max_tokens) and returns it. */
+ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens,
+                      ts_priority prio);
+
+/* Waits (bounded) until the engine reports no running and no queued sequence. */
+void eu_wait_idle(ts_engine *e);
+
+double eu_now(void);
+
+#endif

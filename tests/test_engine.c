@@ -1,0 +1,325 @@
+/* test_engine.c: the batching engine's output against the reference forward pass:
+ * golden texts, many concurrent mixed-length prompts (batch invariance), n completions,
+ * stop strings, UTF-8 safety, refusals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "engine_util.h"
+#include "util.h"
+
+static ts_model *model;
+
+static int setup(void **state)
+{
+    (void)state;
+    model = eu_load_stories();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ts_model_free(model);
+    return 0;
+}
+
+static ts_engine *start(int max_seqs, int kv_blocks)
+{
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = max_seqs;
+    o.kv_blocks = kv_blocks;
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    if (ts_engine_create(model, &o, &e, &err) != TS_OK)
+        fail_msg("engine: %s", err.msg);
+    return e;
+}
+
+/* The reference outputs: prompt text then 200 positions counting BOS and prompt. */
+static void test_golden_texts_alone_and_together(void **state)
+{
+    (void)state;
+    const char *names[] = {"01", "02"};
+    char *expected[2];
+    int32_t *ids[2];
+    int n[2];
+    ts_engine *e = start(8, 0);
+    for (int i = 0; i < 2; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "reference/stories260K-greedy/%s.prompt", names[i]);
+        char *prompt = tu_read_file(tu_shared(path), NULL);
+        snprintf(path, sizeof path, "reference/stories260K-greedy/%s.out", names[i]);
+        char *out = tu_read_file(tu_shared(path), NULL);
+        assert_non_null(prompt);
+        assert_non_null(out);
+        size_t plen = strlen(prompt), olen = strlen(out);
+        assert_true(olen > plen && !memcmp(out, prompt, plen) && out[olen - 1] == '\n');
+        out[olen - 1] = '\0';
+        expected[i] = strdup(out + plen);
+        ids[i] = eu_tokenize(model, prompt, &n[i]);
+        free(prompt);
+        free(out);
+    }
+    /* alone, one after the other */
+    for (int i = 0; i < 2; i++) {
+        eu_result r;
+        ts_request *req = eu_submit(e, ids[i], n[i], 201 - n[i], TS_PRIORITY_NORMAL);
+        eu_collect(req, &r);
+        ts_request_release(req);
+        assert_false(r.error);
+        assert_string_equal(r.text[0], expected[i]);
+        assert_int_equal(r.finish[0], TS_FINISH_LENGTH);
+        eu_result_free(&r);
+    }
+    /* together, three copies of each */
+    ts_request *reqs[6];
+    for (int i = 0; i < 6; i++)
+        reqs[i] = eu_submit(e, ids[i % 2], n[i % 2], 201 - n[i % 2], TS_PRIORITY_NORMAL);
+    for (int i = 0; i < 6; i++) {
+        eu_result r;
+        eu_collect(reqs[i], &r);
+        ts_request_release(reqs[i]);
+        assert_string_equal(r.text[0], expected[i % 2]);
+        eu_result_free(&r);
+    }
+    ts_engine_destroy(e);
+    for (int i = 0; i < 2; i++) {
+        free(expected[i]);
+        free(ids[i]);
+    }
+}
+
+/* Random prompts of lengths 1..~300 tokens, decoded greedily 24 tokens each. */
+static int32_t *random_prompt(unsigned *rng, int len)
+{
+    int32_t *ids = malloc((size_t)len * sizeof *ids);
+    ids[0] = 1;
+    for (int i = 1; i < len; i++) {
+        *rng = *rng * 1103515245u + 12345u;
+        ids[i] = 3 + (int32_t)((*rng >> 8) % 509u);
+    }
+    return ids;
+}
+
+static void run_concurrent(int count)
+{
+    enum { NEW = 24 };
+    unsigned rng = 777u + (unsigned)count;
+    int32_t *ids[64];
+    int len[64];
+    char *ref[64];
+    for (int i = 0; i < count; i++) {
+        len[i] = 1 + (int)((rng >> 4) % 300u);
+        rng = rng * 69069u + 1u;
+        ids[i] = random_prompt(&rng, len[i]);
+        ref[i] = eu_reference_greedy(model, ids[i], len[i], NEW);
+    }
+    ts_engine *e = start(64, 0);
+    ts_request *reqs[64];
+    for (int i = 0; i < count; i++)
+        reqs[i] = eu_submit(e, ids[i], len[i], NEW, TS_PRIORITY_NORMAL);
+    for (int i = 0; i < count; i++) {
+        eu_result r;
+        eu_collect(reqs[i], &r);
+        ts_request_release(reqs[i]);
+        assert_false(r.error);
+        if (strcmp(r.text[0], ref[i]) != 0)
+            fail_msg("%d concurrent: prompt %d (%d tokens) gave '%s', reference '%s'", count, i,
+                     len[i], r.text[0], ref[i]);
+        eu_result_free(&r);
+        free(ids[i]);
+        free(ref[i]);
+    }
+    ts_engine_destroy(e);
+}
+
+static void test_concurrent_prompts_match_reference(void **state)
+{
+    (void)state;
+    int counts[] = {1, 2, 7, 32, 64};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+        run_concurrent(counts[i]);
+}
+
+static void test_n_completions_share_the_prompt(void **state)
+{
+    (void)state;
+    int n = 0;
+    int32_t *ids = eu_tokenize(model, "Once upon a time", &n);
+    ts_engine *e = start(8, 0);
+
+    /* greedy: every completion equals the single greedy text */
+    char *ref = eu_reference_greedy(model, ids, n, 20);
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = ids;
+    p.n_prompt = (size_t)n;
+    p.max_tokens = 20;
+    p.sampling.temperature = 0;
+    p.n = 3;
+    ts_request *req = NULL;
+    assert_int_equal(ts_engine_submit(e, &p, &req, NULL), TS_OK);
+    eu_result r;
+    eu_collect(req, &r);
+    ts_request_release(req);
+    assert_int_equal(r.n_done, 3);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(r.text[i], ref);
+    eu_result_free(&r);
+
+    /* sampled with a seed: reproducible, and the completions differ from each other */
+    p.sampling.temperature = 1.0f;
+    p.sampling.seed = 42;
+    p.sampling.has_seed = true;
+    p.max_tokens = 40;
+    eu_result a, b;
+    assert_int_equal(ts_engine_submit(e, &p, &req, NULL), TS_OK);
+    eu_collect(req, &a);
+    ts_request_release(req);
+    assert_int_equal(ts_engine_submit(e, &p, &req, NULL), TS_OK);
+    eu_collect(req, &b);
+    ts_request_release(req);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(a.text[i], b.text[i]);
+    assert_true(strcmp(a.text[0], a.text[1]) != 0 || strcmp(a.text[1], a.text[2]) != 0);
+    eu_result_free(&a);
+    eu_result_free(&b);
+
+    eu_wait_idle(e);
+    ts_engine_stats s;
+    ts_engine_get_stats(e, &s);
+    assert_int_equal(s.kv_blocks_used, 0);
+    ts_engine_destroy(e);
+    free(ref);
+    free(ids);
+}
+
+static void test_stop_string_across_tokens(void **state)
+{
+    (void)state;
+    int n = 0;
+    int32_t *ids = eu_tokenize(model, "Lily and Tom went to the beach", &n);
+    char *ref = eu_reference_greedy(model, ids, n, 60);
+    assert_true(strlen(ref) > 40);
+    ts_engine *e = start(4, 0);
+    /* Stop strings cut at many offsets: most start or end inside a token. */
+    for (int off = 5; off < 35; off += 3) {
+        char stop[8];
+        memcpy(stop, ref + off, 5);
+        stop[5] = '\0';
+        const char *first = strstr(ref, stop);
+        ts_request_params p;
+        ts_request_params_default(&p);
+        p.prompt = ids;
+        p.n_prompt = (size_t)n;
+        p.max_tokens = 60;
+        p.sampling.temperature = 0;
+        p.stop[0] = "no such text, ever";
+        p.stop[1] = stop;
+        p.n_stop = 2;
+        ts_request *req = NULL;
+        assert_int_equal(ts_engine_submit(e, &p, &req, NULL), TS_OK);
+        eu_result r;
+        eu_collect(req, &r);
+        ts_request_release(req);
+        assert_int_equal(r.finish[0], TS_FINISH_STOP);
+        assert_int_equal(strlen(r.text[0]), (size_t)(first - ref));
+        assert_memory_equal(r.text[0], ref, (size_t)(first - ref));
+        eu_result_free(&r);
+    }
+    ts_engine_destroy(e);
+    free(ref);
+    free(ids);
+}
+
+/* At temperature 2 about half of what stories260K samples are byte tokens <0x03>..
+ * <0xFF>: most byte sequences are not UTF-8, and every event must still be. */
+static void test_random_bytes_never_split_utf8(void **state)
+{
+    (void)state;
+    int n = 0;
+    int32_t *ids = eu_tokenize(model, "Hello \xe2\x82\xac and \xf0\x9f\x98\x80", &n);
+    ts_engine *e = start(8, 0);
+    ts_request *reqs[8];
+    for (int i = 0; i < 8; i++) {
+        ts_request_params p;
+        ts_request_params_default(&p);
+        p.prompt = ids;
+        p.n_prompt = (size_t)n;
+        p.max_tokens = 150;
+        p.sampling.temperature = 2.0f;
+        p.sampling.seed = (uint64_t)i;
+        p.sampling.has_seed = true;
+        p.ignore_eos = true;
+        assert_int_equal(ts_engine_submit(e, &p, &reqs[i], NULL), TS_OK);
+    }
+    for (int i = 0; i < 8; i++) {
+        eu_result r;
+        eu_collect(reqs[i], &r);
+        ts_request_release(reqs[i]);
+        assert_true(r.utf8_valid);
+        assert_int_equal(r.tokens[0], 150);
+        eu_result_free(&r);
+    }
+    ts_engine_destroy(e);
+    free(ids);
+}
+
+static void test_refusals_name_the_numbers(void **state)
+{
+    (void)state;
+    ts_engine *e = start(4, 16);
+    int n = 0;
+    int32_t *ids = eu_tokenize(model, "Once upon a time", &n);
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = ids;
+    p.n_prompt = (size_t)n;
+    ts_request *req = NULL;
+    ts_error err = {0};
+
+    p.max_tokens = 2048; /* 5 + 2048 > the context of 2048 */
+    assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_TOO_LONG);
+    assert_non_null(strstr(err.msg, "2048"));
+    assert_null(req);
+
+    p.max_tokens = 1000; /* fits the context, not a 16-block pool */
+    assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_TOO_LONG);
+    assert_non_null(strstr(err.msg, "16"));
+
+    p.max_tokens = 0;
+    assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_INVALID_ARG);
+    p.max_tokens = 4;
+    int32_t bad[2] = {1, 600};
+    p.prompt = bad;
+    p.n_prompt = 2;
+    assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "600"));
+    p.prompt = ids;
+    p.n_prompt = (size_t)n;
+    p.sampling.top_p = 0.0f;
+    assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "top_p"));
+
+    ts_engine_destroy(e);
+    free(ids);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_texts_alone_and_together),
+        cmocka_unit_test(test_concurrent_prompts_match_reference),
+        cmocka_unit_test(test_n_completions_share_the_prompt),
+        cmocka_unit_test(test_stop_string_across_tokens),
+        cmocka_unit_test(test_random_bytes_never_split_utf8),
+        cmocka_unit_test(test_refusals_name_the_numbers),
+    };
+    return cmocka_run_group_tests_name("engine", tests, setup, teardown);
+}

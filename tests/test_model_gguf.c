@@ -1,0 +1,448 @@
+/* test_model_gguf.c: Llama config, weights and vocabulary from GGUF, checked against the
+ * llama2.c checkpoint of the same model; malformed models; the GGUF writer round trip. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "model/model_gguf.h"
+#include "util.h"
+
+/* Test-side allocation of w for c, in model_alloc_weights()'s layout. */
+static void alloc_weights(model_weights *w, const ts_model_config *c)
+{
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
+    size_t q_dim = (size_t)c->n_heads * c->head_dim;
+    w->tok_embd = calloc((size_t)c->vocab_size * dim, 4);
+    w->output = c->tied_output ? w->tok_embd : calloc((size_t)c->vocab_size * dim, 4);
+    w->rms_final = calloc(dim, 4);
+    w->rms_att = calloc(L * dim, 4);
+    w->rms_ffn = calloc(L * dim, 4);
+    w->wqkv = calloc(L * (size_t)model_qkv_rows(c) * dim, 4);
+    w->wo = calloc(L * dim * q_dim, 4);
+    w->w13 = calloc(L * 2 * ffn * dim, 4);
+    w->w2 = calloc(L * dim * ffn, 4);
+    assert_true(w->tok_embd && w->output && w->rms_final && w->rms_att && w->rms_ffn &&
+                w->wqkv && w->wo && w->w13 && w->w2);
+}
+
+static void free_weights(model_weights *w)
+{
+    if (w->output != w->tok_embd)
+        free(w->output);
+    free(w->tok_embd);
+    free(w->rms_final);
+    free(w->rms_att);
+    free(w->rms_ffn);
+    free(w->wqkv);
+    free(w->wo);
+    free(w->w13);
+    free(w->w2);
+    memset(w, 0, sizeof *w);
+}
+
+static void free_vocab(tokenizer_vocab *v)
+{
+    for (int i = 0; i < v->n_tokens; i++)
+        free(v->tokens[i].text);
+    free(v->tokens);
+    for (int i = 0; i < v->n_merges; i++)
+        free(v->merges[i]);
+    free(v->merges);
+}
+
+static gguf_file *open_shared(const char *rel)
+{
+    gguf_file *f = NULL;
+    ts_error err = {0};
+    if (gguf_open(tu_shared(rel), &f, &err) != TS_OK)
+        fail_msg("%s", err.msg);
+    return f;
+}
+
+static const char *STORIES = "models/stories260K/stories260K.gguf";
+
+static void test_config_of_stories260k(void **state)
+{
+    (void)state;
+    gguf_file *f = open_shared(STORIES);
+    ts_model_config c;
+    ts_error err = {0};
+    assert_int_equal(model_gguf_read_config(&c, f, "fallback", &err), TS_OK);
+    assert_string_equal(c.arch, "llama");
+    assert_string_equal(c.name, "llama");
+    assert_int_equal(c.dim, 64);
+    assert_int_equal(c.hidden_dim, 172);
+    assert_int_equal(c.n_layers, 5);
+    assert_int_equal(c.n_heads, 8);
+    assert_int_equal(c.n_kv_heads, 4);
+    assert_int_equal(c.head_dim, 8);
+    assert_int_equal(c.vocab_size, 512);
+    assert_int_equal(c.context_len, 2048);
+    assert_float_equal(c.rms_eps, 1e-5f, 1e-9f);
+    assert_float_equal(c.rope_freq_base, 10000.0f, 0.0f);
+    assert_false(c.tied_output);
+    assert_false(c.rope_neox);
+    gguf_close(f);
+}
+
+/* The llama2.c checkpoint holds the same weights: header, then embedding, rms_att, wq, wk,
+ * wv, wo, rms_ffn, w1, w2, w3, rms_final (shared classifier). */
+static void test_weights_match_llama2c_checkpoint(void **state)
+{
+    (void)state;
+    gguf_file *f = open_shared(STORIES);
+    ts_model_config c;
+    model_weights w = {0};
+    ts_error err = {0};
+    assert_int_equal(model_gguf_read_config(&c, f, NULL, &err), TS_OK);
+    alloc_weights(&w, &c);
+    if (model_gguf_read_weights(&w, &c, f, &err) != TS_OK)
+        fail_msg("%s", err.msg);
+
+    size_t len = 0;
+    char *bin = tu_read_file(tu_shared("models/stories260K/stories260K.bin"), &len);
+    assert_non_null(bin);
+    const float *p = (const float *)(bin + 28);
+    size_t dim = 64, L = 5, ffn = 172, kv = 32, qkv = 128, vocab = 512;
+    assert_memory_equal(w.tok_embd, p, vocab * dim * 4);
+    assert_memory_equal(w.output, p, vocab * dim * 4); /* output.weight == embedding */
+    p += vocab * dim;
+    assert_memory_equal(w.rms_att, p, L * dim * 4);
+    p += L * dim;
+    for (size_t l = 0; l < L; l++) /* wq */
+        assert_memory_equal(w.wqkv + l * qkv * dim, p + l * dim * dim, dim * dim * 4);
+    p += L * dim * dim;
+    for (size_t l = 0; l < L; l++) /* wk */
+        assert_memory_equal(w.wqkv + (l * qkv + dim) * dim, p + l * kv * dim, kv * dim * 4);
+    p += L * kv * dim;
+    for (size_t l = 0; l < L; l++) /* wv */
+        assert_memory_equal(w.wqkv + (l * qkv + dim + kv) * dim, p + l * kv * dim, kv * dim * 4);
+    p += L * kv * dim;
+    assert_memory_equal(w.wo, p, L * dim * dim * 4);
+    p += L * dim * dim;
+    assert_memory_equal(w.rms_ffn, p, L * dim * 4);
+    p += L * dim;
+    for (size_t l = 0; l < L; l++) /* w1 */
+        assert_memory_equal(w.w13 + l * 2 * ffn * dim, p + l * ffn * dim, ffn * dim * 4);
+    p += L * ffn * dim;
+    assert_memory_equal(w.w2, p, L * dim * ffn * 4);
+    p += L * dim * ffn;
+    for (size_t l = 0; l < L; l++) /* w3 */
+        assert_memory_equal(w.w13 + (l * 2 + 1) * ffn * dim, p + l * ffn * dim, ffn * dim * 4);
+    p += L * ffn * dim;
+    assert_memory_equal(w.rms_final, p, dim * 4);
+    free(bin);
+    free_weights(&w);
+    gguf_close(f);
+}
+
+static void test_vocab_of_spm_and_bpe_files(void **state)
+{
+    (void)state;
+    ts_error err = {0};
+    tokenizer_vocab v;
+    gguf_file *f = open_shared(STORIES);
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(v.kind, VOCAB_KIND_SPM);
+    assert_int_equal(v.n_tokens, 512);
+    assert_string_equal(v.tokens[1].text, "<s>");
+    assert_int_equal(v.tokens[1].type, VOCAB_TOKEN_CONTROL);
+    assert_int_equal(v.bos_id, 1);
+    assert_int_equal(v.eos_id, 2);
+    assert_int_equal(v.unk_id, 0);
+    assert_int_equal(v.pad_id, -1); /* stored as 0xFFFFFFFF */
+    assert_int_equal(v.eot_id, -1);
+    assert_true(v.add_bos);
+    assert_true(v.add_space_prefix);
+    assert_int_equal(v.n_merges, 0);
+    free_vocab(&v);
+    gguf_close(f);
+
+    f = open_shared("vocab/ggml-vocab-gpt-2.gguf");
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(v.kind, VOCAB_KIND_BPE);
+    assert_int_equal(v.n_tokens, 50257);
+    assert_int_equal(v.n_merges, 50000);
+    assert_string_equal(v.merges[0], "\xc4\xa0 t");
+    assert_string_equal(v.pre, "gpt-2");
+    assert_int_equal(v.bos_id, 50256);
+    assert_false(v.add_bos);
+    free_vocab(&v);
+    /* A vocabulary-only file has no llama config to give. */
+    ts_model_config c;
+    assert_int_equal(model_gguf_read_config(&c, f, NULL, &err), TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "'gpt2'"));
+    gguf_close(f);
+}
+
+/* Parses the writer's bytes; the file keeps the bytes alive through *bytes. */
+static gguf_file *finish(gguf_writer *w, uint8_t **bytes)
+{
+    size_t len;
+    gguf_file *f = NULL;
+    ts_error err = {0};
+    assert_int_equal(gguf_writer_finish(w, bytes, &len, &err), TS_OK);
+    gguf_writer_free(w);
+    assert_int_equal(gguf_open_buffer(*bytes, len, &f, &err), TS_OK);
+    return f;
+}
+
+/* A writer holding a minimal llama config; skip names one key to leave out. */
+static gguf_writer *config_writer(const char *arch, const char *skip)
+{
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+    static const char *const keys[] = {"llama.context_length", "llama.embedding_length",
+                                       "llama.block_count", "llama.feed_forward_length",
+                                       "llama.attention.head_count"};
+    static const uint32_t vals[] = {64, 8, 1, 16, 2};
+    gguf_writer_add_str(w, "general.architecture", arch);
+    for (int i = 0; i < 5; i++)
+        if (!skip || strcmp(skip, keys[i]))
+            gguf_writer_add_u32(w, keys[i], vals[i]);
+    return w;
+}
+
+static ts_status config_of(gguf_writer *w, ts_model_config *c, ts_error *err)
+{
+    uint8_t *bytes;
+    gguf_file *f = finish(w, &bytes);
+    ts_status st = model_gguf_read_config(c, f, "fallback", err);
+    gguf_close(f);
+    free(bytes);
+    return st;
+}
+
+static void expect_config_error(gguf_writer *w, ts_status want, const char *needle)
+{
+    ts_model_config c;
+    ts_error err = {0};
+    assert_int_equal(config_of(w, &c, &err), want);
+    if (!strstr(err.msg, needle))
+        fail_msg("error '%s' does not mention '%s'", err.msg, needle);
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    ts_model_config c;
+    ts_error err = {0};
+    gguf_writer *w = config_writer("llama", NULL);
+    gguf_writer_add_u32(w, "llama.vocab_size", 32);
+    assert_int_equal(config_of(w, &c, &err), TS_OK);
+    assert_string_equal(c.name, "fallback");
+    assert_int_equal(c.n_kv_heads, 2);
+    assert_int_equal(c.head_dim, 4);
+    assert_int_equal(c.vocab_size, 32);
+    assert_true(c.tied_output); /* no output.weight */
+
+    expect_config_error(config_writer("falcon", NULL), TS_ERR_UNSUPPORTED,
+                        "architecture 'falcon' is not supported");
+    expect_config_error(config_writer("llama", "llama.block_count"), TS_ERR_NOT_FOUND,
+                        "'llama.block_count' is missing");
+    w = config_writer("llama", "llama.attention.head_count");
+    gguf_writer_add_str(w, "llama.attention.head_count", "8");
+    expect_config_error(w, TS_ERR_FORMAT, "'llama.attention.head_count' has type string");
+    w = config_writer("llama", "llama.embedding_length");
+    gguf_writer_add_i32(w, "llama.embedding_length", -64);
+    expect_config_error(w, TS_ERR_FORMAT, "'llama.embedding_length': -64 is out of range");
+    w = config_writer("llama", NULL);
+    gguf_writer_add_u32(w, "llama.rope.dimension_count", 2);
+    expect_config_error(w, TS_ERR_UNSUPPORTED, "partial rotary");
+    w = config_writer("llama", NULL);
+    gguf_writer_add_str(w, "llama.rope.freq_base", "high");
+    expect_config_error(w, TS_ERR_FORMAT, "llama.rope.freq_base");
+    expect_config_error(config_writer("llama", NULL), TS_ERR_FORMAT, "vocabulary size");
+}
+
+static void test_vocab_errors(void **state)
+{
+    (void)state;
+    static const char *const toks[2] = {"a", "b"};
+    const float scores[3] = {0};
+    struct {
+        const char *model, *extra_key, *needle;
+        ts_status want;
+    } cases[] = {
+        {"bert", NULL, "tokenizer model 'bert'", TS_ERR_UNSUPPORTED},
+        {"gpt2", NULL, "needs tokenizer.ggml.merges", TS_ERR_FORMAT},
+        {"llama", "tokenizer.ggml.scores", "has 3 entries for 2 tokens", TS_ERR_FORMAT},
+        {"llama", "tokenizer.ggml.bos_token_id", "token id 7 is not below", TS_ERR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gguf_writer *w = NULL;
+        assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+        gguf_writer_add_str(w, "tokenizer.ggml.model", cases[i].model);
+        gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, NULL, 2);
+        if (cases[i].extra_key && strstr(cases[i].extra_key, "scores"))
+            gguf_writer_add_array(w, cases[i].extra_key, GGUF_TYPE_FLOAT32, scores, 3);
+        else if (cases[i].extra_key)
+            gguf_writer_add_u32(w, cases[i].extra_key, 7);
+        uint8_t *bytes;
+        gguf_file *f = finish(w, &bytes);
+        tokenizer_vocab v;
+        ts_error err = {0};
+        assert_int_equal(model_gguf_read_vocab(&v, f, &err), cases[i].want);
+        if (!strstr(err.msg, cases[i].needle))
+            fail_msg("error '%s' does not mention '%s'", err.msg, cases[i].needle);
+        assert_null(v.tokens); /* left empty on failure */
+        gguf_close(f);
+        free(bytes);
+    }
+}
+
+/* A one-layer model: dim 8, ffn 16, 2 heads, vocab 32, all zeros. skip leaves one tensor
+ * out, odd gives that tensor a wrong shape (odd_type 0) or the type odd_type. */
+static gguf_file *tiny_model(const char *skip, const char *odd, uint32_t odd_type,
+                             uint8_t **bytes)
+{
+    static const float zeros[32 * 8];
+    static const struct {
+        const char *name;
+        uint64_t ne0, ne1;
+    } tensors[] = {
+        {"token_embd.weight", 8, 32}, {"output_norm.weight", 8, 1},
+        {"blk.0.attn_norm.weight", 8, 1}, {"blk.0.attn_q.weight", 8, 8},
+        {"blk.0.attn_k.weight", 8, 8}, {"blk.0.attn_v.weight", 8, 8},
+        {"blk.0.attn_output.weight", 8, 8}, {"blk.0.ffn_norm.weight", 8, 1},
+        {"blk.0.ffn_gate.weight", 8, 16}, {"blk.0.ffn_up.weight", 8, 16},
+        {"blk.0.ffn_down.weight", 16, 8},
+    };
+    gguf_writer *w = config_writer("llama", NULL);
+    gguf_writer_add_u32(w, "llama.vocab_size", 32);
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        if (skip && !strcmp(skip, tensors[i].name))
+            continue;
+        bool is_odd = odd && !strcmp(odd, tensors[i].name);
+        uint64_t ne[2] = {tensors[i].ne0, tensors[i].ne1};
+        uint32_t type = GGUF_TENSOR_F32, elem = 4;
+        if (is_odd && odd_type == 0)
+            ne[1] += 1;
+        else if (is_odd)
+            type = odd_type, elem = odd_type == GGUF_TENSOR_F16 ? 2 : 4;
+        assert_int_equal(gguf_writer_add_tensor(w, tensors[i].name, type, ne[1] > 1 ? 2 : 1, ne,
+                                                zeros, ne[0] * ne[1] * elem), TS_OK);
+    }
+    return finish(w, bytes);
+}
+
+/* Loads the weights of tiny_model(skip, odd, odd_type). */
+static ts_status weights_of(const char *skip, const char *odd, uint32_t odd_type, ts_error *err)
+{
+    uint8_t *bytes;
+    gguf_file *f = tiny_model(skip, odd, odd_type, &bytes);
+    ts_model_config c;
+    model_weights w = {0};
+    assert_int_equal(model_gguf_read_config(&c, f, NULL, err), TS_OK);
+    alloc_weights(&w, &c);
+    ts_status st = model_gguf_read_weights(&w, &c, f, err);
+    free_weights(&w);
+    gguf_close(f);
+    free(bytes);
+    return st;
+}
+
+static void test_weight_errors_name_the_tensor(void **state)
+{
+    (void)state;
+    ts_error err = {0};
+    assert_int_equal(weights_of(NULL, NULL, 0, &err), TS_OK);
+    assert_int_equal(weights_of(NULL, "blk.0.attn_k.weight", GGUF_TENSOR_F16, &err), TS_OK);
+    assert_int_equal(weights_of("blk.0.ffn_up.weight", NULL, 0, &err),
+                     TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "tensor 'blk.0.ffn_up.weight' is missing"));
+    assert_int_equal(weights_of(NULL, "blk.0.attn_v.weight", 0, &err),
+                     TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "'blk.0.attn_v.weight' has shape (8, 9, 1, 1), expected (8, 8)"));
+    assert_int_equal(weights_of(NULL, "output_norm.weight", 26 /* I32 */, &err), TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "'output_norm.weight' has type I32"));
+}
+
+static void assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
+{
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->n_tokens, b->n_tokens);
+    for (int i = 0; i < a->n_tokens; i++) {
+        assert_int_equal(a->tokens[i].len, b->tokens[i].len);
+        assert_memory_equal(a->tokens[i].text, b->tokens[i].text, a->tokens[i].len);
+        assert_true(a->tokens[i].score == b->tokens[i].score);
+        assert_int_equal(a->tokens[i].type, b->tokens[i].type);
+    }
+    assert_int_equal(a->bos_id, b->bos_id);
+    assert_int_equal(a->eos_id, b->eos_id);
+    assert_int_equal(a->unk_id, b->unk_id);
+    assert_int_equal(a->pad_id, b->pad_id);
+    assert_int_equal(a->add_bos, b->add_bos);
+    assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+}
+
+static void test_write_round_trip(void **state)
+{
+    (void)state;
+    gguf_file *f = open_shared(STORIES);
+    ts_model_config c, c2;
+    model_weights w = {0}, w2 = {0};
+    tokenizer_vocab v, v2;
+    ts_error err = {0};
+    assert_int_equal(model_gguf_read_config(&c, f, NULL, &err), TS_OK);
+    alloc_weights(&w, &c);
+    assert_int_equal(model_gguf_read_weights(&w, &c, f, &err), TS_OK);
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    gguf_close(f);
+
+    const char *path = tu_tmp_path("stories-copy.gguf");
+    assert_int_equal(model_gguf_write(path, &c, &w, &v, "{{ messages }}", &err), TS_OK);
+    assert_int_equal(gguf_open(path, &f, &err), TS_OK);
+    assert_int_equal(model_gguf_read_config(&c2, f, NULL, &err), TS_OK);
+    assert_memory_equal(&c, &c2, sizeof c);
+    alloc_weights(&w2, &c2);
+    assert_int_equal(model_gguf_read_weights(&w2, &c2, f, &err), TS_OK);
+    size_t dim = 64, L = 5, ffn = 172;
+    assert_memory_equal(w.tok_embd, w2.tok_embd, 512 * dim * 4);
+    assert_memory_equal(w.output, w2.output, 512 * dim * 4);
+    assert_memory_equal(w.rms_final, w2.rms_final, dim * 4);
+    assert_memory_equal(w.rms_att, w2.rms_att, L * dim * 4);
+    assert_memory_equal(w.rms_ffn, w2.rms_ffn, L * dim * 4);
+    assert_memory_equal(w.wqkv, w2.wqkv, L * 128 * dim * 4);
+    assert_memory_equal(w.wo, w2.wo, L * dim * dim * 4);
+    assert_memory_equal(w.w13, w2.w13, L * 2 * ffn * dim * 4);
+    assert_memory_equal(w.w2, w2.w2, L * dim * ffn * 4);
+    assert_int_equal(model_gguf_read_vocab(&v2, f, &err), TS_OK);
+    assert_same_vocab(&v, &v2);
+    gguf_str tmpl;
+    assert_int_equal(gguf_get_str(f, "tokenizer.chat_template", &tmpl, &err), TS_OK);
+    assert_true(gguf_str_eq(tmpl, "{{ messages }}"));
+    free_vocab(&v2);
+    free_weights(&w2);
+    gguf_close(f);
+
+    /* A tied model is written without output.weight and reads back tied. */
+    c.tied_output = true;
+    assert_int_equal(model_gguf_write(path, &c, &w, &v, NULL, &err), TS_OK);
+    assert_int_equal(gguf_open(path, &f, &err), TS_OK);
+    assert_null(gguf_find_tensor(f, "output.weight"));
+    assert_null(gguf_find_kv(f, "tokenizer.chat_template"));
+    assert_int_equal(model_gguf_read_config(&c2, f, NULL, &err), TS_OK);
+    assert_true(c2.tied_output);
+    gguf_close(f);
+    free_vocab(&v);
+    free_weights(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_of_stories260k),
+        cmocka_unit_test(test_weights_match_llama2c_checkpoint),
+        cmocka_unit_test(test_vocab_of_spm_and_bpe_files),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_vocab_errors),
+        cmocka_unit_test(test_weight_errors_name_the_tensor),
+        cmocka_unit_test(test_write_round_trip),
+    };
+    return cmocka_run_group_tests_name("model_gguf", tests, NULL, NULL);
+}

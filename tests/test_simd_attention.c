@@ -1,0 +1,248 @@
+/* test_simd_attention.c: paged attention of every ISA against the reference, and the
+ * reference against a naive two-pass softmax over a contiguous copy of K and V. */
+#include <string.h>
+
+#include "simd_check.h"
+
+#define N_LAYERS 2
+#define LAYER 1 /* the layer attended, so k_offset and v_offset are not zero */
+
+typedef struct attn_case {
+    int head_dim, n_heads, n_kv_heads, pos0, n_rows;
+    simd_kv_type type;
+} attn_case;
+
+/* A pool holding one sequence of pos0 + n_rows tokens in shuffled physical blocks, with
+ * spare blocks and the unwritten slots of the last block full of NaN. */
+typedef struct test_kv {
+    void *pool;          /* (n_phys, block_stride) elements */
+    int32_t *table;      /* (n_blocks) */
+    float *k, *v;        /* (len, n_kv_heads, head_dim) contiguous decoded copies */
+    simd_kv_view view;
+} test_kv;
+
+static void kv_build(test_kv *kv, const attn_case *c)
+{
+    int hd = c->head_dim, nkv = c->n_kv_heads, len = c->pos0 + c->n_rows;
+    int n_blocks = (len + TS_KV_BLOCK - 1) / TS_KV_BLOCK, n_phys = n_blocks + 3;
+    size_t run = (size_t)TS_KV_BLOCK * hd, layer_size = 2 * (size_t)nkv * run;
+    size_t block_stride = N_LAYERS * layer_size + 7; /* odd padding between blocks */
+    size_t es = c->type == SIMD_KV_F16 ? 2 : 4, n_el = (size_t)n_phys * block_stride;
+    kv->pool = malloc(n_el * es);
+    kv->table = malloc(sizeof(int32_t) * n_blocks);
+    kv->k = malloc(sizeof(float) * len * nkv * hd);
+    kv->v = malloc(sizeof(float) * len * nkv * hd);
+    float *pf = kv->pool;
+    uint16_t *ph = kv->pool;
+    const simd_kernels *ref = simd_kernels_for(SIMD_ISA_REF);
+    uint16_t nan_h = 0x7e00;
+    for (size_t i = 0; i < n_el; i++) {
+        if (c->type == SIMD_KV_F16)
+            ph[i] = nan_h;
+        else
+            pf[i] = NAN;
+    }
+    /* physical ids: a shuffled permutation, skipping the spares */
+    int32_t *perm = malloc(sizeof(int32_t) * n_phys);
+    for (int i = 0; i < n_phys; i++)
+        perm[i] = i;
+    for (int i = n_phys - 1; i > 0; i--) {
+        int j = (int)sc_uniform(0.0f, (float)i + 0.999f);
+        int32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    memcpy(kv->table, perm, sizeof(int32_t) * n_blocks);
+    free(perm);
+    kv->view = (simd_kv_view){
+        .pool = kv->pool, .type = c->type, .block_stride = block_stride,
+        .k_offset = LAYER * layer_size, .v_offset = LAYER * layer_size + nkv * run,
+        .head_stride = run, .block_table = kv->table,
+    };
+    for (int t = 0; t < len; t++) {
+        for (int g = 0; g < nkv; g++) {
+            size_t at = (size_t)kv->table[t / TS_KV_BLOCK] * block_stride + (size_t)g * run +
+                        (size_t)(t % TS_KV_BLOCK) * hd;
+            for (int s = 0; s < 2; s++) {
+                float *dst = (s ? kv->v : kv->k) + ((size_t)t * nkv + g) * hd;
+                size_t off = at + (s ? kv->view.v_offset : kv->view.k_offset);
+                sc_fill(dst, (size_t)hd, -1.0f, 1.0f);
+                if (c->type == SIMD_KV_F16) { /* the copy holds what the pool decodes to */
+                    ref->f32_to_f16(ph + off, dst, (size_t)hd);
+                    ref->f16_to_f32(dst, ph + off, (size_t)hd);
+                } else {
+                    memcpy(pf + off, dst, sizeof(float) * hd);
+                }
+            }
+        }
+    }
+}
+
+static void kv_free(test_kv *kv)
+{
+    free(kv->pool), free(kv->table), free(kv->k), free(kv->v);
+}
+
+/* Two passes over all scores, in double, over the contiguous copies. */
+static void naive_attention(float *out, const float *q, const test_kv *kv, const attn_case *c,
+                            size_t q_stride, size_t out_stride)
+{
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, len = c->pos0 + c->n_rows;
+    double *s = malloc(sizeof(double) * len), *acc = malloc(sizeof(double) * hd);
+    for (int j = 0; j < c->n_rows; j++) {
+        for (int h = 0; h < c->n_heads; h++) {
+            const float *qh = q + j * q_stride + (size_t)h * hd;
+            int g = h / group, n = c->pos0 + j + 1;
+            double mx = -INFINITY, sum = 0.0;
+            for (int t = 0; t < n; t++) {
+                const float *k = kv->k + ((size_t)t * c->n_kv_heads + g) * hd;
+                double dot = 0.0;
+                for (int d = 0; d < hd; d++)
+                    dot += (double)qh[d] * k[d];
+                s[t] = dot / sqrt((double)hd);
+                mx = s[t] > mx ? s[t] : mx;
+            }
+            memset(acc, 0, sizeof(double) * hd);
+            for (int t = 0; t < n; t++) {
+                double p = exp(s[t] - mx);
+                sum += p;
+                const float *v = kv->v + ((size_t)t * c->n_kv_heads + g) * hd;
+                for (int d = 0; d < hd; d++)
+                    acc[d] += p * v[d];
+            }
+            for (int d = 0; d < hd; d++)
+                out[j * out_stride + (size_t)h * hd + d] = (float)(acc[d] / sum);
+        }
+    }
+    free(s), free(acc);
+}
+
+/* Output rows with their gaps: only (n_heads * head_dim) of each row are compared. */
+static double rows_err(const float *a, const float *b, const attn_case *c, size_t stride)
+{
+    double worst = 0.0;
+    for (int j = 0; j < c->n_rows; j++) {
+        double e = sc_norm_err(a + j * stride, b + j * stride, (size_t)c->n_heads * c->head_dim);
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+static void run_case(const attn_case *c)
+{
+    int hd = c->head_dim;
+    size_t width = (size_t)c->n_heads * hd;
+    size_t q_stride = width + 2 * (size_t)c->n_kv_heads * hd, out_stride = width + 3;
+    size_t q_n = c->n_rows * q_stride, out_n = c->n_rows * out_stride;
+    float *q = malloc(sizeof(float) * q_n), *naive = malloc(sizeof(float) * out_n);
+    float *want = malloc(sizeof(float) * out_n), *got = malloc(sizeof(float) * out_n);
+    sc_fill(q, q_n, -2.0f, 2.0f); /* sharp enough that the softmax is not flat */
+    test_kv kv;
+    kv_build(&kv, c);
+    simd_attn_shape shape = {
+        .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd, .pos0 = c->pos0,
+        .n_rows = c->n_rows, .q_stride = q_stride, .out_stride = out_stride,
+    };
+    const char *ty = c->type == SIMD_KV_F16 ? "f16" : "f32";
+
+    naive_attention(naive, q, &kv, c, q_stride, out_stride);
+    for (size_t i = 0; i < out_n; i++)
+        want[i] = NAN; /* the kernels must not read their output before writing it */
+    simd_kernels_for(SIMD_ISA_REF)->attention(want, q, &kv.view, &shape, 0, c->n_heads);
+    double e = rows_err(want, naive, c, out_stride);
+    SC_CHECK(e < 1e-5, "ref vs naive %s hd=%d heads=%d/%d pos0=%d rows=%d: err %g", ty, hd,
+             c->n_heads, c->n_kv_heads, c->pos0, c->n_rows, e);
+
+    const simd_kernels *isas[SIMD_ISA_COUNT];
+    int n_isa = sc_simd_tables(isas);
+    for (int i = 0; i < n_isa; i++) {
+        for (size_t k = 0; k < out_n; k++)
+            got[k] = NAN;
+        isas[i]->attention(got, q, &kv.view, &shape, 0, c->n_heads);
+        e = rows_err(got, want, c, out_stride);
+        SC_CHECK(e < 1e-5, "%s vs ref %s hd=%d heads=%d/%d pos0=%d rows=%d: err %g",
+                 isas[i]->name, ty, hd, c->n_heads, c->n_kv_heads, c->pos0, c->n_rows, e);
+        /* the same heads split in two calls at a point inside a group */
+        int split = c->n_heads > 1 ? c->n_heads / 2 + (c->n_heads > 2) : 1;
+        for (size_t k = 0; k < out_n; k++)
+            got[k] = NAN;
+        isas[i]->attention(got, q, &kv.view, &shape, 0, split);
+        isas[i]->attention(got, q, &kv.view, &shape, split, c->n_heads);
+        e = rows_err(got, want, c, out_stride);
+        SC_CHECK(e < 1e-5, "%s split at head %d, %s hd=%d: err %g", isas[i]->name, split, ty, hd, e);
+    }
+    kv_free(&kv);
+    free(q), free(naive), free(want), free(got);
+}
+
+static void check_decode(void)
+{
+    static const int dims[] = {6, 10, 18, 48, 64, 80, 128};
+    static const int lens[] = {1, 2, 31, 32, 33, 100, 640, 2048};
+    static const int gqa[] = {1, 2, 4, 8};
+    int n = 0;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            if (SC_SANITIZED && lens[li] > 640)
+                continue;
+            int ratio = gqa[(di + li) % 4], n_kv = 1 + (int)(li % 2);
+            attn_case c = {dims[di], ratio * n_kv, n_kv, lens[li] - 1, 1,
+                           (di + li) % 2 ? SIMD_KV_F16 : SIMD_KV_F32};
+            run_case(&c);
+            c.type = c.type == SIMD_KV_F16 ? SIMD_KV_F32 : SIMD_KV_F16;
+            if (lens[li] <= 100)
+                run_case(&c);
+            n++;
+        }
+    }
+    SC_CHECK(n > 20, "ran %d decode shapes", n);
+}
+
+static void check_prefill(void)
+{
+    static const attn_case cases[] = {
+        {64, 4, 4, 0, 40, SIMD_KV_F32},   /* a whole prompt, multi-head */
+        {18, 8, 2, 45, 37, SIMD_KV_F16},  /* a chunk starting mid-block, GQA 4 */
+        {10, 8, 1, 13, 100, SIMD_KV_F32}, /* GQA 8, rows of one tile span blocks */
+        {80, 6, 3, 31, 2, SIMD_KV_F16},   /* GQA 2, two rows across a block edge */
+        {128, 2, 2, 64, 33, SIMD_KV_F32},
+        {48, 16, 2, 200, 9, SIMD_KV_F16},
+        {6, 3, 3, 0, 1, SIMD_KV_F32},     /* the first token */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i]);
+}
+
+/* A row whose keys are all equal averages the values; one dominant key selects its value. */
+static void check_exact_cases(void)
+{
+    attn_case c = {8, 2, 1, 69, 1, SIMD_KV_F32};
+    test_kv kv;
+    kv_build(&kv, &c);
+    float q[2 * 8 + 2 * 8] = {0}, out[2 * 8];
+    float *pool = kv.pool;
+    simd_attn_shape shape = {2, 1, 8, 69, 1, sizeof q / sizeof q[0], 16};
+    for (int t = 0; t < 70; t++) {
+        size_t at = (size_t)kv.table[t / TS_KV_BLOCK] * kv.view.block_stride + (t % TS_KV_BLOCK) * 8;
+        for (int d = 0; d < 8; d++) {
+            pool[at + kv.view.k_offset + d] = t == 50 ? 100.0f : 0.0f;
+            pool[at + kv.view.v_offset + d] = (float)t;
+        }
+    }
+    q[0] = 0.0f;  /* head 0: q = 0, every score 0: mean of 0..69 */
+    q[8] = 10.0f; /* head 1: position 50's score dominates */
+    for (int k = SIMD_ISA_REF; k < SIMD_ISA_COUNT; k++) {
+        const simd_kernels *t = simd_kernels_for((simd_isa)k);
+        if (!t)
+            continue;
+        t->attention(out, q, &kv.view, &shape, 0, 2);
+        for (int d = 0; d < 8; d++) {
+            SC_CHECK(fabsf(out[d] - 34.5f) < 1e-4f, "%s uniform average: %g", t->name, out[d]);
+            SC_CHECK(fabsf(out[8 + d] - 50.0f) < 1e-4f, "%s dominant key: %g", t->name, out[8 + d]);
+        }
+    }
+    kv_free(&kv);
+}
+
+#define CHECKS(X) X(check_exact_cases) X(check_decode) X(check_prefill)
+SC_MAIN("simd_attention", CHECKS)
