@@ -10,5 +10,6 @@ typedef struct cli_command {
 
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 
 #endif

@@ -1,14 +1,13 @@
 /* cli_serve.c: `tessera serve`: loads models, starts one engine per model and the HTTP
  * server, and shuts everything down cleanly on SIGINT or SIGTERM. */
-#include <errno.h>
-#include <glob.h>
-#include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "tessera/engine.h"
 #include "tessera/model.h"
@@ -38,54 +37,6 @@ static void usage(FILE *out)
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n");
 }
 
-/* "123", "64K", "512M", "2G" (powers of 1024). */
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || v > (ULLONG_MAX >> shift))
-        return -1;
-    *out = (size_t)(v << shift);
-    return 0;
-}
-
-static int parse_int(const char *s, int lo, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > INT_MAX)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-/* $TESSERA_MODEL, else the first models/*.gguf, else stories260K from ../shared. */
-static char *default_model(void)
-{
-    const char *env = getenv("TESSERA_MODEL");
-    if (env && *env)
-        return strdup(env);
-    glob_t g;
-    char *path = NULL;
-    if (glob("models/*.gguf", 0, NULL, &g) == 0 && g.gl_pathc > 0)
-        path = strdup(g.gl_pathv[0]);
-    globfree(&g);
-    return path ? path : strdup("../shared/models/stories260K/stories260K.gguf");
-}
-
 static void log_line(void *user, const char *line)
 {
     (void)user;
@@ -108,59 +59,53 @@ static int parse_args(int argc, char **argv, serve_args *a)
     ts_engine_options_default(&a->eng);
     a->grace_s = a->srv.grace_ms / 1000;
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
+        const char *o = argv[i], *v = NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help"))
             return 1;
         if (!strcmp(o, "--protect-metrics")) {
             a->srv.protect_metrics = true;
             continue;
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tessera serve: %s needs a value (or is unknown)\n", o);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        size_t sz = 0;
+        bool ok = true;
         if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
             if (a->n_models == MAX_MODELS) {
-                fprintf(stderr, "tessera serve: at most %d models\n", MAX_MODELS);
+                fprintf(stderr, "tessera: at most %d models\n", MAX_MODELS);
                 return 2;
             }
-            a->models[a->n_models++] = v;
+            ok = (v = cli_value(argc, argv, &i)) != NULL;
+            a->models[a->n_models] = v;
+            a->n_models += ok;
         } else if (!strcmp(o, "--tokenizer")) {
-            a->tokenizer = v;
+            ok = (a->tokenizer = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--host")) {
-            a->srv.host = v;
+            ok = (a->srv.host = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--port")) {
-            bad = parse_int(v, 0, &a->srv.port) || a->srv.port > 65535;
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 65535, &a->srv.port);
         } else if (!strcmp(o, "--api-keys")) {
-            a->srv.api_keys_path = v;
+            ok = (a->srv.api_keys_path = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--kv-mem")) {
-            bad = parse_size(v, &a->eng.kv_mem_bytes) || a->eng.kv_mem_bytes == 0;
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->eng.kv_mem_bytes);
         } else if (!strcmp(o, "--max-seqs")) {
-            bad = parse_int(v, 1, &a->eng.max_seqs);
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 1, 1 << 16, &a->eng.max_seqs);
         } else if (!strcmp(o, "--max-queue")) {
-            bad = parse_int(v, 1, &a->eng.max_queue);
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 1, 1 << 20, &a->eng.max_queue);
         } else if (!strcmp(o, "--threads")) {
-            bad = parse_int(v, 0, &a->eng.n_threads);
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 4096, &a->eng.n_threads);
         } else if (!strcmp(o, "--chat-template")) {
-            a->srv.chat_template = v;
+            ok = (a->srv.chat_template = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--max-body")) {
-            bad = parse_size(v, &sz) || sz == 0;
-            a->srv.max_body = sz;
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_body);
         } else if (!strcmp(o, "--max-connections")) {
-            bad = parse_int(v, 1, &a->srv.max_connections);
+            ok = (v = cli_value(argc, argv, &i)) &&
+                 cli_int(o, v, 1, 65536, &a->srv.max_connections);
         } else if (!strcmp(o, "--grace")) {
-            bad = parse_int(v, 0, &a->grace_s) || a->grace_s > 3600;
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 3600, &a->grace_s);
         } else {
-            fprintf(stderr, "tessera serve: unknown option %s\n", o);
+            fprintf(stderr, "tessera: unknown option %s for serve\n", o);
             return 2;
         }
-        if (bad) {
-            fprintf(stderr, "tessera serve: bad value '%s' for %s\n", v, o);
+        if (!ok)
             return 2;
-        }
     }
     a->srv.grace_ms = a->grace_s * 1000;
     a->srv.log = log_line;
@@ -191,9 +136,8 @@ int cli_serve(int argc, char **argv)
         usage(rc == 1 ? stdout : stderr);
         return rc == 1 ? 0 : 2;
     }
-    char *fallback = a.n_models ? NULL : default_model();
-    if (fallback)
-        a.models[a.n_models++] = fallback;
+    if (!a.n_models)
+        a.models[a.n_models++] = cli_default_model();
 
     /* Block the shutdown signals in every thread started from here; main waits for them. */
     sigset_t sigs;
@@ -211,8 +155,11 @@ int cli_serve(int argc, char **argv)
     if (ts_server_create(&a.srv, &srv, &err) != TS_OK)
         goto done;
     for (int i = 0; i < a.n_models; i++) {
-        if (ts_model_load(a.models[i], a.tokenizer, &models[i], &err) != TS_OK ||
-            ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
+        if (!(models[i] = cli_load_model(a.models[i], a.tokenizer))) {
+            snprintf(err.msg, sizeof err.msg, "cannot load %s", a.models[i]);
+            goto done;
+        }
+        if (ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
             goto done;
         char name[128];
         route_name(models[i], a.models[i], name, sizeof name, models, i);
@@ -238,6 +185,5 @@ done:
     ts_server_destroy(srv);
     for (int i = 0; i < a.n_models; i++)
         ts_model_free(models[i]);
-    free(fallback);
     return status;
 }

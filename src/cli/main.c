@@ -7,6 +7,7 @@
 static const cli_command commands[] = {
     {"generate", cli_generate, "complete prompts (one, or a file of them concurrently)"},
     {"tokenize", cli_tokenize, "print the token ids of a text"},
+    {"serve", cli_serve, "serve models over an OpenAI-compatible HTTP API"},
     {NULL, NULL, NULL},
 };
 
