@@ -17,6 +17,8 @@ for arg in "$@"; do
 done
 
 missing=()
+# The HTTP tests drive the server with the official OpenAI Node client.
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")
