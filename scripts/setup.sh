@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config
           libopenblas-openmp-dev libopenblas0-openmp
           libcjson-dev libmicrohttpd-dev libcmocka-dev libcurl4-openssl-dev
-          curl ${TESSERA_EXTRA_PACKAGES:-})
+          curl jq ${TESSERA_EXTRA_PACKAGES:-})
 for arg in "$@"; do
   case $arg in
     --cross-aarch64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
@@ -17,6 +17,8 @@ for arg in "$@"; do
 done
 
 missing=()
+# The HTTP tests drive the server with the official OpenAI Node client.
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")

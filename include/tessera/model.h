@@ -40,6 +40,8 @@ void ts_model_free(ts_model *model);
 /* Borrowed views, valid while the model lives. */
 const ts_model_config *ts_model_get_config(const ts_model *model);
 const ts_tokenizer *ts_model_get_tokenizer(const ts_model *model);
+/* The GGUF tokenizer.chat_template (Jinja text), or NULL when the file has none. */
+const char *ts_model_get_chat_template(const ts_model *model);
 
 /* Writes the model with its vocabulary as a GGUF v3 file with F32 tensors. */
 ts_status ts_model_save_gguf(const ts_model *model, const char *path, ts_error *err);

@@ -10,6 +10,7 @@ typedef struct cli_command {
 
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_synth(int argc, char **argv);

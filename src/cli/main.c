@@ -7,6 +7,7 @@
 static const cli_command commands[] = {
     {"generate", cli_generate, "complete prompts (one, or a file of them concurrently)"},
     {"tokenize", cli_tokenize, "print the token ids of a text"},
+    {"serve", cli_serve, "serve models over an OpenAI-compatible HTTP API"},
     {"info", cli_info, "describe a model file: config, vocabulary, metadata, tensors"},
     {"convert", cli_convert, "write a model (GGUF or llama2.c) as an F32 GGUF file"},
     {"synth", cli_synth, "write a GGUF with random weights at a real model's shape"},

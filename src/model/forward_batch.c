@@ -52,10 +52,13 @@ static void gemm(float *out, const float *a, int lda, const float *w, int M, int
                 out, N);
 }
 
+/* Below this many floats of work a parallel region costs more than it saves. */
+enum { PARALLEL_MIN_WORK = 1 << 15 };
+
 static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
                          int rows, int dim, float eps)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)rows * dim >= PARALLEL_MIN_WORK)
     for (int r = 0; r < rows; r++)
         k->rmsnorm(out + (size_t)r * dim, x + (size_t)r * dim, w, 1, dim, eps);
 }
@@ -84,7 +87,11 @@ static void attention(const simd_kernels *k, const ts_model_config *c, const kv_
     int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads;
     int q_dim = c->n_heads * c->head_dim, qkv_rows = model_qkv_rows(c);
     int n_items = b->n_seqs * nkv;
-#pragma omp parallel for schedule(dynamic, 1)
+    /* work ~ K/V floats read: each sequence reads its whole context once per kv head */
+    long work = 0;
+    for (int i = 0; i < b->n_seqs; i++)
+        work += (long)(b->seqs[i].pos0 + b->seqs[i].n_rows) * c->head_dim * 2 * nkv;
+#pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
     for (int item = 0; item < n_items; item++) {
         const fwd_seq *sq = &b->seqs[item / nkv];
         int kvh = item % nkv;
@@ -152,7 +159,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         /* feed-forward block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T, dim, c->rms_eps);
         gemm(s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK)
         for (int r = 0; r < T; r++) {
             float *g = s->gu + (size_t)r * 2 * ffn;
             k->silu_mul(g, g, g + ffn, (size_t)ffn);

@@ -134,3 +134,8 @@ const ts_tokenizer *ts_model_get_tokenizer(const ts_model *m)
 {
     return m->tokenizer;
 }
+
+const char *ts_model_get_chat_template(const ts_model *m)
+{
+    return m->chat_template;
+}

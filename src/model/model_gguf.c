@@ -53,7 +53,10 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                             "architecture '%.*s' is not supported (only llama is)",
                             (int)(s.len > 64 ? 64 : s.len), s.ptr);
     copy_str(c->arch, sizeof c->arch, s);
-    if (gguf_get_str(f, "general.name", &s, NULL) == TS_OK)
+    /* general.name names the model unless it is missing or merely repeats the
+     * architecture (llama.cpp's llama2.c converter writes "llama"); then the file's base
+     * name is the more useful id. */
+    if (gguf_get_str(f, "general.name", &s, NULL) == TS_OK && s.len > 0 && !gguf_str_eq(s, c->arch))
         copy_str(c->name, sizeof c->name, s);
     else if (name_fallback)
         snprintf(c->name, sizeof c->name, "%s", name_fallback);

@@ -1,0 +1,53 @@
+/* tessera/server.h: the OpenAI-compatible HTTP server. It serves one or more engines,
+ * routed by model name, and talks to them only through the engine API. */
+#ifndef TESSERA_SERVER_H
+#define TESSERA_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tessera/engine.h"
+#include "tessera/status.h"
+
+typedef struct ts_server ts_server;
+
+typedef struct ts_server_options {
+    const char *host;          /* address to bind (default "127.0.0.1"); copied */
+    int port;                  /* default 8080; 0 = any free port (see ts_server_port) */
+    const char *api_keys_path; /* JSON key file; NULL = no authentication; borrowed */
+    bool protect_metrics;      /* /metrics needs a key too (when keys are set) */
+    size_t max_body;           /* request body limit in bytes (default 1 MiB) */
+    const char *chat_template; /* family name forced on every model; NULL = detect; copied */
+    int max_connections;       /* open connections, one thread each (default 256) */
+    int grace_ms;              /* ts_server_stop waits this long for requests (10000) */
+    /* One line per request (method, route, status, tokens, duration), without a newline.
+     * NULL = no request log. Called from HTTP threads; must be thread-safe. */
+    void (*log)(void *user, const char *line);
+    void *log_user;            /* borrowed */
+} ts_server_options;
+
+void ts_server_options_default(ts_server_options *opts);
+
+/* Reads the key file (a clear error when it is malformed) and prepares the server. */
+ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_error *err);
+
+/* Serves engine (borrowed; it must outlive the server) under name (copied). The first
+ * model added answers requests that name none. Before ts_server_start only. */
+ts_status ts_server_add_model(ts_server *srv, const char *name, ts_engine *engine,
+                              ts_error *err);
+
+/* Binds and starts answering on the server's own threads. */
+ts_status ts_server_start(ts_server *srv, ts_error *err);
+
+/* The bound port (useful with port 0); 0 before start. */
+int ts_server_port(const ts_server *srv);
+
+/* Stops accepting connections, lets requests in flight finish for up to grace_ms, then
+ * cancels the rest, closes every connection and joins the HTTP threads. Idempotent. */
+void ts_server_stop(ts_server *srv);
+
+/* Stops if needed and frees the server. Accepts NULL. Destroy the engines first: their
+ * wake-up callbacks point into the server. */
+void ts_server_destroy(ts_server *srv);
+
+#endif /* TESSERA_SERVER_H */

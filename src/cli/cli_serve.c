@@ -1,0 +1,189 @@
+/* cli_serve.c: `tessera serve`: loads models, starts one engine per model and the HTTP
+ * server, and shuts everything down cleanly on SIGINT or SIGTERM. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "tessera/engine.h"
+#include "tessera/model.h"
+#include "tessera/server.h"
+
+enum { MAX_MODELS = 16 };
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tessera serve [-m MODEL ...] [options]\n"
+            "  -m, --model PATH        a GGUF model (repeat to serve several, routed by name);\n"
+            "                          default $TESSERA_MODEL, else models/*.gguf, else\n"
+            "                          ../shared/models/stories260K/stories260K.gguf\n"
+            "  --tokenizer PATH        tokenizer.bin for llama2.c checkpoints\n"
+            "  --host ADDR             address to bind (127.0.0.1)\n"
+            "  --port N                port (8080; 0 = any free port)\n"
+            "  --api-keys FILE         JSON {\"KEY\": {\"tier\": \"high|normal|low\", \"name\": \"...\"}}\n"
+            "  --protect-metrics       /metrics needs a key too\n"
+            "  --kv-mem SIZE           KV cache per model, e.g. 512M, 2G (default: engine's)\n"
+            "  --max-seqs N            sequences decoding at once per model (64)\n"
+            "  --max-queue N           waiting requests per model before 429\n"
+            "  --threads N             OpenMP threads per step (all cores)\n"
+            "  --chat-template NAME    plain, chatml, llama2, llama3, mistral, zephyr, phi3, gemma\n"
+            "  --max-body BYTES        request body limit (1048576)\n"
+            "  --max-connections N     open connections, one thread each (256)\n"
+            "  --grace SECONDS         on shutdown, wait this long for requests (10)\n");
+}
+
+static void log_line(void *user, const char *line)
+{
+    (void)user;
+    fprintf(stderr, "%s\n", line);
+}
+
+typedef struct serve_args {
+    const char *models[MAX_MODELS];
+    int n_models;
+    const char *tokenizer;
+    ts_server_options srv;
+    ts_engine_options eng;
+    int grace_s;
+} serve_args;
+
+/* 0: parsed; 1: --help; 2: bad usage (printed). */
+static int parse_args(int argc, char **argv, serve_args *a)
+{
+    ts_server_options_default(&a->srv);
+    ts_engine_options_default(&a->eng);
+    a->grace_s = a->srv.grace_ms / 1000;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = NULL;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help"))
+            return 1;
+        if (!strcmp(o, "--protect-metrics")) {
+            a->srv.protect_metrics = true;
+            continue;
+        }
+        bool ok = true;
+        if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
+            if (a->n_models == MAX_MODELS) {
+                fprintf(stderr, "tessera: at most %d models\n", MAX_MODELS);
+                return 2;
+            }
+            ok = (v = cli_value(argc, argv, &i)) != NULL;
+            a->models[a->n_models] = v;
+            a->n_models += ok;
+        } else if (!strcmp(o, "--tokenizer")) {
+            ok = (a->tokenizer = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--host")) {
+            ok = (a->srv.host = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--port")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 65535, &a->srv.port);
+        } else if (!strcmp(o, "--api-keys")) {
+            ok = (a->srv.api_keys_path = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--kv-mem")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->eng.kv_mem_bytes);
+        } else if (!strcmp(o, "--max-seqs")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 1, 1 << 16, &a->eng.max_seqs);
+        } else if (!strcmp(o, "--max-queue")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 1, 1 << 20, &a->eng.max_queue);
+        } else if (!strcmp(o, "--threads")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 4096, &a->eng.n_threads);
+        } else if (!strcmp(o, "--chat-template")) {
+            ok = (a->srv.chat_template = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--max-body")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_body);
+        } else if (!strcmp(o, "--max-connections")) {
+            ok = (v = cli_value(argc, argv, &i)) &&
+                 cli_int(o, v, 1, 65536, &a->srv.max_connections);
+        } else if (!strcmp(o, "--grace")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 3600, &a->grace_s);
+        } else {
+            fprintf(stderr, "tessera: unknown option %s for serve\n", o);
+            return 2;
+        }
+        if (!ok)
+            return 2;
+    }
+    a->srv.grace_ms = a->grace_s * 1000;
+    a->srv.log = log_line;
+    return 0;
+}
+
+/* The model's name for routing: general.name, or the file's base name when two models
+ * share one. */
+static void route_name(const ts_model *m, const char *path, char *out, size_t cap,
+                       ts_model *const *loaded, int n_loaded)
+{
+    snprintf(out, cap, "%s", ts_model_get_config(m)->name);
+    for (int i = 0; i < n_loaded; i++)
+        if (!strcmp(ts_model_get_config(loaded[i])->name, out)) {
+            const char *base = strrchr(path, '/');
+            base = base ? base + 1 : path;
+            size_t n = strcspn(base, ".");
+            snprintf(out, cap, "%.*s", (int)n, base);
+        }
+}
+
+int cli_serve(int argc, char **argv)
+{
+    serve_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    if (rc) {
+        usage(rc == 1 ? stdout : stderr);
+        return rc == 1 ? 0 : 2;
+    }
+    if (!a.n_models)
+        a.models[a.n_models++] = cli_default_model();
+
+    /* Block the shutdown signals in every thread started from here; main waits for them. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    ts_model *models[MAX_MODELS] = {0};
+    ts_engine *engines[MAX_MODELS] = {0};
+    ts_server *srv = NULL;
+    ts_error err = {0};
+    int status = 1;
+    if (ts_server_create(&a.srv, &srv, &err) != TS_OK)
+        goto done;
+    for (int i = 0; i < a.n_models; i++) {
+        if (!(models[i] = cli_load_model(a.models[i], a.tokenizer))) {
+            snprintf(err.msg, sizeof err.msg, "cannot load %s", a.models[i]);
+            goto done;
+        }
+        if (ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
+            goto done;
+        char name[128];
+        route_name(models[i], a.models[i], name, sizeof name, models, i);
+        if (ts_server_add_model(srv, name, engines[i], &err) != TS_OK)
+            goto done;
+        fprintf(stderr, "tessera serve: model '%s' from %s\n", name, a.models[i]);
+    }
+    if (ts_server_start(srv, &err) != TS_OK)
+        goto done;
+    fprintf(stderr, "tessera serve: listening on http://%s:%d\n", a.srv.host, ts_server_port(srv));
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "tessera serve: %s, shutting down (grace %d s)\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", a.grace_s);
+    ts_server_stop(srv);
+    status = 0;
+done:
+    if (status)
+        fprintf(stderr, "tessera serve: %s\n", err.msg[0] ? err.msg : ts_status_str(err.status));
+    ts_server_stop(srv);
+    for (int i = 0; i < a.n_models; i++)
+        ts_engine_destroy(engines[i]);
+    ts_server_destroy(srv);
+    for (int i = 0; i < a.n_models; i++)
+        ts_model_free(models[i]);
+    return status;
+}

@@ -1,0 +1,522 @@
+/* complete.c: one chat or text completion: validated body -> prompt tokens -> engine
+ * request -> events -> a whole JSON answer or a Server-Sent-Event stream. Each HTTP
+ * connection has its own thread, so waiting blocks in poll() on the request's wake-up
+ * eventfd, the client socket (hang-up cancels the request) and the shutdown eventfd. */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/server_internal.h"
+
+_Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
+                   (int)OAI_MAX_STOP_LEN == (int)TS_MAX_STOP_LEN &&
+                   (int)OAI_MAX_N == (int)TS_MAX_N &&
+                   (int)OAI_MAX_TOP_LOGPROBS == (int)TS_MAX_TOP_LOGPROBS,
+               "openai.h limits must match engine.h");
+
+enum { SHUTDOWN_WAIT_MS = 5000 }; /* after cancelling at shutdown, wait this long at most */
+
+typedef struct choice_acc {
+    char *text;               /* (len) non-streamed text */
+    size_t len, cap;
+    oai_token_logprob *lps;   /* (n_lps) when logprobs were asked for */
+    size_t n_lps, cap_lps;
+    const char *finish;       /* static; NULL until DONE */
+    size_t text_off;          /* streamed bytes so far */
+    double t_last;            /* time of the previous token (inter-token latency) */
+} choice_acc;
+
+struct srv_job {
+    ts_server *srv;
+    srv_model *model;
+    const ts_tokenizer *tok;
+    ts_request *req;
+    srv_cell *cell;
+    int client_fd;
+    double t_start;
+    oai_request oreq;
+    char id[48];
+    oai_meta meta;
+    choice_acc acc[OAI_MAX_N];
+    int prompt_tokens, cached_tokens, completion_tokens;
+    bool first_token_seen;
+    bool failed;
+    ts_status fail_status;
+    char fail_msg[256];
+    bool cancelled_for_shutdown;
+    char *out;                /* stream bytes not yet handed to MHD: [out_off, out_len) */
+    size_t out_len, out_off, out_cap;
+    bool out_failed;
+    bool stream_ended;
+};
+
+static const char *finish_name(ts_finish_reason r)
+{
+    switch (r) {
+    case TS_FINISH_STOP: return "stop";
+    case TS_FINISH_LENGTH: return "length";
+    case TS_FINISH_CANCELLED: return "cancelled";
+    default: return "stop";
+    }
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* ---- waiting for events */
+
+/* 1: an event is in *ev; 0: no more events; -1: the client left (or shutdown gave up).
+ * The request is cancelled when the client leaves or the server shuts down. */
+static int job_wait(srv_job *j, ts_event *ev)
+{
+    for (;;) {
+        ts_status st = ts_request_next_event(j->req, ev, 0);
+        if (st == TS_OK)
+            return 1;
+        if (st == TS_ERR_NOT_FOUND)
+            return 0;
+        struct pollfd p[3] = {
+            {.fd = j->cell->efd, .events = POLLIN},
+            {.fd = j->client_fd, .events = POLLRDHUP},
+            {.fd = j->srv->stop_efd, .events = POLLIN},
+        };
+        int nfds = j->client_fd >= 0 ? 2 : 1;
+        if (!j->cancelled_for_shutdown)
+            p[nfds++] = p[2];
+        int rc = poll(p, (nfds_t)nfds, j->cancelled_for_shutdown ? SHUTDOWN_WAIT_MS : -1);
+        if (rc == 0)
+            return -1; /* the engine did not wind the request down in time */
+        if (rc < 0)
+            continue; /* EINTR */
+        if (p[0].revents & POLLIN) {
+            uint64_t v;
+            ssize_t r = read(j->cell->efd, &v, sizeof v);
+            (void)r;
+        }
+        if (j->client_fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            ts_request_cancel(j->req);
+            return -1;
+        }
+        int last = nfds - 1;
+        if (!j->cancelled_for_shutdown && p[last].fd == j->srv->stop_efd &&
+            (p[last].revents & POLLIN)) {
+            j->cancelled_for_shutdown = true;
+            ts_request_cancel(j->req);
+        }
+    }
+}
+
+/* ---- recording events */
+
+static void fill_logprob(const srv_job *j, const ts_event *ev, oai_token_logprob *lp)
+{
+    memset(lp, 0, sizeof *lp);
+    lp->bytes = ts_token_bytes(j->tok, ev->token, &lp->len);
+    lp->logprob = ev->logprob;
+    lp->n_top = ev->n_top < OAI_MAX_TOP_LOGPROBS ? ev->n_top : OAI_MAX_TOP_LOGPROBS;
+    for (int k = 0; k < lp->n_top; k++) {
+        lp->top[k].bytes = ts_token_bytes(j->tok, ev->top[k].token, &lp->top[k].len);
+        lp->top[k].logprob = ev->top[k].logprob;
+    }
+    if (!lp->bytes) {
+        lp->bytes = "";
+        lp->len = 0;
+    }
+    for (int k = 0; k < lp->n_top; k++)
+        if (!lp->top[k].bytes) {
+            lp->top[k].bytes = "";
+            lp->top[k].len = 0;
+        }
+}
+
+static void note_token_time(srv_job *j, choice_acc *a)
+{
+    double now = srv_now();
+    if (!j->first_token_seen) {
+        j->first_token_seen = true;
+        metrics_observe(j->srv->metrics, METRICS_HIST_TTFT, now - j->t_start);
+    } else if (a->t_last > 0) {
+        metrics_observe(j->srv->metrics, METRICS_HIST_ITL, now - a->t_last);
+    }
+    a->t_last = now;
+}
+
+static void record_done(srv_job *j, const ts_event *ev)
+{
+    j->acc[ev->index].finish =
+        j->cancelled_for_shutdown && ev->finish == TS_FINISH_CANCELLED ? "cancelled"
+                                                                       : finish_name(ev->finish);
+    j->prompt_tokens = ev->prompt_tokens;
+    j->cached_tokens = ev->cached_tokens;
+    j->completion_tokens += ev->completion_tokens;
+}
+
+static void record_error(srv_job *j, const ts_event *ev)
+{
+    j->failed = true;
+    j->fail_status = ev->status;
+    snprintf(j->fail_msg, sizeof j->fail_msg, "%s", ev->message);
+}
+
+/* Non-streamed: append to the choice's text and logprobs. */
+static bool collect_event(srv_job *j, const ts_event *ev)
+{
+    if (ev->index < 0 || ev->index >= j->oreq.n)
+        return true;
+    choice_acc *a = &j->acc[ev->index];
+    if (ev->kind == TS_EVENT_TOKEN) {
+        note_token_time(j, a);
+        if (!grow((void **)&a->text, &a->cap, a->len + ev->text_len + 1, 1))
+            return false;
+        memcpy(a->text + a->len, ev->text, ev->text_len);
+        a->len += ev->text_len;
+        a->text[a->len] = '\0';
+        if (j->oreq.logprobs) {
+            if (!grow((void **)&a->lps, &a->cap_lps, a->n_lps + 1, sizeof *a->lps))
+                return false;
+            fill_logprob(j, ev, &a->lps[a->n_lps++]);
+        }
+    } else if (ev->kind == TS_EVENT_DONE) {
+        record_done(j, ev);
+    } else {
+        record_error(j, ev);
+    }
+    return true;
+}
+
+/* ---- streaming */
+
+static void out_put(srv_job *j, const char *s, size_t n)
+{
+    if (j->out_failed || !grow((void **)&j->out, &j->out_cap, j->out_len + n, 1)) {
+        j->out_failed = true;
+        return;
+    }
+    memcpy(j->out + j->out_len, s, n);
+    j->out_len += n;
+}
+
+/* Appends "data: JSON\n\n" and frees json (NULL marks a failure). */
+static void out_event(srv_job *j, char *json)
+{
+    if (!json) {
+        j->out_failed = true;
+        return;
+    }
+    out_put(j, "data: ", 6);
+    out_put(j, json, strlen(json));
+    out_put(j, "\n\n", 2);
+    free(json);
+}
+
+static void stream_event(srv_job *j, const ts_event *ev)
+{
+    if (ev->kind == TS_EVENT_ERROR) {
+        record_error(j, ev);
+        oai_error e;
+        oai_error_set(&e, ev->status == TS_ERR_SHUTDOWN ? 503 : 500, NULL, NULL, "%s",
+                      ev->message);
+        out_event(j, oai_error_json(&e));
+        return;
+    }
+    if (ev->index < 0 || ev->index >= j->oreq.n)
+        return;
+    choice_acc *a = &j->acc[ev->index];
+    if (ev->kind == TS_EVENT_DONE) {
+        record_done(j, ev);
+        out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL, 0));
+        return;
+    }
+    note_token_time(j, a);
+    if (ev->text_len == 0 && !j->oreq.logprobs)
+        return; /* text held back (partial character or possible stop string) */
+    oai_token_logprob lp;
+    if (j->oreq.logprobs)
+        fill_logprob(j, ev, &lp);
+    out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len, NULL,
+                                j->oreq.logprobs ? &lp : NULL, a->text_off));
+    a->text_off += ev->text_len;
+}
+
+static void stream_finish(srv_job *j)
+{
+    if (j->oreq.include_usage) {
+        oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
+        out_event(j, oai_usage_chunk_json(&j->meta, &u));
+    }
+    out_put(j, "data: [DONE]\n\n", 14);
+    j->stream_ended = true;
+}
+
+/* MHD's content reader: hands out what is buffered, else blocks for the next event. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    srv_job *j = cls;
+    while (j->out_off == j->out_len) {
+        j->out_off = j->out_len = 0;
+        if (j->stream_ended)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        ts_event ev = {0};
+        int r = job_wait(j, &ev);
+        if (r < 0)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (r == 0)
+            stream_finish(j);
+        else
+            stream_event(j, &ev);
+        ts_event_clear(&ev);
+        if (j->out_failed)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = j->out_len - j->out_off;
+    if (n > max)
+        n = max;
+    memcpy(buf, j->out + j->out_off, n);
+    j->out_off += n;
+    return (ssize_t)n;
+}
+
+/* ---- the request */
+
+static ts_status prompt_tokens(srv_job *j, int32_t **ids, size_t *n, oai_error *e)
+{
+    const oai_request *r = &j->oreq;
+    char *text = NULL;
+    const char *src = r->prompt;
+    if (r->kind == OAI_CHAT) {
+        chat_message *msgs = calloc(r->n_messages, sizeof *msgs);
+        if (!msgs)
+            return oai_error_set(e, 500, NULL, NULL, "out of memory");
+        for (size_t i = 0; i < r->n_messages; i++)
+            msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
+        ts_error err = {0};
+        ts_status st = chat_template_render(j->model->template, msgs, r->n_messages, &text, &err);
+        free(msgs);
+        if (st != TS_OK)
+            return oai_error_set(e, st == TS_ERR_NOMEM ? 500 : 400, "messages", NULL, "%s",
+                                 err.msg);
+        src = text;
+    } else if (!src) {
+        int vocab = ts_tokenizer_vocab_size(j->tok);
+        for (size_t i = 0; i < r->n_prompt_tokens; i++)
+            if (r->prompt_tokens[i] >= vocab)
+                return oai_error_set(e, 400, "prompt", "invalid_value",
+                                     "'prompt' token %zu is %d, past the vocabulary of %d", i,
+                                     (int)r->prompt_tokens[i], vocab);
+        *ids = malloc(r->n_prompt_tokens * sizeof **ids);
+        if (!*ids)
+            return oai_error_set(e, 500, NULL, NULL, "out of memory");
+        memcpy(*ids, r->prompt_tokens, r->n_prompt_tokens * sizeof **ids);
+        *n = r->n_prompt_tokens;
+        return TS_OK;
+    }
+    size_t len = strlen(src), cap = len + 2, need = 0;
+    *ids = malloc(cap * sizeof **ids);
+    ts_status st = *ids ? ts_tokenize(j->tok, src, len, true, *ids, cap, &need) : TS_ERR_NOMEM;
+    if (st == TS_OK && need > cap) {
+        int32_t *more = realloc(*ids, need * sizeof **ids);
+        if (more)
+            *ids = more;
+        st = more ? ts_tokenize(j->tok, src, len, true, *ids, need, &need) : TS_ERR_NOMEM;
+    }
+    free(text);
+    *n = need;
+    if (st != TS_OK)
+        return oai_error_set(e, 500, NULL, NULL, "cannot tokenize the prompt: %s",
+                             ts_status_str(st));
+    return TS_OK;
+}
+
+/* Checks the context, fills engine parameters and submits; e says why not. */
+static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, oai_error *e)
+{
+    const oai_request *r = &j->oreq;
+    int ctx = ts_model_get_config(ts_engine_get_model(j->model->engine))->context_len;
+    if (n == 0 || (long long)n >= ctx)
+        return oai_error_set(e, 400, r->kind == OAI_CHAT ? "messages" : "prompt",
+                             "context_length_exceeded",
+                             "the prompt has %zu tokens; this model's context is %d tokens", n,
+                             ctx);
+    int room = ctx - (int)n;
+    int max_tokens = r->max_tokens ? r->max_tokens : (r->kind == OAI_CHAT ? room : 16);
+    if (max_tokens > room) {
+        if (r->max_tokens)
+            return oai_error_set(e, 400, "max_tokens", "context_length_exceeded",
+                                 "the prompt has %zu tokens and max_tokens asks for %d more: "
+                                 "%lld is over this model's context of %d tokens",
+                                 n, max_tokens, (long long)n + max_tokens, ctx);
+        max_tokens = room;
+    }
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = ids;
+    p.n_prompt = n;
+    p.max_tokens = max_tokens;
+    p.sampling.temperature = r->temperature;
+    p.sampling.top_k = r->top_k;
+    p.sampling.top_p = r->top_p;
+    p.sampling.min_p = r->min_p;
+    p.sampling.repetition_penalty = r->repetition_penalty;
+    p.sampling.presence_penalty = r->presence_penalty;
+    p.sampling.frequency_penalty = r->frequency_penalty;
+    p.sampling.has_seed = r->has_seed;
+    p.sampling.seed = r->seed;
+    p.sampling.logprobs = r->logprobs;
+    p.sampling.top_logprobs = r->top_logprobs;
+    for (int i = 0; i < r->n_stop; i++)
+        p.stop[i] = r->stop[i];
+    p.n_stop = r->n_stop;
+    p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
+    p.n = r->n;
+    p.ignore_eos = r->ignore_eos;
+    p.notify = srv_cell_notify;
+    p.notify_user = j->cell;
+    ts_error err = {0};
+    ts_status st = ts_sampling_params_validate(&p.sampling, &err);
+    if (st != TS_OK)
+        return oai_error_set(e, 400, NULL, "invalid_value", "%s", err.msg);
+    st = ts_engine_submit(j->model->engine, &p, &j->req, &err);
+    switch (st) {
+    case TS_OK: return TS_OK;
+    case TS_ERR_QUEUE_FULL:
+        return oai_error_set(e, 429, NULL, "queue_full", "the request queue is full; retry: %s",
+                             err.msg);
+    case TS_ERR_TOO_LONG:
+    case TS_ERR_OUT_OF_BLOCKS:
+        return oai_error_set(e, 400, NULL, "context_length_exceeded", "%s", err.msg);
+    case TS_ERR_INVALID_ARG: return oai_error_set(e, 400, NULL, "invalid_value", "%s", err.msg);
+    case TS_ERR_SHUTDOWN: return oai_error_set(e, 503, NULL, "shutting_down", "%s", err.msg);
+    default: return oai_error_set(e, 500, NULL, NULL, "%s", err.msg);
+    }
+}
+
+static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
+{
+    if (j->oreq.kind == OAI_CHAT)
+        for (int i = 0; i < j->oreq.n; i++)
+            out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL, 0));
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j, NULL);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    enum MHD_Result ok = MHD_queue_response(mc, 200, r);
+    MHD_destroy_response(r);
+    if (ok == MHD_YES)
+        c->status = 200;
+    return ok;
+}
+
+static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
+{
+    ts_event ev = {0};
+    int r;
+    bool ok = true;
+    while ((r = job_wait(j, &ev)) > 0) {
+        ok = ok && collect_event(j, &ev);
+        ts_event_clear(&ev);
+    }
+    if (r < 0)
+        return MHD_NO; /* the client left: close; on_completed releases the request */
+    oai_error e;
+    if (!ok) {
+        oai_error_set(&e, 500, NULL, NULL, "out of memory");
+        return srv_send_error(mc, c, &e);
+    }
+    if (j->failed) {
+        int status = j->fail_status == TS_ERR_SHUTDOWN || j->fail_status == TS_ERR_CANCELLED ? 503 : 500;
+        oai_error_set(&e, status, NULL, NULL, "%s", j->fail_msg);
+        return srv_send_error(mc, c, &e);
+    }
+    static const oai_token_logprob no_tokens; /* logprobs asked for, no token made */
+    oai_choice choices[OAI_MAX_N];
+    for (int i = 0; i < j->oreq.n; i++) {
+        choice_acc *a = &j->acc[i];
+        choices[i] = (oai_choice){a->text ? a->text : "", a->len, a->finish ? a->finish : "stop",
+                                  j->oreq.logprobs ? (a->lps ? a->lps : &no_tokens) : NULL,
+                                  a->n_lps};
+    }
+    oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
+    char *json = oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
+    return srv_send(mc, c, 200, "application/json", json, json ? strlen(json) : 0);
+}
+
+enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
+{
+    ts_server *srv = c->srv;
+    oai_error e;
+    srv_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        oai_error_set(&e, 500, NULL, NULL, "out of memory");
+        return srv_send_error(mc, c, &e);
+    }
+    c->job = j; /* freed by on_completed through complete_job_free */
+    pthread_mutex_lock(&srv->mu);
+    srv->in_flight++;
+    pthread_mutex_unlock(&srv->mu);
+    j->srv = srv;
+    j->t_start = c->t_start;
+    j->client_fd = -1;
+    if (oai_parse_request(kind, c->body, c->body_len, &j->oreq, &e) != TS_OK)
+        return srv_send_error(mc, c, &e);
+    j->model = srv_find_model(srv, j->oreq.model, &e);
+    if (!j->model)
+        return srv_send_error(mc, c, &e);
+    j->tok = ts_model_get_tokenizer(ts_engine_get_model(j->model->engine));
+    j->cell = srv_cell_get(srv);
+    if (!j->cell) {
+        oai_error_set(&e, 500, NULL, NULL, "cannot create a wake-up eventfd");
+        return srv_send_error(mc, c, &e);
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    j->client_fd = ci ? ci->connect_fd : -1;
+    unsigned long long seq = atomic_fetch_add(&srv->next_id, 1);
+    snprintf(j->id, sizeof j->id, "%s-%llx%06llx", kind == OAI_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long long)srv->started, seq & 0xffffffULL);
+    j->meta = (oai_meta){kind, j->id, (long long)time(NULL), j->model->name};
+
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_status st = prompt_tokens(j, &ids, &n, &e);
+    if (st == TS_OK)
+        st = submit(j, c, ids, n, &e);
+    free(ids);
+    if (st != TS_OK)
+        return srv_send_error(mc, c, &e);
+    return j->oreq.stream ? start_stream(mc, c, j) : answer_whole(mc, c, j);
+}
+
+void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
+{
+    if (!j)
+        return;
+    *prompt_tokens = j->prompt_tokens;
+    *completion_tokens = j->completion_tokens;
+    ts_request_release(j->req);
+    srv_cell_put(j->srv, j->cell);
+    for (int i = 0; i < OAI_MAX_N; i++) {
+        free(j->acc[i].text);
+        free(j->acc[i].lps);
+    }
+    free(j->out);
+    oai_request_clear(&j->oreq);
+    free(j);
+}

@@ -1,0 +1,642 @@
+/* http.c: the libmicrohttpd daemon (one thread per connection), routing, body
+ * accumulation and limits, authentication, the per-request log, and the routes that need
+ * no engine step: /health, /metrics, /v1/models, /tokenize, /detokenize. */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "server/server_internal.h"
+#include "server/utf8.h"
+
+double srv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- routes */
+
+typedef enum route_id {
+    ROUTE_CHAT, ROUTE_COMPLETIONS, ROUTE_BATCH_CHAT, ROUTE_BATCH_COMPLETIONS, ROUTE_MODELS,
+    ROUTE_HEALTH, ROUTE_METRICS, ROUTE_TOKENIZE, ROUTE_DETOKENIZE, ROUTE_NONE
+} route_id;
+
+static const struct {
+    const char *path, *method;
+    metrics_route metric;
+} routes[] = {
+    [ROUTE_CHAT] = {"/v1/chat/completions", "POST", METRICS_ROUTE_CHAT},
+    [ROUTE_COMPLETIONS] = {"/v1/completions", "POST", METRICS_ROUTE_COMPLETIONS},
+    [ROUTE_BATCH_CHAT] = {"/v1/batch/chat/completions", "POST", METRICS_ROUTE_BATCH_CHAT},
+    [ROUTE_BATCH_COMPLETIONS] = {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS},
+    [ROUTE_MODELS] = {"/v1/models", "GET", METRICS_ROUTE_MODELS},
+    [ROUTE_HEALTH] = {"/health", "GET", METRICS_ROUTE_HEALTH},
+    [ROUTE_METRICS] = {"/metrics", "GET", METRICS_ROUTE_METRICS},
+    [ROUTE_TOKENIZE] = {"/tokenize", "POST", METRICS_ROUTE_TOKENIZE},
+    [ROUTE_DETOKENIZE] = {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE},
+};
+
+static route_id find_route(const char *url)
+{
+    size_t n = strcspn(url, "?");
+    for (int r = 0; r < ROUTE_NONE; r++)
+        if (strlen(routes[r].path) == n && !strncmp(url, routes[r].path, n))
+            return (route_id)r;
+    return ROUTE_NONE;
+}
+
+static route_id route_of(const srv_conn *c)
+{
+    return find_route(c->path);
+}
+
+/* ---- responses */
+
+enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
+                         const char *content_type, char *body, size_t len)
+{
+    if (!body) {
+        static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
+                                  "\"server_error\",\"param\":null,\"code\":null}}";
+        body = strdup(oom);
+        if (!body)
+            return MHD_NO;
+        len = strlen(body);
+        status = 500;
+        content_type = "application/json";
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (status == 429)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == 405) {
+        route_id id = route_of(c);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, id != ROUTE_NONE ? routes[id].method : "GET");
+    }
+    enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, r);
+    MHD_destroy_response(r);
+    if (ok == MHD_YES)
+        c->status = status;
+    return ok;
+}
+
+enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e)
+{
+    char *json = oai_error_json(e);
+    return srv_send(mc, c, e->http_status, "application/json", json, json ? strlen(json) : 0);
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *mc, srv_conn *c, int status, cJSON *j)
+{
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return srv_send(mc, c, status, "application/json", s, s ? strlen(s) : 0);
+}
+
+/* ---- models and cells */
+
+srv_model *srv_find_model(ts_server *srv, const char *name, oai_error *e)
+{
+    if (!name)
+        return srv->n_models ? &srv->models[0] : NULL;
+    for (int i = 0; i < srv->n_models; i++)
+        if (!strcmp(srv->models[i].name, name))
+            return &srv->models[i];
+    oai_error_set(e, 404, "model", "model_not_found", "the model '%.200s' does not exist", name);
+    return NULL;
+}
+
+srv_cell *srv_cell_get(ts_server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    srv_cell *c = srv->free_cells;
+    if (c)
+        srv->free_cells = c->next_free;
+    pthread_mutex_unlock(&srv->mu);
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (c->efd < 0) {
+            free(c);
+            return NULL;
+        }
+        pthread_mutex_lock(&srv->mu);
+        c->next_all = srv->all_cells;
+        srv->all_cells = c;
+        pthread_mutex_unlock(&srv->mu);
+    }
+    uint64_t v;
+    while (read(c->efd, &v, sizeof v) == sizeof v) /* drain late wake-ups */
+        ;
+    return c;
+}
+
+void srv_cell_put(ts_server *srv, srv_cell *cell)
+{
+    if (!cell)
+        return;
+    pthread_mutex_lock(&srv->mu);
+    cell->next_free = srv->free_cells;
+    srv->free_cells = cell;
+    pthread_mutex_unlock(&srv->mu);
+}
+
+void srv_cell_notify(void *cell)
+{
+    uint64_t one = 1;
+    ssize_t w = write(((srv_cell *)cell)->efd, &one, sizeof one);
+    (void)w; /* EAGAIN means the counter is already non-zero: the waiter wakes anyway */
+}
+
+/* ---- simple routes */
+
+static enum MHD_Result handle_health(struct MHD_Connection *mc, srv_conn *c)
+{
+    ts_server *srv = c->srv;
+    bool stopping = atomic_load(&srv->stopping);
+    cJSON *j = cJSON_CreateObject();
+    if (j) {
+        cJSON_AddStringToObject(j, "status", stopping ? "shutting_down" : "ok");
+        cJSON_AddNumberToObject(j, "models", srv->n_models);
+    }
+    return send_json(mc, c, stopping ? 503 : 200, j);
+}
+
+static enum MHD_Result handle_metrics(struct MHD_Connection *mc, srv_conn *c)
+{
+    ts_server *srv = c->srv;
+    metrics_model mm[SRV_MAX_MODELS];
+    for (int i = 0; i < srv->n_models; i++) {
+        mm[i].name = srv->models[i].name;
+        ts_engine_get_stats(srv->models[i].engine, &mm[i].stats);
+    }
+    char *text = metrics_render(srv->metrics, mm, (size_t)srv->n_models);
+    return srv_send(mc, c, 200, "text/plain; version=0.0.4; charset=utf-8", text,
+                    text ? strlen(text) : 0);
+}
+
+static enum MHD_Result handle_models(struct MHD_Connection *mc, srv_conn *c)
+{
+    ts_server *srv = c->srv;
+    cJSON *j = cJSON_CreateObject();
+    cJSON *data = j ? cJSON_AddArrayToObject(j, "data") : NULL;
+    bool ok = data && cJSON_AddStringToObject(j, "object", "list");
+    for (int i = 0; ok && i < srv->n_models; i++) {
+        const ts_model *m = ts_engine_get_model(srv->models[i].engine);
+        cJSON *e = cJSON_CreateObject();
+        ok = e && cJSON_AddItemToArray(data, e);
+        if (!ok) {
+            cJSON_Delete(e);
+            break;
+        }
+        ok = cJSON_AddStringToObject(e, "id", srv->models[i].name) &&
+             cJSON_AddStringToObject(e, "object", "model") &&
+             cJSON_AddNumberToObject(e, "created", (double)srv->started) &&
+             cJSON_AddStringToObject(e, "owned_by", "tessera") &&
+             cJSON_AddNumberToObject(e, "context_length", ts_model_get_config(m)->context_len) &&
+             cJSON_AddStringToObject(e, "chat_template",
+                                     chat_template_name(srv->models[i].template));
+    }
+    if (!ok) {
+        cJSON_Delete(j);
+        j = NULL;
+    }
+    return send_json(mc, c, 200, j);
+}
+
+static enum MHD_Result handle_tokenize(struct MHD_Connection *mc, srv_conn *c)
+{
+    oai_tokenize_request t;
+    oai_error e;
+    if (oai_parse_tokenize(c->body, c->body_len, &t, &e) != TS_OK)
+        return srv_send_error(mc, c, &e);
+    srv_model *m = srv_find_model(c->srv, t.model, &e);
+    if (!m) {
+        oai_tokenize_request_clear(&t);
+        return srv_send_error(mc, c, &e);
+    }
+    const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
+    size_t len = strlen(t.text), n = 0, cap = len + 2;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    ts_status st = ids ? ts_tokenize(tok, t.text, len, t.add_special, ids, cap, &n) : TS_ERR_NOMEM;
+    if (st == TS_OK && n > cap) {
+        int32_t *more = realloc(ids, n * sizeof *ids);
+        st = more ? ts_tokenize(tok, t.text, len, t.add_special, more, n, &n) : TS_ERR_NOMEM;
+        ids = more ? more : ids;
+    }
+    cJSON *j = NULL;
+    if (st == TS_OK) {
+        j = cJSON_CreateObject();
+        cJSON *arr = j ? cJSON_AddArrayToObject(j, "tokens") : NULL;
+        bool ok = arr && cJSON_AddStringToObject(j, "model", m->name) &&
+                  cJSON_AddNumberToObject(j, "count", (double)n);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+        if (!ok) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+    }
+    free(ids);
+    oai_tokenize_request_clear(&t);
+    if (st != TS_OK) {
+        oai_error_set(&e, 500, NULL, NULL, "tokenization failed: %s", ts_status_str(st));
+        return srv_send_error(mc, c, &e);
+    }
+    return send_json(mc, c, 200, j);
+}
+
+static enum MHD_Result handle_detokenize(struct MHD_Connection *mc, srv_conn *c)
+{
+    oai_detokenize_request d;
+    oai_error e;
+    if (oai_parse_detokenize(c->body, c->body_len, &d, &e) != TS_OK)
+        return srv_send_error(mc, c, &e);
+    srv_model *m = srv_find_model(c->srv, d.model, &e);
+    if (!m) {
+        oai_detokenize_request_clear(&d);
+        return srv_send_error(mc, c, &e);
+    }
+    const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
+    int vocab = ts_tokenizer_vocab_size(tok);
+    for (size_t i = 0; i < d.n_tokens; i++)
+        if (d.tokens[i] >= vocab) {
+            oai_error_set(&e, 400, "tokens", "invalid_value",
+                          "'tokens' element %zu is %d, past the vocabulary of %d", i,
+                          (int)d.tokens[i], vocab);
+            oai_detokenize_request_clear(&d);
+            return srv_send_error(mc, c, &e);
+        }
+    size_t need = ts_detokenize(tok, d.tokens, d.n_tokens, NULL, 0);
+    char *text = malloc(need + 1);
+    cJSON *j = NULL;
+    if (text) {
+        ts_detokenize(tok, d.tokens, d.n_tokens, text, need);
+        char *clean = utf8_sanitize(text, need);
+        j = clean ? cJSON_CreateObject() : NULL;
+        if (j && (!cJSON_AddStringToObject(j, "model", m->name) ||
+                  !cJSON_AddStringToObject(j, "prompt", clean))) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+        free(clean);
+        free(text);
+    }
+    oai_detokenize_request_clear(&d);
+    return send_json(mc, c, 200, j);
+}
+
+/* ---- the access handler */
+
+static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c, route_id r)
+{
+    if (!srv->keys)
+        return true;
+    bool open = r == ROUTE_HEALTH || (r == ROUTE_METRICS && !srv->opts.protect_metrics);
+    if (open)
+        return true;
+    const char *h = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const auth_key *k = auth_check(srv->keys, h);
+    if (!k)
+        return false;
+    c->priority = k->tier;
+    return true;
+}
+
+/* Appends an upload chunk; past the limit the rest is read and dropped, answered 413. */
+static void accumulate(srv_conn *c, const char *data, size_t n, size_t limit)
+{
+    if (c->body_too_big || c->body_len + n > limit) {
+        c->body_too_big = true;
+        return;
+    }
+    if (c->body_len + n + 1 > c->body_cap) {
+        size_t cap = c->body_cap ? c->body_cap : 4096;
+        while (cap < c->body_len + n + 1)
+            cap *= 2;
+        char *p = realloc(c->body, cap);
+        if (!p) {
+            c->body_too_big = true; /* answered as too large rather than crashing */
+            return;
+        }
+        c->body = p;
+        c->body_cap = cap;
+    }
+    memcpy(c->body + c->body_len, data, n);
+    c->body_len += n;
+    c->body[c->body_len] = '\0';
+}
+
+/* First call for a request: route, method, auth and declared size are checked at once. */
+static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
+                                     const char *method)
+{
+    route_id r = route_of(c);
+    oai_error e;
+    if (r == ROUTE_NONE) {
+        oai_error_set(&e, 404, NULL, "not_found", "no route %.60s %.60s", method, c->path);
+        return srv_send_error(mc, c, &e);
+    }
+    if (strcmp(method, routes[r].method)) {
+        oai_error_set(&e, 405, NULL, "method_not_allowed", "%s wants %s, not %.10s",
+                      routes[r].path, routes[r].method, method);
+        return srv_send_error(mc, c, &e);
+    }
+    if (!authorized(srv, mc, c, r)) {
+        oai_error_set(&e, 401, NULL, "invalid_api_key",
+                      "a valid API key is required: send 'Authorization: Bearer KEY'");
+        return srv_send_error(mc, c, &e);
+    }
+    if (r == ROUTE_HEALTH)
+        return handle_health(mc, c);
+    if (atomic_load(&srv->stopping)) {
+        oai_error_set(&e, 503, NULL, "shutting_down", "the server is shutting down");
+        return srv_send_error(mc, c, &e);
+    }
+    if (r == ROUTE_METRICS)
+        return handle_metrics(mc, c);
+    if (r == ROUTE_MODELS)
+        return handle_models(mc, c);
+    const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > srv->opts.max_body) {
+        oai_error_set(&e, 413, NULL, "request_too_large",
+                      "the request body of %.20s bytes is over the limit of %zu bytes", cl,
+                      srv->opts.max_body);
+        return srv_send_error(mc, c, &e);
+    }
+    return MHD_YES; /* wait for the body */
+}
+
+static enum MHD_Result end_request(struct MHD_Connection *mc, srv_conn *c)
+{
+    oai_error e;
+    if (c->body_too_big) {
+        oai_error_set(&e, 413, NULL, "request_too_large",
+                      "the request body is over the limit of %zu bytes", c->srv->opts.max_body);
+        return srv_send_error(mc, c, &e);
+    }
+    if (!c->body)
+        accumulate(c, "", 0, 1); /* an empty body is parsed (and refused) as JSON */
+    switch (route_of(c)) {
+    case ROUTE_CHAT:
+    case ROUTE_BATCH_CHAT: return complete_handle(mc, c, OAI_CHAT);
+    case ROUTE_COMPLETIONS:
+    case ROUTE_BATCH_COMPLETIONS: return complete_handle(mc, c, OAI_COMPLETION);
+    case ROUTE_TOKENIZE: return handle_tokenize(mc, c);
+    case ROUTE_DETOKENIZE: return handle_detokenize(mc, c);
+    default: return MHD_NO;
+    }
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_data_size,
+                                 void **req_cls)
+{
+    (void)version;
+    ts_server *srv = cls;
+    srv_conn *c = *req_cls;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return MHD_NO;
+        *req_cls = c; /* from here on only on_completed frees it */
+        c->srv = srv;
+        c->t_start = srv_now();
+        c->priority = TS_PRIORITY_NORMAL;
+        snprintf(c->method, sizeof c->method, "%s", method);
+        snprintf(c->path, sizeof c->path, "%.*s", (int)strcspn(url, "?"), url);
+        route_id r = route_of(c);
+        c->route = r == ROUTE_NONE ? METRICS_ROUTE_OTHER : routes[r].metric;
+        c->batch = r == ROUTE_BATCH_CHAT || r == ROUTE_BATCH_COMPLETIONS;
+        return begin_request(srv, mc, c, method);
+    }
+    if (c->status)
+        return MHD_YES; /* answered early; MHD drops whatever body follows */
+    if (*upload_data_size) {
+        accumulate(c, upload_data, *upload_data_size, srv->opts.max_body);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return end_request(mc, c);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)mc;
+    ts_server *srv = cls;
+    srv_conn *c = *req_cls;
+    if (!c)
+        return;
+    *req_cls = NULL;
+    int prompt_tokens = 0, completion_tokens = 0;
+    bool had_job = c->job != NULL;
+    if (had_job)
+        complete_job_free(c->job, &prompt_tokens, &completion_tokens);
+    double dur = srv_now() - c->t_start;
+    metrics_count_request(srv->metrics, c->route, c->status);
+    metrics_observe(srv->metrics, METRICS_HIST_DURATION, dur);
+    metrics_add_tokens(srv->metrics, prompt_tokens, completion_tokens);
+    if (srv->opts.log) {
+        char line[256];
+        snprintf(line, sizeof line, "%s %s %d prompt_tokens=%d completion_tokens=%d %.1fms%s",
+                 c->method, c->path, c->status, prompt_tokens, completion_tokens, dur * 1e3,
+                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+        srv->opts.log(srv->opts.log_user, line);
+    }
+    free(c->body);
+    free(c);
+    if (had_job) {
+        pthread_mutex_lock(&srv->mu);
+        srv->in_flight--;
+        pthread_cond_broadcast(&srv->idle);
+        pthread_mutex_unlock(&srv->mu);
+    }
+}
+
+/* ---- lifecycle */
+
+void ts_server_options_default(ts_server_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->max_body = 1 << 20;
+    o->max_connections = 256;
+    o->grace_ms = 10000;
+}
+
+ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_error *err)
+{
+    *out = NULL;
+    ts_status st = TS_OK;
+    ts_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the server");
+    srv->stop_efd = -1;
+    pthread_mutex_init(&srv->mu, NULL);
+    pthread_cond_init(&srv->idle, NULL);
+    srv->opts = *opts;
+    if (opts->port < 0 || opts->port > 65535 || opts->max_body == 0 || opts->max_connections < 1) {
+        st = ts_error_set(err, TS_ERR_INVALID_ARG,
+                          "server options out of range: port %d, max_body %zu, max_connections %d",
+                          opts->port, opts->max_body, opts->max_connections);
+        goto fail;
+    }
+    srv->host = strdup(opts->host ? opts->host : "127.0.0.1");
+    srv->template_name = opts->chat_template ? strdup(opts->chat_template) : NULL;
+    if (!srv->host || (opts->chat_template && !srv->template_name)) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "cannot copy server options");
+        goto fail;
+    }
+    srv->opts.host = srv->host;
+    srv->opts.chat_template = srv->template_name;
+    srv->opts.api_keys_path = NULL;
+    chat_template_kind kind;
+    if (srv->template_name && (st = chat_template_from_name(srv->template_name, &kind, err)) != TS_OK)
+        goto fail;
+    if (opts->api_keys_path && (st = auth_keys_load(opts->api_keys_path, &srv->keys, err)) != TS_OK)
+        goto fail;
+    if ((st = metrics_create(&srv->metrics, err)) != TS_OK)
+        goto fail;
+    srv->stop_efd = eventfd(0, EFD_CLOEXEC);
+    if (srv->stop_efd < 0) {
+        st = ts_error_set(err, TS_ERR_IO, "cannot create an eventfd");
+        goto fail;
+    }
+    *out = srv;
+    return TS_OK;
+fail:
+    ts_server_destroy(srv);
+    return st;
+}
+
+ts_status ts_server_add_model(ts_server *srv, const char *name, ts_engine *engine,
+                              ts_error *err)
+{
+    if (srv->daemon)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "models must be added before the start");
+    if (srv->n_models == SRV_MAX_MODELS)
+        return ts_error_set(err, TS_ERR_TOO_LONG, "at most %d models", SRV_MAX_MODELS);
+    for (int i = 0; i < srv->n_models; i++)
+        if (!strcmp(srv->models[i].name, name))
+            return ts_error_set(err, TS_ERR_INVALID_ARG, "two models are named '%s'", name);
+    srv_model *m = &srv->models[srv->n_models];
+    m->name = strdup(name);
+    if (!m->name)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot copy model name");
+    m->engine = engine;
+    if (!srv->template_name ||
+        chat_template_from_name(srv->template_name, &m->template, NULL) != TS_OK)
+        m->template = chat_template_detect(ts_model_get_chat_template(ts_engine_get_model(engine)));
+    srv->n_models++;
+    return TS_OK;
+}
+
+ts_status ts_server_start(ts_server *srv, ts_error *err)
+{
+    if (srv->daemon)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "the server is already started");
+    if (!srv->n_models)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "the server has no model to serve");
+    char port[16];
+    snprintf(port, sizeof port, "%d", srv->opts.port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(srv->host, port, &hints, &ai);
+    if (rc != 0)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "cannot resolve host '%s': %s", srv->host,
+                            gai_strerror(rc));
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_ITC | MHD_USE_POLL;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)srv->opts.port, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR,
+        ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->opts.max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!srv->daemon)
+        return ts_error_set(err, TS_ERR_IO, "cannot listen on %s port %d (in use?)", srv->host,
+                            srv->opts.port);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : srv->opts.port;
+    srv->started = (long long)time(NULL);
+    return TS_OK;
+}
+
+int ts_server_port(const ts_server *srv)
+{
+    return srv->port;
+}
+
+void ts_server_stop(ts_server *srv)
+{
+    if (!srv || !srv->daemon || srv->stopped)
+        return;
+    srv->stopped = true;
+    atomic_store(&srv->stopping, true);
+    MHD_socket ls = MHD_quiesce_daemon(srv->daemon);
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
+    /* Let requests in flight finish, up to the grace period. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += srv->opts.grace_ms / 1000;
+    until.tv_nsec += (long)(srv->opts.grace_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&srv->mu);
+    while (srv->in_flight > 0 && pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&srv->mu);
+    /* Cancel the rest: every waiting request thread sees stop_efd and cancels its request. */
+    uint64_t one = 1;
+    ssize_t w = write(srv->stop_efd, &one, sizeof one);
+    (void)w;
+    MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+}
+
+void ts_server_destroy(ts_server *srv)
+{
+    if (!srv)
+        return;
+    ts_server_stop(srv);
+    for (srv_cell *c = srv->all_cells, *next; c; c = next) {
+        next = c->next_all;
+        close(c->efd);
+        free(c);
+    }
+    for (int i = 0; i < srv->n_models; i++)
+        free(srv->models[i].name);
+    if (srv->stop_efd >= 0)
+        close(srv->stop_efd);
+    metrics_free(srv->metrics);
+    auth_keys_free(srv->keys);
+    free(srv->host);
+    free(srv->template_name);
+    pthread_cond_destroy(&srv->idle);
+    pthread_mutex_destroy(&srv->mu);
+    free(srv);
+}

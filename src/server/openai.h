@@ -1,0 +1,161 @@
+/* openai.h: OpenAI-shaped request bodies -> validated parameters, and the JSON bodies
+ * (responses, stream chunks, errors) the server answers with. No engine types here, so
+ * everything can be tested without a model. */
+#ifndef TESSERA_SERVER_OPENAI_H
+#define TESSERA_SERVER_OPENAI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/status.h"
+
+enum {
+    OAI_MAX_STOP = 4,          /* == TS_MAX_STOP */
+    OAI_MAX_STOP_LEN = 256,    /* == TS_MAX_STOP_LEN */
+    OAI_MAX_N = 16,            /* == TS_MAX_N */
+    OAI_MAX_TOP_LOGPROBS = 20, /* == TS_MAX_TOP_LOGPROBS */
+    OAI_MAX_MESSAGES = 4096,
+    OAI_MAX_PROMPT_TOKENS = 1 << 20,
+};
+
+typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;
+
+/* An error as OpenAI shapes it: {"error": {"message", "type", "param", "code"}}. */
+typedef struct oai_error {
+    int http_status; /* 400, 401, 404, 405, 413, 429, 500, 503 */
+    char type[32];   /* "invalid_request_error", "authentication_error", ... */
+    char param[64];  /* the offending field ("messages[2].content"), "" for none */
+    char code[40];   /* machine-readable code, "" for none */
+    char message[512];
+} oai_error;
+
+/* Fills e (may be NULL); the type follows from the status (4xx invalid_request_error,
+ * 401 authentication_error, 429 rate_limit_error, 5xx server_error). param and code may
+ * be NULL. Returns TS_ERR_INVALID_ARG so callers can `return oai_error_set(...)`. */
+ts_status oai_error_set(oai_error *e, int http_status, const char *param, const char *code,
+                        const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+typedef struct oai_message {
+    char *role;    /* owned; "system", "user" or "assistant" ("developer" -> "system") */
+    char *content; /* owned; text parts of an array content are joined */
+} oai_message;
+
+typedef struct oai_request {
+    oai_kind kind;
+    char *model;                  /* owned; NULL = the server's default model */
+    oai_message *messages;        /* (n_messages) chat only; owned */
+    size_t n_messages;
+    char *prompt;                 /* completions: text prompt, owned; or NULL ... */
+    int32_t *prompt_tokens;       /* ... (n_prompt_tokens) token ids, owned */
+    size_t n_prompt_tokens;
+    int max_tokens;               /* 0 = not given */
+    float temperature;            /* 0..2, default 1 */
+    float top_p;                  /* (0, 1], default 1 */
+    int top_k;                    /* >= 0, 0 = off */
+    float min_p;                  /* [0, 1], default 0 */
+    float presence_penalty;       /* [-2, 2] */
+    float frequency_penalty;      /* [-2, 2] */
+    float repetition_penalty;     /* (0, 10], default 1 */
+    bool has_seed;
+    uint64_t seed;
+    char *stop[OAI_MAX_STOP];     /* (n_stop) owned, each 1..OAI_MAX_STOP_LEN bytes */
+    int n_stop;
+    int n;                        /* 1..OAI_MAX_N */
+    bool logprobs;                /* return log-probabilities of the sampled tokens */
+    int top_logprobs;             /* 0..OAI_MAX_TOP_LOGPROBS alternatives per token */
+    bool stream;
+    bool include_usage;           /* stream_options.include_usage */
+    bool ignore_eos;              /* extension: generate past end-of-generation tokens */
+    char *user;                   /* owned; recorded, not used */
+} oai_request;
+
+/* Parses and validates a request body of len bytes (borrowed). Unknown fields are
+ * ignored; a field of the wrong type or out of range gives 400 naming it; malformed JSON
+ * or invalid UTF-8 gives 400. On failure *out is left cleared. */
+ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *out,
+                            oai_error *err);
+
+/* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
+void oai_request_clear(oai_request *r);
+
+/* POST /tokenize {"model"?, "prompt"|"text", "add_special"?}. */
+typedef struct oai_tokenize_request {
+    char *model;           /* owned, or NULL */
+    char *text;            /* owned */
+    bool text_field_named_text; /* the body said "text" (answers use the same name) */
+    bool add_special;      /* add BOS (default true) */
+} oai_tokenize_request;
+
+/* POST /detokenize {"model"?, "tokens": [ids]}. */
+typedef struct oai_detokenize_request {
+    char *model;     /* owned, or NULL */
+    int32_t *tokens; /* (n_tokens) owned */
+    size_t n_tokens;
+} oai_detokenize_request;
+
+ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request *out,
+                             oai_error *err);
+void oai_tokenize_request_clear(oai_tokenize_request *r);
+ts_status oai_parse_detokenize(const char *body, size_t len, oai_detokenize_request *out,
+                               oai_error *err);
+void oai_detokenize_request_clear(oai_detokenize_request *r);
+
+/* ---- response builders: each returns a malloc'd NUL-terminated JSON text, or NULL when
+ * out of memory. Every pointer argument is borrowed. */
+
+typedef struct oai_top_logprob {
+    const char *bytes; /* the token's bytes, may be part of a UTF-8 character */
+    size_t len;
+    float logprob;
+} oai_top_logprob;
+
+typedef struct oai_token_logprob {
+    const char *bytes; /* the sampled token's bytes */
+    size_t len;
+    float logprob;
+    int n_top;
+    oai_top_logprob top[OAI_MAX_TOP_LOGPROBS];
+} oai_token_logprob;
+
+typedef struct oai_meta {
+    oai_kind kind;
+    const char *id;    /* "chatcmpl-..." or "cmpl-..." */
+    long long created; /* Unix seconds */
+    const char *model;
+} oai_meta;
+
+typedef struct oai_choice {
+    const char *text;            /* (text_len) valid UTF-8 */
+    size_t text_len;
+    const char *finish_reason;   /* "stop", "length", "cancelled" */
+    const oai_token_logprob *logprobs; /* (n_logprobs), NULL when not asked for */
+    size_t n_logprobs;
+} oai_choice;
+
+typedef struct oai_usage {
+    int prompt_tokens, completion_tokens, cached_tokens;
+} oai_usage;
+
+char *oai_error_json(const oai_error *e);
+
+/* The whole answer of a non-streamed request. */
+char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_choices,
+                        const oai_usage *usage);
+
+/* One stream chunk for completion `index`: with_role puts {"role":"assistant"} in a chat
+ * delta; text (may be NULL) is the new text; finish_reason NULL means "not finished";
+ * lp (may be NULL) is the token's log-probabilities; text_offset is where the text starts
+ * in the completion (completions logprobs). */
+char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *text,
+                     size_t text_len, const char *finish_reason, const oai_token_logprob *lp,
+                     size_t text_offset);
+
+/* The final stream chunk of stream_options.include_usage: empty choices, usage set. */
+char *oai_usage_chunk_json(const oai_meta *m, const oai_usage *usage);
+
+#endif /* TESSERA_SERVER_OPENAI_H */

@@ -1,0 +1,277 @@
+/* openai_json.c: the JSON bodies the server answers with: errors, whole responses and
+ * Server-Sent-Event chunks, for chat and text completions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "server/openai.h"
+#include "server/utf8.h"
+
+/* Prints and frees obj; NULL when anything failed on the way (obj may be NULL). */
+static char *finish(cJSON *obj, bool ok)
+{
+    char *s = ok && obj ? cJSON_PrintUnformatted(obj) : NULL;
+    cJSON_Delete(obj);
+    return s;
+}
+
+/* A JSON string from n bytes that may not be NUL-terminated or even valid UTF-8. */
+static cJSON *bytes_string(const char *s, size_t n)
+{
+    char *copy = utf8_sanitize(s ? s : "", s ? n : 0);
+    if (!copy)
+        return NULL;
+    cJSON *j = cJSON_CreateString(copy);
+    free(copy);
+    return j;
+}
+
+static bool add(cJSON *obj, const char *name, cJSON *item)
+{
+    if (item && cJSON_AddItemToObject(obj, name, item))
+        return true;
+    cJSON_Delete(item);
+    return false;
+}
+
+/* Log-probabilities rounded to 6 significant digits: floats carry no more. */
+static cJSON *logprob_number(float lp)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.6g", (double)lp);
+    return cJSON_CreateNumber(strtod(buf, NULL));
+}
+
+static cJSON *byte_array(const char *s, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++)
+        if (!cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)s[i]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    return a;
+}
+
+char *oai_error_json(const oai_error *e)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *o = root ? cJSON_AddObjectToObject(root, "error") : NULL;
+    bool ok = o && cJSON_AddStringToObject(o, "message", e->message) &&
+         cJSON_AddStringToObject(o, "type", e->type) &&
+         (e->param[0] ? cJSON_AddStringToObject(o, "param", e->param) != NULL
+                      : cJSON_AddNullToObject(o, "param") != NULL) &&
+         (e->code[0] ? cJSON_AddStringToObject(o, "code", e->code) != NULL
+                     : cJSON_AddNullToObject(o, "code") != NULL);
+    return finish(root, ok);
+}
+
+/* Chat: {"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob", "bytes"}]} */
+static cJSON *chat_logprob_entry(const oai_token_logprob *lp)
+{
+    cJSON *e = cJSON_CreateObject(), *tops = cJSON_CreateArray();
+    bool ok = e && tops && add(e, "token", bytes_string(lp->bytes, lp->len)) &&
+              add(e, "logprob", logprob_number(lp->logprob)) &&
+              add(e, "bytes", byte_array(lp->bytes, lp->len));
+    if (ok)
+        ok = cJSON_AddItemToObject(e, "top_logprobs", tops);
+    else
+        cJSON_Delete(tops);
+    for (int k = 0; ok && k < lp->n_top; k++) {
+        const oai_top_logprob *t = &lp->top[k];
+        cJSON *te = cJSON_CreateObject();
+        ok = te && cJSON_AddItemToArray(tops, te);
+        if (!ok)
+            cJSON_Delete(te);
+        ok = ok && add(te, "token", bytes_string(t->bytes, t->len)) &&
+             add(te, "logprob", logprob_number(t->logprob)) &&
+             add(te, "bytes", byte_array(t->bytes, t->len));
+    }
+    if (!ok) {
+        cJSON_Delete(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* Chat logprobs: {"content": [entry...]}. */
+static cJSON *chat_logprobs(const oai_token_logprob *lps, size_t n)
+{
+    cJSON *o = cJSON_CreateObject(), *content = cJSON_CreateArray();
+    bool ok = o && content && cJSON_AddItemToObject(o, "content", content);
+    if (!ok)
+        cJSON_Delete(content);
+    for (size_t i = 0; ok && i < n; i++) {
+        cJSON *e = chat_logprob_entry(&lps[i]);
+        ok = e && cJSON_AddItemToArray(content, e);
+        if (!ok)
+            cJSON_Delete(e);
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Completions logprobs: {"tokens", "token_logprobs", "top_logprobs": [{tok: lp}],
+ * "text_offset"}; offsets count bytes from the start of the completion text. */
+static cJSON *completion_logprobs(const oai_token_logprob *lps, size_t n, size_t offset)
+{
+    cJSON *o = cJSON_CreateObject(), *toks = cJSON_CreateArray(), *lpa = cJSON_CreateArray(),
+          *tops = cJSON_CreateArray(), *offs = cJSON_CreateArray();
+    bool ok = o && toks && lpa && tops && offs;
+    if (ok) {
+        cJSON_AddItemToObject(o, "tokens", toks);
+        cJSON_AddItemToObject(o, "token_logprobs", lpa);
+        cJSON_AddItemToObject(o, "top_logprobs", tops);
+        cJSON_AddItemToObject(o, "text_offset", offs);
+    } else {
+        cJSON_Delete(toks);
+        cJSON_Delete(lpa);
+        cJSON_Delete(tops);
+        cJSON_Delete(offs);
+    }
+    for (size_t i = 0; ok && i < n; i++) {
+        const oai_token_logprob *lp = &lps[i];
+        cJSON *tok = bytes_string(lp->bytes, lp->len), *num = logprob_number(lp->logprob);
+        cJSON *top = cJSON_CreateObject(), *off = cJSON_CreateNumber((double)offset);
+        ok = tok && num && top && off;
+        if (ok) {
+            cJSON_AddItemToArray(toks, tok);
+            cJSON_AddItemToArray(lpa, num);
+            cJSON_AddItemToArray(tops, top);
+            cJSON_AddItemToArray(offs, off);
+        } else {
+            cJSON_Delete(tok);
+            cJSON_Delete(num);
+            cJSON_Delete(top);
+            cJSON_Delete(off);
+        }
+        for (int k = 0; ok && k < lp->n_top; k++) {
+            char *name = utf8_sanitize(lp->top[k].bytes, lp->top[k].len);
+            ok = name && add(top, name, logprob_number(lp->top[k].logprob));
+            free(name);
+        }
+        offset += lp->len;
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *envelope(const oai_meta *m, bool chunk)
+{
+    cJSON *root = cJSON_CreateObject();
+    const char *object = m->kind == OAI_CHAT ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                                             : "text_completion";
+    bool ok = root && cJSON_AddStringToObject(root, "id", m->id) &&
+              cJSON_AddStringToObject(root, "object", object) &&
+              cJSON_AddNumberToObject(root, "created", (double)m->created) &&
+              cJSON_AddStringToObject(root, "model", m->model);
+    if (!ok) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+static cJSON *usage_object(const oai_usage *u)
+{
+    cJSON *o = cJSON_CreateObject(), *details = cJSON_CreateObject();
+    bool ok = o && details &&
+              cJSON_AddNumberToObject(o, "prompt_tokens", u->prompt_tokens) &&
+              cJSON_AddNumberToObject(o, "completion_tokens", u->completion_tokens) &&
+              cJSON_AddNumberToObject(o, "total_tokens", u->prompt_tokens + u->completion_tokens) &&
+              cJSON_AddNumberToObject(details, "cached_tokens", u->cached_tokens);
+    if (ok)
+        ok = cJSON_AddItemToObject(o, "prompt_tokens_details", details);
+    else
+        cJSON_Delete(details);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static bool add_finish(cJSON *o, const char *finish_reason)
+{
+    return finish_reason ? cJSON_AddStringToObject(o, "finish_reason", finish_reason) != NULL
+                         : cJSON_AddNullToObject(o, "finish_reason") != NULL;
+}
+
+char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_choices,
+                        const oai_usage *usage)
+{
+    cJSON *root = envelope(m, false);
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "choices") : NULL;
+    bool ok = arr != NULL;
+    for (size_t i = 0; ok && i < n_choices; i++) {
+        const oai_choice *c = &choices[i];
+        cJSON *ch = cJSON_CreateObject();
+        ok = ch && cJSON_AddItemToArray(arr, ch);
+        if (!ok)
+            cJSON_Delete(ch);
+        ok = ok && cJSON_AddNumberToObject(ch, "index", (double)i);
+        if (ok && m->kind == OAI_CHAT) {
+            cJSON *msg = cJSON_AddObjectToObject(ch, "message");
+            ok = msg &&
+                 cJSON_AddStringToObject(msg, "role", "assistant") &&
+                 add(msg, "content", bytes_string(c->text, c->text_len));
+        } else if (ok) {
+            ok = add(ch, "text", bytes_string(c->text, c->text_len));
+        }
+        if (ok && c->logprobs)
+            ok = add(ch, "logprobs", m->kind == OAI_CHAT
+                                         ? chat_logprobs(c->logprobs, c->n_logprobs)
+                                         : completion_logprobs(c->logprobs, c->n_logprobs, 0));
+        else if (ok)
+            ok = cJSON_AddNullToObject(ch, "logprobs") != NULL;
+        ok = ok && add_finish(ch, c->finish_reason);
+    }
+    ok = ok && add(root, "usage", usage_object(usage));
+    return finish(root, ok);
+}
+
+char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *text,
+                     size_t text_len, const char *finish_reason, const oai_token_logprob *lp,
+                     size_t text_offset)
+{
+    cJSON *root = envelope(m, true);
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "choices") : NULL;
+    cJSON *ch = cJSON_CreateObject();
+    bool ok = arr && ch && cJSON_AddItemToArray(arr, ch);
+    if (!ok && !arr)
+        cJSON_Delete(ch);
+    ok = ok && cJSON_AddNumberToObject(ch, "index", index);
+    if (ok && m->kind == OAI_CHAT) {
+        cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
+        ok = delta != NULL;
+        if (ok && with_role)
+            ok = cJSON_AddStringToObject(delta, "role", "assistant") != NULL;
+        if (ok && text)
+            ok = add(delta, "content", bytes_string(text, text_len));
+    } else if (ok) {
+        ok = add(ch, "text", bytes_string(text ? text : "", text ? text_len : 0));
+    }
+    if (ok && lp)
+        ok = add(ch, "logprobs", m->kind == OAI_CHAT ? chat_logprobs(lp, 1)
+                                                     : completion_logprobs(lp, 1, text_offset));
+    else if (ok)
+        ok = cJSON_AddNullToObject(ch, "logprobs") != NULL;
+    ok = ok && add_finish(ch, finish_reason);
+    return finish(root, ok);
+}
+
+char *oai_usage_chunk_json(const oai_meta *m, const oai_usage *usage)
+{
+    cJSON *root = envelope(m, true);
+    bool ok = root && cJSON_AddArrayToObject(root, "choices") &&
+              add(root, "usage", usage_object(usage));
+    return finish(root, ok);
+}

@@ -1,0 +1,505 @@
+/* openai_parse.c: OpenAI request bodies (chat, completions, tokenize, detokenize) into
+ * validated parameters; every rejection names the field. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "server/openai.h"
+#include "server/utf8.h"
+
+ts_status oai_error_set(oai_error *e, int http_status, const char *param, const char *code,
+                        const char *fmt, ...)
+{
+    if (!e)
+        return TS_ERR_INVALID_ARG;
+    memset(e, 0, sizeof *e);
+    e->http_status = http_status;
+    const char *type = http_status == 401   ? "authentication_error"
+                       : http_status == 429 ? "rate_limit_error"
+                       : http_status >= 500 ? "server_error"
+                                            : "invalid_request_error";
+    snprintf(e->type, sizeof e->type, "%s", type);
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return TS_ERR_INVALID_ARG;
+}
+
+/* ---- field readers: absent and null fields leave *out alone and succeed. */
+
+static const cJSON *field(const cJSON *obj, const char *name)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(obj, name);
+    return cJSON_IsNull(f) ? NULL : f;
+}
+
+static ts_status bad_type(oai_error *err, const char *name, const char *want)
+{
+    return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
+}
+
+static ts_status read_number(const cJSON *obj, const char *name, double lo, double hi,
+                             bool lo_open, float *out, oai_error *err)
+{
+    const cJSON *f = field(obj, name);
+    if (!f)
+        return TS_OK;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
+        return bad_type(err, name, "a number");
+    double v = f->valuedouble;
+    if (v > hi || v < lo || (lo_open && v == lo))
+        return oai_error_set(err, 400, name, "out_of_range",
+                             "'%s' must be %s %g and <= %g (got %g)", name,
+                             lo_open ? ">" : ">=", lo, hi, v);
+    *out = (float)v;
+    return TS_OK;
+}
+
+static bool is_integer(const cJSON *f)
+{
+    return cJSON_IsNumber(f) && isfinite(f->valuedouble) &&
+           f->valuedouble == trunc(f->valuedouble) && fabs(f->valuedouble) <= 9007199254740992.0;
+}
+
+static ts_status read_int(const cJSON *obj, const char *name, long long lo, long long hi,
+                          int *out, oai_error *err)
+{
+    const cJSON *f = field(obj, name);
+    if (!f)
+        return TS_OK;
+    if (!is_integer(f))
+        return bad_type(err, name, "an integer");
+    double v = f->valuedouble;
+    if (v < (double)lo || v > (double)hi)
+        return oai_error_set(err, 400, name, "out_of_range",
+                             "'%s' must be between %lld and %lld (got %.0f)", name, lo, hi, v);
+    *out = (int)v;
+    return TS_OK;
+}
+
+static ts_status read_bool(const cJSON *obj, const char *name, bool *out, oai_error *err)
+{
+    const cJSON *f = field(obj, name);
+    if (!f)
+        return TS_OK;
+    if (!cJSON_IsBool(f))
+        return bad_type(err, name, "a boolean");
+    *out = cJSON_IsTrue(f);
+    return TS_OK;
+}
+
+/* A copy of a JSON string after the UTF-8 check. */
+static ts_status copy_string(const cJSON *f, const char *name, char **out, oai_error *err)
+{
+    const char *s = f->valuestring;
+    size_t n = strlen(s);
+    if (!utf8_valid(s, n))
+        return oai_error_set(err, 400, name, "invalid_utf8", "'%s' is not valid UTF-8", name);
+    *out = strdup(s);
+    if (!*out)
+        return oai_error_set(err, 500, NULL, NULL, "out of memory");
+    return TS_OK;
+}
+
+static ts_status read_string(const cJSON *obj, const char *name, char **out, oai_error *err)
+{
+    const cJSON *f = field(obj, name);
+    if (!f)
+        return TS_OK;
+    if (!cJSON_IsString(f))
+        return bad_type(err, name, "a string");
+    return copy_string(f, name, out, err);
+}
+
+static ts_status parse_body(const char *body, size_t len, cJSON **root, oai_error *err)
+{
+    /* The Opts variant reports where parsing stopped without cJSON's global error pointer,
+     * which other HTTP threads share. */
+    const char *end = NULL;
+    *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!*root)
+        return oai_error_set(err, 400, NULL, "invalid_json",
+                             "the request body is not valid JSON (near byte %zu)",
+                             end && end >= body ? (size_t)(end - body) : (size_t)0);
+    if (!cJSON_IsObject(*root))
+        return oai_error_set(err, 400, NULL, "invalid_json",
+                             "the request body must be a JSON object");
+    return TS_OK;
+}
+
+/* ---- chat messages */
+
+static ts_status read_content(const cJSON *c, const char *name, char **out, oai_error *err)
+{
+    if (cJSON_IsString(c))
+        return copy_string(c, name, out, err);
+    if (!cJSON_IsArray(c))
+        return bad_type(err, name, "a string or an array of text parts");
+    /* [{"type": "text", "text": "..."}, ...]: the texts joined. */
+    size_t total = 0;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, c) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text))
+            return oai_error_set(err, 400, name, "invalid_type",
+                                 "'%s' parts must be {\"type\": \"text\", \"text\": string}",
+                                 name);
+        total += strlen(text->valuestring);
+    }
+    char *s = malloc(total + 1);
+    if (!s)
+        return oai_error_set(err, 500, NULL, NULL, "out of memory");
+    size_t o = 0;
+    cJSON_ArrayForEach(part, c) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        size_t n = strlen(t);
+        memcpy(s + o, t, n);
+        o += n;
+    }
+    s[o] = '\0';
+    if (!utf8_valid(s, o)) {
+        free(s);
+        return oai_error_set(err, 400, name, "invalid_utf8", "'%s' is not valid UTF-8", name);
+    }
+    *out = s;
+    return TS_OK;
+}
+
+static ts_status read_messages(const cJSON *root, oai_request *r, oai_error *err)
+{
+    const cJSON *msgs = field(root, "messages");
+    if (!msgs)
+        return oai_error_set(err, 400, "messages", "missing_required_parameter",
+                             "'messages' is required");
+    if (!cJSON_IsArray(msgs))
+        return bad_type(err, "messages", "an array of messages");
+    int n = cJSON_GetArraySize(msgs);
+    if (n < 1 || n > OAI_MAX_MESSAGES)
+        return oai_error_set(err, 400, "messages", "out_of_range",
+                             "'messages' must hold 1 to %d messages (got %d)", OAI_MAX_MESSAGES,
+                             n);
+    r->messages = calloc((size_t)n, sizeof *r->messages);
+    if (!r->messages)
+        return oai_error_set(err, 500, NULL, NULL, "out of memory");
+    int i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        char name[64];
+        if (!cJSON_IsObject(m)) {
+            snprintf(name, sizeof name, "messages[%d]", i);
+            return bad_type(err, name, "an object");
+        }
+        oai_message *out = &r->messages[i];
+        r->n_messages = (size_t)i + 1;
+        snprintf(name, sizeof name, "messages[%d].role", i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsString(role))
+            return bad_type(err, name, "a string");
+        const char *rs = role->valuestring;
+        if (!strcmp(rs, "developer"))
+            rs = "system";
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
+            return oai_error_set(err, 400, name, "invalid_value",
+                                 "'%s' must be system, user, developer or assistant", name);
+        out->role = strdup(rs);
+        if (!out->role)
+            return oai_error_set(err, 500, NULL, NULL, "out of memory");
+        snprintf(name, sizeof name, "messages[%d].content", i);
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!content)
+            return oai_error_set(err, 400, name, "missing_required_parameter",
+                                 "'%s' is required", name);
+        if (cJSON_IsNull(content) && !strcmp(rs, "assistant"))
+            out->content = strdup("");
+        else if (read_content(content, name, &out->content, err) != TS_OK)
+            return TS_ERR_INVALID_ARG;
+        if (!out->content)
+            return oai_error_set(err, 500, NULL, NULL, "out of memory");
+        i++;
+    }
+    return TS_OK;
+}
+
+/* ---- completions prompt: "text", ["text"], [ids], [[ids]] */
+
+static ts_status read_token_array(const cJSON *a, const char *name, int32_t **out, size_t *n,
+                                  oai_error *err)
+{
+    int count = cJSON_GetArraySize(a);
+    if (count < 1 || count > OAI_MAX_PROMPT_TOKENS)
+        return oai_error_set(err, 400, name, "out_of_range",
+                             "'%s' must hold 1 to %d token ids", name, OAI_MAX_PROMPT_TOKENS);
+    int32_t *ids = malloc((size_t)count * sizeof *ids);
+    if (!ids)
+        return oai_error_set(err, 500, NULL, NULL, "out of memory");
+    int i = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, a) {
+        if (!is_integer(t) || t->valuedouble < 0 || t->valuedouble > INT32_MAX) {
+            free(ids);
+            return oai_error_set(err, 400, name, "invalid_type",
+                                 "'%s' must be an array of non-negative integer token ids "
+                                 "(element %d is not)", name, i);
+        }
+        ids[i++] = (int32_t)t->valuedouble;
+    }
+    *out = ids;
+    *n = (size_t)count;
+    return TS_OK;
+}
+
+static ts_status read_prompt(const cJSON *root, oai_request *r, oai_error *err)
+{
+    const cJSON *p = field(root, "prompt");
+    if (!p)
+        return oai_error_set(err, 400, "prompt", "missing_required_parameter",
+                             "'prompt' is required");
+    if (cJSON_IsString(p))
+        return copy_string(p, "prompt", &r->prompt, err);
+    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) < 1)
+        return bad_type(err, "prompt", "a string, an array of one string or an array of token ids");
+    const cJSON *first = cJSON_GetArrayItem(p, 0);
+    if (cJSON_IsNumber(first))
+        return read_token_array(p, "prompt", &r->prompt_tokens, &r->n_prompt_tokens, err);
+    if (cJSON_GetArraySize(p) != 1)
+        return oai_error_set(err, 400, "prompt", "unsupported_value",
+                             "'prompt' may hold one prompt only; send one request per prompt");
+    if (cJSON_IsString(first))
+        return copy_string(first, "prompt", &r->prompt, err);
+    if (cJSON_IsArray(first))
+        return read_token_array(first, "prompt", &r->prompt_tokens, &r->n_prompt_tokens, err);
+    return bad_type(err, "prompt", "a string, an array of one string or an array of token ids");
+}
+
+static ts_status read_stop(const cJSON *root, oai_request *r, oai_error *err)
+{
+    const cJSON *s = field(root, "stop");
+    if (!s)
+        return TS_OK;
+    if (!cJSON_IsString(s) && !cJSON_IsArray(s))
+        return bad_type(err, "stop", "a string or an array of strings");
+    if (cJSON_IsArray(s) && cJSON_GetArraySize(s) > OAI_MAX_STOP)
+        return oai_error_set(err, 400, "stop", "out_of_range",
+                             "'stop' may hold at most %d strings (got %d)", OAI_MAX_STOP,
+                             cJSON_GetArraySize(s));
+    const cJSON *item = s;
+    const cJSON *next = cJSON_IsArray(s) ? s->child : NULL;
+    if (cJSON_IsArray(s))
+        item = next;
+    while (item) {
+        if (!cJSON_IsString(item))
+            return bad_type(err, "stop", "a string or an array of strings");
+        size_t n = strlen(item->valuestring);
+        if (n == 0 || n > OAI_MAX_STOP_LEN)
+            return oai_error_set(err, 400, "stop", "out_of_range",
+                                 "each 'stop' string must be 1 to %d bytes (got %zu)",
+                                 OAI_MAX_STOP_LEN, n);
+        if (copy_string(item, "stop", &r->stop[r->n_stop], err) != TS_OK)
+            return TS_ERR_INVALID_ARG;
+        r->n_stop++;
+        item = cJSON_IsArray(s) ? item->next : NULL;
+    }
+    return TS_OK;
+}
+
+static ts_status read_logprobs(const cJSON *root, oai_request *r, oai_error *err)
+{
+    if (r->kind == OAI_COMPLETION) {
+        /* Completions: logprobs is the number of alternatives (0 = sampled token only). */
+        int k = -1;
+        if (read_int(root, "logprobs", 0, OAI_MAX_TOP_LOGPROBS, &k, err) != TS_OK)
+            return TS_ERR_INVALID_ARG;
+        r->logprobs = k >= 0;
+        r->top_logprobs = k > 0 ? k : 0;
+        return TS_OK;
+    }
+    if (read_bool(root, "logprobs", &r->logprobs, err) != TS_OK ||
+        read_int(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &r->top_logprobs, err) != TS_OK)
+        return TS_ERR_INVALID_ARG;
+    if (r->top_logprobs > 0 && !r->logprobs)
+        return oai_error_set(err, 400, "top_logprobs", "invalid_value",
+                             "'top_logprobs' needs 'logprobs' set to true");
+    return TS_OK;
+}
+
+static ts_status read_seed(const cJSON *root, oai_request *r, oai_error *err)
+{
+    const cJSON *f = field(root, "seed");
+    if (!f)
+        return TS_OK;
+    if (!is_integer(f))
+        return bad_type(err, "seed", "an integer");
+    r->has_seed = true;
+    r->seed = (uint64_t)(int64_t)f->valuedouble;
+    return TS_OK;
+}
+
+static ts_status read_max_tokens(const cJSON *root, oai_request *r, oai_error *err)
+{
+    int a = 0, b = 0;
+    if (read_int(root, "max_tokens", 1, INT32_MAX, &a, err) != TS_OK ||
+        read_int(root, "max_completion_tokens", 1, INT32_MAX, &b, err) != TS_OK)
+        return TS_ERR_INVALID_ARG;
+    r->max_tokens = b ? b : a;
+    return TS_OK;
+}
+
+static ts_status read_stream(const cJSON *root, oai_request *r, oai_error *err)
+{
+    if (read_bool(root, "stream", &r->stream, err) != TS_OK)
+        return TS_ERR_INVALID_ARG;
+    const cJSON *so = field(root, "stream_options");
+    if (!so)
+        return TS_OK;
+    if (!cJSON_IsObject(so))
+        return bad_type(err, "stream_options", "an object");
+    const cJSON *iu = field(so, "include_usage");
+    if (iu && !cJSON_IsBool(iu))
+        return bad_type(err, "stream_options.include_usage", "a boolean");
+    r->include_usage = cJSON_IsTrue(iu);
+    return TS_OK;
+}
+
+ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *r,
+                            oai_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->temperature = 1.0f;
+    r->top_p = 1.0f;
+    r->repetition_penalty = 1.0f;
+    r->n = 1;
+    cJSON *root = NULL;
+    if (parse_body(body, len, &root, err) != TS_OK)
+        goto fail;
+    if (read_string(root, "model", &r->model, err) != TS_OK ||
+        (kind == OAI_CHAT ? read_messages(root, r, err) : read_prompt(root, r, err)) != TS_OK ||
+        read_max_tokens(root, r, err) != TS_OK ||
+        read_number(root, "temperature", 0, 2, false, &r->temperature, err) != TS_OK ||
+        read_number(root, "top_p", 0, 1, true, &r->top_p, err) != TS_OK ||
+        read_int(root, "top_k", 0, INT32_MAX, &r->top_k, err) != TS_OK ||
+        read_number(root, "min_p", 0, 1, false, &r->min_p, err) != TS_OK ||
+        read_number(root, "presence_penalty", -2, 2, false, &r->presence_penalty, err) != TS_OK ||
+        read_number(root, "frequency_penalty", -2, 2, false, &r->frequency_penalty, err) !=
+            TS_OK ||
+        read_number(root, "repetition_penalty", 0, 10, true, &r->repetition_penalty, err) !=
+            TS_OK ||
+        read_seed(root, r, err) != TS_OK || read_stop(root, r, err) != TS_OK ||
+        read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
+        read_logprobs(root, r, err) != TS_OK || read_stream(root, r, err) != TS_OK ||
+        read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
+        read_string(root, "user", &r->user, err) != TS_OK)
+        goto fail;
+    if (kind == OAI_COMPLETION) {
+        bool echo = false;
+        if (read_bool(root, "echo", &echo, err) != TS_OK)
+            goto fail;
+        if (echo) {
+            oai_error_set(err, 400, "echo", "unsupported_value", "'echo' is not supported");
+            goto fail;
+        }
+    }
+    cJSON_Delete(root);
+    return TS_OK;
+fail:
+    cJSON_Delete(root);
+    oai_request_clear(r);
+    return TS_ERR_INVALID_ARG;
+}
+
+void oai_request_clear(oai_request *r)
+{
+    free(r->model);
+    for (size_t i = 0; i < r->n_messages; i++) {
+        free(r->messages[i].role);
+        free(r->messages[i].content);
+    }
+    free(r->messages);
+    free(r->prompt);
+    free(r->prompt_tokens);
+    for (int i = 0; i < r->n_stop; i++)
+        free(r->stop[i]);
+    free(r->user);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- /tokenize and /detokenize */
+
+ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request *r,
+                             oai_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->add_special = true;
+    cJSON *root = NULL;
+    if (parse_body(body, len, &root, err) != TS_OK ||
+        read_string(root, "model", &r->model, err) != TS_OK ||
+        read_string(root, "prompt", &r->text, err) != TS_OK ||
+        read_bool(root, "add_special", &r->add_special, err) != TS_OK)
+        goto fail;
+    if (!r->text) {
+        if (read_string(root, "text", &r->text, err) != TS_OK)
+            goto fail;
+        r->text_field_named_text = r->text != NULL;
+    }
+    if (!r->text) {
+        oai_error_set(err, 400, "prompt", "missing_required_parameter",
+                      "'prompt' (or 'text') is required");
+        goto fail;
+    }
+    cJSON_Delete(root);
+    return TS_OK;
+fail:
+    cJSON_Delete(root);
+    oai_tokenize_request_clear(r);
+    return TS_ERR_INVALID_ARG;
+}
+
+void oai_tokenize_request_clear(oai_tokenize_request *r)
+{
+    free(r->model);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+ts_status oai_parse_detokenize(const char *body, size_t len, oai_detokenize_request *r,
+                               oai_error *err)
+{
+    memset(r, 0, sizeof *r);
+    cJSON *root = NULL;
+    if (parse_body(body, len, &root, err) != TS_OK ||
+        read_string(root, "model", &r->model, err) != TS_OK)
+        goto fail;
+    const cJSON *t = field(root, "tokens");
+    if (!t) {
+        oai_error_set(err, 400, "tokens", "missing_required_parameter", "'tokens' is required");
+        goto fail;
+    }
+    if (!cJSON_IsArray(t)) {
+        bad_type(err, "tokens", "an array of token ids");
+        goto fail;
+    }
+    if (cJSON_GetArraySize(t) > 0 &&
+        read_token_array(t, "tokens", &r->tokens, &r->n_tokens, err) != TS_OK)
+        goto fail;
+    cJSON_Delete(root);
+    return TS_OK;
+fail:
+    cJSON_Delete(root);
+    oai_detokenize_request_clear(r);
+    return TS_ERR_INVALID_ARG;
+}
+
+void oai_detokenize_request_clear(oai_detokenize_request *r)
+{
+    free(r->model);
+    free(r->tokens);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,102 @@
+/* server_internal.h: the server object and per-connection state shared by http.c (daemon,
+ * routing, bodies, simple routes) and complete.c (completion requests). */
+#ifndef TESSERA_SERVER_INTERNAL_H
+#define TESSERA_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <microhttpd.h>
+
+#include "server/auth.h"
+#include "server/metrics.h"
+#include "server/openai.h"
+#include "tessera/server.h"
+#include "tokenizer/chat_template.h"
+
+enum { SRV_MAX_MODELS = 16 };
+
+typedef struct srv_model {
+    char *name;                  /* owned */
+    ts_engine *engine;           /* borrowed */
+    chat_template_kind template; /* detected or forced */
+} srv_model;
+
+/* A wake-up cell: the engine's notify callback writes its eventfd. Cells are recycled,
+ * never freed before the server, so a late notify for a finished request only causes a
+ * spurious wake-up of whoever holds the cell next. */
+typedef struct srv_cell {
+    int efd;
+    struct srv_cell *next_free;
+    struct srv_cell *next_all;
+} srv_cell;
+
+struct ts_server {
+    ts_server_options opts;
+    char *host;                   /* owned copy of opts.host */
+    char *template_name;          /* owned copy of opts.chat_template */
+    auth_keys *keys;              /* owned; NULL = open */
+    metrics *metrics;             /* owned */
+    srv_model models[SRV_MAX_MODELS];
+    int n_models;
+    struct MHD_Daemon *daemon;
+    int port;
+    long long started;            /* Unix seconds */
+    int stop_efd;                 /* readable once shutdown cancels what is left */
+    atomic_bool stopping;         /* no new requests */
+    bool stopped;
+    pthread_mutex_t mu;           /* guards the fields below */
+    pthread_cond_t idle;          /* signalled when in_flight drops */
+    int in_flight;                /* completion requests not yet completed */
+    srv_cell *free_cells, *all_cells;
+    atomic_ullong next_id;
+};
+
+/* What a completion request keeps between MHD callbacks (complete.c). */
+typedef struct srv_job srv_job;
+
+/* Per-request state, in MHD's *req_cls; freed only by the completion callback. */
+typedef struct srv_conn {
+    ts_server *srv;
+    metrics_route route;
+    char method[8];
+    char path[64];
+    bool batch;                   /* /v1/batch/...: always LOW priority */
+    ts_priority priority;         /* from the API key's tier */
+    double t_start;               /* monotonic seconds */
+    char *body;                   /* (body_len) accumulated upload, NUL-terminated */
+    size_t body_len, body_cap;
+    bool body_too_big;
+    int status;                   /* HTTP status answered, 0 before */
+    srv_job *job;                 /* owned; NULL unless a completion was submitted */
+} srv_conn;
+
+double srv_now(void);
+
+/* Queues body (malloc'd; ownership passes to MHD) with a status and content type. */
+enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
+                         const char *content_type, char *body, size_t len);
+
+/* Queues an OpenAI error body (adds Retry-After on 429). */
+enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e);
+
+/* The model named name, or the first one for NULL; NULL and a 404 in e when unknown. */
+srv_model *srv_find_model(ts_server *srv, const char *name, oai_error *e);
+
+/* Cells for the engine's notify callback. */
+srv_cell *srv_cell_get(ts_server *srv);
+void srv_cell_put(ts_server *srv, srv_cell *cell);
+void srv_cell_notify(void *cell);
+
+/* complete.c: runs a chat or text completion for a connection whose body is complete.
+ * Queues the answer (whole, or a stream fed by the engine's events); returns MHD_NO to
+ * drop a connection whose client went away. */
+enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind kind);
+
+/* Frees the job (releases the engine request; cancels it if still running); records
+ * token counts in *prompt_tokens and *completion_tokens for the request log. */
+void complete_job_free(srv_job *job, int *prompt_tokens, int *completion_tokens);
+
+#endif /* TESSERA_SERVER_INTERNAL_H */

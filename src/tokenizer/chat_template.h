@@ -1,0 +1,44 @@
+/* chat_template.h: renders chat messages into prompt text in a model family's native
+ * format, picked from the GGUF tokenizer.chat_template string by characteristic markers
+ * (no Jinja interpreter). */
+#ifndef TESSERA_TOKENIZER_CHAT_TEMPLATE_H
+#define TESSERA_TOKENIZER_CHAT_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "tessera/status.h"
+
+typedef enum chat_template_kind {
+    CHAT_TEMPLATE_PLAIN = 0, /* "System: ...\nUser: ...\nAssistant: ...\n" then "Assistant:" */
+    CHAT_TEMPLATE_CHATML,    /* <|im_start|>role\n...<|im_end|>\n */
+    CHAT_TEMPLATE_LLAMA2,    /* [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] */
+    CHAT_TEMPLATE_LLAMA3,    /* <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
+    CHAT_TEMPLATE_MISTRAL,   /* [INST] ... [/INST]...</s> */
+    CHAT_TEMPLATE_ZEPHYR,    /* <|role|>\n...</s>\n */
+    CHAT_TEMPLATE_PHI3,      /* <|role|>\n...<|end|>\n */
+    CHAT_TEMPLATE_GEMMA,     /* <start_of_turn>user\n...<end_of_turn>\n */
+    CHAT_TEMPLATE_COUNT
+} chat_template_kind;
+
+typedef struct chat_message {
+    const char *role;    /* "system", "user" or "assistant"; borrowed */
+    const char *content; /* NUL-terminated UTF-8; borrowed */
+} chat_message;
+
+/* The family a Jinja template string belongs to; PLAIN for NULL, "" or an unknown one. */
+chat_template_kind chat_template_detect(const char *jinja);
+
+/* The family called name ("plain", "chatml", "llama2", "llama3", "mistral", "zephyr",
+ * "phi3", "gemma"); TS_ERR_NOT_FOUND (err lists the names) for any other. */
+ts_status chat_template_from_name(const char *name, chat_template_kind *out, ts_error *err);
+
+/* The family's name as chat_template_from_name() accepts it. */
+const char *chat_template_name(chat_template_kind kind);
+
+/* Renders n messages (borrowed) followed by the opening of the assistant's turn.
+ * BOS is not part of the text: tokenize it with add_bos. On success *out is a malloc'd
+ * NUL-terminated string the caller frees. Unknown roles give TS_ERR_INVALID_ARG. */
+ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs, size_t n,
+                               char **out, ts_error *err);
+
+#endif /* TESSERA_TOKENIZER_CHAT_TEMPLATE_H */

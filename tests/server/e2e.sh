@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# e2e.sh: end-to-end checks of `tessera serve` with curl on 127.0.0.1 (free ports chosen
+# by the server): every route, SSE chunk format, greedy parity with `tessera generate`,
+# 16 concurrent streams, disconnect frees KV blocks, every error case, clean shutdown.
+# usage: e2e.sh TESSERA_BINARY MODEL.gguf
+set -euo pipefail
+bin=$1
+model=$2
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fails=0
+check() { # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+
+# start_server LOGFILE ARGS...: sets $port and $spid
+start_server() {
+  local log=$1; shift
+  "$bin" serve -m "$model" --host 127.0.0.1 --port 0 "$@" 2>"$log" &
+  spid=$!
+  pids+=("$spid")
+  for _ in $(seq 100); do
+    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+    [ -n "$port" ] && return 0
+    sleep 0.1
+  done
+  echo "server did not start:"; cat "$log"; exit 1
+}
+
+echo '{"sk-test": {"tier": "high", "name": "tests"}, "sk-low": {"tier": "low"}}' >"$tmp/keys.json"
+start_server "$tmp/a.log" --api-keys "$tmp/keys.json" --max-seqs 32
+A="http://127.0.0.1:$port"
+K=(-H "Authorization: Bearer sk-test")
+code() { curl -s -o "$tmp/body" -w '%{http_code}' "$@"; }
+jqb() { jq -e "$1" "$tmp/body" >/dev/null; }
+
+# --- open routes, auth
+check "health 200" test "$(code "$A/health")" = 200
+check "health body" jqb '.status == "ok"'
+check "metrics open" test "$(code "$A/metrics")" = 200
+check "models needs key" test "$(code "$A/v1/models")" = 401
+check "401 error shape" jqb '.error.type == "authentication_error" and .error.message != null and has("error")'
+check "wrong key 401" test "$(code -H 'Authorization: Bearer nope' "$A/v1/models")" = 401
+check "models 200" test "$(code "${K[@]}" "$A/v1/models")" = 200
+check "models list" jqb '.object == "list" and (.data | length) == 1 and .data[0].object == "model"'
+name=$(jq -r '.data[0].id' "$tmp/body")
+
+# --- greedy parity with tessera generate
+prompt="Once upon a time"
+code "${K[@]}" "$A/v1/completions" -d "{\"prompt\": \"$prompt\", \"max_tokens\": 40, \"temperature\": 0}" >/dev/null
+check "completion shape" jqb '.object == "text_completion" and (.id | startswith("cmpl-")) and .choices[0].index == 0 and .choices[0].finish_reason == "length" and .usage.completion_tokens == 40 and .usage.total_tokens == .usage.prompt_tokens + 40'
+served="$prompt$(jq -r '.choices[0].text' "$tmp/body")"
+generated=$("$bin" generate -m "$model" -p "$prompt" -n 40 2>/dev/null)
+check "greedy text equals tessera generate" test "$served" = "$generated"
+
+# --- chat, n, logprobs, seed
+code "${K[@]}" "$A/v1/chat/completions" -d "{\"model\": \"$name\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 8, \"n\": 2, \"seed\": 7, \"logprobs\": true, \"top_logprobs\": 2}" >/dev/null
+check "chat shape" jqb '.object == "chat.completion" and (.choices | length) == 2 and .choices[1].index == 1 and .choices[0].message.role == "assistant" and (.choices[0].message.content | type) == "string"'
+check "chat logprobs" jqb '(.choices[0].logprobs.content | length) == 8 and (.choices[0].logprobs.content[0].top_logprobs | length) == 2 and (.choices[0].logprobs.content[0].logprob <= 0)'
+check "chat usage" jqb '.usage.completion_tokens == 16'
+check "batch route" test "$(code "${K[@]}" "$A/v1/batch/completions" -d '{"prompt": "a", "max_tokens": 3}')" = 200
+check "prompt as token ids" test "$(code "${K[@]}" "$A/v1/completions" -d '{"prompt": [1, 403], "max_tokens": 2, "logprobs": 1}')" = 200
+check "completion logprobs" jqb '(.choices[0].logprobs.tokens | length) == 2 and (.choices[0].logprobs.top_logprobs[0] | length) == 1'
+check "stop string" test "$(code "${K[@]}" "$A/v1/completions" -d "{\"prompt\": \"$prompt\", \"max_tokens\": 40, \"temperature\": 0, \"stop\": [\"Lily\"]}")" = 200
+check "stop finish" jqb '.choices[0].finish_reason == "stop" and (.choices[0].text | contains("Lily") | not)'
+
+# --- streaming chunk format
+curl -sN "${K[@]}" "$A/v1/chat/completions" -d '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6, "stream": true, "stream_options": {"include_usage": true}}' >"$tmp/sse"
+check "sse lines are data:" bash -c "grep -v '^\$' '$tmp/sse' | grep -vq '^data: ' && exit 1 || exit 0"
+check "sse blank line after each event" test "$(grep -c '^data: ' "$tmp/sse")" = "$(grep -c '^$' "$tmp/sse")"
+check "sse ends with [DONE]" test "$(grep '^data: ' "$tmp/sse" | tail -1)" = "data: [DONE]"
+grep '^data: {' "$tmp/sse" | sed 's/^data: //' >"$tmp/chunks"
+check "first chunk has the role" bash -c "head -1 '$tmp/chunks' | jq -e '.object == \"chat.completion.chunk\" and .choices[0].delta.role == \"assistant\"' >/dev/null"
+check "finish_reason in the last choice chunk" bash -c "tail -2 '$tmp/chunks' | head -1 | jq -e '.choices[0].finish_reason == \"length\"' >/dev/null"
+check "usage chunk" bash -c "tail -1 '$tmp/chunks' | jq -e '(.choices | length) == 0 and .usage.completion_tokens == 6' >/dev/null"
+curl -sN "${K[@]}" "$A/v1/completions" -d "{\"prompt\": \"$prompt\", \"max_tokens\": 40, \"temperature\": 0, \"stream\": true}" >"$tmp/sse2"
+streamed="$prompt$(grep '^data: {' "$tmp/sse2" | sed 's/^data: //' | jq -j '.choices[0].text')"
+check "streamed text equals the whole answer" test "$streamed" = "$generated"
+
+# --- tokenize / detokenize
+check "tokenize" test "$(code "${K[@]}" "$A/tokenize" -d '{"prompt": "Once upon"}')" = 200
+toks=$(jq -c '.tokens' "$tmp/body")
+check "detokenize" test "$(code "${K[@]}" "$A/detokenize" -d "{\"tokens\": $toks}")" = 200
+check "round trip" jqb '.prompt == "Once upon"'
+
+# --- 16 concurrent streaming clients
+cpids=()
+for i in $(seq 16); do
+  curl -sN --max-time 60 "${K[@]}" "$A/v1/completions" -d "{\"prompt\": \"Tom had $i\", \"max_tokens\": 30, \"stream\": true}" >"$tmp/c$i" &
+  cpids+=($!)
+done
+wait_clients() { for i in $(seq 16); do tail -1 "$tmp/c$i" | grep -q '^$' && grep -q '^data: \[DONE\]' "$tmp/c$i" || return 1; done; }
+for p in "${cpids[@]}"; do wait "$p" || true; done
+check "16 concurrent streams complete" wait_clients
+
+# --- disconnect mid-stream frees the sequence and its blocks
+curl -sN --max-time 0.5 "${K[@]}" "$A/v1/completions" -d '{"prompt": "a", "max_tokens": 1800, "stream": true}' >/dev/null || true
+freed() {
+  for _ in $(seq 50); do
+    curl -s "$A/metrics" >"$tmp/m"
+    if grep -q '^tessera_running_sequences{.*} 0$' "$tmp/m" && grep -q 'state="used"} 0$' "$tmp/m"; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+check "disconnect frees blocks" freed
+check "metrics histograms" bash -c "grep -q '^tessera_time_to_first_token_seconds_count [1-9]' '$tmp/m' && grep -q '^tessera_request_duration_seconds_bucket{le=\"+Inf\"} [1-9]' '$tmp/m'"
+
+# --- errors
+e400() { # e400 NAME ROUTE BODY PARAM
+  local c; c=$(code "${K[@]}" "$A$2" -d "$3")
+  check "$1 -> 400" test "$c" = 400
+  [ -n "$4" ] && check "$1 names $4" jqb ".error.param == \"$4\""
+  return 0
+}
+e400 "malformed JSON" /v1/chat/completions '{"messages": [' ""
+e400 "wrong type" /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}' temperature
+e400 "out of range" /v1/completions '{"prompt": "x", "top_p": 2}' top_p
+e400 "too many stops" /v1/completions '{"prompt": "x", "stop": ["a","b","c","d","e"]}' stop
+e400 "context" /v1/completions '{"prompt": "x", "max_tokens": 100000}' max_tokens
+check "context message has the numbers" jqb '.error.message | test("2048")'
+printf '{"prompt": "caf\xff"}' >"$tmp/bad"
+check "invalid UTF-8 -> 400" test "$(code "${K[@]}" "$A/v1/completions" --data-binary @"$tmp/bad")" = 400
+check "unknown model -> 404" test "$(code "${K[@]}" "$A/v1/completions" -d '{"prompt": "x", "model": "nope"}')" = 404
+check "404 shape" jqb '.error.code == "model_not_found" and .error.param == "model"'
+check "wrong method -> 405" test "$(code "${K[@]}" -X GET "$A/v1/completions")" = 405
+check "unknown route -> 404" test "$(code "${K[@]}" "$A/v2/nothing")" = 404
+head -c 1100000 /dev/zero | tr '\0' 'a' >"$tmp/big"
+check "body over limit -> 413" test "$(code "${K[@]}" "$A/v1/completions" --data-binary @"$tmp/big")" = 413
+
+# --- queue full -> 429 with Retry-After (second server: one sequence, one queue slot)
+start_server "$tmp/b.log" --max-seqs 1 --max-queue 1 --grace 1
+B="http://127.0.0.1:$port"
+bpid=$spid
+curl -sN "$B/v1/completions" -d '{"prompt": "a", "max_tokens": 1500, "stream": true}' >/dev/null &
+sleep 0.3
+curl -sN "$B/v1/completions" -d '{"prompt": "b", "max_tokens": 1500, "stream": true}' >/dev/null &
+sleep 0.3
+check "queue full -> 429" test "$(curl -s -D "$tmp/h" -o "$tmp/body" -w '%{http_code}' "$B/v1/completions" -d '{"prompt": "c"}')" = 429
+check "Retry-After" grep -qi '^retry-after: ' "$tmp/h"
+
+# --- shutdown: SIGTERM with streams in flight; grace 1 s then cancel; exit status 0
+kill -TERM "$bpid"
+status=0
+wait "$bpid" || status=$?
+check "SIGTERM exits 0" test "$status" = 0
+kill -TERM "${pids[0]}"
+status=0
+wait "${pids[0]}" || status=$?
+check "first server exits 0" test "$status" = 0
+check "one log line per request" grep -q '^POST /v1/completions 200 prompt_tokens=' "$tmp/a.log"
+
+echo "$fails failures"
+[ "$fails" = 0 ]
