@@ -8,7 +8,7 @@
 #
 # usage: bench/compare.sh [-n N] [-o DIR] [-m MODEL] [--prompt-len L] [--max-tokens M]
 #                         [--levels LIST] [--build DIR]
-# Defaults fit 10 minutes on 2 cores: N 16, prompt 32 tokens, 32 generated tokens,
+# Defaults fit 10 minutes on 2 cores: N 16, prompt 32 tokens, 64 generated tokens,
 # levels 1,2,4,8,N, results in build/compare/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +17,7 @@ conc=16
 out=""
 model=""
 prompt_len=32
-max_tokens=32
+max_tokens=64
 levels=""
 while (($#)); do
   case $1 in
