@@ -147,6 +147,9 @@ void ts_engine_destroy(ts_engine *e)
         pthread_join(e->thread, NULL);
     }
     drain_all(e);
+    engine_free_dead(e);
+    free(e->dead);
+    free(e->dead_jobs);
     free(e->inbox);
     free(e->waiting);
     free(e->running);
