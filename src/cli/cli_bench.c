@@ -48,7 +48,9 @@ static void usage(FILE *out)
             "  TTFT           submit -> first TOKEN event, p50/p99 over the level's requests\n"
             "  ITL            gaps between consecutive TOKEN events of a request, p50/p99\n"
             "  weights/BW     weight bytes per token x single-request decode tok/s, against a\n"
-            "                 parallel read of a --bw-mem buffer\n");
+            "                 parallel read of a --bw-mem buffer\n"
+            "On a machine shared with other work, OMP_WAIT_POLICY=passive keeps OpenMP threads\n"
+            "from spinning against it (8x slower GEMMs when the cores are oversubscribed).\n");
 }
 
 /* "1,2,4": up to MAX_LEVELS integers in 1..4096. */
