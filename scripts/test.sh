@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, then builds and runs every test: the normal build and the
-# sanitizer build (ASan + UBSan) run the same ctest suite; the kernel tests also run as
-# aarch64 NEON programs under qemu-user.
+# sanitizer build (ASan + UBSan) run the same ctest suite, a ThreadSanitizer build runs
+# the engine and server tests, and the kernel tests also run as aarch64 NEON programs
+# under qemu-user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --cross-aarch64
@@ -18,6 +19,11 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-asan && ctest --output-on-failure -j "$jobs")
+
+echo "== thread sanitizer build (engine and server tests)"
+scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_TSAN=ON -DTESSERA_BUILD_BENCH=OFF
+(cd build-tsan && TSAN_OPTIONS="halt_on_error=1:allocator_may_return_null=1" \
+   ctest --output-on-failure -j "$jobs" -R "engine|server")
 
 # The kernel checks build without cmocka (TS_SIMD_STANDALONE); the exit status is the verdict.
 echo "== aarch64 NEON kernels (cross-compiled, run under qemu-user)"

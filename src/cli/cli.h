@@ -8,6 +8,7 @@ typedef struct cli_command {
     const char *summary;
 } cli_command;
 
+int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_serve(int argc, char **argv);

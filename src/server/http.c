@@ -568,6 +568,7 @@ ts_status ts_server_start(ts_server *srv, ts_error *err)
                      MHD_USE_ITC | MHD_USE_POLL;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    srv->started = (long long)time(NULL); /* before any connection thread can read it */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)srv->opts.port, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
@@ -579,7 +580,6 @@ ts_status ts_server_start(ts_server *srv, ts_error *err)
                             srv->opts.port);
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = info ? info->port : srv->opts.port;
-    srv->started = (long long)time(NULL);
     return TS_OK;
 }
 

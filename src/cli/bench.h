@@ -1,0 +1,106 @@
+/* bench.h: the in-process engine benchmark behind `tessera bench`: concurrency levels of
+ * random-prompt requests through one engine, their throughput and latency, a cached
+ * prefix's effect on time to first token, and the memory-bandwidth yardstick.
+ *
+ * Metrics of one level (C requests submitted together, each prompt_len random tokens and
+ * exactly n_tokens generated, greedy, EOS ignored; every time is CLOCK_MONOTONIC taken by
+ * the request's own reader thread as each event arrives):
+ *   TTFT        submit -> first TOKEN event of a request; p50/p99 over the C requests.
+ *   ITL         gap between consecutive TOKEN events of one request; p50/p99 over the
+ *               pooled gaps of all C requests.
+ *   decode tok/s  aggregate steady-state decode throughput: the TOKEN events that arrive
+ *               in the window (A, B], A = the latest first token of the level (every
+ *               prompt is done), B = the earliest last token (no request has finished),
+ *               divided by B - A. Every step in that window decodes all C sequences and
+ *               nothing else, so this is what C-way batched decoding delivers. When the
+ *               window is empty (n_tokens too small for the requests to overlap) it falls
+ *               back to sum(tokens - 1) / (latest last token - earliest first token).
+ *   e2e tok/s   every generated token / (latest last token - earliest submit): the
+ *               throughput with prefill, ramp-up and tail included.
+ *   prefill tok/s  C * prompt_len / (latest first token - earliest submit): the prompt
+ *               tokens of the level over the time until every prompt has its first token
+ *               (decode steps of early requests share that time, so it is a lower bound).
+ *   speedup     decode tok/s / decode tok/s of the concurrency-1 level of the same run.
+ */
+#ifndef TESSERA_CLI_BENCH_H
+#define TESSERA_CLI_BENCH_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/engine.h"
+
+typedef struct bench_config {
+    const int *levels;   /* (n_levels) concurrency levels, run in order; borrowed. A level
+                          * of 1 is run first when the list has none (the baseline). */
+    int n_levels;
+    int n_tokens;        /* generated tokens per request, >= 1 */
+    int prompt_len;      /* random prompt tokens per request (BOS included), >= 1 */
+    int shared_prefix;   /* tokens of the common prefix for the TTFT test; 0 = skip */
+    int prefix_suffix;   /* tokens after the prefix in that test, >= 1 */
+    uint64_t seed;       /* prompts are a function of the seed */
+} bench_config;
+
+/* Fills 1 level of concurrency 1 (no levels array: the caller sets it), n 128, prompt
+ * 128, no prefix test, suffix 16, seed 1. */
+void bench_config_default(bench_config *cfg);
+
+typedef struct bench_level {
+    int concurrency;
+    double decode_tok_s, prefill_tok_s, e2e_tok_s; /* as defined above */
+    double ttft_p50_ms, ttft_p99_ms;
+    double itl_p50_ms, itl_p99_ms;
+    double speedup;
+    double wall_s;       /* first submit -> last event */
+    long generated;      /* TOKEN events of the level */
+} bench_level;
+
+typedef struct bench_result {
+    bench_level *levels; /* (n_levels) owned */
+    int n_levels;
+    int has_prefix;
+    double ttft_cold_ms;   /* prefix + suffix, the prefix never seen before */
+    double ttft_cached_ms; /* same prefix, another suffix: the prefix's blocks cached */
+    int cached_tokens;     /* prompt tokens the cached request got from the prefix cache */
+} bench_result;
+
+/* Sizes opts for cfg on a model of config c: max_seqs at least the largest level, and,
+ * unless the caller chose a KV size (kv_mem_bytes or kv_blocks non-zero), enough KV
+ * blocks for every request of the largest level plus the prefix test, so no level
+ * preempts. */
+void bench_engine_options(ts_engine_options *opts, const ts_model_config *c,
+                          const bench_config *cfg);
+
+/* Warms the engine up with one request, then runs every level and the prefix test.
+ * engine and cfg are borrowed; *out owns its levels (free with bench_result_free()).
+ * Fails when a request is refused or fails, or generates other than n_tokens tokens. */
+ts_status bench_run(bench_result *out, ts_engine *engine, const bench_config *cfg,
+                    ts_error *err);
+
+/* Accepts a zeroed result. */
+void bench_result_free(bench_result *r);
+
+/* {"model", "threads", "prompt_len", "n_tokens", "levels": [{"concurrency",
+ * "decode_tok_s", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"}, "itl_ms":
+ * {"p50", "p99"}, "speedup"}...], "prefix": {"tokens", "ttft_cold_ms", "ttft_cached_ms",
+ * "cached_tokens"} when measured}. The caller owns the result (cJSON_Delete); NULL when
+ * out of memory. model is copied. */
+cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const char *model,
+                         int threads);
+
+/* The p-th percentile (p clamped to [0, 100]) of n values by linear interpolation between
+ * the closest ranks (numpy's default): with v sorted and r = p/100 * (n-1), it is
+ * v[floor r] + (r - floor r) * (v[floor r + 1] - v[floor r]). Sorts v in place; 0 when n
+ * is 0. */
+double bench_percentile(double *v, size_t n, double p);
+
+/* Best of `passes` parallel reads of a bytes-sized buffer, in bytes per second (OpenMP,
+ * all threads); 0 when the buffer cannot be allocated. */
+double bench_read_bandwidth(size_t bytes, int passes);
+
+/* Bytes of weights one decode step reads (every matrix and norm but the embedding table,
+ * of which it reads one row per token). */
+double bench_weight_bytes(const ts_model_config *c);
+
+#endif

@@ -1,0 +1,144 @@
+/* bench_stats.c: the benchmark's arithmetic and reporting: percentiles, the memory
+ * bandwidth yardstick, weight bytes per token, and the JSON form of a result. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/bench.h"
+#include "model/model.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_percentile(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof *v, cmp_double);
+    if (!(p > 0))
+        p = 0;
+    if (p > 100)
+        p = 100;
+    double r = p / 100.0 * (double)(n - 1);
+    size_t lo = (size_t)floor(r);
+    if (lo + 1 >= n)
+        return v[n - 1];
+    return v[lo] + (r - (double)lo) * (v[lo + 1] - v[lo]);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double bench_read_bandwidth(size_t bytes, int passes)
+{
+    size_t n = bytes / sizeof(uint64_t);
+    uint64_t *buf = n ? malloc(n * sizeof *buf) : NULL;
+    if (!buf)
+        return 0.0;
+    /* Each thread first touches the pages it reads later. */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        buf[i] = i;
+    double best = 0.0;
+    volatile uint64_t sink = 0;
+    for (int p = 0; p < passes; p++) {
+        uint64_t sum = 0;
+        double t0 = now_s();
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+        for (size_t i = 0; i < n; i++)
+            sum += buf[i];
+        double dt = now_s() - t0;
+        sink += sum;
+        if (dt > 0 && (double)(n * sizeof *buf) / dt > best)
+            best = (double)(n * sizeof *buf) / dt;
+    }
+    (void)sink;
+    free(buf);
+    return best;
+}
+
+double bench_weight_bytes(const ts_model_config *c)
+{
+    double dim = c->dim, ffn = c->hidden_dim, q_dim = (double)c->n_heads * c->head_dim;
+    double per_layer = (double)model_qkv_rows(c) * dim + dim * q_dim + 2 * ffn * dim +
+                       dim * ffn + 2 * dim;
+    return ((double)c->n_layers * per_layer + (double)c->vocab_size * dim + dim) * sizeof(float);
+}
+
+static cJSON *pair(double p50, double p99)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (o && (!cJSON_AddNumberToObject(o, "p50", p50) || !cJSON_AddNumberToObject(o, "p99", p99))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *level_json(const bench_level *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *ttft = pair(l->ttft_p50_ms, l->ttft_p99_ms), *itl = pair(l->itl_p50_ms, l->itl_p99_ms);
+    if (!o || !ttft || !itl)
+        goto fail;
+    if (!cJSON_AddNumberToObject(o, "concurrency", l->concurrency) ||
+        !cJSON_AddNumberToObject(o, "decode_tok_s", l->decode_tok_s) ||
+        !cJSON_AddNumberToObject(o, "prefill_tok_s", l->prefill_tok_s) ||
+        !cJSON_AddNumberToObject(o, "e2e_tok_s", l->e2e_tok_s))
+        goto fail;
+    cJSON_AddItemToObject(o, "ttft_ms", ttft);
+    ttft = NULL;
+    cJSON_AddItemToObject(o, "itl_ms", itl);
+    itl = NULL;
+    if (!cJSON_AddNumberToObject(o, "speedup", l->speedup) ||
+        !cJSON_AddNumberToObject(o, "generated", (double)l->generated) ||
+        !cJSON_AddNumberToObject(o, "wall_s", l->wall_s))
+        goto fail;
+    return o;
+
+fail:
+    cJSON_Delete(ttft);
+    cJSON_Delete(itl);
+    cJSON_Delete(o);
+    return NULL;
+}
+
+cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const char *model,
+                         int threads)
+{
+    cJSON *root = cJSON_CreateObject(), *levels = NULL;
+    if (!root || !cJSON_AddStringToObject(root, "model", model) ||
+        !cJSON_AddNumberToObject(root, "threads", threads) ||
+        !cJSON_AddNumberToObject(root, "prompt_len", cfg->prompt_len) ||
+        !cJSON_AddNumberToObject(root, "n_tokens", cfg->n_tokens) ||
+        !(levels = cJSON_AddArrayToObject(root, "levels")))
+        goto fail;
+    for (int i = 0; i < r->n_levels; i++) {
+        cJSON *l = level_json(&r->levels[i]);
+        if (!l)
+            goto fail;
+        cJSON_AddItemToArray(levels, l);
+    }
+    if (r->has_prefix) {
+        cJSON *p = cJSON_AddObjectToObject(root, "prefix");
+        if (!p || !cJSON_AddNumberToObject(p, "tokens", cfg->shared_prefix) ||
+            !cJSON_AddNumberToObject(p, "ttft_cold_ms", r->ttft_cold_ms) ||
+            !cJSON_AddNumberToObject(p, "ttft_cached_ms", r->ttft_cached_ms) ||
+            !cJSON_AddNumberToObject(p, "cached_tokens", r->cached_tokens))
+            goto fail;
+    }
+    return root;
+
+fail:
+    cJSON_Delete(root);
+    return NULL;
+}

@@ -1,0 +1,229 @@
+/* cli_bench.c: `tessera bench`: engine throughput and latency at several concurrency
+ * levels, the effect of a cached prefix, and decode speed against memory bandwidth. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/bench.h"
+#include "cli/cli.h"
+
+enum { MAX_LEVELS = 32 };
+
+typedef struct bench_opts {
+    const char *model, *tokenizer, *json;
+    int levels[MAX_LEVELS];
+    bench_config cfg;
+    size_t bw_bytes;
+    ts_engine_options engine;
+} bench_opts;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: tessera bench [-m MODEL] [--concurrency 1,2,4,8,16,32,64] [-n 128]\n"
+            "                     [--prompt-len 128] [--shared-prefix N] [--json FILE] [engine]\n"
+            "  -m MODEL            .gguf, or llama2.c .bin with --tokenizer (default: see README)\n"
+            "  --concurrency LIST  levels: at each, that many requests run at once (a level of 1,\n"
+            "                      the baseline, is added first when missing)\n"
+            "  -n N                tokens each request generates (EOS ignored, greedy)\n"
+            "  --prompt-len N      random prompt tokens per request, each prompt different\n"
+            "  --shared-prefix N   also time to first token of N random tokens + a suffix, cold,\n"
+            "                      then again with the same N tokens cached and another suffix\n"
+            "  --prefix-suffix N   suffix tokens of that test (default 16)\n"
+            "  --seed S            prompts' random seed (default 1)\n"
+            "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
+            "  --json FILE         also write the results as JSON\n"
+            "engine:\n"
+            "  --threads N  --kv-mem SIZE (default: enough for the largest level)  --kv-f16\n"
+            "  --step-tokens N\n"
+            "metrics (per level; times on CLOCK_MONOTONIC as each event arrives):\n"
+            "  decode tok/s   TOKEN events while every request of the level is decoding (from\n"
+            "                 the last first token to the first last token) / that time: the\n"
+            "                 aggregate steady-state decode throughput\n"
+            "  speedup        decode tok/s / decode tok/s at concurrency 1\n"
+            "  prefill tok/s  prompt tokens of the level / (last first token - first submit)\n"
+            "  e2e tok/s      all generated tokens / (last token - first submit)\n"
+            "  TTFT           submit -> first TOKEN event, p50/p99 over the level's requests\n"
+            "  ITL            gaps between consecutive TOKEN events of a request, p50/p99\n"
+            "  weights/BW     weight bytes per token x single-request decode tok/s, against a\n"
+            "                 parallel read of a --bw-mem buffer\n"
+            "On a machine shared with other work, OMP_WAIT_POLICY=passive keeps OpenMP threads\n"
+            "from spinning against it (8x slower GEMMs when the cores are oversubscribed).\n");
+}
+
+/* "1,2,4": up to MAX_LEVELS integers in 1..4096. */
+static bool parse_levels(const char *s, int *levels, int *n)
+{
+    char buf[512];
+    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) {
+        fprintf(stderr, "tessera: --concurrency list too long\n");
+        return false;
+    }
+    *n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_LEVELS) {
+            fprintf(stderr, "tessera: --concurrency takes at most %d levels\n", MAX_LEVELS);
+            return false;
+        }
+        if (!cli_int("--concurrency", t, 1, 4096, &levels[*n]))
+            return false;
+        (*n)++;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "tessera: --concurrency needs at least one level\n");
+        return false;
+    }
+    return true;
+}
+
+static int parse(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    bench_config_default(&o->cfg);
+    static const int defaults[] = {1, 2, 4, 8, 16, 32, 64};
+    memcpy(o->levels, defaults, sizeof defaults);
+    o->cfg.n_levels = (int)(sizeof defaults / sizeof defaults[0]);
+    o->bw_bytes = (size_t)1 << 30;
+    ts_engine_options_default(&o->engine);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        bool ok = true;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--kv-f16")) {
+            o->engine.kv_f16 = true;
+        } else if (!(v = cli_value(argc, argv, &i))) {
+            return 2;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            o->model = v;
+        } else if (!strcmp(a, "--tokenizer")) {
+            o->tokenizer = v;
+        } else if (!strcmp(a, "--concurrency")) {
+            ok = parse_levels(v, o->levels, &o->cfg.n_levels);
+        } else if (!strcmp(a, "-n")) {
+            ok = cli_int(a, v, 1, 1 << 20, &o->cfg.n_tokens);
+        } else if (!strcmp(a, "--prompt-len")) {
+            ok = cli_int(a, v, 1, 1 << 20, &o->cfg.prompt_len);
+        } else if (!strcmp(a, "--shared-prefix")) {
+            ok = cli_int(a, v, 0, 1 << 20, &o->cfg.shared_prefix);
+        } else if (!strcmp(a, "--prefix-suffix")) {
+            ok = cli_int(a, v, 1, 1 << 20, &o->cfg.prefix_suffix);
+        } else if (!strcmp(a, "--seed")) {
+            ok = cli_u64(a, v, &o->cfg.seed);
+        } else if (!strcmp(a, "--bw-mem")) {
+            ok = cli_size(a, v, &o->bw_bytes);
+        } else if (!strcmp(a, "--json")) {
+            o->json = v;
+        } else if (!strcmp(a, "--threads")) {
+            ok = cli_int(a, v, 1, 1024, &o->engine.n_threads);
+        } else if (!strcmp(a, "--kv-mem")) {
+            ok = cli_size(a, v, &o->engine.kv_mem_bytes);
+        } else if (!strcmp(a, "--step-tokens")) {
+            ok = cli_int(a, v, 1, 1 << 16, &o->engine.step_tokens);
+        } else {
+            fprintf(stderr, "tessera bench: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (!ok)
+            return 2;
+    }
+    o->cfg.levels = o->levels;
+    if (!o->model)
+        o->model = cli_default_model();
+    return -1;
+}
+
+static void print_report(const bench_result *r, const bench_opts *o, const ts_model_config *c,
+                         double bw, int threads)
+{
+    printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d threads; prompt %d, "
+           "n %d\n\n",
+           o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
+           o->cfg.prompt_len, o->cfg.n_tokens);
+    printf("%5s %12s %8s %12s %10s %19s %19s\n", "conc", "decode tok/s", "speedup",
+           "prefill tok/s", "e2e tok/s", "TTFT p50/p99 ms", "ITL p50/p99 ms");
+    for (int i = 0; i < r->n_levels; i++) {
+        const bench_level *l = &r->levels[i];
+        printf("%5d %12.1f %7.2fx %13.1f %10.1f %9.1f/%-9.1f %9.2f/%-9.2f\n", l->concurrency,
+               l->decode_tok_s, l->speedup, l->prefill_tok_s, l->e2e_tok_s, l->ttft_p50_ms,
+               l->ttft_p99_ms, l->itl_p50_ms, l->itl_p99_ms);
+    }
+    double wbytes = bench_weight_bytes(c), single = 0.0;
+    for (int i = 0; i < r->n_levels && single == 0.0; i++)
+        if (r->levels[i].concurrency == 1)
+            single = r->levels[i].decode_tok_s;
+    printf("\nweights read per decode step: %.1f MB\n", wbytes / 1e6);
+    if (bw > 0)
+        printf("memory bandwidth (parallel read of %.0f MiB, best of 3): %.2f GB/s\n"
+               "single-request decode streams weights at %.2f GB/s = %.0f%% of it "
+               "(bandwidth bound: %.1f tok/s)\n",
+               (double)o->bw_bytes / (1 << 20), bw / 1e9, wbytes * single / 1e9,
+               100.0 * wbytes * single / bw, bw / wbytes);
+    if (r->has_prefix)
+        printf("prefix %d + suffix %d tokens: TTFT cold %.1f ms, cached %.1f ms (%d tokens from "
+               "the cache): %.1fx faster\n",
+               o->cfg.shared_prefix, o->cfg.prefix_suffix, r->ttft_cold_ms, r->ttft_cached_ms,
+               r->cached_tokens, r->ttft_cached_ms > 0 ? r->ttft_cold_ms / r->ttft_cached_ms : 0.0);
+}
+
+static int write_json(const bench_result *r, const bench_opts *o, const ts_model_config *c,
+                      double bw, int threads)
+{
+    cJSON *root = bench_result_json(r, &o->cfg, o->model, threads);
+    if (root && bw > 0) {
+        cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
+        cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(c));
+    }
+    char *s = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    FILE *f = s ? fopen(o->json, "wb") : NULL;
+    bool ok = f && fputs(s, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = false;
+    cJSON_free(s);
+    if (!ok)
+        fprintf(stderr, "tessera: cannot write %s\n", o->json);
+    return ok ? 0 : 1;
+}
+
+int cli_bench(int argc, char **argv)
+{
+    bench_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    ts_model *m = cli_load_model(o.model, o.tokenizer);
+    if (!m)
+        return 1;
+    const ts_model_config *c = ts_model_get_config(m);
+    int threads = o.engine.n_threads > 0 ? o.engine.n_threads : omp_get_max_threads();
+    double bw = 0.0;
+    if (o.bw_bytes > 0) {
+        omp_set_num_threads(threads);
+        if ((bw = bench_read_bandwidth(o.bw_bytes, 3)) <= 0)
+            fprintf(stderr, "tessera: cannot allocate %zu bytes for the bandwidth test\n",
+                    o.bw_bytes);
+    }
+    bench_engine_options(&o.engine, c, &o.cfg);
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    bench_result r = {0};
+    rc = 1;
+    if (ts_engine_create(m, &o.engine, &e, &err) != TS_OK ||
+        bench_run(&r, e, &o.cfg, &err) != TS_OK) {
+        fprintf(stderr, "tessera: %s\n", err.msg);
+        goto out;
+    }
+    print_report(&r, &o, c, bw, threads);
+    rc = o.json ? write_json(&r, &o, c, bw, threads) : 0;
+out:
+    bench_result_free(&r);
+    ts_engine_destroy(e);
+    ts_model_free(m);
+    return rc;
+}

@@ -1,0 +1,206 @@
+/* test_bench.c: the benchmark's percentile helper, sizing, and a tiny run on stories260K
+ * whose JSON must have the documented shape with positive numbers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cli/bench.h"
+#include "tessera/model.h"
+#include "util.h"
+
+static void test_percentile_interpolates_between_ranks(void **state)
+{
+    (void)state;
+    double v[] = {5, 1, 4, 2, 3};
+    assert_float_equal(bench_percentile(v, 5, 50), 3.0, 1e-12);
+    assert_float_equal(v[0], 1.0, 0); /* sorted in place */
+    assert_float_equal(v[4], 5.0, 0);
+    assert_float_equal(bench_percentile(v, 5, 0), 1.0, 1e-12);
+    assert_float_equal(bench_percentile(v, 5, 100), 5.0, 1e-12);
+    assert_float_equal(bench_percentile(v, 5, 25), 2.0, 1e-12);
+    assert_float_equal(bench_percentile(v, 5, 90), 4.6, 1e-12);
+    double w[] = {4, 3, 2, 1};
+    assert_float_equal(bench_percentile(w, 4, 50), 2.5, 1e-12);
+    assert_float_equal(bench_percentile(w, 4, 99), 3.97, 1e-12);
+    /* out of range p clamps; one value; none */
+    assert_float_equal(bench_percentile(w, 4, -5), 1.0, 1e-12);
+    assert_float_equal(bench_percentile(w, 4, 250), 4.0, 1e-12);
+    double one = 7.5;
+    assert_float_equal(bench_percentile(&one, 1, 99), 7.5, 0);
+    assert_float_equal(bench_percentile(NULL, 0, 50), 0.0, 0);
+}
+
+static void test_weight_bytes_and_bandwidth(void **state)
+{
+    (void)state;
+    /* stories260K: per layer qkv 128x64, wo 64x64, w13 344x64, w2 64x172, two norms of
+     * 64; then the 512x64 output and the final norm. */
+    ts_model_config c = {.dim = 64, .hidden_dim = 172, .n_layers = 5, .n_heads = 8,
+                         .n_kv_heads = 4, .head_dim = 8, .vocab_size = 512};
+    double per_layer = 128 * 64 + 64 * 64 + 344 * 64 + 64 * 172 + 2 * 64;
+    assert_float_equal(bench_weight_bytes(&c), (5 * per_layer + 512 * 64 + 64) * 4, 0);
+    assert_true(bench_read_bandwidth((size_t)1 << 20, 2) > 0);
+    assert_float_equal(bench_read_bandwidth(0, 1), 0.0, 0);
+}
+
+static void test_engine_options_fit_the_largest_level(void **state)
+{
+    (void)state;
+    static const int levels[] = {1, 48, 4};
+    bench_config cfg;
+    bench_config_default(&cfg);
+    cfg.levels = levels;
+    cfg.n_levels = 3;
+    cfg.shared_prefix = 1024;
+    ts_model_config c = {.dim = 64};
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 8;
+    bench_engine_options(&o, &c, &cfg);
+    assert_int_equal(o.max_seqs, 48);
+    /* 48 requests of 256 tokens (8 blocks, + 1) and two of 1024 + 16 + 4 (33, + 1) */
+    assert_true(o.kv_blocks >= 48 * 9 + 2 * 34);
+    ts_engine_options_default(&o);
+    o.kv_mem_bytes = 1 << 20;
+    bench_engine_options(&o, &c, &cfg);
+    assert_int_equal(o.kv_blocks, 0);
+    assert_int_equal(o.max_seqs, 64);
+}
+
+static ts_engine *tiny_engine(ts_model **m, const bench_config *cfg)
+{
+    assert_int_equal(ts_model_load(tu_shared("models/stories260K/stories260K.gguf"), NULL, m, NULL),
+                     TS_OK);
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.n_threads = 1;
+    bench_engine_options(&o, ts_model_get_config(*m), cfg);
+    ts_engine *e = NULL;
+    assert_int_equal(ts_engine_create(*m, &o, &e, NULL), TS_OK);
+    return e;
+}
+
+static double number(const cJSON *o, const char *key)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, key);
+    assert_non_null(n);
+    assert_true(cJSON_IsNumber(n));
+    return n->valuedouble;
+}
+
+static void test_tiny_run_has_the_json_shape(void **state)
+{
+    (void)state;
+    static const int levels[] = {1, 2};
+    bench_config cfg;
+    bench_config_default(&cfg);
+    cfg.levels = levels;
+    cfg.n_levels = 2;
+    cfg.n_tokens = 8;
+    cfg.prompt_len = 16;
+    cfg.shared_prefix = 64;
+    cfg.prefix_suffix = 4;
+    ts_model *m = NULL;
+    ts_engine *e = tiny_engine(&m, &cfg);
+    bench_result r;
+    ts_error err = {0};
+    assert_int_equal(bench_run(&r, e, &cfg, &err), TS_OK);
+    assert_int_equal(r.n_levels, 2);
+
+    cJSON *root = bench_result_json(&r, &cfg, "stories260K", 1);
+    assert_non_null(root);
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    assert_non_null(text);
+    cJSON *back = cJSON_Parse(text); /* what --json writes must parse */
+    cJSON_free(text);
+    assert_non_null(back);
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(back, "model");
+    assert_true(cJSON_IsString(model));
+    assert_string_equal(model->valuestring, "stories260K");
+    assert_float_equal(number(back, "threads"), 1, 0);
+    const cJSON *lv = cJSON_GetObjectItemCaseSensitive(back, "levels");
+    assert_true(cJSON_IsArray(lv));
+    assert_int_equal(cJSON_GetArraySize(lv), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *l = cJSON_GetArrayItem(lv, i);
+        assert_float_equal(number(l, "concurrency"), levels[i], 0);
+        assert_true(number(l, "decode_tok_s") > 0);
+        assert_true(number(l, "prefill_tok_s") > 0);
+        assert_true(number(l, "speedup") > 0);
+        assert_float_equal(number(l, "generated"), levels[i] * 8, 0);
+        const char *pairs[] = {"ttft_ms", "itl_ms"};
+        for (int k = 0; k < 2; k++) {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(l, pairs[k]);
+            assert_true(cJSON_IsObject(p));
+            assert_true(number(p, "p50") > 0);
+            assert_true(number(p, "p99") >= number(p, "p50"));
+        }
+    }
+    assert_float_equal(number(cJSON_GetArrayItem(lv, 0), "speedup"), 1.0, 1e-12);
+    const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(back, "prefix");
+    assert_true(cJSON_IsObject(prefix));
+    assert_true(number(prefix, "ttft_cold_ms") > 0);
+    assert_true(number(prefix, "ttft_cached_ms") > 0);
+    assert_float_equal(number(prefix, "cached_tokens"), 64, 0); /* two full blocks */
+    cJSON_Delete(back);
+    bench_result_free(&r);
+    ts_engine_destroy(e);
+    ts_model_free(m);
+}
+
+static void test_baseline_is_added_and_bad_configs_refused(void **state)
+{
+    (void)state;
+    static const int levels[] = {2};
+    bench_config cfg;
+    bench_config_default(&cfg);
+    cfg.levels = levels;
+    cfg.n_levels = 1;
+    cfg.n_tokens = 4;
+    cfg.prompt_len = 8;
+    ts_model *m = NULL;
+    ts_engine *e = tiny_engine(&m, &cfg);
+    bench_result r;
+    ts_error err = {0};
+    assert_int_equal(bench_run(&r, e, &cfg, &err), TS_OK);
+    assert_int_equal(r.n_levels, 2);
+    assert_int_equal(r.levels[0].concurrency, 1);
+    assert_int_equal(r.levels[1].concurrency, 2);
+    assert_false(r.has_prefix);
+    cJSON *root = bench_result_json(&r, &cfg, "m", 1);
+    assert_null(cJSON_GetObjectItemCaseSensitive(root, "prefix"));
+    cJSON_Delete(root);
+    bench_result_free(&r);
+
+    cfg.n_tokens = 0;
+    assert_int_equal(bench_run(&r, e, &cfg, &err), TS_ERR_INVALID_ARG);
+    assert_null(r.levels);
+    static const int zero[] = {0};
+    cfg.n_tokens = 4;
+    cfg.levels = zero;
+    assert_int_equal(bench_run(&r, e, &cfg, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "concurrency 0"));
+    /* a request the engine refuses (prompt over the context) fails the run cleanly */
+    cfg.levels = levels;
+    cfg.prompt_len = 4096;
+    assert_int_equal(bench_run(&r, e, &cfg, &err), TS_ERR_TOO_LONG);
+    assert_null(r.levels);
+    bench_result_free(&r);
+    ts_engine_destroy(e);
+    ts_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_percentile_interpolates_between_ranks),
+        cmocka_unit_test(test_weight_bytes_and_bandwidth),
+        cmocka_unit_test(test_engine_options_fit_the_largest_level),
+        cmocka_unit_test(test_tiny_run_has_the_json_shape),
+        cmocka_unit_test(test_baseline_is_added_and_bad_configs_refused),
+    };
+    return cmocka_run_group_tests_name("bench", tests, NULL, NULL);
+}
