@@ -35,6 +35,9 @@ typedef struct ts_engine_options {
     bool kv_f16;           /* store K and V as f16 */
     int max_seqs;          /* sequences decoding at once (default 64) */
     int step_tokens;       /* token budget of one step: decodes + prefill chunks (512) */
+    int prefill_cap;       /* prompt tokens in a step that also decodes (128): bounds how
+                            * long arriving prompts delay running streams; a step with
+                            * nothing to decode uses the whole budget */
     int max_queue;         /* waiting requests before submit answers TS_ERR_QUEUE_FULL */
     double aging_per_s;    /* priority levels a waiting request gains per second (0.1) */
     int n_threads;         /* OpenMP threads in a step; 0 = all cores */

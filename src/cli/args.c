@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/args.h"
 #include "kv/kv.h"
@@ -99,4 +100,42 @@ ts_model *cli_load_model(const char *path, const char *tokenizer_path)
             path, c->name, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
             c->context_len);
     return m;
+}
+
+int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--kv-f16")) {
+        o->kv_f16 = true;
+        return 1;
+    }
+    if (!strcmp(a, "--no-prefix-cache")) {
+        o->prefix_cache = false;
+        return 1;
+    }
+    static const char *const valued[] = {"--threads", "--kv-mem", "--max-seqs", "--max-queue",
+                                         "--step-tokens", "--prefill-cap", "--aging"};
+    size_t k = 0;
+    while (k < sizeof valued / sizeof *valued && strcmp(a, valued[k]))
+        k++;
+    if (k == sizeof valued / sizeof *valued)
+        return 0;
+    const char *v = cli_value(argc, argv, i);
+    if (!v)
+        return -1;
+    float aging = 0;
+    bool ok = true;
+    switch (k) {
+    case 0: ok = cli_int(a, v, 0, 4096, &o->n_threads); break;
+    case 1: ok = cli_size(a, v, &o->kv_mem_bytes); break;
+    case 2: ok = cli_int(a, v, 1, 4096, &o->max_seqs); break;
+    case 3: ok = cli_int(a, v, 1, 1 << 20, &o->max_queue); break;
+    case 4: ok = cli_int(a, v, 1, 1 << 16, &o->step_tokens); break;
+    case 5: ok = cli_int(a, v, 1, 1 << 16, &o->prefill_cap); break;
+    case 6:
+        ok = cli_float(a, v, 0, 1e6, &aging);
+        o->aging_per_s = aging;
+        break;
+    }
+    return ok ? 1 : -1;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tessera/engine.h"
 #include "tessera/model.h"
 
 bool cli_int(const char *opt, const char *s, long min, long max, int *out);
@@ -17,6 +18,24 @@ bool cli_size(const char *opt, const char *s, size_t *out);
 
 /* The value after option argv[*i]; advances *i. NULL (with a message) when missing. */
 const char *cli_value(int argc, char **argv, int *i);
+
+/* Options every engine-running command shares (help text below). Looks at argv[*i]:
+ * returns 1 when it was one of them (its value consumed, *i advanced), 0 when it was
+ * not, -1 after printing why its value was bad. */
+int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
+
+#define CLI_ENGINE_HELP                                                                   \
+    "engine:\n"                                                                            \
+    "  --threads N          OpenMP threads per step (default: all cores)\n"                \
+    "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts,\n" \
+    "                       at most 1G)\n"                                                  \
+    "  --kv-f16             store keys and values as f16 (half the memory)\n"               \
+    "  --max-seqs N         sequences decoding at once (64)\n"                              \
+    "  --max-queue N        waiting requests before new ones are refused (1024)\n"          \
+    "  --step-tokens N      token budget of one step (512)\n"                               \
+    "  --prefill-cap N      prompt tokens in a step that also decodes (128)\n"              \
+    "  --aging R            priority levels a waiting request gains per second (0.1)\n"     \
+    "  --no-prefix-cache    never share KV blocks between requests\n"
 
 /* The model to use when none is named: $TESSERA_MODEL, else the first models/NAME.gguf in
  * the current directory, else ../shared/models/stories260K/stories260K.gguf. Returns a

@@ -35,9 +35,8 @@ static void usage(FILE *out)
             "  --seed S            prompts' random seed (default 1)\n"
             "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
             "  --json FILE         also write the results as JSON\n"
-            "engine:\n"
-            "  --threads N  --kv-mem SIZE (default: enough for the largest level)  --kv-f16\n"
-            "  --step-tokens N\n"
+            CLI_ENGINE_HELP
+            "  (bench's default --kv-mem: enough for the largest level without preemption)\n"
             "metrics (per level; times on CLOCK_MONOTONIC as each event arrives):\n"
             "  decode tok/s   TOKEN events while every request of the level is decoding (from\n"
             "                 the last first token to the first last token) / that time: the\n"
@@ -91,11 +90,15 @@ static int parse(int argc, char **argv, bench_opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool ok = true;
+        int eng = cli_engine_option(argc, argv, &i, &o->engine);
+        if (eng != 0) {
+            if (eng < 0)
+                return 2;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--kv-f16")) {
-            o->engine.kv_f16 = true;
         } else if (!(v = cli_value(argc, argv, &i))) {
             return 2;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -118,12 +121,6 @@ static int parse(int argc, char **argv, bench_opts *o)
             ok = cli_size(a, v, &o->bw_bytes);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
-        } else if (!strcmp(a, "--threads")) {
-            ok = cli_int(a, v, 1, 1024, &o->engine.n_threads);
-        } else if (!strcmp(a, "--kv-mem")) {
-            ok = cli_size(a, v, &o->engine.kv_mem_bytes);
-        } else if (!strcmp(a, "--step-tokens")) {
-            ok = cli_int(a, v, 1, 1 << 16, &o->engine.step_tokens);
         } else {
             fprintf(stderr, "tessera bench: unknown option %s\n", a);
             usage(stderr);

@@ -31,8 +31,7 @@ static void usage(FILE *out)
             "  --no-bos            do not start the prompt with BOS\n"
             "sampling (default greedy, so output is reproducible):\n"
             "  --temp T  --top-k K  --top-p P  --min-p M  --repeat-penalty R  --seed S\n"
-            "engine:\n"
-            "  --threads N  --kv-mem SIZE  --max-seqs N  --kv-f16\n");
+            CLI_ENGINE_HELP);
 }
 
 static int parse(int argc, char **argv, gen_opts *o)
@@ -45,6 +44,12 @@ static int parse(int argc, char **argv, gen_opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool ok = true;
+        int eng = cli_engine_option(argc, argv, &i, &o->engine);
+        if (eng != 0) {
+            if (eng < 0)
+                return 2;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -52,8 +57,6 @@ static int parse(int argc, char **argv, gen_opts *o)
             o->json = true;
         } else if (!strcmp(a, "--no-bos")) {
             o->no_bos = true;
-        } else if (!strcmp(a, "--kv-f16")) {
-            o->engine.kv_f16 = true;
         } else if (!(v = cli_value(argc, argv, &i))) {
             return 2;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -79,12 +82,6 @@ static int parse(int argc, char **argv, gen_opts *o)
         } else if (!strcmp(a, "--seed")) {
             ok = cli_u64(a, v, &o->sampling.seed);
             o->sampling.has_seed = true;
-        } else if (!strcmp(a, "--threads")) {
-            ok = cli_int(a, v, 1, 1024, &o->engine.n_threads);
-        } else if (!strcmp(a, "--kv-mem")) {
-            ok = cli_size(a, v, &o->engine.kv_mem_bytes);
-        } else if (!strcmp(a, "--max-seqs")) {
-            ok = cli_int(a, v, 1, 4096, &o->engine.max_seqs);
         } else {
             fprintf(stderr, "tessera generate: unknown option %s\n", a);
             usage(stderr);

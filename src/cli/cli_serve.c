@@ -27,14 +27,11 @@ static void usage(FILE *out)
             "  --port N                port (8080; 0 = any free port)\n"
             "  --api-keys FILE         JSON {\"KEY\": {\"tier\": \"high|normal|low\", \"name\": \"...\"}}\n"
             "  --protect-metrics       /metrics needs a key too\n"
-            "  --kv-mem SIZE           KV cache per model, e.g. 512M, 2G (default: engine's)\n"
-            "  --max-seqs N            sequences decoding at once per model (64)\n"
-            "  --max-queue N           waiting requests per model before 429\n"
-            "  --threads N             OpenMP threads per step (all cores)\n"
             "  --chat-template NAME    plain, chatml, llama2, llama3, mistral, zephyr, phi3, gemma\n"
             "  --max-body BYTES        request body limit (1048576)\n"
             "  --max-connections N     open connections, one thread each (256)\n"
-            "  --grace SECONDS         on shutdown, wait this long for requests (10)\n");
+            "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
+            CLI_ENGINE_HELP "(engine options apply to each model's engine)\n");
 }
 
 static void log_line(void *user, const char *line)
@@ -67,6 +64,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
             continue;
         }
         bool ok = true;
+        int eng;
         if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
             if (a->n_models == MAX_MODELS) {
                 fprintf(stderr, "tessera: at most %d models\n", MAX_MODELS);
@@ -83,14 +81,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 65535, &a->srv.port);
         } else if (!strcmp(o, "--api-keys")) {
             ok = (a->srv.api_keys_path = cli_value(argc, argv, &i)) != NULL;
-        } else if (!strcmp(o, "--kv-mem")) {
-            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->eng.kv_mem_bytes);
-        } else if (!strcmp(o, "--max-seqs")) {
-            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 1, 1 << 16, &a->eng.max_seqs);
-        } else if (!strcmp(o, "--max-queue")) {
-            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 1, 1 << 20, &a->eng.max_queue);
-        } else if (!strcmp(o, "--threads")) {
-            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 4096, &a->eng.n_threads);
+        } else if ((eng = cli_engine_option(argc, argv, &i, &a->eng)) != 0) {
+            ok = eng > 0;
         } else if (!strcmp(o, "--chat-template")) {
             ok = (a->srv.chat_template = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--max-body")) {

@@ -15,6 +15,7 @@ void ts_engine_options_default(ts_engine_options *o)
     memset(o, 0, sizeof *o);
     o->max_seqs = 64;
     o->step_tokens = 512;
+    o->prefill_cap = 128;
     o->max_queue = 1024;
     o->aging_per_s = 0.1;
     o->prefix_cache = true;
@@ -79,7 +80,8 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     else
         ts_engine_options_default(&e->opts);
     const ts_engine_options *o = &e->opts;
-    if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->max_queue < 1 ||
+    if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->prefill_cap < 1 ||
+        o->max_queue < 1 ||
         o->aging_per_s < 0 || o->n_threads < 0) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue %d)",

@@ -182,8 +182,11 @@ static void plan_rows(ts_engine *e, double now)
         if (s->step_rows == 1)
             n_decode++;
     }
-    /* Prefill chunks share what the decodes leave of the budget, in admission order. */
+    /* Prefill chunks share what the decodes leave of the budget, in admission order;
+     * while streams decode, at most prefill_cap prompt tokens join a step. */
     int budget = e->opts.step_tokens - n_decode;
+    if (n_decode > 0 && budget > e->opts.prefill_cap)
+        budget = e->opts.prefill_cap;
     for (int i = 0; i < e->n_running; i++) {
         seq *s = e->running[i];
         if (s->step_rows > 1) {

@@ -138,12 +138,19 @@ check "body over limit -> 413" test "$(code "${K[@]}" "$A/v1/completions" --data
 start_server "$tmp/b.log" --max-seqs 1 --max-queue 1 --grace 1
 B="http://127.0.0.1:$port"
 bpid=$spid
-curl -sN "$B/v1/completions" -d '{"prompt": "a", "max_tokens": 1500, "stream": true}' >/dev/null &
-sleep 0.3
-curl -sN "$B/v1/completions" -d '{"prompt": "b", "max_tokens": 1500, "stream": true}' >/dev/null &
-sleep 0.3
-check "queue full -> 429" test "$(curl -s -D "$tmp/h" -o "$tmp/body" -w '%{http_code}' "$B/v1/completions" -d '{"prompt": "c"}')" = 429
-check "Retry-After" grep -qi '^retry-after: ' "$tmp/h"
+# Eight long requests at once: one runs, one waits, the rest must be refused. (Timing
+# free: they all arrive long before 1900 tokens are generated.)
+qpids=()
+for i in 1 2 3 4 5 6 7 8; do
+  curl -s -D "$tmp/qh$i" -o /dev/null -w '%{http_code}' "$B/v1/completions" \
+    -d '{"prompt": "a", "max_tokens": 1900}' >"$tmp/qc$i" &
+  qpids+=($!)
+done
+wait "${qpids[@]}" || true
+refused=$(grep -l '^429$' "$tmp"/qc* | head -n 1 || true)
+check "queue full -> 429" test -n "$refused"
+check "Retry-After" grep -qi '^retry-after: ' "${refused/qc/qh}"
+curl -sN "$B/v1/completions" -d '{"prompt": "b", "max_tokens": 1900, "stream": true}' >/dev/null &
 
 # --- shutdown: SIGTERM with streams in flight; grace 1 s then cancel; exit status 0
 kill -TERM "$bpid"
