@@ -34,26 +34,22 @@ static ts_status read_chat_template(ts_model *m, const gguf_file *f, ts_error *e
     return TS_OK;
 }
 
-ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
+ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model **out,
+                                 ts_error *err)
 {
     *out = NULL;
-    gguf_file *f = NULL;
     tokenizer_vocab v = {0};
-    char name[64];
     ts_model *m = calloc(1, sizeof *m);
     if (!m)
-        return ts_error_set(err, TS_ERR_NOMEM, "model %s", path);
-    ts_status st = gguf_open(path, &f, err);
-    if (st != TS_OK)
-        goto fail;
-    base_name(name, sizeof name, path);
+        return ts_error_set(err, TS_ERR_NOMEM, "model %s", name);
+    ts_status st;
     if ((st = model_gguf_read_config(&m->cfg, f, name, err)) != TS_OK ||
         (st = model_config_validate(&m->cfg, err)) != TS_OK ||
         (st = model_gguf_read_vocab(&v, f, err)) != TS_OK)
         goto fail;
     if (v.n_tokens != m->cfg.vocab_size) {
         st = ts_error_set(err, TS_ERR_FORMAT, "%s: %d tokens in the vocabulary, %d in the model",
-                          path, v.n_tokens, m->cfg.vocab_size);
+                          name, v.n_tokens, m->cfg.vocab_size);
         goto fail;
     }
     if ((st = model_alloc_weights(m, err)) != TS_OK ||
@@ -62,13 +58,25 @@ ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
         (st = tokenizer_create(&v, &m->tokenizer, err)) != TS_OK)
         goto fail;
     vocab_clear(&v);
-    gguf_close(f);
     *out = m;
     return TS_OK;
 fail:
     vocab_clear(&v);
-    gguf_close(f);
     ts_model_free(m);
+    return st;
+}
+
+ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
+{
+    *out = NULL;
+    gguf_file *f = NULL;
+    char name[64];
+    ts_status st = gguf_open(path, &f, err);
+    if (st != TS_OK)
+        return st;
+    base_name(name, sizeof name, path);
+    st = model_gguf_load_parsed(f, name, out, err);
+    gguf_close(f);
     return st;
 }
 
