@@ -2,7 +2,8 @@
 # Installs what tessera needs to build and test on Debian 12, if it is missing.
 # Idempotent and non-interactive; safe to run before every build.
 # --cross-aarch64 also installs the aarch64 cross compiler and qemu-user, with which
-# scripts/test.sh runs the NEON kernel tests.
+# scripts/test.sh runs the NEON kernel tests. --fuzz installs clang and the sanitizer
+# and libFuzzer runtimes that scripts/fuzz.sh builds with.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config
@@ -12,6 +13,7 @@ packages=(build-essential cmake pkg-config
 for arg in "$@"; do
   case $arg in
     --cross-aarch64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
+    --fuzz) packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
   esac
 done

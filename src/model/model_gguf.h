@@ -15,6 +15,13 @@
 ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                                  const char *name_fallback, ts_error *err);
 
+/* The whole model of a parsed file (borrowed; the model copies what it keeps): config,
+ * vocabulary, weights and chat template, as model_load_gguf() reads them from a path.
+ * name (borrowed) names the model when general.name is absent, and errors. On success
+ * *out owns the model. */
+ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model **out,
+                                 ts_error *err);
+
 /* Dequantises f's tensors into w, whose arrays are allocated for c (a validated config),
  * as model_alloc_weights() lays them out: Wq|Wk|Wv and W1|W3 concatenated per layer.
  * A missing tensor, a wrong shape or an unsupported type is an error naming the tensor. */

@@ -34,41 +34,72 @@ static ts_status read_chat_template(ts_model *m, const gguf_file *f, ts_error *e
     return TS_OK;
 }
 
-ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
+/* Refuses a config whose weights the file's tensors cannot hold, before allocating them:
+ * a few bytes of metadata must not make the loader ask for gigabytes. Every weight is one
+ * element of some tensor, so the elements of all tensors bound what a loadable file needs. */
+static ts_status check_weights_fit(const ts_model_config *c, const gguf_file *f,
+                                   const char *name, ts_error *err)
+{
+    /* Validated sizes keep this far below 2^64. */
+    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
+    uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, qkv = (uint64_t)model_qkv_rows(c);
+    uint64_t need = (uint64_t)c->vocab_size * dim * (c->tied_output ? 1 : 2) + dim +
+                    L * (2 * dim + qkv * dim + dim * q_dim + 3 * ffn * dim);
+    uint64_t have = 0;
+    for (uint64_t i = 0; i < f->n_tensors && have < need; i++)
+        have = f->tensors[i].n_elems > UINT64_MAX - have ? UINT64_MAX
+                                                         : have + f->tensors[i].n_elems;
+    if (have < need)
+        return ts_error_set(err, TS_ERR_FORMAT,
+                            "%s: the config needs %llu weights but the file's tensors hold %llu",
+                            name, (unsigned long long)need, (unsigned long long)have);
+    return TS_OK;
+}
+
+ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model **out,
+                                 ts_error *err)
 {
     *out = NULL;
-    gguf_file *f = NULL;
     tokenizer_vocab v = {0};
-    char name[64];
     ts_model *m = calloc(1, sizeof *m);
     if (!m)
-        return ts_error_set(err, TS_ERR_NOMEM, "model %s", path);
-    ts_status st = gguf_open(path, &f, err);
-    if (st != TS_OK)
-        goto fail;
-    base_name(name, sizeof name, path);
+        return ts_error_set(err, TS_ERR_NOMEM, "model %s", name);
+    ts_status st;
     if ((st = model_gguf_read_config(&m->cfg, f, name, err)) != TS_OK ||
         (st = model_config_validate(&m->cfg, err)) != TS_OK ||
         (st = model_gguf_read_vocab(&v, f, err)) != TS_OK)
         goto fail;
     if (v.n_tokens != m->cfg.vocab_size) {
         st = ts_error_set(err, TS_ERR_FORMAT, "%s: %d tokens in the vocabulary, %d in the model",
-                          path, v.n_tokens, m->cfg.vocab_size);
+                          name, v.n_tokens, m->cfg.vocab_size);
         goto fail;
     }
-    if ((st = model_alloc_weights(m, err)) != TS_OK ||
+    if ((st = check_weights_fit(&m->cfg, f, name, err)) != TS_OK ||
+        (st = model_alloc_weights(m, err)) != TS_OK ||
         (st = model_gguf_read_weights(&m->w, &m->cfg, f, err)) != TS_OK ||
         (st = read_chat_template(m, f, err)) != TS_OK ||
         (st = tokenizer_create(&v, &m->tokenizer, err)) != TS_OK)
         goto fail;
     vocab_clear(&v);
-    gguf_close(f);
     *out = m;
     return TS_OK;
 fail:
     vocab_clear(&v);
-    gguf_close(f);
     ts_model_free(m);
+    return st;
+}
+
+ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
+{
+    *out = NULL;
+    gguf_file *f = NULL;
+    char name[64];
+    ts_status st = gguf_open(path, &f, err);
+    if (st != TS_OK)
+        return st;
+    base_name(name, sizeof name, path);
+    st = model_gguf_load_parsed(f, name, out, err);
+    gguf_close(f);
     return st;
 }
 

@@ -1,0 +1,96 @@
+/* fuzz_chat_template.c: libFuzzer target: chat-template detection from arbitrary Jinja
+ * text, lookup by name, and rendering of arbitrary messages in every family.
+ *
+ * Input: NUL-separated fields: the Jinja template text, a template name, then role and
+ * content pairs (a role field "0".."2" means system/user/assistant, anything else is taken
+ * as the role's text). Checked: detection gives a known family; lookup by name succeeds
+ * exactly for the known names, round-tripping chat_template_name(), and fails with a
+ * message otherwise; rendering fails exactly when a role is unknown, with a message;
+ * otherwise the text contains every content and is valid UTF-8 when the contents are. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "server/utf8.h"
+#include "tokenizer/chat_template.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    return 0;
+}
+
+enum { MAX_MESSAGES = 64 };
+
+static bool known_role(const char *r)
+{
+    return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    FUZZ_CHECK(text != NULL, "out of memory");
+    memcpy(text, data, size);
+    text[size] = '\0';
+    /* Split into fields at each NUL. */
+    const char *fields[2 + 2 * MAX_MESSAGES];
+    size_t n_fields = 0;
+    for (size_t i = 0; i <= size && n_fields < sizeof fields / sizeof *fields;) {
+        fields[n_fields++] = text + i;
+        i += strlen(text + i) + 1;
+    }
+
+    chat_template_kind detected = chat_template_detect(fields[0]);
+    FUZZ_CHECK((unsigned)detected < CHAT_TEMPLATE_COUNT, "detected family %d", (int)detected);
+
+    chat_template_kind named = CHAT_TEMPLATE_PLAIN;
+    if (n_fields > 1) {
+        ts_error err = {0};
+        ts_status st = chat_template_from_name(fields[1], &named, &err);
+        bool known = false;
+        for (int k = 0; k < CHAT_TEMPLATE_COUNT; k++)
+            known |= !strcmp(fields[1], chat_template_name((chat_template_kind)k));
+        FUZZ_CHECK((st == TS_OK) == known, "chat_template_from_name('%s') answered %s",
+                   fields[1], ts_status_str(st));
+        if (st == TS_OK)
+            FUZZ_CHECK(!strcmp(chat_template_name(named), fields[1]), "name round trip failed");
+        else
+            FUZZ_CHECK(err.msg[0] != '\0' && err.status == st, "unknown name without a message");
+    }
+
+    static const char *const roles[3] = {"system", "user", "assistant"};
+    chat_message msgs[MAX_MESSAGES];
+    size_t n = 0;
+    bool roles_ok = true, utf8_ok = true;
+    for (size_t i = 2; i + 1 < n_fields && n < MAX_MESSAGES; i += 2, n++) {
+        const char *r = fields[i];
+        msgs[n].role = (r[0] >= '0' && r[0] <= '2' && r[1] == '\0') ? roles[r[0] - '0'] : r;
+        msgs[n].content = fields[i + 1];
+        roles_ok &= known_role(msgs[n].role);
+        utf8_ok &= utf8_valid(msgs[n].content, strlen(msgs[n].content));
+    }
+
+    chat_template_kind kinds[2] = {detected, named};
+    for (int k = 0; k < 2; k++) {
+        char *out = NULL;
+        ts_error err = {0};
+        ts_status st = chat_template_render(kinds[k], msgs, n, &out, &err);
+        if (!roles_ok) {
+            FUZZ_CHECK(st == TS_ERR_INVALID_ARG && err.msg[0] != '\0' && out == NULL,
+                       "an unknown role was rendered or refused without a message");
+            continue;
+        }
+        FUZZ_CHECK(st == TS_OK && out != NULL, "rendering %zu messages failed: %s", n, err.msg);
+        for (size_t i = 0; i < n; i++)
+            FUZZ_CHECK(strstr(out, msgs[i].content) != NULL,
+                       "the %s rendering lost message %zu's content",
+                       chat_template_name(kinds[k]), i);
+        if (utf8_ok)
+            FUZZ_CHECK(utf8_valid(out, strlen(out)), "the %s rendering is not valid UTF-8",
+                       chat_template_name(kinds[k]));
+        free(out);
+    }
+    free(text);
+    return 0;
+}

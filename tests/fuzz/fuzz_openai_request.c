@@ -1,0 +1,160 @@
+/* fuzz_openai_request.c: libFuzzer target: JSON request bodies through the OpenAI parser
+ * and validator (chat, completions, /tokenize, /detokenize), and parsed chat messages
+ * through every chat template, as the server chains them.
+ *
+ * Input: byte 0 picks the route (bits 0-1) and the chat template (bits 2-4); the rest is
+ * the body, in a buffer of exactly its size (no NUL after it), as the server holds it.
+ * Checked: a refusal carries a message, a type and a 4xx/5xx status; an accepted request
+ * has every field inside its documented range and every string valid UTF-8; rendering a
+ * parsed chat succeeds, yields valid UTF-8 and contains every message's content. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "server/openai.h"
+#include "server/utf8.h"
+#include "tokenizer/chat_template.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    return 0;
+}
+
+static void check_refusal(ts_status st, const oai_error *e, const char *what)
+{
+    FUZZ_CHECK(st != TS_OK, "%s: not a refusal", what);
+    FUZZ_CHECK(e->message[0] != '\0', "%s refused a body without a message", what);
+    FUZZ_CHECK(e->type[0] != '\0', "%s refused a body without an error type", what);
+    FUZZ_CHECK(e->http_status >= 400 && e->http_status <= 599, "%s refused with HTTP %d", what,
+               e->http_status);
+}
+
+static void check_str(const char *s, const char *what)
+{
+    if (s)
+        FUZZ_CHECK(utf8_valid(s, strlen(s)), "accepted %s is not valid UTF-8", what);
+}
+
+static bool in(double v, double lo, double hi)
+{
+    return isfinite(v) && v >= lo && v <= hi;
+}
+
+static void render_chat(const oai_request *r, chat_template_kind kind)
+{
+    chat_message *msgs = malloc(r->n_messages * sizeof *msgs);
+    FUZZ_CHECK(msgs != NULL, "out of memory");
+    for (size_t i = 0; i < r->n_messages; i++)
+        msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
+    char *text = NULL;
+    ts_error err = {0};
+    ts_status st = chat_template_render(kind, msgs, r->n_messages, &text, &err);
+    FUZZ_CHECK(st == TS_OK, "rendering a parsed chat with %s failed: %s",
+               chat_template_name(kind), err.msg);
+    FUZZ_CHECK(utf8_valid(text, strlen(text)), "the %s rendering is not valid UTF-8",
+               chat_template_name(kind));
+    for (size_t i = 0; i < r->n_messages; i++)
+        FUZZ_CHECK(strstr(text, msgs[i].content) != NULL,
+                   "the %s rendering lost the content of message %zu", chat_template_name(kind),
+                   i);
+    free(text);
+    free(msgs);
+}
+
+static void check_request(const oai_request *r, oai_kind kind)
+{
+    FUZZ_CHECK(r->kind == kind, "the request's kind changed");
+    check_str(r->model, "model");
+    check_str(r->user, "user");
+    if (kind == OAI_CHAT) {
+        FUZZ_CHECK(r->n_messages >= 1 && r->n_messages <= OAI_MAX_MESSAGES && r->messages,
+                   "accepted %zu messages", r->n_messages);
+        for (size_t i = 0; i < r->n_messages; i++) {
+            const char *role = r->messages[i].role;
+            FUZZ_CHECK(role && (!strcmp(role, "system") || !strcmp(role, "user") ||
+                                !strcmp(role, "assistant")),
+                       "message %zu has an unknown role", i);
+            FUZZ_CHECK(r->messages[i].content != NULL, "message %zu has no content", i);
+            check_str(r->messages[i].content, "content");
+        }
+    } else {
+        FUZZ_CHECK((r->prompt != NULL) != (r->prompt_tokens != NULL),
+                   "a completion needs exactly one of a text or a token prompt");
+        check_str(r->prompt, "prompt");
+        if (r->prompt_tokens)
+            FUZZ_CHECK(r->n_prompt_tokens >= 1 && r->n_prompt_tokens <= OAI_MAX_PROMPT_TOKENS,
+                       "accepted %zu prompt tokens", r->n_prompt_tokens);
+        for (size_t i = 0; i < r->n_prompt_tokens; i++)
+            FUZZ_CHECK(r->prompt_tokens[i] >= 0, "accepted token id %d", (int)r->prompt_tokens[i]);
+    }
+    FUZZ_CHECK(r->max_tokens >= 0, "max_tokens %d", r->max_tokens);
+    FUZZ_CHECK(in(r->temperature, 0, 2) && in(r->top_p, 0, 1) && r->top_p > 0 && r->top_k >= 0 &&
+                   in(r->min_p, 0, 1) && in(r->presence_penalty, -2, 2) &&
+                   in(r->frequency_penalty, -2, 2) && in(r->repetition_penalty, 0, 10) &&
+                   r->repetition_penalty > 0,
+               "a sampling parameter outside its range was accepted");
+    FUZZ_CHECK(r->n >= 1 && r->n <= OAI_MAX_N, "n %d", r->n);
+    FUZZ_CHECK(r->top_logprobs >= 0 && r->top_logprobs <= OAI_MAX_TOP_LOGPROBS,
+               "top_logprobs %d", r->top_logprobs);
+    FUZZ_CHECK(r->top_logprobs == 0 || r->logprobs, "top_logprobs without logprobs");
+    FUZZ_CHECK(r->n_stop >= 0 && r->n_stop <= OAI_MAX_STOP, "%d stop strings", r->n_stop);
+    for (int i = 0; i < r->n_stop; i++) {
+        size_t n = r->stop[i] ? strlen(r->stop[i]) : 0;
+        FUZZ_CHECK(n >= 1 && n <= OAI_MAX_STOP_LEN, "stop string %d of %zu bytes", i, n);
+        check_str(r->stop[i], "stop");
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size == 0)
+        return 0;
+    int route = data[0] & 3;
+    chat_template_kind kind = (chat_template_kind)((data[0] >> 2) % CHAT_TEMPLATE_COUNT);
+    size_t len = size - 1;
+    char *body = malloc(len ? len : 1); /* exactly the body: ASan sees any read past it */
+    FUZZ_CHECK(body != NULL, "out of memory");
+    memcpy(body, data + 1, len);
+    oai_error e;
+    memset(&e, 0, sizeof e);
+    ts_status st;
+    if (route <= 1) {
+        oai_kind k = route == 0 ? OAI_CHAT : OAI_COMPLETION;
+        oai_request r;
+        st = oai_parse_request(k, body, len, &r, &e);
+        if (st != TS_OK) {
+            check_refusal(st, &e, "oai_parse_request");
+        } else {
+            check_request(&r, k);
+            if (k == OAI_CHAT)
+                render_chat(&r, kind);
+        }
+        oai_request_clear(&r);
+    } else if (route == 2) {
+        oai_tokenize_request r;
+        st = oai_parse_tokenize(body, len, &r, &e);
+        if (st != TS_OK) {
+            check_refusal(st, &e, "oai_parse_tokenize");
+        } else {
+            FUZZ_CHECK(r.text != NULL, "/tokenize accepted without a text");
+            check_str(r.text, "text");
+            check_str(r.model, "model");
+        }
+        oai_tokenize_request_clear(&r);
+    } else {
+        oai_detokenize_request r;
+        st = oai_parse_detokenize(body, len, &r, &e);
+        if (st != TS_OK) {
+            check_refusal(st, &e, "oai_parse_detokenize");
+        } else {
+            FUZZ_CHECK((r.n_tokens == 0) == (r.tokens == NULL), "token count and array disagree");
+            for (size_t i = 0; i < r.n_tokens; i++)
+                FUZZ_CHECK(r.tokens[i] >= 0, "accepted token id %d", (int)r.tokens[i]);
+        }
+        oai_detokenize_request_clear(&r);
+    }
+    free(body);
+    return 0;
+}

@@ -1,0 +1,159 @@
+/* tokenizer_props.c: round-trip properties of the tokenizers (see tokenizer_props.h). */
+#include "tokenizer_props.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "tokenizer/vocab.h"
+
+#define SPM_SPACE "\xe2\x96\x81"
+
+static bool reads_u2581_as_space(const ts_tokenizer *tok)
+{
+    return tokenizer_get_vocab(tok)->kind == VOCAB_KIND_SPM;
+}
+
+/* text with every U+2581 read as ' ' when spm; dst holds len bytes. */
+static size_t expected_text(char *dst, const char *text, size_t len, bool spm)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (spm && i + 2 < len && memcmp(text + i, SPM_SPACE, 3) == 0) {
+            dst[n++] = ' ';
+            i += 2;
+        } else {
+            dst[n++] = text[i];
+        }
+    }
+    return n;
+}
+
+/* All ids of text, checking the two-call protocol and the id range. Caller frees. */
+static int32_t *tokenize_all(const ts_tokenizer *tok, const char *text, size_t len,
+                             bool add_bos, size_t *n_ids)
+{
+    size_t n = 0;
+    ts_status st = ts_tokenize(tok, text, len, add_bos, NULL, 0, &n);
+    FUZZ_CHECK(st == TS_OK, "ts_tokenize(%zu bytes) failed: %s", len, ts_status_str(st));
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    FUZZ_CHECK(ids != NULL, "out of memory");
+    size_t n2 = 0;
+    st = ts_tokenize(tok, text, len, add_bos, ids, n, &n2);
+    FUZZ_CHECK(st == TS_OK && n2 == n, "ts_tokenize: %zu ids counted, %zu written", n, n2);
+    int vocab = ts_tokenizer_vocab_size(tok);
+    for (size_t i = 0; i < n; i++)
+        FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "id %d at %zu outside the vocabulary",
+                   (int)ids[i], i);
+    if (add_bos && ts_tokenizer_bos(tok) >= 0)
+        FUZZ_CHECK(n > 0 && ids[0] == ts_tokenizer_bos(tok), "BOS is not the first id");
+    if (n > 1) { /* a short buffer gets the first ids and the full count */
+        size_t half = n / 2, n3 = 0;
+        int32_t *part = malloc(half * sizeof *part);
+        FUZZ_CHECK(part != NULL, "out of memory");
+        st = ts_tokenize(tok, text, len, add_bos, part, half, &n3);
+        FUZZ_CHECK(st == TS_OK && n3 == n && memcmp(part, ids, half * sizeof *ids) == 0,
+                   "ts_tokenize with cap %zu disagrees with the full answer", half);
+        free(part);
+    }
+    *n_ids = n;
+    return ids;
+}
+
+/* The whole decoded text of ids, checking that the count does not depend on cap. */
+static char *detokenize_all(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                            size_t *len)
+{
+    size_t n = ts_detokenize(tok, ids, n_ids, NULL, 0);
+    char *s = malloc(n ? n : 1);
+    FUZZ_CHECK(s != NULL, "out of memory");
+    size_t n2 = ts_detokenize(tok, ids, n_ids, s, n);
+    FUZZ_CHECK(n2 == n, "ts_detokenize counted %zu bytes, then %zu", n, n2);
+    *len = n;
+    return s;
+}
+
+static void check_same(const char *what, const char *got, size_t n_got, const char *want,
+                       size_t n_want)
+{
+    if (n_got == n_want && memcmp(got, want, n_got) == 0)
+        return;
+    size_t i = 0;
+    while (i < n_got && i < n_want && got[i] == want[i])
+        i++;
+    fuzz_fail("%s: %zu bytes decoded, %zu expected; first difference at byte %zu", what, n_got,
+              n_want, i);
+}
+
+void fuzz_tokenizer_require_bytes(const ts_tokenizer *tok)
+{
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b;
+        size_t n = 0, len = 0;
+        int32_t *ids = tokenize_all(tok, &c, 1, false, &n);
+        char *s = detokenize_all(tok, ids, n, &len);
+        FUZZ_CHECK(len == 1 && s[0] == c, "the vocabulary cannot spell byte 0x%02X alone", b);
+        free(s);
+        free(ids);
+    }
+}
+
+static void check_text(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos)
+{
+    bool spm = reads_u2581_as_space(tok);
+    size_t n_ids = 0, n_out = 0;
+    int32_t *ids = tokenize_all(tok, text, len, add_bos, &n_ids);
+    char *out = detokenize_all(tok, ids, n_ids, &n_out);
+    char *want = malloc(len ? len : 1);
+    FUZZ_CHECK(want != NULL, "out of memory");
+    size_t n_want = expected_text(want, text, len, spm);
+    check_same("detokenize(tokenize(text))", out, n_out, want, n_want);
+    free(want);
+    free(out);
+    free(ids);
+}
+
+static void check_ids(const ts_tokenizer *tok, const uint8_t *p, size_t size, bool add_bos)
+{
+    bool spm = reads_u2581_as_space(tok);
+    size_t n = size / 2;
+    int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    FUZZ_CHECK(ids != NULL, "out of memory");
+    int vocab = ts_tokenizer_vocab_size(tok);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int32_t)((p[2 * i] | p[2 * i + 1] << 8) % vocab);
+    size_t n_s = 0, n_c = 0, n_s2 = 0;
+    char *s = detokenize_all(tok, ids, n, &n_s);
+    int32_t *c = tokenize_all(tok, s, n_s, add_bos, &n_c);
+    char *s2 = detokenize_all(tok, c, n_c, &n_s2);
+    char *want = malloc(n_s ? n_s : 1);
+    FUZZ_CHECK(want != NULL, "out of memory");
+    size_t n_want = expected_text(want, s, n_s, spm);
+    check_same("detokenize(tokenize(detokenize(ids)))", s2, n_s2, want, n_want);
+    if (n_want == n_s) { /* no U+2581 in s: its canonical ids are a fixed point */
+        size_t n_c2 = 0;
+        int32_t *c2 = tokenize_all(tok, s2, n_s2, add_bos, &n_c2);
+        FUZZ_CHECK(n_c2 == n_c && memcmp(c2, c, n_c * sizeof *c) == 0,
+                   "tokenize(detokenize(c)) != c for c = tokenize(text): %zu ids, then %zu",
+                   n_c, n_c2);
+        free(c2);
+    }
+    free(want);
+    free(s2);
+    free(c);
+    free(s);
+    free(ids);
+}
+
+void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t size)
+{
+    if (size == 0)
+        return;
+    uint8_t mode = data[0];
+    bool add_bos = mode & 2;
+    if (mode & 1)
+        check_ids(tok, data + 1, size - 1, add_bos);
+    else
+        check_text(tok, (const char *)data + 1, size - 1, add_bos);
+}

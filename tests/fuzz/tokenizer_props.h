@@ -1,0 +1,30 @@
+/* tokenizer_props.h: the round-trip properties both tokenizer targets check. */
+#ifndef TESSERA_FUZZ_TOKENIZER_PROPS_H
+#define TESSERA_FUZZ_TOKENIZER_PROPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/tokenizer.h"
+
+/* Aborts unless tok (borrowed) can spell every byte on its own: each single byte must
+ * tokenize and decode back to itself. The round-trip property needs it; a vocabulary
+ * without it would make the target check nothing. */
+void fuzz_tokenizer_require_bytes(const ts_tokenizer *tok);
+
+/* One fuzz input against tok. data[0] picks the mode: bit 0 clear, the rest is text;
+ * set, the rest is a stream of little-endian 16-bit ids (modulo the vocabulary); bit 1
+ * adds BOS. Checked, aborting on violation:
+ *   text:  detokenize(tokenize(x)) == x, where SentencePiece vocabularies read U+2581
+ *          as a space (the encoder escapes spaces as U+2581 and the decoder turns every
+ *          U+2581 back into a space, so a literal U+2581 comes back as ' '); the leading
+ *          space the SentencePiece encoder adds is the one the decoder drops, so no other
+ *          difference is allowed. BOS comes first when asked for and decodes to nothing.
+ *   ids:   s = detokenize(ids); c = tokenize(s): detokenize(c) == s (U+2581 read as
+ *          above), and when s holds no U+2581, tokenize(detokenize(c)) == c: a text's
+ *          canonical ids round-trip.
+ *   both:  ids lie in [0, vocab); a short buffer gets a prefix of the full answer and
+ *          the same count. */
+void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t size);
+
+#endif /* TESSERA_FUZZ_TOKENIZER_PROPS_H */
