@@ -4,7 +4,7 @@
 
 #include "simd_internal.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(TS_HAVE_AVX2) || defined(TS_HAVE_AVX512))
 #include <cpuid.h>
 
 /* XCR0 bits the OS must enable before AVX (xmm, ymm) resp. AVX-512 (plus opmask, zmm
@@ -20,6 +20,13 @@ static unsigned os_xsave_mask(void)
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return lo;
+}
+
+/* F16C from CPUID leaf 1 directly: clang 14's __builtin_cpu_supports does not know it. */
+static int cpu_has_f16c(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
 }
 #endif
 
@@ -39,7 +46,7 @@ static int cpu_has(simd_isa isa)
     case SIMD_ISA_AVX2:
         __builtin_cpu_init();
         return (os_xsave_mask() & XCR0_AVX) == XCR0_AVX && __builtin_cpu_supports("avx2") &&
-               __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+               __builtin_cpu_supports("fma") && cpu_has_f16c();
 #endif
 #if defined(TS_HAVE_AVX512) && (defined(__x86_64__) || defined(__i386__))
     case SIMD_ISA_AVX512:
@@ -48,7 +55,7 @@ static int cpu_has(simd_isa isa)
                __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+               cpu_has_f16c();
 #endif
 #if defined(TS_HAVE_NEON) && defined(__aarch64__)
     case SIMD_ISA_NEON:
