@@ -2,7 +2,7 @@
 # Installs what is missing, then builds and runs every test: the normal build and the
 # sanitizer build (ASan + UBSan) run the same ctest suite, a ThreadSanitizer build runs
 # the engine and server tests, and the kernel tests also run as aarch64 NEON programs
-# under qemu-user.
+# under qemu-user, and every libFuzzer target runs for a short while.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --cross-aarch64
@@ -35,3 +35,6 @@ for t in test_simd test_simd_attention; do
     -o "build-aarch64/$t"
   qemu-aarch64 "build-aarch64/$t"
 done
+
+echo "== fuzz smoke (libFuzzer, 20 s per target)"
+scripts/fuzz.sh 20
