@@ -17,20 +17,6 @@ static char *dup_str(gguf_str s)
     return p;
 }
 
-/* Frees what this file allocated into v; vocab_clear() belongs to the tokenizer module. */
-static void release(tokenizer_vocab *v)
-{
-    if (v->tokens)
-        for (int i = 0; i < v->n_tokens; i++)
-            free(v->tokens[i].text);
-    free(v->tokens);
-    if (v->merges)
-        for (int i = 0; i < v->n_merges; i++)
-            free(v->merges[i]);
-    free(v->merges);
-    memset(v, 0, sizeof *v);
-}
-
 /* An optional token id: absent or 0xFFFFFFFF (llama.cpp's "none") is -1. */
 static ts_status get_id(const gguf_file *f, const char *key, int n_tokens, int32_t *out,
                         ts_error *err)
@@ -173,7 +159,8 @@ ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error
     memset(v, 0, sizeof *v);
     ts_status st = read_vocab(v, f, err);
     if (st != TS_OK)
-        release(v);
+        vocab_clear(v);
+        memset(v, 0, sizeof *v);
     return st;
 }
 
