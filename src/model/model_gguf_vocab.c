@@ -158,9 +158,10 @@ ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error
 {
     memset(v, 0, sizeof *v);
     ts_status st = read_vocab(v, f, err);
-    if (st != TS_OK)
+    if (st != TS_OK) {
         vocab_clear(v);
         memset(v, 0, sizeof *v);
+    }
     return st;
 }
 
