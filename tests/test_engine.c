@@ -195,6 +195,11 @@ static void test_n_completions_share_the_prompt(void **state)
     ts_engine_stats s;
     ts_engine_get_stats(e, &s);
     assert_int_equal(s.kv_blocks_used, 0);
+    /* three requests of n = 3: the prompt counted once each, every completion's tokens */
+    assert_int_equal(s.prompt_tokens, 3 * (uint64_t)n);
+    /* the sampled ones may end early at end-of-generation, on some CPUs' rounding */
+    assert_in_range(s.generated_tokens, 3 * 20 + 2 * 3 * 1, 3 * 20 + 2 * 3 * 40);
+    assert_int_equal(s.requests_completed, 3);
     ts_engine_destroy(e);
     free(ref);
     free(ids);

@@ -147,6 +147,7 @@ static void admit(ts_engine *e, double now)
         if (!j->admitted_once) {
             j->admitted_once = true;
             j->cached_tokens = (int)matched;
+            e->counters.prompt_tokens += (uint64_t)j->req->n_prompt;
             pthread_mutex_lock(&e->mu);
             e->n_pending--;
             e->queued[j->req->priority]--;
