@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "model/model.h"
 #include "tokenizer/vocab.h"
@@ -405,6 +406,61 @@ static void test_synth_cli(void **state)
     free(vocab);
 }
 
+/* `generate --prompts FILE`: every line runs concurrently and comes back in input order,
+ * each as prompt + continuation; the greedy text is a prefix of the reference output. */
+static void test_generate_prompts_file_and_json(void **state)
+{
+    (void)state;
+    char *model = shared(STORIES_GGUF);
+    char *ref[2];
+    const char *names[2] = {"01", "02"};
+    const char *prompts[3] = {"Once upon a time", "Lily and Tom went to the beach", "Once upon a time"};
+    for (int i = 0; i < 2; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "reference/stories260K-greedy/%s.out", names[i]);
+        ref[i] = tu_read_file(tu_shared(rel), NULL);
+        assert_non_null(ref[i]);
+    }
+    const char *path = tu_tmp_path("prompts.txt");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n%s\r\n%s", prompts[0], prompts[1], prompts[2]); /* CRLF, no final newline */
+    fclose(f);
+
+    char *out = NULL;
+    assert_int_equal(tessera(&out, "generate -m %s --prompts %s -n 40 --json", model, path), 0);
+    cJSON *arr = cJSON_Parse(out);
+    assert_non_null(arr);
+    assert_int_equal(cJSON_GetArraySize(arr), 3);
+    for (int i = 0; i < 3; i++) {
+        cJSON *item = cJSON_GetArrayItem(arr, i);
+        const char *prompt = cJSON_GetStringValue(cJSON_GetObjectItem(item, "prompt"));
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(item, "text"));
+        assert_non_null(prompt);
+        assert_non_null(text);
+        assert_string_equal(prompt, prompts[i]);
+        const char *expected = ref[i == 1];
+        assert_true(strlen(text) > strlen(prompt) + 20);
+        assert_memory_equal(text, expected, strlen(text)); /* a prefix of the reference */
+    }
+    cJSON_Delete(arr);
+    free(out);
+
+    /* plain: one completion per line-group, in order, each ending in a newline */
+    assert_int_equal(tessera(&out, "generate -m %s --prompts %s -n 40", model, path), 0);
+    assert_true(strncmp(out, prompts[0], strlen(prompts[0])) == 0);
+    char *second = strstr(out, prompts[1]);
+    assert_non_null(second);
+    assert_non_null(strstr(second, prompts[2]));
+    free(out);
+
+    assert_int_equal(tessera(NULL, "generate -m %s --prompts %s/no-such-file -n 4", model, path), 1);
+    assert_int_equal(tessera(NULL, "generate -m %s -p x --prompts %s", model, path), 2);
+    free(ref[0]);
+    free(ref[1]);
+    free(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_convert_gguf_to_gguf),
         cmocka_unit_test(test_convert_refuses_and_leaves_no_file),
         cmocka_unit_test(test_synth_cli),
+        cmocka_unit_test(test_generate_prompts_file_and_json),
     };
     return cmocka_run_group_tests_name("cli_tools", tests, NULL, NULL);
 }
