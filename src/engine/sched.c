@@ -128,17 +128,16 @@ static void admit(ts_engine *e, double now)
         if (e->n_running + slots > e->opts.max_seqs)
             break;
 
+        /* Room for the whole prompt and its first generated token, counted as if no
+         * block came from the prefix cache: cached blocks it would map are themselves
+         * counted as available, so this is the bound that always holds. */
+        if (kv_pool_available(e->pool) < blocks_for(s->n_tokens + 1))
+            break;
         int64_t matched = 0;
         ts_error err = {0};
         if (e->opts.prefix_cache &&
             kv_prefix_lookup(e->pool, &s->table, s->tokens, s->n_tokens - 1, &matched, &err) != TS_OK)
             matched = 0;
-        /* Room for the rest of the prompt and the first generated block. */
-        int64_t need = blocks_for(s->n_tokens + 1) - matched / TS_KV_BLOCK;
-        if (kv_pool_available(e->pool) < need) {
-            kv_table_release(e->pool, &s->table);
-            break;
-        }
         remove_at(e->waiting, &e->n_waiting, best);
         s->n_computed = (int)matched;
         s->n_published = (int)(matched / TS_KV_BLOCK);
