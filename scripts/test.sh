@@ -20,10 +20,10 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-asan && ctest --output-on-failure -j "$jobs")
 
-echo "== thread sanitizer build (engine and server tests)"
+echo "== thread sanitizer build (engine scheduling and server tests)"
 scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_TSAN=ON -DTESSERA_BUILD_BENCH=OFF
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1:allocator_may_return_null=1" \
-   ctest --output-on-failure -j "$jobs" -R "engine|server")
+   ctest --output-on-failure -j "$jobs" -R "engine_sched|server")
 
 # The kernel checks build without cmocka (TS_SIMD_STANDALONE); the exit status is the verdict.
 echo "== aarch64 NEON kernels (cross-compiled, run under qemu-user)"
