@@ -71,4 +71,12 @@ static inline V v_pow2n(V n)
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
 }
 
+/* Keeps v in a register: stops the compiler from folding a reused load into every
+ * instruction that uses it (which doubles the loads of the GEMM tile). */
+static inline V v_in_reg(V v)
+{
+    __asm__("" : "+x"(v));
+    return v;
+}
+
 #include "vec_kernels.h"

@@ -61,4 +61,12 @@ static inline V v_pow2n(V n)
     return vreinterpretq_f32_s32(vshlq_n_s32(e, 23));
 }
 
+/* Keeps v in a register: stops the compiler from folding a reused load into every
+ * instruction that uses it (which doubles the loads of the GEMM tile). */
+static inline V v_in_reg(V v)
+{
+    __asm__("" : "+w"(v));
+    return v;
+}
+
 #include "vec_kernels.h"
