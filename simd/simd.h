@@ -89,6 +89,9 @@ typedef struct simd_kernels {
      * beside it. out must not overlap x or w. Threads split [0, N) outside. */
     void (*gemm_nt)(float *out, size_t ldo, const float *x, size_t lda, const float *w,
                     int M, int N, int K, float beta, int n_begin, int n_end);
+    /* Most rows M for which callers should prefer gemm_nt to a BLAS sgemm: where it was
+     * measured faster (bench/bench_gemm.c, docs/BENCHMARKS.md); 0 for the reference. */
+    int gemm_nt_max_rows;
 } simd_kernels;
 
 /* Instruction sets with a kernel table. */

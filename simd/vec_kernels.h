@@ -10,6 +10,7 @@
  *   v_reduce_lanes(a[VW]) lane i = sum of a[i]'s lanes; V_ACCS accumulators to keep live
  *   v_in_reg(v)                 v, kept in a register (no load folded into its users)
  *   SIMD_TABLE, SIMD_NAME       the table's symbol and name
+ *   GEMM_MAX_ROWS               the table's gemm_nt_max_rows
  * Each file is compiled with its own ISA flags, so everything here is static. */
 #ifndef SIMD_TABLE
 #error "define the vector vocabulary and SIMD_TABLE before including vec_kernels.h"
@@ -420,4 +421,5 @@ const simd_kernels SIMD_TABLE = {
     .f16_to_f32 = vec_f16_to_f32,
     .attention = vec_attention,
     .gemm_nt = vec_gemm_nt,
+    .gemm_nt_max_rows = GEMM_MAX_ROWS,
 };

@@ -171,6 +171,17 @@ static void check_row_independence(void)
     data_free(&d);
 }
 
+/* The reference never asks to be preferred to BLAS; the vector tables cover decode. */
+static void check_max_rows(void)
+{
+    const simd_kernels *isas[SIMD_ISA_COUNT];
+    int n_isa = sc_simd_tables(isas);
+    SC_CHECK(simd_kernels_for(SIMD_ISA_REF)->gemm_nt_max_rows == 0, "ref gemm_nt_max_rows");
+    for (int i = 0; i < n_isa; i++)
+        SC_CHECK(isas[i]->gemm_nt_max_rows >= 16, "%s gemm_nt_max_rows %d", isas[i]->name,
+                 isas[i]->gemm_nt_max_rows);
+}
+
 /* Empty ranges and M = 0 write nothing. */
 static void check_empty(void)
 {
@@ -189,5 +200,5 @@ static void check_empty(void)
     }
 }
 
-#define CHECKS(X) X(check_shapes) X(check_row_independence) X(check_empty)
+#define CHECKS(X) X(check_shapes) X(check_row_independence) X(check_empty) X(check_max_rows)
 SC_MAIN("simd_gemm", CHECKS)

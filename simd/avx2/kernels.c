@@ -8,6 +8,9 @@ typedef __m256 V;
 #define V_ACCS 8 /* accumulators a kernel may keep live (of 16 registers) */
 #define SIMD_TABLE simd_avx2_table
 #define SIMD_NAME "avx2"
+/* Skinny GEMM up to 16 rows: on the 2-core EPYC (Zen 3) OpenBLAS's packed sgemm wins
+ * from about 32 rows (docs/BENCHMARKS.md, "Skinny GEMM"). */
+#define GEMM_MAX_ROWS 16
 
 static const int32_t v_mask_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 /* First n lanes set, n in [0, 8]. */

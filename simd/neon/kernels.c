@@ -8,6 +8,7 @@ typedef float32x4_t V;
 #define V_ACCS 16 /* accumulators a kernel may keep live (of 32 registers) */
 #define SIMD_TABLE simd_neon_table
 #define SIMD_NAME "neon"
+#define GEMM_MAX_ROWS 16 /* not measured on Arm: the AVX2 figure */
 
 static inline V v_zero(void) { return vdupq_n_f32(0.0f); }
 static inline V v_set1(float f) { return vdupq_n_f32(f); }

@@ -1,6 +1,6 @@
 /* forward_batch.c: the batched forward pass over the paged KV cache. Each weight matrix
- * is read once per step by one GEMM over all rows (the SIMD skinny GEMM for decode-sized
- * steps, cblas_sgemm for prefill-sized ones); attention runs per (sequence, kv head) in
+ * is read once per step by one GEMM over all rows (the SIMD skinny GEMM up to the
+ * kernel table's gemm_nt_max_rows, cblas_sgemm above); attention runs per (sequence, kv head) in
  * parallel through the SIMD kernels. */
 #include <cblas.h>
 #include <omp.h>
@@ -65,7 +65,7 @@ enum { GEMM_ALIGN = 16 };
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, float *out, const float *a, int lda,
               const float *w, int M, int N, int K, float beta)
 {
-    if (path == FWD_GEMM_KERNEL || (path == FWD_GEMM_AUTO && M <= FWD_GEMM_KERNEL_MAX_ROWS)) {
+    if (path == FWD_GEMM_KERNEL || (path == FWD_GEMM_AUTO && M <= k->gemm_nt_max_rows)) {
         /* one contiguous range of weight rows per thread, so each streams its rows once
          * with the next tile prefetched */
 #pragma omp parallel if ((long)N * K >= PARALLEL_MIN_WORK)

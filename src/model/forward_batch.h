@@ -30,14 +30,10 @@ typedef struct fwd_batch {
 
 /* How the step multiplies activation rows by a weight matrix. */
 typedef enum fwd_gemm_path {
-    FWD_GEMM_AUTO,   /* the SIMD skinny GEMM up to FWD_GEMM_KERNEL_MAX_ROWS rows, OpenBLAS above */
+    FWD_GEMM_AUTO,   /* the SIMD skinny GEMM up to the table's gemm_nt_max_rows, OpenBLAS above */
     FWD_GEMM_BLAS,   /* OpenBLAS always (cblas_sgemv for one row): TESSERA_GEMM=blas */
     FWD_GEMM_KERNEL, /* the SIMD skinny GEMM always: TESSERA_GEMM=kernel */
 } fwd_gemm_path;
-
-/* Most rows of a step the skinny GEMM takes in FWD_GEMM_AUTO (measured: see
- * docs/BENCHMARKS.md, "Skinny GEMM"); prefill-sized steps go to cblas_sgemm. */
-#define FWD_GEMM_KERNEL_MAX_ROWS 64
 
 /* Scratch for steps of up to max_rows rows, max_logits of which sample. */
 typedef struct fwd_state {
