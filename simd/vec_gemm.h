@@ -11,6 +11,7 @@
 
 #ifndef GEMM_NR /* -D overrides are for tuning runs only */
 #if V_ACCS >= 16
+/* 4 x 4 beat 4 x 2, 3 x 4 and 2 x 4 on the 16-core Xeon (docs/BENCHMARKS.md) */
 #define GEMM_NR 4 /* weight rows per tile, <= 4 */
 #define GEMM_MR 4 /* activation rows per tile, <= 4 */
 #else
