@@ -28,7 +28,7 @@ scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_TSAN=ON 
 # The kernel checks build without cmocka (TS_SIMD_STANDALONE); the exit status is the verdict.
 echo "== aarch64 NEON kernels (cross-compiled, run under qemu-user)"
 mkdir -p build-aarch64
-for t in test_simd test_simd_attention; do
+for t in test_simd test_simd_attention test_simd_gemm; do
   aarch64-linux-gnu-gcc -std=c11 -O2 -static -Wall -Wextra -Wshadow -Wstrict-prototypes \
     -Wmissing-prototypes -Wvla -D_GNU_SOURCE -DTS_HAVE_NEON -DTS_SIMD_STANDALONE \
     -Isimd -Iinclude simd/dispatch.c simd/ref/*.c simd/neon/*.c "tests/$t.c" -lm \

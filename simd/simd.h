@@ -1,5 +1,5 @@
 /* simd.h: the kernel dispatch table (rmsnorm, rope, silu*mul, softmax, f16 conversion,
- * paged attention), one table per instruction set, chosen once by simd_init(). */
+ * paged attention, skinny GEMM), one table per instruction set, chosen once by simd_init(). */
 #ifndef TESSERA_SIMD_H
 #define TESSERA_SIMD_H
 
@@ -79,6 +79,19 @@ typedef struct simd_kernels {
      * overlap q. */
     void (*attention)(float *out, const float *q, const simd_kv_view *kv,
                       const simd_attn_shape *shape, int head_begin, int head_end);
+
+    /* Skinny GEMM against a row-major (out, in) weight matrix, for steps of few rows:
+     * out[m][n] = sum_k x[m][k] * w[n][k] + beta * out[m][n] for m < M and n in
+     * [n_begin, n_end) (0 <= n_begin <= n_end <= N); x (M, lda), w (N, K), out (M, ldo),
+     * lda >= K, ldo >= N. beta == 0 never reads out (it may hold NaN). Each weight row is
+     * read from memory once for all M rows; every output element is summed in the same
+     * order whatever M and the n range, so a row's result does not depend on the rows
+     * beside it. out must not overlap x or w. Threads split [0, N) outside. */
+    void (*gemm_nt)(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                    int M, int N, int K, float beta, int n_begin, int n_end);
+    /* Most rows M for which callers should prefer gemm_nt to a BLAS sgemm: where it was
+     * measured faster (bench/bench_gemm.c, docs/BENCHMARKS.md); 0 for the reference. */
+    int gemm_nt_max_rows;
 } simd_kernels;
 
 /* Instruction sets with a kernel table. */

@@ -20,4 +20,8 @@ float simd_f16_to_f32_scalar(uint16_t h);
 void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
                         const simd_attn_shape *shape, int head_begin, int head_end);
 
+/* The reference skinny GEMM (ref/gemm.c), for the reference table. */
+void simd_ref_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                      int M, int N, int K, float beta, int n_begin, int n_end);
+
 #endif

@@ -1,4 +1,5 @@
-/* vec_kernels.h: every SIMD kernel, written once in a small vector vocabulary. Included
+/* vec_kernels.h: every SIMD kernel, written once in a small vector vocabulary (the skinny
+ * GEMM is in vec_gemm.h, included from here). Included
  * by exactly one file per ISA directory (avx2/, avx512/, neon/) after it defines:
  *   V, VW                       vector of VW floats (VW divides TS_KV_BLOCK, VW even)
  *   v_zero v_set1 v_load v_store v_loadn v_storen (n < VW lanes, zero-filled)
@@ -7,7 +8,9 @@
  *   v_reduce_add v_reduce_max v_swap_pairs (lanes 2i <-> 2i+1)
  *   v_round (to nearest) v_pow2n (2^n for integral n in [-126, 127])
  *   v_reduce_lanes(a[VW]) lane i = sum of a[i]'s lanes; V_ACCS accumulators to keep live
+ *   v_in_reg(v)                 v, kept in a register (no load folded into its users)
  *   SIMD_TABLE, SIMD_NAME       the table's symbol and name
+ *   GEMM_MAX_ROWS               the table's gemm_nt_max_rows
  * Each file is compiled with its own ISA flags, so everything here is static. */
 #ifndef SIMD_TABLE
 #error "define the vector vocabulary and SIMD_TABLE before including vec_kernels.h"
@@ -406,6 +409,8 @@ static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
     }
 }
 
+#include "vec_gemm.h"
+
 const simd_kernels SIMD_TABLE = {
     .name = SIMD_NAME,
     .rmsnorm = vec_rmsnorm,
@@ -415,4 +420,6 @@ const simd_kernels SIMD_TABLE = {
     .f32_to_f16 = vec_f32_to_f16,
     .f16_to_f32 = vec_f16_to_f32,
     .attention = vec_attention,
+    .gemm_nt = vec_gemm_nt,
+    .gemm_nt_max_rows = GEMM_MAX_ROWS,
 };

@@ -1,6 +1,7 @@
 /* test_forward_batch.c: the batched forward pass over the paged KV cache against the
  * reference forward pass: same logits within 1e-4 for mixed prefill chunks and decodes
- * of several sequences in one step, f32 and f16 KV, every kernel table. */
+ * of several sequences in one step, f32 and f16 KV, every kernel table, every GEMM path
+ * (TESSERA_GEMM). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,7 +60,8 @@ enum { N_SEQ = 5, MAX_LEN = 150 };
 
 /* Runs N_SEQ sequences of different lengths through steps that mix prefill chunks of
  * `chunk` tokens with decodes, and compares every sampled row with the reference. */
-static void run_mixed(const simd_kernels *k, kv_dtype dtype, int chunk, double tol)
+static void run_mixed(const simd_kernels *k, fwd_gemm_path path, kv_dtype dtype, int chunk,
+                      double tol)
 {
     int vocab = model->cfg.vocab_size;
     int lens[N_SEQ] = {150, 37, 1, 70, 96};
@@ -84,6 +86,7 @@ static void run_mixed(const simd_kernels *k, kv_dtype dtype, int chunk, double t
         kv_table_init(&tables[s]);
     fwd_state fs;
     assert_int_equal(fwd_state_init(&fs, model, N_SEQ * chunk, N_SEQ, NULL), TS_OK);
+    fs.gemm_path = path;
 
     /* Each step: every unfinished sequence takes min(chunk, left) rows when in prefill
      * (done < half its length), else one row (decode); each step samples its last row. */
@@ -112,7 +115,8 @@ static void run_mixed(const simd_kernels *k, kv_dtype dtype, int chunk, double t
             int last = seqs[i].pos0 + seqs[i].n_rows - 1;
             double d = max_abs_diff(fs.logits + (size_t)i * vocab, ref[s] + (size_t)last * vocab, vocab);
             if (d > tol)
-                fail_msg("%s kv %d chunk %d: seq %d pos %d differs by %g", k->name, dtype, chunk, s, last, d);
+                fail_msg("%s gemm %d kv %d chunk %d: seq %d pos %d differs by %g", k->name, path,
+                         dtype, chunk, s, last, d);
             done[s] += seqs[i].n_rows;
         }
     }
@@ -131,16 +135,61 @@ static void test_batched_matches_reference_f32(void **state)
         const simd_kernels *k = simd_kernels_for((simd_isa)isa);
         if (!k)
             continue;
-        run_mixed(k, KV_DTYPE_F32, 16, 1e-4);
-        run_mixed(k, KV_DTYPE_F32, 33, 1e-4);
+        run_mixed(k, FWD_GEMM_AUTO, KV_DTYPE_F32, 16, 1e-4);
+        run_mixed(k, FWD_GEMM_AUTO, KV_DTYPE_F32, 33, 1e-4);
     }
+}
+
+static void test_every_gemm_path_matches_reference(void **state)
+{
+    (void)state;
+    /* chunk 4: steps of 5..20 rows; chunk 33: up to 165 rows, over the kernel threshold */
+    for (int chunk = 4; chunk <= 33; chunk += 29) {
+        run_mixed(simd_init(), FWD_GEMM_BLAS, KV_DTYPE_F32, chunk, 1e-4);
+        run_mixed(simd_init(), FWD_GEMM_KERNEL, KV_DTYPE_F32, chunk, 1e-4);
+        run_mixed(simd_kernels_for(SIMD_ISA_REF), FWD_GEMM_KERNEL, KV_DTYPE_F32, chunk, 1e-4);
+    }
+}
+
+/* TESSERA_GEMM picks the path; anything else is refused with its value in the message. */
+static void test_gemm_env(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        fwd_gemm_path path;
+    } ok[] = {{"", FWD_GEMM_AUTO}, {"auto", FWD_GEMM_AUTO}, {"blas", FWD_GEMM_BLAS},
+              {"kernel", FWD_GEMM_KERNEL}};
+    const char *saved = getenv("TESSERA_GEMM");
+    char *keep = saved ? strdup(saved) : NULL;
+    fwd_state fs;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        setenv("TESSERA_GEMM", ok[i].value, 1);
+        assert_int_equal(fwd_state_init(&fs, model, 4, 2, NULL), TS_OK);
+        assert_int_equal(fs.gemm_path, ok[i].path);
+        fwd_state_free(&fs);
+    }
+    unsetenv("TESSERA_GEMM");
+    assert_int_equal(fwd_state_init(&fs, model, 4, 2, NULL), TS_OK);
+    assert_int_equal(fs.gemm_path, FWD_GEMM_AUTO);
+    fwd_state_free(&fs);
+    setenv("TESSERA_GEMM", "openblas", 1);
+    ts_error err = {0};
+    assert_int_equal(fwd_state_init(&fs, model, 4, 2, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "TESSERA_GEMM=openblas"));
+    fwd_state_free(&fs); /* the failed init left a zeroed state */
+    if (keep)
+        setenv("TESSERA_GEMM", keep, 1);
+    else
+        unsetenv("TESSERA_GEMM");
+    free(keep);
 }
 
 static void test_batched_f16_kv_stays_close(void **state)
 {
     (void)state;
     /* f16 keys and values round to 11 bits: the logits move, but only a little. */
-    run_mixed(simd_init(), KV_DTYPE_F16, 32, 2e-2);
+    run_mixed(simd_init(), FWD_GEMM_AUTO, KV_DTYPE_F16, 32, 2e-2);
 }
 
 int main(void)
@@ -148,6 +197,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batched_matches_reference_f32),
         cmocka_unit_test(test_batched_f16_kv_stays_close),
+        cmocka_unit_test(test_every_gemm_path_matches_reference),
+        cmocka_unit_test(test_gemm_env),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);
 }

@@ -17,7 +17,7 @@ static void check_dispatch(void)
         if (t) {
             SC_CHECK(strcmp(t->name, simd_isa_name((simd_isa)i)) == 0, "table %d named %s", i, t->name);
             SC_CHECK(t->rmsnorm && t->rope && t->silu_mul && t->softmax && t->f32_to_f16 &&
-                         t->f16_to_f32 && t->attention, "table %s complete", t->name);
+                         t->f16_to_f32 && t->attention && t->gemm_nt, "table %s complete", t->name);
         }
     }
     const simd_kernels *best = simd_init();

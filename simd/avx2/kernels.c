@@ -8,6 +8,9 @@ typedef __m256 V;
 #define V_ACCS 8 /* accumulators a kernel may keep live (of 16 registers) */
 #define SIMD_TABLE simd_avx2_table
 #define SIMD_NAME "avx2"
+/* Skinny GEMM up to 16 rows: on the 2-core EPYC (Zen 3) OpenBLAS's packed sgemm wins
+ * from about 32 rows (docs/BENCHMARKS.md, "Skinny GEMM"). */
+#define GEMM_MAX_ROWS 16
 
 static const int32_t v_mask_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
 /* First n lanes set, n in [0, 8]. */
@@ -69,6 +72,14 @@ static inline V v_pow2n(V n)
 {
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+}
+
+/* Keeps v in a register: stops the compiler from folding a reused load into every
+ * instruction that uses it (which doubles the loads of the GEMM tile). */
+static inline V v_in_reg(V v)
+{
+    __asm__("" : "+x"(v));
+    return v;
 }
 
 #include "vec_kernels.h"

@@ -7,6 +7,10 @@ typedef __m512 V;
 #define V_ACCS 16 /* accumulators a kernel may keep live (of 32 registers) */
 #define SIMD_TABLE simd_avx512_table
 #define SIMD_NAME "avx512"
+/* Skinny GEMM for every step of the default engine (step_tokens 512 + 64 decodes): on the
+ * 16-core Xeon it beat OpenBLAS at every M measured, prefill steps included
+ * (docs/BENCHMARKS.md, "Skinny GEMM"). */
+#define GEMM_MAX_ROWS 576
 
 /* First n lanes, n in [0, 16]. */
 static inline __mmask16 v_mask(size_t n) { return (__mmask16)((1u << n) - 1u); }
@@ -62,6 +66,14 @@ static inline V v_pow2n(V n)
 {
     __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+}
+
+/* Keeps v in a register: stops the compiler from folding a reused load into every
+ * instruction that uses it (which doubles the loads of the GEMM tile). */
+static inline V v_in_reg(V v)
+{
+    __asm__("" : "+v"(v));
+    return v;
 }
 
 #include "vec_kernels.h"

@@ -86,4 +86,6 @@ const simd_kernels simd_ref_table = {
     .f32_to_f16 = ref_f32_to_f16,
     .f16_to_f32 = ref_f16_to_f32,
     .attention = simd_ref_attention,
+    .gemm_nt = simd_ref_gemm_nt,
+    .gemm_nt_max_rows = 0, /* a dot product at a time: BLAS is always faster */
 };

@@ -1,7 +1,9 @@
 /* forward_batch.c: the batched forward pass over the paged KV cache. Each weight matrix
- * is read once per step by one cblas_sgemm over all rows; attention runs per (sequence,
- * kv head) in parallel through the SIMD kernels. */
+ * is read once per step by one GEMM over all rows (the SIMD skinny GEMM up to the
+ * kernel table's gemm_nt_max_rows, cblas_sgemm above); attention runs per (sequence, kv head) in
+ * parallel through the SIMD kernels. */
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +14,16 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
 {
     const ts_model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
+    const char *path = getenv("TESSERA_GEMM");
+    if (!path || !*path || strcmp(path, "auto") == 0)
+        s->gemm_path = FWD_GEMM_AUTO;
+    else if (strcmp(path, "blas") == 0)
+        s->gemm_path = FWD_GEMM_BLAS;
+    else if (strcmp(path, "kernel") == 0)
+        s->gemm_path = FWD_GEMM_KERNEL;
+    else
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "TESSERA_GEMM=%s: expected auto, blas or kernel", path);
     s->max_rows = max_rows;
     s->max_logits = max_logits;
     size_t R = (size_t)max_rows, dim = (size_t)c->dim;
@@ -44,12 +56,29 @@ void fwd_state_free(fwd_state *s)
     memset(s, 0, sizeof *s);
 }
 
-/* out (M, N) = alpha-free A (M, K) . W^T with W (N, K), plus beta * out. A single row
- * goes through sgemv: OpenBLAS 0.3.21's sgemm packs W even for M = 1, which costs a copy
- * of every weight and made single-stream decode ~3x slower than streaming W once. */
-static void gemm(float *out, const float *a, int lda, const float *w, int M, int N, int K,
-                 float beta)
+/* Below this many floats of work a parallel region costs more than it saves. */
+enum { PARALLEL_MIN_WORK = 1 << 15 };
+
+/* Rows of N one thread's range is rounded to: whole kernel tiles and cache lines of out. */
+enum { GEMM_ALIGN = 16 };
+
+void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, float *out, const float *a, int lda,
+              const float *w, int M, int N, int K, float beta)
 {
+    if (path == FWD_GEMM_KERNEL || (path == FWD_GEMM_AUTO && M <= k->gemm_nt_max_rows)) {
+        /* one contiguous range of weight rows per thread, so each streams its rows once
+         * with the next tile prefetched */
+#pragma omp parallel if ((long)N * K >= PARALLEL_MIN_WORK)
+        {
+            long nt = omp_get_num_threads(), t = omp_get_thread_num();
+            int nb = (int)(N * t / nt / GEMM_ALIGN * GEMM_ALIGN);
+            int ne = t == nt - 1 ? N : (int)(N * (t + 1) / nt / GEMM_ALIGN * GEMM_ALIGN);
+            k->gemm_nt(out, (size_t)N, a, (size_t)lda, w, M, N, K, beta, nb, ne);
+        }
+        return;
+    }
+    /* OpenBLAS 0.3.21's sgemm packs W even for M = 1, which costs a copy of every weight
+     * and made single-stream decode ~3x slower than streaming W once: sgemv instead. */
     if (M == 1) {
         cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, w, K, a, 1, beta, out, 1);
         return;
@@ -57,9 +86,6 @@ static void gemm(float *out, const float *a, int lda, const float *w, int M, int
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, lda, w, K, beta,
                 out, N);
 }
-
-/* Below this many floats of work a parallel region costs more than it saves. */
-enum { PARALLEL_MIN_WORK = 1 << 15 };
 
 static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
                          int rows, int dim, float eps)
@@ -133,6 +159,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
     int qkv_rows = model_qkv_rows(c);
     simd_rope_style rope = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
+    fwd_gemm_path gp = s->gemm_path;
     kv_layout lay = kv_pool_layout(pool);
     if (T > s->max_rows || b->n_logits > s->max_logits)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "step of %d rows / %d logits over %d / %d",
@@ -152,7 +179,8 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     for (int l = 0; l < c->n_layers; l++) {
         /* attention block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_att + (size_t)l * dim, T, dim, c->rms_eps);
-        gemm(s->qkv, s->xn, dim, w->wqkv + (size_t)l * qkv_rows * dim, T, qkv_rows, dim, 0.0f);
+        fwd_gemm(k, gp, s->qkv, s->xn, dim, w->wqkv + (size_t)l * qkv_rows * dim, T, qkv_rows, dim,
+                 0.0f);
         k->rope(s->qkv, s->pos, T, (size_t)qkv_rows, c->n_heads, c->head_dim, c->rope_freq_base, rope);
         k->rope(s->qkv + q_dim, s->pos, T, (size_t)qkv_rows, c->n_kv_heads, c->head_dim,
                 c->rope_freq_base, rope);
@@ -160,17 +188,17 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         if (st != TS_OK)
             return st;
         attention(k, c, &lay, b, s->att, s->qkv, l);
-        gemm(s->x, s->att, q_dim, w->wo + (size_t)l * dim * q_dim, T, dim, q_dim, 1.0f);
+        fwd_gemm(k, gp, s->x, s->att, q_dim, w->wo + (size_t)l * dim * q_dim, T, dim, q_dim, 1.0f);
 
         /* feed-forward block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T, dim, c->rms_eps);
-        gemm(s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
+        fwd_gemm(k, gp, s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
 #pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK)
         for (int r = 0; r < T; r++) {
             float *g = s->gu + (size_t)r * 2 * ffn;
             k->silu_mul(g, g, g + ffn, (size_t)ffn);
         }
-        gemm(s->x, s->gu, 2 * ffn, w->w2 + (size_t)l * dim * ffn, T, dim, ffn, 1.0f);
+        fwd_gemm(k, gp, s->x, s->gu, 2 * ffn, w->w2 + (size_t)l * dim * ffn, T, dim, ffn, 1.0f);
     }
 
     /* LM head, only for the rows that sample */
@@ -182,7 +210,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     }
     if (b->n_logits > 0) {
         rmsnorm_rows(k, s->xs, s->xs, w->rms_final, b->n_logits, dim, c->rms_eps);
-        gemm(s->logits, s->xs, dim, w->output, b->n_logits, c->vocab_size, dim, 0.0f);
+        fwd_gemm(k, gp, s->logits, s->xs, dim, w->output, b->n_logits, c->vocab_size, dim, 0.0f);
     }
     return TS_OK;
 }

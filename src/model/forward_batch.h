@@ -28,9 +28,17 @@ typedef struct fwd_batch {
     int n_logits;          /* sequences with logits_row >= 0; rows 0..n_logits-1 */
 } fwd_batch;
 
+/* How the step multiplies activation rows by a weight matrix. */
+typedef enum fwd_gemm_path {
+    FWD_GEMM_AUTO,   /* the SIMD skinny GEMM up to the table's gemm_nt_max_rows, OpenBLAS above */
+    FWD_GEMM_BLAS,   /* OpenBLAS always (cblas_sgemv for one row): TESSERA_GEMM=blas */
+    FWD_GEMM_KERNEL, /* the SIMD skinny GEMM always: TESSERA_GEMM=kernel */
+} fwd_gemm_path;
+
 /* Scratch for steps of up to max_rows rows, max_logits of which sample. */
 typedef struct fwd_state {
     int max_rows, max_logits;
+    fwd_gemm_path gemm_path; /* from TESSERA_GEMM (auto, blas, kernel; unset: auto) */
     float *x;       /* (max_rows, dim) residual stream */
     float *xn;      /* (max_rows, dim) normalised */
     float *qkv;     /* (max_rows, (nh + 2*nkv)*hd) */
@@ -41,10 +49,18 @@ typedef struct fwd_state {
     float *logits;  /* (max_logits, vocab) */
 } fwd_state;
 
+/* Fails with TS_ERR_INVALID_ARG when TESSERA_GEMM is set to something other than auto,
+ * blas or kernel. */
 ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_logits,
                          ts_error *err);
 /* Accepts a zeroed or half-built state. */
 void fwd_state_free(fwd_state *s);
+
+/* out (M, N) = a (M, K; row stride lda) . w^T + beta * out, w (N, K) row-major, through
+ * `path` (FWD_GEMM_AUTO picks by M). The kernel path splits N over the OpenMP threads.
+ * All pointers borrowed; out must not overlap a or w. */
+void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, float *out, const float *a, int lda,
+              const float *w, int M, int N, int K, float beta);
 
 /* Runs the batch. K/V of every row are written into the pool (the tables must be
  * reserved and their blocks unshared for those positions); logits land in s->logits. */

@@ -1,0 +1,143 @@
+/* bench_gemm.c: the step GEMM out (M, N) = x (M, K) . W^T for the stories110m weight
+ * shapes, OpenBLAS (the engine's BLAS path: sgemv at M = 1, else sgemm) against the SIMD
+ * skinny GEMM split over the threads (fwd_gemm), in GFLOP/s and GB/s of weights read;
+ * then the matmul time of one whole stories110m step per M.
+ * Usage: build/bench_gemm [--quick]   (threads: OMP_NUM_THREADS, default all cores) */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/forward_batch.h"
+
+typedef struct shape {
+    const char *name;
+    int N, K;
+    int per_step; /* matrices of this shape in one stories110m step */
+} shape;
+
+static const shape shapes[] = {
+    {"qkv", 2304, 768, 12}, {"wo", 768, 768, 12},      {"w13", 4096, 768, 12},
+    {"w2", 768, 2048, 12},  {"output", 32000, 768, 1},
+};
+#define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
+static const int ms[] = {1, 2, 4, 8, 16, 32, 64, 128};
+#define N_MS (int)(sizeof ms / sizeof ms[0])
+
+/* Sum of n floats with enough independent accumulators to stay memory bound. */
+static float sum_range(const float *x, size_t n)
+{
+    float acc[32] = {0};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 32; j++)
+            acc[j] += x[i + j];
+    for (; i < n; i++)
+        acc[0] += x[i];
+    float s = 0.0f;
+    for (int j = 0; j < 32; j++)
+        s += acc[j];
+    return s;
+}
+
+/* Best-of-5 read bandwidth over a 1 GiB buffer with every thread, in GB/s. */
+static double read_bandwidth(void)
+{
+    size_t n = ((size_t)1 << 30) / sizeof(float);
+    float *x = malloc(n * sizeof(float));
+    if (!x)
+        return 0.0;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(i & 7);
+    double best = 1e30;
+    volatile float sink = 0.0f;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = omp_get_wtime();
+        float total = 0.0f;
+#pragma omp parallel reduction(+ : total)
+        {
+            int nt = omp_get_num_threads(), it = omp_get_thread_num();
+            size_t lo = n * it / nt, hi = n * (it + 1) / nt;
+            total += sum_range(x + lo, hi - lo);
+        }
+        double t = omp_get_wtime() - t0;
+        sink = sink + total;
+        best = t < best ? t : best;
+    }
+    free(x);
+    return (double)n * sizeof(float) / best / 1e9;
+}
+
+/* Seconds per call: the best pass over n_copies distinct copies of W (so that W comes
+ * from memory, as in a model step), each copy one call. */
+static double time_calls(const simd_kernels *k, fwd_gemm_path path, float *out, const float *x,
+                         const float *w, int n_copies, int M, int N, int K, double budget_s)
+{
+    double best = 1e30, spent = 0.0;
+    for (int rep = 0; rep < 200 && (rep < 3 || spent < budget_s); rep++) {
+        double t0 = omp_get_wtime();
+        for (int c = 0; c < n_copies; c++)
+            fwd_gemm(k, path, out, x, K, w + (size_t)c * N * K, M, N, K, 0.0f);
+        double t = (omp_get_wtime() - t0) / n_copies;
+        spent += t * n_copies;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const simd_kernels *k = simd_init();
+    double bw = read_bandwidth();
+    printf("read bandwidth: %.1f GB/s (1 GiB, %d threads, best of 5); kernel table %s\n\n", bw,
+           omp_get_max_threads(), k->name);
+    printf("%-6s %5s %5s %4s | %8s %7s | %8s %7s %6s | %6s\n", "shape", "N", "K", "M",
+           "blas GF/s", "GB/s", "kern GF/s", "GB/s", "of bw", "x blas");
+
+    double step_t[2][N_MS] = {{0}};
+    /* 1 GiB of copies: more than three times the 16-core Xeon's 300 MB L3 */
+    size_t min_bytes = (size_t)(quick ? 64 : 1024) << 20;
+    int max_m = ms[N_MS - 1];
+    for (int s = 0; s < N_SHAPES; s++) {
+        int N = shapes[s].N, K = shapes[s].K;
+        size_t wsize = (size_t)N * K;
+        int n_copies = (int)((min_bytes + wsize * 4 - 1) / (wsize * 4));
+        float *w = malloc(wsize * n_copies * sizeof(float));
+        float *x = malloc((size_t)max_m * K * sizeof(float));
+        float *out = malloc((size_t)max_m * N * sizeof(float));
+        if (!w || !x || !out) {
+            fprintf(stderr, "bench_gemm: out of memory\n");
+            return 1;
+        }
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < wsize * n_copies; i++)
+            w[i] = (float)((i * 2654435761u) % 2001u) * 1e-3f - 1.0f;
+        for (size_t i = 0; i < (size_t)max_m * K; i++)
+            x[i] = (float)((i * 40503u) % 1001u) * 2e-3f - 1.0f;
+        for (int mi = 0; mi < N_MS; mi++) {
+            int M = ms[mi];
+            double budget = quick ? 0.05 : 0.3;
+            double tb = time_calls(k, FWD_GEMM_BLAS, out, x, w, n_copies, M, N, K, budget);
+            double tk = time_calls(k, FWD_GEMM_KERNEL, out, x, w, n_copies, M, N, K, budget);
+            step_t[0][mi] += tb * shapes[s].per_step;
+            step_t[1][mi] += tk * shapes[s].per_step;
+            double flop = 2.0 * M * N * K, bytes = 4.0 * N * K;
+            printf("%-6s %5d %5d %4d | %8.1f %7.1f | %8.1f %7.1f %5.0f%% | %6.2f\n",
+                   shapes[s].name, N, K, M, flop / tb / 1e9, bytes / tb / 1e9, flop / tk / 1e9,
+                   bytes / tk / 1e9, 100.0 * bytes / tk / 1e9 / bw, tb / tk);
+        }
+        fflush(stdout);
+        free(w), free(x), free(out);
+    }
+
+    printf("\nstories110m step, matmuls only (12 x (qkv, wo, w13, w2) + output, 438 MB):\n");
+    printf("%4s | %9s %9s | %9s %9s | %6s | %13s\n", "M", "blas ms", "tok/s", "kern ms",
+           "tok/s", "x blas", "kern x M=1");
+    for (int mi = 0; mi < N_MS; mi++)
+        printf("%4d | %9.2f %9.0f | %9.2f %9.0f | %6.2f | %13.2f\n", ms[mi], step_t[0][mi] * 1e3,
+               ms[mi] / step_t[0][mi], step_t[1][mi] * 1e3, ms[mi] / step_t[1][mi],
+               step_t[0][mi] / step_t[1][mi], ms[mi] / step_t[1][mi] / (1.0 / step_t[1][0]));
+    return 0;
+}

@@ -1,0 +1,124 @@
+/* vec_gemm.h: the skinny GEMM out = x . w^T + beta * out in the vector vocabulary, for
+ * steps of few rows; included by vec_kernels.h after its helpers.
+ *
+ * Both operands run along K, so a tile of GEMM_NR weight rows x GEMM_MR activation rows
+ * keeps one vector accumulator per output element over K (lanes = K positions) and
+ * reduces them horizontally at the end, VW at a time (v_reduce_lanes). The weight tile is
+ * streamed from memory once, by the first activation tile, which also prefetches the next
+ * weight tile; the other activation tiles find it in L1. Every output element is summed
+ * in the same order (K in steps of VW, the tail masked, then the lane tree), whatever
+ * tile it falls in, so a row's result does not depend on M or on the n range. */
+
+#ifndef GEMM_NR /* -D overrides are for tuning runs only */
+#if V_ACCS >= 16
+/* 4 x 4 beat 4 x 2, 3 x 4 and 2 x 4 on the 16-core Xeon (docs/BENCHMARKS.md) */
+#define GEMM_NR 4 /* weight rows per tile, <= 4 */
+#define GEMM_MR 4 /* activation rows per tile, <= 4 */
+#else
+#define GEMM_NR 3 /* 12 accumulators + 3 weight vectors + 1 activation vector: 16 registers */
+#define GEMM_MR 4
+#endif
+#endif
+#ifndef GEMM_PREFETCH
+#define GEMM_PREFETCH 1 /* prefetch the next weight tile while the first activation tile runs */
+#endif
+/* Accumulators rounded up to whole groups of VW for the lane reduction. */
+#define GEMM_SUMS ((GEMM_NR * GEMM_MR + VW - 1) / VW * VW)
+
+/* acc[r][i] += w row r . x row i over lanes [k, k + m). */
+ALWAYS_INLINE void gemm_step(V (*acc)[GEMM_MR], const float *w, size_t K, const float *x,
+                             size_t lda, size_t k, size_t m, const int NR, const int MR)
+{
+    V wv[GEMM_NR];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+        wv[r] = ld(w + (size_t)r * K + k, m);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; i++) {
+        V xv = v_in_reg(ld(x + (size_t)i * lda + k, m));
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++)
+            acc[r][i] = v_fma(wv[r], xv, acc[r][i]);
+    }
+}
+
+/* One NR x MR tile: out (MR, ldo) columns [0, NR), x (MR, lda), w (NR, K). Prefetches
+ * the first n_pf rows of pf (K floats apart) along the way. */
+ALWAYS_INLINE void gemm_tile(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                             size_t K, float beta, const float *pf, int n_pf, const int NR,
+                             const int MR)
+{
+    V acc[GEMM_NR][GEMM_MR];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; i++)
+            acc[r][i] = v_zero();
+    size_t k = 0, k_full = K - K % VW;
+    for (; k < k_full; k += VW) {
+        if (GEMM_PREFETCH && n_pf && k % 16 == 0) /* one 64-byte line per row every 16 floats */
+            for (int r = 0; r < n_pf; r++)
+                __builtin_prefetch(pf + (size_t)r * K + k, 0, 3);
+        gemm_step(acc, w, K, x, lda, k, VW, NR, MR);
+    }
+    if (k < K)
+        gemm_step(acc, w, K, x, lda, k, K - k, NR, MR);
+
+    float sums[GEMM_SUMS];
+#pragma GCC unroll 4
+    for (int g = 0; g < NR * MR; g += VW) {
+        V part[VW];
+#pragma GCC unroll 16
+        for (int j = 0; j < VW; j++)
+            part[j] = g + j < NR * MR ? acc[(g + j) / MR][(g + j) % MR] : v_zero();
+        v_store(sums + g, v_reduce_lanes(part));
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            float *o = out + (size_t)i * ldo + r;
+            float s = sums[r * MR + i];
+            *o = beta == 0.0f ? s : s + beta * *o; /* beta 0 never reads out */
+        }
+}
+
+static void gemm_tile_any(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                          size_t K, float beta, const float *pf, int n_pf, int nr, int mr)
+{
+#define GEMM_CASE(NR, MR)                                                     \
+    case (NR) * 8 + (MR):                                                     \
+        if ((NR) <= GEMM_NR && (MR) <= GEMM_MR) /* other cases are dead code */ \
+            gemm_tile(out, ldo, x, lda, w, K, beta, pf, n_pf, NR, MR);        \
+        break;
+#define GEMM_ROW(NR) GEMM_CASE(NR, 1) GEMM_CASE(NR, 2) GEMM_CASE(NR, 3) GEMM_CASE(NR, 4)
+    switch (nr * 8 + mr) {
+        GEMM_ROW(1)
+        GEMM_ROW(2)
+        GEMM_ROW(3)
+        GEMM_ROW(4)
+    default:
+        break;
+    }
+#undef GEMM_ROW
+#undef GEMM_CASE
+}
+
+static void vec_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                        int M, int N, int K, float beta, int n_begin, int n_end)
+{
+    /* out (M, ldo), x (M, lda), w (N, K); columns [n_begin, n_end) of out */
+    (void)N;
+    size_t kk = (size_t)K;
+    for (int n0 = n_begin; n0 < n_end; n0 += GEMM_NR) {
+        int nr = n_end - n0 < GEMM_NR ? n_end - n0 : GEMM_NR;
+        int left = n_end - n0 - nr;
+        int n_pf = left < GEMM_NR ? left : GEMM_NR;
+        const float *wt = w + (size_t)n0 * kk;
+        for (int m0 = 0; m0 < M; m0 += GEMM_MR) {
+            int mr = M - m0 < GEMM_MR ? M - m0 : GEMM_MR;
+            gemm_tile_any(out + (size_t)m0 * ldo + n0, ldo, x + (size_t)m0 * lda, lda, wt, kk,
+                          beta, wt + (size_t)nr * kk, m0 == 0 ? n_pf : 0, nr, mr);
+        }
+    }
+}
