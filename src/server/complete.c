@@ -528,6 +528,13 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
 {
     if (!j)
         return;
+    /* An error the client never read (it left, or read too slowly) is still logged. */
+    ts_event ev = {0};
+    while (j->req && !j->failed && ts_request_next_event(j->req, &ev, 0) == TS_OK) {
+        if (ev.kind == TS_EVENT_ERROR)
+            record_error(j, &ev);
+        ts_event_clear(&ev);
+    }
     *prompt_tokens = j->prompt_tokens;
     *completion_tokens = j->completion_tokens;
     ts_request_release(j->req);

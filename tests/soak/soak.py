@@ -7,6 +7,7 @@
 # binary, LeakSanitizer's verdict at shutdown. A fault phase follows (--faults).
 import argparse
 import json
+import os
 import random
 import socket
 import threading
@@ -282,7 +283,10 @@ class Prober(threading.Thread):
             self.worst = max(self.worst, dt)
             if status != 200 or dt >= 1.0:
                 self.bad += 1
-            self.rss_peak = max(self.rss_peak, self.srv.rss_kib())
+            rss = self.srv.rss_kib()
+            self.rss_peak = max(self.rss_peak, rss)
+            if self.n % 60 == 0:
+                print("  t=%ds RSS %d KiB" % (self.n, rss), flush=True)
             self.stop_flag.wait(max(0.0, 1.0 - dt))
 
 
@@ -362,7 +366,7 @@ def main():
     ap.add_argument("--binary", default=common.ROOT + "/build/tessera")
     ap.add_argument("--model", default=common.DEFAULT_MODEL)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--warmup", type=float, default=15, help="seconds of warm-up load")
+    ap.add_argument("--warmup", type=float, default=30, help="seconds of warm-up load")
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--deadline", type=float, default=120, help="seconds any request may take")
     ap.add_argument("--kv-blocks", type=int, default=20)
@@ -374,6 +378,11 @@ def main():
     ap.add_argument("--fail-at", type=int, nargs="*", default=[1, 9, 60, 150])
     ap.add_argument("--no-load", action="store_true", help="only the fault phase")
     args = ap.parse_args()
+    if args.asan:
+        # A small quarantine keeps freed memory from looking like growth in the RSS check.
+        os.environ["ASAN_OPTIONS"] = os.environ.get("ASAN_OPTIONS", "detect_leaks=1") + \
+            ":quarantine_size_mb=16"
+        os.environ.setdefault("LSAN_OPTIONS", "suppressions=%s/tests/lsan.supp" % common.ROOT)
     checks = common.Checks()
     if not args.no_load:
         load_phase(args, checks)
