@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +18,10 @@ _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
                    (int)OAI_MAX_TOP_LOGPROBS == (int)TS_MAX_TOP_LOGPROBS,
                "openai.h limits must match engine.h");
 
-enum { SHUTDOWN_WAIT_MS = 5000 }; /* after cancelling at shutdown, wait this long at most */
+enum {
+    SHUTDOWN_WAIT_MS = 5000,   /* after cancelling at shutdown, wait this long at most */
+    STREAM_SNDBUF = 64 * 1024, /* kernel send buffer of a stream (Linux doubles it) */
+};
 
 typedef struct choice_acc {
     char *text;               /* (len) non-streamed text */
@@ -429,6 +433,11 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
 
 static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
 {
+    /* Bounded buffering: a fixed kernel send buffer (no autotuning to megabytes) so that a
+     * slow reader backs up into the engine's queue, where max_buffered cancels it. */
+    int sndbuf = STREAM_SNDBUF;
+    if (j->client_fd >= 0)
+        setsockopt(j->client_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     if (j->oreq.kind == OAI_CHAT)
         for (int i = 0; i < j->oreq.n; i++)
             out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL, 0));

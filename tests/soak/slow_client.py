@@ -55,7 +55,7 @@ def main():
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
         s.connect(("127.0.0.1", srv.port))
         body = json.dumps({"prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": True,
-                           "stream": True}).encode()
+                           "stream": True, "logprobs": 5}).encode()
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-high\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(body) + body)
         got = b""
