@@ -26,6 +26,7 @@ enum {
     TS_MAX_STOP_LEN = 256,    /* bytes per stop string */
     TS_MAX_N = 16,            /* completions per request */
     TS_MAX_TOP_LOGPROBS = 20,
+    TS_EVENT_OVERHEAD = 512,  /* bytes an unread event counts beside its text */
 };
 
 typedef struct ts_engine_options {
@@ -60,6 +61,10 @@ typedef struct ts_request_params {
     ts_priority priority;
     int n;                   /* completions sharing the prompt's KV blocks, 1..TS_MAX_N */
     bool ignore_eos;         /* keep generating past end-of-generation tokens */
+    /* Bounded buffering for slow readers: when the events not yet read hold more than
+     * this many bytes (text plus TS_EVENT_OVERHEAD per event), the engine ends the
+     * request with an ERROR event of status TS_ERR_CANCELLED. 0 = unbounded. */
+    size_t max_unread_bytes;
     /* Called from the engine thread whenever this request gets a new event, so a server
      * can resume a suspended connection; must not block or call back into the engine.
      * May be NULL (then callers block in ts_request_next_event). */
@@ -146,6 +151,8 @@ typedef struct ts_engine_stats {
     int kv_blocks_total, kv_blocks_free, kv_blocks_used, kv_blocks_cached;
     uint64_t prefix_lookups, prefix_hit_blocks, prefix_miss_blocks, kv_evictions;
     uint64_t preemptions;
+    /* Once the engine is idle: submitted = completed + failed + cancelled. A request
+     * ended for unread output (max_unread_bytes) counts as cancelled. */
     uint64_t requests_submitted, requests_completed, requests_failed, requests_cancelled;
     uint64_t prompt_tokens, generated_tokens, steps;
 } ts_engine_stats;

@@ -18,7 +18,11 @@ typedef struct ts_server_options {
     bool protect_metrics;      /* /metrics needs a key too (when keys are set) */
     size_t max_body;           /* request body limit in bytes (default 1 MiB) */
     const char *chat_template; /* family name forced on every model; NULL = detect; copied */
-    int max_connections;       /* open connections, one thread each (default 256) */
+    int max_connections;       /* open connections, one thread each (default 256); the
+                                * next 16 are answered 503 (except /health), later ones
+                                * are closed unanswered */
+    size_t max_buffered;       /* unread output per request before the engine cancels it
+                                * (default 1 MiB; 0 = unbounded), see max_unread_bytes */
     int grace_ms;              /* ts_server_stop waits this long for requests (10000) */
     /* One line per request (method, route, status, tokens, duration), without a newline.
      * NULL = no request log. Called from HTTP threads; must be thread-safe. */

@@ -29,7 +29,10 @@ static void usage(FILE *out)
             "  --protect-metrics       /metrics needs a key too\n"
             "  --chat-template NAME    plain, chatml, llama2, llama3, mistral, zephyr, phi3, gemma\n"
             "  --max-body BYTES        request body limit (1048576)\n"
-            "  --max-connections N     open connections, one thread each (256)\n"
+            "  --max-connections N     open connections, one thread each (256); 16 more\n"
+            "                          are answered 503\n"
+            "  --max-buffered BYTES    unread output per request before it is cancelled\n"
+            "                          (1048576; 0 = unbounded)\n"
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
             CLI_ENGINE_HELP "(engine options apply to each model's engine)\n");
 }
@@ -90,6 +93,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
         } else if (!strcmp(o, "--max-connections")) {
             ok = (v = cli_value(argc, argv, &i)) &&
                  cli_int(o, v, 1, 65536, &a->srv.max_connections);
+        } else if (!strcmp(o, "--max-buffered")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_buffered);
         } else if (!strcmp(o, "--grace")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 3600, &a->grace_s);
         } else {

@@ -220,7 +220,10 @@ void engine_fail_request(ts_engine *e, job *j, ts_status st, const char *msg)
     request_push(j->req, &ev);
     for (int i = 0; i < n_found; i++)
         bury_seq(e, found[i]);
-    e->counters.requests_failed++;
+    if (st == TS_ERR_CANCELLED)
+        e->counters.requests_cancelled++;
+    else
+        e->counters.requests_failed++;
     j->live = 0;
     bury_job(e, j);
 }
@@ -260,6 +263,16 @@ bool engine_emit(ts_engine *e, seq *s, float *logits)
         free(text);
         if (!ok)
             return false;
+        size_t unread = r->max_unread ? request_unread_bytes(r) : 0;
+        if (unread > r->max_unread) {
+            /* The reader fell behind: stop generating rather than buffer without bound. */
+            char msg[160];
+            snprintf(msg, sizeof msg,
+                     "cancelled: %zu bytes of output unread, over the limit of %zu "
+                     "(the client reads too slowly)", unread, r->max_unread);
+            engine_fail_request(e, j, TS_ERR_CANCELLED, msg);
+            return false;
+        }
         if (s->stop.stopped)
             why = TS_FINISH_STOP;
     }

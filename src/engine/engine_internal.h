@@ -103,8 +103,8 @@ bool engine_step(ts_engine *e);
 void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why);
 
 /* Fails request j with an ERROR event: removes its sequences from running and waiting
- * and ends them. Queue accounting (n_pending) of a never-admitted request is the
- * caller's. */
+ * and ends them. Counted as failed, or as cancelled when st is TS_ERR_CANCELLED. Queue
+ * accounting (n_pending) of a never-admitted request is the caller's. */
 void engine_fail_request(ts_engine *e, job *j, ts_status st, const char *msg);
 
 /* Creates sequence `index` of job j holding a copy of tokens, appended to the waiting

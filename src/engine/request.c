@@ -51,6 +51,7 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->sampling = p->sampling;
     req->notify = p->notify;
     req->notify_user = p->notify_user;
+    req->max_unread = p->max_unread_bytes;
     req->submit_time = now;
     req->owners = 2;
     atomic_init(&req->cancel_requested, false);
@@ -90,6 +91,7 @@ ts_status request_push(ts_request *req, ts_event *ev)
         req->head = node;
     req->tail = node;
     req->queued_bytes += node->ev.text_len;
+    req->queued_events++;
     pthread_cond_broadcast(&req->cv);
     pthread_mutex_unlock(&req->mu);
     if (req->notify)
@@ -114,6 +116,14 @@ ts_status request_push_token(ts_request *req, int index, const char *text, size_
     if (n_top > 0)
         memcpy(ev.top, top, (size_t)n_top * sizeof *top);
     return request_push(req, &ev);
+}
+
+size_t request_unread_bytes(ts_request *req)
+{
+    pthread_mutex_lock(&req->mu);
+    size_t n = req->queued_bytes + req->queued_events * (size_t)TS_EVENT_OVERHEAD;
+    pthread_mutex_unlock(&req->mu);
+    return n;
 }
 
 void request_close(ts_request *req)
@@ -175,6 +185,7 @@ ts_status ts_request_next_event(ts_request *req, ts_event *ev, int timeout_ms)
         if (!req->head)
             req->tail = NULL;
         req->queued_bytes -= node->ev.text_len;
+        req->queued_events--;
     } else if (st == TS_OK) {
         st = TS_ERR_NOT_FOUND; /* closed and drained */
     }

@@ -29,6 +29,7 @@ struct ts_request {
     int n_stop;
     void (*notify)(void *user);
     void *notify_user;
+    size_t max_unread;                /* 0 = unbounded (ts_request_params.max_unread_bytes) */
     double submit_time;               /* seconds, monotonic clock */
 
     atomic_bool cancel_requested;     /* set by any thread, read by the engine */
@@ -38,6 +39,7 @@ struct ts_request {
     pthread_cond_t cv;
     event_node *head, *tail;          /* events not read yet, oldest first */
     size_t queued_bytes;              /* text bytes waiting in the queue */
+    size_t queued_events;             /* events waiting in the queue */
     bool closed;                      /* the engine pushes no more events */
     int owners;                       /* 2 at submit: the caller and the engine */
 };
@@ -53,6 +55,9 @@ ts_status request_push(ts_request *req, ts_event *ev);
 ts_status request_push_token(ts_request *req, int index, const char *text, size_t len,
                              int32_t token, const float *logprob, const ts_logprob *top,
                              int n_top);
+
+/* Bytes the unread events hold: their text plus TS_EVENT_OVERHEAD each. */
+size_t request_unread_bytes(ts_request *req);
 
 /* Marks the event stream finished (no more events after the ones queued). */
 void request_close(ts_request *req);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +18,10 @@ _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
                    (int)OAI_MAX_TOP_LOGPROBS == (int)TS_MAX_TOP_LOGPROBS,
                "openai.h limits must match engine.h");
 
-enum { SHUTDOWN_WAIT_MS = 5000 }; /* after cancelling at shutdown, wait this long at most */
+enum {
+    SHUTDOWN_WAIT_MS = 5000,   /* after cancelling at shutdown, wait this long at most */
+    STREAM_SNDBUF = 64 * 1024, /* kernel send buffer of a stream (Linux doubles it) */
+};
 
 typedef struct choice_acc {
     char *text;               /* (len) non-streamed text */
@@ -171,6 +175,27 @@ static void record_error(srv_job *j, const ts_event *ev)
     j->failed = true;
     j->fail_status = ev->status;
     snprintf(j->fail_msg, sizeof j->fail_msg, "%s", ev->message);
+    if (j->srv->opts.log) {
+        char line[400];
+        snprintf(line, sizeof line, "%s: request failed (%s): %s", j->id,
+                 ts_status_str(ev->status), ev->message);
+        j->srv->opts.log(j->srv->opts.log_user, line);
+    }
+}
+
+/* The answer to an engine failure: 503 for shutdown, for a cancellation (client too
+ * slow, see max_buffered), 500 for anything else (out of memory, a failed step). */
+static void error_of(const srv_job *j, oai_error *e)
+{
+    switch (j->fail_status) {
+    case TS_ERR_SHUTDOWN:
+        oai_error_set(e, 503, NULL, "shutting_down", "%s", j->fail_msg);
+        break;
+    case TS_ERR_CANCELLED:
+        oai_error_set(e, 503, NULL, "cancelled", "%s", j->fail_msg);
+        break;
+    default: oai_error_set(e, 500, NULL, "engine_error", "%s", j->fail_msg);
+    }
 }
 
 /* Non-streamed: append to the choice's text and logprobs. */
@@ -229,8 +254,7 @@ static void stream_event(srv_job *j, const ts_event *ev)
     if (ev->kind == TS_EVENT_ERROR) {
         record_error(j, ev);
         oai_error e;
-        oai_error_set(&e, ev->status == TS_ERR_SHUTDOWN ? 503 : 500, NULL, NULL, "%s",
-                      ev->message);
+        error_of(j, &e);
         out_event(j, oai_error_json(&e));
         return;
     }
@@ -385,6 +409,7 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.n = r->n;
     p.ignore_eos = r->ignore_eos;
+    p.max_unread_bytes = j->srv->opts.max_buffered;
     p.notify = srv_cell_notify;
     p.notify_user = j->cell;
     ts_error err = {0};
@@ -408,6 +433,11 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
 
 static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
 {
+    /* Bounded buffering: a fixed kernel send buffer (no autotuning to megabytes) so that a
+     * slow reader backs up into the engine's queue, where max_buffered cancels it. */
+    int sndbuf = STREAM_SNDBUF;
+    if (j->client_fd >= 0)
+        setsockopt(j->client_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     if (j->oreq.kind == OAI_CHAT)
         for (int i = 0; i < j->oreq.n; i++)
             out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL, 0));
@@ -441,8 +471,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
         return srv_send_error(mc, c, &e);
     }
     if (j->failed) {
-        int status = j->fail_status == TS_ERR_SHUTDOWN || j->fail_status == TS_ERR_CANCELLED ? 503 : 500;
-        oai_error_set(&e, status, NULL, NULL, "%s", j->fail_msg);
+        error_of(j, &e);
         return srv_send_error(mc, c, &e);
     }
     static const oai_token_logprob no_tokens; /* logprobs asked for, no token made */
@@ -508,6 +537,13 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
 {
     if (!j)
         return;
+    /* An error the client never read (it left, or read too slowly) is still logged. */
+    ts_event ev = {0};
+    while (j->req && !j->failed && ts_request_next_event(j->req, &ev, 0) == TS_OK) {
+        if (ev.kind == TS_EVENT_ERROR)
+            record_error(j, &ev);
+        ts_event_clear(&ev);
+    }
     *prompt_tokens = j->prompt_tokens;
     *completion_tokens = j->completion_tokens;
     ts_request_release(j->req);

@@ -79,8 +79,10 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (status == 429)
+    if (status == 429 || status == 503)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == 503) /* overloaded or stopping: free the connection's thread at once */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == 405) {
         route_id id = route_of(c);
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, id != ROUTE_NONE ? routes[id].method : "GET");
@@ -363,6 +365,13 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
     }
     if (r == ROUTE_HEALTH)
         return handle_health(mc, c);
+    int open = atomic_load(&srv->open_conns);
+    if (open > srv->opts.max_connections) {
+        oai_error_set(&e, 503, NULL, "too_many_connections",
+                      "%d connections are open, over the limit of %d; retry", open,
+                      srv->opts.max_connections);
+        return srv_send_error(mc, c, &e);
+    }
     if (atomic_load(&srv->stopping)) {
         oai_error_set(&e, 503, NULL, "shutting_down", "the server is shutting down");
         return srv_send_error(mc, c, &e);
@@ -436,6 +445,18 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
     return end_request(mc, c);
 }
 
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)mc;
+    (void)socket_context;
+    ts_server *srv = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&srv->open_conns, 1);
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&srv->open_conns, 1);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -479,6 +500,7 @@ void ts_server_options_default(ts_server_options *o)
     o->port = 8080;
     o->max_body = 1 << 20;
     o->max_connections = 256;
+    o->max_buffered = 1 << 20;
     o->grace_ms = 10000;
 }
 
@@ -572,7 +594,9 @@ ts_status ts_server_start(ts_server *srv, ts_error *err)
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)srv->opts.port, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR,
         ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->opts.max_connections,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)srv->opts.max_connections + SRV_CONN_SPARE,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONN_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon)

@@ -16,7 +16,12 @@
 #include "tessera/server.h"
 #include "tokenizer/chat_template.h"
 
-enum { SRV_MAX_MODELS = 16 };
+enum {
+    SRV_MAX_MODELS = 16,
+    SRV_CONN_SPARE = 16,          /* connections past max_connections answered 503 */
+    SRV_CONN_MEMORY = 32 * 1024,  /* MHD's per-connection buffer: request line + headers
+                                   * must fit (431 otherwise) */
+};
 
 typedef struct srv_model {
     char *name;                  /* owned */
@@ -52,6 +57,7 @@ struct ts_server {
     int in_flight;                /* completion requests not yet completed */
     srv_cell *free_cells, *all_cells;
     atomic_ullong next_id;
+    atomic_int open_conns;        /* connections MHD holds open */
 };
 
 /* What a completion request keeps between MHD callbacks (complete.c). */
