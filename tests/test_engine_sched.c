@@ -333,6 +333,59 @@ static void test_destroy_with_requests_in_flight(void **state)
     }
 }
 
+/* n > 1 requests reserve slots for the completions they will fork into. The soak found
+ * the step writing past the running array: a long n = 3 prompt prefilled over several
+ * steps (capped while another stream decodes) while short requests took the slots its
+ * completions needed. */
+static void test_forks_keep_their_slots(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 4;
+    o.prefill_cap = 32;
+    ts_engine *e = start(&o);
+    ts_request *blocker = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+    wait_first_token(blocker, NULL);
+
+    enum { LONG = 400, N = 6 };
+    int32_t *long_prompt = malloc(LONG * sizeof(int32_t));
+    unsigned rng = 5;
+    long_prompt[0] = 1;
+    for (int i = 1; i < LONG; i++) {
+        rng = rng * 1103515245u + 12345u;
+        long_prompt[i] = 3 + (int32_t)((rng >> 8) % 509u);
+    }
+    ts_request *reqs[N];
+    for (int i = 0; i < N; i++) {
+        ts_request_params p;
+        ts_request_params_default(&p);
+        p.prompt = i == 0 ? long_prompt : prompt;
+        p.n_prompt = (size_t)(i == 0 ? LONG : n_prompt);
+        p.max_tokens = 8;
+        p.n = i == 0 ? 3 : 1;
+        p.sampling.temperature = 0;
+        assert_int_equal(ts_engine_submit(e, &p, &reqs[i], NULL), TS_OK);
+    }
+    for (int i = 0; i < N; i++) {
+        eu_result r;
+        eu_collect(reqs[i], &r);
+        ts_request_release(reqs[i]);
+        assert_false(r.error);
+        assert_int_equal(r.n_done, i == 0 ? 3 : 1);
+        for (int c = 0; c < r.n_done; c++)
+            assert_int_equal(r.tokens[c], 8);
+        eu_result_free(&r);
+    }
+    ts_request_release(blocker);
+    eu_wait_idle(e);
+    ts_engine_stats st;
+    ts_engine_get_stats(e, &st);
+    assert_int_equal(st.kv_blocks_used, 0);
+    ts_engine_destroy(e);
+    free(long_prompt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_queue_limit),
         cmocka_unit_test(test_allocation_failure_fails_one_request),
         cmocka_unit_test(test_destroy_with_requests_in_flight),
+        cmocka_unit_test(test_forks_keep_their_slots),
     };
     return cmocka_run_group_tests_name("engine_sched", tests, setup, teardown);
 }

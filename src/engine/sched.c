@@ -114,6 +114,19 @@ static void cancel_flagged(ts_engine *e)
     }
 }
 
+/* Slots taken: running sequences, plus the completions that prompt sequences of n > 1
+ * requests will fork into once their prompt is done (admission promised them). */
+static int slots_in_use(const ts_engine *e)
+{
+    int used = e->n_running;
+    for (int i = 0; i < e->n_running; i++) {
+        const job *j = e->running[i]->job;
+        if (!j->forked && j->req->n > 1)
+            used += j->req->n - 1;
+    }
+    return used;
+}
+
 /* Admits waiting sequences, best first, while slots and KV blocks allow. */
 static void admit(ts_engine *e, double now)
 {
@@ -125,7 +138,7 @@ static void admit(ts_engine *e, double now)
         seq *s = e->waiting[best];
         job *j = s->job;
         int slots = (!j->forked && j->req->n > 1) ? j->req->n : 1;
-        if (e->n_running + slots > e->opts.max_seqs)
+        if (slots_in_use(e) + slots > e->opts.max_seqs)
             break;
 
         /* Room for the whole prompt and its first generated token, counted as if no
@@ -260,6 +273,10 @@ static void fork_completions(ts_engine *e, seq *s)
 {
     job *j = s->job;
     j->forked = true;
+    if (e->n_running + j->req->n - 1 > e->opts.max_seqs) { /* admission reserved them */
+        engine_fail_request(e, j, TS_ERR_INTERNAL, "no batch slots left for the n completions");
+        return;
+    }
     for (int i = 1; i < j->req->n; i++) {
         seq *c = NULL;
         ts_error err = {0};
