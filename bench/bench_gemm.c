@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/membw.h"
 #include "model/forward_batch.h"
 
 typedef struct shape {
@@ -23,51 +24,6 @@ static const shape shapes[] = {
 #define N_SHAPES (int)(sizeof shapes / sizeof shapes[0])
 static const int ms[] = {1, 2, 4, 8, 16, 32, 64, 128};
 #define N_MS (int)(sizeof ms / sizeof ms[0])
-
-/* Sum of n floats with enough independent accumulators to stay memory bound. */
-static float sum_range(const float *x, size_t n)
-{
-    float acc[32] = {0};
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int j = 0; j < 32; j++)
-            acc[j] += x[i + j];
-    for (; i < n; i++)
-        acc[0] += x[i];
-    float s = 0.0f;
-    for (int j = 0; j < 32; j++)
-        s += acc[j];
-    return s;
-}
-
-/* Best-of-5 read bandwidth over a 1 GiB buffer with every thread, in GB/s. */
-static double read_bandwidth(void)
-{
-    size_t n = ((size_t)1 << 30) / sizeof(float);
-    float *x = malloc(n * sizeof(float));
-    if (!x)
-        return 0.0;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(i & 7);
-    double best = 1e30;
-    volatile float sink = 0.0f;
-    for (int rep = 0; rep < 5; rep++) {
-        double t0 = omp_get_wtime();
-        float total = 0.0f;
-#pragma omp parallel reduction(+ : total)
-        {
-            int nt = omp_get_num_threads(), it = omp_get_thread_num();
-            size_t lo = n * it / nt, hi = n * (it + 1) / nt;
-            total += sum_range(x + lo, hi - lo);
-        }
-        double t = omp_get_wtime() - t0;
-        sink = sink + total;
-        best = t < best ? t : best;
-    }
-    free(x);
-    return (double)n * sizeof(float) / best / 1e9;
-}
 
 /* Seconds per call: the best pass over n_copies distinct copies of W (so that W comes
  * from memory, as in a model step), each copy one call. */
@@ -90,7 +46,7 @@ int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     const simd_kernels *k = simd_init();
-    double bw = read_bandwidth();
+    double bw = membw_read((size_t)1 << 30, 5) / 1e9;
     printf("read bandwidth: %.1f GB/s (1 GiB, %d threads, best of 5); kernel table %s\n\n", bw,
            omp_get_max_threads(), k->name);
     printf("%-6s %5s %5s %4s | %8s %7s | %8s %7s %6s | %6s\n", "shape", "N", "K", "M",

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/membw.h"
 #include "simd.h"
 
 /* A realistic decode shape: 22 layers of 32 query heads over 8 kv heads of 64. */
@@ -17,51 +18,6 @@
 #define HEAD_DIM 64
 
 static double now_s(void) { return omp_get_wtime(); }
-
-/* Sum of n floats with enough independent accumulators to stay memory bound. */
-static float sum_range(const float *x, size_t n)
-{
-    float acc[32] = {0};
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int j = 0; j < 32; j++)
-            acc[j] += x[i + j];
-    for (; i < n; i++)
-        acc[0] += x[i];
-    float s = 0.0f;
-    for (int j = 0; j < 32; j++)
-        s += acc[j];
-    return s;
-}
-
-/* Best-of-5 read bandwidth over a 1 GiB buffer with every thread, in GB/s. */
-static double read_bandwidth(void)
-{
-    size_t n = ((size_t)1 << 30) / sizeof(float);
-    float *x = malloc(n * sizeof(float));
-    if (!x)
-        return 0.0;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++)
-        x[i] = (float)(i & 7);
-    double best = 1e30;
-    volatile float sink = 0.0f;
-    for (int rep = 0; rep < 5; rep++) {
-        double t0 = now_s();
-        float total = 0.0f;
-#pragma omp parallel reduction(+ : total)
-        {
-            int nt = omp_get_num_threads(), it = omp_get_thread_num();
-            size_t lo = n * it / nt, hi = n * (it + 1) / nt;
-            total += sum_range(x + lo, hi - lo);
-        }
-        double t = now_s() - t0;
-        sink = sink + total;
-        best = t < best ? t : best;
-    }
-    free(x);
-    return (double)n * sizeof(float) / best / 1e9;
-}
 
 /* One sequence of ctx tokens, all layers, in shuffled physical blocks. */
 typedef struct bench_kv {
@@ -137,7 +93,7 @@ int main(int argc, char **argv)
 {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     int threads = omp_get_max_threads();
-    double bw = read_bandwidth();
+    double bw = membw_read((size_t)1 << 30, 5) / 1e9;
     printf("read bandwidth: %.1f GB/s (1 GiB, %d threads, best of 5)\n\n", bw, threads);
     printf("decode attention: %d layers x %d heads / %d kv heads x %d, one sequence, %d threads\n",
            N_LAYERS, N_HEADS, N_KV, HEAD_DIM, threads);

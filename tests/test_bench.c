@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "cli/bench.h"
+#include "common/membw.h"
 #include "tessera/model.h"
 #include "util.h"
 
@@ -41,8 +42,8 @@ static void test_weight_bytes_and_bandwidth(void **state)
                          .n_kv_heads = 4, .head_dim = 8, .vocab_size = 512};
     double per_layer = 128 * 64 + 64 * 64 + 344 * 64 + 64 * 172 + 2 * 64;
     assert_float_equal(bench_weight_bytes(&c), (5 * per_layer + 512 * 64 + 64) * 4, 0);
-    assert_true(bench_read_bandwidth((size_t)1 << 20, 2) > 0);
-    assert_float_equal(bench_read_bandwidth(0, 1), 0.0, 0);
+    assert_true(membw_read((size_t)1 << 20, 2) > 0);
+    assert_float_equal(membw_read(0, 1), 0.0, 0);
 }
 
 static void test_engine_options_fit_the_largest_level(void **state)

@@ -95,9 +95,6 @@ cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const c
  * is 0. */
 double bench_percentile(double *v, size_t n, double p);
 
-/* Best of `passes` parallel reads of a bytes-sized buffer, in bytes per second (OpenMP,
- * all threads); 0 when the buffer cannot be allocated. */
-double bench_read_bandwidth(size_t bytes, int passes);
 
 /* Bytes of weights one decode step reads (every matrix and norm but the embedding table,
  * of which it reads one row per token). */

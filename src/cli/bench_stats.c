@@ -1,10 +1,8 @@
 /* bench_stats.c: the benchmark's arithmetic and reporting: percentiles, the memory
  * bandwidth yardstick, weight bytes per token, and the JSON form of a result. */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/bench.h"
 #include "model/model.h"
@@ -29,41 +27,6 @@ double bench_percentile(double *v, size_t n, double p)
     if (lo + 1 >= n)
         return v[n - 1];
     return v[lo] + (r - (double)lo) * (v[lo + 1] - v[lo]);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-double bench_read_bandwidth(size_t bytes, int passes)
-{
-    size_t n = bytes / sizeof(uint64_t);
-    uint64_t *buf = n ? malloc(n * sizeof *buf) : NULL;
-    if (!buf)
-        return 0.0;
-    /* Each thread first touches the pages it reads later. */
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++)
-        buf[i] = i;
-    double best = 0.0;
-    volatile uint64_t sink = 0;
-    for (int p = 0; p < passes; p++) {
-        uint64_t sum = 0;
-        double t0 = now_s();
-#pragma omp parallel for schedule(static) reduction(+ : sum)
-        for (size_t i = 0; i < n; i++)
-            sum += buf[i];
-        double dt = now_s() - t0;
-        sink += sum;
-        if (dt > 0 && (double)(n * sizeof *buf) / dt > best)
-            best = (double)(n * sizeof *buf) / dt;
-    }
-    (void)sink;
-    free(buf);
-    return best;
 }
 
 double bench_weight_bytes(const ts_model_config *c)

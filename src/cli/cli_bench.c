@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/bench.h"
+#include "common/membw.h"
 #include "cli/cli.h"
 
 enum { MAX_LEVELS = 32 };
@@ -202,7 +203,7 @@ int cli_bench(int argc, char **argv)
     double bw = 0.0;
     if (o.bw_bytes > 0) {
         omp_set_num_threads(threads);
-        if ((bw = bench_read_bandwidth(o.bw_bytes, 3)) <= 0)
+        if ((bw = membw_read(o.bw_bytes, 3)) <= 0)
             fprintf(stderr, "tessera: cannot allocate %zu bytes for the bandwidth test\n",
                     o.bw_bytes);
     }
