@@ -223,20 +223,7 @@ static void assert_same_weights(const ts_model *a, const ts_model *b)
 
 static void assert_same_vocab(const ts_tokenizer *ta, const ts_tokenizer *tb)
 {
-    const tokenizer_vocab *a = tokenizer_get_vocab(ta), *b = tokenizer_get_vocab(tb);
-    assert_int_equal(a->kind, b->kind);
-    assert_int_equal(a->n_tokens, b->n_tokens);
-    for (int i = 0; i < a->n_tokens; i++) {
-        assert_int_equal(a->tokens[i].len, b->tokens[i].len);
-        assert_memory_equal(a->tokens[i].text, b->tokens[i].text, a->tokens[i].len);
-        assert_true(a->tokens[i].score == b->tokens[i].score);
-        assert_int_equal(a->tokens[i].type, b->tokens[i].type);
-    }
-    assert_int_equal(a->bos_id, b->bos_id);
-    assert_int_equal(a->eos_id, b->eos_id);
-    assert_int_equal(a->unk_id, b->unk_id);
-    assert_int_equal(a->add_bos, b->add_bos);
-    assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+    tu_assert_same_vocab(tokenizer_get_vocab(ta), tokenizer_get_vocab(tb));
     static const char *const texts[] = {"Once upon a time", " Lily's mom said, \"no!\"",
                                         "héllo 🦙 wörld\n\ttabs", ""};
     for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {

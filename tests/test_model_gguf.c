@@ -362,24 +362,6 @@ static void test_weight_errors_name_the_tensor(void **state)
     assert_non_null(strstr(err.msg, "'output_norm.weight' has type I32"));
 }
 
-static void assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
-{
-    assert_int_equal(a->kind, b->kind);
-    assert_int_equal(a->n_tokens, b->n_tokens);
-    for (int i = 0; i < a->n_tokens; i++) {
-        assert_int_equal(a->tokens[i].len, b->tokens[i].len);
-        assert_memory_equal(a->tokens[i].text, b->tokens[i].text, a->tokens[i].len);
-        assert_true(a->tokens[i].score == b->tokens[i].score);
-        assert_int_equal(a->tokens[i].type, b->tokens[i].type);
-    }
-    assert_int_equal(a->bos_id, b->bos_id);
-    assert_int_equal(a->eos_id, b->eos_id);
-    assert_int_equal(a->unk_id, b->unk_id);
-    assert_int_equal(a->pad_id, b->pad_id);
-    assert_int_equal(a->add_bos, b->add_bos);
-    assert_int_equal(a->add_space_prefix, b->add_space_prefix);
-}
-
 static void test_write_round_trip(void **state)
 {
     (void)state;
@@ -412,7 +394,7 @@ static void test_write_round_trip(void **state)
     assert_memory_equal(w.w13, w2.w13, L * 2 * ffn * dim * 4);
     assert_memory_equal(w.w2, w2.w2, L * dim * ffn * 4);
     assert_int_equal(model_gguf_read_vocab(&v2, f, &err), TS_OK);
-    assert_same_vocab(&v, &v2);
+    tu_assert_same_vocab(&v, &v2);
     gguf_str tmpl;
     assert_int_equal(gguf_get_str(f, "tokenizer.chat_template", &tmpl, &err), TS_OK);
     assert_true(gguf_str_eq(tmpl, "{{ messages }}"));

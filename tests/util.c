@@ -1,9 +1,16 @@
 /* util.c: file and path helpers for the tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmocka.h>
+
+#include "tokenizer/vocab.h"
 #include "util.h"
 
 const char *tu_shared(const char *rel)
@@ -43,4 +50,22 @@ const char *tu_tmp_path(const char *name)
     mkdir(buf, 0755);
     snprintf(buf, sizeof buf, "%s/tmp/%d-%s", TS_BUILD_DIR, (int)getpid(), name);
     return buf;
+}
+
+void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
+{
+    assert_int_equal(a->kind, b->kind);
+    assert_int_equal(a->n_tokens, b->n_tokens);
+    for (int i = 0; i < a->n_tokens; i++) {
+        assert_int_equal(a->tokens[i].len, b->tokens[i].len);
+        assert_memory_equal(a->tokens[i].text, b->tokens[i].text, a->tokens[i].len);
+        assert_true(a->tokens[i].score == b->tokens[i].score);
+        assert_int_equal(a->tokens[i].type, b->tokens[i].type);
+    }
+    assert_int_equal(a->bos_id, b->bos_id);
+    assert_int_equal(a->eos_id, b->eos_id);
+    assert_int_equal(a->unk_id, b->unk_id);
+    assert_int_equal(a->pad_id, b->pad_id);
+    assert_int_equal(a->add_bos, b->add_bos);
+    assert_int_equal(a->add_space_prefix, b->add_space_prefix);
 }

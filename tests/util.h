@@ -14,4 +14,10 @@ char *tu_read_file(const char *path, size_t *len);
 /* A fresh path under the build folder's tmp/ for files a test writes (static buffer). */
 const char *tu_tmp_path(const char *name);
 
+struct tokenizer_vocab;
+
+/* Fails the test unless a and b hold the same tokens (text, score, type), special ids
+ * and flags. */
+void tu_assert_same_vocab(const struct tokenizer_vocab *a, const struct tokenizer_vocab *b);
+
 #endif

@@ -27,18 +27,7 @@ static inline void v_store_h(uint16_t *p, V v)
 {
     _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
-static inline V v_loadn_h(const uint16_t *p, size_t n)
-{
-    uint16_t t[VW] = {0};
-    memcpy(t, p, n * sizeof *p);
-    return v_load_h(t);
-}
-static inline void v_storen_h(uint16_t *p, V v, size_t n)
-{
-    uint16_t t[VW];
-    v_store_h(t, v);
-    memcpy(p, t, n * sizeof *p);
-}
+#include "vec_tail_h.h"
 static inline V v_add(V a, V b) { return _mm256_add_ps(a, b); }
 static inline V v_sub(V a, V b) { return _mm256_sub_ps(a, b); }
 static inline V v_mul(V a, V b) { return _mm256_mul_ps(a, b); }

@@ -28,18 +28,7 @@ static inline void v_storen(float *p, V v, size_t n)
 }
 static inline V v_load_h(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 static inline void v_store_h(uint16_t *p, V v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }
-static inline V v_loadn_h(const uint16_t *p, size_t n)
-{
-    uint16_t t[VW] = {0};
-    memcpy(t, p, n * sizeof *p);
-    return v_load_h(t);
-}
-static inline void v_storen_h(uint16_t *p, V v, size_t n)
-{
-    uint16_t t[VW];
-    v_store_h(t, v);
-    memcpy(p, t, n * sizeof *p);
-}
+#include "vec_tail_h.h"
 static inline V v_add(V a, V b) { return vaddq_f32(a, b); }
 static inline V v_sub(V a, V b) { return vsubq_f32(a, b); }
 static inline V v_mul(V a, V b) { return vmulq_f32(a, b); }
