@@ -149,7 +149,9 @@ done
 wait "${qpids[@]}" || true
 refused=$(grep -l '^429$' "$tmp"/qc* | head -n 1 || true)
 check "queue full -> 429" test -n "$refused"
-check "Retry-After" grep -qi '^retry-after: ' "${refused/qc/qh}"
+# the headers of that request: same number, qh instead of qc (file name only: the
+# temporary directory's random name may contain "qc" too)
+check "Retry-After" grep -qi '^retry-after: ' "$tmp/qh${refused##*/qc}"
 curl -sN "$B/v1/completions" -d '{"prompt": "b", "max_tokens": 1900, "stream": true}' >/dev/null &
 
 # --- shutdown: SIGTERM with streams in flight; grace 1 s then cancel; exit status 0
