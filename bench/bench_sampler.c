@@ -4,16 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/sampler.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "common/clock.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -84,9 +77,9 @@ int main(int argc, char **argv)
             for (int it = 0; it < iters; it++) {
                 memcpy(logits, model, (size_t)V * sizeof *logits);
                 int32_t tok;
-                double t1 = now_s();
+                double t1 = clock_now_s();
                 sampler_sample(&s, &sc, &tok, with_lp ? &lp : NULL, logits, hist, 64, 32, NULL);
-                times[it] = now_s() - t1;
+                times[it] = clock_now_s() - t1;
             }
             /* the median resists other processes taking the core now and then */
             qsort(times, (size_t)iters, sizeof *times, cmp_double);

@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/bench.h"
 #include "kv/kv.h"
 #include "tokenizer/vocab.h"
+#include "common/clock.h"
 
 enum { WARMUP_TOKENS = 4 };
 
@@ -109,13 +109,6 @@ static void random_tokens(id_pool *p, int32_t *out, int n, bool with_bos)
                      : p->ids[next_rand(&p->rng) % (uint64_t)p->n];
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Opens when every reader thread of a batch exists, so their submits go out together. */
 typedef struct gate {
     pthread_mutex_t mu;
@@ -159,7 +152,7 @@ static void *probe_thread(void *arg)
     rp.ignore_eos = true;
     ts_request *req = NULL;
     ts_error err = {0};
-    p->t_submit = now_s();
+    p->t_submit = clock_now_s();
     p->status = ts_engine_submit(p->engine, &rp, &req, &err);
     if (p->status != TS_OK) {
         snprintf(p->msg, sizeof p->msg, "%s", err.msg);
@@ -167,7 +160,7 @@ static void *probe_thread(void *arg)
     }
     ts_event ev;
     while (ts_request_next_event(req, &ev, -1) == TS_OK) {
-        double t = now_s();
+        double t = clock_now_s();
         if (ev.kind == TS_EVENT_TOKEN && p->n_tok < p->max_tokens) {
             p->t_tok[p->n_tok++] = t;
         } else if (ev.kind == TS_EVENT_DONE) {

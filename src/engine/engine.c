@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "common/clock.h"
 
 /* OpenBLAS's OpenMP build reads its thread count from here. */
 void openblas_set_num_threads(int num_threads);
@@ -248,7 +249,7 @@ ts_status ts_engine_submit(ts_engine *e, const ts_request_params *p, ts_request 
         }
     }
     if (st == TS_OK)
-        st = request_create(p, e->next_id, engine_now(), &j->req, err);
+        st = request_create(p, e->next_id, clock_now_s(), &j->req, err);
     if (st == TS_OK) {
         e->next_id++;
         e->inbox[e->n_inbox++] = j;

@@ -5,13 +5,7 @@
 #include <time.h>
 
 #include "engine/request.h"
-
-double engine_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "common/clock.h"
 
 static void request_free(ts_request *req)
 {

@@ -65,7 +65,4 @@ void request_close(ts_request *req);
 /* Drops one owner; frees the request when none is left. */
 void request_unref(ts_request *req);
 
-/* Seconds on the monotonic clock. */
-double engine_now(void);
-
 #endif /* TESSERA_ENGINE_REQUEST_H */

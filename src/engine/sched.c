@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "common/clock.h"
 
 double sched_effective_priority(const ts_engine *e, const seq *s, double now)
 {
@@ -322,7 +323,7 @@ static void publish_stats(ts_engine *e)
 
 bool engine_step(ts_engine *e)
 {
-    double now = engine_now();
+    double now = clock_now_s();
     cancel_flagged(e);
     admit(e, now);
     plan_rows(e, now);

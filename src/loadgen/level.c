@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "loadgen/run_internal.h"
+#include "common/clock.h"
 
 double loadgen_uniform(uint64_t seed)
 {
@@ -128,13 +128,6 @@ static ts_status check_config(const loadgen_config *cfg, ts_error *err)
     return TS_OK;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 ts_status loadgen_run(loadgen_result *out, const loadgen_config *cfg, ts_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -188,7 +181,7 @@ ts_status loadgen_run(loadgen_result *out, const loadgen_config *cfg, ts_error *
         st = ts_error_set(err, TS_ERR_NOMEM, "loadgen: libcurl multi handle: out of memory");
         goto fail;
     }
-    run.deadline = mono_s() + cfg->deadline_s;
+    run.deadline = clock_now_s() + cfg->deadline_s;
     out->mixed = run.mixed;
     for (int l = 0; l < cfg->n_levels && !run.deadline_hit; l++) {
         memset(reqs, 0, (size_t)cfg->requests * sizeof *reqs);

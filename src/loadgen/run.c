@@ -5,19 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "loadgen/loadgen.h"
 #include "loadgen/run_internal.h"
+#include "common/clock.h"
 
 enum { MAX_BODY = 8 << 20, MAX_EVENT = 1 << 20 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void loadgen_config_default(loadgen_config *cfg)
 {
@@ -117,7 +110,7 @@ static bool on_event(void *ctx, const char *data, size_t len)
         t->stream_error = true;
         return false;
     }
-    on_chunk(t, j, now_s());
+    on_chunk(t, j, clock_now_s());
     cJSON_Delete(j);
     return true;
 }
@@ -238,7 +231,7 @@ static transfer *transfer_start(const loadgen_runner *run, loadgen_request *req,
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK)
         goto fail;
-    req->t_send = now_s();
+    req->t_send = clock_now_s();
     if (curl_multi_add_handle(run->multi, e) != CURLM_OK)
         goto fail;
     return t;
@@ -252,7 +245,7 @@ fail:
 static void transfer_finish(transfer *t, CURLcode rc)
 {
     loadgen_request *r = t->req;
-    r->t_done = now_s();
+    r->t_done = clock_now_s();
     long code = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
     r->done = true;
@@ -295,7 +288,7 @@ ts_status loadgen_run_level(loadgen_runner *run, int level, loadgen_request *req
     ts_status st = TS_OK;
     int started = 0, done = 0, in_flight = 0;
     while (done < started || started < n) {
-        while (in_flight < conc && started < n && now_s() < run->deadline) {
+        while (in_flight < conc && started < n && clock_now_s() < run->deadline) {
             int slot = 0;
             while (live[slot])
                 slot++;
@@ -311,7 +304,7 @@ ts_status loadgen_run_level(loadgen_runner *run, int level, loadgen_request *req
             started++;
             in_flight++;
         }
-        if (now_s() >= run->deadline) {
+        if (clock_now_s() >= run->deadline) {
             run->deadline_hit = true;
             break;
         }
@@ -335,7 +328,7 @@ ts_status loadgen_run_level(loadgen_runner *run, int level, loadgen_request *req
         }
         if (done == n)
             break;
-        double wait = run->deadline - now_s();
+        double wait = run->deadline - clock_now_s();
         int wait_ms = wait <= 0 ? 0 : wait > 1.0 ? 1000 : (int)(wait * 1e3) + 1;
         if (in_flight > 0)
             curl_multi_poll(run->multi, NULL, 0, wait_ms, NULL);
@@ -346,7 +339,7 @@ out:
             continue;
         live[s]->req->done = true;
         live[s]->req->error = LOADGEN_ERR_DEADLINE;
-        live[s]->req->t_done = now_s();
+        live[s]->req->t_done = clock_now_s();
         curl_multi_remove_handle(run->multi, live[s]->easy);
         transfer_free(live[s]);
     }

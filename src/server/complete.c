@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "server/server_internal.h"
+#include "common/clock.h"
 
 _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
                    (int)OAI_MAX_STOP_LEN == (int)TS_MAX_STOP_LEN &&
@@ -150,7 +151,7 @@ static void fill_logprob(const srv_job *j, const ts_event *ev, oai_token_logprob
 
 static void note_token_time(srv_job *j, choice_acc *a)
 {
-    double now = srv_now();
+    double now = clock_now_s();
     if (!j->first_token_seen) {
         j->first_token_seen = true;
         metrics_observe(j->srv->metrics, METRICS_HIST_TTFT, now - j->t_start);

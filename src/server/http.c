@@ -14,13 +14,7 @@
 
 #include "server/server_internal.h"
 #include "server/utf8.h"
-
-double srv_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "common/clock.h"
 
 /* ---- routes */
 
@@ -426,7 +420,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
             return MHD_NO;
         *req_cls = c; /* from here on only on_completed frees it */
         c->srv = srv;
-        c->t_start = srv_now();
+        c->t_start = clock_now_s();
         c->priority = TS_PRIORITY_NORMAL;
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%.*s", (int)strcspn(url, "?"), url);
@@ -470,7 +464,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     bool had_job = c->job != NULL;
     if (had_job)
         complete_job_free(c->job, &prompt_tokens, &completion_tokens);
-    double dur = srv_now() - c->t_start;
+    double dur = clock_now_s() - c->t_start;
     metrics_count_request(srv->metrics, c->route, c->status);
     metrics_observe(srv->metrics, METRICS_HIST_DURATION, dur);
     metrics_add_tokens(srv->metrics, prompt_tokens, completion_tokens);

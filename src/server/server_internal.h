@@ -79,8 +79,6 @@ typedef struct srv_conn {
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
 } srv_conn;
 
-double srv_now(void);
-
 /* Queues body (malloc'd; ownership passes to MHD) with a status and content type. */
 enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
                          const char *content_type, char *body, size_t len);
