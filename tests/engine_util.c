@@ -5,21 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "engine/detok.h"
 #include "engine_util.h"
 #include "model/forward_ref.h"
 #include "util.h"
-
-double eu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 ts_model *eu_load_stories(void)
 {
@@ -102,7 +95,7 @@ void eu_collect(ts_request *req, eu_result *r)
             append(&r->text[ev.index], ev.text, ev.text_len);
             if (ev.kind == TS_EVENT_TOKEN) {
                 if (r->first_token_time == 0)
-                    r->first_token_time = eu_now();
+                    r->first_token_time = clock_now_s();
                 r->tokens[ev.index]++;
             } else {
                 r->finish[ev.index] = ev.finish;
@@ -113,7 +106,7 @@ void eu_collect(ts_request *req, eu_result *r)
     }
     if (st != TS_ERR_NOT_FOUND)
         fail_msg("waiting for events: %s", ts_status_str(st));
-    r->done_time = eu_now();
+    r->done_time = clock_now_s();
 }
 
 void eu_result_free(eu_result *r)

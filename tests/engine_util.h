@@ -41,6 +41,4 @@ ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens
 /* Waits (bounded) until the engine reports no running and no queued sequence. */
 void eu_wait_idle(ts_engine *e);
 
-double eu_now(void);
-
 #endif

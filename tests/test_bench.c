@@ -132,6 +132,19 @@ static void test_tiny_run_has_the_json_shape(void **state)
         assert_true(number(l, "prefill_tok_s") > 0);
         assert_true(number(l, "speedup") > 0);
         assert_float_equal(number(l, "generated"), levels[i] * 8, 0);
+        /* 7 decode steps after the prompt's step at level 1 (the last may be missed) */
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(l, "decode_steps");
+        assert_true(cJSON_IsObject(d));
+        assert_true(number(d, "steps") >= 5 && number(d, "steps") <= 7 * levels[i]);
+        if (levels[i] == 1)
+            assert_float_equal(number(d, "rows_per_step"), 1.0, 0);
+        assert_true(number(d, "rows_per_step") >= 1.0 &&
+                    number(d, "rows_per_step") <= levels[i]);
+        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(d, "ms_per_step");
+        assert_int_equal(cJSON_GetArraySize(ms), TS_PHASE_COUNT);
+        for (int p = 0; p < TS_PHASE_COUNT; p++)
+            assert_true(number(ms, ts_step_phase_name((ts_step_phase)p)) >= 0);
+        assert_true(number(ms, "gemm") > 0 && number(ms, "lm_head") > 0);
         const char *pairs[] = {"ttft_ms", "itl_ms"};
         for (int k = 0; k < 2; k++) {
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(l, pairs[k]);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "engine_util.h"
 #include "util.h"
 
@@ -316,6 +317,52 @@ static void test_refusals_name_the_numbers(void **state)
     free(ids);
 }
 
+/* Every step lands in one of the two profiles, with its rows, and its phases add up. */
+static void test_step_profile_counts_every_step(void **state)
+{
+    (void)state;
+    ts_engine *e = start(4, 0);
+    int n = 0;
+    int32_t *ids = eu_tokenize(model, "Once upon a time, there was a little dog named Max.", &n);
+    eu_result r;
+    double t0 = clock_now_s();
+    ts_request *req = eu_submit(e, ids, n, 12, TS_PRIORITY_NORMAL);
+    eu_collect(req, &r);
+    ts_request_release(req);
+    eu_wait_idle(e);
+    double wall = clock_now_s() - t0;
+    assert_false(r.error);
+    assert_int_equal(r.tokens[0], 12);
+
+    ts_engine_stats s;
+    ts_engine_get_stats(e, &s);
+    /* the whole prompt in one step (under the prefill cap), then one decode step per
+     * further token */
+    assert_int_equal(s.prompt_steps.steps, 1);
+    assert_int_equal(s.prompt_steps.rows, (uint64_t)n);
+    assert_int_equal(s.decode_steps.steps, 11);
+    assert_int_equal(s.decode_steps.rows, 11);
+    assert_int_equal(s.steps, s.prompt_steps.steps + s.decode_steps.steps);
+    const ts_step_profile *both[] = {&s.prompt_steps, &s.decode_steps};
+    double total = 0.0;
+    for (int k = 0; k < 2; k++) {
+        for (int p = 0; p < TS_PHASE_COUNT; p++) {
+            assert_true(both[k]->seconds[p] >= 0.0);
+            total += both[k]->seconds[p];
+        }
+        assert_true(both[k]->seconds[TS_PHASE_GEMM] > 0.0);
+        assert_true(both[k]->seconds[TS_PHASE_LM_HEAD] > 0.0);
+        assert_true(both[k]->seconds[TS_PHASE_ATTENTION] > 0.0);
+    }
+    /* the phases are parts of the steps, which ran inside this window */
+    assert_true(total > 0.0 && total <= wall);
+    assert_string_equal(ts_step_phase_name(TS_PHASE_GEMM), "gemm");
+    assert_string_equal(ts_step_phase_name(TS_PHASE_COUNT), "unknown");
+    eu_result_free(&r);
+    free(ids);
+    ts_engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_stop_string_across_tokens),
         cmocka_unit_test(test_random_bytes_never_split_utf8),
         cmocka_unit_test(test_refusals_name_the_numbers),
+        cmocka_unit_test(test_step_profile_counts_every_step),
     };
     return cmocka_run_group_tests_name("engine", tests, setup, teardown);
 }

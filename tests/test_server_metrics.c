@@ -110,6 +110,8 @@ static void test_model_gauges(void **state)
     mm[0].stats.prefix_hit_blocks = 1;
     mm[0].stats.prefix_miss_blocks = 3;
     mm[0].stats.preemptions = 5;
+    mm[0].stats.decode_steps.seconds[TS_PHASE_GEMM] = 1.5;
+    mm[0].stats.prompt_steps.seconds[TS_PHASE_ATTENTION] = 0.25;
     char *t = metrics_render(m, mm, 2);
     assert_non_null(t);
     assert_true(sample(t, "tessera_queue_depth{model=\"stories\",priority=\"low\"}") == 3);
@@ -120,6 +122,12 @@ static void test_model_gauges(void **state)
     assert_true(sample(t, "tessera_kv_blocks{model=\"stories\",state=\"cached\"}") == 3);
     assert_true(sample(t, "tessera_prefix_cache_hit_ratio{model=\"stories\"}") == 0.25);
     assert_true(sample(t, "tessera_preemptions_total{model=\"stories\"}") == 5);
+    assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"decode\","
+                          "phase=\"gemm\"}") == 1.5);
+    assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"prompt\","
+                          "phase=\"attention\"}") == 0.25);
+    assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"prompt\","
+                          "phase=\"gemm\"}") == 0);
     /* A quote in a model name cannot break the label. */
     assert_true(sample(t, "tessera_running_sequences{model=\"we_ird\"}") == 0);
     free(t);

@@ -145,6 +145,27 @@ void ts_request_cancel(ts_request *req);
  * handle once the engine is done with it too. Accepts NULL. */
 void ts_request_release(ts_request *req);
 
+/* Parts of an engine step whose wall time the engine adds up (CLOCK_MONOTONIC around
+ * each part; the phases of a step sum to its duration). */
+typedef enum ts_step_phase {
+    TS_PHASE_SCHEDULE,  /* cancellations, admission, KV reservation, packing the rows */
+    TS_PHASE_ROWWISE,   /* embedding rows, RMSNorm, RoPE, K/V stores, SwiGLU */
+    TS_PHASE_GEMM,      /* the layers' weight GEMMs (QKV, output, W1|W3, W2) */
+    TS_PHASE_ATTENTION, /* paged attention */
+    TS_PHASE_LM_HEAD,   /* final norm and output GEMM of the rows that sample */
+    TS_PHASE_EMIT,      /* sampling, detokenizing, stop strings, events, clean-up */
+    TS_PHASE_COUNT
+} ts_step_phase;
+
+/* The name of a phase ("schedule", "rowwise", "gemm", "attention", "lm_head", "emit"). */
+const char *ts_step_phase_name(ts_step_phase phase);
+
+/* Cumulative time of a kind of step. */
+typedef struct ts_step_profile {
+    uint64_t steps, rows;
+    double seconds[TS_PHASE_COUNT];
+} ts_step_profile;
+
 typedef struct ts_engine_stats {
     int queued[TS_PRIORITY_COUNT]; /* waiting requests per priority */
     int running;                   /* sequences in the batch */
@@ -155,6 +176,9 @@ typedef struct ts_engine_stats {
      * ended for unread output (max_unread_bytes) counts as cancelled. */
     uint64_t requests_submitted, requests_completed, requests_failed, requests_cancelled;
     uint64_t prompt_tokens, generated_tokens, steps;
+    /* Steps whose rows are all decode tokens, and steps with prompt rows, apart: the
+     * first is what steady decoding costs. */
+    ts_step_profile decode_steps, prompt_steps;
 } ts_engine_stats;
 
 /* A consistent snapshot; never waits for a step to finish. */

@@ -21,6 +21,10 @@
  *               tokens of the level over the time until every prompt has its first token
  *               (decode steps of early requests share that time, so it is a lower bound).
  *   speedup     decode tok/s / decode tok/s of the concurrency-1 level of the same run.
+ *   decode step profile  the engine's own timing of its decode-only steps during the
+ *               level (ts_engine_stats.decode_steps, difference of two snapshots, the
+ *               second when the last event arrives, so the last step may be left out):
+ *               mean rows per step and milliseconds per step in each phase.
  */
 #ifndef TESSERA_CLI_BENCH_H
 #define TESSERA_CLI_BENCH_H
@@ -54,6 +58,8 @@ typedef struct bench_level {
     double speedup;
     double wall_s;       /* first submit -> last event */
     long generated;      /* TOKEN events of the level */
+    ts_step_profile decode; /* the engine's decode-only steps during the level (where
+                             * their time went; ramp-up and tail steps included) */
 } bench_level;
 
 typedef struct bench_result {

@@ -47,6 +47,26 @@ static cJSON *pair(double p50, double p99)
     return o;
 }
 
+/* {"steps", "rows_per_step", "ms_per_step": {phase: ms...}} of the decode steps. */
+static cJSON *profile_json(const ts_step_profile *p)
+{
+    cJSON *o = cJSON_CreateObject(), *ms = NULL;
+    double steps = p->steps ? (double)p->steps : 1.0;
+    if (!o || !cJSON_AddNumberToObject(o, "steps", (double)p->steps) ||
+        !cJSON_AddNumberToObject(o, "rows_per_step", (double)p->rows / steps) ||
+        !(ms = cJSON_AddObjectToObject(o, "ms_per_step"))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    for (int i = 0; i < TS_PHASE_COUNT; i++)
+        if (!cJSON_AddNumberToObject(ms, ts_step_phase_name((ts_step_phase)i),
+                                     1e3 * p->seconds[i] / steps)) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    return o;
+}
+
 static cJSON *level_json(const bench_level *l)
 {
     cJSON *o = cJSON_CreateObject();
@@ -66,6 +86,10 @@ static cJSON *level_json(const bench_level *l)
         !cJSON_AddNumberToObject(o, "generated", (double)l->generated) ||
         !cJSON_AddNumberToObject(o, "wall_s", l->wall_s))
         goto fail;
+    cJSON *prof = profile_json(&l->decode);
+    if (!prof)
+        goto fail;
+    cJSON_AddItemToObject(o, "decode_steps", prof);
     return o;
 
 fail:

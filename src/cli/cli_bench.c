@@ -151,6 +151,22 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
                l->decode_tok_s, l->speedup, l->prefill_tok_s, l->e2e_tok_s, l->ttft_p50_ms,
                l->ttft_p99_ms, l->itl_p50_ms, l->itl_p99_ms);
     }
+    printf("\ndecode steps (engine timing, ms per step):\n%5s %6s %9s", "conc", "steps",
+           "rows/step");
+    for (int p = 0; p < TS_PHASE_COUNT; p++)
+        printf(" %9s", ts_step_phase_name((ts_step_phase)p));
+    printf(" %9s\n", "total");
+    for (int i = 0; i < r->n_levels; i++) {
+        const ts_step_profile *d = &r->levels[i].decode;
+        double steps = d->steps ? (double)d->steps : 1.0, total = 0.0;
+        printf("%5d %6llu %9.1f", r->levels[i].concurrency, (unsigned long long)d->steps,
+               (double)d->rows / steps);
+        for (int p = 0; p < TS_PHASE_COUNT; p++) {
+            printf(" %9.3f", 1e3 * d->seconds[p] / steps);
+            total += d->seconds[p];
+        }
+        printf(" %9.3f\n", 1e3 * total / steps);
+    }
     double wbytes = bench_weight_bytes(c), single = 0.0;
     for (int i = 0; i < r->n_levels && single == 0.0; i++)
         if (r->levels[i].concurrency == 1)

@@ -31,6 +31,16 @@ void ts_request_params_default(ts_request_params *p)
     p->n = 1;
 }
 
+const char *ts_step_phase_name(ts_step_phase phase)
+{
+    static const char *const names[TS_PHASE_COUNT] = {
+        [TS_PHASE_SCHEDULE] = "schedule", [TS_PHASE_ROWWISE] = "rowwise",
+        [TS_PHASE_GEMM] = "gemm",         [TS_PHASE_ATTENTION] = "attention",
+        [TS_PHASE_LM_HEAD] = "lm_head",   [TS_PHASE_EMIT] = "emit",
+    };
+    return (unsigned)phase < TS_PHASE_COUNT ? names[phase] : "unknown";
+}
+
 const ts_model *ts_engine_get_model(const ts_engine *e)
 {
     return e->model;

@@ -321,6 +321,26 @@ static void publish_stats(ts_engine *e)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Adds a step's phase times (the forward pass's from e->fwd, which is reset) to the
+ * profile of its kind. */
+static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
+                         double t_end)
+{
+    ts_step_profile *p =
+        b->n_rows > b->n_seqs ? &e->counters.prompt_steps : &e->counters.decode_steps;
+    double *fs = e->fwd.seconds;
+    double forward = 0.0;
+    for (int i = 0; i < TS_PHASE_COUNT; i++) {
+        p->seconds[i] += fs[i];
+        forward += fs[i];
+        fs[i] = 0.0;
+    }
+    p->seconds[TS_PHASE_SCHEDULE] += t_packed - t_start;
+    p->seconds[TS_PHASE_EMIT] += t_end - t_packed - forward;
+    p->steps++;
+    p->rows += (uint64_t)b->n_rows;
+}
+
 bool engine_step(ts_engine *e)
 {
     double now = clock_now_s();
@@ -330,6 +350,7 @@ bool engine_step(ts_engine *e)
 
     fwd_batch batch;
     int n = pack_batch(e, &batch);
+    double t_packed = clock_now_s();
     if (n > 0) {
         ts_error err = {0};
         ts_status st = forward_batch(&e->fwd, e->model, e->pool, e->kernels, &batch, &err);
@@ -377,6 +398,8 @@ bool engine_step(ts_engine *e)
         }
     }
     engine_free_dead(e);
+    if (n > 0)
+        profile_step(e, &batch, now, t_packed, clock_now_s());
     publish_stats(e);
     return n > 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "model/forward_batch.h"
 
 ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_logits,
@@ -54,6 +55,14 @@ void fwd_state_free(fwd_state *s)
     free(s->xs);
     free(s->logits);
     memset(s, 0, sizeof *s);
+}
+
+/* Adds the time since t0 to phase and returns now, the start of the next phase. */
+static double lap(fwd_state *s, ts_step_phase phase, double t0)
+{
+    double now = clock_now_s();
+    s->seconds[phase] += now - t0;
+    return now;
 }
 
 /* Below this many floats of work a parallel region costs more than it saves. */
@@ -165,6 +174,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         return ts_error_set(err, TS_ERR_INVALID_ARG, "step of %d rows / %d logits over %d / %d",
                             T, b->n_logits, s->max_rows, s->max_logits);
 
+    double t = clock_now_s();
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++)
             s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j;
@@ -179,26 +189,35 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     for (int l = 0; l < c->n_layers; l++) {
         /* attention block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_att + (size_t)l * dim, T, dim, c->rms_eps);
+        t = lap(s, TS_PHASE_ROWWISE, t);
         fwd_gemm(k, gp, s->qkv, s->xn, dim, w->wqkv + (size_t)l * qkv_rows * dim, T, qkv_rows, dim,
                  0.0f);
+        t = lap(s, TS_PHASE_GEMM, t);
         k->rope(s->qkv, s->pos, T, (size_t)qkv_rows, c->n_heads, c->head_dim, c->rope_freq_base, rope);
         k->rope(s->qkv + q_dim, s->pos, T, (size_t)qkv_rows, c->n_kv_heads, c->head_dim,
                 c->rope_freq_base, rope);
         ts_status st = store_kv(pool, b, s->qkv, qkv_rows, q_dim, kv_dim, l, err);
         if (st != TS_OK)
             return st;
+        t = lap(s, TS_PHASE_ROWWISE, t);
         attention(k, c, &lay, b, s->att, s->qkv, l);
+        t = lap(s, TS_PHASE_ATTENTION, t);
         fwd_gemm(k, gp, s->x, s->att, q_dim, w->wo + (size_t)l * dim * q_dim, T, dim, q_dim, 1.0f);
+        t = lap(s, TS_PHASE_GEMM, t);
 
         /* feed-forward block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T, dim, c->rms_eps);
+        t = lap(s, TS_PHASE_ROWWISE, t);
         fwd_gemm(k, gp, s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
+        t = lap(s, TS_PHASE_GEMM, t);
 #pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK)
         for (int r = 0; r < T; r++) {
             float *g = s->gu + (size_t)r * 2 * ffn;
             k->silu_mul(g, g, g + ffn, (size_t)ffn);
         }
+        t = lap(s, TS_PHASE_ROWWISE, t);
         fwd_gemm(k, gp, s->x, s->gu, 2 * ffn, w->w2 + (size_t)l * dim * ffn, T, dim, ffn, 1.0f);
+        t = lap(s, TS_PHASE_GEMM, t);
     }
 
     /* LM head, only for the rows that sample */
@@ -212,5 +231,6 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         rmsnorm_rows(k, s->xs, s->xs, w->rms_final, b->n_logits, dim, c->rms_eps);
         fwd_gemm(k, gp, s->logits, s->xs, dim, w->output, b->n_logits, c->vocab_size, dim, 0.0f);
     }
+    lap(s, TS_PHASE_LM_HEAD, t);
     return TS_OK;
 }

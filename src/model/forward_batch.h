@@ -9,6 +9,7 @@
 #include "kv/kv.h"
 #include "model/model.h"
 #include "simd.h"
+#include "tessera/engine.h"
 
 /* One sequence's share of a step: rows row0 .. row0+n_rows-1 hold its tokens at positions
  * pos0 .. pos0+n_rows-1. */
@@ -47,6 +48,9 @@ typedef struct fwd_state {
     int32_t *pos;   /* (max_rows) position of each row */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
+    double seconds[TS_PHASE_COUNT]; /* wall time forward_batch spent per phase (rowwise,
+                                     * gemm, attention, lm_head), added up; the caller
+                                     * reads and resets it */
 } fwd_state;
 
 /* Fails with TS_ERR_INVALID_ARG when TESSERA_GEMM is set to something other than auto,

@@ -233,6 +233,19 @@ static void render_models(textbuf *b, const metrics_model *models, size_t n)
             put(b, "%s{model=\"%s\"} %llu\n", counters[c].name, names[i], (unsigned long long)v);
         }
     }
+    header(b, "tessera_engine_step_seconds_total", "counter",
+           "Engine step time by phase; kind=decode: steps of decode tokens only, "
+           "kind=prompt: steps with prompt rows.");
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            const ts_step_profile *p =
+                k == 0 ? &models[i].stats.decode_steps : &models[i].stats.prompt_steps;
+            for (int ph = 0; ph < TS_PHASE_COUNT; ph++)
+                put(b, "tessera_engine_step_seconds_total{model=\"%s\",kind=\"%s\",phase=\"%s\"} "
+                       "%.9g\n",
+                    names[i], k == 0 ? "decode" : "prompt", ts_step_phase_name((ts_step_phase)ph),
+                    p->seconds[ph]);
+        }
     free(names);
 }
 
