@@ -56,10 +56,11 @@ typedef struct simd_kernels {
      * out may equal x. */
     void (*rmsnorm)(float *out, const float *x, const float *weight, int rows, int n, float eps);
 
-    /* Rotates n_heads heads of head_dim floats in each of rows rows in place:
-     * x (rows, row_stride) holding (n_heads, head_dim) at its start; pos (rows). */
-    void (*rope)(float *x, const int32_t *pos, int rows, size_t row_stride, int n_heads,
-                 int head_dim, float freq_base, simd_rope_style style);
+    /* Rotates n_heads heads of head_dim (even) floats in each of rows rows in place:
+     * x (rows, row_stride) holding (n_heads, head_dim) at its start; table (rows,
+     * SIMD_ROPE_TABLE_FLOATS(head_dim)) from simd_rope_table() for the same style. */
+    void (*rope)(float *x, const float *table, int rows, size_t row_stride, int n_heads,
+                 int head_dim, simd_rope_style style);
 
     /* out = gate * sigmoid(gate) * up, all (n). out may equal gate or up. */
     void (*silu_mul)(float *out, const float *gate, const float *up, size_t n);
@@ -93,6 +94,16 @@ typedef struct simd_kernels {
      * measured faster (bench/bench_gemm.c, docs/BENCHMARKS.md); 0 for the reference. */
     int gemm_nt_max_rows;
 } simd_kernels;
+
+/* Floats per row of a RoPE table: the cos then the sin terms, head_dim each. */
+#define SIMD_ROPE_TABLE_FLOATS(head_dim) (2 * (size_t)(head_dim))
+
+/* Fills table (rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) with the rotation of each row's
+ * position pos[r], angle pos * freq_base^(-2i/head_dim) for pair i, computed as llama2.c
+ * does (powf, cosf, sinf in float). A step builds it once for every layer, query and
+ * key head. Plain C: the same table on every instruction set. */
+void simd_rope_table(float *table, const int32_t *pos, int rows, int head_dim, float freq_base,
+                     simd_rope_style style);
 
 /* Instruction sets with a kernel table. */
 typedef enum simd_isa {

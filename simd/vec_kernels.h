@@ -82,51 +82,31 @@ static void vec_rmsnorm(float *out, const float *x, const float *weight, int row
     }
 }
 
-/* Pairs of one rope table chunk: cos/sin of up to this many frequencies per position. */
-#define ROPE_CHUNK 64
-
-static void vec_rope(float *x, const int32_t *pos, int rows, size_t row_stride, int n_heads,
-                     int head_dim, float freq_base, simd_rope_style style)
+static void vec_rope(float *x, const float *table, int rows, size_t row_stride, int n_heads,
+                     int head_dim, simd_rope_style style)
 {
-    /* x (rows, row_stride) holding (n_heads, head_dim); pos (rows). The cos/sin of a
-     * position are computed once (as llama2.c does) and reused for every head. */
+    /* x (rows, row_stride) holding (n_heads, head_dim); table (rows, 2 * head_dim) from
+     * simd_rope_table: the cos/sin of a row's position, reused for every head. */
     int half = head_dim / 2;
-    float tc[2 * ROPE_CHUNK], ts[2 * ROPE_CHUNK];
     for (int r = 0; r < rows; r++) {
-        for (int c0 = 0; c0 < half; c0 += ROPE_CHUNK) {
-            int cn = half - c0 < ROPE_CHUNK ? half - c0 : ROPE_CHUNK;
-            for (int i = 0; i < cn; i++) {
-                float freq = 1.0f / powf(freq_base, (float)(2 * (c0 + i)) / (float)head_dim);
-                float val = pos[r] * freq;
-                float c = cosf(val), s = sinf(val);
-                if (style == SIMD_ROPE_NEOX) {
-                    tc[i] = c;
-                    ts[i] = s;
-                } else { /* interleaved so that out = x * tc + swap_pairs(x) * ts */
-                    tc[2 * i] = tc[2 * i + 1] = c;
-                    ts[2 * i] = -s;
-                    ts[2 * i + 1] = s;
+        const float *tc = table + (size_t)r * 2 * head_dim, *ts = tc + head_dim;
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
+            if (style == SIMD_ROPE_NEOX) {
+                float *a = v, *b = v + half;
+                for (size_t i = 0; i < (size_t)half; i += VW) {
+                    size_t m = LANES(i, (size_t)half);
+                    V x1 = ld(a + i, m), x2 = ld(b + i, m);
+                    V c = ld(tc + i, m), s = ld(ts + i, m);
+                    st(a + i, v_sub(v_mul(x1, c), v_mul(x2, s)), m);
+                    st(b + i, v_fma(x1, s, v_mul(x2, c)), m);
                 }
-            }
-            for (int h = 0; h < n_heads; h++) {
-                float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
-                if (style == SIMD_ROPE_NEOX) {
-                    float *a = v + c0, *b = v + half + c0;
-                    for (size_t i = 0; i < (size_t)cn; i += VW) {
-                        size_t m = LANES(i, (size_t)cn);
-                        V x1 = ld(a + i, m), x2 = ld(b + i, m);
-                        V c = ld(tc + i, m), s = ld(ts + i, m);
-                        st(a + i, v_sub(v_mul(x1, c), v_mul(x2, s)), m);
-                        st(b + i, v_fma(x1, s, v_mul(x2, c)), m);
-                    }
-                } else {
-                    float *a = v + 2 * c0;
-                    size_t len = 2 * (size_t)cn; /* even, so a partial vector keeps whole pairs */
-                    for (size_t i = 0; i < len; i += VW) {
-                        size_t m = LANES(i, len);
-                        V xv = ld(a + i, m);
-                        st(a + i, v_fma(xv, ld(tc + i, m), v_mul(v_swap_pairs(xv), ld(ts + i, m))), m);
-                    }
+            } else {
+                size_t len = 2 * (size_t)half; /* even, so a partial vector keeps whole pairs */
+                for (size_t i = 0; i < len; i += VW) {
+                    size_t m = LANES(i, len);
+                    V xv = ld(v + i, m);
+                    st(v + i, v_fma(xv, ld(tc + i, m), v_mul(v_swap_pairs(xv), ld(ts + i, m))), m);
                 }
             }
         }

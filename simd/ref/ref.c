@@ -1,5 +1,6 @@
 /* ref.c: plain-C reference kernels, written as llama2.c's run.c computes them. */
 #include <math.h>
+#include <stdbool.h>
 
 #include "simd_internal.h"
 
@@ -20,20 +21,20 @@ static void ref_rmsnorm(float *out, const float *x, const float *weight, int row
     }
 }
 
-static void ref_rope(float *x, const int32_t *pos, int rows, size_t row_stride, int n_heads,
-                     int head_dim, float freq_base, simd_rope_style style)
+static void ref_rope(float *x, const float *table, int rows, size_t row_stride, int n_heads,
+                     int head_dim, simd_rope_style style)
 {
-    /* x (rows, row_stride) holding (n_heads, head_dim); pos (rows) */
+    /* x (rows, row_stride) holding (n_heads, head_dim); table from simd_rope_table */
     int half = head_dim / 2;
     for (int r = 0; r < rows; r++) {
+        const float *tc = table + (size_t)r * SIMD_ROPE_TABLE_FLOATS(head_dim), *ts = tc + head_dim;
         for (int h = 0; h < n_heads; h++) {
             float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
             for (int i = 0; i < half; i++) {
-                float freq = 1.0f / powf(freq_base, (float)(2 * i) / (float)head_dim);
-                float val = pos[r] * freq;
-                float fcr = cosf(val), fci = sinf(val);
-                int a = style == SIMD_ROPE_NEOX ? i : 2 * i;
-                int b = style == SIMD_ROPE_NEOX ? i + half : 2 * i + 1;
+                bool neox = style == SIMD_ROPE_NEOX;
+                float fcr = neox ? tc[i] : tc[2 * i], fci = neox ? ts[i] : ts[2 * i + 1];
+                int a = neox ? i : 2 * i;
+                int b = neox ? i + half : 2 * i + 1;
                 float v0 = v[a], v1 = v[b];
                 v[a] = v0 * fcr - v1 * fci;
                 v[b] = v0 * fci + v1 * fcr;

@@ -34,9 +34,11 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->att = malloc(R * (size_t)c->n_heads * c->head_dim * sizeof(float));
     s->gu = malloc(R * 2 * (size_t)c->hidden_dim * sizeof(float));
     s->pos = malloc(R * sizeof(int32_t));
+    s->rope = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
     s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
-    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->xs || !s->logits) {
+    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->rope || !s->xs ||
+        !s->logits) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
                             max_rows);
@@ -52,6 +54,7 @@ void fwd_state_free(fwd_state *s)
     free(s->att);
     free(s->gu);
     free(s->pos);
+    free(s->rope);
     free(s->xs);
     free(s->logits);
     memset(s, 0, sizeof *s);
@@ -68,20 +71,27 @@ static double lap(fwd_state *s, ts_step_phase phase, double t0)
 /* Below this many floats of work a parallel region costs more than it saves. */
 enum { PARALLEL_MIN_WORK = 1 << 15 };
 
-/* Rows of N one thread's range is rounded to: whole kernel tiles and cache lines of out. */
+/* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles and cache lines
+ * of out. */
 enum { GEMM_ALIGN = 16 };
+
+/* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
+ * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
+enum { GEMM_CHUNKS_PER_THREAD = 4 };
 
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, float *out, const float *a, int lda,
               const float *w, int M, int N, int K, float beta)
 {
     if (path == FWD_GEMM_KERNEL || (path == FWD_GEMM_AUTO && M <= k->gemm_nt_max_rows)) {
-        /* one contiguous range of weight rows per thread, so each streams its rows once
-         * with the next tile prefetched */
-#pragma omp parallel if ((long)N * K >= PARALLEL_MIN_WORK)
-        {
-            long nt = omp_get_num_threads(), t = omp_get_thread_num();
-            int nb = (int)(N * t / nt / GEMM_ALIGN * GEMM_ALIGN);
-            int ne = t == nt - 1 ? N : (int)(N * (t + 1) / nt / GEMM_ALIGN * GEMM_ALIGN);
+        int threads = (long)N * K >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+        int chunk = (N + threads * GEMM_CHUNKS_PER_THREAD - 1) / (threads * GEMM_CHUNKS_PER_THREAD);
+        chunk = (chunk + GEMM_ALIGN - 1) / GEMM_ALIGN * GEMM_ALIGN;
+        int n_chunks = (N + chunk - 1) / chunk;
+        /* each chunk is a contiguous range of weight rows, streamed once with the next
+         * tile prefetched */
+#pragma omp parallel for schedule(dynamic, 1) if (threads > 1)
+        for (int i = 0; i < n_chunks; i++) {
+            int nb = i * chunk, ne = nb + chunk < N ? nb + chunk : N;
             k->gemm_nt(out, (size_t)N, a, (size_t)lda, w, M, N, K, beta, nb, ne);
         }
         return;
@@ -104,21 +114,37 @@ static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, cons
         k->rmsnorm(out + (size_t)r * dim, x + (size_t)r * dim, w, 1, dim, eps);
 }
 
-/* Writes the new K and V rows of every sequence into its blocks. */
-static ts_status store_kv(kv_pool *pool, const fwd_batch *b, const float *qkv, int qkv_rows,
-                          int q_dim, int kv_dim, int layer, ts_error *err)
+/* Rotates the new Q and K rows by the step's RoPE table and writes K and V into each
+ * sequence's blocks, rows in parallel when there are enough. */
+static ts_status rope_and_store(const fwd_state *s, const ts_model_config *c,
+                                const simd_kernels *k, kv_pool *pool, const fwd_batch *b,
+                                int layer, ts_error *err)
 {
-    for (int s = 0; s < b->n_seqs; s++) {
-        const fwd_seq *sq = &b->seqs[s];
+    int hd = c->head_dim, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
+    size_t qkv_rows = (size_t)model_qkv_rows(c);
+    simd_rope_style style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
+    ts_status st = TS_OK;
+#pragma omp parallel for schedule(static) if ((long)b->n_rows * qkv_rows >= PARALLEL_MIN_WORK / 4)
+    for (int s_i = 0; s_i < b->n_seqs; s_i++) {
+        const fwd_seq *sq = &b->seqs[s_i];
         for (int j = 0; j < sq->n_rows; j++) {
-            const float *row = qkv + (size_t)(sq->row0 + j) * qkv_rows;
-            ts_status st = kv_table_write(pool, sq->table, layer, sq->pos0 + j, row + q_dim,
-                                          row + q_dim + kv_dim, err);
-            if (st != TS_OK)
-                return st;
+            int r = sq->row0 + j;
+            float *row = s->qkv + (size_t)r * qkv_rows;
+            const float *table = s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd);
+            k->rope(row, table, 1, qkv_rows, c->n_heads, hd, style);
+            k->rope(row + q_dim, table, 1, qkv_rows, c->n_kv_heads, hd, style);
+            ts_error row_err;
+            if (kv_table_write(pool, sq->table, layer, sq->pos0 + j, row + q_dim,
+                               row + q_dim + kv_dim, &row_err) != TS_OK) {
+#pragma omp critical(fwd_store_error)
+                if (st == TS_OK) {
+                    st = row_err.status;
+                    *err = row_err;
+                }
+            }
         }
     }
-    return TS_OK;
+    return st;
 }
 
 /* att = causal attention of every sequence's rows over its paged K/V for one layer. */
@@ -165,9 +191,8 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     const ts_model_config *c = &m->cfg;
     const model_weights *w = &m->w;
     int T = b->n_rows, dim = c->dim, ffn = c->hidden_dim;
-    int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int q_dim = c->n_heads * c->head_dim;
     int qkv_rows = model_qkv_rows(c);
-    simd_rope_style rope = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
     fwd_gemm_path gp = s->gemm_path;
     kv_layout lay = kv_pool_layout(pool);
     if (T > s->max_rows || b->n_logits > s->max_logits)
@@ -178,6 +203,8 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++)
             s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j;
+    simd_rope_table(s->rope, s->pos, T, c->head_dim, c->rope_freq_base,
+                    c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL);
     for (int r = 0; r < T; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
@@ -193,10 +220,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         fwd_gemm(k, gp, s->qkv, s->xn, dim, w->wqkv + (size_t)l * qkv_rows * dim, T, qkv_rows, dim,
                  0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
-        k->rope(s->qkv, s->pos, T, (size_t)qkv_rows, c->n_heads, c->head_dim, c->rope_freq_base, rope);
-        k->rope(s->qkv + q_dim, s->pos, T, (size_t)qkv_rows, c->n_kv_heads, c->head_dim,
-                c->rope_freq_base, rope);
-        ts_status st = store_kv(pool, b, s->qkv, qkv_rows, q_dim, kv_dim, l, err);
+        ts_status st = rope_and_store(s, c, k, pool, b, l, err);
         if (st != TS_OK)
             return st;
         t = lap(s, TS_PHASE_ROWWISE, t);
@@ -210,7 +234,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         t = lap(s, TS_PHASE_ROWWISE, t);
         fwd_gemm(k, gp, s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
-#pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK)
+#pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK / 8) /* an exp each */
         for (int r = 0; r < T; r++) {
             float *g = s->gu + (size_t)r * 2 * ffn;
             k->silu_mul(g, g, g + ffn, (size_t)ffn);
