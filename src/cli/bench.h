@@ -22,9 +22,9 @@
  *               (decode steps of early requests share that time, so it is a lower bound).
  *   speedup     decode tok/s / decode tok/s of the concurrency-1 level of the same run.
  *   decode step profile  the engine's own timing of its decode-only steps during the
- *               level (ts_engine_stats.decode_steps, difference of two snapshots, the
- *               second when the last event arrives, so the last step may be left out):
- *               mean rows per step and milliseconds per step in each phase.
+ *               level (ts_engine_stats.decode_steps, difference of the snapshots before
+ *               the level and once the engine is idle after it): mean rows per step and
+ *               milliseconds per step in each phase.
  */
 #ifndef TESSERA_CLI_BENCH_H
 #define TESSERA_CLI_BENCH_H

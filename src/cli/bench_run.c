@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/bench.h"
 #include "kv/kv.h"
@@ -301,6 +302,22 @@ static ts_status probe_set_init(probe_set *s, ts_engine *e, int n, int prompt_le
     return TS_OK;
 }
 
+/* Waits until the engine has published its last step (it does so just after pushing
+ * that step's events, which the probes may already have read) and returns those stats.
+ * Gives up after a second, leaving the latest snapshot. */
+static void wait_idle(ts_engine *e, ts_engine_stats *st)
+{
+    for (int i = 0; i < 2000; i++) {
+        ts_engine_get_stats(e, st);
+        int queued = 0;
+        for (int p = 0; p < TS_PRIORITY_COUNT; p++)
+            queued += st->queued[p];
+        if (st->running == 0 && queued == 0)
+            return;
+        nanosleep(&(struct timespec){.tv_nsec = 500000}, NULL);
+    }
+}
+
 static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
                            const bench_config *cfg, ts_error *err)
 {
@@ -316,9 +333,7 @@ static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
     if (st == TS_OK)
         st = level_metrics(l, s.pr, n, err);
     if (st == TS_OK) {
-        /* taken when the last event has arrived: the engine publishes a step's stats
-         * after pushing its events, so the level's last step may be left out */
-        ts_engine_get_stats(e, &after);
+        wait_idle(e, &after);
         ts_step_profile *d = &l->decode;
         d->steps = after.decode_steps.steps - before.decode_steps.steps;
         d->rows = after.decode_steps.rows - before.decode_steps.rows;
