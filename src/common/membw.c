@@ -5,20 +5,30 @@
 
 #include "common/membw.h"
 
-/* Sum of n floats with enough independent accumulators to stay memory bound. */
+enum { STREAMS = 4, CHUNK = 16, PREFETCH_FLOATS = 512 };
+
+/* Sum of n floats read as STREAMS interleaved sequential streams, each prefetched 2 KB
+ * ahead: the access pattern of the GEMM kernels (a tile of weight rows at a time). One
+ * stream per thread leaves the core's miss buffers half used and reads ~30% below what
+ * the kernels stream on the 16-core Xeon. Independent accumulators keep it memory bound. */
 static float sum_range(const float *x, size_t n)
 {
-    float acc[32] = {0};
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int j = 0; j < 32; j++)
-            acc[j] += x[i + j];
-    for (; i < n; i++)
-        acc[0] += x[i];
-    float s = 0.0f;
-    for (int j = 0; j < 32; j++)
-        s += acc[j];
-    return s;
+    float acc[STREAMS][CHUNK] = {{0}};
+    size_t len = n / STREAMS / CHUNK * CHUNK; /* floats per stream, whole chunks */
+    for (size_t i = 0; i < len; i += CHUNK)
+        for (int s = 0; s < STREAMS; s++) {
+            const float *p = x + (size_t)s * len + i;
+            __builtin_prefetch(p + PREFETCH_FLOATS, 0, 3); /* a chunk is one cache line */
+            for (int j = 0; j < CHUNK; j++)
+                acc[s][j] += p[j];
+        }
+    for (size_t i = (size_t)STREAMS * len; i < n; i++)
+        acc[0][0] += x[i];
+    float total = 0.0f;
+    for (int s = 0; s < STREAMS; s++)
+        for (int j = 0; j < CHUNK; j++)
+            total += acc[s][j];
+    return total;
 }
 
 typedef struct membw_job {
