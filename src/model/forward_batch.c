@@ -109,7 +109,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, float *out, const float
 static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
                          int rows, int dim, float eps)
 {
-#pragma omp parallel for schedule(static) if ((long)rows * dim >= PARALLEL_MIN_WORK)
+#pragma omp parallel for schedule(static) if ((long)rows * dim >= PARALLEL_MIN_WORK / 4)
     for (int r = 0; r < rows; r++)
         k->rmsnorm(out + (size_t)r * dim, x + (size_t)r * dim, w, 1, dim, eps);
 }
