@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/sampler.h"
 #include "common/clock.h"
+#include "engine/sampler.h"
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -7,9 +7,9 @@
 #include <time.h>
 
 #include "cli/bench.h"
+#include "common/clock.h"
 #include "kv/kv.h"
 #include "tokenizer/vocab.h"
-#include "common/clock.h"
 
 enum { WARMUP_TOKENS = 4 };
 

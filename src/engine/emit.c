@@ -228,21 +228,27 @@ void engine_fail_request(ts_engine *e, job *j, ts_status st, const char *msg)
     bury_job(e, j);
 }
 
-bool engine_emit(ts_engine *e, seq *s, float *logits)
+void engine_sample(seq *s, float *logits, sampler_scratch *sc, sampled *out)
+{
+    const ts_request *r = s->job->req;
+    out->want_logprobs = r->sampling.logprobs || r->sampling.top_logprobs > 0;
+    out->err = (ts_error){0};
+    out->status = sampler_sample(&s->smp, sc, &out->token, out->want_logprobs ? &out->lp : NULL,
+                                 logits, s->tokens, s->n_tokens, s->n_generated, &out->err);
+}
+
+bool engine_emit(ts_engine *e, seq *s, const sampled *pick)
 {
     job *j = s->job;
     ts_request *r = j->req;
     const ts_tokenizer *tok = e->model->tokenizer;
     ts_error err = {0};
-    int32_t token = 0;
-    sampler_logprobs lp;
-    bool want_lp = r->sampling.logprobs || r->sampling.top_logprobs > 0;
-    ts_status st = sampler_sample(&s->smp, &e->scratch, &token, want_lp ? &lp : NULL, logits,
-                                  s->tokens, s->n_tokens, s->n_generated, &err);
+    ts_status st = pick->status;
     if (st != TS_OK) {
-        engine_fail_request(e, j, st, err.msg);
+        engine_fail_request(e, j, st, pick->err.msg);
         return false;
     }
+    int32_t token = pick->token;
     s->tokens[s->n_tokens++] = token;
     s->n_generated++;
     e->counters.generated_tokens++;
@@ -259,7 +265,7 @@ bool engine_emit(ts_engine *e, seq *s, float *logits)
             engine_fail_request(e, j, st, err.msg);
             return false;
         }
-        bool ok = push_token(e, s, text, n_text, token, want_lp ? &lp : NULL);
+        bool ok = push_token(e, s, text, n_text, token, pick->want_logprobs ? &pick->lp : NULL);
         free(text);
         if (!ok)
             return false;

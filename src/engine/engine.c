@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
 #include "common/clock.h"
+#include "engine/engine_internal.h"
 
 /* OpenBLAS's OpenMP build reads its thread count from here. */
 void openblas_set_num_threads(int num_threads);
@@ -75,6 +75,23 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
 
 static void *engine_thread(void *arg);
 
+/* A sampler scratch for each thread the step may sample on (--threads, else OpenMP's
+ * default team size), and the step's table of picks. */
+static ts_status init_scratch(ts_engine *e, ts_error *err)
+{
+    int n = e->opts.n_threads > 0 ? e->opts.n_threads : omp_get_max_threads();
+    e->scratch = calloc((size_t)n, sizeof *e->scratch);
+    e->picks = malloc((size_t)e->opts.max_seqs * sizeof *e->picks);
+    if (!e->scratch || !e->picks)
+        return ts_error_set(err, TS_ERR_NOMEM, "out of memory for %d sampler scratches", n);
+    for (; e->n_scratch < n; e->n_scratch++) {
+        ts_status st = sampler_scratch_init(&e->scratch[e->n_scratch], e->model->cfg.vocab_size, err);
+        if (st != TS_OK)
+            return st;
+    }
+    return TS_OK;
+}
+
 ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
                            ts_engine **out, ts_error *err)
 {
@@ -106,16 +123,15 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         e->allocs_left = atoi(fault);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
-    int vocab = model->cfg.vocab_size;
     if ((st = create_pool(e, err)) != TS_OK ||
         (st = fwd_state_init(&e->fwd, model, e->max_rows, o->max_seqs, err)) != TS_OK ||
-        (st = sampler_scratch_init(&e->scratch, vocab, err)) != TS_OK)
+        (st = init_scratch(e, err)) != TS_OK)
         goto fail;
     e->running = calloc((size_t)o->max_seqs, sizeof *e->running);
     e->step_tokens = malloc((size_t)e->max_rows * sizeof *e->step_tokens);
     e->step_seqs = malloc((size_t)o->max_seqs * sizeof *e->step_seqs);
     e->step_order = malloc((size_t)o->max_seqs * sizeof *e->step_order);
-    e->logits_copy = malloc((size_t)vocab * sizeof(float));
+    e->logits_copy = malloc((size_t)model->cfg.vocab_size * sizeof(float));
     if (!e->running || !e->step_tokens || !e->step_seqs || !e->step_order || !e->logits_copy) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for engine buffers");
         goto fail;
@@ -175,7 +191,10 @@ void ts_engine_destroy(ts_engine *e)
     free(e->step_seqs);
     free(e->step_order);
     free(e->logits_copy);
-    sampler_scratch_free(&e->scratch);
+    for (int i = 0; i < e->n_scratch; i++)
+        sampler_scratch_free(&e->scratch[i]);
+    free(e->scratch);
+    free(e->picks);
     fwd_state_free(&e->fwd);
     kv_pool_free(e->pool);
     pthread_mutex_destroy(&e->mu);

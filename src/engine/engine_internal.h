@@ -70,7 +70,9 @@ struct ts_engine {
     /* Engine thread only. */
     kv_pool *pool;
     fwd_state fwd;
-    sampler_scratch scratch;
+    sampler_scratch *scratch; /* (n_scratch) one per thread that samples */
+    int n_scratch;
+    struct sampled *picks;  /* (max_seqs) the step's sampled tokens, by fwd_seq index */
     seq **running;          /* (max_seqs) admitted sequences, in admission order */
     int n_running;
     seq **waiting;          /* new and preempted sequences */
@@ -122,8 +124,21 @@ bool engine_alloc_ok(ts_engine *e);
 /* Frees the sequences and requests that ended during the step. */
 void engine_free_dead(ts_engine *e);
 
-/* Samples the next token of s from logits (vocab; modified), appends it and emits its
- * text; ends the sequence when it is done. Returns true while it keeps running. */
-bool engine_emit(ts_engine *e, seq *s, float *logits);
+/* A token drawn for a sequence, not yet appended or emitted. */
+typedef struct sampled {
+    int32_t token;
+    ts_status status;     /* TS_OK, or why sampling failed (err) */
+    bool want_logprobs;
+    sampler_logprobs lp;  /* when want_logprobs */
+    ts_error err;
+} sampled;
+
+/* Draws s's next token from logits (vocab; modified) with scratch sc. Touches only s's
+ * sampler and sc, so several sequences may sample at once on separate scratches. */
+void engine_sample(seq *s, float *logits, sampler_scratch *sc, sampled *out);
+
+/* Appends the token drawn for s and emits its text; ends the sequence when it is done
+ * (or fails the request when sampling failed). Returns true while it keeps running. */
+bool engine_emit(ts_engine *e, seq *s, const sampled *pick);
 
 #endif /* TESSERA_ENGINE_INTERNAL_H */

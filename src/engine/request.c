@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/request.h"
 #include "common/clock.h"
+#include "engine/request.h"
 
 static void request_free(ts_request *req)
 {

@@ -2,11 +2,12 @@
  * step's rows under a token budget (every decode, then prefill chunks), KV reservation
  * with preemption of the worst sequence when blocks run out, the batched forward pass,
  * prefix-cache publication, and sampling. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
 #include "common/clock.h"
+#include "engine/engine_internal.h"
 
 double sched_effective_priority(const ts_engine *e, const seq *s, double now)
 {
@@ -321,6 +322,35 @@ static void publish_stats(ts_engine *e)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Whether s samples straight from its own logits row this step (a request of n > 1
+ * whose prompt just finished forks first, and its completions sample after). */
+static bool samples_now(const seq *s)
+{
+    return s->job->forked || s->job->req->n == 1;
+}
+
+/* Below this many rows to sample, a parallel region costs more than it saves. */
+enum { PARALLEL_SAMPLE_MIN_ROWS = 4 };
+
+/* Draws the tokens of every sequence that samples now into e->picks, by batch index,
+ * rows in parallel (each thread on its own scratch; a sequence's sampler is its own). */
+static void sample_rows(ts_engine *e, const fwd_batch *b, int n)
+{
+    int vocab = e->model->cfg.vocab_size, rows = 0;
+    for (int i = 0; i < n; i++)
+        rows += b->seqs[i].logits_row >= 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->n_scratch) \
+    if (rows >= PARALLEL_SAMPLE_MIN_ROWS)
+    for (int i = 0; i < n; i++) {
+        seq *s = e->step_order[i];
+        const fwd_seq *fs = &b->seqs[i];
+        if (fs->logits_row < 0 || s->done || !samples_now(s))
+            continue;
+        engine_sample(s, e->fwd.logits + (size_t)fs->logits_row * vocab,
+                      &e->scratch[omp_get_thread_num()], &e->picks[i]);
+    }
+}
+
 /* Adds a step's phase times (the forward pass's from e->fwd, which is reset) to the
  * profile of its kind. */
 static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
@@ -369,14 +399,15 @@ bool engine_step(ts_engine *e)
         }
         if (st == TS_OK) {
             int vocab = e->model->cfg.vocab_size;
+            sample_rows(e, &batch, n);
             for (int i = 0; i < n; i++) {
                 seq *s = e->step_order[i];
                 const fwd_seq *fs = &batch.seqs[i];
                 if (fs->logits_row < 0 || s->done)
                     continue;
                 float *row = e->fwd.logits + (size_t)fs->logits_row * vocab;
-                if (s->job->forked || s->job->req->n == 1) {
-                    engine_emit(e, s, row);
+                if (samples_now(s)) {
+                    engine_emit(e, s, &e->picks[i]);
                     continue;
                 }
                 /* The prompt is done: make the n completions, each sampling its own
@@ -392,7 +423,9 @@ bool engine_step(ts_engine *e)
                     if (mine[k]->done)
                         continue;
                     memcpy(e->logits_copy, row, (size_t)vocab * sizeof(float));
-                    engine_emit(e, mine[k], e->logits_copy);
+                    sampled pick;
+                    engine_sample(mine[k], e->logits_copy, &e->scratch[0], &pick);
+                    engine_emit(e, mine[k], &pick);
                 }
             }
         }

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loadgen/run_internal.h"
 #include "common/clock.h"
+#include "loadgen/run_internal.h"
 
 double loadgen_uniform(uint64_t seed)
 {

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "loadgen/loadgen.h"
 #include "loadgen/run_internal.h"
-#include "common/clock.h"
 
 enum { MAX_BODY = 8 << 20, MAX_EVENT = 1 << 20 };
 

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/server_internal.h"
 #include "common/clock.h"
+#include "server/server_internal.h"
 
 _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
                    (int)OAI_MAX_STOP_LEN == (int)TS_MAX_STOP_LEN &&

@@ -12,9 +12,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/clock.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
-#include "common/clock.h"
 
 /* ---- routes */
 
