@@ -2,7 +2,8 @@
  * shapes, OpenBLAS (the engine's BLAS path: sgemv at M = 1, else sgemm) against the SIMD
  * skinny GEMM split over the threads (fwd_gemm), in GFLOP/s and GB/s of weights read;
  * then the matmul time of one whole stories110m step per M.
- * Usage: build/bench_gemm [--quick]   (threads: OMP_NUM_THREADS, default all cores) */
+ * Usage: build/bench_gemm [--quick] [--kernel-only]   (threads: OMP_NUM_THREADS, default all
+ * cores). --kernel-only skips OpenBLAS, for tuning runs of the kernel. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,17 @@ static double time_calls(const simd_kernels *k, fwd_gemm_path path, float *out, 
 
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, kernel_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else if (strcmp(argv[i], "--kernel-only") == 0)
+            kernel_only = 1;
+        else {
+            fprintf(stderr, "usage: bench_gemm [--quick] [--kernel-only]\n");
+            return 2;
+        }
+    }
     const simd_kernels *k = simd_init();
     double bw = membw_read((size_t)1 << 30, 5) / 1e9;
     printf("read bandwidth: %.1f GB/s (1 GiB, %d threads, best of 5); kernel table %s\n\n", bw,
@@ -75,7 +86,8 @@ int main(int argc, char **argv)
         for (int mi = 0; mi < N_MS; mi++) {
             int M = ms[mi];
             double budget = quick ? 0.05 : 0.3;
-            double tb = time_calls(k, FWD_GEMM_BLAS, out, x, w, n_copies, M, N, K, budget);
+            double tb = kernel_only ? 1e30
+                                    : time_calls(k, FWD_GEMM_BLAS, out, x, w, n_copies, M, N, K, budget);
             double tk = time_calls(k, FWD_GEMM_KERNEL, out, x, w, n_copies, M, N, K, budget);
             step_t[0][mi] += tb * shapes[s].per_step;
             step_t[1][mi] += tk * shapes[s].per_step;

@@ -9,10 +9,10 @@
  * in the same order (K in steps of VW, the tail masked, then the lane tree), whatever
  * tile it falls in, so a row's result does not depend on M or on the n range. */
 
-#ifndef GEMM_NR /* -D overrides are for tuning runs only */
+#ifndef GEMM_NR /* an ISA file may choose its tile; -D overrides are for tuning runs only */
 #if V_ACCS >= 16
 /* 4 x 4 beat 4 x 2, 3 x 4 and 2 x 4 on the 16-core Xeon (docs/BENCHMARKS.md) */
-#define GEMM_NR 4 /* weight rows per tile, <= 4 */
+#define GEMM_NR 4 /* weight rows per tile, <= 8 */
 #define GEMM_MR 4 /* activation rows per tile, <= 4 */
 #else
 #define GEMM_NR 3 /* 12 accumulators + 3 weight vectors + 1 activation vector: 16 registers */
@@ -20,7 +20,13 @@
 #endif
 #endif
 #ifndef GEMM_PREFETCH
-#define GEMM_PREFETCH 1 /* prefetch the next weight tile while the first activation tile runs */
+#define GEMM_PREFETCH 1 /* prefetch a later weight tile while the first activation tile runs */
+#endif
+#ifndef GEMM_PF_TILES
+#define GEMM_PF_TILES 1 /* how many tiles ahead */
+#endif
+#ifndef GEMM_PF_LOCALITY
+#define GEMM_PF_LOCALITY 3 /* __builtin_prefetch locality: 3 into L1, 2 into L2 */
 #endif
 /* Accumulators rounded up to whole groups of VW for the lane reduction. */
 #define GEMM_SUMS ((GEMM_NR * GEMM_MR + VW - 1) / VW * VW)
@@ -30,13 +36,13 @@ ALWAYS_INLINE void gemm_step(V (*acc)[GEMM_MR], const float *w, size_t K, const 
                              size_t lda, size_t k, size_t m, const int NR, const int MR)
 {
     V wv[GEMM_NR];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++)
         wv[r] = ld(w + (size_t)r * K + k, m);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
         V xv = v_in_reg(ld(x + (size_t)i * lda + k, m));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < NR; r++)
             acc[r][i] = v_fma(wv[r], xv, acc[r][i]);
     }
@@ -49,23 +55,23 @@ ALWAYS_INLINE void gemm_tile(float *out, size_t ldo, const float *x, size_t lda,
                              const int MR)
 {
     V acc[GEMM_NR][GEMM_MR];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < NR; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int i = 0; i < MR; i++)
             acc[r][i] = v_zero();
     size_t k = 0, k_full = K - K % VW;
     for (; k < k_full; k += VW) {
         if (GEMM_PREFETCH && n_pf && k % 16 == 0) /* one 64-byte line per row every 16 floats */
             for (int r = 0; r < n_pf; r++)
-                __builtin_prefetch(pf + (size_t)r * K + k, 0, 3);
+                __builtin_prefetch(pf + (size_t)r * K + k, 0, GEMM_PF_LOCALITY);
         gemm_step(acc, w, K, x, lda, k, VW, NR, MR);
     }
     if (k < K)
         gemm_step(acc, w, K, x, lda, k, K - k, NR, MR);
 
     float sums[GEMM_SUMS];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int g = 0; g < NR * MR; g += VW) {
         V part[VW];
 #pragma GCC unroll 16
@@ -73,9 +79,9 @@ ALWAYS_INLINE void gemm_tile(float *out, size_t ldo, const float *x, size_t lda,
             part[j] = g + j < NR * MR ? acc[(g + j) / MR][(g + j) % MR] : v_zero();
         v_store(sums + g, v_reduce_lanes(part));
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int r = 0; r < NR; r++) {
             float *o = out + (size_t)i * ldo + r;
             float s = sums[r * MR + i];
@@ -97,6 +103,10 @@ static void gemm_tile_any(float *out, size_t ldo, const float *x, size_t lda, co
         GEMM_ROW(2)
         GEMM_ROW(3)
         GEMM_ROW(4)
+        GEMM_ROW(5)
+        GEMM_ROW(6)
+        GEMM_ROW(7)
+        GEMM_ROW(8)
     default:
         break;
     }
@@ -112,13 +122,14 @@ static void vec_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, cons
     size_t kk = (size_t)K;
     for (int n0 = n_begin; n0 < n_end; n0 += GEMM_NR) {
         int nr = n_end - n0 < GEMM_NR ? n_end - n0 : GEMM_NR;
-        int left = n_end - n0 - nr;
-        int n_pf = left < GEMM_NR ? left : GEMM_NR;
+        int pf0 = n0 + GEMM_PF_TILES * GEMM_NR; /* first row to prefetch */
+        int left = n_end - pf0;
+        int n_pf = left <= 0 ? 0 : left < GEMM_NR ? left : GEMM_NR;
         const float *wt = w + (size_t)n0 * kk;
         for (int m0 = 0; m0 < M; m0 += GEMM_MR) {
             int mr = M - m0 < GEMM_MR ? M - m0 : GEMM_MR;
             gemm_tile_any(out + (size_t)m0 * ldo + n0, ldo, x + (size_t)m0 * lda, lda, wt, kk,
-                          beta, wt + (size_t)nr * kk, m0 == 0 ? n_pf : 0, nr, mr);
+                          beta, w + (size_t)pf0 * kk, m0 == 0 ? n_pf : 0, nr, mr);
         }
     }
 }

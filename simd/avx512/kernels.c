@@ -11,6 +11,16 @@ typedef __m512 V;
  * 16-core Xeon it beat OpenBLAS at every M measured, prefill steps included
  * (docs/BENCHMARKS.md, "Skinny GEMM"). */
 #define GEMM_MAX_ROWS 576
+/* Skinny-GEMM tile: 6 weight rows x 4 activation rows (24 accumulators + 6 weight vectors
+ * + 1 activation vector of the 32 registers), next tile prefetched into L2. On the 16-core
+ * Xeon it ran a stories110m step's matmuls 13% faster than 4 x 4 at M = 16..128 and no
+ * slower at M = 1; 8 x 2, 8 x 3 and prefetching 2 or 4 tiles ahead were slower
+ * (bench_gemm --kernel-only with -D overrides, docs/BENCHMARKS.md). */
+#ifndef GEMM_NR
+#define GEMM_NR 6
+#define GEMM_MR 4
+#define GEMM_PF_LOCALITY 2
+#endif
 
 /* First n lanes, n in [0, 16]. */
 static inline __mmask16 v_mask(size_t n) { return (__mmask16)((1u << n) - 1u); }
