@@ -4,8 +4,11 @@
  * Both operands run along K, so a tile of GEMM_NR weight rows x GEMM_MR activation rows
  * keeps one vector accumulator per output element over K (lanes = K positions) and
  * reduces them horizontally at the end, VW at a time (v_reduce_lanes). The weight tile is
- * streamed from memory once, by the first activation tile, which also prefetches the next
- * weight tile; the other activation tiles find it in L1. Every output element is summed
+ * streamed from memory once, by the first activation tile; the other activation tiles
+ * find it in cache. Meanwhile every activation tile prefetches its share of the next
+ * weight tile's rows, so memory stays busy for the whole tile (on the 16-core Xeon this
+ * ran M = 16 16% faster than prefetching from the first activation tile only). Every
+ * output element is summed
  * in the same order (K in steps of VW, the tail masked, then the lane tree), whatever
  * tile it falls in, so a row's result does not depend on M or on the n range. */
 
@@ -24,6 +27,9 @@
 #endif
 #ifndef GEMM_PF_TILES
 #define GEMM_PF_TILES 1 /* how many tiles ahead */
+#endif
+#ifndef GEMM_PF_SPREAD
+#define GEMM_PF_SPREAD 1 /* every activation tile prefetches a share of the rows */
 #endif
 #ifndef GEMM_PF_LOCALITY
 #define GEMM_PF_LOCALITY 3 /* __builtin_prefetch locality: 3 into L1, 2 into L2 */
@@ -49,10 +55,10 @@ ALWAYS_INLINE void gemm_step(V (*acc)[GEMM_MR], const float *w, size_t K, const 
 }
 
 /* One NR x MR tile: out (MR, ldo) columns [0, NR), x (MR, lda), w (NR, K). Prefetches
- * the first n_pf rows of pf (K floats apart) along the way. */
+ * n_pf rows of K floats, pf_stride floats apart from pf, along the way. */
 ALWAYS_INLINE void gemm_tile(float *out, size_t ldo, const float *x, size_t lda, const float *w,
-                             size_t K, float beta, const float *pf, int n_pf, const int NR,
-                             const int MR)
+                             size_t K, float beta, const float *pf, int n_pf, size_t pf_stride,
+                             const int NR, const int MR)
 {
     V acc[GEMM_NR][GEMM_MR];
 #pragma GCC unroll 8
@@ -64,7 +70,7 @@ ALWAYS_INLINE void gemm_tile(float *out, size_t ldo, const float *x, size_t lda,
     for (; k < k_full; k += VW) {
         if (GEMM_PREFETCH && n_pf && k % 16 == 0) /* one 64-byte line per row every 16 floats */
             for (int r = 0; r < n_pf; r++)
-                __builtin_prefetch(pf + (size_t)r * K + k, 0, GEMM_PF_LOCALITY);
+                __builtin_prefetch(pf + (size_t)r * pf_stride + k, 0, GEMM_PF_LOCALITY);
         gemm_step(acc, w, K, x, lda, k, VW, NR, MR);
     }
     if (k < K)
@@ -90,12 +96,13 @@ ALWAYS_INLINE void gemm_tile(float *out, size_t ldo, const float *x, size_t lda,
 }
 
 static void gemm_tile_any(float *out, size_t ldo, const float *x, size_t lda, const float *w,
-                          size_t K, float beta, const float *pf, int n_pf, int nr, int mr)
+                          size_t K, float beta, const float *pf, int n_pf, size_t pf_stride,
+                          int nr, int mr)
 {
 #define GEMM_CASE(NR, MR)                                                     \
     case (NR) * 8 + (MR):                                                     \
         if ((NR) <= GEMM_NR && (MR) <= GEMM_MR) /* other cases are dead code */ \
-            gemm_tile(out, ldo, x, lda, w, K, beta, pf, n_pf, NR, MR);        \
+            gemm_tile(out, ldo, x, lda, w, K, beta, pf, n_pf, pf_stride, NR, MR); \
         break;
 #define GEMM_ROW(NR) GEMM_CASE(NR, 1) GEMM_CASE(NR, 2) GEMM_CASE(NR, 3) GEMM_CASE(NR, 4)
     switch (nr * 8 + mr) {
@@ -120,16 +127,23 @@ static void vec_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, cons
     /* out (M, ldo), x (M, lda), w (N, K); columns [n_begin, n_end) of out */
     (void)N;
     size_t kk = (size_t)K;
+    int n_mt = (M + GEMM_MR - 1) / GEMM_MR; /* activation tiles */
     for (int n0 = n_begin; n0 < n_end; n0 += GEMM_NR) {
         int nr = n_end - n0 < GEMM_NR ? n_end - n0 : GEMM_NR;
         int pf0 = n0 + GEMM_PF_TILES * GEMM_NR; /* first row to prefetch */
         int left = n_end - pf0;
         int n_pf = left <= 0 ? 0 : left < GEMM_NR ? left : GEMM_NR;
         const float *wt = w + (size_t)n0 * kk;
-        for (int m0 = 0; m0 < M; m0 += GEMM_MR) {
+        for (int m0 = 0, mt = 0; m0 < M; m0 += GEMM_MR, mt++) {
             int mr = M - m0 < GEMM_MR ? M - m0 : GEMM_MR;
+            /* activation tile mt prefetches rows mt, mt + n_mt, ... of the later weight
+             * tile, so the memory stream keeps going while the tiles that find the weights
+             * in cache run (GEMM_PF_SPREAD 0: the first tile prefetches them all) */
+            int first = GEMM_PF_SPREAD ? mt : 0, step = GEMM_PF_SPREAD ? n_mt : 1;
+            int count = GEMM_PF_SPREAD || mt == 0 ? (n_pf - first + step - 1) / step : 0;
             gemm_tile_any(out + (size_t)m0 * ldo + n0, ldo, x + (size_t)m0 * lda, lda, wt, kk,
-                          beta, w + (size_t)pf0 * kk, m0 == 0 ? n_pf : 0, nr, mr);
+                          beta, w + (size_t)(pf0 + first) * kk, count > 0 ? count : 0,
+                          (size_t)step * kk, nr, mr);
         }
     }
 }
