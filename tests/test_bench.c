@@ -132,6 +132,10 @@ static void test_tiny_run_has_the_json_shape(void **state)
         assert_true(number(l, "prefill_tok_s") > 0);
         assert_true(number(l, "speedup") > 0);
         assert_float_equal(number(l, "generated"), levels[i] * 8, 0);
+        const cJSON *all = cJSON_GetObjectItemCaseSensitive(l, "all_decoding");
+        assert_true(cJSON_IsBool(all));
+        if (levels[i] == 1) /* one request decodes alone from its first token to its last */
+            assert_true(cJSON_IsTrue(all));
         /* after the prompt's step, one decode-only step per further token: 7 alone; two
          * requests admitted in different steps decode apart for a while */
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(l, "decode_steps");

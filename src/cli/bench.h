@@ -30,6 +30,7 @@
 #define TESSERA_CLI_BENCH_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,7 @@ void bench_config_default(bench_config *cfg);
 typedef struct bench_level {
     int concurrency;
     double decode_tok_s, prefill_tok_s, e2e_tok_s; /* as defined above */
+    bool all_decoding;   /* decode tok/s is from the window (A, B]; false: the fallback */
     double ttft_p50_ms, ttft_p99_ms;
     double itl_p50_ms, itl_p99_ms;
     double speedup;
@@ -88,7 +90,7 @@ ts_status bench_run(bench_result *out, ts_engine *engine, const bench_config *cf
 void bench_result_free(bench_result *r);
 
 /* {"model", "threads", "prompt_len", "n_tokens", "levels": [{"concurrency",
- * "decode_tok_s", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"}, "itl_ms":
+ * "decode_tok_s", "all_decoding", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"}, "itl_ms":
  * {"p50", "p99"}, "speedup"}...], "prefix": {"tokens", "ttft_cold_ms", "ttft_cached_ms",
  * "cached_tokens"} when measured}. The caller owns the result (cJSON_Delete); NULL when
  * out of memory. model is copied. */

@@ -252,7 +252,8 @@ static ts_status level_metrics(bench_level *l, const probe *pr, int n, ts_error 
             in_window += pr[i].t_tok[k] > last_first && pr[i].t_tok[k] <= first_last;
     l->concurrency = n;
     l->generated = (long)n * n_tok;
-    if (first_last > last_first && in_window > 0)
+    l->all_decoding = first_last > last_first && in_window > 0;
+    if (l->all_decoding)
         l->decode_tok_s = (double)in_window / (first_last - last_first);
     else if (last_tok > first_tok)
         l->decode_tok_s = (double)n * (n_tok - 1) / (last_tok - first_tok);

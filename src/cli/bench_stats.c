@@ -75,6 +75,7 @@ static cJSON *level_json(const bench_level *l)
         goto fail;
     if (!cJSON_AddNumberToObject(o, "concurrency", l->concurrency) ||
         !cJSON_AddNumberToObject(o, "decode_tok_s", l->decode_tok_s) ||
+        !cJSON_AddBoolToObject(o, "all_decoding", l->all_decoding) ||
         !cJSON_AddNumberToObject(o, "prefill_tok_s", l->prefill_tok_s) ||
         !cJSON_AddNumberToObject(o, "e2e_tok_s", l->e2e_tok_s))
         goto fail;

@@ -145,12 +145,18 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
            o->cfg.prompt_len, o->cfg.n_tokens);
     printf("%5s %12s %8s %12s %10s %19s %19s\n", "conc", "decode tok/s", "speedup",
            "prefill tok/s", "e2e tok/s", "TTFT p50/p99 ms", "ITL p50/p99 ms");
+    bool fallback = false;
     for (int i = 0; i < r->n_levels; i++) {
         const bench_level *l = &r->levels[i];
-        printf("%5d %12.1f %7.2fx %13.1f %10.1f %9.1f/%-9.1f %9.2f/%-9.2f\n", l->concurrency,
-               l->decode_tok_s, l->speedup, l->prefill_tok_s, l->e2e_tok_s, l->ttft_p50_ms,
-               l->ttft_p99_ms, l->itl_p50_ms, l->itl_p99_ms);
+        printf("%5d %11.1f%c %7.2fx %13.1f %10.1f %9.1f/%-9.1f %9.2f/%-9.2f\n", l->concurrency,
+               l->decode_tok_s, l->all_decoding ? ' ' : '*', l->speedup, l->prefill_tok_s,
+               l->e2e_tok_s, l->ttft_p50_ms, l->ttft_p99_ms, l->itl_p50_ms, l->itl_p99_ms);
+        fallback |= !l->all_decoding;
     }
+    if (fallback)
+        printf("* no moment had every request of the level decoding (the first finished before "
+               "the last\n  prompt was done): tokens after each first token / whole span, "
+               "prefill steps included;\n  raise -n to measure steady decoding\n");
     printf("\ndecode steps (engine timing, ms per step):\n%5s %6s %9s", "conc", "steps",
            "rows/step");
     for (int p = 0; p < TS_PHASE_COUNT; p++)
