@@ -1,5 +1,6 @@
 /* cli_serve.c: `tessera serve`: loads models, starts one engine per model and the HTTP
  * server, and shuts everything down cleanly on SIGINT or SIGTERM. */
+#include <omp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -151,6 +152,15 @@ int cli_serve(int argc, char **argv)
     int status = 1;
     if (ts_server_create(&a.srv, &srv, &err) != TS_OK)
         goto done;
+    if (a.n_models > 1 && a.eng.n_threads == 0) {
+        /* Each engine has its own OpenMP team. Teams adding up to more threads than
+         * cores make libgomp stop spinning between parallel regions, which slows every
+         * step (docs/ARCHITECTURE.md, "Threads"): split the cores instead. */
+        int cores = omp_get_num_procs();
+        a.eng.n_threads = cores / a.n_models > 0 ? cores / a.n_models : 1;
+        fprintf(stderr, "tessera serve: %d models share %d cores: %d threads each "
+                        "(--threads to choose)\n", a.n_models, cores, a.eng.n_threads);
+    }
     for (int i = 0; i < a.n_models; i++) {
         if (!(models[i] = cli_load_model(a.models[i], a.tokenizer))) {
             snprintf(err.msg, sizeof err.msg, "cannot load %s", a.models[i]);

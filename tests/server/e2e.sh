@@ -154,6 +154,17 @@ check "queue full -> 429" test -n "$refused"
 check "Retry-After" grep -qi '^retry-after: ' "$tmp/qh${refused##*/qc}"
 curl -sN "$B/v1/completions" -d '{"prompt": "b", "max_tokens": 1900, "stream": true}' >/dev/null &
 
+# --- two models: each engine gets its share of the cores, both are routed
+ln -s "$(realpath "$model")" "$tmp/second.gguf" # same model, routed by its file name
+start_server "$tmp/c.log" -m "$tmp/second.gguf" --max-seqs 2
+C="http://127.0.0.1:$port"
+cpid=$spid
+check "two models split the cores" grep -q '^tessera serve: 2 models share [0-9]* cores: [0-9]* threads each' "$tmp/c.log"
+curl -s "$C/v1/models" >"$tmp/body"
+check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("second")) != null'
+kill -TERM "$cpid"
+wait "$cpid" || true
+
 # --- shutdown: SIGTERM with streams in flight; grace 1 s then cancel; exit status 0
 kill -TERM "$bpid"
 status=0
