@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/clock.h"
@@ -135,12 +134,6 @@ ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens
 
 void eu_wait_idle(ts_engine *e)
 {
-    for (int i = 0; i < 2000; i++) {
-        ts_engine_stats s;
-        ts_engine_get_stats(e, &s);
-        if (s.running == 0 && s.queued[0] + s.queued[1] + s.queued[2] == 0)
-            return;
-        usleep(5000);
-    }
-    fail_msg("engine still busy after 10 s");
+    if (ts_engine_wait_idle(e, 10000) != TS_OK)
+        fail_msg("engine still busy after 10 s");
 }

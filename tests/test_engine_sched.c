@@ -204,6 +204,9 @@ static void test_cancel_running_queued_and_released(void **state)
     wait_first_token(running, NULL);
     wait_first_token(released, NULL);
     ts_request *queued = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+    /* busy: waiting for idle times out, whether it looks or waits */
+    assert_int_equal(ts_engine_wait_idle(e, 0), TS_ERR_TIMEOUT);
+    assert_int_equal(ts_engine_wait_idle(e, 20), TS_ERR_TIMEOUT);
 
     ts_request_cancel(queued);
     eu_result rq;
@@ -222,7 +225,8 @@ static void test_cancel_running_queued_and_released(void **state)
     assert_true(rr.tokens[0] < 1500);
     eu_result_free(&rr);
 
-    eu_wait_idle(e);
+    assert_int_equal(ts_engine_wait_idle(e, 10000), TS_OK);
+    assert_int_equal(ts_engine_wait_idle(e, 0), TS_OK);
     ts_engine_stats s;
     ts_engine_get_stats(e, &s);
     assert_int_equal(s.running, 0);

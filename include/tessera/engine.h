@@ -184,6 +184,11 @@ typedef struct ts_engine_stats {
 /* A consistent snapshot; never waits for a step to finish. */
 void ts_engine_get_stats(ts_engine *engine, ts_engine_stats *stats);
 
+/* Waits up to timeout_ms (-1 = forever, 0 = just look) until the engine is idle: nothing
+ * submitted, queued or running, and the stats of its last step published. TS_OK, or
+ * TS_ERR_TIMEOUT while it is still busy. */
+ts_status ts_engine_wait_idle(ts_engine *engine, int timeout_ms);
+
 /* The model the engine serves (borrowed). */
 const ts_model *ts_engine_get_model(const ts_engine *engine);
 

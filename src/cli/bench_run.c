@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/bench.h"
 #include "common/clock.h"
@@ -303,22 +302,6 @@ static ts_status probe_set_init(probe_set *s, ts_engine *e, int n, int prompt_le
     return TS_OK;
 }
 
-/* Waits until the engine has published its last step (it does so just after pushing
- * that step's events, which the probes may already have read) and returns those stats.
- * Gives up after a second, leaving the latest snapshot. */
-static void wait_idle(ts_engine *e, ts_engine_stats *st)
-{
-    for (int i = 0; i < 2000; i++) {
-        ts_engine_get_stats(e, st);
-        int queued = 0;
-        for (int p = 0; p < TS_PRIORITY_COUNT; p++)
-            queued += st->queued[p];
-        if (st->running == 0 && queued == 0)
-            return;
-        nanosleep(&(struct timespec){.tv_nsec = 500000}, NULL);
-    }
-}
-
 static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
                            const bench_config *cfg, ts_error *err)
 {
@@ -333,8 +316,12 @@ static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
     st = run_probes(s.pr, n, err);
     if (st == TS_OK)
         st = level_metrics(l, s.pr, n, err);
+    /* a step's stats are published just after its events, which the probes may already
+     * have read: wait for the last one */
+    if (st == TS_OK && ts_engine_wait_idle(e, 10000) != TS_OK)
+        st = ts_error_set(err, TS_ERR_TIMEOUT, "the engine stayed busy after the level");
     if (st == TS_OK) {
-        wait_idle(e, &after);
+        ts_engine_get_stats(e, &after);
         ts_step_profile *d = &l->decode;
         d->steps = after.decode_steps.steps - before.decode_steps.steps;
         d->rows = after.decode_steps.rows - before.decode_steps.rows;

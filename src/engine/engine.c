@@ -1,4 +1,5 @@
 /* engine.c: the engine's lifecycle, request submission and the step thread. */
+#include <errno.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for an engine");
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
+    clock_cond_init(&e->idle_cv);
     e->model = model;
     if (opts)
         e->opts = *opts;
@@ -199,6 +201,7 @@ void ts_engine_destroy(ts_engine *e)
     kv_pool_free(e->pool);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->idle_cv);
     free(e);
 }
 
@@ -295,6 +298,24 @@ ts_status ts_engine_submit(ts_engine *e, const ts_request_params *p, ts_request 
     return st;
 }
 
+ts_status ts_engine_wait_idle(ts_engine *e, int timeout_ms)
+{
+    struct timespec deadline = clock_deadline(timeout_ms > 0 ? timeout_ms : 0);
+    ts_status st = TS_OK;
+    pthread_mutex_lock(&e->mu);
+    while (!e->idle || e->n_inbox > 0) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&e->idle_cv, &e->mu);
+        } else if (timeout_ms == 0 ||
+                   pthread_cond_timedwait(&e->idle_cv, &e->mu, &deadline) == ETIMEDOUT) {
+            st = e->idle && e->n_inbox == 0 ? TS_OK : TS_ERR_TIMEOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return st;
+}
+
 void ts_engine_get_stats(ts_engine *e, ts_engine_stats *stats)
 {
     pthread_mutex_lock(&e->mu);
@@ -354,13 +375,19 @@ static void *engine_thread(void *arg)
     while (!e->stopping) {
         take_inbox(e);
         if (e->n_running == 0 && e->n_waiting == 0) {
+            engine_publish_stats_locked(e); /* requests refused by take_inbox */
+            e->idle = true;
+            pthread_cond_broadcast(&e->idle_cv);
             pthread_cond_wait(&e->cv, &e->mu);
+            e->idle = false;
             continue;
         }
         pthread_mutex_unlock(&e->mu);
         engine_step(e);
         pthread_mutex_lock(&e->mu);
     }
+    e->idle = true; /* stopping: no waiter may block past the end */
+    pthread_cond_broadcast(&e->idle_cv);
     pthread_mutex_unlock(&e->mu);
     return NULL;
 }

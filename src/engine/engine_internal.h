@@ -59,6 +59,8 @@ struct ts_engine {
     /* Guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_cond_t idle_cv; /* broadcast when the step thread runs out of work */
+    bool idle;              /* the step thread waits for work, its stats published */
     job **inbox;            /* submitted, not yet seen by the step thread */
     int n_inbox, cap_inbox;
     int n_pending;          /* inbox + waiting queue: compared with max_queue */
@@ -94,6 +96,9 @@ struct ts_engine {
 /* Effective priority of a waiting or running sequence: its level minus what it gained by
  * waiting (aging). Lower runs first. */
 double sched_effective_priority(const ts_engine *e, const seq *s, double now);
+
+/* Copies the counters and gauges into the snapshot others read. Called with mu held. */
+void engine_publish_stats_locked(ts_engine *e);
 
 /* One engine step: admit, schedule rows, reserve KV (preempting when short), run the
  * forward pass, sample, emit events. Returns false when there was nothing to do. */

@@ -29,12 +29,8 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     ts_request *req = calloc(1, sizeof *req);
     if (!req)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for a request");
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_mutex_init(&req->mu, NULL);
-    pthread_cond_init(&req->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    clock_cond_init(&req->cv);
 
     req->id = id;
     req->n_prompt = (int)p->n_prompt;
@@ -149,16 +145,7 @@ void ts_event_clear(ts_event *ev)
 
 ts_status ts_request_next_event(ts_request *req, ts_event *ev, int timeout_ms)
 {
-    struct timespec deadline;
-    if (timeout_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-    }
+    struct timespec deadline = clock_deadline(timeout_ms > 0 ? timeout_ms : 0);
     ts_status st = TS_OK;
     pthread_mutex_lock(&req->mu);
     while (!req->head && !req->closed) {

@@ -299,11 +299,10 @@ static void fork_completions(ts_engine *e, seq *s)
     }
 }
 
-static void publish_stats(ts_engine *e)
+void engine_publish_stats_locked(ts_engine *e)
 {
     kv_stats ks;
     kv_pool_stats(&ks, e->pool);
-    pthread_mutex_lock(&e->mu);
     ts_engine_stats *st = &e->stats;
     uint64_t submitted = st->requests_submitted;
     *st = e->counters;
@@ -319,7 +318,6 @@ static void publish_stats(ts_engine *e)
     st->prefix_hit_blocks = ks.hit_blocks;
     st->prefix_miss_blocks = ks.missed_blocks;
     st->kv_evictions = ks.evictions;
-    pthread_mutex_unlock(&e->mu);
 }
 
 /* Whether s samples straight from its own logits row this step (a request of n > 1
@@ -433,6 +431,8 @@ bool engine_step(ts_engine *e)
     engine_free_dead(e);
     if (n > 0)
         profile_step(e, &batch, now, t_packed, clock_now_s());
-    publish_stats(e);
+    pthread_mutex_lock(&e->mu);
+    engine_publish_stats_locked(e);
+    pthread_mutex_unlock(&e->mu);
     return n > 0;
 }
