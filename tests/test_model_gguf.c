@@ -11,37 +11,9 @@
 #include "model/model_gguf.h"
 #include "util.h"
 
-/* Test-side allocation of w for c, in model_alloc_weights()'s layout. */
 static void alloc_weights(model_weights *w, const ts_model_config *c)
 {
-    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
-    size_t q_dim = (size_t)c->n_heads * c->head_dim;
-    w->tok_embd = calloc((size_t)c->vocab_size * dim, 4);
-    w->output = c->tied_output ? w->tok_embd : calloc((size_t)c->vocab_size * dim, 4);
-    w->rms_final = calloc(dim, 4);
-    w->rms_att = calloc(L * dim, 4);
-    w->rms_ffn = calloc(L * dim, 4);
-    w->wqkv = calloc(L * (size_t)model_qkv_rows(c) * dim, 4);
-    w->wo = calloc(L * dim * q_dim, 4);
-    w->w13 = calloc(L * 2 * ffn * dim, 4);
-    w->w2 = calloc(L * dim * ffn, 4);
-    assert_true(w->tok_embd && w->output && w->rms_final && w->rms_att && w->rms_ffn &&
-                w->wqkv && w->wo && w->w13 && w->w2);
-}
-
-static void free_weights(model_weights *w)
-{
-    if (w->output != w->tok_embd)
-        free(w->output);
-    free(w->tok_embd);
-    free(w->rms_final);
-    free(w->rms_att);
-    free(w->rms_ffn);
-    free(w->wqkv);
-    free(w->wo);
-    free(w->w13);
-    free(w->w2);
-    memset(w, 0, sizeof *w);
+    assert_int_equal(model_weights_alloc(w, c, NULL), TS_OK);
 }
 
 static void free_vocab(tokenizer_vocab *v)
@@ -136,7 +108,7 @@ static void test_weights_match_llama2c_checkpoint(void **state)
     p += L * ffn * dim;
     assert_memory_equal(w.rms_final, p, dim * 4);
     free(bin);
-    free_weights(&w);
+    model_weights_free(&w);
     gguf_close(f);
 }
 
@@ -340,7 +312,7 @@ static ts_status weights_of(const char *skip, const char *odd, uint32_t odd_type
     assert_int_equal(model_gguf_read_config(&c, f, NULL, err), TS_OK);
     alloc_weights(&w, &c);
     ts_status st = model_gguf_read_weights(&w, &c, f, err);
-    free_weights(&w);
+    model_weights_free(&w);
     gguf_close(f);
     free(bytes);
     return st;
@@ -399,7 +371,7 @@ static void test_write_round_trip(void **state)
     assert_int_equal(gguf_get_str(f, "tokenizer.chat_template", &tmpl, &err), TS_OK);
     assert_true(gguf_str_eq(tmpl, "{{ messages }}"));
     free_vocab(&v2);
-    free_weights(&w2);
+    model_weights_free(&w2);
     gguf_close(f);
 
     /* A tied model is written without output.weight and reads back tied. */
@@ -412,7 +384,7 @@ static void test_write_round_trip(void **state)
     assert_true(c2.tied_output);
     gguf_close(f);
     free_vocab(&v);
-    free_weights(&w);
+    model_weights_free(&w);
 }
 
 int main(void)

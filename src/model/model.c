@@ -51,12 +51,10 @@ static float *alloc_floats(size_t n)
     return calloc(n, sizeof(float));
 }
 
-ts_status model_alloc_weights(ts_model *m, ts_error *err)
+ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, ts_error *err)
 {
-    const ts_model_config *c = &m->cfg;
     size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
     size_t vocab = (size_t)c->vocab_size, q_dim = (size_t)c->n_heads * c->head_dim;
-    model_weights *w = &m->w;
 
     w->tok_embd = alloc_floats(vocab * dim);
     w->output = c->tied_output ? w->tok_embd : alloc_floats(vocab * dim);
@@ -72,6 +70,21 @@ ts_status model_alloc_weights(ts_model *m, ts_error *err)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate weights for %s (dim %d, %d layers)",
                             c->name, c->dim, c->n_layers);
     return TS_OK;
+}
+
+void model_weights_free(model_weights *w)
+{
+    if (w->output != w->tok_embd)
+        free(w->output);
+    free(w->tok_embd);
+    free(w->rms_final);
+    free(w->rms_att);
+    free(w->rms_ffn);
+    free(w->wqkv);
+    free(w->wo);
+    free(w->w13);
+    free(w->w2);
+    memset(w, 0, sizeof *w);
 }
 
 /* GGUF files start with these four bytes; anything else is taken for llama2.c. */
@@ -109,17 +122,7 @@ void ts_model_free(ts_model *m)
 {
     if (!m)
         return;
-    model_weights *w = &m->w;
-    if (w->output != w->tok_embd)
-        free(w->output);
-    free(w->tok_embd);
-    free(w->rms_final);
-    free(w->rms_att);
-    free(w->rms_ffn);
-    free(w->wqkv);
-    free(w->wo);
-    free(w->w13);
-    free(w->w2);
+    model_weights_free(&m->w);
     ts_tokenizer_free(m->tokenizer);
     free(m->chat_template);
     free(m);

@@ -32,9 +32,11 @@ static inline int model_qkv_rows(const ts_model_config *c)
     return (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
 }
 
-/* Allocates zeroed weight arrays for m->cfg (which must be filled and validated).
- * Untied models get a separate output matrix. */
-ts_status model_alloc_weights(ts_model *m, ts_error *err);
+/* Allocates zeroed weight arrays for config c (filled and validated) into w. Untied
+ * models get a separate output matrix. On failure w may be half built: free it. */
+ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, ts_error *err);
+/* Frees what model_weights_alloc made (a zeroed or half-built w too) and zeroes w. */
+void model_weights_free(model_weights *w);
 
 /* Checks a config read from an untrusted file: positive sizes, divisibility, caps. */
 ts_status model_config_validate(const ts_model_config *c, ts_error *err);

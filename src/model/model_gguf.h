@@ -23,7 +23,7 @@ ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model 
                                  ts_error *err);
 
 /* Dequantises f's tensors into w, whose arrays are allocated for c (a validated config),
- * as model_alloc_weights() lays them out: Wq|Wk|Wv and W1|W3 concatenated per layer.
+ * as model_weights_alloc() lays them out: Wq|Wk|Wv and W1|W3 concatenated per layer.
  * A missing tensor, a wrong shape or an unsupported type is an error naming the tensor. */
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err);

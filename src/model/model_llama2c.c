@@ -136,7 +136,7 @@ ts_status model_load_llama2c(const char *path, const char *tokenizer_path, ts_mo
                           path, need, r.remaining);
         goto fail;
     }
-    if ((st = model_alloc_weights(m, err)) != TS_OK)
+    if ((st = model_weights_alloc(&m->w, &m->cfg, err)) != TS_OK)
         goto fail;
 
     model_weights *w = &m->w;
