@@ -115,8 +115,7 @@ void eu_result_free(eu_result *r)
     memset(r, 0, sizeof *r);
 }
 
-ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens,
-                      ts_priority prio)
+ts_request_params eu_greedy(const int32_t *tokens, int n, int max_tokens)
 {
     ts_request_params p;
     ts_request_params_default(&p);
@@ -124,6 +123,22 @@ ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens
     p.n_prompt = (size_t)n;
     p.max_tokens = max_tokens;
     p.sampling.temperature = 0.0f;
+    return p;
+}
+
+ts_engine *eu_start(const ts_model *m, const ts_engine_options *o)
+{
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    if (ts_engine_create(m, o, &e, &err) != TS_OK)
+        fail_msg("engine: %s", err.msg);
+    return e;
+}
+
+ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens,
+                      ts_priority prio)
+{
+    ts_request_params p = eu_greedy(tokens, n, max_tokens);
     p.priority = prio;
     ts_request *req = NULL;
     ts_error err = {0};

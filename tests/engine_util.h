@@ -34,6 +34,13 @@ typedef struct eu_result {
 void eu_collect(ts_request *req, eu_result *r);
 void eu_result_free(eu_result *r);
 
+/* A greedy request of tokens (borrowed) for max_tokens; everything else default. */
+ts_request_params eu_greedy(const int32_t *tokens, int n, int max_tokens);
+
+/* An engine on m with options o (NULL: the defaults); fails the test run when it cannot
+ * start. */
+ts_engine *eu_start(const ts_model *m, const ts_engine_options *o);
+
 /* Submits a greedy request of prompt tokens (priority, max_tokens) and returns it. */
 ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens,
                       ts_priority prio);

@@ -35,11 +35,7 @@ static ts_engine *start(int max_seqs, int kv_blocks)
     ts_engine_options_default(&o);
     o.max_seqs = max_seqs;
     o.kv_blocks = kv_blocks;
-    ts_engine *e = NULL;
-    ts_error err = {0};
-    if (ts_engine_create(model, &o, &e, &err) != TS_OK)
-        fail_msg("engine: %s", err.msg);
-    return e;
+    return eu_start(model, &o);
 }
 
 /* The reference outputs: prompt text then 200 positions counting BOS and prompt. */
@@ -157,12 +153,7 @@ static void test_n_completions_share_the_prompt(void **state)
 
     /* greedy: every completion equals the single greedy text */
     char *ref = eu_reference_greedy(model, ids, n, 20);
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = ids;
-    p.n_prompt = (size_t)n;
-    p.max_tokens = 20;
-    p.sampling.temperature = 0;
+    ts_request_params p = eu_greedy(ids, n, 20);
     p.n = 3;
     ts_request *req = NULL;
     assert_int_equal(ts_engine_submit(e, &p, &req, NULL), TS_OK);
@@ -220,12 +211,7 @@ static void test_stop_string_across_tokens(void **state)
         memcpy(stop, ref + off, 5);
         stop[5] = '\0';
         const char *first = strstr(ref, stop);
-        ts_request_params p;
-        ts_request_params_default(&p);
-        p.prompt = ids;
-        p.n_prompt = (size_t)n;
-        p.max_tokens = 60;
-        p.sampling.temperature = 0;
+        ts_request_params p = eu_greedy(ids, n, 60);
         p.stop[0] = "no such text, ever";
         p.stop[1] = stop;
         p.n_stop = 2;
@@ -254,11 +240,7 @@ static void test_random_bytes_never_split_utf8(void **state)
     ts_engine *e = start(8, 0);
     ts_request *reqs[8];
     for (int i = 0; i < 8; i++) {
-        ts_request_params p;
-        ts_request_params_default(&p);
-        p.prompt = ids;
-        p.n_prompt = (size_t)n;
-        p.max_tokens = 150;
+        ts_request_params p = eu_greedy(ids, n, 150);
         p.sampling.temperature = 2.0f;
         p.sampling.seed = (uint64_t)i;
         p.sampling.has_seed = true;
@@ -283,10 +265,7 @@ static void test_refusals_name_the_numbers(void **state)
     ts_engine *e = start(4, 16);
     int n = 0;
     int32_t *ids = eu_tokenize(model, "Once upon a time", &n);
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = ids;
-    p.n_prompt = (size_t)n;
+    ts_request_params p = eu_greedy(ids, n, 16);
     ts_request *req = NULL;
     ts_error err = {0};
 
@@ -337,10 +316,7 @@ static void test_sampled_requests_alone_equal_together(void **state)
     ts_request_params p[N];
     for (int i = 0; i < N; i++) {
         ids[i] = eu_tokenize(model, prompts[i], &n_ids[i]);
-        ts_request_params_default(&p[i]);
-        p[i].prompt = ids[i];
-        p[i].n_prompt = (size_t)n_ids[i];
-        p[i].max_tokens = TOKENS;
+        p[i] = eu_greedy(ids[i], n_ids[i], TOKENS);
         p[i].ignore_eos = true;
         p[i].sampling.temperature = 0.7f + 0.1f * (float)(i % 4);
         p[i].sampling.top_k = i % 2 ? 20 : 0;

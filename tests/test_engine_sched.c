@@ -32,15 +32,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static ts_engine *start(ts_engine_options *o)
-{
-    ts_engine *e = NULL;
-    ts_error err = {0};
-    if (ts_engine_create(model, o, &e, &err) != TS_OK)
-        fail_msg("engine: %s", err.msg);
-    return e;
-}
-
 /* Order in which requests got their first event, recorded by the engine's notify
  * callback (called on the step thread): with one slot, the order they ran in. */
 typedef struct start_order {
@@ -57,12 +48,7 @@ static void on_event(void *user)
 
 static ts_request *submit_tracked(ts_engine *e, ts_priority prio, start_order *o)
 {
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = prompt;
-    p.n_prompt = (size_t)n_prompt;
-    p.max_tokens = 8;
-    p.sampling.temperature = 0;
+    ts_request_params p = eu_greedy(prompt, n_prompt, 8);
     p.priority = prio;
     p.notify = on_event;
     p.notify_user = o;
@@ -89,7 +75,7 @@ static void test_priority_order_within_one_slot(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 1;
     o.aging_per_s = 0;
-    ts_engine *e = start(&o);
+    ts_engine *e = eu_start(model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 300, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
     /* queued behind the blocker, lowest first */
@@ -123,7 +109,7 @@ static void test_aging_lets_low_overtake(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 1;
     o.aging_per_s = 1000; /* a level per millisecond */
-    ts_engine *e = start(&o);
+    ts_engine *e = eu_start(model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 300, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
     int counter = 0;
@@ -169,7 +155,7 @@ static void test_preemption_recomputes_same_text(void **state)
     o.max_seqs = 8;
     o.kv_blocks = 14; /* each needs 4-6 blocks by its end: 8 of them cannot all fit */
     o.prefix_cache = false;
-    ts_engine *e = start(&o);
+    ts_engine *e = eu_start(model, &o);
     ts_request *reqs[N];
     for (int i = 0; i < N; i++)
         reqs[i] = eu_submit(e, ids[i], len[i], NEW, i % 2 ? TS_PRIORITY_LOW : TS_PRIORITY_HIGH);
@@ -198,7 +184,7 @@ static void test_cancel_running_queued_and_released(void **state)
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.max_seqs = 2;
-    ts_engine *e = start(&o);
+    ts_engine *e = eu_start(model, &o);
     ts_request *running = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     ts_request *released = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     wait_first_token(running, NULL);
@@ -244,15 +230,12 @@ static void test_queue_limit(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 1;
     o.max_queue = 2;
-    ts_engine *e = start(&o);
+    ts_engine *e = eu_start(model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
     ts_request *a = eu_submit(e, prompt, n_prompt, 4, TS_PRIORITY_NORMAL);
     ts_request *b = eu_submit(e, prompt, n_prompt, 4, TS_PRIORITY_NORMAL);
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = prompt;
-    p.n_prompt = (size_t)n_prompt;
+    ts_request_params p = eu_greedy(prompt, n_prompt, 16);
     ts_request *c = NULL;
     ts_error err = {0};
     assert_int_equal(ts_engine_submit(e, &p, &c, &err), TS_ERR_QUEUE_FULL);
@@ -279,7 +262,7 @@ static void test_allocation_failure_fails_one_request(void **state)
         ts_engine_options o;
         ts_engine_options_default(&o);
         o.fail_alloc_at = at;
-        ts_engine *e = start(&o);
+        ts_engine *e = eu_start(model, &o);
         ts_request *reqs[4];
         for (int i = 0; i < 4; i++)
             reqs[i] = eu_submit(e, prompt, n_prompt, 12, TS_PRIORITY_NORMAL);
@@ -320,7 +303,7 @@ static void test_destroy_with_requests_in_flight(void **state)
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.max_seqs = 2;
-    ts_engine *e = start(&o);
+    ts_engine *e = eu_start(model, &o);
     ts_request *reqs[4];
     for (int i = 0; i < 4; i++)
         reqs[i] = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
@@ -348,7 +331,7 @@ static void test_forks_keep_their_slots(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 4;
     o.prefill_cap = 32;
-    ts_engine *e = start(&o);
+    ts_engine *e = eu_start(model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
 
@@ -362,13 +345,9 @@ static void test_forks_keep_their_slots(void **state)
     }
     ts_request *reqs[N];
     for (int i = 0; i < N; i++) {
-        ts_request_params p;
-        ts_request_params_default(&p);
-        p.prompt = i == 0 ? long_prompt : prompt;
-        p.n_prompt = (size_t)(i == 0 ? LONG : n_prompt);
-        p.max_tokens = 8;
+        ts_request_params p =
+            i == 0 ? eu_greedy(long_prompt, LONG, 8) : eu_greedy(prompt, n_prompt, 8);
         p.n = i == 0 ? 3 : 1;
-        p.sampling.temperature = 0;
         assert_int_equal(ts_engine_submit(e, &p, &reqs[i], NULL), TS_OK);
     }
     for (int i = 0; i < N; i++) {

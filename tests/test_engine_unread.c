@@ -34,11 +34,7 @@ static ts_engine *start(void)
     ts_engine_options_default(&o);
     o.max_seqs = 4;
     o.kv_blocks = 64;
-    ts_engine *e = NULL;
-    ts_error err = {0};
-    if (ts_engine_create(model, &o, &e, &err) != TS_OK)
-        fail_msg("engine: %s", err.msg);
-    return e;
+    return eu_start(model, &o);
 }
 
 /* Submits 300 greedy tokens past end-of-generation with the given bound and reads nothing
@@ -47,12 +43,7 @@ static ts_request *submit_unread(ts_engine *e, size_t max_unread)
 {
     int n = 0;
     int32_t *ids = eu_tokenize(model, "Once upon a time", &n);
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = ids;
-    p.n_prompt = (size_t)n;
-    p.max_tokens = 300;
-    p.sampling.temperature = 0;
+    ts_request_params p = eu_greedy(ids, n, 300);
     p.ignore_eos = true;
     p.max_unread_bytes = max_unread;
     ts_request *req = NULL;
