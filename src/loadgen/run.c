@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/strbuf.h"
 #include "loadgen/loadgen.h"
 #include "loadgen/run_internal.h"
 
@@ -50,8 +51,7 @@ typedef struct transfer {
     loadgen_acc *acc;   /* where ITL gaps go; borrowed */
     bool stream, chat;
     loadgen_sse sse;
-    char *resp;          /* (resp_len) non-stream response body; owned */
-    size_t resp_len, resp_cap;
+    strbuf resp;         /* non-stream response body */
     bool too_big, got_done, got_usage, stream_error;
     double t_last;       /* the last content chunk */
 } transfer;
@@ -64,7 +64,7 @@ static void transfer_free(transfer *t)
         curl_easy_cleanup(t->easy);
     curl_slist_free_all(t->headers);
     free(t->body);
-    free(t->resp);
+    strbuf_free(&t->resp);
     loadgen_sse_free(&t->sse);
     free(t);
 }
@@ -129,24 +129,10 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
         }
         return n;
     }
-    if (t->resp_len + n > MAX_BODY) {
+    if (t->resp.len + n > MAX_BODY || !strbuf_add(&t->resp, ptr, n)) {
         t->too_big = true;
         return 0;
     }
-    if (t->resp_len + n + 1 > t->resp_cap) {
-        size_t cap = t->resp_cap ? t->resp_cap : 4096;
-        while (cap < t->resp_len + n + 1)
-            cap *= 2;
-        char *r = realloc(t->resp, cap);
-        if (!r) {
-            t->too_big = true;
-            return 0;
-        }
-        t->resp = r;
-        t->resp_cap = cap;
-    }
-    memcpy(t->resp + t->resp_len, ptr, n);
-    t->resp_len += n;
     return n;
 }
 
@@ -262,7 +248,7 @@ static void transfer_finish(transfer *t, CURLcode rc)
                    : t->got_done && t->got_usage ? 1
                                                  : LOADGEN_ERR_BAD_RESPONSE;
     } else {
-        cJSON *j = cJSON_ParseWithLength(t->resp ? t->resp : "", t->resp_len);
+        cJSON *j = cJSON_ParseWithLength(t->resp.s ? t->resp.s : "", t->resp.len);
         if (j)
             on_chunk(t, j, r->t_done);
         cJSON_Delete(j);

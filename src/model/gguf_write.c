@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "model/gguf.h"
 
 /* ggml's GGML_MAX_NAME: llama.cpp refuses longer tensor names. */
@@ -22,17 +23,12 @@ typedef struct writer_tensor {
     uint64_t offset;            /* in the data section, set by finish */
 } writer_tensor;
 
-typedef struct byte_buf {
-    uint8_t *p;
-    size_t len, cap;
-} byte_buf;
-
 struct gguf_writer {
     uint32_t alignment;
     ts_status status;        /* the first error, sticky */
     char msg[sizeof(((ts_error *)0)->msg)];
     uint64_t n_kv;
-    byte_buf kv;             /* encoded metadata entries */
+    strbuf kv;             /* encoded metadata entries */
     writer_tensor *tensors;  /* (n_tensors) */
     uint64_t n_tensors, cap_tensors;
 };
@@ -46,39 +42,21 @@ static ts_status fail(gguf_writer *w, ts_status st, const char *what, const char
     return w->status;
 }
 
-static bool buf_put(byte_buf *b, const void *data, size_t n)
-{
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p)
-            return false;
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p + b->len, data, n);
-    b->len += n;
-    return true;
-}
-
-static bool buf_put_zeros(byte_buf *b, size_t n)
+static bool buf_put_zeros(strbuf *b, size_t n)
 {
     static const uint8_t zeros[256];
     bool ok = true;
     for (size_t k; ok && n; n -= k) {
         k = n < sizeof zeros ? n : sizeof zeros;
-        ok = buf_put(b, zeros, k);
+        ok = strbuf_add(b, zeros, k);
     }
     return ok;
 }
 
-static bool buf_put_str(byte_buf *b, const char *s)
+static bool buf_put_str(strbuf *b, const char *s)
 {
     uint64_t len = strlen(s);
-    return buf_put(b, &len, 8) && buf_put(b, s, (size_t)len);
+    return strbuf_add(b, &len, 8) && strbuf_add(b, s, (size_t)len);
 }
 
 ts_status gguf_writer_create(uint32_t alignment, gguf_writer **out, ts_error *err)
@@ -106,7 +84,7 @@ void gguf_writer_free(gguf_writer *w)
     for (uint64_t i = 0; i < w->n_tensors; i++)
         free(w->tensors[i].name);
     free(w->tensors);
-    free(w->kv.p);
+    strbuf_free(&w->kv);
     free(w);
 }
 
@@ -119,7 +97,7 @@ ts_status gguf_writer_add_raw(gguf_writer *w, const char *key, gguf_type type,
     if (!*key)
         return fail(w, TS_ERR_INVALID_ARG, "empty key", key);
     uint32_t t = (uint32_t)type;
-    if (!buf_put_str(&w->kv, key) || !buf_put(&w->kv, &t, 4) || !buf_put(&w->kv, bytes, len))
+    if (!buf_put_str(&w->kv, key) || !strbuf_add(&w->kv, &t, 4) || !strbuf_add(&w->kv, bytes, len))
         return fail(w, TS_ERR_NOMEM, "out of memory adding", key);
     w->n_kv++;
     return TS_OK;
@@ -148,10 +126,10 @@ ts_status gguf_writer_add_bool(gguf_writer *w, const char *key, bool v)
 
 ts_status gguf_writer_add_str(gguf_writer *w, const char *key, const char *v)
 {
-    byte_buf b = {0};
-    ts_status st = buf_put_str(&b, v) ? gguf_writer_add_raw(w, key, GGUF_TYPE_STRING, b.p, b.len)
+    strbuf b = {0};
+    ts_status st = buf_put_str(&b, v) ? gguf_writer_add_raw(w, key, GGUF_TYPE_STRING, b.s, b.len)
                                       : fail(w, TS_ERR_NOMEM, "out of memory adding", key);
-    free(b.p);
+    strbuf_free(&b);
     return st;
 }
 
@@ -163,11 +141,11 @@ ts_status gguf_writer_add_array(gguf_writer *w, const char *key, gguf_type elem,
         return fail(w, TS_ERR_INVALID_ARG, "array of variable-size elements given as raw data",
                     key);
     uint32_t t = (uint32_t)elem;
-    byte_buf b = {0};
-    ts_status st = buf_put(&b, &t, 4) && buf_put(&b, &n, 8) && buf_put(&b, data, (size_t)n * esize)
-                       ? gguf_writer_add_raw(w, key, GGUF_TYPE_ARRAY, b.p, b.len)
+    strbuf b = {0};
+    ts_status st = strbuf_add(&b, &t, 4) && strbuf_add(&b, &n, 8) && strbuf_add(&b, data, (size_t)n * esize)
+                       ? gguf_writer_add_raw(w, key, GGUF_TYPE_ARRAY, b.s, b.len)
                        : fail(w, TS_ERR_NOMEM, "out of memory adding", key);
-    free(b.p);
+    strbuf_free(&b);
     return st;
 }
 
@@ -175,15 +153,15 @@ ts_status gguf_writer_add_str_array(gguf_writer *w, const char *key, const char 
                                     const uint32_t *lens, uint64_t n)
 {
     uint32_t t = GGUF_TYPE_STRING;
-    byte_buf b = {0};
-    bool ok = buf_put(&b, &t, 4) && buf_put(&b, &n, 8);
+    strbuf b = {0};
+    bool ok = strbuf_add(&b, &t, 4) && strbuf_add(&b, &n, 8);
     for (uint64_t i = 0; ok && i < n; i++) {
         uint64_t len = lens ? lens[i] : strlen(strs[i]);
-        ok = buf_put(&b, &len, 8) && buf_put(&b, strs[i], (size_t)len);
+        ok = strbuf_add(&b, &len, 8) && strbuf_add(&b, strs[i], (size_t)len);
     }
-    ts_status st = ok ? gguf_writer_add_raw(w, key, GGUF_TYPE_ARRAY, b.p, b.len)
+    ts_status st = ok ? gguf_writer_add_raw(w, key, GGUF_TYPE_ARRAY, b.s, b.len)
                       : fail(w, TS_ERR_NOMEM, "out of memory adding", key);
-    free(b.p);
+    strbuf_free(&b);
     return st;
 }
 
@@ -257,20 +235,20 @@ static uint64_t align_up(uint64_t x, uint32_t a)
 
 /* Header, metadata and tensor infos, padded to where the data section starts; sets each
  * tensor's offset. */
-static bool layout_meta(gguf_writer *w, byte_buf *b)
+static bool layout_meta(gguf_writer *w, strbuf *b)
 {
     uint32_t version = 3;
-    bool ok = buf_put(b, "GGUF", 4) && buf_put(b, &version, 4) &&
-              buf_put(b, &w->n_tensors, 8) && buf_put(b, &w->n_kv, 8) &&
-              buf_put(b, w->kv.p, w->kv.len);
+    bool ok = strbuf_add(b, "GGUF", 4) && strbuf_add(b, &version, 4) &&
+              strbuf_add(b, &w->n_tensors, 8) && strbuf_add(b, &w->n_kv, 8) &&
+              strbuf_add(b, w->kv.s, w->kv.len);
     uint64_t data_size = 0;
     for (uint64_t i = 0; ok && i < w->n_tensors; i++) {
         writer_tensor *t = &w->tensors[i];
         t->offset = data_size;
         data_size = align_up(data_size + t->nbytes, w->alignment);
-        ok = buf_put_str(b, t->name) && buf_put(b, &t->n_dims, 4) &&
-             buf_put(b, t->ne, 8 * (size_t)t->n_dims) && buf_put(b, &t->type, 4) &&
-             buf_put(b, &t->offset, 8);
+        ok = buf_put_str(b, t->name) && strbuf_add(b, &t->n_dims, 4) &&
+             strbuf_add(b, t->ne, 8 * (size_t)t->n_dims) && strbuf_add(b, &t->type, 4) &&
+             strbuf_add(b, &t->offset, 8);
     }
     return ok && buf_put_zeros(b, (size_t)(align_up(b->len, w->alignment) - b->len));
 }
@@ -286,7 +264,7 @@ typedef bool (*byte_sink)(void *ctx, const void *data, size_t n);
 
 static bool sink_buf(void *ctx, const void *data, size_t n)
 {
-    return buf_put(ctx, data, n);
+    return strbuf_add(ctx, data, n);
 }
 
 static bool sink_file(void *ctx, const void *data, size_t n)
@@ -339,19 +317,19 @@ ts_status gguf_writer_finish(gguf_writer *w, uint8_t **out, size_t *len, ts_erro
     *len = 0;
     if (w->status != TS_OK)
         return ts_error_set(err, w->status, "%s", w->msg);
-    byte_buf b = {0};
+    strbuf b = {0};
     if (!layout_meta(w, &b)) {
-        free(b.p);
+        strbuf_free(&b);
         return ts_error_set(err, TS_ERR_NOMEM, "gguf writer: %zu bytes", b.len);
     }
     for (uint64_t i = 0; i < w->n_tensors; i++) {
         ts_status st = emit_tensor(w, &w->tensors[i], sink_buf, &b, TS_ERR_NOMEM, err);
         if (st != TS_OK) {
-            free(b.p);
+            strbuf_free(&b);
             return st;
         }
     }
-    *out = b.p;
+    *out = (uint8_t *)b.s;
     *len = b.len;
     return TS_OK;
 }
@@ -362,20 +340,20 @@ ts_status gguf_writer_write_file(gguf_writer *w, const char *path, ts_error *err
 {
     if (w->status != TS_OK)
         return ts_error_set(err, w->status, "%s", w->msg);
-    byte_buf b = {0};
+    strbuf b = {0};
     if (!layout_meta(w, &b)) {
-        free(b.p);
+        strbuf_free(&b);
         return ts_error_set(err, TS_ERR_NOMEM, "gguf writer: %zu bytes", b.len);
     }
     FILE *f = fopen(path, "wb");
     if (!f) {
-        free(b.p);
+        strbuf_free(&b);
         return ts_error_set(err, TS_ERR_IO, "cannot create %s", path);
     }
-    ts_status st = fwrite(b.p, 1, b.len, f) == b.len
+    ts_status st = fwrite(b.s, 1, b.len, f) == b.len
                        ? TS_OK
                        : ts_error_set(err, TS_ERR_IO, "cannot write %s", path);
-    free(b.p);
+    strbuf_free(&b);
     for (uint64_t i = 0; st == TS_OK && i < w->n_tensors; i++)
         st = emit_tensor(w, &w->tensors[i], sink_file, f, TS_ERR_IO, err);
     if (fclose(f) != 0 && st == TS_OK)

@@ -504,7 +504,7 @@ enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind
     j->srv = srv;
     j->t_start = c->t_start;
     j->client_fd = -1;
-    if (oai_parse_request(kind, c->body, c->body_len, &j->oreq, &e) != TS_OK)
+    if (oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
     j->model = srv_find_model(srv, j->oreq.model, &e);
     if (!j->model)

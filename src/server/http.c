@@ -218,7 +218,7 @@ static enum MHD_Result handle_tokenize(struct MHD_Connection *mc, srv_conn *c)
 {
     oai_tokenize_request t;
     oai_error e;
-    if (oai_parse_tokenize(c->body, c->body_len, &t, &e) != TS_OK)
+    if (oai_parse_tokenize(c->body.s, c->body.len, &t, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
     srv_model *m = srv_find_model(c->srv, t.model, &e);
     if (!m) {
@@ -260,7 +260,7 @@ static enum MHD_Result handle_detokenize(struct MHD_Connection *mc, srv_conn *c)
 {
     oai_detokenize_request d;
     oai_error e;
-    if (oai_parse_detokenize(c->body, c->body_len, &d, &e) != TS_OK)
+    if (oai_parse_detokenize(c->body.s, c->body.len, &d, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
     srv_model *m = srv_find_model(c->srv, d.model, &e);
     if (!m) {
@@ -316,25 +316,12 @@ static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c, r
 /* Appends an upload chunk; past the limit the rest is read and dropped, answered 413. */
 static void accumulate(srv_conn *c, const char *data, size_t n, size_t limit)
 {
-    if (c->body_too_big || c->body_len + n > limit) {
+    if (c->body_too_big || c->body.len + n > limit) {
         c->body_too_big = true;
         return;
     }
-    if (c->body_len + n + 1 > c->body_cap) {
-        size_t cap = c->body_cap ? c->body_cap : 4096;
-        while (cap < c->body_len + n + 1)
-            cap *= 2;
-        char *p = realloc(c->body, cap);
-        if (!p) {
-            c->body_too_big = true; /* answered as too large rather than crashing */
-            return;
-        }
-        c->body = p;
-        c->body_cap = cap;
-    }
-    memcpy(c->body + c->body_len, data, n);
-    c->body_len += n;
-    c->body[c->body_len] = '\0';
+    if (!strbuf_add(&c->body, data, n))
+        c->body_too_big = true; /* out of memory: answered as too large rather than crashing */
 }
 
 /* First call for a request: route, method, auth and declared size are checked at once. */
@@ -393,7 +380,7 @@ static enum MHD_Result end_request(struct MHD_Connection *mc, srv_conn *c)
                       "the request body is over the limit of %zu bytes", c->srv->opts.max_body);
         return srv_send_error(mc, c, &e);
     }
-    if (!c->body)
+    if (!c->body.s)
         accumulate(c, "", 0, 1); /* an empty body is parsed (and refused) as JSON */
     switch (route_of(c)) {
     case ROUTE_CHAT:
@@ -475,7 +462,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
                  toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
         srv->opts.log(srv->opts.log_user, line);
     }
-    free(c->body);
+    strbuf_free(&c->body);
     free(c);
     if (had_job) {
         pthread_mutex_lock(&srv->mu);

@@ -1,13 +1,13 @@
 /* metrics.c: request counters by route and status, token counters, latency histograms
  * (cumulative buckets, _sum, _count), rendered as Prometheus text. */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "server/metrics.h"
 
 /* HTTP statuses counted separately; anything else lands in the last slot as "other". */
@@ -105,49 +105,9 @@ void metrics_observe(metrics *m, metrics_hist h, double seconds)
     pthread_mutex_unlock(&m->mu);
 }
 
-/* A growable text buffer; `failed` sticks. */
-typedef struct textbuf {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} textbuf;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void put(textbuf *b, const char *fmt, ...)
+static void header(strbuf *b, const char *name, const char *type, const char *help)
 {
-    if (b->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = true;
-            return;
-        }
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-}
-
-static void header(textbuf *b, const char *name, const char *type, const char *help)
-{
-    put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Model names come from files: keep label values to safe characters. */
@@ -159,7 +119,7 @@ static void label_value(char *out, size_t cap, const char *s)
     out[o] = '\0';
 }
 
-static void render_models(textbuf *b, const metrics_model *models, size_t n)
+static void render_models(strbuf *b, const metrics_model *models, size_t n)
 {
     static const char *const prio[TS_PRIORITY_COUNT] = {"high", "normal", "low"};
     char (*names)[128] = calloc(n ? n : 1, sizeof *names);
@@ -173,29 +133,29 @@ static void render_models(textbuf *b, const metrics_model *models, size_t n)
     header(b, "tessera_queue_depth", "gauge", "Requests waiting, by priority.");
     for (size_t i = 0; i < n; i++)
         for (int p = 0; p < TS_PRIORITY_COUNT; p++)
-            put(b, "tessera_queue_depth{model=\"%s\",priority=\"%s\"} %d\n", names[i], prio[p],
+            strbuf_addf(b, "tessera_queue_depth{model=\"%s\",priority=\"%s\"} %d\n", names[i], prio[p],
                 models[i].stats.queued[p]);
     header(b, "tessera_running_sequences", "gauge", "Sequences in the running batch.");
     for (size_t i = 0; i < n; i++)
-        put(b, "tessera_running_sequences{model=\"%s\"} %d\n", names[i], models[i].stats.running);
+        strbuf_addf(b, "tessera_running_sequences{model=\"%s\"} %d\n", names[i], models[i].stats.running);
     header(b, "tessera_kv_blocks", "gauge", "KV cache blocks by state.");
     for (size_t i = 0; i < n; i++) {
         const ts_engine_stats *s = &models[i].stats;
-        put(b, "tessera_kv_blocks{model=\"%s\",state=\"free\"} %d\n", names[i], s->kv_blocks_free);
-        put(b, "tessera_kv_blocks{model=\"%s\",state=\"used\"} %d\n", names[i], s->kv_blocks_used);
-        put(b, "tessera_kv_blocks{model=\"%s\",state=\"cached\"} %d\n", names[i],
+        strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"free\"} %d\n", names[i], s->kv_blocks_free);
+        strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"used\"} %d\n", names[i], s->kv_blocks_used);
+        strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"cached\"} %d\n", names[i],
             s->kv_blocks_cached);
     }
     header(b, "tessera_kv_blocks_total", "gauge", "KV cache blocks in the pool.");
     for (size_t i = 0; i < n; i++)
-        put(b, "tessera_kv_blocks_total{model=\"%s\"} %d\n", names[i],
+        strbuf_addf(b, "tessera_kv_blocks_total{model=\"%s\"} %d\n", names[i],
             models[i].stats.kv_blocks_total);
     header(b, "tessera_prefix_cache_hit_ratio", "gauge",
            "Prompt blocks found in the prefix cache over blocks looked up.");
     for (size_t i = 0; i < n; i++) {
         const ts_engine_stats *s = &models[i].stats;
         uint64_t looked = s->prefix_hit_blocks + s->prefix_miss_blocks;
-        put(b, "tessera_prefix_cache_hit_ratio{model=\"%s\"} %.6g\n", names[i],
+        strbuf_addf(b, "tessera_prefix_cache_hit_ratio{model=\"%s\"} %.6g\n", names[i],
             looked ? (double)s->prefix_hit_blocks / (double)looked : 0.0);
     }
     static const struct {
@@ -230,7 +190,7 @@ static void render_models(textbuf *b, const metrics_model *models, size_t n)
         for (size_t i = 0; i < n; i++) {
             uint64_t v;
             memcpy(&v, (const char *)&models[i].stats + counters[c].offset, sizeof v);
-            put(b, "%s{model=\"%s\"} %llu\n", counters[c].name, names[i], (unsigned long long)v);
+            strbuf_addf(b, "%s{model=\"%s\"} %llu\n", counters[c].name, names[i], (unsigned long long)v);
         }
     }
     header(b, "tessera_engine_step_seconds_total", "counter",
@@ -241,7 +201,7 @@ static void render_models(textbuf *b, const metrics_model *models, size_t n)
             const ts_step_profile *p =
                 k == 0 ? &models[i].stats.decode_steps : &models[i].stats.prompt_steps;
             for (int ph = 0; ph < TS_PHASE_COUNT; ph++)
-                put(b, "tessera_engine_step_seconds_total{model=\"%s\",kind=\"%s\",phase=\"%s\"} "
+                strbuf_addf(b, "tessera_engine_step_seconds_total{model=\"%s\",kind=\"%s\",phase=\"%s\"} "
                        "%.9g\n",
                     names[i], k == 0 ? "decode" : "prompt", ts_step_phase_name((ts_step_phase)ph),
                     p->seconds[ph]);
@@ -260,23 +220,23 @@ char *metrics_render(metrics *m, const metrics_model *models, size_t n)
     memcpy(hists, m->hists, sizeof hists);
     pthread_mutex_unlock(&m->mu);
 
-    textbuf b = {0};
+    strbuf b = {0};
     header(&b, "tessera_requests_total", "counter", "HTTP requests answered, by route and status.");
     for (int r = 0; r < METRICS_ROUTE_COUNT; r++)
         for (size_t s = 0; s < N_STATUS; s++) {
             if (!requests[r][s])
                 continue;
             if (s + 1 < N_STATUS)
-                put(&b, "tessera_requests_total{route=\"%s\",status=\"%d\"} %llu\n", route_names[r],
+                strbuf_addf(&b, "tessera_requests_total{route=\"%s\",status=\"%d\"} %llu\n", route_names[r],
                     known_status[s], (unsigned long long)requests[r][s]);
             else
-                put(&b, "tessera_requests_total{route=\"%s\",status=\"other\"} %llu\n",
+                strbuf_addf(&b, "tessera_requests_total{route=\"%s\",status=\"other\"} %llu\n",
                     route_names[r], (unsigned long long)requests[r][s]);
         }
     header(&b, "tessera_prompt_tokens_total", "counter", "Prompt tokens of answered requests.");
-    put(&b, "tessera_prompt_tokens_total %llu\n", (unsigned long long)prompt);
+    strbuf_addf(&b, "tessera_prompt_tokens_total %llu\n", (unsigned long long)prompt);
     header(&b, "tessera_generated_tokens_total", "counter", "Tokens generated for answered requests.");
-    put(&b, "tessera_generated_tokens_total %llu\n", (unsigned long long)generated);
+    strbuf_addf(&b, "tessera_generated_tokens_total %llu\n", (unsigned long long)generated);
 
     for (int h = 0; h < METRICS_HIST_COUNT; h++) {
         const hist_def *d = &hist_defs[h];
@@ -284,16 +244,16 @@ char *metrics_render(metrics *m, const metrics_model *models, size_t n)
         uint64_t cum = 0;
         for (int k = 0; k < d->n_bounds; k++) {
             cum += hists[h].counts[k];
-            put(&b, "%s_bucket{le=\"%g\"} %llu\n", d->name, d->bounds[k], (unsigned long long)cum);
+            strbuf_addf(&b, "%s_bucket{le=\"%g\"} %llu\n", d->name, d->bounds[k], (unsigned long long)cum);
         }
         cum += hists[h].counts[d->n_bounds];
-        put(&b, "%s_bucket{le=\"+Inf\"} %llu\n", d->name, (unsigned long long)cum);
-        put(&b, "%s_sum %.9g\n", d->name, hists[h].sum);
-        put(&b, "%s_count %llu\n", d->name, (unsigned long long)hists[h].count);
+        strbuf_addf(&b, "%s_bucket{le=\"+Inf\"} %llu\n", d->name, (unsigned long long)cum);
+        strbuf_addf(&b, "%s_sum %.9g\n", d->name, hists[h].sum);
+        strbuf_addf(&b, "%s_count %llu\n", d->name, (unsigned long long)hists[h].count);
     }
     render_models(&b, models, n);
     if (b.failed) {
-        free(b.s);
+        strbuf_free(&b);
         return NULL;
     }
     return b.s;

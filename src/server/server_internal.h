@@ -10,6 +10,7 @@
 
 #include <microhttpd.h>
 
+#include "common/strbuf.h"
 #include "server/auth.h"
 #include "server/metrics.h"
 #include "server/openai.h"
@@ -72,8 +73,7 @@ typedef struct srv_conn {
     bool batch;                   /* /v1/batch/...: always LOW priority */
     ts_priority priority;         /* from the API key's tier */
     double t_start;               /* monotonic seconds */
-    char *body;                   /* (body_len) accumulated upload, NUL-terminated */
-    size_t body_len, body_cap;
+    strbuf body;                  /* the accumulated upload */
     bool body_too_big;
     int status;                   /* HTTP status answered, 0 before */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "tokenizer/chat_template.h"
 
 static const char *const kind_names[CHAT_TEMPLATE_COUNT] = {
@@ -53,41 +54,13 @@ const char *chat_template_name(chat_template_kind kind)
     return (unsigned)kind < CHAT_TEMPLATE_COUNT ? kind_names[kind] : "unknown";
 }
 
-/* A growable string; `failed` sticks after the first allocation failure. */
-typedef struct strbuf {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
 /* Appends the NUL-terminated strings given, up to a NULL. */
 static void sb_cat(strbuf *b, ...)
 {
     va_list ap;
     va_start(ap, b);
     for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
-        sb_put(b, s, strlen(s));
+        strbuf_add(b, s, strlen(s));
     va_end(ap);
 }
 
@@ -180,7 +153,7 @@ static void render_inst(strbuf *b, chat_template_kind kind, const chat_message *
         sys.len = 0;
     }
     b->failed |= sys.failed;
-    free(sys.s);
+    strbuf_free(&sys);
     if (kind == CHAT_TEMPLATE_GEMMA)
         sb_cat(b, "<start_of_turn>model\n", NULL);
 }
@@ -207,9 +180,9 @@ ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs
     else
         render_turns(&b, kind, msgs, n);
     if (!b.failed)
-        sb_put(&b, "", 0); /* an empty rendering is still a string */
+        strbuf_add(&b, "", 0); /* an empty rendering is still a string */
     if (b.failed) {
-        free(b.s);
+        strbuf_free(&b);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot render %zu chat messages", n);
     }
     *out = b.s;
