@@ -1,5 +1,6 @@
 /* test_chat_template.c: family detection and the exact text each chat format renders. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -16,15 +17,32 @@ static const chat_message conv[] = {
 };
 #define N_CONV (sizeof conv / sizeof conv[0])
 
+/* Renders m and checks the text, and that the content spans hold exactly the non-empty
+ * message texts: in order, apart, each one a message's whole text. */
 static void expect_render(chat_template_kind kind, const chat_message *m, size_t n,
                           const char *want)
 {
-    char *got = NULL;
+    chat_rendering r = {0};
     ts_error err = {0};
-    assert_int_equal(chat_template_render(kind, m, n, &got, &err), TS_OK);
-    assert_non_null(got);
-    assert_string_equal(got, want);
-    free(got);
+    assert_int_equal(chat_template_render(kind, m, n, &r, &err), TS_OK);
+    assert_non_null(r.text);
+    assert_string_equal(r.text, want);
+    size_t non_empty = 0, end = 0;
+    for (size_t i = 0; i < n; i++)
+        non_empty += m[i].content[0] != '\0';
+    assert_int_equal(r.n_content, non_empty);
+    for (size_t k = 0; k < r.n_content; k++) {
+        const ts_text_span *sp = &r.content[k];
+        assert_true(sp->off >= end && sp->off + sp->len <= strlen(r.text));
+        end = sp->off + sp->len;
+        bool found = false;
+        for (size_t i = 0; i < n && !found; i++)
+            found = strlen(m[i].content) == sp->len &&
+                    memcmp(m[i].content, r.text + sp->off, sp->len) == 0;
+        assert_true(found);
+    }
+    chat_rendering_free(&r);
+    chat_rendering_free(&r); /* twice is harmless */
 }
 
 static void test_detect_by_markers(void **state)
@@ -93,7 +111,7 @@ static void test_llama2(void **state)
     (void)state;
     expect_render(CHAT_TEMPLATE_LLAMA2, conv, N_CONV,
                   "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s>"
-                  "[INST] Name a color. [/INST]");
+                  "<s>[INST] Name a color. [/INST]");
     expect_render(CHAT_TEMPLATE_LLAMA2, conv + 1, 1, "[INST] Hi [/INST]");
 }
 
@@ -145,11 +163,12 @@ static void test_bad_role_and_kind(void **state)
 {
     (void)state;
     const chat_message bad[] = {{"user", "a"}, {"tool", "b"}};
-    char *out = (char *)1;
+    chat_rendering out = {(char *)1, NULL, 7};
     ts_error err = {0};
     assert_int_equal(chat_template_render(CHAT_TEMPLATE_CHATML, bad, 2, &out, &err),
                      TS_ERR_INVALID_ARG);
-    assert_null(out);
+    assert_null(out.text);
+    assert_int_equal(out.n_content, 0);
     assert_non_null(strstr(err.msg, "messages[1].role"));
     const chat_message nocontent[] = {{"user", NULL}};
     assert_int_equal(chat_template_render(CHAT_TEMPLATE_PLAIN, nocontent, 1, &out, &err),

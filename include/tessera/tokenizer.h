@@ -27,7 +27,8 @@ void ts_tokenizer_free(ts_tokenizer *tok);
 /* Encodes len bytes of text (copied; need not be NUL-terminated), BOS first when add_bos.
  * Writes at most cap ids and sets *n_ids to the number the text needs, which may exceed
  * cap: call again with a larger buffer then. Text that spells a special token ("<s>",
- * "<|endoftext|>") is encoded as plain text, never as that token. Any bytes are
+ * "<|endoftext|>") is encoded as plain text, never as that token (ts_tokenize_ex can
+ * read them as tokens). Any bytes are
  * accepted: invalid UTF-8 is encoded byte by byte (byte tokens where the vocabulary has
  * them). Returns TS_ERR_TOO_LONG past 512 MiB of text, TS_ERR_NOMEM when scratch memory
  * runs out, TS_ERR_INVALID_ARG for NULL tok or n_ids. */
@@ -38,6 +39,37 @@ ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, boo
  * one byte); *len gets their count. Control tokens (BOS, EOS) decode to nothing. The
  * pointer is borrowed and lives as long as the tokenizer. A token's bytes may be part of
  * a UTF-8 character: join pieces before printing. */
+/* A byte range [off, off + len) of a text. */
+typedef struct ts_text_span {
+    size_t off, len;
+} ts_text_span;
+
+/* How ts_tokenize_ex reads a text. Zero-initialised: no BOS, special tokens as plain text
+ * (what ts_tokenize does). */
+typedef struct ts_tokenize_opts {
+    bool add_bos;
+    /* A control or user-defined token spelled out in the text ("<|im_start|>", "</s>")
+     * becomes that token, as llama.cpp and Hugging Face tokenizers read prompts; the text
+     * between such tokens is encoded piece by piece (SentencePiece vocabularies give each
+     * piece its space prefix, as llama.cpp does). */
+    bool parse_special;
+    /* With parse_special: byte ranges that stay plain text whatever they spell (sorted,
+     * not overlapping, inside the text; no special token may straddle one). Chat
+     * requests put each message's own text here, so a user cannot forge turn markers. */
+    const ts_text_span *plain;
+    size_t n_plain;
+} ts_tokenize_opts;
+
+/* ts_tokenize with options (o may be NULL: all defaults). TS_ERR_INVALID_ARG also for
+ * plain spans out of order or outside the text. */
+ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
+                         const ts_tokenize_opts *o, int32_t *ids, size_t cap, size_t *n_ids);
+
+/* ts_tokenize_ex into a fresh malloc'd array the caller frees (*ids is NULL on failure
+ * and may be NULL for an empty result). */
+ts_status ts_tokenize_alloc(const ts_tokenizer *tok, const char *text, size_t len,
+                            const ts_tokenize_opts *o, int32_t **ids, size_t *n_ids);
+
 const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len);
 
 /* Decodes ids into out (at most cap bytes, not NUL-terminated); returns the number of

@@ -13,7 +13,7 @@
 typedef struct gen_opts {
     const char *model, *tokenizer, *prompt, *prompts_file;
     int n_tokens;
-    bool json, no_bos;
+    bool json, no_bos, no_parse_special;
     ts_sampling_params sampling;
     ts_engine_options engine;
 } gen_opts;
@@ -29,6 +29,8 @@ static void usage(FILE *out)
             "  -n N                tokens to generate per prompt (default 128)\n"
             "  --json              print [{\"prompt\": ..., \"text\": prompt + continuation}, ...]\n"
             "  --no-bos            do not start the prompt with BOS\n"
+            "  --no-parse-special  read \"</s>\", \"<|im_start|>\"... in a prompt as plain text, not\n"
+            "                      as those special tokens\n"
             "sampling (default greedy, so output is reproducible):\n"
             "  --temp T  --top-k K  --top-p P  --min-p M  --repeat-penalty R  --seed S\n"
             CLI_ENGINE_HELP);
@@ -57,6 +59,8 @@ static int parse(int argc, char **argv, gen_opts *o)
             o->json = true;
         } else if (!strcmp(a, "--no-bos")) {
             o->no_bos = true;
+        } else if (!strcmp(a, "--no-parse-special")) {
+            o->no_parse_special = true;
         } else if (!(v = cli_value(argc, argv, &i))) {
             return 2;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -154,14 +158,10 @@ static ts_status submit(ts_engine *e, const ts_tokenizer *tok, const char *promp
                         const gen_opts *o, ts_request **out)
 {
     ts_error err = {0};
-    size_t n = 0, len = strlen(prompt);
-    bool bos = !o->no_bos && ts_tokenizer_bos(tok) >= 0;
-    ts_status st = ts_tokenize(tok, prompt, len, bos, NULL, 0, &n);
-    int32_t *ids = st == TS_OK ? malloc((n ? n : 1) * sizeof *ids) : NULL;
-    if (st == TS_OK && !ids)
-        st = TS_ERR_NOMEM;
-    if (st == TS_OK)
-        st = ts_tokenize(tok, prompt, len, bos, ids, n, &n);
+    size_t n = 0;
+    int32_t *ids = NULL;
+    ts_tokenize_opts opts = {.add_bos = !o->no_bos, .parse_special = !o->no_parse_special};
+    ts_status st = ts_tokenize_alloc(tok, prompt, strlen(prompt), &opts, &ids, &n);
     if (st == TS_OK) {
         ts_request_params p;
         ts_request_params_default(&p);

@@ -8,9 +8,12 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tessera tokenize [-m MODEL] [--tokenizer TOK] [--no-bos] (-p TEXT | --file F)\n"
+    fprintf(out, "usage: tessera tokenize [-m MODEL] [--tokenizer TOK] [--no-bos] [--no-parse-special]\n"
+                 "                        (-p TEXT | --file F)\n"
                  "  prints token ids separated by spaces; --file tokenizes the file's bytes exactly\n"
-                 "  (a trailing newline included). MODEL may be a vocabulary-only GGUF.\n");
+                 "  (a trailing newline included). MODEL may be a vocabulary-only GGUF. Special\n"
+                 "  tokens spelled out (\"</s>\", \"<|im_start|>\") become those tokens, as in a\n"
+                 "  completion prompt, unless --no-parse-special.\n");
 }
 
 /* Reads a whole file (bytes, any content); NULL on failure. */
@@ -43,7 +46,7 @@ static char *slurp(const char *path, size_t *len)
 int cli_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *tokenizer = NULL, *text = NULL, *file = NULL;
-    bool bos = true;
+    bool bos = true, parse_special = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -51,6 +54,8 @@ int cli_tokenize(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--no-bos")) {
             bos = false;
+        } else if (!strcmp(a, "--no-parse-special")) {
+            parse_special = false;
         } else if (!(v = cli_value(argc, argv, &i))) {
             return 2;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -91,11 +96,9 @@ int cli_tokenize(int argc, char **argv)
         goto out;
     }
     const char *src = file ? data : text;
-    bos = bos && ts_tokenizer_bos(tok) >= 0;
-    if ((st = ts_tokenize(tok, src, len, bos, NULL, 0, &n)) != TS_OK ||
-        !(ids = malloc((n ? n : 1) * sizeof *ids)) ||
-        (st = ts_tokenize(tok, src, len, bos, ids, n, &n)) != TS_OK) {
-        fprintf(stderr, "tessera: %s\n", st != TS_OK ? err.msg : "out of memory");
+    ts_tokenize_opts opts = {.add_bos = bos, .parse_special = parse_special};
+    if ((st = ts_tokenize_alloc(tok, src, len, &opts, &ids, &n)) != TS_OK) {
+        fprintf(stderr, "tessera: cannot tokenize: %s\n", ts_status_str(st));
         goto out;
     }
     for (size_t i = 0; i < n; i++)

@@ -319,25 +319,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 /* ---- the request */
 
+/* The request's prompt as token ids (*ids malloc'd). A completion prompt's text is read
+ * as llama.cpp and Hugging Face tokenizers read it, special tokens spelled out included;
+ * a chat is rendered in the model's template, whose markup gives the special tokens while
+ * the messages' own text stays plain text. */
 static ts_status prompt_tokens(srv_job *j, int32_t **ids, size_t *n, oai_error *e)
 {
     const oai_request *r = &j->oreq;
-    char *text = NULL;
-    const char *src = r->prompt;
-    if (r->kind == OAI_CHAT) {
-        chat_message *msgs = calloc(r->n_messages, sizeof *msgs);
-        if (!msgs)
-            return oai_error_set(e, 500, NULL, NULL, "out of memory");
-        for (size_t i = 0; i < r->n_messages; i++)
-            msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
-        ts_error err = {0};
-        ts_status st = chat_template_render(j->model->template, msgs, r->n_messages, &text, &err);
-        free(msgs);
-        if (st != TS_OK)
-            return oai_error_set(e, st == TS_ERR_NOMEM ? 500 : 400, "messages", NULL, "%s",
-                                 err.msg);
-        src = text;
-    } else if (!src) {
+    if (r->kind != OAI_CHAT && !r->prompt) {
         int vocab = ts_tokenizer_vocab_size(j->tok);
         for (size_t i = 0; i < r->n_prompt_tokens; i++)
             if (r->prompt_tokens[i] >= vocab)
@@ -351,17 +340,27 @@ static ts_status prompt_tokens(srv_job *j, int32_t **ids, size_t *n, oai_error *
         *n = r->n_prompt_tokens;
         return TS_OK;
     }
-    size_t len = strlen(src), cap = len + 2, need = 0;
-    *ids = malloc(cap * sizeof **ids);
-    ts_status st = *ids ? ts_tokenize(j->tok, src, len, true, *ids, cap, &need) : TS_ERR_NOMEM;
-    if (st == TS_OK && need > cap) {
-        int32_t *more = realloc(*ids, need * sizeof **ids);
-        if (more)
-            *ids = more;
-        st = more ? ts_tokenize(j->tok, src, len, true, *ids, need, &need) : TS_ERR_NOMEM;
+    chat_rendering chat = {0};
+    ts_tokenize_opts opts = {.add_bos = true, .parse_special = true};
+    const char *text = r->prompt;
+    if (r->kind == OAI_CHAT) {
+        chat_message *msgs = calloc(r->n_messages, sizeof *msgs);
+        if (!msgs)
+            return oai_error_set(e, 500, NULL, NULL, "out of memory");
+        for (size_t i = 0; i < r->n_messages; i++)
+            msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
+        ts_error err = {0};
+        ts_status st = chat_template_render(j->model->template, msgs, r->n_messages, &chat, &err);
+        free(msgs);
+        if (st != TS_OK)
+            return oai_error_set(e, st == TS_ERR_NOMEM ? 500 : 400, "messages", NULL, "%s",
+                                 err.msg);
+        text = chat.text;
+        opts.plain = chat.content;
+        opts.n_plain = chat.n_content;
     }
-    free(text);
-    *n = need;
+    ts_status st = ts_tokenize_alloc(j->tok, text, strlen(text), &opts, ids, n);
+    chat_rendering_free(&chat);
     if (st != TS_OK)
         return oai_error_set(e, 500, NULL, NULL, "cannot tokenize the prompt: %s",
                              ts_status_str(st));

@@ -226,14 +226,10 @@ static enum MHD_Result handle_tokenize(struct MHD_Connection *mc, srv_conn *c)
         return srv_send_error(mc, c, &e);
     }
     const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
-    size_t len = strlen(t.text), n = 0, cap = len + 2;
-    int32_t *ids = malloc(cap * sizeof *ids);
-    ts_status st = ids ? ts_tokenize(tok, t.text, len, t.add_special, ids, cap, &n) : TS_ERR_NOMEM;
-    if (st == TS_OK && n > cap) {
-        int32_t *more = realloc(ids, n * sizeof *ids);
-        st = more ? ts_tokenize(tok, t.text, len, t.add_special, more, n, &n) : TS_ERR_NOMEM;
-        ids = more ? more : ids;
-    }
+    ts_tokenize_opts opts = {.add_bos = t.add_special, .parse_special = t.parse_special};
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_status st = ts_tokenize_alloc(tok, t.text, strlen(t.text), &opts, &ids, &n);
     cJSON *j = NULL;
     if (st == TS_OK) {
         j = cJSON_CreateObject();

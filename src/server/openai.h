@@ -89,6 +89,8 @@ typedef struct oai_tokenize_request {
     char *text;            /* owned */
     bool text_field_named_text; /* the body said "text" (answers use the same name) */
     bool add_special;      /* add BOS (default true) */
+    bool parse_special;    /* special tokens spelled out in the text count (default true,
+                            * as /v1/completions reads a prompt) */
 } oai_tokenize_request;
 
 /* POST /detokenize {"model"?, "tokens": [ids]}. */

@@ -438,11 +438,13 @@ ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request 
 {
     memset(r, 0, sizeof *r);
     r->add_special = true;
+    r->parse_special = true;
     cJSON *root = NULL;
     if (parse_body(body, len, &root, err) != TS_OK ||
         read_string(root, "model", &r->model, err) != TS_OK ||
         read_string(root, "prompt", &r->text, err) != TS_OK ||
-        read_bool(root, "add_special", &r->add_special, err) != TS_OK)
+        read_bool(root, "add_special", &r->add_special, err) != TS_OK ||
+        read_bool(root, "parse_special", &r->parse_special, err) != TS_OK)
         goto fail;
     if (!r->text) {
         if (read_string(root, "text", &r->text, err) != TS_OK)

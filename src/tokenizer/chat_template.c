@@ -54,14 +54,30 @@ const char *chat_template_name(chat_template_kind kind)
     return (unsigned)kind < CHAT_TEMPLATE_COUNT ? kind_names[kind] : "unknown";
 }
 
-/* Appends the NUL-terminated strings given, up to a NULL. */
-static void sb_cat(strbuf *b, ...)
+/* A rendering under way: the text, and the spans of it that are message content. */
+typedef struct render {
+    strbuf text;
+    strbuf spans; /* ts_text_span values, back to back */
+} render;
+
+/* Appends markup: the NUL-terminated strings given, up to a NULL. */
+static void markup(render *out, ...)
 {
     va_list ap;
-    va_start(ap, b);
+    va_start(ap, out);
     for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
-        strbuf_add(b, s, strlen(s));
+        strbuf_add(&out->text, s, strlen(s));
     va_end(ap);
+}
+
+/* Appends a message's own text and records where it lies. */
+static void content(render *out, const char *c)
+{
+    ts_text_span sp = {out->text.len, strlen(c)};
+    if (sp.len == 0)
+        return;
+    strbuf_add(&out->text, c, sp.len);
+    strbuf_add(&out->spans, &sp, sizeof sp);
 }
 
 typedef enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT } role;
@@ -80,88 +96,101 @@ static int parse_role(const char *r)
 }
 
 /* Formats where every message is a turn with the role spelled out. */
-static void render_turns(strbuf *b, chat_template_kind kind, const chat_message *m, size_t n)
+static void render_turns(render *out, chat_template_kind kind, const chat_message *m, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const char *r = m[i].role, *c = m[i].content;
+        const char *r = m[i].role; /* one of the three known roles: checked by the caller */
         switch (kind) {
-        case CHAT_TEMPLATE_CHATML:
-            sb_cat(b, "<|im_start|>", r, "\n", c, "<|im_end|>\n", NULL);
-            break;
+        case CHAT_TEMPLATE_CHATML: markup(out, "<|im_start|>", r, "\n", NULL); break;
         case CHAT_TEMPLATE_LLAMA3:
-            sb_cat(b, "<|start_header_id|>", r, "<|end_header_id|>\n\n", c, "<|eot_id|>", NULL);
+            markup(out, "<|start_header_id|>", r, "<|end_header_id|>\n\n", NULL);
             break;
         case CHAT_TEMPLATE_ZEPHYR:
-            sb_cat(b, "<|", r, "|>\n", c, "</s>\n", NULL);
-            break;
-        case CHAT_TEMPLATE_PHI3:
-            sb_cat(b, "<|", r, "|>\n", c, "<|end|>\n", NULL);
-            break;
-        default: { /* PLAIN */
-            const char *label = !strcmp(r, "system") ? "System: "
-                                : !strcmp(r, "user") ? "User: " : "Assistant: ";
-            sb_cat(b, label, c, "\n", NULL);
+        case CHAT_TEMPLATE_PHI3: markup(out, "<|", r, "|>\n", NULL); break;
+        default: /* PLAIN */
+            markup(out, !strcmp(r, "system") ? "System: " : !strcmp(r, "user") ? "User: "
+                                                                            : "Assistant: ",
+                   NULL);
             break;
         }
+        content(out, m[i].content);
+        switch (kind) {
+        case CHAT_TEMPLATE_CHATML: markup(out, "<|im_end|>\n", NULL); break;
+        case CHAT_TEMPLATE_LLAMA3: markup(out, "<|eot_id|>", NULL); break;
+        case CHAT_TEMPLATE_ZEPHYR: markup(out, "</s>\n", NULL); break;
+        case CHAT_TEMPLATE_PHI3: markup(out, "<|end|>\n", NULL); break;
+        default: markup(out, "\n", NULL); break;
         }
     }
     switch (kind) {
-    case CHAT_TEMPLATE_CHATML: sb_cat(b, "<|im_start|>assistant\n", NULL); break;
+    case CHAT_TEMPLATE_CHATML: markup(out, "<|im_start|>assistant\n", NULL); break;
     case CHAT_TEMPLATE_LLAMA3:
-        sb_cat(b, "<|start_header_id|>assistant<|end_header_id|>\n\n", NULL);
+        markup(out, "<|start_header_id|>assistant<|end_header_id|>\n\n", NULL);
         break;
     case CHAT_TEMPLATE_ZEPHYR:
-    case CHAT_TEMPLATE_PHI3: sb_cat(b, "<|assistant|>\n", NULL); break;
-    default: sb_cat(b, "Assistant:", NULL); break;
+    case CHAT_TEMPLATE_PHI3: markup(out, "<|assistant|>\n", NULL); break;
+    default: markup(out, "Assistant:", NULL); break;
     }
 }
 
 /* Formats without a system turn of their own (Llama-2, Mistral, Gemma): system text is
  * held and opens the next user turn (Llama-2 wraps it in <<SYS>>; the others join it to
- * the user text with a blank line). A trailing system message becomes a user turn. */
-static void render_inst(strbuf *b, chat_template_kind kind, const chat_message *m, size_t n)
+ * the user text with a blank line). A trailing system message becomes a user turn.
+ * Llama-2 opens every user turn after the first with BOS, as its template does (the
+ * first one's BOS comes from the tokenizer). */
+static void render_inst(render *out, chat_template_kind kind, const chat_message *m, size_t n)
 {
-    strbuf sys = {0};
+    size_t from = 0; /* system messages in [from, i) wait for the next user turn */
+    bool held = false, turns = false;
     for (size_t i = 0; i <= n; i++) {
         int r = i < n ? parse_role(m[i].role) : -1;
         if (r == ROLE_SYSTEM) {
-            if (sys.len)
-                sb_cat(&sys, "\n\n", NULL);
-            sb_cat(&sys, m[i].content, NULL);
+            held |= m[i].content[0] != '\0';
             continue;
         }
         if (r == ROLE_ASSISTANT) {
-            if (kind == CHAT_TEMPLATE_GEMMA)
-                sb_cat(b, "<start_of_turn>model\n", m[i].content, "<end_of_turn>\n", NULL);
-            else if (kind == CHAT_TEMPLATE_LLAMA2)
-                sb_cat(b, " ", m[i].content, " </s>", NULL);
-            else
-                sb_cat(b, m[i].content, "</s>", NULL);
+            markup(out, kind == CHAT_TEMPLATE_GEMMA ? "<start_of_turn>model\n"
+                        : kind == CHAT_TEMPLATE_LLAMA2 ? " " : "", NULL);
+            content(out, m[i].content);
+            markup(out, kind == CHAT_TEMPLATE_GEMMA ? "<end_of_turn>\n"
+                        : kind == CHAT_TEMPLATE_LLAMA2 ? " </s>" : "</s>", NULL);
+            turns = true;
             continue;
         }
-        if (i == n && !sys.len)
+        if (i == n && !held)
             break;
         const char *user = i < n ? m[i].content : "";
-        const char *open = kind == CHAT_TEMPLATE_GEMMA ? "<start_of_turn>user\n" : "[INST] ";
-        const char *close = kind == CHAT_TEMPLATE_GEMMA ? "<end_of_turn>\n" : " [/INST]";
-        sb_cat(b, open, NULL);
-        if (sys.len && kind == CHAT_TEMPLATE_LLAMA2)
-            sb_cat(b, "<<SYS>>\n", sys.s, "\n<</SYS>>\n\n", NULL);
-        else if (sys.len)
-            sb_cat(b, sys.s, *user ? "\n\n" : "", NULL);
-        sb_cat(b, user, close, NULL);
-        sys.len = 0;
+        if (kind == CHAT_TEMPLATE_LLAMA2 && turns)
+            markup(out, "<s>", NULL);
+        markup(out, kind == CHAT_TEMPLATE_GEMMA ? "<start_of_turn>user\n" : "[INST] ", NULL);
+        if (held) {
+            if (kind == CHAT_TEMPLATE_LLAMA2)
+                markup(out, "<<SYS>>\n", NULL);
+            size_t start = out->text.len;
+            for (size_t j = from; j < i; j++) {
+                if (parse_role(m[j].role) != ROLE_SYSTEM || !m[j].content[0])
+                    continue;
+                if (out->text.len > start)
+                    markup(out, "\n\n", NULL);
+                content(out, m[j].content);
+            }
+            markup(out, kind == CHAT_TEMPLATE_LLAMA2 ? "\n<</SYS>>\n\n" : *user ? "\n\n" : "",
+                   NULL);
+        }
+        content(out, user);
+        markup(out, kind == CHAT_TEMPLATE_GEMMA ? "<end_of_turn>\n" : " [/INST]", NULL);
+        held = false;
+        turns = true;
+        from = i + 1;
     }
-    b->failed |= sys.failed;
-    strbuf_free(&sys);
     if (kind == CHAT_TEMPLATE_GEMMA)
-        sb_cat(b, "<start_of_turn>model\n", NULL);
+        markup(out, "<start_of_turn>model\n", NULL);
 }
 
 ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs, size_t n,
-                               char **out, ts_error *err)
+                               chat_rendering *out, ts_error *err)
 {
-    *out = NULL;
+    *out = (chat_rendering){0};
     if ((unsigned)kind >= CHAT_TEMPLATE_COUNT)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "chat template kind %d out of range",
                             (int)kind);
@@ -173,18 +202,29 @@ ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs
         if (!msgs[i].content)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "messages[%zu].content is missing", i);
     }
-    strbuf b = {0};
+    render r = {0};
     if (kind == CHAT_TEMPLATE_LLAMA2 || kind == CHAT_TEMPLATE_MISTRAL ||
         kind == CHAT_TEMPLATE_GEMMA)
-        render_inst(&b, kind, msgs, n);
+        render_inst(&r, kind, msgs, n);
     else
-        render_turns(&b, kind, msgs, n);
-    if (!b.failed)
-        strbuf_add(&b, "", 0); /* an empty rendering is still a string */
-    if (b.failed) {
-        strbuf_free(&b);
+        render_turns(&r, kind, msgs, n);
+    if (!r.text.failed)
+        strbuf_add(&r.text, "", 0); /* an empty rendering is still a string */
+    if (r.text.failed || r.spans.failed) {
+        strbuf_free(&r.text);
+        strbuf_free(&r.spans);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot render %zu chat messages", n);
     }
-    *out = b.s;
+    *out = (chat_rendering){r.text.s, (ts_text_span *)(void *)r.spans.s,
+                            r.spans.len / sizeof(ts_text_span)};
     return TS_OK;
+}
+
+void chat_rendering_free(chat_rendering *r)
+{
+    if (!r)
+        return;
+    free(r->text);
+    free(r->content);
+    *r = (chat_rendering){0};
 }

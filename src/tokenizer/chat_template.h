@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "tessera/status.h"
+#include "tessera/tokenizer.h"
 
 typedef enum chat_template_kind {
     CHAT_TEMPLATE_PLAIN = 0, /* "System: ...\nUser: ...\nAssistant: ...\n" then "Assistant:" */
@@ -35,10 +36,22 @@ ts_status chat_template_from_name(const char *name, chat_template_kind *out, ts_
 /* The family's name as chat_template_from_name() accepts it. */
 const char *chat_template_name(chat_template_kind kind);
 
-/* Renders n messages (borrowed) followed by the opening of the assistant's turn.
- * BOS is not part of the text: tokenize it with add_bos. On success *out is a malloc'd
- * NUL-terminated string the caller frees. Unknown roles give TS_ERR_INVALID_ARG. */
+/* A rendered conversation. */
+typedef struct chat_rendering {
+    char *text;            /* NUL-terminated UTF-8 */
+    ts_text_span *content; /* where the messages' own text lies in it, in order: tokenize
+                            * with these as ts_tokenize_opts.plain so the markup's special
+                            * tokens ("<|im_start|>") count and the users' text cannot forge them */
+    size_t n_content;
+} chat_rendering;
+
+/* Renders n messages (borrowed) followed by the opening of the assistant's turn into
+ * *out, which the caller frees with chat_rendering_free. BOS is not part of the text:
+ * tokenize it with add_bos. Unknown roles give TS_ERR_INVALID_ARG. */
 ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs, size_t n,
-                               char **out, ts_error *err);
+                               chat_rendering *out, ts_error *err);
+
+/* Accepts a zeroed or freed rendering. */
+void chat_rendering_free(chat_rendering *r);
 
 #endif /* TESSERA_TOKENIZER_CHAT_TEMPLATE_H */

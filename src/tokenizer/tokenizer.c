@@ -171,6 +171,56 @@ static void find_special_tokens(ts_tokenizer *tok)
     }
 }
 
+typedef struct special_key {
+    uint8_t first;
+    uint32_t len;
+    int32_t id;
+} special_key;
+
+static int special_key_cmp(const void *a, const void *b)
+{
+    const special_key *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    if (x->len != y->len)
+        return x->len < y->len ? 1 : -1; /* longest first: "<|im_end|>" before "<|im" */
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The tokens ts_tokenize_ex finds spelled out in text (control and user-defined ones),
+ * grouped by first byte, longest first within a group. */
+static ts_status collect_special_tokens(ts_tokenizer *tok, ts_error *err)
+{
+    const tokenizer_vocab *v = &tok->vocab;
+    size_t n = 0;
+    for (int i = 0; i < v->n_tokens; i++)
+        n += v->tokens[i].len > 0 && (v->tokens[i].type == VOCAB_TOKEN_CONTROL ||
+                                      v->tokens[i].type == VOCAB_TOKEN_USER_DEFINED);
+    special_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    tok->special = malloc((n ? n : 1) * sizeof *tok->special);
+    if (!keys || !tok->special) {
+        free(keys);
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot list %zu special tokens", n);
+    }
+    size_t k = 0;
+    for (int i = 0; i < v->n_tokens; i++) {
+        const vocab_token *t = &v->tokens[i];
+        if (t->len > 0 && (t->type == VOCAB_TOKEN_CONTROL || t->type == VOCAB_TOKEN_USER_DEFINED))
+            keys[k++] = (special_key){(uint8_t)t->text[0], t->len, i};
+    }
+    qsort(keys, n, sizeof *keys, special_key_cmp);
+    for (size_t i = 0; i < n; i++) {
+        tok->special[i] = keys[i].id;
+        tok->special_group[keys[i].first + 1] = (uint32_t)(i + 1);
+    }
+    for (int b = 1; b <= 256; b++) /* bytes no special token starts with: empty groups */
+        if (tok->special_group[b] < tok->special_group[b - 1])
+            tok->special_group[b] = tok->special_group[b - 1];
+    tok->n_special = (int)n;
+    free(keys);
+    return TS_OK;
+}
+
 ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_error *err)
 {
     ts_status st;
@@ -200,7 +250,7 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
     for (int i = 0; i < v->n_tokens; i++)
         tokenizer_map_put(&tok->text_to_id, tok->vocab.tokens[i].text, tok->vocab.tokens[i].len, i);
     find_special_tokens(tok);
-    if ((st = build_pieces(tok, err)) != TS_OK)
+    if ((st = collect_special_tokens(tok, err)) != TS_OK || (st = build_pieces(tok, err)) != TS_OK)
         goto fail;
     if (v->kind == VOCAB_KIND_BPE && (st = tokenizer_bpe_init(tok, err)) != TS_OK)
         goto fail;
@@ -216,6 +266,7 @@ void ts_tokenizer_free(ts_tokenizer *tok)
     if (!tok)
         return;
     tokenizer_bpe_free(tok->bpe);
+    free(tok->special);
     free(tok->pieces);
     free(tok->piece_off);
     tokenizer_map_free(&tok->text_to_id);
@@ -231,18 +282,104 @@ const tokenizer_vocab *tokenizer_get_vocab(const ts_tokenizer *tok)
 ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
                       int32_t *ids, size_t cap, size_t *n_ids)
 {
+    ts_tokenize_opts o = {.add_bos = add_bos};
+    return ts_tokenize_ex(tok, text, len, &o, ids, cap, n_ids);
+}
+
+static ts_status encode_plain(const ts_tokenizer *tok, const char *text, size_t len,
+                              tokenizer_out *out)
+{
+    return tok->vocab.kind == VOCAB_KIND_BPE ? tokenizer_bpe_encode(tok, text, len, out)
+                                             : tokenizer_spm_encode(tok, text, len, out);
+}
+
+/* The special token whose text starts s (n bytes available), longest first; -1 if none. */
+static int32_t special_at(const ts_tokenizer *tok, const char *s, size_t n)
+{
+    uint8_t b = (uint8_t)s[0];
+    for (uint32_t k = tok->special_group[b]; k < tok->special_group[b + 1]; k++) {
+        const vocab_token *t = &tok->vocab.tokens[tok->special[k]];
+        if (t->len <= n && memcmp(s, t->text, t->len) == 0)
+            return tok->special[k];
+    }
+    return -1;
+}
+
+static bool spans_valid(const ts_tokenize_opts *o, size_t len)
+{
+    if (o->n_plain > 0 && !o->plain)
+        return false;
+    size_t end = 0;
+    for (size_t i = 0; i < o->n_plain; i++) {
+        const ts_text_span *sp = &o->plain[i];
+        if (sp->off < end || sp->off > len || sp->len > len - sp->off)
+            return false;
+        end = sp->off + sp->len;
+    }
+    return true;
+}
+
+ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
+                         const ts_tokenize_opts *o, int32_t *ids, size_t cap, size_t *n_ids)
+{
+    static const ts_tokenize_opts defaults = {0};
     if (n_ids)
         *n_ids = 0;
-    if (!tok || (!text && len > 0) || (!ids && cap > 0) || !n_ids)
+    o = o ? o : &defaults;
+    if (!tok || (!text && len > 0) || (!ids && cap > 0) || !n_ids || !spans_valid(o, len))
         return TS_ERR_INVALID_ARG;
     tokenizer_out out = {ids, cap, 0};
-    if (add_bos && tok->vocab.bos_id >= 0)
+    if (o->add_bos && tok->vocab.bos_id >= 0)
         tokenizer_emit(&out, tok->vocab.bos_id);
-    ts_status st = tok->vocab.kind == VOCAB_KIND_BPE
-                       ? tokenizer_bpe_encode(tok, text, len, &out)
-                       : tokenizer_spm_encode(tok, text, len, &out);
+    size_t piece = 0; /* start of the plain text not yet encoded */
+    if (o->parse_special && tok->n_special > 0) {
+        size_t span = 0;
+        for (size_t i = 0; i < len;) {
+            if (span < o->n_plain && i >= o->plain[span].off) {
+                i = o->plain[span].off + o->plain[span].len;
+                span++;
+                continue;
+            }
+            size_t limit = span < o->n_plain ? o->plain[span].off : len;
+            int32_t id = special_at(tok, text + i, limit - i);
+            if (id < 0) {
+                i++;
+                continue;
+            }
+            ts_status st = encode_plain(tok, text + piece, i - piece, &out);
+            if (st != TS_OK)
+                return st;
+            tokenizer_emit(&out, id);
+            i += tok->vocab.tokens[id].len;
+            piece = i;
+        }
+    }
+    ts_status st = encode_plain(tok, text + piece, len - piece, &out);
     *n_ids = out.n;
     return st;
+}
+
+ts_status ts_tokenize_alloc(const ts_tokenizer *tok, const char *text, size_t len,
+                            const ts_tokenize_opts *o, int32_t **ids, size_t *n_ids)
+{
+    if (!ids || !n_ids)
+        return TS_ERR_INVALID_ARG;
+    *ids = NULL;
+    *n_ids = 0;
+    size_t n = 0;
+    ts_status st = ts_tokenize_ex(tok, text, len, o, NULL, 0, &n);
+    if (st != TS_OK || n == 0)
+        return st;
+    int32_t *buf = malloc(n * sizeof *buf);
+    if (!buf)
+        return TS_ERR_NOMEM;
+    if ((st = ts_tokenize_ex(tok, text, len, o, buf, n, n_ids)) != TS_OK) {
+        free(buf);
+        *n_ids = 0;
+        return st;
+    }
+    *ids = buf;
+    return TS_OK;
 }
 
 const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len)

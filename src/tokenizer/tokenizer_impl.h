@@ -71,6 +71,9 @@ struct ts_tokenizer {
     int32_t eog[8];            /* end-of-generation ids: EOS, EOT, <|im_end|>-like tokens */
     int n_eog;
     bpe_state *bpe;            /* byte-level BPE tables; NULL for SPM */
+    int32_t *special;          /* control and user-defined tokens by first byte, longest first */
+    int n_special;
+    uint32_t special_group[257]; /* special[group[b], group[b + 1]): those starting with byte b */
 };
 
 /* SentencePiece-BPE encoding of len bytes of text, without BOS (spm.c). */

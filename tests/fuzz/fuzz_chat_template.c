@@ -6,7 +6,8 @@
  * as the role's text). Checked: detection gives a known family; lookup by name succeeds
  * exactly for the known names, round-tripping chat_template_name(), and fails with a
  * message otherwise; rendering fails exactly when a role is unknown, with a message;
- * otherwise the text contains every content and is valid UTF-8 when the contents are. */
+ * otherwise the text contains every content and is valid UTF-8 when the contents are, and
+ * the content spans mark exactly the messages' texts. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,25 +72,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         utf8_ok &= utf8_valid(msgs[n].content, strlen(msgs[n].content));
     }
 
+    size_t non_empty = 0;
+    for (size_t i = 0; i < n; i++)
+        non_empty += msgs[i].content[0] != '\0';
     chat_template_kind kinds[2] = {detected, named};
     for (int k = 0; k < 2; k++) {
-        char *out = NULL;
+        chat_rendering out = {0};
         ts_error err = {0};
         ts_status st = chat_template_render(kinds[k], msgs, n, &out, &err);
+        const char *name = chat_template_name(kinds[k]);
         if (!roles_ok) {
-            FUZZ_CHECK(st == TS_ERR_INVALID_ARG && err.msg[0] != '\0' && out == NULL,
+            FUZZ_CHECK(st == TS_ERR_INVALID_ARG && err.msg[0] != '\0' && out.text == NULL,
                        "an unknown role was rendered or refused without a message");
             continue;
         }
-        FUZZ_CHECK(st == TS_OK && out != NULL, "rendering %zu messages failed: %s", n, err.msg);
+        FUZZ_CHECK(st == TS_OK && out.text != NULL, "rendering %zu messages failed: %s", n, err.msg);
+        size_t len = strlen(out.text), end = 0;
         for (size_t i = 0; i < n; i++)
-            FUZZ_CHECK(strstr(out, msgs[i].content) != NULL,
-                       "the %s rendering lost message %zu's content",
-                       chat_template_name(kinds[k]), i);
+            FUZZ_CHECK(strstr(out.text, msgs[i].content) != NULL,
+                       "the %s rendering lost message %zu's content", name, i);
+        /* the content spans: one per non-empty message, in order, apart, each exactly
+         * some message's text */
+        FUZZ_CHECK(out.n_content == non_empty, "%s: %zu content spans for %zu messages", name,
+                   out.n_content, non_empty);
+        for (size_t c = 0; c < out.n_content; c++) {
+            const ts_text_span *sp = &out.content[c];
+            FUZZ_CHECK(sp->off >= end && sp->len <= len && sp->off <= len - sp->len,
+                       "%s: content span %zu out of order or outside the text", name, c);
+            end = sp->off + sp->len;
+            bool found = false;
+            for (size_t i = 0; i < n && !found; i++)
+                found = strlen(msgs[i].content) == sp->len &&
+                        memcmp(msgs[i].content, out.text + sp->off, sp->len) == 0;
+            FUZZ_CHECK(found, "%s: content span %zu is no message's text", name, c);
+        }
         if (utf8_ok)
-            FUZZ_CHECK(utf8_valid(out, strlen(out)), "the %s rendering is not valid UTF-8",
-                       chat_template_name(kinds[k]));
-        free(out);
+            FUZZ_CHECK(utf8_valid(out.text, len), "the %s rendering is not valid UTF-8", name);
+        chat_rendering_free(&out);
     }
     free(text);
     return 0;

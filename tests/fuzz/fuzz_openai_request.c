@@ -48,18 +48,18 @@ static void render_chat(const oai_request *r, chat_template_kind kind)
     FUZZ_CHECK(msgs != NULL, "out of memory");
     for (size_t i = 0; i < r->n_messages; i++)
         msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
-    char *text = NULL;
+    chat_rendering out = {0};
     ts_error err = {0};
-    ts_status st = chat_template_render(kind, msgs, r->n_messages, &text, &err);
+    ts_status st = chat_template_render(kind, msgs, r->n_messages, &out, &err);
     FUZZ_CHECK(st == TS_OK, "rendering a parsed chat with %s failed: %s",
                chat_template_name(kind), err.msg);
-    FUZZ_CHECK(utf8_valid(text, strlen(text)), "the %s rendering is not valid UTF-8",
+    FUZZ_CHECK(utf8_valid(out.text, strlen(out.text)), "the %s rendering is not valid UTF-8",
                chat_template_name(kind));
     for (size_t i = 0; i < r->n_messages; i++)
-        FUZZ_CHECK(strstr(text, msgs[i].content) != NULL,
+        FUZZ_CHECK(strstr(out.text, msgs[i].content) != NULL,
                    "the %s rendering lost the content of message %zu", chat_template_name(kind),
                    i);
-    free(text);
+    chat_rendering_free(&out);
     free(msgs);
 }
 

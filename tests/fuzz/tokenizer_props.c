@@ -146,6 +146,55 @@ static void check_ids(const ts_tokenizer *tok, const uint8_t *p, size_t size, bo
     free(ids);
 }
 
+/* Special tokens read from text, with a plain span from each byte 0x02 up to the next
+ * (or the end): the ids lie in the vocabulary, a short buffer gets their prefix, and one
+ * span over the whole text gives exactly ts_tokenize's answer. */
+static void check_special(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos)
+{
+    ts_text_span spans[64];
+    size_t n_spans = 0;
+    for (size_t i = 0; i < len && n_spans < 64; i++) {
+        if (text[i] != 2)
+            continue;
+        size_t j = i + 1;
+        while (j < len && text[j] != 2)
+            j++;
+        spans[n_spans++] = (ts_text_span){i, j - i};
+        i = j; /* past the closing 0x02 */
+    }
+    ts_tokenize_opts o = {.add_bos = add_bos, .parse_special = true, .plain = spans,
+                          .n_plain = n_spans};
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_status st = ts_tokenize_alloc(tok, text, len, &o, &ids, &n);
+    FUZZ_CHECK(st == TS_OK, "ts_tokenize_alloc with %zu spans failed: %s", n_spans,
+               ts_status_str(st));
+    int vocab = ts_tokenizer_vocab_size(tok);
+    for (size_t i = 0; i < n; i++)
+        FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "special mode: id %d outside the vocabulary",
+                   (int)ids[i]);
+    if (n > 1) {
+        size_t half = n / 2, n2 = 0;
+        int32_t *part = malloc(half * sizeof *part);
+        FUZZ_CHECK(part != NULL, "out of memory");
+        st = ts_tokenize_ex(tok, text, len, &o, part, half, &n2);
+        FUZZ_CHECK(st == TS_OK && n2 == n && memcmp(part, ids, half * sizeof *ids) == 0,
+                   "special mode: cap %zu disagrees with the full answer", half);
+        free(part);
+    }
+    free(ids);
+    ts_text_span all = {0, len};
+    o.plain = &all;
+    o.n_plain = 1;
+    size_t n_plain = 0, n_ref = 0;
+    FUZZ_CHECK(ts_tokenize_alloc(tok, text, len, &o, &ids, &n_plain) == TS_OK, "whole span failed");
+    int32_t *ref = tokenize_all(tok, text, len, add_bos, &n_ref);
+    FUZZ_CHECK(n_plain == n_ref && (n_ref == 0 || memcmp(ids, ref, n_ref * sizeof *ref) == 0),
+               "a plain span over the whole text differs from ts_tokenize");
+    free(ref);
+    free(ids);
+}
+
 void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t size)
 {
     if (size == 0)
@@ -154,6 +203,8 @@ void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t s
     bool add_bos = mode & 2;
     if (mode & 1)
         check_ids(tok, data + 1, size - 1, add_bos);
+    else if (mode & 4)
+        check_special(tok, (const char *)data + 1, size - 1, add_bos);
     else
         check_text(tok, (const char *)data + 1, size - 1, add_bos);
 }

@@ -24,7 +24,10 @@ void fuzz_tokenizer_require_bytes(const ts_tokenizer *tok);
  *          above), and when s holds no U+2581, tokenize(detokenize(c)) == c: a text's
  *          canonical ids round-trip.
  *   both:  ids lie in [0, vocab); a short buffer gets a prefix of the full answer and
- *          the same count. */
+ *          the same count.
+ * Bit 0 clear and bit 2 set: the text is read with special tokens (ts_tokenize_ex), a
+ * plain span from each 0x02 byte to the next; same range and prefix checks, and a plain
+ * span over the whole text must give ts_tokenize's ids. */
 void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t size);
 
 #endif /* TESSERA_FUZZ_TOKENIZER_PROPS_H */

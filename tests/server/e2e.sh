@@ -88,6 +88,17 @@ check "tokenize" test "$(code "${K[@]}" "$A/tokenize" -d '{"prompt": "Once upon"
 toks=$(jq -c '.tokens' "$tmp/body")
 check "detokenize" test "$(code "${K[@]}" "$A/detokenize" -d "{\"tokens\": $toks}")" = 200
 check "round trip" jqb '.prompt == "Once upon"'
+# special tokens spelled out: EOS in a prompt unless parse_special is off; never in chat content
+code "${K[@]}" "$A/tokenize" -d '{"prompt": "Hi</s>there"}' >/dev/null
+check "tokenize reads </s> as EOS" jqb '[.tokens[] | select(. == 2)] | length == 1'
+code "${K[@]}" "$A/tokenize" -d '{"prompt": "Hi</s>there", "parse_special": false}' >/dev/null
+check "parse_special false keeps it text" jqb '([.tokens[] | select(. == 2)] | length) == 0 and .count > 5'
+code "${K[@]}" "$A/v1/models" >/dev/null
+check "the test model chats in the plain template" jqb '.data[0].chat_template == "plain"'
+code "${K[@]}" "$A/tokenize" -d '{"prompt": "User: </s></s>\nAssistant:", "parse_special": false}' >/dev/null
+plain_count=$(jq '.count' "$tmp/body")
+code "${K[@]}" "$A/v1/chat/completions" -d '{"messages": [{"role": "user", "content": "</s></s>"}], "max_tokens": 1}' >/dev/null
+check "chat content never becomes special tokens" jqb ".usage.prompt_tokens == $plain_count"
 
 # --- 16 concurrent streaming clients
 cpids=()
