@@ -1,14 +1,12 @@
 /* bpe.c: byte-level BPE ("gpt2" vocabularies) as llama.cpp's llm_tokenizer_bpe does it:
  * a pre-tokenizer splits text into words, each word's bytes are mapped to printable
  * code points (GPT-2's bytes_to_unicode), then merged pair by pair in rank order. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
-
-/* Returns the end of the word that starts at pos (pos < n): one pre-tokenizer family. */
-typedef size_t (*bpe_split_fn)(const char *s, size_t n, size_t pos);
 
 struct bpe_state {
     tokenizer_map merge_rank; /* "left right" -> rank */
@@ -116,17 +114,89 @@ static size_t split_gpt2(const char *s, size_t n, size_t pos)
     return pos + k;
 }
 
-/* tokenizer.ggml.pre -> splitter. Families with their own regex (llama3, qwen2, ...)
- * become rows here. */
+static bool is_cr_lf(const char *s, size_t n, size_t pos)
+{
+    return pos < n && (s[pos] == '\r' || s[pos] == '\n');
+}
+
+/* Llama 3's pre-tokenizer, and Qwen2's with max_digits 1:
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+ * \s*[\r\n]+|\s+(?!\S)|\s+   -- the first alternative that matches at pos wins. */
+static size_t split_llama3_like(const char *s, size_t n, size_t pos, int max_digits)
+{
+    size_t k, k0, p;
+    if (s[pos] == '\'' && pos + 1 < n) {
+        char c1 = (char)(s[pos + 1] | 0x20), c2 = pos + 2 < n ? (char)(s[pos + 2] | 0x20) : 0;
+        if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')
+            return pos + 2;
+        if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+            return pos + 3;
+    }
+    int cls = class_at(s, n, pos, &k0);
+    /* one character that is no letter, digit, CR or LF may lead a run of letters */
+    p = cls == CLASS_LETTER || cls == CLASS_NUMBER || is_cr_lf(s, n, pos) ? pos : pos + k0;
+    if (class_at(s, n, p, &k) == CLASS_LETTER) {
+        while (class_at(s, n, p, &k) == CLASS_LETTER)
+            p += k;
+        return p;
+    }
+    if (cls == CLASS_NUMBER) {
+        p = pos;
+        for (int d = 0; d < max_digits && class_at(s, n, p, &k) == CLASS_NUMBER; d++)
+            p += k;
+        return p;
+    }
+    p = s[pos] == ' ' ? pos + 1 : pos;
+    if (class_at(s, n, p, &k) == CLASS_OTHER) {
+        while (class_at(s, n, p, &k) == CLASS_OTHER)
+            p += k;
+        while (is_cr_lf(s, n, p))
+            p++;
+        return p;
+    }
+    if (cls != CLASS_SPACE)
+        return pos + k0;
+    size_t end = pos, last = pos, after_nl = 0, count = 0;
+    for (; class_at(s, n, end, &k) == CLASS_SPACE; end += k, count++) {
+        last = end;
+        if (is_cr_lf(s, n, end))
+            after_nl = end + 1;
+    }
+    if (after_nl)
+        return after_nl; /* \s*[\r\n]+ up to the run's last line break */
+    if (end < n && count > 1)
+        return last; /* \s+(?!\S): the last space goes with the next word */
+    return end;
+}
+
+static size_t split_llama3(const char *s, size_t n, size_t pos)
+{
+    return split_llama3_like(s, n, pos, 3);
+}
+
+static size_t split_qwen2(const char *s, size_t n, size_t pos)
+{
+    return split_llama3_like(s, n, pos, 1);
+}
+
+/* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes. */
 static const struct {
     const char *name;
     bpe_split_fn split;
 } pre_tokenizers[] = {
-    {"", split_gpt2},
-    {"default", split_gpt2},
-    {"gpt2", split_gpt2},
-    {"gpt-2", split_gpt2},
+    {"", split_gpt2},          {"default", split_gpt2},   {"gpt2", split_gpt2},
+    {"gpt-2", split_gpt2},     {"llama3", split_llama3},  {"llama-v3", split_llama3},
+    {"llama-bpe", split_llama3}, {"falcon3", split_llama3}, {"qwen2", split_qwen2},
+    {"deepseek-r1-qwen", split_qwen2},
 };
+
+bpe_split_fn tokenizer_bpe_splitter(const char *pre)
+{
+    for (size_t i = 0; i < sizeof pre_tokenizers / sizeof *pre_tokenizers; i++)
+        if (strcmp(pre, pre_tokenizers[i].name) == 0)
+            return pre_tokenizers[i].split;
+    return NULL;
+}
 
 /* ---- tables -------------------------------------------------------------------------- */
 
@@ -137,10 +207,7 @@ ts_status tokenizer_bpe_init(ts_tokenizer *tok, ts_error *err)
     if (!b)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate BPE tables");
     tok->bpe = b;
-    for (size_t i = 0; i < sizeof pre_tokenizers / sizeof *pre_tokenizers; i++)
-        if (strcmp(v->pre, pre_tokenizers[i].name) == 0)
-            b->split = pre_tokenizers[i].split;
-    if (!b->split)
+    if (!(b->split = tokenizer_bpe_splitter(v->pre)))
         return ts_error_set(err, TS_ERR_UNSUPPORTED, "pre-tokenizer '%s' is not supported", v->pre);
     if (v->n_merges > (1 << 24)) /* ranks must stay exact as float scores */
         return ts_error_set(err, TS_ERR_FORMAT, "%d merges is too many", v->n_merges);

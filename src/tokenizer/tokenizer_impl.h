@@ -84,6 +84,10 @@ ts_status tokenizer_spm_encode(const ts_tokenizer *tok, const char *text, size_t
  * decoding of one token's text back to bytes (appended to dst, which must hold len bytes;
  * returns the number written). */
 ts_status tokenizer_bpe_init(ts_tokenizer *tok, ts_error *err);
+/* A pre-tokenizer: the end of the word that starts at pos (pos < n). */
+typedef size_t (*bpe_split_fn)(const char *s, size_t n, size_t pos);
+/* The pre-tokenizer of a tokenizer.ggml.pre name; NULL for one we do not know. */
+bpe_split_fn tokenizer_bpe_splitter(const char *pre);
 void tokenizer_bpe_free(bpe_state *b);
 ts_status tokenizer_bpe_encode(const ts_tokenizer *tok, const char *text, size_t len,
                                tokenizer_out *out);
