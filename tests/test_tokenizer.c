@@ -411,6 +411,32 @@ static void test_chat_markup_is_special_content_is_not(void **state)
     ts_tokenizer_free(tok);
 }
 
+/* More ids than bytes: a one-byte special token before each piece, and each piece gets
+ * its own space prefix. ts_tokenize_alloc's first guess (a byte each, plus two) is short
+ * and it must grow, not truncate. */
+static void test_alloc_grows_past_a_byte_per_id(void **state)
+{
+    (void)state;
+    const char *texts[] = {"<unk>", "<s>", "</s>", "|", "a", "\xe2\x96\x81"};
+    float scores[6] = {0};
+    int32_t types[6] = {VOCAB_TOKEN_UNKNOWN, VOCAB_TOKEN_CONTROL, VOCAB_TOKEN_CONTROL,
+                        VOCAB_TOKEN_USER_DEFINED, VOCAB_TOKEN_NORMAL, VOCAB_TOKEN_NORMAL};
+    tokenizer_vocab v;
+    make_vocab(&v, texts, scores, types, 6);
+    v.add_space_prefix = true;
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    vocab_clear(&v);
+    ts_tokenize_opts o = {.add_bos = true, .parse_special = true};
+    size_t n = 0;
+    int32_t *ids = encode_ex(tok, "|a|a|a|a", &o, &n);
+    const int32_t want[] = {1, 3, 5, 4, 3, 5, 4, 3, 5, 4, 3, 5, 4};
+    assert_int_equal(n, sizeof want / sizeof *want); /* 13 ids for 8 bytes */
+    assert_memory_equal(ids, want, sizeof want);
+    free(ids);
+    ts_tokenizer_free(tok);
+}
+
 static ts_status load_bytes(const unsigned char *data, size_t size, int vocab_size, ts_error *err)
 {
     const char *path = tu_tmp_path("tok.bin");
@@ -490,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_merge_order_and_unk),
         cmocka_unit_test(test_special_tokens_spelled_out),
         cmocka_unit_test(test_chat_markup_is_special_content_is_not),
+        cmocka_unit_test(test_alloc_grows_past_a_byte_per_id),
         cmocka_unit_test(test_malformed_llama2c),
     };
     return cmocka_run_group_tests_name("tokenizer", tests, NULL, NULL);

@@ -187,6 +187,12 @@ static int special_key_cmp(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Whether ts_tokenize_ex finds t spelled out in text. */
+static bool is_special(const vocab_token *t)
+{
+    return t->len > 0 && (t->type == VOCAB_TOKEN_CONTROL || t->type == VOCAB_TOKEN_USER_DEFINED);
+}
+
 /* The tokens ts_tokenize_ex finds spelled out in text (control and user-defined ones),
  * grouped by first byte, longest first within a group. */
 static ts_status collect_special_tokens(ts_tokenizer *tok, ts_error *err)
@@ -194,8 +200,7 @@ static ts_status collect_special_tokens(ts_tokenizer *tok, ts_error *err)
     const tokenizer_vocab *v = &tok->vocab;
     size_t n = 0;
     for (int i = 0; i < v->n_tokens; i++)
-        n += v->tokens[i].len > 0 && (v->tokens[i].type == VOCAB_TOKEN_CONTROL ||
-                                      v->tokens[i].type == VOCAB_TOKEN_USER_DEFINED);
+        n += is_special(&v->tokens[i]);
     special_key *keys = malloc((n ? n : 1) * sizeof *keys);
     tok->special = malloc((n ? n : 1) * sizeof *tok->special);
     if (!keys || !tok->special) {
@@ -205,7 +210,7 @@ static ts_status collect_special_tokens(ts_tokenizer *tok, ts_error *err)
     size_t k = 0;
     for (int i = 0; i < v->n_tokens; i++) {
         const vocab_token *t = &v->tokens[i];
-        if (t->len > 0 && (t->type == VOCAB_TOKEN_CONTROL || t->type == VOCAB_TOKEN_USER_DEFINED))
+        if (is_special(t))
             keys[k++] = (special_key){(uint8_t)t->text[0], t->len, i};
     }
     qsort(keys, n, sizeof *keys, special_key_cmp);
@@ -366,19 +371,24 @@ ts_status ts_tokenize_alloc(const ts_tokenizer *tok, const char *text, size_t le
         return TS_ERR_INVALID_ARG;
     *ids = NULL;
     *n_ids = 0;
-    size_t n = 0;
-    ts_status st = ts_tokenize_ex(tok, text, len, o, NULL, 0, &n);
-    if (st != TS_OK || n == 0)
-        return st;
-    int32_t *buf = malloc(n * sizeof *buf);
-    if (!buf)
-        return TS_ERR_NOMEM;
-    if ((st = ts_tokenize_ex(tok, text, len, o, buf, n, n_ids)) != TS_OK) {
+    /* An id per byte, plus BOS and a space prefix, holds nearly every answer, so one pass
+     * usually does; the rest (one-byte special tokens, each followed by a prefixed piece)
+     * take a second. */
+    size_t cap = len + 2, n = 0;
+    int32_t *buf = malloc(cap * sizeof *buf);
+    ts_status st = buf ? ts_tokenize_ex(tok, text, len, o, buf, cap, &n) : TS_ERR_NOMEM;
+    if (st == TS_OK && n > cap) {
+        int32_t *more = realloc(buf, n * sizeof *buf);
+        if (more)
+            buf = more;
+        st = more ? ts_tokenize_ex(tok, text, len, o, buf, n, &n) : TS_ERR_NOMEM;
+    }
+    if (st != TS_OK || n == 0) {
         free(buf);
-        *n_ids = 0;
         return st;
     }
     *ids = buf;
+    *n_ids = n;
     return TS_OK;
 }
 
