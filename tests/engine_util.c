@@ -22,13 +22,30 @@ ts_model *eu_load_stories(void)
     return m;
 }
 
+ts_model *eu_model;
+
+int eu_setup_stories(void **state)
+{
+    (void)state;
+    eu_model = eu_load_stories();
+    return 0;
+}
+
+int eu_teardown_stories(void **state)
+{
+    (void)state;
+    ts_model_free(eu_model);
+    eu_model = NULL;
+    return 0;
+}
+
 int32_t *eu_tokenize(const ts_model *m, const char *prompt, int *n)
 {
-    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    ts_tokenize_opts o = {.add_bos = true};
+    int32_t *ids = NULL;
     size_t need = 0;
-    assert_int_equal(ts_tokenize(tok, prompt, strlen(prompt), true, NULL, 0, &need), TS_OK);
-    int32_t *ids = malloc(need * sizeof *ids);
-    assert_int_equal(ts_tokenize(tok, prompt, strlen(prompt), true, ids, need, &need), TS_OK);
+    assert_int_equal(ts_tokenize_alloc(ts_model_get_tokenizer(m), prompt, strlen(prompt), &o,
+                                       &ids, &need), TS_OK);
     *n = (int)need;
     return ids;
 }

@@ -10,6 +10,11 @@
 /* stories260K from the GGUF file; fails the test run when it cannot be loaded. */
 ts_model *eu_load_stories(void);
 
+/* cmocka group fixtures for files whose tests share one stories260K, in eu_model. */
+extern ts_model *eu_model;
+int eu_setup_stories(void **state);
+int eu_teardown_stories(void **state);
+
 /* ids of prompt with BOS (malloc'd); *n gets the count. */
 int32_t *eu_tokenize(const ts_model *m, const char *prompt, int *n);
 

@@ -13,29 +13,13 @@
 #include "engine_util.h"
 #include "util.h"
 
-static ts_model *model;
-
-static int setup(void **state)
-{
-    (void)state;
-    model = eu_load_stories();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ts_model_free(model);
-    return 0;
-}
-
 static ts_engine *start(int max_seqs, int kv_blocks)
 {
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.max_seqs = max_seqs;
     o.kv_blocks = kv_blocks;
-    return eu_start(model, &o);
+    return eu_start(eu_model, &o);
 }
 
 /* The reference outputs: prompt text then 200 positions counting BOS and prompt. */
@@ -59,7 +43,7 @@ static void test_golden_texts_alone_and_together(void **state)
         assert_true(olen > plen && !memcmp(out, prompt, plen) && out[olen - 1] == '\n');
         out[olen - 1] = '\0';
         expected[i] = strdup(out + plen);
-        ids[i] = eu_tokenize(model, prompt, &n[i]);
+        ids[i] = eu_tokenize(eu_model, prompt, &n[i]);
         free(prompt);
         free(out);
     }
@@ -115,7 +99,7 @@ static void run_concurrent(int count)
         len[i] = 1 + (int)((rng >> 4) % 300u);
         rng = rng * 69069u + 1u;
         ids[i] = random_prompt(&rng, len[i]);
-        ref[i] = eu_reference_greedy(model, ids[i], len[i], NEW);
+        ref[i] = eu_reference_greedy(eu_model, ids[i], len[i], NEW);
     }
     ts_engine *e = start(64, 0);
     ts_request *reqs[64];
@@ -148,11 +132,11 @@ static void test_n_completions_share_the_prompt(void **state)
 {
     (void)state;
     int n = 0;
-    int32_t *ids = eu_tokenize(model, "Once upon a time", &n);
+    int32_t *ids = eu_tokenize(eu_model, "Once upon a time", &n);
     ts_engine *e = start(8, 0);
 
     /* greedy: every completion equals the single greedy text */
-    char *ref = eu_reference_greedy(model, ids, n, 20);
+    char *ref = eu_reference_greedy(eu_model, ids, n, 20);
     ts_request_params p = eu_greedy(ids, n, 20);
     p.n = 3;
     ts_request *req = NULL;
@@ -201,8 +185,8 @@ static void test_stop_string_across_tokens(void **state)
 {
     (void)state;
     int n = 0;
-    int32_t *ids = eu_tokenize(model, "Lily and Tom went to the beach", &n);
-    char *ref = eu_reference_greedy(model, ids, n, 60);
+    int32_t *ids = eu_tokenize(eu_model, "Lily and Tom went to the beach", &n);
+    char *ref = eu_reference_greedy(eu_model, ids, n, 60);
     assert_true(strlen(ref) > 40);
     ts_engine *e = start(4, 0);
     /* Stop strings cut at many offsets: most start or end inside a token. */
@@ -236,7 +220,7 @@ static void test_random_bytes_never_split_utf8(void **state)
 {
     (void)state;
     int n = 0;
-    int32_t *ids = eu_tokenize(model, "Hello \xe2\x82\xac and \xf0\x9f\x98\x80", &n);
+    int32_t *ids = eu_tokenize(eu_model, "Hello \xe2\x82\xac and \xf0\x9f\x98\x80", &n);
     ts_engine *e = start(8, 0);
     ts_request *reqs[8];
     for (int i = 0; i < 8; i++) {
@@ -264,7 +248,7 @@ static void test_refusals_name_the_numbers(void **state)
     (void)state;
     ts_engine *e = start(4, 16);
     int n = 0;
-    int32_t *ids = eu_tokenize(model, "Once upon a time", &n);
+    int32_t *ids = eu_tokenize(eu_model, "Once upon a time", &n);
     ts_request_params p = eu_greedy(ids, n, 16);
     ts_request *req = NULL;
     ts_error err = {0};
@@ -315,7 +299,7 @@ static void test_sampled_requests_alone_equal_together(void **state)
     int n_ids[N];
     ts_request_params p[N];
     for (int i = 0; i < N; i++) {
-        ids[i] = eu_tokenize(model, prompts[i], &n_ids[i]);
+        ids[i] = eu_tokenize(eu_model, prompts[i], &n_ids[i]);
         p[i] = eu_greedy(ids[i], n_ids[i], TOKENS);
         p[i].ignore_eos = true;
         p[i].sampling.temperature = 0.7f + 0.1f * (float)(i % 4);
@@ -360,7 +344,7 @@ static void test_step_profile_counts_every_step(void **state)
     (void)state;
     ts_engine *e = start(4, 0);
     int n = 0;
-    int32_t *ids = eu_tokenize(model, "Once upon a time, there was a little dog named Max.", &n);
+    int32_t *ids = eu_tokenize(eu_model, "Once upon a time, there was a little dog named Max.", &n);
     eu_result r;
     double t0 = clock_now_s();
     ts_request *req = eu_submit(e, ids, n, 12, TS_PRIORITY_NORMAL);
@@ -412,5 +396,5 @@ int main(void)
         cmocka_unit_test(test_step_profile_counts_every_step),
         cmocka_unit_test(test_sampled_requests_alone_equal_together),
     };
-    return cmocka_run_group_tests_name("engine", tests, setup, teardown);
+    return cmocka_run_group_tests_name("engine", tests, eu_setup_stories, eu_teardown_stories);
 }

@@ -12,24 +12,20 @@
 
 #include "engine_util.h"
 
-static ts_model *model;
 static int32_t *prompt;
 static int n_prompt;
 
 static int setup(void **state)
 {
-    (void)state;
-    model = eu_load_stories();
-    prompt = eu_tokenize(model, "Once upon a time", &n_prompt);
+    eu_setup_stories(state);
+    prompt = eu_tokenize(eu_model, "Once upon a time", &n_prompt);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    (void)state;
     free(prompt);
-    ts_model_free(model);
-    return 0;
+    return eu_teardown_stories(state);
 }
 
 /* Order in which requests got their first event, recorded by the engine's notify
@@ -75,7 +71,7 @@ static void test_priority_order_within_one_slot(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 1;
     o.aging_per_s = 0;
-    ts_engine *e = eu_start(model, &o);
+    ts_engine *e = eu_start(eu_model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 300, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
     /* queued behind the blocker, lowest first */
@@ -109,7 +105,7 @@ static void test_aging_lets_low_overtake(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 1;
     o.aging_per_s = 1000; /* a level per millisecond */
-    ts_engine *e = eu_start(model, &o);
+    ts_engine *e = eu_start(eu_model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 300, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
     int counter = 0;
@@ -148,14 +144,14 @@ static void test_preemption_recomputes_same_text(void **state)
             rng = rng * 1103515245u + 12345u;
             ids[i][k] = 3 + (int32_t)((rng >> 8) % 509u);
         }
-        ref[i] = eu_reference_greedy(model, ids[i], len[i], NEW);
+        ref[i] = eu_reference_greedy(eu_model, ids[i], len[i], NEW);
     }
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.max_seqs = 8;
     o.kv_blocks = 14; /* each needs 4-6 blocks by its end: 8 of them cannot all fit */
     o.prefix_cache = false;
-    ts_engine *e = eu_start(model, &o);
+    ts_engine *e = eu_start(eu_model, &o);
     ts_request *reqs[N];
     for (int i = 0; i < N; i++)
         reqs[i] = eu_submit(e, ids[i], len[i], NEW, i % 2 ? TS_PRIORITY_LOW : TS_PRIORITY_HIGH);
@@ -184,7 +180,7 @@ static void test_cancel_running_queued_and_released(void **state)
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.max_seqs = 2;
-    ts_engine *e = eu_start(model, &o);
+    ts_engine *e = eu_start(eu_model, &o);
     ts_request *running = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     ts_request *released = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     wait_first_token(running, NULL);
@@ -230,7 +226,7 @@ static void test_queue_limit(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 1;
     o.max_queue = 2;
-    ts_engine *e = eu_start(model, &o);
+    ts_engine *e = eu_start(eu_model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
     ts_request *a = eu_submit(e, prompt, n_prompt, 4, TS_PRIORITY_NORMAL);
@@ -257,12 +253,12 @@ static void test_queue_limit(void **state)
 static void test_allocation_failure_fails_one_request(void **state)
 {
     (void)state;
-    char *ref = eu_reference_greedy(model, prompt, n_prompt, 12);
+    char *ref = eu_reference_greedy(eu_model, prompt, n_prompt, 12);
     for (int at = 1; at <= 40; at += 3) {
         ts_engine_options o;
         ts_engine_options_default(&o);
         o.fail_alloc_at = at;
-        ts_engine *e = eu_start(model, &o);
+        ts_engine *e = eu_start(eu_model, &o);
         ts_request *reqs[4];
         for (int i = 0; i < 4; i++)
             reqs[i] = eu_submit(e, prompt, n_prompt, 12, TS_PRIORITY_NORMAL);
@@ -303,7 +299,7 @@ static void test_destroy_with_requests_in_flight(void **state)
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.max_seqs = 2;
-    ts_engine *e = eu_start(model, &o);
+    ts_engine *e = eu_start(eu_model, &o);
     ts_request *reqs[4];
     for (int i = 0; i < 4; i++)
         reqs[i] = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
@@ -331,7 +327,7 @@ static void test_forks_keep_their_slots(void **state)
     ts_engine_options_default(&o);
     o.max_seqs = 4;
     o.prefill_cap = 32;
-    ts_engine *e = eu_start(model, &o);
+    ts_engine *e = eu_start(eu_model, &o);
     ts_request *blocker = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
     wait_first_token(blocker, NULL);
 

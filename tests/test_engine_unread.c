@@ -12,29 +12,13 @@
 #include "server/metrics.h"
 #include "util.h"
 
-static ts_model *model;
-
-static int setup(void **state)
-{
-    (void)state;
-    model = eu_load_stories();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ts_model_free(model);
-    return 0;
-}
-
 static ts_engine *start(void)
 {
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.max_seqs = 4;
     o.kv_blocks = 64;
-    return eu_start(model, &o);
+    return eu_start(eu_model, &o);
 }
 
 /* Submits 300 greedy tokens past end-of-generation with the given bound and reads nothing
@@ -42,7 +26,7 @@ static ts_engine *start(void)
 static ts_request *submit_unread(ts_engine *e, size_t max_unread)
 {
     int n = 0;
-    int32_t *ids = eu_tokenize(model, "Once upon a time", &n);
+    int32_t *ids = eu_tokenize(eu_model, "Once upon a time", &n);
     ts_request_params p = eu_greedy(ids, n, 300);
     p.ignore_eos = true;
     p.max_unread_bytes = max_unread;
@@ -152,5 +136,6 @@ int main(void)
         cmocka_unit_test(test_unbounded_and_large_limits_complete),
         cmocka_unit_test(test_metrics_render_request_counters),
     };
-    return cmocka_run_group_tests_name("engine_unread", tests, setup, teardown);
+    return cmocka_run_group_tests_name("engine_unread", tests, eu_setup_stories,
+                                       eu_teardown_stories);
 }

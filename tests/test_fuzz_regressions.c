@@ -11,6 +11,7 @@
 
 #include "model/gguf.h"
 #include "model/model_gguf.h"
+#include "tiny_gguf.h"
 #include "util.h"
 
 /* ---- fuzz_gguf: a 4 KB model whose metadata promises 805 GB of weights ------------------
@@ -19,48 +20,12 @@
  * loader used to calloc every weight array from the config before looking at the tensors
  * (ASan: allocator out of memory for 0xbb80000000 bytes). */
 
-typedef struct tiny_meta {
-    uint32_t dim, ffn, layers, heads, kv_heads;
-} tiny_meta;
-
-static float weights[256];
-
-static void add_f32(gguf_writer *w, const char *name, uint64_t ne0, uint64_t ne1)
-{
-    uint64_t ne[2] = {ne0, ne1};
-    assert_int_equal(gguf_writer_add_tensor(w, name, GGUF_TENSOR_F32, ne1 > 1 ? 2 : 1, ne,
-                                            weights, ne0 * ne1 * sizeof(float)),
-                     TS_OK);
-}
-
 /* The tiny model's tensors under the metadata of meta; *len bytes, caller frees. */
 static uint8_t *tiny_model(const tiny_meta *meta, size_t *len)
 {
     gguf_writer *w = NULL;
     assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
-    gguf_writer_add_str(w, "general.architecture", "llama");
-    gguf_writer_add_u32(w, "llama.context_length", 16);
-    gguf_writer_add_u32(w, "llama.embedding_length", meta->dim);
-    gguf_writer_add_u32(w, "llama.block_count", meta->layers);
-    gguf_writer_add_u32(w, "llama.feed_forward_length", meta->ffn);
-    gguf_writer_add_u32(w, "llama.attention.head_count", meta->heads);
-    gguf_writer_add_u32(w, "llama.attention.head_count_kv", meta->kv_heads);
-    gguf_writer_add_str(w, "tokenizer.ggml.model", "llama");
-    const char *tokens[8] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "c", "<0x0A>"};
-    int32_t types[8] = {2, 3, 3, 1, 1, 1, 1, 6};
-    gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", tokens, NULL, 8);
-    gguf_writer_add_array(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, 8);
-    add_f32(w, "token_embd.weight", 8, 8);
-    add_f32(w, "output_norm.weight", 8, 1);
-    add_f32(w, "blk.0.attn_norm.weight", 8, 1);
-    add_f32(w, "blk.0.ffn_norm.weight", 8, 1);
-    add_f32(w, "blk.0.attn_q.weight", 8, 8);
-    add_f32(w, "blk.0.attn_k.weight", 8, 4);
-    add_f32(w, "blk.0.attn_v.weight", 8, 4);
-    add_f32(w, "blk.0.attn_output.weight", 8, 8);
-    add_f32(w, "blk.0.ffn_gate.weight", 8, 16);
-    add_f32(w, "blk.0.ffn_up.weight", 8, 16);
-    add_f32(w, "blk.0.ffn_down.weight", 16, 8);
+    tiny_gguf_add_llama(w, meta);
     uint8_t *bytes = NULL;
     ts_error err = {0};
     assert_int_equal(gguf_writer_finish(w, &bytes, len, &err), TS_OK);
@@ -68,14 +33,13 @@ static uint8_t *tiny_model(const tiny_meta *meta, size_t *len)
     return bytes;
 }
 
-static const tiny_meta honest = {8, 16, 1, 2, 1};
 static const tiny_meta inflated = {8192, 400000, 1000, 64, 64};
 
 static void test_gguf_honest_tiny_model_loads(void **state)
 {
     (void)state;
     size_t len = 0;
-    uint8_t *bytes = tiny_model(&honest, &len);
+    uint8_t *bytes = tiny_model(&tiny_honest, &len);
     gguf_file *f = NULL;
     ts_model *m = NULL;
     ts_error err = {0};
@@ -120,8 +84,6 @@ static void test_gguf_weights_beyond_the_tensors_are_refused_before_allocating(v
 
 int main(void)
 {
-    for (size_t i = 0; i < sizeof weights / sizeof *weights; i++)
-        weights[i] = (float)((int)(i % 7) - 3) / 16.0f;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_honest_tiny_model_loads),
         cmocka_unit_test(test_gguf_weights_beyond_the_tensors_are_refused_before_allocating),

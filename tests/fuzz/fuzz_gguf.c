@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "tokenizer_props.h"
 #include "model/gguf.h"
 #include "model/model_gguf.h"
 #include "tokenizer/chat_template.h"
@@ -126,20 +127,10 @@ static void walk_file(const gguf_file *f, const uint8_t *data, size_t size)
 /* Tokenizes a few texts with tok: ids must stay inside its vocabulary. */
 static void use_tokenizer(const ts_tokenizer *tok)
 {
-    int vocab = ts_tokenizer_vocab_size(tok);
     static const char *const texts[] = {"Hello world", " a  b\n\tc", "\xe2\x82\xac\xff\xc3",
                                         "<s></s><|endoftext|>"};
-    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
-        int32_t ids[256];
-        size_t n = 0;
-        FUZZ_CHECK(ts_tokenize(tok, texts[k], strlen(texts[k]), true, ids, 256, &n) == TS_OK,
-                   "tokenizing with a loaded model's vocabulary failed");
-        for (size_t i = 0; i < n && i < 256; i++)
-            FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "id %d outside the vocabulary",
-                       (int)ids[i]);
-        char out[4096];
-        ts_detokenize(tok, ids, n < 256 ? n : 256, out, sizeof out);
-    }
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++)
+        fuzz_tokenizer_use(tok, texts[k], strlen(texts[k]));
 }
 
 static void use_model(const ts_model *m)

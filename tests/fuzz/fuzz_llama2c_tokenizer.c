@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "tokenizer_props.h"
 #include "tessera/tokenizer.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -40,20 +41,9 @@ static void use(const ts_tokenizer *tok, const uint8_t *data, size_t size)
 {
     static const char *const texts[] = {"Once upon a time", "  x\n\n\xe2\x82\xac", "\xff\xfe",
                                         "<s><unk></s>"};
-    int vocab = ts_tokenizer_vocab_size(tok);
-    for (size_t k = 0; k <= sizeof texts / sizeof *texts; k++) {
-        const char *t = k < 4 ? texts[k] : (const char *)data;
-        size_t len = k < 4 ? strlen(t) : (size < 64 ? size : 64);
-        int32_t ids[512];
-        size_t n = 0;
-        FUZZ_CHECK(ts_tokenize(tok, t, len, true, ids, 512, &n) == TS_OK,
-                   "tokenizing with a loaded vocabulary failed");
-        for (size_t i = 0; i < n && i < 512; i++)
-            FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "id %d outside the vocabulary",
-                       (int)ids[i]);
-        char out[8192];
-        ts_detokenize(tok, ids, n < 512 ? n : 512, out, sizeof out);
-    }
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++)
+        fuzz_tokenizer_use(tok, texts[k], strlen(texts[k]));
+    fuzz_tokenizer_use(tok, (const char *)data, size < 64 ? size : 64);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -30,35 +30,44 @@ static size_t expected_text(char *dst, const char *text, size_t len, bool spm)
     return n;
 }
 
-/* All ids of text, checking the two-call protocol and the id range. Caller frees. */
-static int32_t *tokenize_all(const ts_tokenizer *tok, const char *text, size_t len,
-                             bool add_bos, size_t *n_ids)
+/* All ids of text read with o, checking the two-call protocol and the id range. Caller
+ * frees. */
+static int32_t *tokenize_opts(const ts_tokenizer *tok, const char *text, size_t len,
+                              const ts_tokenize_opts *o, size_t *n_ids)
 {
     size_t n = 0;
-    ts_status st = ts_tokenize(tok, text, len, add_bos, NULL, 0, &n);
+    ts_status st = ts_tokenize_ex(tok, text, len, o, NULL, 0, &n);
     FUZZ_CHECK(st == TS_OK, "ts_tokenize(%zu bytes) failed: %s", len, ts_status_str(st));
     int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
     FUZZ_CHECK(ids != NULL, "out of memory");
     size_t n2 = 0;
-    st = ts_tokenize(tok, text, len, add_bos, ids, n, &n2);
+    st = ts_tokenize_ex(tok, text, len, o, ids, n, &n2);
     FUZZ_CHECK(st == TS_OK && n2 == n, "ts_tokenize: %zu ids counted, %zu written", n, n2);
     int vocab = ts_tokenizer_vocab_size(tok);
     for (size_t i = 0; i < n; i++)
         FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "id %d at %zu outside the vocabulary",
                    (int)ids[i], i);
-    if (add_bos && ts_tokenizer_bos(tok) >= 0)
+    if (o->add_bos && ts_tokenizer_bos(tok) >= 0)
         FUZZ_CHECK(n > 0 && ids[0] == ts_tokenizer_bos(tok), "BOS is not the first id");
     if (n > 1) { /* a short buffer gets the first ids and the full count */
         size_t half = n / 2, n3 = 0;
         int32_t *part = malloc(half * sizeof *part);
         FUZZ_CHECK(part != NULL, "out of memory");
-        st = ts_tokenize(tok, text, len, add_bos, part, half, &n3);
+        st = ts_tokenize_ex(tok, text, len, o, part, half, &n3);
         FUZZ_CHECK(st == TS_OK && n3 == n && memcmp(part, ids, half * sizeof *ids) == 0,
                    "ts_tokenize with cap %zu disagrees with the full answer", half);
         free(part);
     }
     *n_ids = n;
     return ids;
+}
+
+/* tokenize_opts as ts_tokenize reads text. */
+static int32_t *tokenize_all(const ts_tokenizer *tok, const char *text, size_t len,
+                             bool add_bos, size_t *n_ids)
+{
+    ts_tokenize_opts o = {.add_bos = add_bos};
+    return tokenize_opts(tok, text, len, &o, n_ids);
 }
 
 /* The whole decoded text of ids, checking that the count does not depend on cap. */
@@ -147,8 +156,8 @@ static void check_ids(const ts_tokenizer *tok, const uint8_t *p, size_t size, bo
 }
 
 /* Special tokens read from text, with a plain span from each byte 0x02 up to the next
- * (or the end): the ids lie in the vocabulary, a short buffer gets their prefix, and one
- * span over the whole text gives exactly ts_tokenize's answer. */
+ * (or the end): tokenize_opts' checks, ts_tokenize_alloc gives the same ids, and one span
+ * over the whole text gives exactly ts_tokenize's answer. */
 static void check_special(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos)
 {
     ts_text_span spans[64];
@@ -164,32 +173,21 @@ static void check_special(const ts_tokenizer *tok, const char *text, size_t len,
     }
     ts_tokenize_opts o = {.add_bos = add_bos, .parse_special = true, .plain = spans,
                           .n_plain = n_spans};
-    int32_t *ids = NULL;
-    size_t n = 0;
-    ts_status st = ts_tokenize_alloc(tok, text, len, &o, &ids, &n);
-    FUZZ_CHECK(st == TS_OK, "ts_tokenize_alloc with %zu spans failed: %s", n_spans,
-               ts_status_str(st));
-    int vocab = ts_tokenizer_vocab_size(tok);
-    for (size_t i = 0; i < n; i++)
-        FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "special mode: id %d outside the vocabulary",
-                   (int)ids[i]);
-    if (n > 1) {
-        size_t half = n / 2, n2 = 0;
-        int32_t *part = malloc(half * sizeof *part);
-        FUZZ_CHECK(part != NULL, "out of memory");
-        st = ts_tokenize_ex(tok, text, len, &o, part, half, &n2);
-        FUZZ_CHECK(st == TS_OK && n2 == n && memcmp(part, ids, half * sizeof *ids) == 0,
-                   "special mode: cap %zu disagrees with the full answer", half);
-        free(part);
-    }
+    size_t n = 0, n_alloc = 0;
+    int32_t *ids = tokenize_opts(tok, text, len, &o, &n), *alloc = NULL;
+    ts_status st = ts_tokenize_alloc(tok, text, len, &o, &alloc, &n_alloc);
+    FUZZ_CHECK(st == TS_OK && n_alloc == n && (n == 0 || memcmp(alloc, ids, n * sizeof *ids) == 0),
+               "ts_tokenize_alloc disagrees with the two-call protocol (%s)", ts_status_str(st));
+    free(alloc);
     free(ids);
+
     ts_text_span all = {0, len};
     o.plain = &all;
     o.n_plain = 1;
-    size_t n_plain = 0, n_ref = 0;
-    FUZZ_CHECK(ts_tokenize_alloc(tok, text, len, &o, &ids, &n_plain) == TS_OK, "whole span failed");
+    size_t n_ref = 0;
+    ids = tokenize_opts(tok, text, len, &o, &n);
     int32_t *ref = tokenize_all(tok, text, len, add_bos, &n_ref);
-    FUZZ_CHECK(n_plain == n_ref && (n_ref == 0 || memcmp(ids, ref, n_ref * sizeof *ref) == 0),
+    FUZZ_CHECK(n == n_ref && (n == 0 || memcmp(ids, ref, n * sizeof *ref) == 0),
                "a plain span over the whole text differs from ts_tokenize");
     free(ref);
     free(ids);
@@ -207,4 +205,22 @@ void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t s
         check_special(tok, (const char *)data + 1, size - 1, add_bos);
     else
         check_text(tok, (const char *)data + 1, size - 1, add_bos);
+}
+
+void fuzz_tokenizer_use(const ts_tokenizer *tok, const char *text, size_t len)
+{
+    int vocab = ts_tokenizer_vocab_size(tok);
+    for (int special = 0; special < 2; special++) {
+        ts_tokenize_opts o = {.add_bos = true, .parse_special = special};
+        int32_t ids[512];
+        size_t n = 0;
+        FUZZ_CHECK(ts_tokenize_ex(tok, text, len, &o, ids, 512, &n) == TS_OK,
+                   "tokenizing with a loaded vocabulary failed");
+        size_t kept = n < 512 ? n : 512;
+        for (size_t i = 0; i < kept; i++)
+            FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "id %d outside the vocabulary",
+                       (int)ids[i]);
+        char out[8192];
+        ts_detokenize(tok, ids, kept, out, sizeof out);
+    }
 }

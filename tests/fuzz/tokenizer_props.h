@@ -30,4 +30,8 @@ void fuzz_tokenizer_require_bytes(const ts_tokenizer *tok);
  * span over the whole text must give ts_tokenize's ids. */
 void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t size);
 
+/* Tokenizes len bytes of text with tok (a vocabulary from an untrusted file), as a prompt
+ * and as plain text, and decodes the ids: aborts unless every id lies in the vocabulary. */
+void fuzz_tokenizer_use(const ts_tokenizer *tok, const char *text, size_t len);
+
 #endif /* TESSERA_FUZZ_TOKENIZER_PROPS_H */
