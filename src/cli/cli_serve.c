@@ -32,7 +32,7 @@ static void usage(FILE *out)
             "  --max-body BYTES        request body limit (1048576)\n"
             "  --max-connections N     open connections, one thread each (256); 16 more\n"
             "                          are answered 503\n"
-            "  --max-buffered BYTES    unread output per request before it is cancelled\n"
+            "  --max-buffered BYTES    unread output per stream before it is cancelled\n"
             "                          (1048576; 0 = unbounded)\n"
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
             CLI_ENGINE_HELP "(engine options apply to each model's engine)\n");

@@ -409,7 +409,10 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.n = r->n;
     p.ignore_eos = r->ignore_eos;
-    p.max_unread_bytes = j->srv->opts.max_buffered;
+    /* The bound is for clients that read a stream slowly. A non-streamed answer is read
+     * by this server as the engine writes it; bounding that would cancel requests
+     * whenever the connection's thread waited for a core. */
+    p.max_unread_bytes = r->stream ? j->srv->opts.max_buffered : 0;
     p.notify = srv_cell_notify;
     p.notify_user = j->cell;
     ts_error err = {0};
