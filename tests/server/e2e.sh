@@ -176,15 +176,14 @@ check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("
 kill -TERM "$cpid"
 wait "$cpid" || true
 
-# --- --max-buffered bounds what a stream's client leaves unread; a non-streamed answer
-# is read by the server itself, so even a bound of 1 byte never cancels it
+# --- --max-buffered bounds what a stream's client leaves unread (slow_client.py covers
+# streams); a non-streamed answer is read by the server itself, so even a bound of 1 byte
+# never cancels it (before that was so, most such requests here were cancelled)
 start_server "$tmp/d.log" --max-buffered 1
 D="http://127.0.0.1:$port"
 dpid=$spid
-code "$D/v1/completions" -d '{"prompt": "a", "max_tokens": 16, "ignore_eos": true}' >/dev/null
-check "non-streamed answers are not cut by --max-buffered" jqb '.usage.completion_tokens == 16'
-curl -sN "$D/v1/completions" -d '{"prompt": "a", "max_tokens": 16, "ignore_eos": true, "stream": true}' >"$tmp/mb"
-check "a stream over --max-buffered ends with a cancelled error" grep -q '"code":"cancelled"' "$tmp/mb"
+code "$D/v1/completions" -d '{"prompt": "a", "max_tokens": 64, "ignore_eos": true}' >/dev/null
+check "non-streamed answers are not cut by --max-buffered" jqb '.usage.completion_tokens == 64'
 kill -TERM "$dpid"
 wait "$dpid" || true
 
