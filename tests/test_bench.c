@@ -1,5 +1,6 @@
-/* test_bench.c: the benchmark's percentile helper, sizing, and a tiny run on stories260K
- * whose JSON must have the documented shape with positive numbers. */
+/* test_bench.c: the benchmark's percentile helper, sizing, combining rounds, and a tiny
+ * two-round run on stories260K whose JSON must have the documented shape with positive
+ * numbers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +32,54 @@ static void test_percentile_interpolates_between_ranks(void **state)
     double one = 7.5;
     assert_float_equal(bench_percentile(&one, 1, 99), 7.5, 0);
     assert_float_equal(bench_percentile(NULL, 0, 50), 0.0, 0);
+}
+
+static void test_rounds_combine_to_medians_and_totals(void **state)
+{
+    (void)state;
+    /* three rounds of one level, given out of order: medians, not means or the last */
+    bench_level r[3] = {
+        {.concurrency = 16, .decode_tok_s = 300, .prefill_tok_s = 10, .e2e_tok_s = 5,
+         .all_decoding = true, .ttft_p50_ms = 9, .ttft_p99_ms = 90, .itl_p50_ms = 3,
+         .itl_p99_ms = 30, .speedup = 6.0, .wall_s = 1.0, .generated = 100,
+         .decode = {.steps = 10, .rows = 160, .seconds = {[TS_PHASE_GEMM] = 0.5}}},
+        {.concurrency = 16, .decode_tok_s = 100, .prefill_tok_s = 30, .e2e_tok_s = 7,
+         .all_decoding = true, .ttft_p50_ms = 7, .ttft_p99_ms = 70, .itl_p50_ms = 1,
+         .itl_p99_ms = 10, .speedup = 2.0, .wall_s = 2.0, .generated = 100,
+         .decode = {.steps = 11, .rows = 150, .seconds = {[TS_PHASE_GEMM] = 0.25}}},
+        {.concurrency = 16, .decode_tok_s = 200, .prefill_tok_s = 20, .e2e_tok_s = 6,
+         .all_decoding = false, .ttft_p50_ms = 8, .ttft_p99_ms = 80, .itl_p50_ms = 2,
+         .itl_p99_ms = 20, .speedup = 7.0, .wall_s = 4.0, .generated = 100,
+         .decode = {.steps = 12, .rows = 170, .seconds = {[TS_PHASE_GEMM] = 0.125}}},
+    };
+    bench_level c;
+    bench_level_combine(&c, r, 3);
+    assert_int_equal(c.concurrency, 16);
+    assert_float_equal(c.decode_tok_s, 200, 0);
+    assert_float_equal(c.prefill_tok_s, 20, 0);
+    assert_float_equal(c.e2e_tok_s, 6, 0);
+    assert_float_equal(c.ttft_p50_ms, 8, 0);
+    assert_float_equal(c.ttft_p99_ms, 80, 0);
+    assert_float_equal(c.itl_p50_ms, 2, 0);
+    assert_float_equal(c.itl_p99_ms, 20, 0);
+    /* the median of the rounds' own ratios (6), not the ratio of median rates */
+    assert_float_equal(c.speedup, 6.0, 0);
+    assert_float_equal(c.speedup_min, 2.0, 0);
+    assert_float_equal(c.speedup_max, 7.0, 0);
+    assert_false(c.all_decoding); /* one round without a window marks the level */
+    assert_float_equal(c.wall_s, 7.0, 0);
+    assert_int_equal(c.generated, 300);
+    assert_int_equal(c.decode.steps, 33);
+    assert_int_equal(c.decode.rows, 480);
+    assert_float_equal(c.decode.seconds[TS_PHASE_GEMM], 0.875, 0);
+    assert_float_equal(r[0].decode_tok_s, 300, 0); /* the rounds are left as they were */
+
+    /* one round is itself, its range a point */
+    bench_level_combine(&c, &r[1], 1);
+    assert_float_equal(c.decode_tok_s, 100, 0);
+    assert_float_equal(c.speedup_min, 2.0, 0);
+    assert_float_equal(c.speedup_max, 2.0, 0);
+    assert_true(c.all_decoding);
 }
 
 static void test_weight_bytes_and_bandwidth(void **state)
@@ -103,6 +152,7 @@ static void test_tiny_run_has_the_json_shape(void **state)
     cfg.prompt_len = 16;
     cfg.shared_prefix = 64;
     cfg.prefix_suffix = 4;
+    cfg.rounds = 2;
     ts_model *m = NULL;
     ts_engine *e = tiny_engine(&m, &cfg);
     bench_result r;
@@ -122,6 +172,7 @@ static void test_tiny_run_has_the_json_shape(void **state)
     assert_true(cJSON_IsString(model));
     assert_string_equal(model->valuestring, "stories260K");
     assert_float_equal(number(back, "threads"), 1, 0);
+    assert_float_equal(number(back, "rounds"), 2, 0);
     const cJSON *lv = cJSON_GetObjectItemCaseSensitive(back, "levels");
     assert_true(cJSON_IsArray(lv));
     assert_int_equal(cJSON_GetArraySize(lv), 2);
@@ -130,21 +181,33 @@ static void test_tiny_run_has_the_json_shape(void **state)
         assert_float_equal(number(l, "concurrency"), levels[i], 0);
         assert_true(number(l, "decode_tok_s") > 0);
         assert_true(number(l, "prefill_tok_s") > 0);
-        assert_true(number(l, "speedup") > 0);
-        assert_float_equal(number(l, "generated"), levels[i] * 8, 0);
+        double speedup = number(l, "speedup");
+        assert_true(speedup > 0);
+        const cJSON *range = cJSON_GetObjectItemCaseSensitive(l, "speedup_range");
+        assert_true(cJSON_IsArray(range));
+        assert_int_equal(cJSON_GetArraySize(range), 2);
+        double lo = cJSON_GetArrayItem(range, 0)->valuedouble;
+        double hi = cJSON_GetArrayItem(range, 1)->valuedouble;
+        assert_true(lo <= speedup && speedup <= hi); /* the median of two lies between */
+        if (levels[i] == 1) { /* every round's baseline is itself */
+            assert_float_equal(lo, 1.0, 1e-12);
+            assert_float_equal(hi, 1.0, 1e-12);
+        }
+        assert_float_equal(number(l, "generated"), 2 * levels[i] * 8, 0); /* both rounds */
         const cJSON *all = cJSON_GetObjectItemCaseSensitive(l, "all_decoding");
         assert_true(cJSON_IsBool(all));
         if (levels[i] == 1) /* one request decodes alone from its first token to its last */
             assert_true(cJSON_IsTrue(all));
-        /* after the prompt's step, one decode-only step per further token: 7 alone; two
-         * requests admitted in different steps decode apart for a while */
+        /* after the prompt's step, one decode-only step per further token: 7 alone, in
+         * each of the two rounds; two requests admitted in different steps decode apart
+         * for a while */
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(l, "decode_steps");
         assert_true(cJSON_IsObject(d));
         if (levels[i] == 1) {
-            assert_float_equal(number(d, "steps"), 7, 0);
+            assert_float_equal(number(d, "steps"), 2 * 7, 0);
             assert_float_equal(number(d, "rows_per_step"), 1.0, 0);
         } else {
-            assert_in_range((long)number(d, "steps"), 6, 14);
+            assert_in_range((long)number(d, "steps"), 2 * 6, 2 * 14);
             assert_true(number(d, "rows_per_step") >= 1.0 && number(d, "rows_per_step") <= 2.0);
         }
         const cJSON *ms = cJSON_GetObjectItemCaseSensitive(d, "ms_per_step");
@@ -199,6 +262,15 @@ static void test_baseline_is_added_and_bad_configs_refused(void **state)
     cfg.n_tokens = 0;
     assert_int_equal(bench_run(&r, e, &cfg, &err), TS_ERR_INVALID_ARG);
     assert_null(r.levels);
+    cfg.n_tokens = 4;
+    int bad_rounds[] = {0, BENCH_MAX_ROUNDS + 1};
+    for (int i = 0; i < 2; i++) {
+        cfg.rounds = bad_rounds[i];
+        assert_int_equal(bench_run(&r, e, &cfg, &err), TS_ERR_INVALID_ARG);
+        assert_non_null(strstr(err.msg, "rounds"));
+        assert_null(r.levels);
+    }
+    cfg.rounds = 1;
     static const int zero[] = {0};
     cfg.n_tokens = 4;
     cfg.levels = zero;
@@ -218,6 +290,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentile_interpolates_between_ranks),
+        cmocka_unit_test(test_rounds_combine_to_medians_and_totals),
         cmocka_unit_test(test_weight_bytes_and_bandwidth),
         cmocka_unit_test(test_engine_options_fit_the_largest_level),
         cmocka_unit_test(test_tiny_run_has_the_json_shape),

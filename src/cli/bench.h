@@ -21,6 +21,11 @@
  *               tokens of the level over the time until every prompt has its first token
  *               (decode steps of early requests share that time, so it is a lower bound).
  *   speedup     decode tok/s / decode tok/s of the concurrency-1 level of the same run.
+ *   rounds      with rounds R > 1 every level runs R times, the levels in turn (1, 16, 64,
+ *               1, 16, 64, ...), so a slow spell of a shared machine hits every level
+ *               alike. Each metric is then its median over the rounds, except speedup:
+ *               the median of each round's own ratio (against that round's concurrency-1
+ *               rate), reported with the range of those ratios.
  *   decode step profile  the engine's own timing of its decode-only steps during the
  *               level (ts_engine_stats.decode_steps, difference of the snapshots before
  *               the level and once the engine is idle after it): mean rows per step and
@@ -45,10 +50,13 @@ typedef struct bench_config {
     int shared_prefix;   /* tokens of the common prefix for the TTFT test; 0 = skip */
     int prefix_suffix;   /* tokens after the prefix in that test, >= 1 */
     uint64_t seed;       /* prompts are a function of the seed */
+    int rounds;          /* times every level runs, in turn; 1..BENCH_MAX_ROUNDS */
 } bench_config;
 
+enum { BENCH_MAX_ROUNDS = 64 };
+
 /* Fills 1 level of concurrency 1 (no levels array: the caller sets it), n 128, prompt
- * 128, no prefix test, suffix 16, seed 1. */
+ * 128, no prefix test, suffix 16, seed 1, 1 round. */
 void bench_config_default(bench_config *cfg);
 
 typedef struct bench_level {
@@ -58,15 +66,17 @@ typedef struct bench_level {
     double ttft_p50_ms, ttft_p99_ms;
     double itl_p50_ms, itl_p99_ms;
     double speedup;
-    double wall_s;       /* first submit -> last event */
-    long generated;      /* TOKEN events of the level */
-    ts_step_profile decode; /* the engine's decode-only steps during the level (where
-                             * their time went; ramp-up and tail steps included) */
+    double speedup_min, speedup_max; /* range of the rounds' speedups */
+    double wall_s;       /* first submit -> last event, summed over the rounds */
+    long generated;      /* TOKEN events of the level, all rounds */
+    ts_step_profile decode; /* the engine's decode-only steps during the level, all rounds
+                             * (where their time went; ramp-up and tail steps included) */
 } bench_level;
 
 typedef struct bench_result {
     bench_level *levels; /* (n_levels) owned */
     int n_levels;
+    int rounds;
     int has_prefix;
     double ttft_cold_ms;   /* prefix + suffix, the prefix never seen before */
     double ttft_cached_ms; /* same prefix, another suffix: the prefix's blocks cached */
@@ -89,9 +99,9 @@ ts_status bench_run(bench_result *out, ts_engine *engine, const bench_config *cf
 /* Accepts a zeroed result. */
 void bench_result_free(bench_result *r);
 
-/* {"model", "threads", "prompt_len", "n_tokens", "levels": [{"concurrency",
+/* {"model", "threads", "prompt_len", "n_tokens", "rounds", "levels": [{"concurrency",
  * "decode_tok_s", "all_decoding", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"}, "itl_ms":
- * {"p50", "p99"}, "speedup"}...], "prefix": {"tokens", "ttft_cold_ms", "ttft_cached_ms",
+ * {"p50", "p99"}, "speedup", "speedup_range": [min, max]}...], "prefix": {"tokens", "ttft_cold_ms", "ttft_cached_ms",
  * "cached_tokens"} when measured}. The caller owns the result (cJSON_Delete); NULL when
  * out of memory. model is copied. */
 cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const char *model,
@@ -103,6 +113,11 @@ cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const c
  * is 0. */
 double bench_percentile(double *v, size_t n, double p);
 
+
+/* One level of the result from its n_rounds (>= 1) rounds, each with its speedup set:
+ * the medians, the speedups' range and the totals that bench.h describes; all_decoding
+ * when every round had it. */
+void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds);
 
 /* Bytes of weights one decode step reads (every matrix and norm but the embedding table,
  * of which it reads one row per token). */

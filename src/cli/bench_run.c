@@ -20,6 +20,7 @@ void bench_config_default(bench_config *cfg)
     cfg->prompt_len = 128;
     cfg->prefix_suffix = 16;
     cfg->seed = 1;
+    cfg->rounds = 1;
 }
 
 static int64_t blocks_for(int64_t tokens)
@@ -362,9 +363,11 @@ ts_status bench_run(bench_result *out, ts_engine *e, const bench_config *cfg, ts
 {
     memset(out, 0, sizeof *out);
     if (cfg->n_levels < 1 || !cfg->levels || cfg->n_tokens < 1 || cfg->prompt_len < 1 ||
-        cfg->shared_prefix < 0 || (cfg->shared_prefix > 0 && cfg->prefix_suffix < 1))
+        cfg->shared_prefix < 0 || (cfg->shared_prefix > 0 && cfg->prefix_suffix < 1) ||
+        cfg->rounds < 1 || cfg->rounds > BENCH_MAX_ROUNDS)
         return ts_error_set(err, TS_ERR_INVALID_ARG,
-                            "bench: need levels, n_tokens >= 1, prompt_len >= 1, suffix >= 1");
+                            "bench: need levels, n_tokens >= 1, prompt_len >= 1, suffix >= 1, "
+                            "rounds in 1..%d", BENCH_MAX_ROUNDS);
     for (int i = 0; i < cfg->n_levels; i++)
         if (cfg->levels[i] < 1)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "bench: concurrency %d is not positive",
@@ -372,13 +375,16 @@ ts_status bench_run(bench_result *out, ts_engine *e, const bench_config *cfg, ts
     bool has_one = false;
     for (int i = 0; i < cfg->n_levels; i++)
         has_one |= cfg->levels[i] == 1;
-    int n_levels = cfg->n_levels + !has_one;
+    int n_levels = cfg->n_levels + !has_one, n_rounds = cfg->rounds;
+    bench_level *runs = NULL, *column = NULL; /* runs[round * n_levels + level] */
     id_pool ids = {0};
     ts_status st = id_pool_init(&ids, ts_engine_get_model(e), cfg->seed, err);
     if (st != TS_OK)
         return st;
     out->levels = calloc((size_t)n_levels, sizeof *out->levels);
-    if (!out->levels) {
+    runs = calloc((size_t)n_rounds * (size_t)n_levels, sizeof *runs);
+    column = calloc((size_t)n_rounds, sizeof *column);
+    if (!out->levels || !runs || !column) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for %d levels", n_levels);
         goto fail;
     }
@@ -388,24 +394,36 @@ ts_status bench_run(bench_result *out, ts_engine *e, const bench_config *cfg, ts
     bench_level scratch;
     if ((st = run_level(&scratch, e, &ids, 1, &warm, err)) != TS_OK)
         goto fail;
-    for (int i = 0; i < n_levels; i++) {
-        int c = has_one ? cfg->levels[i] : (i == 0 ? 1 : cfg->levels[i - 1]);
-        if ((st = run_level(&out->levels[i], e, &ids, c, cfg, err)) != TS_OK)
-            goto fail;
-        out->n_levels = i + 1;
+    for (int r = 0; r < n_rounds; r++) {
+        bench_level *round = runs + (size_t)r * n_levels;
+        double base = 0.0;
+        for (int i = 0; i < n_levels; i++) {
+            int c = has_one ? cfg->levels[i] : (i == 0 ? 1 : cfg->levels[i - 1]);
+            if ((st = run_level(&round[i], e, &ids, c, cfg, err)) != TS_OK)
+                goto fail;
+            if (c == 1 && base == 0.0)
+                base = round[i].decode_tok_s;
+        }
+        for (int i = 0; i < n_levels; i++)
+            round[i].speedup = base > 0 ? round[i].decode_tok_s / base : 0.0;
     }
-    double base = 0.0;
-    for (int i = 0; i < n_levels; i++)
-        if (out->levels[i].concurrency == 1 && base == 0.0)
-            base = out->levels[i].decode_tok_s;
-    for (int i = 0; i < n_levels; i++)
-        out->levels[i].speedup = base > 0 ? out->levels[i].decode_tok_s / base : 0.0;
+    for (int i = 0; i < n_levels; i++) {
+        for (int r = 0; r < n_rounds; r++)
+            column[r] = runs[(size_t)r * n_levels + i];
+        bench_level_combine(&out->levels[i], column, n_rounds);
+    }
+    out->n_levels = n_levels;
+    out->rounds = n_rounds;
     if (cfg->shared_prefix > 0 && (st = run_prefix(out, e, &ids, cfg, err)) != TS_OK)
         goto fail;
+    free(runs);
+    free(column);
     free(ids.ids);
     return TS_OK;
 
 fail:
+    free(runs);
+    free(column);
     free(ids.ids);
     bench_result_free(out);
     return st;

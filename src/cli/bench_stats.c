@@ -29,6 +29,45 @@ double bench_percentile(double *v, size_t n, double p)
     return v[lo] + (r - (double)lo) * (v[lo + 1] - v[lo]);
 }
 
+/* The median of field f over the rounds. */
+#define ROUNDS_MEDIAN(f)                                                  \
+    do {                                                                  \
+        for (int r_ = 0; r_ < n; r_++)                                    \
+            v[r_] = rounds[r_].f;                                         \
+        out->f = bench_percentile(v, (size_t)n, 50);                      \
+    } while (0)
+
+void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds)
+{
+    double v[BENCH_MAX_ROUNDS];
+    int n = n_rounds < BENCH_MAX_ROUNDS ? n_rounds : BENCH_MAX_ROUNDS;
+    memset(out, 0, sizeof *out);
+    out->concurrency = rounds[0].concurrency;
+    ROUNDS_MEDIAN(decode_tok_s);
+    ROUNDS_MEDIAN(prefill_tok_s);
+    ROUNDS_MEDIAN(e2e_tok_s);
+    ROUNDS_MEDIAN(ttft_p50_ms);
+    ROUNDS_MEDIAN(ttft_p99_ms);
+    ROUNDS_MEDIAN(itl_p50_ms);
+    ROUNDS_MEDIAN(itl_p99_ms);
+    ROUNDS_MEDIAN(speedup);
+    out->all_decoding = true;
+    out->speedup_min = out->speedup_max = rounds[0].speedup;
+    for (int r = 0; r < n; r++) {
+        const bench_level *l = &rounds[r];
+        out->all_decoding &= l->all_decoding;
+        out->speedup_min = l->speedup < out->speedup_min ? l->speedup : out->speedup_min;
+        out->speedup_max = l->speedup > out->speedup_max ? l->speedup : out->speedup_max;
+        out->wall_s += l->wall_s;
+        out->generated += l->generated;
+        out->decode.steps += l->decode.steps;
+        out->decode.rows += l->decode.rows;
+        for (int p = 0; p < TS_PHASE_COUNT; p++)
+            out->decode.seconds[p] += l->decode.seconds[p];
+    }
+}
+#undef ROUNDS_MEDIAN
+
 double bench_weight_bytes(const ts_model_config *c)
 {
     double dim = c->dim, ffn = c->hidden_dim, q_dim = (double)c->n_heads * c->head_dim;
@@ -83,6 +122,11 @@ static cJSON *level_json(const bench_level *l)
     ttft = NULL;
     cJSON_AddItemToObject(o, "itl_ms", itl);
     itl = NULL;
+    double range[2] = {l->speedup_min, l->speedup_max};
+    cJSON *speedup_range = cJSON_CreateDoubleArray(range, 2);
+    if (!speedup_range)
+        goto fail;
+    cJSON_AddItemToObject(o, "speedup_range", speedup_range);
     if (!cJSON_AddNumberToObject(o, "speedup", l->speedup) ||
         !cJSON_AddNumberToObject(o, "generated", (double)l->generated) ||
         !cJSON_AddNumberToObject(o, "wall_s", l->wall_s))
@@ -108,6 +152,7 @@ cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const c
         !cJSON_AddNumberToObject(root, "threads", threads) ||
         !cJSON_AddNumberToObject(root, "prompt_len", cfg->prompt_len) ||
         !cJSON_AddNumberToObject(root, "n_tokens", cfg->n_tokens) ||
+        !cJSON_AddNumberToObject(root, "rounds", r->rounds) ||
         !(levels = cJSON_AddArrayToObject(root, "levels")))
         goto fail;
     for (int i = 0; i < r->n_levels; i++) {

@@ -24,7 +24,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tessera bench [-m MODEL] [--concurrency 1,2,4,8,16,32,64] [-n 128]\n"
-            "                     [--prompt-len 128] [--shared-prefix N] [--json FILE] [engine]\n"
+            "                     [--prompt-len 128] [--shared-prefix N] [--rounds R] [--json FILE]\n"
+            "                     [engine]\n"
             "  -m MODEL            .gguf, or llama2.c .bin with --tokenizer (default: see README)\n"
             "  --concurrency LIST  levels: at each, that many requests run at once (a level of 1,\n"
             "                      the baseline, is added first when missing)\n"
@@ -34,6 +35,10 @@ static void usage(FILE *out)
             "                      then again with the same N tokens cached and another suffix\n"
             "  --prefix-suffix N   suffix tokens of that test (default 16)\n"
             "  --seed S            prompts' random seed (default 1)\n"
+            "  --rounds R          run the levels R times in turn (1, 16, 64, 1, 16, 64, ...) and\n"
+            "                      report each metric's median, speedup as the median of every\n"
+            "                      round's own ratio with their range (default 1; for shared,\n"
+            "                      noisy machines)\n"
             "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
             "  --json FILE         also write the results as JSON\n"
             CLI_ENGINE_HELP
@@ -116,6 +121,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             ok = cli_int(a, v, 0, 1 << 20, &o->cfg.shared_prefix);
         } else if (!strcmp(a, "--prefix-suffix")) {
             ok = cli_int(a, v, 1, 1 << 20, &o->cfg.prefix_suffix);
+        } else if (!strcmp(a, "--rounds")) {
+            ok = cli_int(a, v, 1, BENCH_MAX_ROUNDS, &o->cfg.rounds);
         } else if (!strcmp(a, "--seed")) {
             ok = cli_u64(a, v, &o->cfg.seed);
         } else if (!strcmp(a, "--bw-mem")) {
@@ -143,18 +150,26 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
            "n %d\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
            o->cfg.prompt_len, o->cfg.n_tokens);
-    printf("%5s %12s %8s %12s %10s %19s %19s\n", "conc", "decode tok/s", "speedup",
-           "prefill tok/s", "e2e tok/s", "TTFT p50/p99 ms", "ITL p50/p99 ms");
+    bool ranges = r->rounds > 1;
+    if (ranges)
+        printf("median of %d rounds; speedup range: the rounds' lowest and highest ratio\n\n",
+               r->rounds);
+    printf("%5s %12s %8s%s %12s %10s %19s %19s\n", "conc", "decode tok/s", "speedup",
+           ranges ? "      range   " : "", "prefill tok/s", "e2e tok/s", "TTFT p50/p99 ms",
+           "ITL p50/p99 ms");
     bool fallback = false;
     for (int i = 0; i < r->n_levels; i++) {
         const bench_level *l = &r->levels[i];
-        printf("%5d %11.1f%c %7.2fx %13.1f %10.1f %9.1f/%-9.1f %9.2f/%-9.2f\n", l->concurrency,
-               l->decode_tok_s, l->all_decoding ? ' ' : '*', l->speedup, l->prefill_tok_s,
-               l->e2e_tok_s, l->ttft_p50_ms, l->ttft_p99_ms, l->itl_p50_ms, l->itl_p99_ms);
+        printf("%5d %11.1f%c %7.2fx", l->concurrency, l->decode_tok_s,
+               l->all_decoding ? ' ' : '*', l->speedup);
+        if (ranges)
+            printf(" %6.2f-%-6.2f", l->speedup_min, l->speedup_max);
+        printf(" %13.1f %10.1f %9.1f/%-9.1f %9.2f/%-9.2f\n", l->prefill_tok_s, l->e2e_tok_s,
+               l->ttft_p50_ms, l->ttft_p99_ms, l->itl_p50_ms, l->itl_p99_ms);
         fallback |= !l->all_decoding;
     }
     if (fallback)
-        printf("* no moment had every request of the level decoding (the first finished before "
+        printf("* in some round no moment had every request of the level decoding (the first finished before "
                "the last\n  prompt was done): tokens after each first token / whole span, "
                "prefill steps included;\n  raise -n to measure steady decoding\n");
     printf("\ndecode steps (engine timing, ms per step):\n%5s %6s %9s", "conc", "steps",
