@@ -28,17 +28,13 @@ void ts_tokenizer_free(ts_tokenizer *tok);
  * Writes at most cap ids and sets *n_ids to the number the text needs, which may exceed
  * cap: call again with a larger buffer then. Text that spells a special token ("<s>",
  * "<|endoftext|>") is encoded as plain text, never as that token (ts_tokenize_ex can
- * read them as tokens). Any bytes are
- * accepted: invalid UTF-8 is encoded byte by byte (byte tokens where the vocabulary has
- * them). Returns TS_ERR_TOO_LONG past 512 MiB of text, TS_ERR_NOMEM when scratch memory
- * runs out, TS_ERR_INVALID_ARG for NULL tok or n_ids. */
+ * read them as tokens). Any bytes are accepted: invalid UTF-8 is encoded byte by byte
+ * (byte tokens where the vocabulary has them). Returns TS_ERR_TOO_LONG past 512 MiB of
+ * text, TS_ERR_NOMEM when scratch memory runs out, TS_ERR_INVALID_ARG for NULL tok or
+ * n_ids. */
 ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
                       int32_t *ids, size_t cap, size_t *n_ids);
 
-/* The bytes token id stands for in decoded text (SentencePiece '▁' as a space, <0xNN> as
- * one byte); *len gets their count. Control tokens (BOS, EOS) decode to nothing. The
- * pointer is borrowed and lives as long as the tokenizer. A token's bytes may be part of
- * a UTF-8 character: join pieces before printing. */
 /* A byte range [off, off + len) of a text. */
 typedef struct ts_text_span {
     size_t off, len;
@@ -70,6 +66,10 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
 ts_status ts_tokenize_alloc(const ts_tokenizer *tok, const char *text, size_t len,
                             const ts_tokenize_opts *o, int32_t **ids, size_t *n_ids);
 
+/* The bytes token id stands for in decoded text (SentencePiece '▁' as a space, <0xNN> as
+ * one byte); *len gets their count. Control tokens (BOS, EOS) decode to nothing. The
+ * pointer is borrowed and lives as long as the tokenizer. A token's bytes may be part of
+ * a UTF-8 character: join pieces before printing. */
 const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len);
 
 /* Decodes ids into out (at most cap bytes, not NUL-terminated); returns the number of
