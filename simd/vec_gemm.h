@@ -22,15 +22,6 @@
 #define GEMM_MR 4
 #endif
 #endif
-#ifndef GEMM_PREFETCH
-#define GEMM_PREFETCH 1 /* prefetch a later weight tile while the first activation tile runs */
-#endif
-#ifndef GEMM_PF_TILES
-#define GEMM_PF_TILES 1 /* how many tiles ahead */
-#endif
-#ifndef GEMM_PF_SPREAD
-#define GEMM_PF_SPREAD 1 /* every activation tile prefetches a share of the rows */
-#endif
 #ifndef GEMM_PF_LOCALITY
 #define GEMM_PF_LOCALITY 3 /* __builtin_prefetch locality: 3 into L1, 2 into L2 */
 #endif
@@ -68,7 +59,7 @@ ALWAYS_INLINE void gemm_tile(float *out, size_t ldo, const float *x, size_t lda,
             acc[r][i] = v_zero();
     size_t k = 0, k_full = K - K % VW;
     for (; k < k_full; k += VW) {
-        if (GEMM_PREFETCH && n_pf && k % 16 == 0) /* one 64-byte line per row every 16 floats */
+        if (n_pf && k % 16 == 0) /* one 64-byte line per row every 16 floats */
             for (int r = 0; r < n_pf; r++)
                 __builtin_prefetch(pf + (size_t)r * pf_stride + k, 0, GEMM_PF_LOCALITY);
         gemm_step(acc, w, K, x, lda, k, VW, NR, MR);
@@ -130,20 +121,19 @@ static void vec_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, cons
     int n_mt = (M + GEMM_MR - 1) / GEMM_MR; /* activation tiles */
     for (int n0 = n_begin; n0 < n_end; n0 += GEMM_NR) {
         int nr = n_end - n0 < GEMM_NR ? n_end - n0 : GEMM_NR;
-        int pf0 = n0 + GEMM_PF_TILES * GEMM_NR; /* first row to prefetch */
+        int pf0 = n0 + GEMM_NR; /* the next tile's first row */
         int left = n_end - pf0;
         int n_pf = left <= 0 ? 0 : left < GEMM_NR ? left : GEMM_NR;
         const float *wt = w + (size_t)n0 * kk;
         for (int m0 = 0, mt = 0; m0 < M; m0 += GEMM_MR, mt++) {
             int mr = M - m0 < GEMM_MR ? M - m0 : GEMM_MR;
-            /* activation tile mt prefetches rows mt, mt + n_mt, ... of the later weight
+            /* activation tile mt prefetches rows mt, mt + n_mt, ... of the next weight
              * tile, so the memory stream keeps going while the tiles that find the weights
-             * in cache run (GEMM_PF_SPREAD 0: the first tile prefetches them all) */
-            int first = GEMM_PF_SPREAD ? mt : 0, step = GEMM_PF_SPREAD ? n_mt : 1;
-            int count = GEMM_PF_SPREAD || mt == 0 ? (n_pf - first + step - 1) / step : 0;
+             * in cache run */
+            int count = n_pf > mt ? (n_pf - mt + n_mt - 1) / n_mt : 0;
             gemm_tile_any(out + (size_t)m0 * ldo + n0, ldo, x + (size_t)m0 * lda, lda, wt, kk,
-                          beta, w + (size_t)(pf0 + first) * kk, count > 0 ? count : 0,
-                          (size_t)step * kk, nr, mr);
+                          beta, count ? w + (size_t)(pf0 + mt) * kk : NULL, count,
+                          (size_t)n_mt * kk, nr, mr);
         }
     }
 }

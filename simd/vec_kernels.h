@@ -85,11 +85,13 @@ static void vec_rmsnorm(float *out, const float *x, const float *weight, int row
 static void vec_rope(float *x, const float *table, int rows, size_t row_stride, int n_heads,
                      int head_dim, simd_rope_style style)
 {
-    /* x (rows, row_stride) holding (n_heads, head_dim); table (rows, 2 * head_dim) from
-     * simd_rope_table: the cos/sin of a row's position, reused for every head. */
+    /* x (rows, row_stride) holding (n_heads, head_dim); table (rows,
+     * SIMD_ROPE_TABLE_FLOATS(head_dim)) from simd_rope_table: the cos/sin of a row's
+     * position, reused for every head. */
     int half = head_dim / 2;
     for (int r = 0; r < rows; r++) {
-        const float *tc = table + (size_t)r * 2 * head_dim, *ts = tc + head_dim;
+        const float *tc = table + (size_t)r * SIMD_ROPE_TABLE_FLOATS(head_dim);
+        const float *ts = tc + head_dim;
         for (int h = 0; h < n_heads; h++) {
             float *v = x + (size_t)r * row_stride + (size_t)h * head_dim;
             if (style == SIMD_ROPE_NEOX) {

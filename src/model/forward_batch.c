@@ -73,10 +73,7 @@ enum { PARALLEL_MIN_WORK = 1 << 15 };
 
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
-#ifndef FWD_GEMM_ALIGN /* -D overrides are for tuning runs only */
-#define FWD_GEMM_ALIGN 48
-#endif
-enum { GEMM_ALIGN = FWD_GEMM_ALIGN };
+enum { GEMM_ALIGN = 48 };
 
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
  * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
