@@ -114,9 +114,9 @@ cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const c
 double bench_percentile(double *v, size_t n, double p);
 
 
-/* One level of the result from its n_rounds (>= 1) rounds, each with its speedup set:
- * the medians, the speedups' range and the totals that bench.h describes; all_decoding
- * when every round had it. */
+/* One level of the result from its n_rounds rounds (1..BENCH_MAX_ROUNDS; any past that
+ * are ignored), each with its speedup set: the medians, the speedups' range and the
+ * totals that bench.h describes; all_decoding when every round had it. */
 void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds);
 
 /* Bytes of weights one decode step reads (every matrix and norm but the embedding table,

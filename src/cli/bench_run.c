@@ -376,15 +376,14 @@ ts_status bench_run(bench_result *out, ts_engine *e, const bench_config *cfg, ts
     for (int i = 0; i < cfg->n_levels; i++)
         has_one |= cfg->levels[i] == 1;
     int n_levels = cfg->n_levels + !has_one, n_rounds = cfg->rounds;
-    bench_level *runs = NULL, *column = NULL; /* runs[round * n_levels + level] */
+    bench_level *runs = NULL; /* runs[level * n_rounds + round] */
     id_pool ids = {0};
     ts_status st = id_pool_init(&ids, ts_engine_get_model(e), cfg->seed, err);
     if (st != TS_OK)
         return st;
     out->levels = calloc((size_t)n_levels, sizeof *out->levels);
     runs = calloc((size_t)n_rounds * (size_t)n_levels, sizeof *runs);
-    column = calloc((size_t)n_rounds, sizeof *column);
-    if (!out->levels || !runs || !column) {
+    if (!out->levels || !runs) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for %d levels", n_levels);
         goto fail;
     }
@@ -395,35 +394,32 @@ ts_status bench_run(bench_result *out, ts_engine *e, const bench_config *cfg, ts
     if ((st = run_level(&scratch, e, &ids, 1, &warm, err)) != TS_OK)
         goto fail;
     for (int r = 0; r < n_rounds; r++) {
-        bench_level *round = runs + (size_t)r * n_levels;
         double base = 0.0;
         for (int i = 0; i < n_levels; i++) {
+            bench_level *l = &runs[(size_t)i * n_rounds + r];
             int c = has_one ? cfg->levels[i] : (i == 0 ? 1 : cfg->levels[i - 1]);
-            if ((st = run_level(&round[i], e, &ids, c, cfg, err)) != TS_OK)
+            if ((st = run_level(l, e, &ids, c, cfg, err)) != TS_OK)
                 goto fail;
             if (c == 1 && base == 0.0)
-                base = round[i].decode_tok_s;
+                base = l->decode_tok_s;
         }
-        for (int i = 0; i < n_levels; i++)
-            round[i].speedup = base > 0 ? round[i].decode_tok_s / base : 0.0;
+        for (int i = 0; i < n_levels; i++) {
+            bench_level *l = &runs[(size_t)i * n_rounds + r];
+            l->speedup = base > 0 ? l->decode_tok_s / base : 0.0;
+        }
     }
-    for (int i = 0; i < n_levels; i++) {
-        for (int r = 0; r < n_rounds; r++)
-            column[r] = runs[(size_t)r * n_levels + i];
-        bench_level_combine(&out->levels[i], column, n_rounds);
-    }
+    for (int i = 0; i < n_levels; i++)
+        bench_level_combine(&out->levels[i], &runs[(size_t)i * n_rounds], n_rounds);
     out->n_levels = n_levels;
     out->rounds = n_rounds;
     if (cfg->shared_prefix > 0 && (st = run_prefix(out, e, &ids, cfg, err)) != TS_OK)
         goto fail;
     free(runs);
-    free(column);
     free(ids.ids);
     return TS_OK;
 
 fail:
     free(runs);
-    free(column);
     free(ids.ids);
     bench_result_free(out);
     return st;
