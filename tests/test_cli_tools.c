@@ -1,5 +1,6 @@
-/* test_cli_tools.c: `tessera info`, `convert` and `synth` run as the user runs them (the
- * built binary through popen), and the files they write loaded back through the library. */
+/* test_cli_tools.c: `tessera info`, `convert`, `synth`, `generate` and `bench` run as the
+ * user runs them (the built binary through popen), and the files they write loaded back
+ * through the library. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -448,6 +449,39 @@ static void test_generate_prompts_file_and_json(void **state)
     free(model);
 }
 
+/* `bench --rounds`: the report says how many rounds its medians come from and prints
+ * each level's range of speedups; the JSON it writes carries the rounds; bad counts are
+ * refused before anything runs. */
+static void test_bench_rounds(void **state)
+{
+    (void)state;
+    char *model = shared(STORIES_GGUF);
+    const char *json = tu_tmp_path("bench.json");
+    char *out = NULL;
+    assert_int_equal(tessera(&out, "bench -m %s --concurrency 2 -n 4 --prompt-len 8 --rounds 2 "
+                                   "--bw-mem 0 --json %s", model, json), 0);
+    assert_non_null(strstr(out, "median of 2 rounds"));
+    assert_non_null(strstr(out, "range"));
+    assert_non_null(strstr(out, "1.00x   1.00-1.00")); /* the baseline against itself */
+    free(out);
+    char *text = tu_read_file(json, NULL);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    assert_int_equal(cJSON_GetObjectItem(root, "rounds")->valueint, 2);
+    const cJSON *levels = cJSON_GetObjectItem(root, "levels");
+    assert_int_equal(cJSON_GetArraySize(levels), 2); /* the baseline, then 2 */
+    const cJSON *two = cJSON_GetArrayItem(levels, 1);
+    assert_int_equal(cJSON_GetObjectItem(two, "generated")->valueint, 2 * 2 * 4);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(two, "speedup_range")), 2);
+    cJSON_Delete(root);
+
+    assert_int_equal(tessera(NULL, "bench -m %s --rounds 0", model), 2);
+    assert_int_equal(tessera(NULL, "bench -m %s --rounds 65", model), 2);
+    free(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_convert_refuses_and_leaves_no_file),
         cmocka_unit_test(test_synth_cli),
         cmocka_unit_test(test_generate_prompts_file_and_json),
+        cmocka_unit_test(test_bench_rounds),
     };
     return cmocka_run_group_tests_name("cli_tools", tests, NULL, NULL);
 }
