@@ -133,30 +133,32 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
     header(b, "tessera_queue_depth", "gauge", "Requests waiting, by priority.");
     for (size_t i = 0; i < n; i++)
         for (int p = 0; p < TS_PRIORITY_COUNT; p++)
-            strbuf_addf(b, "tessera_queue_depth{model=\"%s\",priority=\"%s\"} %d\n", names[i], prio[p],
-                models[i].stats.queued[p]);
+            strbuf_addf(b, "tessera_queue_depth{model=\"%s\",priority=\"%s\"} %d\n", names[i],
+                        prio[p], models[i].stats.queued[p]);
     header(b, "tessera_running_sequences", "gauge", "Sequences in the running batch.");
     for (size_t i = 0; i < n; i++)
-        strbuf_addf(b, "tessera_running_sequences{model=\"%s\"} %d\n", names[i], models[i].stats.running);
+        strbuf_addf(b, "tessera_running_sequences{model=\"%s\"} %d\n", names[i],
+                    models[i].stats.running);
     header(b, "tessera_kv_blocks", "gauge", "KV cache blocks by state.");
     for (size_t i = 0; i < n; i++) {
         const ts_engine_stats *s = &models[i].stats;
-        strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"free\"} %d\n", names[i], s->kv_blocks_free);
-        strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"used\"} %d\n", names[i], s->kv_blocks_used);
-        strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"cached\"} %d\n", names[i],
-            s->kv_blocks_cached);
+        const char *state[] = {"free", "used", "cached"};
+        int blocks[] = {s->kv_blocks_free, s->kv_blocks_used, s->kv_blocks_cached};
+        for (int k = 0; k < 3; k++)
+            strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"%s\"} %d\n", names[i],
+                        state[k], blocks[k]);
     }
     header(b, "tessera_kv_blocks_total", "gauge", "KV cache blocks in the pool.");
     for (size_t i = 0; i < n; i++)
         strbuf_addf(b, "tessera_kv_blocks_total{model=\"%s\"} %d\n", names[i],
-            models[i].stats.kv_blocks_total);
+                    models[i].stats.kv_blocks_total);
     header(b, "tessera_prefix_cache_hit_ratio", "gauge",
            "Prompt blocks found in the prefix cache over blocks looked up.");
     for (size_t i = 0; i < n; i++) {
         const ts_engine_stats *s = &models[i].stats;
         uint64_t looked = s->prefix_hit_blocks + s->prefix_miss_blocks;
         strbuf_addf(b, "tessera_prefix_cache_hit_ratio{model=\"%s\"} %.6g\n", names[i],
-            looked ? (double)s->prefix_hit_blocks / (double)looked : 0.0);
+                    looked ? (double)s->prefix_hit_blocks / (double)looked : 0.0);
     }
     static const struct {
         const char *name, *help;
@@ -190,7 +192,8 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
         for (size_t i = 0; i < n; i++) {
             uint64_t v;
             memcpy(&v, (const char *)&models[i].stats + counters[c].offset, sizeof v);
-            strbuf_addf(b, "%s{model=\"%s\"} %llu\n", counters[c].name, names[i], (unsigned long long)v);
+            strbuf_addf(b, "%s{model=\"%s\"} %llu\n", counters[c].name, names[i],
+                        (unsigned long long)v);
         }
     }
     header(b, "tessera_engine_step_seconds_total", "counter",
@@ -201,10 +204,11 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
             const ts_step_profile *p =
                 k == 0 ? &models[i].stats.decode_steps : &models[i].stats.prompt_steps;
             for (int ph = 0; ph < TS_PHASE_COUNT; ph++)
-                strbuf_addf(b, "tessera_engine_step_seconds_total{model=\"%s\",kind=\"%s\",phase=\"%s\"} "
-                       "%.9g\n",
-                    names[i], k == 0 ? "decode" : "prompt", ts_step_phase_name((ts_step_phase)ph),
-                    p->seconds[ph]);
+                strbuf_addf(b,
+                            "tessera_engine_step_seconds_total{model=\"%s\",kind=\"%s\","
+                            "phase=\"%s\"} %.9g\n",
+                            names[i], k == 0 ? "decode" : "prompt",
+                            ts_step_phase_name((ts_step_phase)ph), p->seconds[ph]);
         }
     free(names);
 }
@@ -227,11 +231,11 @@ char *metrics_render(metrics *m, const metrics_model *models, size_t n)
             if (!requests[r][s])
                 continue;
             if (s + 1 < N_STATUS)
-                strbuf_addf(&b, "tessera_requests_total{route=\"%s\",status=\"%d\"} %llu\n", route_names[r],
-                    known_status[s], (unsigned long long)requests[r][s]);
+                strbuf_addf(&b, "tessera_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+                            route_names[r], known_status[s], (unsigned long long)requests[r][s]);
             else
                 strbuf_addf(&b, "tessera_requests_total{route=\"%s\",status=\"other\"} %llu\n",
-                    route_names[r], (unsigned long long)requests[r][s]);
+                            route_names[r], (unsigned long long)requests[r][s]);
         }
     header(&b, "tessera_prompt_tokens_total", "counter", "Prompt tokens of answered requests.");
     strbuf_addf(&b, "tessera_prompt_tokens_total %llu\n", (unsigned long long)prompt);
@@ -244,7 +248,8 @@ char *metrics_render(metrics *m, const metrics_model *models, size_t n)
         uint64_t cum = 0;
         for (int k = 0; k < d->n_bounds; k++) {
             cum += hists[h].counts[k];
-            strbuf_addf(&b, "%s_bucket{le=\"%g\"} %llu\n", d->name, d->bounds[k], (unsigned long long)cum);
+            strbuf_addf(&b, "%s_bucket{le=\"%g\"} %llu\n", d->name, d->bounds[k],
+                        (unsigned long long)cum);
         }
         cum += hists[h].counts[d->n_bounds];
         strbuf_addf(&b, "%s_bucket{le=\"+Inf\"} %llu\n", d->name, (unsigned long long)cum);
