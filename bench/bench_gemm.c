@@ -86,8 +86,9 @@ int main(int argc, char **argv)
         for (int mi = 0; mi < N_MS; mi++) {
             int M = ms[mi];
             double budget = quick ? 0.05 : 0.3;
-            double tb = kernel_only ? 0.0
-                                    : time_calls(k, FWD_GEMM_BLAS, out, x, w, n_copies, M, N, K, budget);
+            double tb = kernel_only
+                            ? 0.0
+                            : time_calls(k, FWD_GEMM_BLAS, out, x, w, n_copies, M, N, K, budget);
             double tk = time_calls(k, FWD_GEMM_KERNEL, out, x, w, n_copies, M, N, K, budget);
             step_t[0][mi] += tb * shapes[s].per_step;
             step_t[1][mi] += tk * shapes[s].per_step;

@@ -100,9 +100,9 @@ ts_status bench_run(bench_result *out, ts_engine *engine, const bench_config *cf
 void bench_result_free(bench_result *r);
 
 /* {"model", "threads", "prompt_len", "n_tokens", "rounds", "levels": [{"concurrency",
- * "decode_tok_s", "all_decoding", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"}, "itl_ms":
- * {"p50", "p99"}, "speedup", "speedup_range": [min, max]}...], "prefix": {"tokens", "ttft_cold_ms", "ttft_cached_ms",
- * "cached_tokens"} when measured}. The caller owns the result (cJSON_Delete); NULL when
+ * "decode_tok_s", "all_decoding", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"},
+ * "itl_ms": {"p50", "p99"}, "speedup", "speedup_range": [min, max]}...], "prefix":
+ * {"tokens", "ttft_cold_ms", "ttft_cached_ms", "cached_tokens"} when measured}. The caller owns the result (cJSON_Delete); NULL when
  * out of memory. model is copied. */
 cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const char *model,
                          int threads);

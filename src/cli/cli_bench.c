@@ -169,9 +169,9 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
         fallback |= !l->all_decoding;
     }
     if (fallback)
-        printf("* in some round no moment had every request of the level decoding (the first finished before "
-               "the last\n  prompt was done): tokens after each first token / whole span, "
-               "prefill steps included;\n  raise -n to measure steady decoding\n");
+        printf("* in some round no moment had every request of the level decoding (the first "
+               "finished before\n  the last prompt was done): tokens after each first token / "
+               "whole span, prefill steps\n  included; raise -n to measure steady decoding\n");
     printf("\ndecode steps (engine timing, ms per step):\n%5s %6s %9s", "conc", "steps",
            "rows/step");
     for (int p = 0; p < TS_PHASE_COUNT; p++)

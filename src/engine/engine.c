@@ -86,7 +86,8 @@ static ts_status init_scratch(ts_engine *e, ts_error *err)
     if (!e->scratch || !e->picks)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for %d sampler scratches", n);
     for (; e->n_scratch < n; e->n_scratch++) {
-        ts_status st = sampler_scratch_init(&e->scratch[e->n_scratch], e->model->cfg.vocab_size, err);
+        ts_status st =
+            sampler_scratch_init(&e->scratch[e->n_scratch], e->model->cfg.vocab_size, err);
         if (st != TS_OK)
             return st;
     }

@@ -234,7 +234,8 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         t = lap(s, TS_PHASE_ROWWISE, t);
         fwd_gemm(k, gp, s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
-#pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK / 8) /* an exp each */
+        /* an exp per element: parallel from less work than the other row kernels */
+#pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK / 8)
         for (int r = 0; r < T; r++) {
             float *g = s->gu + (size_t)r * 2 * ffn;
             k->silu_mul(g, g, g + ffn, (size_t)ffn);

@@ -28,7 +28,7 @@ struct gguf_writer {
     ts_status status;        /* the first error, sticky */
     char msg[sizeof(((ts_error *)0)->msg)];
     uint64_t n_kv;
-    strbuf kv;             /* encoded metadata entries */
+    strbuf kv;               /* encoded metadata entries */
     writer_tensor *tensors;  /* (n_tensors) */
     uint64_t n_tensors, cap_tensors;
 };
@@ -142,9 +142,10 @@ ts_status gguf_writer_add_array(gguf_writer *w, const char *key, gguf_type elem,
                     key);
     uint32_t t = (uint32_t)elem;
     strbuf b = {0};
-    ts_status st = strbuf_add(&b, &t, 4) && strbuf_add(&b, &n, 8) && strbuf_add(&b, data, (size_t)n * esize)
-                       ? gguf_writer_add_raw(w, key, GGUF_TYPE_ARRAY, b.s, b.len)
-                       : fail(w, TS_ERR_NOMEM, "out of memory adding", key);
+    bool ok = strbuf_add(&b, &t, 4) && strbuf_add(&b, &n, 8) &&
+              strbuf_add(&b, data, (size_t)n * esize);
+    ts_status st = ok ? gguf_writer_add_raw(w, key, GGUF_TYPE_ARRAY, b.s, b.len)
+                      : fail(w, TS_ERR_NOMEM, "out of memory adding", key);
     strbuf_free(&b);
     return st;
 }

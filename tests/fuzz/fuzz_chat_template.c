@@ -86,7 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        "an unknown role was rendered or refused without a message");
             continue;
         }
-        FUZZ_CHECK(st == TS_OK && out.text != NULL, "rendering %zu messages failed: %s", n, err.msg);
+        FUZZ_CHECK(st == TS_OK && out.text != NULL, "rendering %zu messages failed: %s", n,
+                   err.msg);
         size_t len = strlen(out.text), end = 0;
         for (size_t i = 0; i < n; i++)
             FUZZ_CHECK(strstr(out.text, msgs[i].content) != NULL,
