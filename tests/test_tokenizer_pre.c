@@ -1,9 +1,12 @@
 /* test_tokenizer_pre.c: the byte-level BPE pre-tokenizers (how text is cut into words
  * before merging) against word boundaries that Python's `regex` module gives for each
  * family's regular expression, as llama.cpp writes them (tokenizer.ggml.pre "llama-bpe"
- * for Llama 3, "qwen2" for Qwen2). Byte offsets of each word's end; generated once from
+ * for Llama 3, "qwen2" for Qwen2, "smollm" for SmolLM). Byte offsets of each word's end;
+ * generated once from
  *   regex.finditer(PATTERN, text)
- * with the patterns in src/tokenizer/bpe.c's comments. */
+ * with the patterns in src/tokenizer/bpe.c's comments; for smollm, as llama.cpp applies
+ * its two expressions in turn, finditer(r"\p{N}") first, then GPT-2's expression over
+ * each digit and each stretch between digits. */
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -17,81 +20,133 @@
 
 typedef struct split_case {
     const char *text;
-    size_t llama3[32], qwen2[32]; /* where each word ends; a 0 ends the list */
+    size_t llama3[32], qwen2[32], smollm[32]; /* where each word ends; a 0 ends a list */
 } split_case;
 
 static const split_case cases[] = {
     {"Hello, World! I'M here; they'll say we've done it, don't you'RE?",
      {5, 6, 12, 13, 15, 17, 22, 23, 28, 31, 35, 38, 41, 46, 49, 50, 54, 56, 60, 63, 64},
-     {5, 6, 12, 13, 15, 17, 22, 23, 28, 31, 35, 38, 41, 46, 49, 50, 54, 56, 60, 63, 64}},
+     {5, 6, 12, 13, 15, 17, 22, 23, 28, 31, 35, 38, 41, 46, 49, 50, 54, 56, 60, 63, 64},
+     {5, 6, 12, 13, 15, 16, 17, 22, 23, 28, 31, 35, 38, 41, 46, 49, 50, 54, 56, 60, 61, 63, 64}},
     {"1234567 89 $100.00 3.14159",
      {3, 6, 7, 8, 10, 12, 15, 16, 18, 19, 20, 21, 24, 26},
+     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26},
      {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26}},
     {"a  b   c    ",
+     {1, 2, 4, 6, 8, 12},
      {1, 2, 4, 6, 8, 12},
      {1, 2, 4, 6, 8, 12}},
     {"  \x0a""  \x0a""  x",
      {6, 7, 9},
-     {6, 7, 9}},
+     {6, 7, 9},
+     {7, 9}},
     {"hello\x0a""\x0a""world\x0d""\x0a""",
      {5, 7, 12, 14},
-     {5, 7, 12, 14}},
+     {5, 7, 12, 14},
+     {5, 6, 7, 12, 14}},
     {"\x09""\x09""x\x09""y",
      {1, 3, 5},
-     {1, 3, 5}},
+     {1, 3, 5},
+     {1, 2, 3, 4, 5}},
     {"!hello ...world?!\x0a""\x0a""",
      {6, 10, 15, 19},
-     {6, 10, 15, 19}},
+     {6, 10, 15, 19},
+     {1, 6, 10, 15, 17, 19}},
     {" !! \x09""!!",
+     {3, 4, 5, 7},
      {3, 4, 5, 7},
      {3, 4, 5, 7}},
     {"x   ",
      {1, 4},
+     {1, 4},
      {1, 4}},
     {"\xe4""\xb8""\xad""\xe6""\x96""\x87""\xe5""\xad""\x97"" \xe6""\x97""\xa5""\xe6""\x9c""\xac""\xe8""\xaa""\x9e""",
+     {9, 19},
      {9, 19},
      {9, 19}},
     {"caf\xc3""\xa9"" na\xc3""\xaf""ve \xc3""\xbc""ber",
      {5, 12, 18},
+     {5, 12, 18},
      {5, 12, 18}},
     {"\xf0""\x9f""\x98""\x80"" smile \xf0""\x9f""\x98""\x80""\xf0""\x9f""\x98""\x80""",
+     {4, 10, 19},
      {4, 10, 19},
      {4, 10, 19}},
     {"'hello' 'Ll 's",
      {6, 7, 9, 11, 13, 14},
-     {6, 7, 9, 11, 13, 14}},
+     {6, 7, 9, 11, 13, 14},
+     {1, 6, 7, 9, 11, 13, 14}},
     {"line1\x0a""line2\x0a""\x0a""\x0a""  indented",
      {4, 5, 6, 10, 11, 14, 15, 24},
-     {4, 5, 6, 10, 11, 14, 15, 24}},
+     {4, 5, 6, 10, 11, 14, 15, 24},
+     {4, 5, 6, 10, 11, 15, 24}},
     {"   ",
+     {3},
      {3},
      {3}},
     {"\x0a""",
      {1},
+     {1},
      {1}},
     {"a\xc2""\xa0""b \xe2""\x80""\x83""c",
      {1, 4, 5, 9},
-     {1, 4, 5, 9}},
+     {1, 4, 5, 9},
+     {1, 3, 4, 5, 8, 9}},
     {"(x+y)*2=z",
      {2, 4, 6, 7, 9},
-     {2, 4, 6, 7, 9}},
+     {2, 4, 6, 7, 9},
+     {1, 2, 3, 4, 6, 7, 8, 9}},
     {"__init__ self.__dict__",
+     {2, 6, 8, 13, 16, 20, 22},
      {2, 6, 8, 13, 16, 20, 22},
      {2, 6, 8, 13, 16, 20, 22}},
     {"\xe2""\x85""\xab"" \xc2""\xbd"" \xc2""\xb2""",
      {3, 4, 6, 7, 9},
+     {3, 4, 6, 7, 9},
      {3, 4, 6, 7, 9}},
+    {"abc 123 4x",
+     {3, 4, 7, 8, 9, 10},
+     {3, 4, 5, 6, 7, 8, 9, 10},
+     {3, 4, 5, 6, 7, 8, 9, 10}},
+    {"x  12",
+     {1, 2, 3, 5},
+     {1, 2, 3, 4, 5},
+     {1, 3, 4, 5}},
+    {"'s1 1's",
+     {2, 3, 4, 5, 7},
+     {2, 3, 4, 5, 7},
+     {2, 3, 4, 5, 7}},
+    {"a1b2 c3d",
+     {1, 2, 3, 4, 6, 7, 8},
+     {1, 2, 3, 4, 6, 7, 8},
+     {1, 2, 3, 4, 6, 7, 8}},
+    {"  7",
+     {1, 2, 3},
+     {1, 2, 3},
+     {2, 3}},
+    {"9\x0a""\x0a"" 8 ",
+     {1, 3, 4, 5, 6},
+     {1, 3, 4, 5, 6},
+     {1, 4, 5, 6}},
+    {"v2.0.1-rc3",
+     {1, 2, 3, 4, 5, 6, 9, 10},
+     {1, 2, 3, 4, 5, 6, 9, 10},
+     {1, 2, 3, 4, 5, 6, 7, 9, 10}},
 };
 
+typedef enum family { FAMILY_LLAMA3, FAMILY_QWEN2, FAMILY_SMOLLM } family;
+
 /* Cuts every case's text with pre's splitter and compares the word ends with the
- * family's column (qwen2 or not). */
-static void check_cases(const char *pre, bool qwen2)
+ * family's column. */
+static void check_cases(const char *pre, family f)
 {
     bpe_split_fn split = tokenizer_bpe_splitter(pre);
     assert_non_null(split);
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         const char *t = cases[c].text;
-        const size_t *want = qwen2 ? cases[c].qwen2 : cases[c].llama3;
+        const size_t *want = f == FAMILY_QWEN2    ? cases[c].qwen2
+                             : f == FAMILY_SMOLLM ? cases[c].smollm
+                                                  : cases[c].llama3;
         size_t n = strlen(t), pos = 0;
         int w = 0;
         for (; pos < n; w++) {
@@ -109,7 +164,7 @@ static void check_cases(const char *pre, bool qwen2)
 static void test_llama3_words(void **state)
 {
     (void)state;
-    check_cases("llama-bpe", false);
+    check_cases("llama-bpe", FAMILY_LLAMA3);
     /* the other names llama.cpp's converter writes for it */
     assert_ptr_equal(tokenizer_bpe_splitter("llama3"), tokenizer_bpe_splitter("llama-bpe"));
     assert_ptr_equal(tokenizer_bpe_splitter("llama-v3"), tokenizer_bpe_splitter("llama-bpe"));
@@ -118,8 +173,21 @@ static void test_llama3_words(void **state)
 static void test_qwen2_words(void **state)
 {
     (void)state;
-    check_cases("qwen2", true);
+    check_cases("qwen2", FAMILY_QWEN2);
     assert_null(tokenizer_bpe_splitter("no-such-family"));
+}
+
+/* Every digit a word of its own, and a space before a digit too; the names of the other
+ * families llama.cpp cuts the same way. */
+static void test_smollm_words(void **state)
+{
+    (void)state;
+    check_cases("smollm", FAMILY_SMOLLM);
+    const char *same[] = {"starcoder", "refact", "command-r", "codeshell", "exaone",
+                          "minerva-7b"};
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+        assert_ptr_equal(tokenizer_bpe_splitter(same[i]), tokenizer_bpe_splitter("smollm"));
+    assert_ptr_not_equal(tokenizer_bpe_splitter("smollm"), tokenizer_bpe_splitter("gpt2"));
 }
 
 int main(void)
@@ -127,6 +195,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama3_words),
         cmocka_unit_test(test_qwen2_words),
+        cmocka_unit_test(test_smollm_words),
     };
     return cmocka_run_group_tests_name("tokenizer_pre", tests, NULL, NULL);
 }

@@ -179,6 +179,26 @@ static size_t split_qwen2(const char *s, size_t n, size_t pos)
     return split_llama3_like(s, n, pos, 1);
 }
 
+/* SmolLM's pre-tokenizer (StarCoder's, Command R's and a few others' too). llama.cpp
+ * applies two expressions in turn: \p{N} cuts every digit out as a word of its own, then
+ * GPT-2's expression cuts each stretch between digits. So digits never join each other,
+ * and a space before a digit is a word of its own, not " 1" as in GPT-2. */
+static size_t split_smollm(const char *s, size_t n, size_t pos)
+{
+    size_t k;
+    if (class_at(s, n, pos, &k) == CLASS_NUMBER)
+        return pos + k;
+    /* A GPT-2 word starting at pos reaches at most over its first character and the run of
+     * one class after it, and looks one character further; only a digit there ends its
+     * stretch early. Scanning that far, not to the next digit, keeps long text linear. */
+    size_t p = pos + k;
+    int run = class_at(s, n, p, &k);
+    while (run != CLASS_NUMBER && run != CLASS_NONE && class_at(s, n, p, &k) == run)
+        p += k;
+    size_t stretch_end = class_at(s, n, p, &k) == CLASS_NUMBER ? p : n;
+    return split_gpt2(s, stretch_end, pos);
+}
+
 /* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes. */
 static const struct {
     const char *name;
@@ -187,7 +207,9 @@ static const struct {
     {"", split_gpt2},          {"default", split_gpt2},   {"gpt2", split_gpt2},
     {"gpt-2", split_gpt2},     {"llama3", split_llama3},  {"llama-v3", split_llama3},
     {"llama-bpe", split_llama3}, {"falcon3", split_llama3}, {"qwen2", split_qwen2},
-    {"deepseek-r1-qwen", split_qwen2},
+    {"deepseek-r1-qwen", split_qwen2}, {"smollm", split_smollm}, {"starcoder", split_smollm},
+    {"refact", split_smollm},  {"command-r", split_smollm}, {"codeshell", split_smollm},
+    {"exaone", split_smollm},  {"minerva-7b", split_smollm},
 };
 
 bpe_split_fn tokenizer_bpe_splitter(const char *pre)

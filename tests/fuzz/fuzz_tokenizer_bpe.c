@@ -8,7 +8,7 @@
 #include "tokenizer/vocab.h"
 #include "tokenizer_props.h"
 
-static const char *const pres[] = {"gpt-2", "llama-bpe", "qwen2"};
+static const char *const pres[] = {"gpt-2", "llama-bpe", "qwen2", "smollm"};
 enum { N_PRES = sizeof pres / sizeof *pres };
 static ts_tokenizer *toks[N_PRES];
 
