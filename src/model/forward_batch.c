@@ -118,11 +118,10 @@ static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, cons
  * sequence's blocks, rows in parallel when there are enough. */
 static ts_status rope_and_store(const fwd_state *s, const ts_model_config *c,
                                 const simd_kernels *k, kv_pool *pool, const fwd_batch *b,
-                                int layer, ts_error *err)
+                                simd_rope_style style, int layer, ts_error *err)
 {
     int hd = c->head_dim, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
     size_t qkv_rows = (size_t)model_qkv_rows(c);
-    simd_rope_style style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
     ts_status st = TS_OK;
 #pragma omp parallel for schedule(static) if ((long)b->n_rows * qkv_rows >= PARALLEL_MIN_WORK / 4)
     for (int s_i = 0; s_i < b->n_seqs; s_i++) {
@@ -195,6 +194,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     int qkv_rows = model_qkv_rows(c);
     fwd_gemm_path gp = s->gemm_path;
     kv_layout lay = kv_pool_layout(pool);
+    simd_rope_style rope_style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
     if (T > s->max_rows || b->n_logits > s->max_logits)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "step of %d rows / %d logits over %d / %d",
                             T, b->n_logits, s->max_rows, s->max_logits);
@@ -203,8 +203,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++)
             s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j;
-    simd_rope_table(s->rope, s->pos, T, c->head_dim, c->rope_freq_base,
-                    c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL);
+    simd_rope_table(s->rope, s->pos, T, c->head_dim, c->rope_freq_base, rope_style);
     for (int r = 0; r < T; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
@@ -220,7 +219,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         fwd_gemm(k, gp, s->qkv, s->xn, dim, w->wqkv + (size_t)l * qkv_rows * dim, T, qkv_rows, dim,
                  0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
-        ts_status st = rope_and_store(s, c, k, pool, b, l, err);
+        ts_status st = rope_and_store(s, c, k, pool, b, rope_style, l, err);
         if (st != TS_OK)
             return st;
         t = lap(s, TS_PHASE_ROWWISE, t);
@@ -232,7 +231,8 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         /* feed-forward block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T, dim, c->rms_eps);
         t = lap(s, TS_PHASE_ROWWISE, t);
-        fwd_gemm(k, gp, s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim, 0.0f);
+        fwd_gemm(k, gp, s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim,
+                 0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
         /* an exp per element: parallel from less work than the other row kernels */
 #pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK / 8)
