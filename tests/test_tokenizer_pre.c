@@ -16,7 +16,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tessera/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/vocab.h"
+#include "util.h"
 
 typedef struct split_case {
     const char *text;
@@ -190,12 +193,59 @@ static void test_smollm_words(void **state)
     assert_ptr_not_equal(tokenizer_bpe_splitter("smollm"), tokenizer_bpe_splitter("gpt2"));
 }
 
+/* The GPT-2 vocabulary with tokenizer.ggml.pre set to smollm, as a SmolLM GGUF says it,
+ * tokenizes every digit alone and a space before a digit alone; with its own "gpt2" the
+ * same text gets a token of space and digits. */
+static void test_smollm_tokenizer(void **state)
+{
+    (void)state;
+    ts_error err = {0};
+    ts_tokenizer *gpt2 = NULL, *smollm = NULL;
+    assert_int_equal(ts_tokenizer_load_gguf(tu_shared("vocab/ggml-vocab-gpt-2.gguf"), &gpt2, &err),
+                     TS_OK);
+    tokenizer_vocab v = *tokenizer_get_vocab(gpt2); /* tokenizer_create copies it */
+    snprintf(v.pre, sizeof v.pre, "%s", "smollm");
+    assert_int_equal(tokenizer_create(&v, &smollm, &err), TS_OK);
+
+    const char *text = "in 2024, v3 1000";
+    int32_t ids[64];
+    size_t n = 0;
+    assert_int_equal(ts_tokenize(smollm, text, strlen(text), false, ids, 64, &n), TS_OK);
+    char back[64] = "";
+    size_t used = 0;
+    bool lone_space = false;
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *piece = ts_token_bytes(smollm, ids[i], &len);
+        bool digits = false;
+        for (size_t j = 0; j < len; j++)
+            digits |= piece[j] >= '0' && piece[j] <= '9';
+        if (digits)
+            assert_int_equal(len, 1); /* a digit is a token of its own */
+        lone_space |= len == 1 && piece[0] == ' ' && i + 1 < n;
+        assert_true(used + len < sizeof back);
+        memcpy(back + used, piece, len);
+        used += len;
+    }
+    back[used] = '\0';
+    assert_string_equal(back, text);
+    assert_true(lone_space);
+    assert_int_equal(n, 14); /* in, " ", 2, 0, 2, 4, ",", " v", 3, " ", 1, 0, 0, 0 */
+
+    size_t n_gpt2 = 0;
+    assert_int_equal(ts_tokenize(gpt2, text, strlen(text), false, ids, 64, &n_gpt2), TS_OK);
+    assert_true(n_gpt2 < n);
+    ts_tokenizer_free(smollm);
+    ts_tokenizer_free(gpt2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama3_words),
         cmocka_unit_test(test_qwen2_words),
         cmocka_unit_test(test_smollm_words),
+        cmocka_unit_test(test_smollm_tokenizer),
     };
     return cmocka_run_group_tests_name("tokenizer_pre", tests, NULL, NULL);
 }
