@@ -9,21 +9,12 @@
 #include <cmocka.h>
 
 #include "model/model_gguf.h"
+#include "tokenizer/vocab.h"
 #include "util.h"
 
 static void alloc_weights(model_weights *w, const ts_model_config *c)
 {
     assert_int_equal(model_weights_alloc(w, c, NULL), TS_OK);
-}
-
-static void free_vocab(tokenizer_vocab *v)
-{
-    for (int i = 0; i < v->n_tokens; i++)
-        free(v->tokens[i].text);
-    free(v->tokens);
-    for (int i = 0; i < v->n_merges; i++)
-        free(v->merges[i]);
-    free(v->merges);
 }
 
 static gguf_file *open_shared(const char *rel)
@@ -131,7 +122,7 @@ static void test_vocab_of_spm_and_bpe_files(void **state)
     assert_true(v.add_bos);
     assert_true(v.add_space_prefix);
     assert_int_equal(v.n_merges, 0);
-    free_vocab(&v);
+    vocab_clear(&v);
     gguf_close(f);
 
     f = open_shared("vocab/ggml-vocab-gpt-2.gguf");
@@ -143,7 +134,7 @@ static void test_vocab_of_spm_and_bpe_files(void **state)
     assert_string_equal(v.pre, "gpt-2");
     assert_int_equal(v.bos_id, 50256);
     assert_false(v.add_bos);
-    free_vocab(&v);
+    vocab_clear(&v);
     /* A vocabulary-only file has no llama config to give. */
     ts_model_config c;
     assert_int_equal(model_gguf_read_config(&c, f, NULL, &err), TS_ERR_UNSUPPORTED);
@@ -370,7 +361,7 @@ static void test_write_round_trip(void **state)
     gguf_str tmpl;
     assert_int_equal(gguf_get_str(f, "tokenizer.chat_template", &tmpl, &err), TS_OK);
     assert_true(gguf_str_eq(tmpl, "{{ messages }}"));
-    free_vocab(&v2);
+    vocab_clear(&v2);
     model_weights_free(&w2);
     gguf_close(f);
 
@@ -383,7 +374,7 @@ static void test_write_round_trip(void **state)
     assert_int_equal(model_gguf_read_config(&c2, f, NULL, &err), TS_OK);
     assert_true(c2.tied_output);
     gguf_close(f);
-    free_vocab(&v);
+    vocab_clear(&v);
     model_weights_free(&w);
 }
 

@@ -252,17 +252,23 @@ static void test_tokenize_bodies(void **state)
     assert_int_equal(oai_parse_tokenize(b1, strlen(b1), &t, &e), TS_OK);
     assert_string_equal(t.text, "hi");
     assert_true(t.add_special);
+    assert_true(t.parse_special); /* spelled-out special tokens count, as in a prompt */
     assert_false(t.text_field_named_text);
     oai_tokenize_request_clear(&t);
-    const char *b2 = "{\"model\":\"m\",\"text\":\"yo\",\"add_special\":false}";
+    const char *b2 = "{\"model\":\"m\",\"text\":\"yo\",\"add_special\":false,"
+                     "\"parse_special\":false}";
     assert_int_equal(oai_parse_tokenize(b2, strlen(b2), &t, &e), TS_OK);
     assert_string_equal(t.model, "m");
     assert_true(t.text_field_named_text);
     assert_false(t.add_special);
+    assert_false(t.parse_special);
     oai_tokenize_request_clear(&t);
     const char *b3 = "{\"add_special\":1,\"prompt\":\"x\"}";
     assert_int_equal(oai_parse_tokenize(b3, strlen(b3), &t, &e), TS_ERR_INVALID_ARG);
     assert_string_equal(e.param, "add_special");
+    const char *b4 = "{\"parse_special\":\"no\",\"prompt\":\"x\"}";
+    assert_int_equal(oai_parse_tokenize(b4, strlen(b4), &t, &e), TS_ERR_INVALID_ARG);
+    assert_string_equal(e.param, "parse_special");
     assert_int_equal(oai_parse_tokenize("{}", 2, &t, &e), TS_ERR_INVALID_ARG);
     assert_string_equal(e.param, "prompt");
 

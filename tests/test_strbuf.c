@@ -39,11 +39,40 @@ static void test_grows_over_many_appends(void **state)
     assert_true(b.cap > b.len);
     assert_int_equal(b.s[b.len], '\0');
     assert_memory_equal(b.s + 5 * 1234, "1234,", 5);
-    char big[3000];
+    /* one append larger than the room left, and one that doubles an empty buffer
+     * several times over */
+    static char big[40000];
     memset(big, 'z', sizeof big);
-    assert_true(strbuf_add(&b, big, sizeof big)); /* one append past the doubling */
-    assert_int_equal(b.len, 53000);
-    assert_int_equal(b.s[52999], 'z');
+    size_t room = b.cap - b.len;
+    assert_true(sizeof big > room);
+    assert_true(strbuf_add(&b, big, sizeof big));
+    assert_int_equal(b.len, 90000);
+    assert_true(b.cap > b.len);
+    assert_memory_equal(b.s + 5 * 9999, "9999,z", 6);
+    assert_int_equal(b.s[89999], 'z');
+    assert_int_equal(b.s[90000], '\0');
+    strbuf_free(&b);
+
+    strbuf c = {0};
+    assert_true(strbuf_add(&c, big, 3000));
+    assert_int_equal(c.len, 3000);
+    assert_true(c.cap > 3000);
+    assert_int_equal(c.s[2999], 'z');
+    assert_int_equal(c.s[3000], '\0');
+    strbuf_free(&c);
+}
+
+/* After a failed append the buffer refuses further appends and keeps what it had. */
+static void test_failed_buffer_refuses_appends(void **state)
+{
+    (void)state;
+    strbuf b = {0};
+    assert_true(strbuf_add(&b, "kept", 4));
+    b.failed = true; /* as an allocation failure leaves it */
+    assert_false(strbuf_add(&b, "more", 4));
+    assert_false(strbuf_addf(&b, "%d", 42));
+    assert_int_equal(b.len, 4);
+    assert_string_equal(b.s, "kept");
     strbuf_free(&b);
 }
 
@@ -52,6 +81,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_appends_keep_a_nul_after_the_bytes),
         cmocka_unit_test(test_grows_over_many_appends),
+        cmocka_unit_test(test_failed_buffer_refuses_appends),
     };
     return cmocka_run_group_tests_name("strbuf", tests, NULL, NULL);
 }
