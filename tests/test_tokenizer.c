@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/mman.h>
 
 #include "tessera/tokenizer.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/tokenizer_impl.h"
 #include "util.h"
 
 static ts_tokenizer *load(const char *rel, int vocab_size)
@@ -353,6 +355,20 @@ static void test_special_tokens_spelled_out(void **state)
     o.n_plain = 1;
     o.plain = NULL;
     assert_int_equal(ts_tokenize_ex(tok, "Hi", 2, &o, buf, 8, &n), TS_ERR_INVALID_ARG);
+    /* past 512 MiB the whole text is refused, even cut into pieces by special tokens, and
+     * before ts_tokenize_alloc allocates anything (untouched zero pages: no memory used) */
+    size_t huge = TOKENIZER_MAX_TEXT + 1;
+    char *big = mmap(NULL, huge, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    assert_true(big != MAP_FAILED);
+    memcpy(big, "</s>", 4);
+    memcpy(big + huge / 2, "</s>", 4);
+    assert_int_equal(ts_tokenize_ex(tok, big, huge, &special, buf, 8, &n), TS_ERR_TOO_LONG);
+    int32_t *never = buf;
+    assert_int_equal(ts_tokenize_alloc(tok, big, huge, &special, &never, &n), TS_ERR_TOO_LONG);
+    assert_null(never);
+    munmap(big, huge);
+
     /* nothing to encode: no array */
     int32_t *none = (int32_t *)buf;
     assert_int_equal(ts_tokenize_alloc(tok, "", 0, NULL, &none, &n), TS_OK);

@@ -155,8 +155,9 @@ int cli_serve(int argc, char **argv)
     if (a.n_models > 1 && a.eng.n_threads == 0) {
         /* Each engine has its own OpenMP team. Teams adding up to more threads than
          * cores make libgomp stop spinning between parallel regions, which slows every
-         * step (docs/ARCHITECTURE.md, "Threads"): split the cores instead. */
-        int cores = omp_get_num_procs();
+         * step (docs/ARCHITECTURE.md, "Threads"): split the threads one engine would
+         * have (all cores, or OMP_NUM_THREADS) instead. */
+        int cores = omp_get_max_threads();
         a.eng.n_threads = cores / a.n_models > 0 ? cores / a.n_models : 1;
         fprintf(stderr, "tessera serve: %d models share %d cores: %d threads each "
                         "(--threads to choose)\n", a.n_models, cores, a.eng.n_threads);

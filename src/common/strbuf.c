@@ -44,21 +44,27 @@ bool strbuf_add(strbuf *b, const void *data, size_t n)
 
 bool strbuf_addf(strbuf *b, const char *fmt, ...)
 {
-    va_list ap;
+    if (b->failed)
+        return false;
+    /* format into the room left; only when it does not fit, grow and format again */
+    va_list ap, again;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_copy(again, ap);
+    size_t room = b->s ? b->cap - b->len : 0;
+    int n = vsnprintf(room ? b->s + b->len : NULL, room, fmt, ap);
     va_end(ap);
-    if (n < 0) {
+    bool ok = n >= 0;
+    if (ok && (size_t)n >= room) {
+        ok = reserve(b, (size_t)n);
+        if (ok)
+            vsnprintf(b->s + b->len, b->cap - b->len, fmt, again);
+    } else if (!ok) {
         b->failed = true;
-        return false;
     }
-    if (!reserve(b, (size_t)n))
-        return false;
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return true;
+    va_end(again);
+    if (ok)
+        b->len += (size_t)n;
+    return ok;
 }
 
 void strbuf_free(strbuf *b)

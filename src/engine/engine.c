@@ -301,7 +301,9 @@ ts_status ts_engine_submit(ts_engine *e, const ts_request_params *p, ts_request 
 
 ts_status ts_engine_wait_idle(ts_engine *e, int timeout_ms)
 {
-    struct timespec deadline = clock_deadline(timeout_ms > 0 ? timeout_ms : 0);
+    struct timespec deadline = {0}; /* read only when timeout_ms > 0 */
+    if (timeout_ms > 0)
+        deadline = clock_deadline(timeout_ms);
     ts_status st = TS_OK;
     pthread_mutex_lock(&e->mu);
     while (!e->idle || e->n_inbox > 0) {

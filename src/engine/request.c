@@ -145,7 +145,9 @@ void ts_event_clear(ts_event *ev)
 
 ts_status ts_request_next_event(ts_request *req, ts_event *ev, int timeout_ms)
 {
-    struct timespec deadline = clock_deadline(timeout_ms > 0 ? timeout_ms : 0);
+    struct timespec deadline = {0}; /* read only when timeout_ms > 0 */
+    if (timeout_ms > 0)
+        deadline = clock_deadline(timeout_ms);
     ts_status st = TS_OK;
     pthread_mutex_lock(&req->mu);
     while (!req->head && !req->closed) {

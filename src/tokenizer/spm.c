@@ -68,7 +68,7 @@ ts_status tokenizer_spm_encode(const ts_tokenizer *tok, const char *text, size_t
 {
     if (len == 0)
         return TS_OK;
-    if (len > INT32_MAX / 4)
+    if (len > TOKENIZER_MAX_TEXT)
         return TS_ERR_TOO_LONG;
     ts_status st = TS_ERR_NOMEM;
     spm_ctx c = {.tok = tok};

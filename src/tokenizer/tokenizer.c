@@ -333,6 +333,8 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
     o = o ? o : &defaults;
     if (!tok || (!text && len > 0) || (!ids && cap > 0) || !n_ids || !spans_valid(o, len))
         return TS_ERR_INVALID_ARG;
+    if (len > TOKENIZER_MAX_TEXT) /* the whole text, not each piece between special tokens */
+        return TS_ERR_TOO_LONG;
     tokenizer_out out = {ids, cap, 0};
     if (o->add_bos && tok->vocab.bos_id >= 0)
         tokenizer_emit(&out, tok->vocab.bos_id);
@@ -371,6 +373,8 @@ ts_status ts_tokenize_alloc(const ts_tokenizer *tok, const char *text, size_t le
         return TS_ERR_INVALID_ARG;
     *ids = NULL;
     *n_ids = 0;
+    if (len > TOKENIZER_MAX_TEXT) /* before allocating 4 bytes per byte of it */
+        return TS_ERR_TOO_LONG;
     /* An id per byte, plus BOS and a space prefix, holds nearly every answer, so one pass
      * usually does; the rest (one-byte special tokens, each followed by a prefixed piece)
      * take a second. */

@@ -76,6 +76,10 @@ struct ts_tokenizer {
     uint32_t special_group[257]; /* special[group[b], group[b + 1]): those starting with byte b */
 };
 
+/* The longest text the encoders take (512 MiB): their scratch indexes it with int32 and
+ * holds up to 4 bytes per input byte. */
+#define TOKENIZER_MAX_TEXT ((size_t)INT32_MAX / 4)
+
 /* SentencePiece-BPE encoding of len bytes of text, without BOS (spm.c). */
 ts_status tokenizer_spm_encode(const ts_tokenizer *tok, const char *text, size_t len,
                                tokenizer_out *out);
