@@ -1,5 +1,6 @@
 /* test_loadgen.c: the load generator's parts (percentiles, --mix, api keys, SSE split at
- * every byte, URLs and the loopback rule) and whole runs against a scripted HTTP peer. */
+ * every byte and out of memory, URLs and the loopback rule) and whole runs against a
+ * scripted HTTP peer. */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -217,6 +218,7 @@ static void test_words(void **state)
 typedef struct events {
     char text[4096]; /* events joined by '|' */
     int n, stop_after;
+    const char *last; /* the last event's data as the parser passed it */
 } events;
 
 static bool collect(void *ctx, const char *data, size_t len)
@@ -229,6 +231,7 @@ static bool collect(void *ctx, const char *data, size_t len)
     e->text[used + len] = '|';
     e->text[used + len + 1] = '\0';
     e->n++;
+    e->last = data;
     return e->n != e->stop_after;
 }
 
@@ -322,6 +325,39 @@ static void test_sse_limits_and_stop(void **state)
     assert_string_equal(e.text, "a|b|");
     loadgen_sse_free(&p);
     loadgen_sse_free(NULL);
+}
+
+/* An allocation failure in the line or the event is TS_ERR_NOMEM (the buffers are marked
+ * failed as a failed realloc leaves them); a dispatched event's bytes outlive the call. */
+static void test_sse_out_of_memory_and_lifetime(void **state)
+{
+    (void)state;
+    loadgen_sse p;
+    events e;
+    ts_error err = {0};
+    loadgen_sse_init(&p, 1024);
+    memset(&e, 0, sizeof e);
+    p.line.failed = true;
+    assert_int_equal(loadgen_sse_feed(&p, "data: a", 7, collect, &e, &err), TS_ERR_NOMEM);
+    assert_string_equal(err.msg, "sse: out of memory");
+    loadgen_sse_free(&p);
+
+    loadgen_sse_init(&p, 1024);
+    memset(&err, 0, sizeof err);
+    p.data.failed = true;
+    assert_int_equal(loadgen_sse_feed(&p, "data: a\n\n", 9, collect, &e, &err), TS_ERR_NOMEM);
+    assert_string_equal(err.msg, "sse: out of memory");
+    assert_int_equal(e.n, 0);
+    loadgen_sse_free(&p);
+
+    /* the last event's data, as the callback saw it, reads the same after the feed */
+    loadgen_sse_init(&p, 1024);
+    memset(&e, 0, sizeof e);
+    const char two[] = "data: first\n\ndata: second\n\n: a comment\n";
+    assert_int_equal(loadgen_sse_feed(&p, two, sizeof two - 1, collect, &e, NULL), TS_OK);
+    assert_string_equal(e.text, "first|second|");
+    assert_string_equal(e.last, "second");
+    loadgen_sse_free(&p);
 }
 
 /* ---- URLs ----------------------------------------------------------------------- */
@@ -850,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_words),
         cmocka_unit_test(test_sse_every_split),
         cmocka_unit_test(test_sse_limits_and_stop),
+        cmocka_unit_test(test_sse_out_of_memory_and_lifetime),
         cmocka_unit_test(test_url_parse),
         cmocka_unit_test(test_url_loopback),
         cmocka_unit_test(test_run_stream),

@@ -1,5 +1,5 @@
 /* test_strbuf.c: the growable byte buffer: appends of bytes and of formatted text, the
- * NUL kept after the bytes, growth over many appends, free. */
+ * NUL kept after the bytes, growth over many appends, reset, free. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,12 +76,33 @@ static void test_failed_buffer_refuses_appends(void **state)
     strbuf_free(&b);
 }
 
+/* A reset buffer is empty text with its room kept, ready for appends. */
+static void test_reset_keeps_the_room(void **state)
+{
+    (void)state;
+    strbuf b = {0};
+    strbuf_reset(&b); /* nothing allocated yet: stays so */
+    assert_null(b.s);
+    assert_true(strbuf_add(&b, "some text", 9));
+    char *s = b.s;
+    size_t cap = b.cap;
+    strbuf_reset(&b);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.s, "");
+    assert_ptr_equal(b.s, s);
+    assert_int_equal(b.cap, cap);
+    assert_true(strbuf_add(&b, "ab", 2));
+    assert_string_equal(b.s, "ab");
+    strbuf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_appends_keep_a_nul_after_the_bytes),
         cmocka_unit_test(test_grows_over_many_appends),
         cmocka_unit_test(test_failed_buffer_refuses_appends),
+        cmocka_unit_test(test_reset_keeps_the_room),
     };
     return cmocka_run_group_tests_name("strbuf", tests, NULL, NULL);
 }

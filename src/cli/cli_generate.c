@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "common/strbuf.h"
 #include "tessera/engine.h"
 
 typedef struct gen_opts {
@@ -136,23 +137,10 @@ static int read_lines(const char *path, char ***out)
 /* Text of one finished request, and its token count. */
 typedef struct completion {
     ts_request *req;
-    char *text;
-    size_t len;
+    strbuf text;
     int tokens;
     bool failed;
 } completion;
-
-static bool append(completion *c, const char *s, size_t n)
-{
-    char *grown = realloc(c->text, c->len + n + 1);
-    if (!grown)
-        return false;
-    memcpy(grown + c->len, s, n);
-    c->len += n;
-    grown[c->len] = '\0';
-    c->text = grown;
-    return true;
-}
 
 static ts_status submit(ts_engine *e, const ts_tokenizer *tok, const char *prompt,
                         const gen_opts *o, ts_request **out)
@@ -191,7 +179,7 @@ static void collect(completion *c, bool echo)
                 fwrite(ev.text, 1, ev.text_len, stdout);
                 fflush(stdout);
             }
-            if (!append(c, ev.text, ev.text_len))
+            if (!strbuf_add(&c->text, ev.text, ev.text_len))
                 c->failed = true;
         }
         ts_event_clear(&ev);
@@ -211,7 +199,7 @@ static int print_json(char **prompts, const completion *c, int n)
     for (int i = 0; arr && i < n; i++) {
         cJSON *item = cJSON_CreateObject();
         size_t plen = strlen(prompts[i]);
-        char *text = malloc(plen + c[i].len + 1);
+        char *text = malloc(plen + c[i].text.len + 1);
         if (!item || !text) {
             cJSON_Delete(item);
             free(text);
@@ -219,8 +207,8 @@ static int print_json(char **prompts, const completion *c, int n)
             return 1;
         }
         memcpy(text, prompts[i], plen);
-        memcpy(text + plen, c[i].text ? c[i].text : "", c[i].len);
-        text[plen + c[i].len] = '\0';
+        memcpy(text + plen, c[i].text.s ? c[i].text.s : "", c[i].text.len);
+        text[plen + c[i].text.len] = '\0';
         cJSON_AddStringToObject(item, "prompt", prompts[i]);
         cJSON_AddStringToObject(item, "text", text);
         cJSON_AddItemToArray(arr, item);
@@ -275,7 +263,7 @@ int cli_generate(int argc, char **argv)
         }
         collect(&c[i], stream);
         if (!o.json && !stream)
-            printf("%s%s\n", prompts[i], c[i].text ? c[i].text : "");
+            printf("%s%s\n", prompts[i], c[i].text.s ? c[i].text.s : "");
         else if (stream)
             putchar('\n');
         total += c[i].tokens;
@@ -289,7 +277,7 @@ int cli_generate(int argc, char **argv)
 out:
     for (int i = 0; c && i < n_prompts; i++) {
         ts_request_release(c[i].req);
-        free(c[i].text);
+        strbuf_free(&c[i].text);
     }
     ts_engine_destroy(e);
     ts_model_free(m);

@@ -67,6 +67,13 @@ bool strbuf_addf(strbuf *b, const char *fmt, ...)
     return ok;
 }
 
+void strbuf_reset(strbuf *b)
+{
+    b->len = 0;
+    if (b->s)
+        b->s[0] = '\0';
+}
+
 void strbuf_free(strbuf *b)
 {
     free(b->s);

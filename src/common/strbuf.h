@@ -24,6 +24,9 @@ __attribute__((format(printf, 2, 3)))
 #endif
 bool strbuf_addf(strbuf *b, const char *fmt, ...);
 
+/* Empties b for reuse: len 0, the room kept (and `failed`, if set). */
+void strbuf_reset(strbuf *b);
+
 /* Frees the bytes and zeroes b. */
 void strbuf_free(strbuf *b);
 

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/strbuf.h"
 #include "tessera/status.h"
 
 enum {
@@ -60,10 +61,8 @@ ts_status loadgen_url_format(char *out, const loadgen_url *u, const char *route,
 typedef bool (*loadgen_sse_fn)(void *ctx, const char *data, size_t len);
 
 typedef struct loadgen_sse {
-    char *line;          /* (line_cap) the line being read; owned */
-    size_t line_len, line_cap;
-    char *data;          /* (data_cap) the event's data so far; owned */
-    size_t data_len, data_cap;
+    strbuf line;         /* the line being read */
+    strbuf data;         /* the event's data so far (the last event's until a data field) */
     bool has_data;       /* a data field was seen since the last dispatch */
     bool after_cr;       /* the last byte was '\r': a '\n' right after it is the same EOL */
     size_t max_event;    /* bytes a line or an event may hold */
@@ -73,7 +72,8 @@ void loadgen_sse_init(loadgen_sse *p, size_t max_event);
 void loadgen_sse_free(loadgen_sse *p);
 /* Feeds any split of the stream (lines end in \n, \r\n or \r; "data:" fields, ':'
  * comments and other fields ignored; a blank line dispatches). TS_ERR_TOO_LONG when a
- * line or an event passes max_event, TS_ERR_NOMEM. buf: borrowed. */
+ * line or an event passes max_event, TS_ERR_NOMEM (the parser then stays failed: free
+ * it). buf: borrowed. */
 ts_status loadgen_sse_feed(loadgen_sse *p, const char *buf, size_t len, loadgen_sse_fn fn,
                            void *ctx, ts_error *err);
 
