@@ -490,7 +490,7 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the server");
     srv->stop_efd = -1;
     pthread_mutex_init(&srv->mu, NULL);
-    pthread_cond_init(&srv->idle, NULL);
+    clock_cond_init(&srv->idle);
     srv->opts = *opts;
     if (opts->port < 0 || opts->port > 65535 || opts->max_body == 0 || opts->max_connections < 1) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
@@ -598,15 +598,9 @@ void ts_server_stop(ts_server *srv)
     MHD_socket ls = MHD_quiesce_daemon(srv->daemon);
     if (ls != MHD_INVALID_SOCKET)
         close(ls);
-    /* Let requests in flight finish, up to the grace period. */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += srv->opts.grace_ms / 1000;
-    until.tv_nsec += (long)(srv->opts.grace_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    /* Let requests in flight finish, up to the grace period (a negative one waits not at
+     * all). */
+    struct timespec until = clock_deadline(srv->opts.grace_ms > 0 ? srv->opts.grace_ms : 0);
     pthread_mutex_lock(&srv->mu);
     while (srv->in_flight > 0 && pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == 0)
         ;
