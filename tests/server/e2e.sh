@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e.sh: end-to-end checks of `tessera serve` with curl on 127.0.0.1 (free ports chosen
 # by the server): every route, SSE chunk format, greedy parity with `tessera generate`,
-# 16 concurrent streams, disconnect frees KV blocks, every error case, clean shutdown.
+# 16 concurrent streams, disconnect frees KV blocks, every error case, two models each
+# answering by name, clean shutdown.
 # usage: e2e.sh TESSERA_BINARY MODEL.gguf
 set -euo pipefail
 bin=$1
@@ -173,6 +174,21 @@ cpid=$spid
 check "two models split the cores" grep -q '^tessera serve: 2 models share [0-9]* cores: [0-9]* threads each' "$tmp/c.log"
 curl -s "$C/v1/models" >"$tmp/body"
 check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("second")) != null'
+first=$(jq -r '[.data[].id | select(. != "second")][0]' "$tmp/body")
+# a greedy completion from each by name: each answer names its model, and each model's
+# engine took one request (the same weights, so the same text)
+i=0
+for m in "$first" second; do
+  i=$((i + 1))
+  check "completion from $m" test "$(code "$C/v1/completions" -d "{\"model\": \"$m\", \"prompt\": \"$prompt\", \"max_tokens\": 8, \"temperature\": 0}")" = 200
+  check "the answer names $m and has text" jqb ".model == \"$m\" and (.choices[0].text | length) > 0"
+  jq -r '.choices[0].text' "$tmp/body" >"$tmp/text$i"
+done
+check "both models answer alike" cmp -s "$tmp/text1" "$tmp/text2"
+curl -s "$C/metrics" >"$tmp/m"
+check "each engine took its request" bash -c "grep -qx 'tessera_engine_requests_submitted_total{model=\"$first\"} 1' '$tmp/m' && grep -qx 'tessera_engine_requests_submitted_total{model=\"second\"} 1' '$tmp/m'"
+check "unknown model among two -> 404" test "$(code "$C/v1/completions" -d '{"prompt": "x", "model": "nope", "temperature": 0}')" = 404
+check "404 shape among two" jqb '.error.type == "invalid_request_error" and .error.code == "model_not_found" and .error.param == "model" and (.error.message | contains("nope"))'
 kill -TERM "$cpid"
 wait "$cpid" || true
 
