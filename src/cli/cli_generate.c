@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "common/strbuf.h"
 #include "tessera/engine.h"
 
@@ -120,12 +120,17 @@ static int read_lines(const char *path, char ***out)
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         char **grown = realloc(lines, (size_t)(n + 1) * sizeof *lines);
-        if (!grown || !(grown[n] = strdup(line))) {
-            lines = grown ? grown : lines;
+        if (grown)
+            lines = grown;
+        if (!grown || !(lines[n] = strdup(line))) {
+            fprintf(stderr, "tessera: out of memory reading %s\n", path);
+            for (int i = 0; i < n; i++)
+                free(lines[i]);
+            free(lines);
+            lines = NULL;
             n = -1;
             break;
         }
-        lines = grown;
         n++;
     }
     free(line);
@@ -186,13 +191,6 @@ static void collect(completion *c, bool echo)
     }
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int print_json(char **prompts, const completion *c, int n)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -249,7 +247,7 @@ int cli_generate(int argc, char **argv)
         fprintf(stderr, "tessera: %s\n", err.msg);
         goto out;
     }
-    double t0 = seconds();
+    double t0 = clock_now_s();
     for (int i = 0; i < n_prompts; i++)
         if (submit(e, ts_model_get_tokenizer(m), prompts[i], &o, &c[i].req) != TS_OK)
             goto out;
@@ -271,7 +269,7 @@ int cli_generate(int argc, char **argv)
     }
     if (o.json && print_json(prompts, c, n_prompts) != 0)
         rc = 1;
-    double dt = seconds() - t0;
+    double dt = clock_now_s() - t0;
     fprintf(stderr, "tessera: %d tokens in %.2f s (%.1f tok/s)\n", total, dt,
             dt > 0 ? total / dt : 0.0);
 out:
