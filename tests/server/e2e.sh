@@ -190,7 +190,9 @@ check "each engine took its request" bash -c "grep -qx 'tessera_engine_requests_
 check "unknown model among two -> 404" test "$(code "$C/v1/completions" -d '{"prompt": "x", "model": "nope", "temperature": 0}')" = 404
 check "404 shape among two" jqb '.error.type == "invalid_request_error" and .error.code == "model_not_found" and .error.param == "model" and (.error.message | contains("nope"))'
 kill -TERM "$cpid"
-wait "$cpid" || true
+status=0
+wait "$cpid" || status=$?
+check "two-model server exits 0" test "$status" = 0
 
 # --- --max-buffered bounds what a stream's client leaves unread (slow_client.py covers
 # streams); a non-streamed answer is read by the server itself, so even a bound of 1 byte
@@ -201,7 +203,9 @@ dpid=$spid
 code "$D/v1/completions" -d '{"prompt": "a", "max_tokens": 64, "ignore_eos": true}' >/dev/null
 check "non-streamed answers are not cut by --max-buffered" jqb '.usage.completion_tokens == 64'
 kill -TERM "$dpid"
-wait "$dpid" || true
+status=0
+wait "$dpid" || status=$?
+check "--max-buffered server exits 0" test "$status" = 0
 
 # --- shutdown: SIGTERM with streams in flight; grace 1 s then cancel; exit status 0
 kill -TERM "$bpid"
