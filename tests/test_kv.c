@@ -1,5 +1,6 @@
 /* test_kv.c: the KV block pool and block tables: sizes, allocation, out-of-blocks
- * atomicity, refcounts with fork, copy on write, the memory layout, f16 conversion. */
+ * atomicity, refcounts with fork, copy on write, the memory layout, prefaulting the free
+ * blocks, f16 conversion. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -388,6 +389,97 @@ static void test_layout_f16(void **state)
     layout_case(KV_DTYPE_F16);
 }
 
+/* kv_pool_prefault zeroes the free blocks and nothing else: a used block and a cached one
+ * (published, then released) keep their K and V, and the counts, the free list and the
+ * prefix cache are as they were. */
+static void prefault_case(kv_dtype dtype)
+{
+    enum { N_BLOCKS = 6 };
+    kv_config c = small_config(dtype, N_BLOCKS);
+    kv_pool *pool = NULL;
+    assert_int_equal(kv_pool_init(&pool, &c, NULL), TS_OK);
+    kv_layout l = kv_pool_layout(pool);
+    const size_t bytes = l.block_stride * l.elem_size;
+    memset(l.base, 0xa5, N_BLOCKS * bytes); /* dirty, so zeros afterwards are prefault's */
+
+    int32_t tokens[TS_KV_BLOCK];
+    for (int i = 0; i < TS_KV_BLOCK; i++)
+        tokens[i] = i + 1;
+    kv_table cached, used;
+    kv_table_init(&cached);
+    kv_table_init(&used);
+    assert_int_equal(kv_table_reserve(pool, &cached, TS_KV_BLOCK, NULL), TS_OK);
+    fill(pool, &cached, 0, TS_KV_BLOCK, 1.0f);
+    bool published = false;
+    assert_int_equal(kv_prefix_publish(pool, &cached, 0, tokens, &published, NULL), TS_OK);
+    assert_true(published);
+    int32_t cached_block = cached.blocks[0];
+    kv_table_free(pool, &cached);
+    assert_int_equal(kv_table_reserve(pool, &used, 40, NULL), TS_OK); /* one full, one partial */
+    fill(pool, &used, 0, 40, 2.0f);
+
+    unsigned char *before = malloc(N_BLOCKS * bytes);
+    assert_non_null(before);
+    memcpy(before, l.base, N_BLOCKS * bytes);
+    kv_stats s0, s1;
+    kv_pool_stats(&s0, pool);
+    assert_int_equal(s0.blocks_free, 3);
+    assert_int_equal(s0.blocks_cached, 1);
+    assert_int_equal(s0.blocks_used, 2);
+
+    kv_pool_prefault(pool);
+
+    int n_zeroed = 0;
+    for (int32_t b = 0; b < N_BLOCKS; b++) {
+        const unsigned char *p = (const unsigned char *)l.base + (size_t)b * bytes;
+        bool is_free = kv_block_refcount(pool, b) == 0 && !kv_block_published(pool, b);
+        if (is_free) {
+            for (size_t i = 0; i < bytes; i++)
+                if (p[i] != 0)
+                    fail_msg("free block %d: byte %zu is 0x%02x after prefault", b, i, p[i]);
+            n_zeroed++;
+        } else {
+            assert_memory_equal(p, before + (size_t)b * bytes, bytes);
+        }
+    }
+    assert_int_equal(n_zeroed, 3);
+    kv_pool_stats(&s1, pool);
+    assert_int_equal(s1.blocks_free, s0.blocks_free);
+    assert_int_equal(s1.blocks_cached, s0.blocks_cached);
+    assert_int_equal(s1.blocks_used, s0.blocks_used);
+    assert_int_equal(s1.evictions, 0);
+    const kv_table *all[] = {&used};
+    check_pool(pool, all, 1);
+    assert_true(kv_block_published(pool, cached_block));
+    assert_int_equal(kv_prefix_match(pool, tokens, TS_KV_BLOCK), TS_KV_BLOCK);
+
+    /* The free list still holds the three zeroed blocks: taking them evicts nothing. */
+    kv_table more;
+    kv_table_init(&more);
+    assert_int_equal(kv_table_reserve(pool, &more, 3 * TS_KV_BLOCK, NULL), TS_OK);
+    kv_pool_stats(&s1, pool);
+    assert_int_equal(s1.evictions, 0);
+    assert_int_equal(s1.blocks_cached, 1);
+    assert_int_equal(kv_prefix_match(pool, tokens, TS_KV_BLOCK), TS_KV_BLOCK);
+
+    free(before);
+    kv_table_free(pool, &more);
+    kv_table_free(pool, &used);
+    kv_pool_free(pool);
+}
+
+static void test_prefault_f32(void **state)
+{
+    (void)state;
+    prefault_case(KV_DTYPE_F32);
+}
+
+static void test_prefault_f16(void **state)
+{
+    (void)state;
+    prefault_case(KV_DTYPE_F16);
+}
+
 static void test_f16_conversion(void **state)
 {
     (void)state;
@@ -437,6 +529,8 @@ int main(void)
         cmocka_unit_test(test_copy_on_write),
         cmocka_unit_test(test_layout_f32),
         cmocka_unit_test(test_layout_f16),
+        cmocka_unit_test(test_prefault_f32),
+        cmocka_unit_test(test_prefault_f16),
         cmocka_unit_test(test_f16_conversion),
     };
     return cmocka_run_group_tests_name("kv", tests, NULL, NULL);

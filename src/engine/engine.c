@@ -351,21 +351,6 @@ bool engine_alloc_ok(ts_engine *e)
     return --e->allocs_left != 0;
 }
 
-/* Writes every page of the KV pool once, on the engine's own threads, before the first
- * step: the pool's memory is committed at start-up (an overcommitted machine fails now,
- * not in the middle of a request), and no step pays for first-touch page faults, which
- * took most of the K/V store time of a 16-stream decode step in `tessera bench` on the
- * 16-core VM. */
-static void prefault_pool(ts_engine *e)
-{
-    kv_layout lay = kv_pool_layout(e->pool);
-    size_t block_bytes = lay.block_stride * lay.elem_size;
-    char *base = lay.base;
-#pragma omp parallel for schedule(static)
-    for (int b = 0; b < e->kv_blocks_total; b++)
-        memset(base + (size_t)b * block_bytes, 0, block_bytes);
-}
-
 static void *engine_thread(void *arg)
 {
     ts_engine *e = arg;
@@ -373,7 +358,12 @@ static void *engine_thread(void *arg)
         omp_set_num_threads(e->opts.n_threads);
         openblas_set_num_threads(e->opts.n_threads);
     }
-    prefault_pool(e);
+    /* Every page of the pool written once before the first step, on the engine's own
+     * threads: the memory is committed at start-up (an overcommitted machine fails now,
+     * not in the middle of a request), and no step pays for first-touch page faults, which
+     * took most of the K/V store time of a 16-stream decode step in `tessera bench` on the
+     * 16-core VM. */
+    kv_pool_prefault(e->pool);
     pthread_mutex_lock(&e->mu);
     while (!e->stopping) {
         take_inbox(e);

@@ -119,6 +119,12 @@ ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err);
  * passed to kv_table_free(NULL, t), which frees its array. */
 void kv_pool_free(kv_pool *pool);
 
+/* Writes zeros over the K and V of every free block (every block of a new pool), on the
+ * calling thread's OpenMP threads, so that the pages are committed now and later writes
+ * take no first-touch page faults. Used and cached blocks keep their contents; the lists,
+ * counters and prefix cache are left as they are. */
+void kv_pool_prefault(kv_pool *pool);
+
 kv_layout kv_pool_layout(const kv_pool *pool);
 void kv_pool_stats(kv_stats *out, const kv_pool *pool);
 /* Blocks an allocation can take now: free ones plus cached ones (evicted on demand). */

@@ -178,6 +178,16 @@ void kv_pool_free(kv_pool *pool)
     free(pool);
 }
 
+void kv_pool_prefault(kv_pool *pool)
+{
+    const size_t bytes = pool->bytes_per_block; /* f16 or f32: the dtype's size included */
+    char *base = pool->layout.base;
+#pragma omp parallel for schedule(static)
+    for (int32_t b = 0; b < pool->n_blocks; b++)
+        if (pool->meta[b].state == KV_BLOCK_FREE) /* the others hold K/V someone reads */
+            memset(base + (size_t)b * bytes, 0, bytes);
+}
+
 kv_layout kv_pool_layout(const kv_pool *pool) { return pool->layout; }
 
 void kv_pool_stats(kv_stats *out, const kv_pool *pool) { *out = pool->stats; }
