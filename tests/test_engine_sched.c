@@ -1,7 +1,8 @@
 /* test_engine_sched.c: the scheduler: priority order and aging, preemption with
- * recompute, cancellation (queued, running, released handles), the queue limit, and
- * errors that fail only the requests they touch. */
+ * recompute, cancellation (queued, running, released handles), waiting for idle, the
+ * queue limit, and errors that fail only the requests they touch. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -219,6 +220,84 @@ static void test_cancel_running_queued_and_released(void **state)
     ts_engine_destroy(e);
 }
 
+/* A ts_engine_wait_idle(e, -1) that never returns must fail the run, not hold it until
+ * ctest's timeout: SIGALRM ends the process after this long (a few seconds' work). */
+#define WAIT_FOREVER_LIMIT_S 120
+
+static void wait_forever_expired(int sig)
+{
+    (void)sig;
+    static const char msg[] = "ts_engine_wait_idle(e, -1) still waiting after 120 s\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(EXIT_FAILURE);
+}
+
+/* Waiting forever returns TS_OK once the engine has done everything, and not before: the
+ * test thread reads no event until then, and afterwards finds every token counted and
+ * every event already queued. */
+static void test_wait_idle_forever(void **state)
+{
+    (void)state;
+    enum { N = 3, NEW = 400 };
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = N;
+    ts_engine *e = eu_start(eu_model, &o);
+    struct sigaction on_alarm = {.sa_handler = wait_forever_expired}, old_alarm;
+    assert_int_equal(sigaction(SIGALRM, &on_alarm, &old_alarm), 0);
+    alarm(WAIT_FOREVER_LIMIT_S);
+
+    /* nothing submitted: idle as soon as the step thread is up */
+    assert_int_equal(ts_engine_wait_idle(e, -1), TS_OK);
+    assert_int_equal(ts_engine_wait_idle(e, 0), TS_OK);
+
+    ts_request *reqs[N];
+    for (int i = 0; i < N; i++) {
+        ts_request_params p = eu_greedy(prompt, n_prompt, NEW);
+        p.ignore_eos = true;
+        assert_int_equal(ts_engine_submit(e, &p, &reqs[i], NULL), TS_OK);
+    }
+    /* right after the submits, before the step thread may have taken them */
+    assert_int_equal(ts_engine_wait_idle(e, -1), TS_OK);
+    alarm(0);
+    assert_int_equal(sigaction(SIGALRM, &old_alarm, NULL), 0);
+
+    ts_engine_stats s;
+    ts_engine_get_stats(e, &s);
+    assert_int_equal(s.requests_submitted, N);
+    assert_int_equal(s.requests_completed, N);
+    assert_int_equal(s.generated_tokens, N * NEW);
+    assert_int_equal(s.running, 0);
+    for (int p = 0; p < TS_PRIORITY_COUNT; p++)
+        assert_int_equal(s.queued[p], 0);
+    assert_int_equal(s.kv_blocks_used, 0);
+    assert_int_equal(ts_engine_wait_idle(e, 0), TS_OK); /* still idle: looking says so */
+
+    for (int i = 0; i < N; i++) {
+        ts_event ev;
+        ts_status st;
+        int tokens = 0, done = 0;
+        ts_event_kind last = TS_EVENT_ERROR;
+        while ((st = ts_request_next_event(reqs[i], &ev, 0)) == TS_OK) { /* never waits */
+            last = ev.kind;
+            tokens += ev.kind == TS_EVENT_TOKEN;
+            if (ev.kind == TS_EVENT_DONE) {
+                done++;
+                assert_int_equal(ev.finish, TS_FINISH_LENGTH);
+                assert_int_equal(ev.completion_tokens, NEW);
+            }
+            ts_event_clear(&ev);
+        }
+        assert_int_equal(st, TS_ERR_NOT_FOUND);
+        assert_int_equal(tokens, NEW);
+        assert_int_equal(done, 1);
+        assert_int_equal(last, TS_EVENT_DONE);
+        ts_request_release(reqs[i]);
+    }
+    ts_engine_destroy(e);
+}
+
 static void test_queue_limit(void **state)
 {
     (void)state;
@@ -372,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_aging_lets_low_overtake),
         cmocka_unit_test(test_preemption_recomputes_same_text),
         cmocka_unit_test(test_cancel_running_queued_and_released),
+        cmocka_unit_test(test_wait_idle_forever),
         cmocka_unit_test(test_queue_limit),
         cmocka_unit_test(test_allocation_failure_fails_one_request),
         cmocka_unit_test(test_destroy_with_requests_in_flight),
