@@ -76,7 +76,6 @@ typedef struct bench_level {
 typedef struct bench_result {
     bench_level *levels; /* (n_levels) owned */
     int n_levels;
-    int rounds;
     int has_prefix;
     double ttft_cold_ms;   /* prefix + suffix, the prefix never seen before */
     double ttft_cached_ms; /* same prefix, another suffix: the prefix's blocks cached */
@@ -102,8 +101,10 @@ void bench_result_free(bench_result *r);
 /* {"model", "threads", "prompt_len", "n_tokens", "rounds", "levels": [{"concurrency",
  * "decode_tok_s", "all_decoding", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"},
  * "itl_ms": {"p50", "p99"}, "speedup", "speedup_range": [min, max]}...], "prefix":
- * {"tokens", "ttft_cold_ms", "ttft_cached_ms", "cached_tokens"} when measured}. The caller owns the result (cJSON_Delete); NULL when
- * out of memory. model is copied. */
+ * {"tokens", "ttft_cold_ms", "ttft_cached_ms", "cached_tokens"} when measured}. cfg is the
+ * config bench_run ran r with: prompt_len, n_tokens, rounds and the prefix's tokens come
+ * from it. The caller owns the result (cJSON_Delete); NULL when out of memory. model is
+ * copied. */
 cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const char *model,
                          int threads);
 

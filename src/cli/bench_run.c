@@ -411,7 +411,6 @@ ts_status bench_run(bench_result *out, ts_engine *e, const bench_config *cfg, ts
     for (int i = 0; i < n_levels; i++)
         bench_level_combine(&out->levels[i], &runs[(size_t)i * n_rounds], n_rounds);
     out->n_levels = n_levels;
-    out->rounds = n_rounds;
     if (cfg->shared_prefix > 0 && (st = run_prefix(out, e, &ids, cfg, err)) != TS_OK)
         goto fail;
     free(runs);

@@ -152,7 +152,7 @@ cJSON *bench_result_json(const bench_result *r, const bench_config *cfg, const c
         !cJSON_AddNumberToObject(root, "threads", threads) ||
         !cJSON_AddNumberToObject(root, "prompt_len", cfg->prompt_len) ||
         !cJSON_AddNumberToObject(root, "n_tokens", cfg->n_tokens) ||
-        !cJSON_AddNumberToObject(root, "rounds", r->rounds) ||
+        !cJSON_AddNumberToObject(root, "rounds", cfg->rounds) ||
         !(levels = cJSON_AddArrayToObject(root, "levels")))
         goto fail;
     for (int i = 0; i < r->n_levels; i++) {

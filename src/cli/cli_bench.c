@@ -150,10 +150,10 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
            "n %d\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
            o->cfg.prompt_len, o->cfg.n_tokens);
-    bool ranges = r->rounds > 1;
+    bool ranges = o->cfg.rounds > 1;
     if (ranges)
         printf("median of %d rounds; speedup range: the rounds' lowest and highest ratio\n\n",
-               r->rounds);
+               o->cfg.rounds);
     printf("%5s %12s %8s%s %12s %10s %19s %19s\n", "conc", "decode tok/s", "speedup",
            ranges ? "      range   " : "", "prefill tok/s", "e2e tok/s", "TTFT p50/p99 ms",
            "ITL p50/p99 ms");
