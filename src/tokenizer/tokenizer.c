@@ -221,7 +221,6 @@ static ts_status collect_special_tokens(ts_tokenizer *tok, ts_error *err)
     for (int b = 1; b <= 256; b++) /* bytes no special token starts with: empty groups */
         if (tok->special_group[b] < tok->special_group[b - 1])
             tok->special_group[b] = tok->special_group[b - 1];
-    tok->n_special = (int)n;
     free(keys);
     return TS_OK;
 }
@@ -339,7 +338,7 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
     if (o->add_bos && tok->vocab.bos_id >= 0)
         tokenizer_emit(&out, tok->vocab.bos_id);
     size_t piece = 0; /* start of the plain text not yet encoded */
-    if (o->parse_special && tok->n_special > 0) {
+    if (o->parse_special && tok->special_group[256] > 0) { /* any special tokens at all */
         size_t span = 0;
         for (size_t i = 0; i < len;) {
             if (span < o->n_plain && i >= o->plain[span].off) {

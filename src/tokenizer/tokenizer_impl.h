@@ -72,8 +72,8 @@ struct ts_tokenizer {
     int n_eog;
     bpe_state *bpe;            /* byte-level BPE tables; NULL for SPM */
     int32_t *special;          /* control and user-defined tokens by first byte, longest first */
-    int n_special;
-    uint32_t special_group[257]; /* special[group[b], group[b + 1]): those starting with byte b */
+    uint32_t special_group[257]; /* special[group[b], group[b + 1]): those starting with byte
+                                  * b; special_group[256] is their count */
 };
 
 /* The longest text the encoders take (512 MiB): their scratch indexes it with int32 and
