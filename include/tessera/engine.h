@@ -186,7 +186,8 @@ void ts_engine_get_stats(ts_engine *engine, ts_engine_stats *stats);
 
 /* Waits up to timeout_ms (-1 = forever, 0 = just look) until the engine is idle: nothing
  * submitted, queued or running, and the stats of its last step published. TS_OK, or
- * TS_ERR_TIMEOUT while it is still busy. */
+ * TS_ERR_TIMEOUT while it is still busy. A new engine counts as busy until its step thread
+ * has written the KV pool once (seconds for a pool of many GB). */
 ts_status ts_engine_wait_idle(ts_engine *engine, int timeout_ms);
 
 /* The model the engine serves (borrowed). */
