@@ -82,41 +82,62 @@ static int class_at(const char *s, size_t n, size_t pos, size_t *len)
                                         : CLASS_OTHER;
 }
 
-/* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-static size_t split_gpt2(const char *s, size_t n, size_t pos)
-{
-    size_t k;
-    if (s[pos] == '\'' && pos + 1 < n) {
-        char c1 = s[pos + 1];
-        if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')
-            return pos + 2;
-        if (pos + 2 < n) {
-            char c2 = s[pos + 2];
-            if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
-                return pos + 3;
-        }
-    }
-    size_t p = s[pos] == ' ' ? pos + 1 : pos;
-    int cls = class_at(s, n, p, &k);
-    if (cls == CLASS_LETTER || cls == CLASS_NUMBER || cls == CLASS_OTHER) {
-        while (class_at(s, n, p, &k) == cls)
-            p += k;
-        return p;
-    }
-    size_t count = 0, last = pos;
-    for (p = pos; class_at(s, n, p, &k) == CLASS_SPACE; p += k, count++)
-        last = p;
-    if (count > 1 && p < n)
-        return last; /* \s+(?!\S): the last space goes with the next word */
-    if (count > 0)
-        return p;
-    class_at(s, n, pos, &k);
-    return pos + k;
-}
-
 static bool is_cr_lf(const char *s, size_t n, size_t pos)
 {
     return pos < n && (s[pos] == '\r' || s[pos] == '\n');
+}
+
+/* The end of the run of characters of class cls that starts at pos. */
+static size_t class_run_end(const char *s, size_t n, size_t pos, int cls)
+{
+    size_t k;
+    while (class_at(s, n, pos, &k) == cls)
+        pos += k;
+    return pos;
+}
+
+/* 's|'t|'re|'ve|'m|'ll|'d at pos: where the contraction ends, or pos when none starts
+ * there. Llama 3's expression takes them in any case, GPT-2's in lower case only. */
+static size_t contraction_end(const char *s, size_t n, size_t pos, bool any_case)
+{
+    if (s[pos] != '\'' || pos + 1 >= n)
+        return pos;
+    char fold = any_case ? 0x20 : 0; /* sets the lower-case bit of ASCII letters */
+    char c1 = (char)(s[pos + 1] | fold), c2 = pos + 2 < n ? (char)(s[pos + 2] | fold) : 0;
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')
+        return pos + 2;
+    if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+        return pos + 3;
+    return pos;
+}
+
+/* \s+(?!\S)|\s+ at pos, which must be whitespace: the end of the run, except that a run
+ * of two or more before other text leaves its last character to the next word.
+ * *after_break (when not NULL) gets the end of the run's last CR or LF, 0 if it has none. */
+static size_t space_run_end(const char *s, size_t n, size_t pos, size_t *after_break)
+{
+    size_t k, end = pos, last = pos, count = 0, brk = 0;
+    for (; class_at(s, n, end, &k) == CLASS_SPACE; end += k, count++) {
+        last = end;
+        if (is_cr_lf(s, n, end))
+            brk = end + 1;
+    }
+    if (after_break)
+        *after_break = brk;
+    return count > 1 && end < n ? last : end;
+}
+
+/* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static size_t split_gpt2(const char *s, size_t n, size_t pos)
+{
+    size_t k, end = contraction_end(s, n, pos, false);
+    if (end > pos)
+        return end;
+    size_t p = s[pos] == ' ' ? pos + 1 : pos;
+    int cls = class_at(s, n, p, &k);
+    if (cls == CLASS_LETTER || cls == CLASS_NUMBER || cls == CLASS_OTHER)
+        return class_run_end(s, n, p, cls);
+    return space_run_end(s, n, pos, NULL); /* no contraction and no run: pos is whitespace */
 }
 
 /* Llama 3's pre-tokenizer, and Qwen2's with max_digits 1:
@@ -124,22 +145,14 @@ static bool is_cr_lf(const char *s, size_t n, size_t pos)
  * \s*[\r\n]+|\s+(?!\S)|\s+   -- the first alternative that matches at pos wins. */
 static size_t split_llama3_like(const char *s, size_t n, size_t pos, int max_digits)
 {
-    size_t k, k0, p;
-    if (s[pos] == '\'' && pos + 1 < n) {
-        char c1 = (char)(s[pos + 1] | 0x20), c2 = pos + 2 < n ? (char)(s[pos + 2] | 0x20) : 0;
-        if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd')
-            return pos + 2;
-        if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
-            return pos + 3;
-    }
+    size_t k, k0, end = contraction_end(s, n, pos, true);
+    if (end > pos)
+        return end;
     int cls = class_at(s, n, pos, &k0);
     /* one character that is no letter, digit, CR or LF may lead a run of letters */
-    p = cls == CLASS_LETTER || cls == CLASS_NUMBER || is_cr_lf(s, n, pos) ? pos : pos + k0;
-    if (class_at(s, n, p, &k) == CLASS_LETTER) {
-        while (class_at(s, n, p, &k) == CLASS_LETTER)
-            p += k;
-        return p;
-    }
+    size_t p = cls == CLASS_LETTER || cls == CLASS_NUMBER || is_cr_lf(s, n, pos) ? pos : pos + k0;
+    if (class_at(s, n, p, &k) == CLASS_LETTER)
+        return class_run_end(s, n, p, CLASS_LETTER);
     if (cls == CLASS_NUMBER) {
         p = pos;
         for (int d = 0; d < max_digits && class_at(s, n, p, &k) == CLASS_NUMBER; d++)
@@ -148,25 +161,15 @@ static size_t split_llama3_like(const char *s, size_t n, size_t pos, int max_dig
     }
     p = s[pos] == ' ' ? pos + 1 : pos;
     if (class_at(s, n, p, &k) == CLASS_OTHER) {
-        while (class_at(s, n, p, &k) == CLASS_OTHER)
-            p += k;
+        p = class_run_end(s, n, p, CLASS_OTHER);
         while (is_cr_lf(s, n, p))
             p++;
         return p;
     }
-    if (cls != CLASS_SPACE)
-        return pos + k0;
-    size_t end = pos, last = pos, after_nl = 0, count = 0;
-    for (; class_at(s, n, end, &k) == CLASS_SPACE; end += k, count++) {
-        last = end;
-        if (is_cr_lf(s, n, end))
-            after_nl = end + 1;
-    }
-    if (after_nl)
-        return after_nl; /* \s*[\r\n]+ up to the run's last line break */
-    if (end < n && count > 1)
-        return last; /* \s+(?!\S): the last space goes with the next word */
-    return end;
+    /* no contraction and no run: pos is whitespace */
+    size_t after_break;
+    end = space_run_end(s, n, pos, &after_break);
+    return after_break ? after_break : end; /* \s*[\r\n]+ reaches the run's last break */
 }
 
 static size_t split_llama3(const char *s, size_t n, size_t pos)
@@ -193,8 +196,8 @@ static size_t split_smollm(const char *s, size_t n, size_t pos)
      * stretch early. Scanning that far, not to the next digit, keeps long text linear. */
     size_t p = pos + k;
     int run = class_at(s, n, p, &k);
-    while (run != CLASS_NUMBER && run != CLASS_NONE && class_at(s, n, p, &k) == run)
-        p += k;
+    if (run != CLASS_NUMBER && run != CLASS_NONE)
+        p = class_run_end(s, n, p, run);
     size_t stretch_end = class_at(s, n, p, &k) == CLASS_NUMBER ? p : n;
     return split_gpt2(s, stretch_end, pos);
 }
