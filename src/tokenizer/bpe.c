@@ -202,6 +202,154 @@ static size_t split_smollm(const char *s, size_t n, size_t pos)
     return split_gpt2(s, stretch_end, pos);
 }
 
+/* DeepSeek LLM's pre-tokenizer (tokenizer.ggml.pre deepseek-llm). llama.cpp applies six
+ * expressions in turn, each cutting every piece the ones before it left into its matches
+ * and the stretches between them (ranges written here as code points):
+ *   [\r\n]                        each CR and LF alone
+ *   \s?[LETTERS]+                 deepseek_letters below
+ *   \s?[!-/:-~\uFF01-\uFF0F\uFF1A-\uFF5E\u2018-\u201F\u3000-\u3002]+
+ *   \s+$                          whitespace ending a piece
+ *   [\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+
+ *   \p{N}+
+ * The first five run through std::wregex on a copy of the text in which every non-ASCII
+ * whitespace character is U+000B, so to them such a character is whitespace only, never
+ * punctuation (U+3000) or CJK (U+2003). Composed, they cut between two characters by what
+ * those two and the one after them are, save the last rule, which looks along a run:
+ *   - before and after each CR and LF;
+ *   - where a run of letters, of punctuation, of CJK or of digits starts or ends; the
+ *     punctuation ranges hold the ASCII and full-width letters, so those part from other
+ *     letters ("café" gives "caf" and "é");
+ *   - except that one whitespace character, not CR or LF, leads the letter or punctuation
+ *     run after it, unless that run's first character is CJK too (the fifth expression
+ *     cuts it out again);
+ *   - and a whitespace run that reaches a CR, LF, letter, punctuation or the end of the
+ *     text before any other character ends a piece, so \s+$ cuts it from what precedes it. */
+enum {
+    DS_SPACE = 1,   /* \s: the White_Space property */
+    DS_BREAK = 2,   /* CR or LF */
+    DS_LETTER = 4,  /* in deepseek_letters */
+    DS_PUNCT = 8,   /* in the punctuation ranges, which hold ASCII and full-width letters */
+    DS_CJK = 16,    /* in the CJK expression's ranges */
+    DS_DIGIT = 32,  /* \p{N} */
+};
+
+/* The second expression's letter ranges (inclusive): upper, lower and title case letters
+ * as DeepSeek's tokenizer lists them, which leaves out some (Armenian lower case, for one). */
+static const uint32_t deepseek_letters[][2] = {
+    {0x0041, 0x005A}, {0x0061, 0x007A}, {0x00B5, 0x00B5}, {0x00C0, 0x00D6}, {0x00D8, 0x00F6},
+    {0x00F8, 0x01BA}, {0x01BC, 0x01BF}, {0x01C4, 0x0293}, {0x0295, 0x02AF}, {0x0370, 0x0373},
+    {0x0376, 0x0377}, {0x037B, 0x037D}, {0x037F, 0x037F}, {0x0386, 0x0386}, {0x0388, 0x038A},
+    {0x038C, 0x038C}, {0x038E, 0x03A1}, {0x03A3, 0x03F5}, {0x03F7, 0x0481}, {0x048A, 0x052F},
+    {0x0531, 0x0556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
+    {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
+    {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
+    {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC},
+    {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB},
+    {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107},
+    {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
+    {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
+    {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4},
+    {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F},
+    {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17},
+    {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3},
+    {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF},
+    {0x1E900, 0x1E943},
+};
+
+static bool is_deepseek_letter(uint32_t cp)
+{
+    size_t lo = 0, hi = sizeof deepseek_letters / sizeof *deepseek_letters;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cp < deepseek_letters[mid][0])
+            hi = mid;
+        else if (cp > deepseek_letters[mid][1])
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
+/* The DS_* classes of the character at pos (0 past the end); *len gets its bytes. */
+static unsigned deepseek_class_at(const char *s, size_t n, size_t pos, size_t *len)
+{
+    if (pos >= n) {
+        *len = 0;
+        return 0;
+    }
+    uint32_t cp;
+    *len = tokenizer_utf8_next(s + pos, n - pos, &cp);
+    uint32_t f = tokenizer_cpt_flags(cp);
+    if (f & TOKENIZER_CPT_WHITESPACE) /* only that: the expressions saw U+000B for it */
+        return cp == '\r' || cp == '\n' ? DS_SPACE | DS_BREAK : DS_SPACE;
+    unsigned c = f & TOKENIZER_CPT_NUMBER ? DS_DIGIT : 0;
+    if (is_deepseek_letter(cp))
+        c |= DS_LETTER;
+    if ((cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x7E) ||
+        (cp >= 0x2018 && cp <= 0x201F) || (cp >= 0x3000 && cp <= 0x3002) ||
+        (cp >= 0xFF01 && cp <= 0xFF0F) || (cp >= 0xFF1A && cp <= 0xFF5E))
+        c |= DS_PUNCT;
+    if ((cp >= 0x0800 && cp <= 0x9FA5) || (cp >= 0xAC00 && cp <= 0xD7FF))
+        c |= DS_CJK;
+    return c;
+}
+
+/* Whitespace other than CR or LF: \s? lets one lead a letter or punctuation run. */
+static bool deepseek_leads(unsigned c)
+{
+    return (c & (DS_SPACE | DS_BREAK)) == DS_SPACE;
+}
+
+/* Whether the pieces part between characters of classes a and b, c following b. */
+static bool deepseek_cut(unsigned a, unsigned b, unsigned c)
+{
+    if ((a | b) & DS_BREAK || (a ^ b) & (DS_CJK | DS_DIGIT))
+        return true;
+    if (deepseek_leads(b) && c & (DS_LETTER | DS_PUNCT))
+        return true; /* b leads the run after it */
+    return !(a & DS_SPACE) && (a ^ b) & (DS_LETTER | DS_PUNCT);
+}
+
+/* Whether the whitespace run at pos reaches a CR, LF, letter, punctuation or the end of
+ * the text before any other character: then \s+$ cuts it from the text before it. */
+static bool deepseek_space_run_trails(const char *s, size_t n, size_t pos)
+{
+    size_t k;
+    unsigned c = deepseek_class_at(s, n, pos, &k);
+    while (c & DS_SPACE) {
+        if (c & DS_BREAK)
+            return true;
+        pos += k;
+        c = deepseek_class_at(s, n, pos, &k);
+        if (pos >= n || c & (DS_LETTER | DS_PUNCT))
+            return true;
+    }
+    return false;
+}
+
+/* Walks from pos with the classes of three characters at hand (the one before a possible
+ * cut, the one after it, the next) and stops at the first cut. */
+static size_t split_deepseek_llm(const char *s, size_t n, size_t pos)
+{
+    size_t k, k_next;
+    unsigned prev = deepseek_class_at(s, n, pos, &k);
+    pos += k;
+    unsigned cur = deepseek_class_at(s, n, pos, &k);
+    while (pos < n) {
+        unsigned next = deepseek_class_at(s, n, pos + k, &k_next);
+        if (deepseek_cut(prev, cur, next))
+            return pos;
+        if (!(prev & DS_SPACE) && cur & DS_SPACE && deepseek_space_run_trails(s, n, pos))
+            return pos;
+        prev = cur;
+        cur = next;
+        pos += k;
+        k = k_next;
+    }
+    return n;
+}
+
 /* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes. */
 static const struct {
     const char *name;
@@ -212,7 +360,7 @@ static const struct {
     {"llama-bpe", split_llama3}, {"falcon3", split_llama3}, {"qwen2", split_qwen2},
     {"deepseek-r1-qwen", split_qwen2}, {"smollm", split_smollm}, {"starcoder", split_smollm},
     {"refact", split_smollm},  {"command-r", split_smollm}, {"codeshell", split_smollm},
-    {"exaone", split_smollm},  {"minerva-7b", split_smollm},
+    {"exaone", split_smollm},  {"minerva-7b", split_smollm}, {"deepseek-llm", split_deepseek_llm},
 };
 
 bpe_split_fn tokenizer_bpe_splitter(const char *pre)

@@ -1,6 +1,7 @@
 /* fuzz_tokenizer_bpe.c: libFuzzer target: byte-level BPE encoding and decoding with
- * GPT-2's vocabulary, round trips checked, under each pre-tokenizer we know: bits 3-4 of
- * the first byte pick GPT-2's, Llama 3's or Qwen2's (the rest as tokenizer_props.h says). */
+ * GPT-2's vocabulary, round trips checked, under each pre-tokenizer we know: the first
+ * byte's bits from 3 up, modulo their number, pick GPT-2's, Llama 3's, Qwen2's, SmolLM's or
+ * DeepSeek LLM's (its low bits as tokenizer_props.h says). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,7 +9,7 @@
 #include "tokenizer/vocab.h"
 #include "tokenizer_props.h"
 
-static const char *const pres[] = {"gpt-2", "llama-bpe", "qwen2", "smollm"};
+static const char *const pres[] = {"gpt-2", "llama-bpe", "qwen2", "smollm", "deepseek-llm"};
 enum { N_PRES = sizeof pres / sizeof *pres };
 static ts_tokenizer *toks[N_PRES];
 
