@@ -105,6 +105,7 @@ void eu_collect(ts_request *req, eu_result *r)
         if (ev.kind == TS_EVENT_ERROR) {
             r->error = true;
             r->error_status = ev.status;
+            snprintf(r->error_message, sizeof r->error_message, "%s", ev.message);
         } else {
             if (!detok_utf8_valid(ev.text, ev.text_len))
                 r->utf8_valid = false;

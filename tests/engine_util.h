@@ -30,6 +30,7 @@ typedef struct eu_result {
     int n_done;                        /* DONE events */
     bool error;                        /* an ERROR event came */
     ts_status error_status;
+    char error_message[256];          /* the ERROR event's message */
     double done_time;                  /* when the last event was read */
     double first_token_time;
     bool utf8_valid;                   /* every event's text was valid UTF-8 */

@@ -175,6 +175,60 @@ static void test_preemption_recomputes_same_text(void **state)
     ts_engine_destroy(e);
 }
 
+/* An allocation failure while a preempted sequence is requeued fails that request alone
+ * and frees it (the sanitizer build would see a lost sequence as a leak); the others
+ * finish with their text and every block comes back. Each run fails one allocation,
+ * the n-th; the sweep runs until one of them hit the requeue. */
+static void test_preemption_out_of_memory_frees_the_victim(void **state)
+{
+    (void)state;
+    enum { N = 4, NEW = 60 };
+    int32_t ids[N][32];
+    char *ref[N];
+    for (int i = 0; i < N; i++) {
+        ids[i][0] = 1;
+        for (int k = 1; k < 32; k++)
+            ids[i][k] = 3 + (int32_t)((i * 131 + k * 17) % 509);
+        ref[i] = eu_reference_greedy(eu_model, ids[i], 20 + 4 * i, NEW);
+    }
+    bool hit_requeue = false;
+    for (int at = 1; at <= 400 && !hit_requeue; at++) {
+        ts_engine_options o;
+        ts_engine_options_default(&o);
+        o.max_seqs = N;
+        o.kv_blocks = 7; /* each needs 3-4 blocks by its end: the four cannot all fit */
+        o.prefix_cache = false;
+        o.fail_alloc_at = at;
+        ts_engine *e = eu_start(eu_model, &o);
+        ts_request *reqs[N];
+        for (int i = 0; i < N; i++)
+            reqs[i] = eu_submit(e, ids[i], 20 + 4 * i, NEW, TS_PRIORITY_NORMAL);
+        int failed = 0;
+        for (int i = 0; i < N; i++) {
+            eu_result r;
+            eu_collect(reqs[i], &r);
+            ts_request_release(reqs[i]);
+            if (r.error) {
+                failed++;
+                assert_int_equal(r.error_status, TS_ERR_NOMEM);
+                hit_requeue |= strstr(r.error_message, "requeueing a preempted") != NULL;
+            } else {
+                assert_string_equal(r.text[0], ref[i]);
+            }
+            eu_result_free(&r);
+        }
+        assert_true(failed <= 1);
+        eu_wait_idle(e);
+        ts_engine_stats st;
+        ts_engine_get_stats(e, &st);
+        assert_int_equal(st.kv_blocks_used, 0);
+        ts_engine_destroy(e);
+    }
+    assert_true(hit_requeue);
+    for (int i = 0; i < N; i++)
+        free(ref[i]);
+}
+
 static void test_cancel_running_queued_and_released(void **state)
 {
     (void)state;
@@ -450,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_priority_order_within_one_slot),
         cmocka_unit_test(test_aging_lets_low_overtake),
         cmocka_unit_test(test_preemption_recomputes_same_text),
+        cmocka_unit_test(test_preemption_out_of_memory_frees_the_victim),
         cmocka_unit_test(test_cancel_running_queued_and_released),
         cmocka_unit_test(test_wait_idle_forever),
         cmocka_unit_test(test_queue_limit),

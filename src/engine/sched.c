@@ -48,6 +48,8 @@ static int index_of(seq *const *arr, int n, const seq *s)
 
 ts_status engine_waiting_add(ts_engine *e, seq *s)
 {
+    if (!engine_alloc_ok(e)) /* fault injection: any insertion may be the one that grows */
+        return TS_ERR_NOMEM;
     if (e->n_waiting == e->cap_waiting) {
         int cap = e->cap_waiting ? 2 * e->cap_waiting : 64;
         seq **grown = realloc(e->waiting, (size_t)cap * sizeof *grown);
@@ -63,6 +65,12 @@ ts_status engine_waiting_add(ts_engine *e, seq *s)
 /* Frees s's blocks and sends it back to the queue to recompute prompt + generated text. */
 static void preempt(ts_engine *e, seq *s)
 {
+    /* Queue it before it leaves the running list: should the queue fail to grow, s is still
+     * where engine_fail_request finds and frees it with its job's other sequences. */
+    if (engine_waiting_add(e, s) != TS_OK) {
+        engine_fail_request(e, s->job, TS_ERR_NOMEM, "out of memory requeueing a preempted request");
+        return;
+    }
     int i = index_of(e->running, e->n_running, s);
     remove_at(e->running, &e->n_running, i);
     kv_table_release(e->pool, &s->table);
@@ -70,8 +78,6 @@ static void preempt(ts_engine *e, seq *s)
     s->n_published = 0;
     s->step_rows = 0;
     e->counters.preemptions++;
-    if (engine_waiting_add(e, s) != TS_OK)
-        engine_fail_request(e, s->job, TS_ERR_NOMEM, "out of memory requeueing a preempted request");
 }
 
 /* The running sequence to give up first: worst effective priority, latest admitted. */
@@ -228,7 +234,7 @@ static void plan_rows(ts_engine *e, double now)
             }
             seq *victim = pick_victim(e, now);
             preempt(e, victim);
-            if (victim == s)
+            if (victim == s || s->done) /* s given up, or failed with the victim's job */
                 break;
         }
     }
