@@ -150,6 +150,65 @@ static void test_gemma(void **state)
                   "<start_of_turn>model\n");
 }
 
+/* Renders m with kind and checks the text and the content spans against want_spans,
+ * the message texts as the format keeps them (NULL-terminated). */
+static void expect_spans(chat_template_kind kind, const chat_message *m, size_t n,
+                         const char *want, const char *const *want_spans)
+{
+    chat_rendering r = {0};
+    ts_error err = {0};
+    assert_int_equal(chat_template_render(kind, m, n, &r, &err), TS_OK);
+    assert_string_equal(r.text, want);
+    size_t k = 0;
+    for (; want_spans[k]; k++) {
+        assert_true(k < r.n_content);
+        assert_int_equal(r.content[k].len, strlen(want_spans[k]));
+        assert_memory_equal(r.text + r.content[k].off, want_spans[k], r.content[k].len);
+    }
+    assert_int_equal(r.n_content, k);
+    chat_rendering_free(&r);
+}
+
+/* Llama 3 and Gemma trim every message (Jinja's trim), Llama 2 strips a turn's whole text
+ * (Python's strip(), so a user text after the system block keeps its start); ChatML and
+ * the others keep the text as sent. */
+static void test_trimming_formats(void **state)
+{
+    (void)state;
+    const chat_message spaced[] = {
+        {"system", " Be brief.\n"},
+        {"user", "  Hi \t"},
+        {"assistant", "\nHello! "},
+        {"user", " Name a color.\n\n"},
+    };
+    expect_spans(CHAT_TEMPLATE_LLAMA3, spaced, 4,
+                 "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                 "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+                 "<|start_header_id|>user<|end_header_id|>\n\nName a color.<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\n",
+                 (const char *const[]){"Be brief.", "Hi", "Hello!", "Name a color.", NULL});
+    expect_spans(CHAT_TEMPLATE_GEMMA, spaced, 4,
+                 "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n"
+                 "<start_of_turn>model\nHello!<end_of_turn>\n"
+                 "<start_of_turn>user\nName a color.<end_of_turn>\n"
+                 "<start_of_turn>model\n",
+                 (const char *const[]){"Be brief.", "Hi", "Hello!", "Name a color.", NULL});
+    expect_spans(CHAT_TEMPLATE_LLAMA2, spaced, 4,
+                 "[INST] <<SYS>>\n Be brief.\n\n<</SYS>>\n\n  Hi [/INST] Hello! </s>"
+                 "<s>[INST] Name a color. [/INST]",
+                 (const char *const[]){" Be brief.\n", "  Hi", "Hello!", "Name a color.", NULL});
+    expect_spans(CHAT_TEMPLATE_CHATML, spaced + 1, 1, "<|im_start|>user\n  Hi \t<|im_end|>\n"
+                 "<|im_start|>assistant\n",
+                 (const char *const[]){"  Hi \t", NULL});
+    /* a message of whitespace only has no content left to mark */
+    const chat_message blank[] = {{"user", " \n "}};
+    expect_spans(CHAT_TEMPLATE_LLAMA3, blank, 1,
+                 "<|start_header_id|>user<|end_header_id|>\n\n<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\n",
+                 (const char *const[]){NULL});
+}
+
 static void test_plain(void **state)
 {
     (void)state;
@@ -185,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_llama2),            cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_zephyr),            cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_gemma),             cmocka_unit_test(test_plain),
+        cmocka_unit_test(test_trimming_formats),
         cmocka_unit_test(test_bad_role_and_kind),
     };
     return cmocka_run_group_tests_name("chat_template", tests, NULL, NULL);

@@ -70,10 +70,25 @@ static void markup(render *out, ...)
     va_end(ap);
 }
 
-/* Appends a message's own text and records where it lies. */
-static void content(render *out, const char *c)
+static bool is_ascii_space(char c)
 {
-    ts_text_span sp = {out->text.len, strlen(c)};
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* Appends a message's own text and records where it lies, less the whitespace at its
+ * start (strip_lead) and end (strip_trail): the Llama 3 and Gemma templates pass every
+ * message through Jinja's trim and Llama 2's through strip(), so "  hi\n" is rendered as
+ * "hi" there. Only ASCII whitespace goes, as in llama.cpp's renderings. */
+static void content_part(render *out, const char *c, bool strip_lead, bool strip_trail)
+{
+    size_t len = strlen(c);
+    while (strip_lead && len > 0 && is_ascii_space(*c)) {
+        c++;
+        len--;
+    }
+    while (strip_trail && len > 0 && is_ascii_space(c[len - 1]))
+        len--;
+    ts_text_span sp = {out->text.len, len};
     if (sp.len == 0)
         return;
     strbuf_add(&out->text, c, sp.len);
@@ -113,7 +128,8 @@ static void render_turns(render *out, chat_template_kind kind, const chat_messag
                    NULL);
             break;
         }
-        content(out, m[i].content);
+        bool trim = kind == CHAT_TEMPLATE_LLAMA3;
+        content_part(out, m[i].content, trim, trim);
         switch (kind) {
         case CHAT_TEMPLATE_CHATML: markup(out, "<|im_end|>\n", NULL); break;
         case CHAT_TEMPLATE_LLAMA3: markup(out, "<|eot_id|>", NULL); break;
@@ -137,9 +153,12 @@ static void render_turns(render *out, chat_template_kind kind, const chat_messag
  * held and opens the next user turn (Llama-2 wraps it in <<SYS>>; the others join it to
  * the user text with a blank line). A trailing system message becomes a user turn.
  * Llama-2 opens every user turn after the first with BOS, as its template does (the
- * first one's BOS comes from the tokenizer). */
+ * first one's BOS comes from the tokenizer). Gemma trims every message; Llama-2 strips
+ * what its template strips: a turn's whole text, where the system block comes first and
+ * keeps the user text's start. */
 static void render_inst(render *out, chat_template_kind kind, const chat_message *m, size_t n)
 {
+    bool gemma = kind == CHAT_TEMPLATE_GEMMA, llama2 = kind == CHAT_TEMPLATE_LLAMA2;
     size_t from = 0; /* system messages in [from, i) wait for the next user turn */
     bool held = false, turns = false;
     for (size_t i = 0; i <= n; i++) {
@@ -151,7 +170,7 @@ static void render_inst(render *out, chat_template_kind kind, const chat_message
         if (r == ROLE_ASSISTANT) {
             markup(out, kind == CHAT_TEMPLATE_GEMMA ? "<start_of_turn>model\n"
                         : kind == CHAT_TEMPLATE_LLAMA2 ? " " : "", NULL);
-            content(out, m[i].content);
+            content_part(out, m[i].content, gemma || llama2, gemma || llama2);
             markup(out, kind == CHAT_TEMPLATE_GEMMA ? "<end_of_turn>\n"
                         : kind == CHAT_TEMPLATE_LLAMA2 ? " </s>" : "</s>", NULL);
             turns = true;
@@ -172,12 +191,12 @@ static void render_inst(render *out, chat_template_kind kind, const chat_message
                     continue;
                 if (out->text.len > start)
                     markup(out, "\n\n", NULL);
-                content(out, m[j].content);
+                content_part(out, m[j].content, gemma, gemma);
             }
             markup(out, kind == CHAT_TEMPLATE_LLAMA2 ? "\n<</SYS>>\n\n" : *user ? "\n\n" : "",
                    NULL);
         }
-        content(out, user);
+        content_part(out, user, gemma || (llama2 && !held), gemma || llama2);
         markup(out, kind == CHAT_TEMPLATE_GEMMA ? "<end_of_turn>\n" : " [/INST]", NULL);
         held = false;
         turns = true;
