@@ -380,6 +380,59 @@ static void test_special_tokens_spelled_out(void **state)
     ts_tokenizer_free(tok);
 }
 
+/* Many special tokens sharing their first bytes (as Llama 3's reserved ones do): the
+ * longest one spelled at a position wins, a prefix of one that the text breaks off is
+ * plain text, and of two tokens spelled alike the lower id stands. */
+static void test_special_tokens_sharing_a_prefix(void **state)
+{
+    (void)state;
+    enum { N_RESERVED = 300, BASE = 6, N = BASE + N_RESERVED + 1 };
+    char *texts[N];
+    float scores[N];
+    int32_t types[N];
+    const char *fixed[BASE] = {"<unk>", "<s>", "</s>", "<r>", "<r_1>", "x"};
+    for (int i = 0; i < N; i++) {
+        char buf[32];
+        if (i < BASE)
+            snprintf(buf, sizeof buf, "%s", fixed[i]);
+        else if (i < N - 1)
+            snprintf(buf, sizeof buf, "<r_%d>", i - BASE); /* <r_0> .. <r_299>; <r_1> again */
+        else
+            snprintf(buf, sizeof buf, "<r_17>"); /* spelled like an earlier one */
+        texts[i] = strdup(buf);
+        scores[i] = 0;
+        types[i] = i == 0 ? VOCAB_TOKEN_UNKNOWN
+                   : i == BASE - 1 ? VOCAB_TOKEN_NORMAL
+                   : i == N - 1 ? VOCAB_TOKEN_USER_DEFINED : VOCAB_TOKEN_CONTROL;
+    }
+    tokenizer_vocab v;
+    make_vocab(&v, (const char *const *)texts, scores, types, N);
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    ts_tokenize_opts special = {.parse_special = true};
+    size_t n;
+    /* "<r_17>" is the 17th reserved token (not its later twin), "<r_299>" the last, "<r>"
+     * the short one; "<r_3" breaks off before '>' and "<r_30" is not "<r_3>" */
+    const char *text = "<r_17><r_299><r><r_3x<r_30";
+    int32_t *ids = encode_ex(tok, text, &special, &n);
+    assert_true(n >= 3);
+    assert_int_equal(ids[0], BASE + 17);
+    assert_int_equal(ids[1], BASE + 299);
+    assert_int_equal(ids[2], 3);
+    for (size_t i = 3; i < n; i++) /* the rest is plain text */
+        assert_true(types[ids[i]] != VOCAB_TOKEN_CONTROL && ids[i] != N - 1);
+    free(ids);
+    /* "<r_1>" is both a fixed token (4) and reserved token 1: the lower id */
+    ids = encode_ex(tok, "<r_1>", &special, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 4);
+    free(ids);
+    ts_tokenizer_free(tok);
+    vocab_clear(&v);
+    for (int i = 0; i < N; i++)
+        free(texts[i]);
+}
+
 /* A chat rendered in ChatML and tokenized with its content spans plain: the markup's
  * <|im_start|> / <|im_end|> are tokens, a user's attempt to spell them is text. The
  * longest special token wins where one is a prefix of another. */
@@ -531,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_merge_order_and_unk),
         cmocka_unit_test(test_special_tokens_spelled_out),
+        cmocka_unit_test(test_special_tokens_sharing_a_prefix),
         cmocka_unit_test(test_chat_markup_is_special_content_is_not),
         cmocka_unit_test(test_alloc_grows_past_a_byte_per_id),
         cmocka_unit_test(test_malformed_llama2c),

@@ -62,6 +62,14 @@ static inline void tokenizer_emit(tokenizer_out *o, int32_t id)
 
 typedef struct bpe_state bpe_state;
 
+/* A node of the special tokens' trie: the text spelled from the root to it is a prefix of
+ * some special token's. Its children form a list (first_child, then each one's next). */
+typedef struct special_node {
+    int32_t first_child, next; /* -1: none */
+    int32_t token;             /* the special token spelled exactly so, or -1 */
+    uint8_t byte;              /* the byte that leads here from the parent */
+} special_node;
+
 struct ts_tokenizer {
     tokenizer_vocab vocab;     /* deep copy of what tokenizer_create() was given */
     tokenizer_map text_to_id;  /* vocab.tokens[i].text -> i */
@@ -71,9 +79,9 @@ struct ts_tokenizer {
     int32_t eog[8];            /* end-of-generation ids: EOS, EOT, <|im_end|>-like tokens */
     int n_eog;
     bpe_state *bpe;            /* byte-level BPE tables; NULL for SPM */
-    int32_t *special;          /* control and user-defined tokens by first byte, longest first */
-    uint32_t special_group[257]; /* special[group[b], group[b + 1]): those starting with byte
-                                  * b; special_group[256] is their count */
+    special_node *special;     /* byte trie of the control and user-defined tokens' texts,
+                                * node 0 its root */
+    int32_t n_special;         /* tokens in it */
 };
 
 /* The longest text the encoders take (512 MiB): their scratch indexes it with int32 and
