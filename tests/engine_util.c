@@ -41,7 +41,7 @@ int eu_teardown_stories(void **state)
 
 int32_t *eu_tokenize(const ts_model *m, const char *prompt, int *n)
 {
-    ts_tokenize_opts o = {.add_bos = true};
+    ts_tokenize_opts o = {.add_special = true};
     int32_t *ids = NULL;
     size_t need = 0;
     assert_int_equal(ts_tokenize_alloc(ts_model_get_tokenizer(m), prompt, strlen(prompt), &o,

@@ -258,6 +258,108 @@ static void test_vocab_errors(void **state)
     }
 }
 
+/* A vocabulary-only byte-level BPE file as a SmolLM2 or Llama 3 conversion writes one:
+ * <|endoftext|> (EOS), <|im_start|> (BOS, as SmolLM2's is), a few letters and a merge.
+ * add_bos is written as tokenizer.ggml.add_bos_token, or left out when -1. */
+static gguf_file *bpe_vocab_file(const char *pre, int add_bos, uint8_t **bytes)
+{
+    static const char *const toks[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "u",
+                                       "s", "e", "r", "us"};
+    static const int32_t types[] = {3, 3, 3, 1, 1, 1, 1, 1};
+    static const char *const merges[] = {"u s"};
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+    gguf_writer_add_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_writer_add_str(w, "tokenizer.ggml.pre", pre);
+    gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, NULL, 8);
+    gguf_writer_add_array(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, 8);
+    gguf_writer_add_str_array(w, "tokenizer.ggml.merges", merges, NULL, 1);
+    gguf_writer_add_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_writer_add_u32(w, "tokenizer.ggml.eos_token_id", 0);
+    if (add_bos >= 0)
+        gguf_writer_add_bool(w, "tokenizer.ggml.add_bos_token", add_bos);
+    return finish(w, bytes);
+}
+
+/* The ids the server gives a completion prompt, with a vocabulary read from f. */
+static int32_t *prompt_ids(gguf_file *f, const char *prompt, size_t *n, bool *adds_bos)
+{
+    tokenizer_vocab v;
+    ts_tokenizer *tok = NULL;
+    ts_error err = {0};
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(tokenizer_create(&v, &tok, &err), TS_OK);
+    vocab_clear(&v);
+    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
+    int32_t *ids = NULL;
+    assert_int_equal(ts_tokenize_alloc(tok, prompt, strlen(prompt), &o, &ids, n), TS_OK);
+    *adds_bos = ts_tokenizer_add_bos(tok);
+    ts_tokenizer_free(tok);
+    return ids;
+}
+
+/* Whether a prompt starts with BOS is the vocabulary's to say: tokenizer.ggml.add_bos_token
+ * when present, else llama.cpp's default (for BPE, only Llama 3's pre-tokenizers). A
+ * SmolLM2 chat prompt must not get its <|im_start|> twice. */
+static void test_vocab_decides_bos(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pre;
+        int add_bos_key; /* -1: absent */
+        bool want_bos;
+    } cases[] = {
+        {"smollm", 0, false},   {"smollm", -1, false},   {"smollm", 1, true},
+        {"llama-bpe", -1, true}, {"llama3", -1, true},   {"falcon3", -1, true},
+        {"llama-bpe", 0, false}, {"gpt-2", -1, false},   {"qwen2", -1, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t *bytes;
+        gguf_file *f = bpe_vocab_file(cases[i].pre, cases[i].add_bos_key, &bytes);
+        size_t n = 0;
+        bool adds_bos;
+        int32_t *ids = prompt_ids(f, "<|im_start|>user", &n, &adds_bos);
+        if (adds_bos != cases[i].want_bos)
+            fail_msg("pre %s, add_bos_token %d: adds BOS %d", cases[i].pre,
+                     cases[i].add_bos_key, adds_bos);
+        const int32_t once[] = {1, 7, 5, 6}; /* <|im_start|> us e r */
+        const int32_t twice[] = {1, 1, 7, 5, 6};
+        const int32_t *want = cases[i].want_bos ? twice : once;
+        assert_int_equal(n, cases[i].want_bos ? 5 : 4);
+        assert_memory_equal(ids, want, n * sizeof *ids);
+        free(ids);
+        gguf_close(f);
+        free(bytes);
+    }
+}
+
+/* `tessera convert` writes add_bos_token as the vocabulary means it: a Llama 3 file
+ * without the key is written with true, not with tessera's zeroed default. */
+static void test_write_keeps_the_effective_add_bos(void **state)
+{
+    (void)state;
+    uint8_t *bytes, *out;
+    size_t len;
+    tokenizer_vocab v;
+    ts_error err = {0};
+    gguf_file *f = bpe_vocab_file("llama-bpe", -1, &bytes);
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    gguf_close(f);
+    free(bytes);
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(w, &v, &err), TS_OK);
+    vocab_clear(&v);
+    assert_int_equal(gguf_writer_finish(w, &out, &len, &err), TS_OK);
+    gguf_writer_free(w);
+    assert_int_equal(gguf_open_buffer(out, len, &f, &err), TS_OK);
+    bool add_bos = false;
+    assert_int_equal(gguf_get_bool(f, "tokenizer.ggml.add_bos_token", &add_bos, &err), TS_OK);
+    assert_true(add_bos);
+    gguf_close(f);
+    free(out);
+}
+
 /* A one-layer model: dim 8, ffn 16, 2 heads, vocab 32, all zeros. skip leaves one tensor
  * out, odd gives that tensor a wrong shape (odd_type 0) or the type odd_type. */
 static gguf_file *tiny_model(const char *skip, const char *odd, uint32_t odd_type,
@@ -386,6 +488,8 @@ int main(void)
         cmocka_unit_test(test_vocab_of_spm_and_bpe_files),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_vocab_errors),
+        cmocka_unit_test(test_vocab_decides_bos),
+        cmocka_unit_test(test_write_keeps_the_effective_add_bos),
         cmocka_unit_test(test_weight_errors_name_the_tensor),
         cmocka_unit_test(test_write_round_trip),
     };

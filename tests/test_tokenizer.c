@@ -211,6 +211,7 @@ static void make_vocab(tokenizer_vocab *v, const char *const *texts, const float
     v->unk_id = 0;
     v->pad_id = -1;
     v->eot_id = -1;
+    v->add_bos = true; /* as a SentencePiece GGUF without tokenizer.ggml.add_bos_token */
 }
 
 static void test_merge_order_and_unk(void **state)
@@ -334,8 +335,8 @@ static void test_special_tokens_spelled_out(void **state)
     ids = encode_ex(tok, "<s></s>", &guarded, &n);
     assert_int_equal(count_id(ids, n, 1) + count_id(ids, n, 2), 0);
     free(ids);
-    /* BOS from add_bos, then BOS and EOS spelled out */
-    ts_tokenize_opts bos = {.add_bos = true, .parse_special = true};
+    /* BOS from add_special, then BOS and EOS spelled out */
+    ts_tokenize_opts bos = {.add_special = true, .parse_special = true};
     ids = encode_ex(tok, "<s></s>", &bos, &n);
     assert_int_equal(n, 3);
     assert_int_equal(ids[0], 1);
@@ -496,7 +497,7 @@ static void test_alloc_grows_past_a_byte_per_id(void **state)
     ts_tokenizer *tok = NULL;
     assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
     vocab_clear(&v);
-    ts_tokenize_opts o = {.add_bos = true, .parse_special = true};
+    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
     size_t n = 0;
     int32_t *ids = encode_ex(tok, "|a|a|a|a", &o, &n);
     const int32_t want[] = {1, 3, 5, 4, 3, 5, 4, 3, 5, 4, 3, 5, 4};

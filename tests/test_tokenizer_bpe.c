@@ -99,7 +99,17 @@ static void test_every_byte_round_trips(void **state)
     char back[256];
     assert_int_equal(ts_detokenize(tok, ids, n, back, sizeof back), 256);
     assert_memory_equal(back, all, 256);
-    /* BOS is the end-of-text control token and decodes to nothing. */
+    /* GPT-2 does not start prompts with BOS... */
+    assert_false(ts_tokenizer_add_bos(tok));
+    assert_int_equal(ts_tokenize(tok, "a", 1, true, ids, 4, &n), TS_OK);
+    assert_int_equal(n, 1);
+    ts_tokenizer_free(tok);
+    /* ...but where the vocabulary says to, BOS is the end-of-text control token and
+     * decodes to nothing. */
+    make_vocab(&v, NULL, 0, NULL, 0);
+    v.add_bos = true;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    vocab_clear(&v);
     assert_int_equal(ts_tokenize(tok, "a", 1, true, ids, 4, &n), TS_OK);
     assert_int_equal(n, 2);
     assert_int_equal(ids[0], 256);

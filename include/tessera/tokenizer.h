@@ -24,7 +24,9 @@ ts_status ts_tokenizer_load_llama2c(const char *path, int vocab_size, ts_tokeniz
 /* Accepts NULL. */
 void ts_tokenizer_free(ts_tokenizer *tok);
 
-/* Encodes len bytes of text (copied; need not be NUL-terminated), BOS first when add_bos.
+/* Encodes len bytes of text (copied; need not be NUL-terminated). add_special: BOS first
+ * where the vocabulary starts prompts with one (ts_tokenizer_add_bos), as llama.cpp's
+ * add_special does; false: never.
  * Writes at most cap ids and sets *n_ids to the number the text needs, which may exceed
  * cap: call again with a larger buffer then. Text that spells a special token ("<s>",
  * "<|endoftext|>") is encoded as plain text, never as that token (ts_tokenize_ex can
@@ -32,7 +34,7 @@ void ts_tokenizer_free(ts_tokenizer *tok);
  * (byte tokens where the vocabulary has them). Returns TS_ERR_TOO_LONG past 512 MiB of
  * text, TS_ERR_NOMEM when scratch memory runs out, TS_ERR_INVALID_ARG for NULL tok or
  * n_ids. */
-ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
+ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_special,
                       int32_t *ids, size_t cap, size_t *n_ids);
 
 /* A byte range [off, off + len) of a text. */
@@ -43,7 +45,8 @@ typedef struct ts_text_span {
 /* How ts_tokenize_ex reads a text. Zero-initialised: no BOS, special tokens as plain text
  * (what ts_tokenize does). */
 typedef struct ts_tokenize_opts {
-    bool add_bos;
+    /* BOS first where the vocabulary asks for it (ts_tokenizer_add_bos); false: never. */
+    bool add_special;
     /* A control or user-defined token spelled out in the text ("<|im_start|>", "</s>")
      * becomes that token, as llama.cpp and Hugging Face tokenizers read prompts; the text
      * between such tokens is encoded piece by piece (SentencePiece vocabularies give each
@@ -80,6 +83,10 @@ size_t ts_detokenize(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids, 
 
 int ts_tokenizer_vocab_size(const ts_tokenizer *tok);
 int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
+/* Whether add_special starts a prompt with BOS: the vocabulary has one and says to
+ * (tokenizer.ggml.add_bos_token, else llama.cpp's default: yes for SentencePiece and Llama
+ * 3's BPE, no for GPT-2, SmolLM, Qwen2 and the other byte-level BPE families). */
+bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
 /* True for tokens that end generation (EOS, and end-of-turn tokens such as <|eot_id|>). */
 bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id);

@@ -66,7 +66,7 @@ static uint64_t next_rand(uint64_t *s)
 typedef struct id_pool {
     int32_t *ids;
     int n;
-    int32_t bos;
+    int32_t bos; /* -1 when prompts of this vocabulary do not start with BOS */
     uint64_t rng;
 } id_pool;
 
@@ -77,7 +77,7 @@ static ts_status id_pool_init(id_pool *p, const ts_model *m, uint64_t seed, ts_e
     int vocab = ts_model_get_config(m)->vocab_size;
     p->ids = malloc((size_t)vocab * sizeof *p->ids);
     p->n = 0;
-    p->bos = ts_tokenizer_bos(tok);
+    p->bos = ts_tokenizer_add_bos(tok) ? ts_tokenizer_bos(tok) : -1;
     p->rng = seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
     if (!p->ids)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for %d token ids", vocab);
@@ -101,7 +101,8 @@ static ts_status id_pool_init(id_pool *p, const ts_model *m, uint64_t seed, ts_e
     return TS_OK;
 }
 
-/* Fills out with n random ids; BOS first when with_bos and the vocabulary has one. */
+/* Fills out with n random ids; BOS first when with_bos and the vocabulary starts prompts
+ * with it, as a real prompt would. */
 static void random_tokens(id_pool *p, int32_t *out, int n, bool with_bos)
 {
     for (int i = 0; i < n; i++)

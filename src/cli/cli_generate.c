@@ -29,7 +29,8 @@ static void usage(FILE *out)
             "  --prompts FILE      one prompt per line, all run concurrently, printed in order\n"
             "  -n N                tokens to generate per prompt (default 128)\n"
             "  --json              print [{\"prompt\": ..., \"text\": prompt + continuation}, ...]\n"
-            "  --no-bos            do not start the prompt with BOS\n"
+            "  --no-bos            do not start the prompt with BOS (by default it does where\n"
+            "                      the vocabulary says to: tokenizer.ggml.add_bos_token)\n"
             "  --no-parse-special  read \"</s>\", \"<|im_start|>\"... in a prompt as plain text, not\n"
             "                      as those special tokens\n"
             "sampling (default greedy, so output is reproducible):\n"
@@ -153,7 +154,7 @@ static ts_status submit(ts_engine *e, const ts_tokenizer *tok, const char *promp
     ts_error err = {0};
     size_t n = 0;
     int32_t *ids = NULL;
-    ts_tokenize_opts opts = {.add_bos = !o->no_bos, .parse_special = !o->no_parse_special};
+    ts_tokenize_opts opts = {.add_special = !o->no_bos, .parse_special = !o->no_parse_special};
     ts_status st = ts_tokenize_alloc(tok, prompt, strlen(prompt), &opts, &ids, &n);
     if (st == TS_OK) {
         ts_request_params p;

@@ -13,7 +13,8 @@ static void usage(FILE *out)
                  "  prints token ids separated by spaces; --file tokenizes the file's bytes exactly\n"
                  "  (a trailing newline included). MODEL may be a vocabulary-only GGUF. Special\n"
                  "  tokens spelled out (\"</s>\", \"<|im_start|>\") become those tokens, as in a\n"
-                 "  completion prompt, unless --no-parse-special.\n");
+                 "  completion prompt, unless --no-parse-special. BOS comes first where the\n"
+                 "  vocabulary says to (tokenizer.ggml.add_bos_token), unless --no-bos.\n");
 }
 
 /* Reads a whole file (bytes, any content); NULL on failure. */
@@ -96,7 +97,7 @@ int cli_tokenize(int argc, char **argv)
         goto out;
     }
     const char *src = file ? data : text;
-    ts_tokenize_opts opts = {.add_bos = bos, .parse_special = parse_special};
+    ts_tokenize_opts opts = {.add_special = bos, .parse_special = parse_special};
     if ((st = ts_tokenize_alloc(tok, src, len, &opts, &ids, &n)) != TS_OK) {
         fprintf(stderr, "tessera: cannot tokenize: %s\n", ts_status_str(st));
         goto out;

@@ -146,8 +146,11 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
         (st = get_id(f, "tokenizer.ggml.padding_token_id", v->n_tokens, &v->pad_id, err)) != TS_OK ||
         (st = get_id(f, "tokenizer.ggml.eot_token_id", v->n_tokens, &v->eot_id, err)) != TS_OK)
         return st;
-    /* llama.cpp's defaults: SentencePiece adds BOS and a leading space, GPT-2 neither. */
-    v->add_bos = v->add_space_prefix = v->kind == VOCAB_KIND_SPM;
+    /* llama.cpp's defaults: SentencePiece adds BOS and a leading space; byte-level BPE no
+     * space, and BOS only for the pre-tokenizers llama.cpp names (Llama 3's). The keys,
+     * when present, override either. */
+    v->add_bos = vocab_default_add_bos(v->kind, v->pre);
+    v->add_space_prefix = v->kind == VOCAB_KIND_SPM;
     if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != TS_OK ||
         (st = get_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)) != TS_OK)
         return st;

@@ -341,7 +341,7 @@ static ts_status prompt_tokens(srv_job *j, int32_t **ids, size_t *n, oai_error *
         return TS_OK;
     }
     chat_rendering chat = {0};
-    ts_tokenize_opts opts = {.add_bos = true, .parse_special = true};
+    ts_tokenize_opts opts = {.add_special = true, .parse_special = true};
     const char *text = r->prompt;
     if (r->kind == OAI_CHAT) {
         chat_message *msgs = calloc(r->n_messages, sizeof *msgs);

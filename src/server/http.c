@@ -226,7 +226,7 @@ static enum MHD_Result handle_tokenize(struct MHD_Connection *mc, srv_conn *c)
         return srv_send_error(mc, c, &e);
     }
     const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
-    ts_tokenize_opts opts = {.add_bos = t.add_special, .parse_special = t.parse_special};
+    ts_tokenize_opts opts = {.add_special = t.add_special, .parse_special = t.parse_special};
     int32_t *ids = NULL;
     size_t n = 0;
     ts_status st = ts_tokenize_alloc(tok, t.text, strlen(t.text), &opts, &ids, &n);

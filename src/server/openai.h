@@ -88,7 +88,8 @@ typedef struct oai_tokenize_request {
     char *model;           /* owned, or NULL */
     char *text;            /* owned */
     bool text_field_named_text; /* the body said "text" (answers use the same name) */
-    bool add_special;      /* add BOS (default true) */
+    bool add_special;      /* BOS where the vocabulary adds one (default true); false:
+                            * never */
     bool parse_special;    /* special tokens spelled out in the text count (default true,
                             * as /v1/completions reads a prompt) */
 } oai_tokenize_request;

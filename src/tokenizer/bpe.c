@@ -350,25 +350,52 @@ static size_t split_deepseek_llm(const char *s, size_t n, size_t pos)
     return n;
 }
 
-/* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes. */
+/* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes. add_bos:
+ * llama.cpp starts prompts with BOS for this family when the file has no
+ * tokenizer.ggml.add_bos_token (its Llama 3 names; byte-level BPE does not otherwise). */
 static const struct {
     const char *name;
     bpe_split_fn split;
+    bool add_bos;
 } pre_tokenizers[] = {
-    {"", split_gpt2},          {"default", split_gpt2},   {"gpt2", split_gpt2},
-    {"gpt-2", split_gpt2},     {"llama3", split_llama3},  {"llama-v3", split_llama3},
-    {"llama-bpe", split_llama3}, {"falcon3", split_llama3}, {"qwen2", split_qwen2},
-    {"deepseek-r1-qwen", split_qwen2}, {"smollm", split_smollm}, {"starcoder", split_smollm},
-    {"refact", split_smollm},  {"command-r", split_smollm}, {"codeshell", split_smollm},
-    {"exaone", split_smollm},  {"minerva-7b", split_smollm}, {"deepseek-llm", split_deepseek_llm},
+    {"", split_gpt2, false},
+    {"default", split_gpt2, false},
+    {"gpt2", split_gpt2, false},
+    {"gpt-2", split_gpt2, false},
+    {"llama3", split_llama3, true},
+    {"llama-v3", split_llama3, true},
+    {"llama-bpe", split_llama3, true},
+    {"falcon3", split_llama3, true},
+    {"qwen2", split_qwen2, false},
+    {"deepseek-r1-qwen", split_qwen2, false},
+    {"smollm", split_smollm, false},
+    {"starcoder", split_smollm, false},
+    {"refact", split_smollm, false},
+    {"command-r", split_smollm, false},
+    {"codeshell", split_smollm, false},
+    {"exaone", split_smollm, false},
+    {"minerva-7b", split_smollm, false},
+    {"deepseek-llm", split_deepseek_llm, false},
 };
 
-bpe_split_fn tokenizer_bpe_splitter(const char *pre)
+static int find_pre(const char *pre)
 {
     for (size_t i = 0; i < sizeof pre_tokenizers / sizeof *pre_tokenizers; i++)
         if (strcmp(pre, pre_tokenizers[i].name) == 0)
-            return pre_tokenizers[i].split;
-    return NULL;
+            return (int)i;
+    return -1;
+}
+
+bpe_split_fn tokenizer_bpe_splitter(const char *pre)
+{
+    int i = find_pre(pre);
+    return i < 0 ? NULL : pre_tokenizers[i].split;
+}
+
+bool tokenizer_bpe_pre_adds_bos(const char *pre)
+{
+    int i = find_pre(pre);
+    return i >= 0 && pre_tokenizers[i].add_bos;
 }
 
 /* ---- tables -------------------------------------------------------------------------- */

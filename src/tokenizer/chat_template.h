@@ -47,7 +47,8 @@ typedef struct chat_rendering {
 
 /* Renders n messages (borrowed) followed by the opening of the assistant's turn into
  * *out, which the caller frees with chat_rendering_free. BOS is not part of the text:
- * tokenize it with add_bos. Unknown roles give TS_ERR_INVALID_ARG. */
+ * tokenize it with add_special, which adds BOS where the vocabulary says to. Unknown roles
+ * give TS_ERR_INVALID_ARG. */
 ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs, size_t n,
                                chat_rendering *out, ts_error *err);
 

@@ -288,10 +288,10 @@ const tokenizer_vocab *tokenizer_get_vocab(const ts_tokenizer *tok)
     return &tok->vocab;
 }
 
-ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos,
+ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, bool add_special,
                       int32_t *ids, size_t cap, size_t *n_ids)
 {
-    ts_tokenize_opts o = {.add_bos = add_bos};
+    ts_tokenize_opts o = {.add_special = add_special};
     return ts_tokenize_ex(tok, text, len, &o, ids, cap, n_ids);
 }
 
@@ -341,7 +341,7 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
     if (len > TOKENIZER_MAX_TEXT) /* the whole text, not each piece between special tokens */
         return TS_ERR_TOO_LONG;
     tokenizer_out out = {ids, cap, 0};
-    if (o->add_bos && tok->vocab.bos_id >= 0)
+    if (o->add_special && ts_tokenizer_add_bos(tok))
         tokenizer_emit(&out, tok->vocab.bos_id);
     size_t piece = 0; /* start of the plain text not yet encoded */
     if (o->parse_special && tok->n_special > 0) { /* any special tokens at all */
@@ -441,6 +441,11 @@ int ts_tokenizer_vocab_size(const ts_tokenizer *tok)
 int32_t ts_tokenizer_bos(const ts_tokenizer *tok)
 {
     return tok ? tok->vocab.bos_id : -1;
+}
+
+bool ts_tokenizer_add_bos(const ts_tokenizer *tok)
+{
+    return tok && tok->vocab.add_bos && tok->vocab.bos_id >= 0;
 }
 
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok)

@@ -38,13 +38,19 @@ typedef struct tokenizer_vocab {
     int n_merges;
     char **merges;        /* (n_merges) "left right", BPE only */
     int32_t bos_id, eos_id, unk_id, pad_id, eot_id; /* -1 when absent */
-    bool add_bos;
+    bool add_bos;         /* prompts start with BOS: tokenizer.ggml.add_bos_token, or
+                           * vocab_default_add_bos when the file does not say */
     bool add_space_prefix;
     char pre[32];         /* tokenizer.ggml.pre: pre-tokenizer family, "" = default */
 } tokenizer_vocab;
 
 /* Frees what the vocab points to (not the struct itself). Accepts half-filled vocabs. */
 void vocab_clear(tokenizer_vocab *v);
+
+/* llama.cpp's answer to "does a prompt start with BOS?" for a file without
+ * tokenizer.ggml.add_bos_token: yes for SentencePiece; for byte-level BPE only under the
+ * pre-tokenizers it says so for (Llama 3's family), so SmolLM, Qwen2 and GPT-2 get none. */
+bool vocab_default_add_bos(vocab_kind kind, const char *pre);
 
 /* Builds a tokenizer from v (copied; the caller keeps v). */
 ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_error *err);

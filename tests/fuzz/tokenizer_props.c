@@ -47,7 +47,7 @@ static int32_t *tokenize_opts(const ts_tokenizer *tok, const char *text, size_t 
     for (size_t i = 0; i < n; i++)
         FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab, "id %d at %zu outside the vocabulary",
                    (int)ids[i], i);
-    if (o->add_bos && ts_tokenizer_bos(tok) >= 0)
+    if (o->add_special && ts_tokenizer_add_bos(tok))
         FUZZ_CHECK(n > 0 && ids[0] == ts_tokenizer_bos(tok), "BOS is not the first id");
     if (n > 1) { /* a short buffer gets the first ids and the full count */
         size_t half = n / 2, n3 = 0;
@@ -64,9 +64,9 @@ static int32_t *tokenize_opts(const ts_tokenizer *tok, const char *text, size_t 
 
 /* tokenize_opts as ts_tokenize reads text. */
 static int32_t *tokenize_all(const ts_tokenizer *tok, const char *text, size_t len,
-                             bool add_bos, size_t *n_ids)
+                             bool add_special, size_t *n_ids)
 {
-    ts_tokenize_opts o = {.add_bos = add_bos};
+    ts_tokenize_opts o = {.add_special = add_special};
     return tokenize_opts(tok, text, len, &o, n_ids);
 }
 
@@ -116,17 +116,19 @@ void fuzz_tokenizer_require_bytes(const ts_tokenizer *tok)
     }
 }
 
-static void check_text(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos)
+static void check_text(const ts_tokenizer *tok, const char *text, size_t len,
+                       bool add_special)
 {
     size_t n_ids = 0, n_out = 0;
-    int32_t *ids = tokenize_all(tok, text, len, add_bos, &n_ids);
+    int32_t *ids = tokenize_all(tok, text, len, add_special, &n_ids);
     char *out = detokenize_all(tok, ids, n_ids, &n_out);
     check_decoded(tok, "detokenize(tokenize(text))", out, n_out, text, len);
     free(out);
     free(ids);
 }
 
-static void check_ids(const ts_tokenizer *tok, const uint8_t *p, size_t size, bool add_bos)
+static void check_ids(const ts_tokenizer *tok, const uint8_t *p, size_t size,
+                      bool add_special)
 {
     size_t n = size / 2;
     int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
@@ -136,12 +138,12 @@ static void check_ids(const ts_tokenizer *tok, const uint8_t *p, size_t size, bo
         ids[i] = (int32_t)((p[2 * i] | p[2 * i + 1] << 8) % vocab);
     size_t n_s = 0, n_c = 0, n_s2 = 0;
     char *s = detokenize_all(tok, ids, n, &n_s);
-    int32_t *c = tokenize_all(tok, s, n_s, add_bos, &n_c);
+    int32_t *c = tokenize_all(tok, s, n_s, add_special, &n_c);
     char *s2 = detokenize_all(tok, c, n_c, &n_s2);
     if (check_decoded(tok, "detokenize(tokenize(detokenize(ids)))", s2, n_s2, s, n_s)) {
         /* no U+2581 in s: its canonical ids are a fixed point */
         size_t n_c2 = 0;
-        int32_t *c2 = tokenize_all(tok, s2, n_s2, add_bos, &n_c2);
+        int32_t *c2 = tokenize_all(tok, s2, n_s2, add_special, &n_c2);
         FUZZ_CHECK(n_c2 == n_c && memcmp(c2, c, n_c * sizeof *c) == 0,
                    "tokenize(detokenize(c)) != c for c = tokenize(text): %zu ids, then %zu",
                    n_c, n_c2);
@@ -156,7 +158,8 @@ static void check_ids(const ts_tokenizer *tok, const uint8_t *p, size_t size, bo
 /* Special tokens read from text, with a plain span from each byte 0x02 up to the next
  * (or the end): tokenize_opts' checks, ts_tokenize_alloc gives the same ids, and one span
  * over the whole text gives exactly ts_tokenize's answer. */
-static void check_special(const ts_tokenizer *tok, const char *text, size_t len, bool add_bos)
+static void check_special(const ts_tokenizer *tok, const char *text, size_t len,
+                          bool add_special)
 {
     ts_text_span spans[64];
     size_t n_spans = 0;
@@ -169,7 +172,7 @@ static void check_special(const ts_tokenizer *tok, const char *text, size_t len,
         spans[n_spans++] = (ts_text_span){i, j - i};
         i = j; /* past the closing 0x02 */
     }
-    ts_tokenize_opts o = {.add_bos = add_bos, .parse_special = true, .plain = spans,
+    ts_tokenize_opts o = {.add_special = add_special, .parse_special = true, .plain = spans,
                           .n_plain = n_spans};
     size_t n = 0, n_alloc = 0;
     int32_t *ids = tokenize_opts(tok, text, len, &o, &n), *alloc = NULL;
@@ -184,7 +187,7 @@ static void check_special(const ts_tokenizer *tok, const char *text, size_t len,
     o.n_plain = 1;
     size_t n_ref = 0;
     ids = tokenize_opts(tok, text, len, &o, &n);
-    int32_t *ref = tokenize_all(tok, text, len, add_bos, &n_ref);
+    int32_t *ref = tokenize_all(tok, text, len, add_special, &n_ref);
     FUZZ_CHECK(n == n_ref && (n == 0 || memcmp(ids, ref, n * sizeof *ref) == 0),
                "a plain span over the whole text differs from ts_tokenize");
     free(ref);
@@ -196,20 +199,20 @@ void fuzz_tokenizer_check(const ts_tokenizer *tok, const uint8_t *data, size_t s
     if (size == 0)
         return;
     uint8_t mode = data[0];
-    bool add_bos = mode & 2;
+    bool add_special = mode & 2;
     if (mode & 1)
-        check_ids(tok, data + 1, size - 1, add_bos);
+        check_ids(tok, data + 1, size - 1, add_special);
     else if (mode & 4)
-        check_special(tok, (const char *)data + 1, size - 1, add_bos);
+        check_special(tok, (const char *)data + 1, size - 1, add_special);
     else
-        check_text(tok, (const char *)data + 1, size - 1, add_bos);
+        check_text(tok, (const char *)data + 1, size - 1, add_special);
 }
 
 void fuzz_tokenizer_use(const ts_tokenizer *tok, const char *text, size_t len)
 {
     int vocab = ts_tokenizer_vocab_size(tok);
     for (int special = 0; special < 2; special++) {
-        ts_tokenize_opts o = {.add_bos = true, .parse_special = special};
+        ts_tokenize_opts o = {.add_special = true, .parse_special = special};
         int32_t ids[512];
         size_t n = 0;
         FUZZ_CHECK(ts_tokenize_ex(tok, text, len, &o, ids, 512, &n) == TS_OK,

@@ -14,7 +14,8 @@ void fuzz_tokenizer_require_bytes(const ts_tokenizer *tok);
 
 /* One fuzz input against tok. data[0] picks the mode: bit 0 clear, the rest is text;
  * set, the rest is a stream of little-endian 16-bit ids (modulo the vocabulary); bit 1
- * adds BOS. Checked, aborting on violation:
+ * sets add_special (BOS where the vocabulary starts prompts with it). Checked, aborting
+ * on violation:
  *   text:  detokenize(tokenize(x)) == x, where SentencePiece vocabularies read U+2581
  *          as a space (the encoder escapes spaces as U+2581 and the decoder turns every
  *          U+2581 back into a space, so a literal U+2581 comes back as ' '); the leading
