@@ -258,6 +258,75 @@ static void test_vocab_errors(void **state)
     }
 }
 
+/* A SentencePiece vocabulary-only file of the first n of <unk>, <s>, </s>, a, b, with no
+ * token id keys at all. */
+static gguf_file *spm_vocab_file(int n, uint8_t **bytes)
+{
+    static const char *const toks[] = {"<unk>", "<s>", "</s>", "a", "b"};
+    static const int32_t types[] = {2, 3, 3, 1, 1};
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+    gguf_writer_add_str(w, "tokenizer.ggml.model", "llama");
+    gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, NULL, (uint64_t)n);
+    gguf_writer_add_array(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, (uint64_t)n);
+    return finish(w, bytes);
+}
+
+/* SentencePiece files without bos/eos/unk ids get llama.cpp's 1, 2 and 0, each only where
+ * the vocabulary reaches it; so such a prompt starts with <s> and </s> ends generation. */
+static void test_spm_default_ids(void **state)
+{
+    (void)state;
+    uint8_t *bytes;
+    tokenizer_vocab v;
+    ts_error err = {0};
+    gguf_file *f = spm_vocab_file(5, &bytes);
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(v.bos_id, 1);
+    assert_int_equal(v.eos_id, 2);
+    assert_int_equal(v.unk_id, 0);
+    assert_int_equal(v.pad_id, -1);
+    assert_int_equal(v.eot_id, -1);
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(tokenizer_create(&v, &tok, &err), TS_OK);
+    vocab_clear(&v);
+    int32_t ids[8];
+    size_t n = 0;
+    assert_int_equal(ts_tokenize(tok, "ab", 2, true, ids, 8, &n), TS_OK);
+    assert_true(n >= 1);
+    assert_int_equal(ids[0], 1);
+    assert_true(ts_token_is_eog(tok, 2));
+    ts_tokenizer_free(tok);
+    gguf_close(f);
+    free(bytes);
+
+    f = spm_vocab_file(2, &bytes); /* <unk> and <s> only: no EOS */
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(v.bos_id, 1);
+    assert_int_equal(v.eos_id, -1);
+    assert_int_equal(v.unk_id, 0);
+    vocab_clear(&v);
+    gguf_close(f);
+    free(bytes);
+
+    /* Byte-level BPE has no such defaults. */
+    static const char *const toks[] = {"a", "b", "c"};
+    static const char *const merges[] = {"a b"};
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+    gguf_writer_add_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, NULL, 3);
+    gguf_writer_add_str_array(w, "tokenizer.ggml.merges", merges, NULL, 1);
+    f = finish(w, &bytes);
+    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(v.bos_id, -1);
+    assert_int_equal(v.eos_id, -1);
+    assert_int_equal(v.unk_id, -1);
+    vocab_clear(&v);
+    gguf_close(f);
+    free(bytes);
+}
+
 /* A vocabulary-only byte-level BPE file as a SmolLM2 or Llama 3 conversion writes one:
  * <|endoftext|> (EOS), <|im_start|> (BOS, as SmolLM2's is), a few letters and a merge.
  * add_bos is written as tokenizer.ggml.add_bos_token, or left out when -1. */
@@ -489,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_vocab_errors),
         cmocka_unit_test(test_vocab_decides_bos),
+        cmocka_unit_test(test_spm_default_ids),
         cmocka_unit_test(test_write_keeps_the_effective_add_bos),
         cmocka_unit_test(test_weight_errors_name_the_tensor),
         cmocka_unit_test(test_write_round_trip),

@@ -17,13 +17,16 @@ static char *dup_str(gguf_str s)
     return p;
 }
 
-/* An optional token id: absent or 0xFFFFFFFF (llama.cpp's "none") is -1. */
-static ts_status get_id(const gguf_file *f, const char *key, int n_tokens, int32_t *out,
-                        ts_error *err)
+/* An optional token id: absent gives fallback where it lies in the vocabulary, else -1;
+ * 0xFFFFFFFF (llama.cpp's "none") gives -1. */
+static ts_status get_id(const gguf_file *f, const char *key, int32_t fallback, int n_tokens,
+                        int32_t *out, ts_error *err)
 {
     *out = -1;
     int64_t id;
     ts_status st = gguf_get_i64(f, key, &id, err);
+    if (st == TS_ERR_NOT_FOUND && fallback < n_tokens)
+        *out = fallback;
     if (st == TS_ERR_NOT_FOUND || (st == TS_OK && (id == UINT32_MAX || id == -1)))
         return TS_OK;
     if (st != TS_OK)
@@ -140,11 +143,15 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
     }
     if ((st = read_tokens(v, f, err)) != TS_OK || (st = read_merges(v, f, err)) != TS_OK)
         return st;
-    if ((st = get_id(f, "tokenizer.ggml.bos_token_id", v->n_tokens, &v->bos_id, err)) != TS_OK ||
-        (st = get_id(f, "tokenizer.ggml.eos_token_id", v->n_tokens, &v->eos_id, err)) != TS_OK ||
-        (st = get_id(f, "tokenizer.ggml.unknown_token_id", v->n_tokens, &v->unk_id, err)) != TS_OK ||
-        (st = get_id(f, "tokenizer.ggml.padding_token_id", v->n_tokens, &v->pad_id, err)) != TS_OK ||
-        (st = get_id(f, "tokenizer.ggml.eot_token_id", v->n_tokens, &v->eot_id, err)) != TS_OK)
+    /* Missing ids take llama.cpp's defaults: SentencePiece's <unk> 0, <s> 1 and </s> 2
+     * (each only if the vocabulary reaches it), none for byte-level BPE. */
+    bool spm = v->kind == VOCAB_KIND_SPM;
+    int n = v->n_tokens;
+    if ((st = get_id(f, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n, &v->bos_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, n, &v->eos_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, n, &v->unk_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.padding_token_id", -1, n, &v->pad_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.eot_token_id", -1, n, &v->eot_id, err)))
         return st;
     /* llama.cpp's defaults: SentencePiece adds BOS and a leading space; byte-level BPE no
      * space, and BOS only for the pre-tokenizers llama.cpp names (Llama 3's). The keys,
