@@ -161,6 +161,43 @@ static void test_merges_by_rank_within_words(void **state)
     vocab_clear(&v);
 }
 
+/* Llama 3's family takes a word the vocabulary holds whole as that token before merging
+ * (llama.cpp's and Hugging Face's ignore_merges): no merge makes "abc" of "ab" and "c",
+ * yet "abc" is a token. GPT-2 and the others merge as the ranks say. */
+static void test_llama3_takes_known_words_whole(void **state)
+{
+    (void)state;
+    const char *extra[] = {"ab", "abc"};
+    const char *merges[] = {"a b"};
+    static const struct {
+        const char *pre;
+        size_t n;
+        int32_t ids[2];
+    } cases[] = {
+        {"llama-bpe", 1, {257}},      {"llama3", 1, {257}},   {"llama-v3", 1, {257}},
+        {"falcon3", 1, {257}},        {"gpt2", 2, {256, 'c'}}, {"qwen2", 2, {256, 'c'}},
+        {"smollm", 2, {256, 'c'}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tokenizer_vocab v;
+        make_vocab(&v, extra, 2, merges, 1);
+        strcpy(v.pre, cases[i].pre);
+        ts_tokenizer *tok = NULL;
+        assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+        vocab_clear(&v);
+        int32_t ids[8];
+        size_t n = encode(tok, "abc", ids, 8);
+        if (n != cases[i].n || memcmp(ids, cases[i].ids, n * sizeof *ids) != 0)
+            fail_msg("pre %s: %zu ids, the first %d", cases[i].pre, n, (int)ids[0]);
+        /* a word that is no token still merges: "abab" is ab ab under any pre */
+        n = encode(tok, "abab", ids, 8);
+        assert_int_equal(n, 2);
+        assert_int_equal(ids[0], 256);
+        assert_int_equal(ids[1], 256);
+        ts_tokenizer_free(tok);
+    }
+}
+
 static void test_invalid_utf8_bytes(void **state)
 {
     (void)state;
@@ -208,6 +245,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_byte_round_trips),
         cmocka_unit_test(test_merges_by_rank_within_words),
+        cmocka_unit_test(test_llama3_takes_known_words_whole),
         cmocka_unit_test(test_invalid_utf8_bytes),
         cmocka_unit_test(test_unicode_flags),
     };

@@ -1,6 +1,7 @@
 /* bpe.c: byte-level BPE ("gpt2" vocabularies) as llama.cpp's llm_tokenizer_bpe does it:
  * a pre-tokenizer splits text into words, each word's bytes are mapped to printable
- * code points (GPT-2's bytes_to_unicode), then merged pair by pair in rank order. */
+ * code points (GPT-2's bytes_to_unicode), then merged pair by pair in rank order (Llama
+ * 3's family first takes a word that is a token whole). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 struct bpe_state {
     tokenizer_map merge_rank; /* "left right" -> rank */
     bpe_split_fn split;
+    bool ignore_merges;       /* a word that is a token is taken whole (Llama 3's family) */
     unsigned char byte_utf8[256][2]; /* the UTF-8 of each byte's stand-in code point */
     unsigned char byte_len[256];
 };
@@ -350,32 +352,34 @@ static size_t split_deepseek_llm(const char *s, size_t n, size_t pos)
     return n;
 }
 
-/* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes. add_bos:
- * llama.cpp starts prompts with BOS for this family when the file has no
- * tokenizer.ggml.add_bos_token (its Llama 3 names; byte-level BPE does not otherwise). */
+/* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes, and two
+ * things llama.cpp's loader sets for its Llama 3 names (byte-level BPE does neither
+ * otherwise). add_bos: prompts start with BOS when the file has no
+ * tokenizer.ggml.add_bos_token. ignore_merges: a word the vocabulary holds whole is that
+ * one token, before any merge (Hugging Face's ignore_merges). */
 static const struct {
     const char *name;
     bpe_split_fn split;
-    bool add_bos;
+    bool add_bos, ignore_merges;
 } pre_tokenizers[] = {
-    {"", split_gpt2, false},
-    {"default", split_gpt2, false},
-    {"gpt2", split_gpt2, false},
-    {"gpt-2", split_gpt2, false},
-    {"llama3", split_llama3, true},
-    {"llama-v3", split_llama3, true},
-    {"llama-bpe", split_llama3, true},
-    {"falcon3", split_llama3, true},
-    {"qwen2", split_qwen2, false},
-    {"deepseek-r1-qwen", split_qwen2, false},
-    {"smollm", split_smollm, false},
-    {"starcoder", split_smollm, false},
-    {"refact", split_smollm, false},
-    {"command-r", split_smollm, false},
-    {"codeshell", split_smollm, false},
-    {"exaone", split_smollm, false},
-    {"minerva-7b", split_smollm, false},
-    {"deepseek-llm", split_deepseek_llm, false},
+    {"", split_gpt2, false, false},
+    {"default", split_gpt2, false, false},
+    {"gpt2", split_gpt2, false, false},
+    {"gpt-2", split_gpt2, false, false},
+    {"llama3", split_llama3, true, true},
+    {"llama-v3", split_llama3, true, true},
+    {"llama-bpe", split_llama3, true, true},
+    {"falcon3", split_llama3, true, true},
+    {"qwen2", split_qwen2, false, false},
+    {"deepseek-r1-qwen", split_qwen2, false, false},
+    {"smollm", split_smollm, false, false},
+    {"starcoder", split_smollm, false, false},
+    {"refact", split_smollm, false, false},
+    {"command-r", split_smollm, false, false},
+    {"codeshell", split_smollm, false, false},
+    {"exaone", split_smollm, false, false},
+    {"minerva-7b", split_smollm, false, false},
+    {"deepseek-llm", split_deepseek_llm, false, false},
 };
 
 static int find_pre(const char *pre)
@@ -407,8 +411,11 @@ ts_status tokenizer_bpe_init(ts_tokenizer *tok, ts_error *err)
     if (!b)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate BPE tables");
     tok->bpe = b;
-    if (!(b->split = tokenizer_bpe_splitter(v->pre)))
+    int pre = find_pre(v->pre);
+    if (pre < 0)
         return ts_error_set(err, TS_ERR_UNSUPPORTED, "pre-tokenizer '%s' is not supported", v->pre);
+    b->split = pre_tokenizers[pre].split;
+    b->ignore_merges = pre_tokenizers[pre].ignore_merges;
     if (v->n_merges > (1 << 24)) /* ranks must stay exact as float scores */
         return ts_error_set(err, TS_ERR_FORMAT, "%d merges is too many", v->n_merges);
     if (tokenizer_map_init(&b->merge_rank, (size_t)v->n_merges) != TS_OK)
@@ -481,6 +488,13 @@ static int encode_word(bpe_ctx *c, const char *w, size_t len, tokenizer_out *out
         unsigned char x = (unsigned char)w[i];
         memcpy(c->m + mlen, b->byte_utf8[x], b->byte_len[x]);
         mlen += b->byte_len[x];
+    }
+    if (b->ignore_merges) {
+        int32_t whole = tokenizer_map_get(&c->tok->text_to_id, c->m, mlen);
+        if (whole >= 0) {
+            tokenizer_emit(out, whole);
+            return 0;
+        }
     }
     int n_sym = 0;
     for (size_t off = 0; off < mlen; n_sym++) {
