@@ -301,6 +301,48 @@ static size_t count_id(const int32_t *ids, size_t n, int32_t id)
     return c;
 }
 
+/* End-of-turn tokens that a conversion typed user-defined are control tokens, as llama.cpp
+ * makes them at load: they end generation and decode to nothing. Another user-defined
+ * token keeps its type and prints its text; both are still read from a prompt. */
+static void test_user_defined_end_of_turn_is_control(void **state)
+{
+    (void)state;
+    const char *texts[] = {"<unk>", "<s>", "</s>", "a", "<|im_end|>", "<end_of_turn>",
+                           "<|eot_id|>", "<tool>"};
+    float scores[8] = {0};
+    int32_t types[] = {VOCAB_TOKEN_UNKNOWN, VOCAB_TOKEN_CONTROL, VOCAB_TOKEN_CONTROL,
+                       VOCAB_TOKEN_NORMAL, VOCAB_TOKEN_USER_DEFINED,
+                       VOCAB_TOKEN_USER_DEFINED, VOCAB_TOKEN_USER_DEFINED,
+                       VOCAB_TOKEN_USER_DEFINED};
+    tokenizer_vocab v;
+    make_vocab(&v, texts, scores, types, 8);
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    vocab_clear(&v);
+    const tokenizer_vocab *got = tokenizer_get_vocab(tok);
+    for (int32_t id = 4; id <= 6; id++) {
+        assert_true(ts_token_is_eog(tok, id));
+        assert_int_equal(got->tokens[id].type, VOCAB_TOKEN_CONTROL);
+        size_t len = 99;
+        ts_token_bytes(tok, id, &len);
+        assert_int_equal(len, 0);
+    }
+    assert_false(ts_token_is_eog(tok, 7));
+    assert_int_equal(got->tokens[7].type, VOCAB_TOKEN_USER_DEFINED);
+    char out[32];
+    const int32_t ids[] = {3, 7, 4};
+    size_t n = ts_detokenize(tok, ids, 3, out, sizeof out);
+    assert_int_equal(n, 7);
+    assert_memory_equal(out, "a<tool>", 7);
+    ts_tokenize_opts special = {.parse_special = true};
+    int32_t *parsed = encode_ex(tok, "<tool><|im_end|>", &special, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(parsed[0], 7);
+    assert_int_equal(parsed[1], 4);
+    free(parsed);
+    ts_tokenizer_free(tok);
+}
+
 static void test_special_tokens_spelled_out(void **state)
 {
     (void)state;
@@ -584,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_and_byte_fallback),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_merge_order_and_unk),
+        cmocka_unit_test(test_user_defined_end_of_turn_is_control),
         cmocka_unit_test(test_special_tokens_spelled_out),
         cmocka_unit_test(test_special_tokens_sharing_a_prefix),
         cmocka_unit_test(test_chat_markup_is_special_content_is_not),

@@ -88,7 +88,8 @@ int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has n
  * 3's BPE, no for GPT-2, SmolLM, Qwen2 and the other byte-level BPE families). */
 bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
-/* True for tokens that end generation (EOS, and end-of-turn tokens such as <|eot_id|>). */
+/* True for tokens that end generation: EOS, EOT, and end-of-turn tokens such as
+ * <|eot_id|> and <|im_end|> (control tokens, whatever type the file gave them). */
 bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id);
 
 #endif /* TESSERA_TOKENIZER_H */

@@ -12,7 +12,9 @@ enum {
     TOKENIZER_MAX_TOKEN_LEN = 1 << 16,
 };
 
-/* Control tokens that end a turn in the chat formats we know, besides EOS and EOT. */
+/* Tokens that end a turn in the chat formats we know, besides EOS and EOT. Some
+ * conversions type them user-defined; llama.cpp makes each a control token at load,
+ * whatever its type, and so does find_special_tokens. */
 static const char *const eog_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
 };
@@ -163,10 +165,13 @@ static void find_special_tokens(ts_tokenizer *tok)
         tok->eog[tok->n_eog++] = v->eot_id;
     for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++) {
         int32_t id = tokenizer_map_get(&tok->text_to_id, eog_texts[k], strlen(eog_texts[k]));
-        if (id < 0 || id == v->eos_id || id == v->eot_id ||
-            v->tokens[id].type != VOCAB_TOKEN_CONTROL)
+        if (id < 0)
             continue;
-        if (tok->n_eog < (int)(sizeof tok->eog / sizeof *tok->eog))
+        /* a control token ends generation and prints nothing: a user-defined <|im_end|>
+         * would do neither */
+        tok->vocab.tokens[id].type = VOCAB_TOKEN_CONTROL;
+        if (id != v->eos_id && id != v->eot_id &&
+            tok->n_eog < (int)(sizeof tok->eog / sizeof *tok->eog))
             tok->eog[tok->n_eog++] = id;
     }
 }

@@ -55,7 +55,8 @@ bool vocab_default_add_bos(vocab_kind kind, const char *pre);
 /* Builds a tokenizer from v (copied; the caller keeps v). */
 ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_error *err);
 
-/* The vocabulary the tokenizer was built from, for writers (borrowed). */
+/* The vocabulary the tokenizer was built from, for writers (borrowed), as the tokenizer
+ * reads it: end-of-turn tokens such as <|im_end|> typed control whatever v said. */
 const tokenizer_vocab *tokenizer_get_vocab(const ts_tokenizer *tok);
 
 #endif /* TESSERA_TOKENIZER_VOCAB_H */
