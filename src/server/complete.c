@@ -199,7 +199,19 @@ static void error_of(const srv_job *j, oai_error *e)
     }
 }
 
-/* Non-streamed: append to the choice's text and logprobs. */
+static bool append_text(choice_acc *a, const char *text, size_t len)
+{
+    if (!grow((void **)&a->text, &a->cap, a->len + len + 1, 1))
+        return false;
+    memcpy(a->text + a->len, text, len);
+    a->len += len;
+    a->text[a->len] = '\0';
+    return true;
+}
+
+/* Non-streamed: append to the choice's text and logprobs. A DONE event's text is what the
+ * engine held back to the end (a possible stop string, a partial character): it belongs
+ * to the completion as much as a token's. */
 static bool collect_event(srv_job *j, const ts_event *ev)
 {
     if (ev->index < 0 || ev->index >= j->oreq.n)
@@ -207,17 +219,16 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     choice_acc *a = &j->acc[ev->index];
     if (ev->kind == TS_EVENT_TOKEN) {
         note_token_time(j, a);
-        if (!grow((void **)&a->text, &a->cap, a->len + ev->text_len + 1, 1))
+        if (!append_text(a, ev->text, ev->text_len))
             return false;
-        memcpy(a->text + a->len, ev->text, ev->text_len);
-        a->len += ev->text_len;
-        a->text[a->len] = '\0';
         if (j->oreq.logprobs) {
             if (!grow((void **)&a->lps, &a->cap_lps, a->n_lps + 1, sizeof *a->lps))
                 return false;
             fill_logprob(j, ev, &a->lps[a->n_lps++]);
         }
     } else if (ev->kind == TS_EVENT_DONE) {
+        if (!append_text(a, ev->text, ev->text_len))
+            return false;
         record_done(j, ev);
     } else {
         record_error(j, ev);
@@ -263,6 +274,13 @@ static void stream_event(srv_job *j, const ts_event *ev)
         return;
     choice_acc *a = &j->acc[ev->index];
     if (ev->kind == TS_EVENT_DONE) {
+        /* Text held back to the end comes in a chunk of its own before the finish chunk;
+         * no token goes with it, so its logprobs are null. */
+        if (ev->text_len > 0) {
+            out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len,
+                                        NULL, NULL, a->text_off));
+            a->text_off += ev->text_len;
+        }
         record_done(j, ev);
         out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL, 0));
         return;

@@ -1,0 +1,246 @@
+/* test_server_complete.c: completion requests through a real in-process server (stories260K,
+ * loopback, a free port): whole answers and streams must agree on the text, held-back text
+ * included. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "common/strbuf.h"
+#include "engine_util.h"
+#include "tessera/server.h"
+
+typedef struct served {
+    ts_engine *engine;
+    ts_server *server;
+    char url[64];
+} served;
+
+/* An engine on eu_model with eo (NULL: the defaults) behind a server on a free port. */
+static void serve_start(served *s, const ts_engine_options *eo, int grace_ms)
+{
+    ts_error err = {0};
+    s->engine = eu_start(eu_model, eo);
+    ts_server_options so;
+    ts_server_options_default(&so);
+    so.port = 0;
+    so.grace_ms = grace_ms;
+    if (ts_server_create(&so, &s->server, &err) != TS_OK ||
+        ts_server_add_model(s->server, "stories", s->engine, &err) != TS_OK ||
+        ts_server_start(s->server, &err) != TS_OK)
+        fail_msg("server: %s", err.msg);
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", ts_server_port(s->server));
+}
+
+static void serve_stop(served *s)
+{
+    ts_server_stop(s->server);
+    ts_engine_destroy(s->engine);
+    ts_server_destroy(s->server);
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
+{
+    return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
+}
+
+/* POSTs body to route and returns the HTTP status; *out gets the body (strbuf_free it). */
+static long post(const served *s, const char *route, const char *body, strbuf *out)
+{
+    char url[128];
+    snprintf(url, sizeof url, "%s%s", s->url, route);
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    *out = (strbuf){0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK)
+        fail_msg("POST %s: %s", route, curl_easy_strerror(rc));
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    assert_false(out->failed);
+    strbuf_add(out, "", 0); /* a NUL-terminated body even when it is empty */
+    return status;
+}
+
+/* The parsed JSON answer of a request that must succeed. */
+static cJSON *post_ok(const served *s, const char *route, const char *body)
+{
+    strbuf b;
+    long status = post(s, route, body, &b);
+    if (status != 200)
+        fail_msg("POST %s %s: %ld %s", route, body, status, b.s);
+    cJSON *j = cJSON_Parse(b.s);
+    strbuf_free(&b);
+    assert_non_null(j);
+    return j;
+}
+
+static const cJSON *get(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!v)
+        fail_msg("no '%s'", name);
+    return v;
+}
+
+static const cJSON *choice0(const cJSON *answer)
+{
+    const cJSON *c = cJSON_GetArrayItem(get(answer, "choices"), 0);
+    assert_non_null(c);
+    return c;
+}
+
+/* The text of a whole answer's first choice (malloc'd). */
+static char *answer_text(const cJSON *answer, bool chat)
+{
+    const cJSON *c = choice0(answer);
+    const cJSON *t = chat ? get(get(c, "message"), "content") : get(c, "text");
+    assert_true(cJSON_IsString(t));
+    return strdup(t->valuestring);
+}
+
+/* What a stream said about its first choice. */
+typedef struct streamed {
+    strbuf text;          /* the deltas joined */
+    const char *finish;   /* static copy of the last finish_reason seen */
+    int chunks_after_finish;
+} streamed;
+
+/* Streams body from route and joins its chunks. */
+static void post_stream(const served *s, const char *route, const char *body, bool chat,
+                        streamed *out)
+{
+    strbuf b;
+    long status = post(s, route, body, &b);
+    if (status != 200)
+        fail_msg("POST %s %s: %ld %s", route, body, status, b.s);
+    *out = (streamed){0};
+    strbuf_add(&out->text, "", 0);
+    static char finish[32];
+    bool finished = false, ended = false;
+    for (char *line = strtok(b.s, "\n"); line; line = strtok(NULL, "\n")) {
+        assert_false(ended);
+        if (!strcmp(line, "data: [DONE]")) {
+            ended = true;
+            continue;
+        }
+        assert_int_equal(strncmp(line, "data: {", 7), 0);
+        cJSON *j = cJSON_Parse(line + 6);
+        assert_non_null(j);
+        const cJSON *c = cJSON_GetArrayItem(get(j, "choices"), 0);
+        if (c) {
+            const cJSON *t = chat ? cJSON_GetObjectItem(get(c, "delta"), "content")
+                                  : get(c, "text");
+            if (finished && t && *t->valuestring)
+                out->chunks_after_finish++;
+            if (t)
+                strbuf_add(&out->text, t->valuestring, strlen(t->valuestring));
+            const cJSON *f = get(c, "finish_reason");
+            if (cJSON_IsString(f)) {
+                snprintf(finish, sizeof finish, "%s", f->valuestring);
+                out->finish = finish;
+                finished = true;
+            }
+        }
+        cJSON_Delete(j);
+    }
+    assert_true(ended);
+    assert_false(out->text.failed);
+    strbuf_free(&b);
+}
+
+/* s as a JSON string, quotes included (malloc'd). */
+static char *json_quote(const char *s)
+{
+    cJSON *str = cJSON_CreateString(s);
+    char *q = str ? cJSON_PrintUnformatted(str) : NULL;
+    cJSON_Delete(str);
+    assert_non_null(q);
+    return q;
+}
+
+/* Where the last UTF-8 character of s starts. */
+static size_t last_char(const char *s)
+{
+    size_t i = strlen(s);
+    assert_true(i > 0);
+    do
+        i--;
+    while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80);
+    return i;
+}
+
+/* Text the engine holds back until DONE (here: a stop string's prefix at the very end)
+ * belongs to the answer, whole or streamed, chat or completion. */
+static void test_text_released_at_done(void **state)
+{
+    (void)state;
+    served s;
+    serve_start(&s, NULL, 1000);
+    static const struct { const char *route, *fields; bool chat; } kinds[] = {
+        {"/v1/completions", "\"prompt\": \"Once upon a time\"", false},
+        {"/v1/chat/completions", "\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]",
+         true},
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        char body[512];
+        snprintf(body, sizeof body, "{%s, \"max_tokens\": 8, \"temperature\": 0}",
+                 kinds[k].fields);
+        cJSON *j = post_ok(&s, kinds[k].route, body);
+        char *want = answer_text(j, kinds[k].chat);
+        cJSON_Delete(j);
+        assert_true(strlen(want) > 0);
+        /* A stop string that cannot match: the last character, then U+0001. */
+        char stop[16];
+        snprintf(stop, sizeof stop, "%s\x01", want + last_char(want));
+        char *stop_json = json_quote(stop);
+        for (int stream = 0; stream < 2; stream++) {
+            snprintf(body, sizeof body,
+                     "{%s, \"max_tokens\": 8, \"temperature\": 0, \"stop\": [%s], \"stream\": %s}",
+                     kinds[k].fields, stop_json, stream ? "true" : "false");
+            if (!stream) {
+                j = post_ok(&s, kinds[k].route, body);
+                char *got = answer_text(j, kinds[k].chat);
+                assert_string_equal(get(choice0(j), "finish_reason")->valuestring, "length");
+                cJSON_Delete(j);
+                assert_string_equal(got, want);
+                free(got);
+            } else {
+                streamed st;
+                post_stream(&s, kinds[k].route, body, kinds[k].chat, &st);
+                assert_string_equal(st.text.s, want);
+                assert_non_null(st.finish);
+                assert_string_equal(st.finish, "length");
+                assert_int_equal(st.chunks_after_finish, 0);
+                strbuf_free(&st.text);
+            }
+        }
+        free(stop_json);
+        free(want);
+    }
+    serve_stop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_released_at_done),
+    };
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    int failed = cmocka_run_group_tests_name("server_complete", tests, eu_setup_stories,
+                                             eu_teardown_stories);
+    curl_global_cleanup();
+    return failed;
+}
