@@ -280,6 +280,44 @@ static void test_refusals_name_the_numbers(void **state)
     free(ids);
 }
 
+/* ts_engine_max_new_tokens is the pool check of submit turned round: that many new
+ * tokens are accepted, one more is refused, for prompts on and off block bounds and
+ * several n; 0 when not even one token fits. */
+static void test_max_new_tokens_is_the_pool_bound(void **state)
+{
+    (void)state;
+    ts_engine *e = start(8, 16);
+    int32_t ids[300];
+    for (int i = 0; i < 300; i++)
+        ids[i] = i == 0 ? 1 : 400 + i % 50;
+    static const int prompts[] = {1, 31, 32, 33, 100, 300};
+    int refused_all = 0;
+    for (size_t k = 0; k < sizeof prompts / sizeof *prompts; k++) {
+        for (int n = 1; n <= 5; n++) {
+            int max = ts_engine_max_new_tokens(e, (size_t)prompts[k], n);
+            ts_request_params p = eu_greedy(ids, prompts[k], max > 0 ? max : 1);
+            p.n = n;
+            ts_request *req = NULL;
+            ts_error err = {0};
+            if (max > 0) {
+                if (ts_engine_submit(e, &p, &req, &err) != TS_OK)
+                    fail_msg("prompt %d, n %d, max %d: %s", prompts[k], n, max, err.msg);
+                ts_request_release(req);
+                req = NULL;
+                p.max_tokens = max + 1;
+            } else {
+                refused_all++;
+            }
+            assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_TOO_LONG);
+            assert_null(req);
+        }
+    }
+    assert_true(refused_all > 0); /* 300 tokens take 10 of the 16 blocks: n 3 cannot fit */
+    assert_int_equal(ts_engine_max_new_tokens(e, 1, 1), 14 * 32);
+    assert_int_equal(ts_engine_max_new_tokens(e, 1, 0), 0);
+    ts_engine_destroy(e);
+}
+
 /* Each request keeps its own sampling parameters and random stream when many sample in
  * one step (on several threads): seeded texts come out the same alone and together.
  * The skinny-GEMM kernel for every step makes the logits bit-identical either way (its
@@ -393,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_stop_string_across_tokens),
         cmocka_unit_test(test_random_bytes_never_split_utf8),
         cmocka_unit_test(test_refusals_name_the_numbers),
+        cmocka_unit_test(test_max_new_tokens_is_the_pool_bound),
         cmocka_unit_test(test_step_profile_counts_every_step),
         cmocka_unit_test(test_sampled_requests_alone_equal_together),
     };

@@ -233,10 +233,56 @@ static void test_text_released_at_done(void **state)
     serve_stop(&s);
 }
 
+/* A chat without max_tokens asks for the rest of the context, which a small KV pool cannot
+ * hold: the default shrinks to what the pool holds for the prompt and n, and the answer
+ * ends for length there. A max_tokens the client gives is still refused when too big. */
+static void test_default_max_tokens_fits_the_pool(void **state)
+{
+    (void)state;
+    ts_engine_options eo;
+    ts_engine_options_default(&eo);
+    eo.kv_blocks = 8; /* 256 tokens, a context of 2048 */
+    served s;
+    serve_start(&s, &eo, 1000);
+    for (int n = 1; n <= 2; n++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"n\": %d,"
+                 " \"temperature\": 0, \"ignore_eos\": true}", n);
+        cJSON *j = post_ok(&s, "/v1/chat/completions", body);
+        int prompt = get(get(j, "usage"), "prompt_tokens")->valueint;
+        int each = ts_engine_max_new_tokens(s.engine, (size_t)prompt, n);
+        assert_true(each >= 32);
+        assert_int_equal(get(get(j, "usage"), "completion_tokens")->valueint, n * each);
+        for (int i = 0; i < n; i++)
+            assert_string_equal(
+                get(cJSON_GetArrayItem(get(j, "choices"), i), "finish_reason")->valuestring,
+                "length");
+        cJSON_Delete(j);
+    }
+    strbuf b;
+    assert_int_equal(post(&s, "/v1/chat/completions",
+                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}],"
+                          " \"max_tokens\": 1000}", &b),
+                     400);
+    cJSON *j = cJSON_Parse(b.s);
+    strbuf_free(&b);
+    assert_non_null(j);
+    assert_string_equal(get(get(j, "error"), "code")->valuestring, "context_length_exceeded");
+    assert_non_null(strstr(get(get(j, "error"), "message")->valuestring, "the pool has 8"));
+    cJSON_Delete(j);
+    /* Completions keep OpenAI's default of 16. */
+    j = post_ok(&s, "/v1/completions", "{\"prompt\": \"Hi\", \"ignore_eos\": true}");
+    assert_int_equal(get(get(j, "usage"), "completion_tokens")->valueint, 16);
+    cJSON_Delete(j);
+    serve_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_released_at_done),
+        cmocka_unit_test(test_default_max_tokens_fits_the_pool),
     };
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int failed = cmocka_run_group_tests_name("server_complete", tests, eu_setup_stories,

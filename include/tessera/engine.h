@@ -131,6 +131,11 @@ void ts_engine_destroy(ts_engine *engine);
 ts_status ts_engine_submit(ts_engine *engine, const ts_request_params *params,
                            ts_request **out, ts_error *err);
 
+/* The largest max_tokens that a request of n_prompt prompt tokens and n completions may
+ * ask for and still fit the engine's KV pool (the pool check of ts_engine_submit); 0 when
+ * not even one new token fits. The context length is a separate bound. Thread-safe. */
+int ts_engine_max_new_tokens(const ts_engine *engine, size_t n_prompt, int n);
+
 /* Waits up to timeout_ms (-1 = forever, 0 = poll) for the request's next event and moves
  * it into *ev. Returns TS_ERR_TIMEOUT when none came, TS_ERR_NOT_FOUND once every event
  * has been read (after all DONE events, or the ERROR event). Thread-safe. */

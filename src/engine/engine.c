@@ -1,5 +1,6 @@
 /* engine.c: the engine's lifecycle, request submission and the step thread. */
 #include <errno.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,28 @@ void ts_engine_destroy(ts_engine *e)
     free(e);
 }
 
+/* The most KV blocks a request can hold at once: its prompt's, and for each completion
+ * its new tokens' plus one (its first tokens may go into a copy of the prompt's partly
+ * filled last block). ts_engine_submit refuses a request past the pool by this count
+ * and ts_engine_max_new_tokens inverts it. */
+static int64_t worst_case_blocks(size_t n_prompt, int n, int max_tokens)
+{
+    return blocks_for((int64_t)n_prompt) + (int64_t)n * (blocks_for(max_tokens) + 1);
+}
+
+int ts_engine_max_new_tokens(const ts_engine *e, size_t n_prompt, int n)
+{
+    if (n < 1)
+        return 0;
+    /* The largest whole number of blocks per completion, each block's tokens in full:
+     * worst_case_blocks(n_prompt, n, max) <= the pool < that of max + 1. */
+    int64_t per = ((int64_t)e->kv_blocks_total - blocks_for((int64_t)n_prompt)) / n - 1;
+    if (per < 1)
+        return 0;
+    int64_t max = per * TS_KV_BLOCK;
+    return max < INT_MAX ? (int)max : INT_MAX / TS_KV_BLOCK * TS_KV_BLOCK;
+}
+
 /* Refuses, with the numbers, a request that could never run. */
 static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_error *err)
 {
@@ -234,8 +257,7 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "prompt of %zu tokens + max_tokens %d exceeds the context length %d",
                             p->n_prompt, p->max_tokens, c->context_len);
-    int64_t need = blocks_for((int64_t)p->n_prompt) +
-                   (int64_t)p->n * (blocks_for(p->max_tokens) + 1);
+    int64_t need = worst_case_blocks(p->n_prompt, p->n, p->max_tokens);
     if (need > e->kv_blocks_total)
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "prompt of %zu tokens + %d x %d new tokens needs %lld KV blocks; "

@@ -405,6 +405,12 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
                                  n, max_tokens, (long long)n + max_tokens, ctx);
         max_tokens = room;
     }
+    /* A default must not ask for more than the KV pool can ever hold for this prompt and
+     * n: the engine would refuse the request for a number the client never gave. When
+     * not one token fits, the engine's refusal says so with the numbers. */
+    int fit = ts_engine_max_new_tokens(j->model->engine, n, r->n);
+    if (!r->max_tokens && fit >= 1 && max_tokens > fit)
+        max_tokens = fit;
     ts_request_params p;
     ts_request_params_default(&p);
     p.prompt = ids;
