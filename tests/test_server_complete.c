@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -50,27 +52,37 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
     return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
 }
 
-/* POSTs body to route and returns the HTTP status; *out gets the body (strbuf_free it). */
-static long post(const served *s, const char *route, const char *body, strbuf *out)
+/* POSTs body to route and returns the HTTP status, or -1 when no answer came; *out gets
+ * the body, NUL-terminated (strbuf_free it). Asserts nothing: threads may call it. */
+static long post_raw(const served *s, const char *route, const char *body, strbuf *out)
 {
     char url[128];
     snprintf(url, sizeof url, "%s%s", s->url, route);
     CURL *c = curl_easy_init();
-    assert_non_null(c);
     *out = (strbuf){0};
+    if (!c)
+        return -1;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
     CURLcode rc = curl_easy_perform(c);
-    if (rc != CURLE_OK)
-        fail_msg("POST %s: %s", route, curl_easy_strerror(rc));
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    long status = -1;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    else
+        strbuf_addf(out, "%s", curl_easy_strerror(rc));
     curl_easy_cleanup(c);
-    assert_false(out->failed);
     strbuf_add(out, "", 0); /* a NUL-terminated body even when it is empty */
+    return out->failed ? -1 : status;
+}
+
+static long post(const served *s, const char *route, const char *body, strbuf *out)
+{
+    long status = post_raw(s, route, body, out);
+    if (status < 0)
+        fail_msg("POST %s: %s", route, out->s ? out->s : "out of memory");
     return status;
 }
 
@@ -278,11 +290,102 @@ static void test_default_max_tokens_fits_the_pool(void **state)
     serve_stop(&s);
 }
 
+typedef struct posted {
+    const served *s;
+    const char *body;
+    long status;
+    strbuf reply;
+} posted;
+
+static void *post_thread(void *arg)
+{
+    posted *p = arg;
+    p->status = post_raw(p->s, "/v1/completions", p->body, &p->reply);
+    return NULL;
+}
+
+/* Waits (bounded) until the engine's published stats satisfy done. */
+static void wait_stats(ts_engine *e, bool (*done)(const ts_engine_stats *st))
+{
+    ts_engine_stats st;
+    for (int i = 0;; i++) {
+        ts_engine_get_stats(e, &st);
+        if (done(&st))
+            return;
+        if (i == 20000)
+            fail_msg("the engine never got there");
+        usleep(1000);
+    }
+}
+
+static bool one_generating(const ts_engine_stats *st)
+{
+    return st->running == 1 && st->generated_tokens > 0;
+}
+
+static bool two_queued(const ts_engine_stats *st)
+{
+    return st->queued[TS_PRIORITY_NORMAL] == 2;
+}
+
+/* Shutdown with no grace: the running request answers what it has, finish_reason
+ * "cancelled"; a waiting one, which never made a token, the documented 503; a waiting
+ * stream, already answered 200, ends with finish_reason "cancelled" and [DONE]. */
+static void test_shutdown_refuses_waiting_requests(void **state)
+{
+    (void)state;
+    ts_engine_options eo;
+    ts_engine_options_default(&eo);
+    eo.max_seqs = 1;
+    served s;
+    serve_start(&s, &eo, 0);
+    const char *body = "{\"prompt\": \"a\", \"max_tokens\": 1800, \"ignore_eos\": true}";
+    const char *stream_body = "{\"prompt\": \"a\", \"max_tokens\": 1800, \"stream\": true}";
+    posted p[3] = {{&s, body, 0, {0}}, {&s, body, 0, {0}}, {&s, stream_body, 0, {0}}};
+    pthread_t t[3];
+    assert_int_equal(pthread_create(&t[0], NULL, post_thread, &p[0]), 0);
+    wait_stats(s.engine, one_generating);
+    assert_int_equal(pthread_create(&t[1], NULL, post_thread, &p[1]), 0);
+    assert_int_equal(pthread_create(&t[2], NULL, post_thread, &p[2]), 0);
+    wait_stats(s.engine, two_queued);
+    ts_server_stop(s.server);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        if (p[i].status < 0)
+            fail_msg("request %d got no answer: %s", i, p[i].reply.s);
+    }
+
+    assert_int_equal(p[0].status, 200);
+    cJSON *j = cJSON_Parse(p[0].reply.s);
+    assert_non_null(j);
+    assert_string_equal(get(choice0(j), "finish_reason")->valuestring, "cancelled");
+    int made = get(get(j, "usage"), "completion_tokens")->valueint;
+    assert_true(made > 0 && made < 1800);
+    assert_true(strlen(get(choice0(j), "text")->valuestring) > 0);
+    cJSON_Delete(j);
+
+    if (p[1].status != 503)
+        fail_msg("the waiting request got %ld %s", p[1].status, p[1].reply.s);
+    j = cJSON_Parse(p[1].reply.s);
+    assert_non_null(j);
+    assert_string_equal(get(get(j, "error"), "type")->valuestring, "server_error");
+    assert_string_equal(get(get(j, "error"), "code")->valuestring, "shutting_down");
+    cJSON_Delete(j);
+
+    assert_int_equal(p[2].status, 200);
+    assert_non_null(strstr(p[2].reply.s, "\"finish_reason\":\"cancelled\""));
+    assert_non_null(strstr(p[2].reply.s, "data: [DONE]\n\n"));
+    for (int i = 0; i < 3; i++)
+        strbuf_free(&p[i].reply);
+    serve_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_released_at_done),
         cmocka_unit_test(test_default_max_tokens_fits_the_pool),
+        cmocka_unit_test(test_shutdown_refuses_waiting_requests),
     };
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int failed = cmocka_run_group_tests_name("server_complete", tests, eu_setup_stories,

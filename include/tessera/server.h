@@ -47,7 +47,9 @@ ts_status ts_server_start(ts_server *srv, ts_error *err);
 int ts_server_port(const ts_server *srv);
 
 /* Stops accepting connections, lets requests in flight finish for up to grace_ms, then
- * cancels the rest, closes every connection and joins the HTTP threads. Idempotent. */
+ * cancels the rest, waits a few seconds at most for their answers (503 for a non-streamed
+ * request that had made no token) to go out, closes every connection and joins the HTTP
+ * threads. Idempotent. */
 void ts_server_stop(ts_server *srv);
 
 /* Stops if needed and frees the server. Accepts NULL. Destroy the engines first: their

@@ -20,7 +20,6 @@ _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
                "openai.h limits must match engine.h");
 
 enum {
-    SHUTDOWN_WAIT_MS = 5000,   /* after cancelling at shutdown, wait this long at most */
     STREAM_SNDBUF = 64 * 1024, /* kernel send buffer of a stream (Linux doubles it) */
 };
 
@@ -103,7 +102,7 @@ static int job_wait(srv_job *j, ts_event *ev)
         int nfds = j->client_fd >= 0 ? 2 : 1;
         if (!j->cancelled_for_shutdown)
             p[nfds++] = p[2];
-        int rc = poll(p, (nfds_t)nfds, j->cancelled_for_shutdown ? SHUTDOWN_WAIT_MS : -1);
+        int rc = poll(p, (nfds_t)nfds, j->cancelled_for_shutdown ? SRV_SHUTDOWN_WAIT_MS : -1);
         if (rc == 0)
             return -1; /* the engine did not wind the request down in time */
         if (rc < 0)
@@ -499,6 +498,14 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     }
     if (j->failed) {
         error_of(j, &e);
+        return srv_send_error(mc, c, &e);
+    }
+    /* Cancelled for shutdown before it made a token: answered as a request that came
+     * during shutdown. One that made tokens keeps them, with finish_reason "cancelled". */
+    if (j->cancelled_for_shutdown && j->completion_tokens == 0) {
+        oai_error_set(&e, 503, NULL, "shutting_down",
+                      "the server is shutting down; the request was cancelled before it "
+                      "generated a token");
         return srv_send_error(mc, c, &e);
     }
     static const oai_token_logprob no_tokens; /* logprobs asked for, no token made */

@@ -605,10 +605,17 @@ void ts_server_stop(ts_server *srv)
     while (srv->in_flight > 0 && pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == 0)
         ;
     pthread_mutex_unlock(&srv->mu);
-    /* Cancel the rest: every waiting request thread sees stop_efd and cancels its request. */
+    /* Cancel the rest: every waiting request thread sees stop_efd and cancels its request.
+     * Their answers (a 503, what a request made so far, a stream's last chunks) must go
+     * out before MHD_stop_daemon, which shuts every connection's socket. */
     uint64_t one = 1;
     ssize_t w = write(srv->stop_efd, &one, sizeof one);
     (void)w;
+    until = clock_deadline(SRV_SHUTDOWN_WAIT_MS);
+    pthread_mutex_lock(&srv->mu);
+    while (srv->in_flight > 0 && pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&srv->mu);
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
 }

@@ -22,6 +22,9 @@ enum {
     SRV_CONN_SPARE = 16,          /* connections past max_connections answered 503 */
     SRV_CONN_MEMORY = 32 * 1024,  /* MHD's per-connection buffer: request line + headers
                                    * must fit (431 otherwise) */
+    SRV_SHUTDOWN_WAIT_MS = 5000,  /* after cancelling at shutdown, a request waits this
+                                   * long at most for its end, and the server as long for
+                                   * the answers to go out */
 };
 
 typedef struct srv_model {
