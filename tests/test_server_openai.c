@@ -1,5 +1,6 @@
 /* test_server_openai.c: request validation (every field, wrong types, ranges) and the
  * shapes of error, response and stream-chunk JSON. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -443,6 +444,51 @@ static void test_chunk_json(void **state)
     cJSON_Delete(j);
 }
 
+/* -infinity (a token ruled out), NaN and anything under -9999 are written -9999, as
+ * OpenAI does: JSON has no infinity, and cJSON would print null. */
+static void test_logprobs_never_null(void **state)
+{
+    (void)state;
+    oai_token_logprob lps[3] = {
+        {.bytes = "a", .len = 1, .logprob = -INFINITY, .n_top = 2,
+         .top = {{"b", 1, -0.5f}, {"a", 1, -INFINITY}}},
+        {.bytes = "c", .len = 1, .logprob = NAN, .n_top = 1, .top = {{"c", 1, NAN}}},
+        {.bytes = "d", .len = 1, .logprob = -1e30f, .n_top = 1, .top = {{"d", 1, -12345.0f}}},
+    };
+    for (int i = 0; i < 3; i++) {
+        const oai_token_logprob *lp = &lps[i];
+        cJSON *j = parse_json(oai_chunk_json(&chat_meta, 0, false, "x", 1, NULL, lp, 0));
+        const cJSON *e = cJSON_GetArrayItem(
+            get(get(cJSON_GetArrayItem(get(j, "choices"), 0), "logprobs"), "content"), 0);
+        assert_true(cJSON_IsNumber(get(e, "logprob")));
+        assert_true(get(e, "logprob")->valuedouble == -9999);
+        const cJSON *last = cJSON_GetArrayItem(get(e, "top_logprobs"), lp->n_top - 1);
+        assert_true(cJSON_IsNumber(get(last, "logprob")));
+        assert_true(get(last, "logprob")->valuedouble == -9999);
+        cJSON_Delete(j);
+
+        j = parse_json(oai_chunk_json(&cmpl_meta, 0, false, "x", 1, NULL, lp, 0));
+        const cJSON *l = get(cJSON_GetArrayItem(get(j, "choices"), 0), "logprobs");
+        const cJSON *n = cJSON_GetArrayItem(get(l, "token_logprobs"), 0);
+        assert_true(cJSON_IsNumber(n) && n->valuedouble == -9999);
+        n = get(cJSON_GetArrayItem(get(l, "top_logprobs"), 0), lp->top[lp->n_top - 1].bytes);
+        assert_true(cJSON_IsNumber(n) && n->valuedouble == -9999);
+        cJSON_Delete(j);
+    }
+    /* The whole answer too, and a finite value is left alone. */
+    oai_choice ch = {"acd", 3, "stop", lps, 3};
+    oai_usage u = {1, 3, 0};
+    char *text = oai_response_json(&chat_meta, &ch, 1, &u);
+    assert_non_null(text);
+    assert_null(strstr(text, "\"logprob\":null"));
+    cJSON *j = parse_json(text);
+    const cJSON *e = cJSON_GetArrayItem(
+        get(get(cJSON_GetArrayItem(get(j, "choices"), 0), "logprobs"), "content"), 0);
+    assert_float_equal(get(cJSON_GetArrayItem(get(e, "top_logprobs"), 0), "logprob")->valuedouble,
+                       -0.5, 1e-9);
+    cJSON_Delete(j);
+}
+
 static void test_utf8(void **state)
 {
     (void)state;
@@ -472,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_response_json_chat),
         cmocka_unit_test(test_response_json_completion),
         cmocka_unit_test(test_chunk_json),
+        cmocka_unit_test(test_logprobs_never_null),
         cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests_name("server_openai", tests, NULL, NULL);

@@ -36,9 +36,15 @@ static bool add(cJSON *obj, const char *name, cJSON *item)
     return false;
 }
 
-/* Log-probabilities rounded to 6 significant digits: floats carry no more. */
+enum { LOGPROB_FLOOR = -9999 }; /* what OpenAI writes for a token ruled out */
+
+/* Log-probabilities rounded to 6 significant digits: floats carry no more. A token the
+ * model rules out has -infinity, which JSON cannot hold (cJSON would print null): it and
+ * anything below the floor, or not a number at all, is written as the floor. */
 static cJSON *logprob_number(float lp)
 {
+    if (!(lp >= LOGPROB_FLOOR))
+        return cJSON_CreateNumber(LOGPROB_FLOOR);
     char buf[32];
     snprintf(buf, sizeof buf, "%.6g", (double)lp);
     return cJSON_CreateNumber(strtod(buf, NULL));
