@@ -290,6 +290,90 @@ static void test_default_max_tokens_fits_the_pool(void **state)
     serve_stop(&s);
 }
 
+/* The text_offset of every token of a completion with logprobs, whole or streamed, in
+ * offs (up to 64); returns their count and puts the text in *text (malloc'd). */
+static int text_offsets(const served *s, const char *body, bool stream, int *offs,
+                        char **text)
+{
+    int n = 0;
+    if (!stream) {
+        cJSON *j = post_ok(s, "/v1/completions", body);
+        const cJSON *a = get(get(choice0(j), "logprobs"), "text_offset");
+        for (const cJSON *o = a->child; o; o = o->next) {
+            assert_true(n < 64);
+            offs[n++] = o->valueint;
+        }
+        *text = answer_text(j, false);
+        cJSON_Delete(j);
+        return n;
+    }
+    strbuf b;
+    assert_int_equal(post(s, "/v1/completions", body, &b), 200);
+    strbuf all = {0};
+    strbuf_add(&all, "", 0);
+    for (char *line = strtok(b.s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "data: {", 7))
+            continue;
+        cJSON *j = cJSON_Parse(line + 6);
+        assert_non_null(j);
+        const cJSON *c = choice0(j);
+        strbuf_add(&all, get(c, "text")->valuestring, strlen(get(c, "text")->valuestring));
+        const cJSON *lp = get(c, "logprobs");
+        if (!cJSON_IsNull(lp)) /* the text released at the end comes with no token */
+            for (const cJSON *o = get(lp, "text_offset")->child; o; o = o->next) {
+                assert_true(n < 64);
+                offs[n++] = o->valueint;
+            }
+        cJSON_Delete(j);
+    }
+    strbuf_free(&b);
+    assert_false(all.failed);
+    *text = all.s;
+    return n;
+}
+
+/* text_offset is where a token's text starts in what was emitted, whole or streamed, so a
+ * token whose text is held back (here the first, the beginning of a stop string) starts
+ * where the next one's does. */
+static void test_text_offsets_agree(void **state)
+{
+    (void)state;
+    served s;
+    serve_start(&s, NULL, 1000);
+    const char *plain = "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0,"
+                        " \"logprobs\": 1}";
+    cJSON *j = post_ok(&s, "/v1/completions", plain);
+    const cJSON *toks = get(get(choice0(j), "logprobs"), "tokens");
+    char stop[16];
+    const char *first = cJSON_GetArrayItem(toks, 0)->valuestring;
+    snprintf(stop, sizeof stop, "%s\x01", first + last_char(first));
+    char *want = answer_text(j, false);
+    cJSON_Delete(j);
+    char *stop_json = json_quote(stop);
+    int whole[64], in_stream[64];
+    char *text[2];
+    char body[512];
+    for (int stream = 0; stream < 2; stream++) {
+        snprintf(body, sizeof body,
+                 "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0,"
+                 " \"logprobs\": 1, \"stop\": [%s], \"stream\": %s}",
+                 stop_json, stream ? "true" : "false");
+        int n = text_offsets(&s, body, stream, stream ? in_stream : whole, &text[stream]);
+        assert_int_equal(n, 8);
+        assert_string_equal(text[stream], want);
+    }
+    assert_memory_equal(whole, in_stream, sizeof(int) * 8);
+    assert_int_equal(whole[0], 0);
+    assert_int_equal(whole[1], 0); /* the first token's text came out with the second's */
+    for (int i = 1; i < 8; i++)
+        assert_true(whole[i] >= whole[i - 1] && whole[i] <= (int)strlen(want));
+    free(text[0]);
+    free(text[1]);
+    free(stop_json);
+    free(want);
+    serve_stop(&s);
+}
+
 typedef struct posted {
     const served *s;
     const char *body;
@@ -386,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_text_released_at_done),
         cmocka_unit_test(test_default_max_tokens_fits_the_pool),
         cmocka_unit_test(test_shutdown_refuses_waiting_requests),
+        cmocka_unit_test(test_text_offsets_agree),
     };
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int failed = cmocka_run_group_tests_name("server_complete", tests, eu_setup_stories,

@@ -386,7 +386,8 @@ static void test_response_json_completion(void **state)
     (void)state;
     oai_token_logprob lps[2] = {
         {.bytes = " a", .len = 2, .logprob = -1.0f, .n_top = 1, .top = {{" a", 2, -1.0f}}},
-        {.bytes = "b", .len = 1, .logprob = -2.0f, .n_top = 1, .top = {{"b", 1, -2.0f}}},
+        {.bytes = "b", .len = 1, .text_offset = 2, .logprob = -2.0f, .n_top = 1,
+         .top = {{"b", 1, -2.0f}}},
     };
     oai_choice ch = {" ab", 3, "length", lps, 2};
     oai_usage u = {1, 2, 0};
@@ -407,7 +408,7 @@ static void test_chunk_json(void **state)
 {
     (void)state;
     /* First chat chunk: role, empty content, finish_reason null. */
-    cJSON *j = parse_json(oai_chunk_json(&chat_meta, 0, true, "", 0, NULL, NULL, 0));
+    cJSON *j = parse_json(oai_chunk_json(&chat_meta, 0, true, "", 0, NULL, NULL));
     assert_string_equal(get(j, "object")->valuestring, "chat.completion.chunk");
     const cJSON *c = cJSON_GetArrayItem(get(j, "choices"), 0);
     assert_string_equal(get(get(c, "delta"), "role")->valuestring, "assistant");
@@ -416,7 +417,7 @@ static void test_chunk_json(void **state)
     cJSON_Delete(j);
     /* A token chunk with logprobs. */
     oai_token_logprob lp = {.bytes = "x", .len = 1, .logprob = -0.25f};
-    j = parse_json(oai_chunk_json(&chat_meta, 2, false, "x", 1, NULL, &lp, 0));
+    j = parse_json(oai_chunk_json(&chat_meta, 2, false, "x", 1, NULL, &lp));
     c = cJSON_GetArrayItem(get(j, "choices"), 0);
     assert_int_equal(get(c, "index")->valueint, 2);
     assert_null(cJSON_GetObjectItem(get(c, "delta"), "role"));
@@ -424,13 +425,14 @@ static void test_chunk_json(void **state)
     assert_int_equal(cJSON_GetArraySize(get(get(c, "logprobs"), "content")), 1);
     cJSON_Delete(j);
     /* The last chunk: empty delta and the finish reason. */
-    j = parse_json(oai_chunk_json(&chat_meta, 0, false, NULL, 0, "stop", NULL, 0));
+    j = parse_json(oai_chunk_json(&chat_meta, 0, false, NULL, 0, "stop", NULL));
     c = cJSON_GetArrayItem(get(j, "choices"), 0);
     assert_null(get(c, "delta")->child);
     assert_string_equal(get(c, "finish_reason")->valuestring, "stop");
     cJSON_Delete(j);
     /* Completions chunks carry "text". */
-    j = parse_json(oai_chunk_json(&cmpl_meta, 0, false, "ab", 2, NULL, &lp, 7));
+    lp.text_offset = 7;
+    j = parse_json(oai_chunk_json(&cmpl_meta, 0, false, "ab", 2, NULL, &lp));
     c = cJSON_GetArrayItem(get(j, "choices"), 0);
     assert_string_equal(get(j, "object")->valuestring, "text_completion");
     assert_string_equal(get(c, "text")->valuestring, "ab");
@@ -457,7 +459,7 @@ static void test_logprobs_never_null(void **state)
     };
     for (int i = 0; i < 3; i++) {
         const oai_token_logprob *lp = &lps[i];
-        cJSON *j = parse_json(oai_chunk_json(&chat_meta, 0, false, "x", 1, NULL, lp, 0));
+        cJSON *j = parse_json(oai_chunk_json(&chat_meta, 0, false, "x", 1, NULL, lp));
         const cJSON *e = cJSON_GetArrayItem(
             get(get(cJSON_GetArrayItem(get(j, "choices"), 0), "logprobs"), "content"), 0);
         assert_true(cJSON_IsNumber(get(e, "logprob")));
@@ -467,7 +469,7 @@ static void test_logprobs_never_null(void **state)
         assert_true(get(last, "logprob")->valuedouble == -9999);
         cJSON_Delete(j);
 
-        j = parse_json(oai_chunk_json(&cmpl_meta, 0, false, "x", 1, NULL, lp, 0));
+        j = parse_json(oai_chunk_json(&cmpl_meta, 0, false, "x", 1, NULL, lp));
         const cJSON *l = get(cJSON_GetArrayItem(get(j, "choices"), 0), "logprobs");
         const cJSON *n = cJSON_GetArrayItem(get(l, "token_logprobs"), 0);
         assert_true(cJSON_IsNumber(n) && n->valuedouble == -9999);

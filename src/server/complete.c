@@ -29,7 +29,7 @@ typedef struct choice_acc {
     oai_token_logprob *lps;   /* (n_lps) when logprobs were asked for */
     size_t n_lps, cap_lps;
     const char *finish;       /* static; NULL until DONE */
-    size_t text_off;          /* streamed bytes so far */
+    size_t text_off;          /* streamed bytes so far (a whole answer has len) */
     double t_last;            /* time of the previous token (inter-token latency) */
 } choice_acc;
 
@@ -127,10 +127,13 @@ static int job_wait(srv_job *j, ts_event *ev)
 
 /* ---- recording events */
 
-static void fill_logprob(const srv_job *j, const ts_event *ev, oai_token_logprob *lp)
+/* The token's log-probabilities; its text starts at text_off, the bytes emitted before. */
+static void fill_logprob(const srv_job *j, const ts_event *ev, size_t text_off,
+                         oai_token_logprob *lp)
 {
     memset(lp, 0, sizeof *lp);
     lp->bytes = ts_token_bytes(j->tok, ev->token, &lp->len);
+    lp->text_offset = text_off;
     lp->logprob = ev->logprob;
     lp->n_top = ev->n_top < OAI_MAX_TOP_LOGPROBS ? ev->n_top : OAI_MAX_TOP_LOGPROBS;
     for (int k = 0; k < lp->n_top; k++) {
@@ -218,13 +221,13 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     choice_acc *a = &j->acc[ev->index];
     if (ev->kind == TS_EVENT_TOKEN) {
         note_token_time(j, a);
-        if (!append_text(a, ev->text, ev->text_len))
-            return false;
         if (j->oreq.logprobs) {
             if (!grow((void **)&a->lps, &a->cap_lps, a->n_lps + 1, sizeof *a->lps))
                 return false;
-            fill_logprob(j, ev, &a->lps[a->n_lps++]);
+            fill_logprob(j, ev, a->len, &a->lps[a->n_lps++]);
         }
+        if (!append_text(a, ev->text, ev->text_len))
+            return false;
     } else if (ev->kind == TS_EVENT_DONE) {
         if (!append_text(a, ev->text, ev->text_len))
             return false;
@@ -277,11 +280,11 @@ static void stream_event(srv_job *j, const ts_event *ev)
          * no token goes with it, so its logprobs are null. */
         if (ev->text_len > 0) {
             out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len,
-                                        NULL, NULL, a->text_off));
+                                        NULL, NULL));
             a->text_off += ev->text_len;
         }
         record_done(j, ev);
-        out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL, 0));
+        out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL));
         return;
     }
     note_token_time(j, a);
@@ -289,9 +292,9 @@ static void stream_event(srv_job *j, const ts_event *ev)
         return; /* text held back (partial character or possible stop string) */
     oai_token_logprob lp;
     if (j->oreq.logprobs)
-        fill_logprob(j, ev, &lp);
+        fill_logprob(j, ev, a->text_off, &lp);
     out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len, NULL,
-                                j->oreq.logprobs ? &lp : NULL, a->text_off));
+                                j->oreq.logprobs ? &lp : NULL));
     a->text_off += ev->text_len;
 }
 
@@ -466,7 +469,7 @@ static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_
         setsockopt(j->client_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     if (j->oreq.kind == OAI_CHAT)
         for (int i = 0; i < j->oreq.n; i++)
-            out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL, 0));
+            out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL));
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j, NULL);
     if (!r)

@@ -120,6 +120,8 @@ typedef struct oai_top_logprob {
 typedef struct oai_token_logprob {
     const char *bytes; /* the sampled token's bytes */
     size_t len;
+    size_t text_offset; /* bytes of the completion's text emitted before this token's; a
+                         * token whose text is held back adds nothing (completions) */
     float logprob;
     int n_top;
     oai_top_logprob top[OAI_MAX_TOP_LOGPROBS];
@@ -152,11 +154,9 @@ char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_c
 
 /* One stream chunk for completion `index`: with_role puts {"role":"assistant"} in a chat
  * delta; text (may be NULL) is the new text; finish_reason NULL means "not finished";
- * lp (may be NULL) is the token's log-probabilities; text_offset is where the text starts
- * in the completion (completions logprobs). */
+ * lp (may be NULL) is the token's log-probabilities. */
 char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *text,
-                     size_t text_len, const char *finish_reason, const oai_token_logprob *lp,
-                     size_t text_offset);
+                     size_t text_len, const char *finish_reason, const oai_token_logprob *lp);
 
 /* The final stream chunk of stream_options.include_usage: empty choices, usage set. */
 char *oai_usage_chunk_json(const oai_meta *m, const oai_usage *usage);

@@ -123,8 +123,9 @@ static cJSON *chat_logprobs(const oai_token_logprob *lps, size_t n)
 }
 
 /* Completions logprobs: {"tokens", "token_logprobs", "top_logprobs": [{tok: lp}],
- * "text_offset"}; offsets count bytes from the start of the completion text. */
-static cJSON *completion_logprobs(const oai_token_logprob *lps, size_t n, size_t offset)
+ * "text_offset"}; an offset counts the bytes of text emitted before the token's, so a
+ * whole answer and a stream give the same ones. */
+static cJSON *completion_logprobs(const oai_token_logprob *lps, size_t n)
 {
     cJSON *o = cJSON_CreateObject(), *toks = cJSON_CreateArray(), *lpa = cJSON_CreateArray(),
           *tops = cJSON_CreateArray(), *offs = cJSON_CreateArray();
@@ -143,7 +144,7 @@ static cJSON *completion_logprobs(const oai_token_logprob *lps, size_t n, size_t
     for (size_t i = 0; ok && i < n; i++) {
         const oai_token_logprob *lp = &lps[i];
         cJSON *tok = bytes_string(lp->bytes, lp->len), *num = logprob_number(lp->logprob);
-        cJSON *top = cJSON_CreateObject(), *off = cJSON_CreateNumber((double)offset);
+        cJSON *top = cJSON_CreateObject(), *off = cJSON_CreateNumber((double)lp->text_offset);
         ok = tok && num && top && off;
         if (ok) {
             cJSON_AddItemToArray(toks, tok);
@@ -161,7 +162,6 @@ static cJSON *completion_logprobs(const oai_token_logprob *lps, size_t n, size_t
             ok = name && add(top, name, logprob_number(lp->top[k].logprob));
             free(name);
         }
-        offset += lp->len;
     }
     if (!ok) {
         cJSON_Delete(o);
@@ -235,7 +235,7 @@ char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_c
         if (ok && c->logprobs)
             ok = add(ch, "logprobs", m->kind == OAI_CHAT
                                          ? chat_logprobs(c->logprobs, c->n_logprobs)
-                                         : completion_logprobs(c->logprobs, c->n_logprobs, 0));
+                                         : completion_logprobs(c->logprobs, c->n_logprobs));
         else if (ok)
             ok = cJSON_AddNullToObject(ch, "logprobs") != NULL;
         ok = ok && add_finish(ch, c->finish_reason);
@@ -245,8 +245,7 @@ char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_c
 }
 
 char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *text,
-                     size_t text_len, const char *finish_reason, const oai_token_logprob *lp,
-                     size_t text_offset)
+                     size_t text_len, const char *finish_reason, const oai_token_logprob *lp)
 {
     cJSON *root = envelope(m, true);
     cJSON *arr = root ? cJSON_AddArrayToObject(root, "choices") : NULL;
@@ -267,7 +266,7 @@ char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *t
     }
     if (ok && lp)
         ok = add(ch, "logprobs", m->kind == OAI_CHAT ? chat_logprobs(lp, 1)
-                                                     : completion_logprobs(lp, 1, text_offset));
+                                                     : completion_logprobs(lp, 1));
     else if (ok)
         ok = cJSON_AddNullToObject(ch, "logprobs") != NULL;
     ok = ok && add_finish(ch, finish_reason);
