@@ -589,6 +589,16 @@ int ts_server_port(const ts_server *srv)
     return srv->port;
 }
 
+/* Waits up to ms (0: not at all) for the requests in flight to end. */
+static void wait_in_flight(ts_server *srv, int ms)
+{
+    struct timespec until = clock_deadline(ms);
+    pthread_mutex_lock(&srv->mu);
+    while (srv->in_flight > 0 && pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&srv->mu);
+}
+
 void ts_server_stop(ts_server *srv)
 {
     if (!srv || !srv->daemon || srv->stopped)
@@ -600,22 +610,14 @@ void ts_server_stop(ts_server *srv)
         close(ls);
     /* Let requests in flight finish, up to the grace period (a negative one waits not at
      * all). */
-    struct timespec until = clock_deadline(srv->opts.grace_ms > 0 ? srv->opts.grace_ms : 0);
-    pthread_mutex_lock(&srv->mu);
-    while (srv->in_flight > 0 && pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == 0)
-        ;
-    pthread_mutex_unlock(&srv->mu);
+    wait_in_flight(srv, srv->opts.grace_ms > 0 ? srv->opts.grace_ms : 0);
     /* Cancel the rest: every waiting request thread sees stop_efd and cancels its request.
      * Their answers (a 503, what a request made so far, a stream's last chunks) must go
      * out before MHD_stop_daemon, which shuts every connection's socket. */
     uint64_t one = 1;
     ssize_t w = write(srv->stop_efd, &one, sizeof one);
     (void)w;
-    until = clock_deadline(SRV_SHUTDOWN_WAIT_MS);
-    pthread_mutex_lock(&srv->mu);
-    while (srv->in_flight > 0 && pthread_cond_timedwait(&srv->idle, &srv->mu, &until) == 0)
-        ;
-    pthread_mutex_unlock(&srv->mu);
+    wait_in_flight(srv, SRV_SHUTDOWN_WAIT_MS);
     MHD_stop_daemon(srv->daemon);
     srv->daemon = NULL;
 }
