@@ -82,11 +82,63 @@ static void test_gguf_weights_beyond_the_tensors_are_refused_before_allocating(v
     free(bytes);
 }
 
+/* ---- review: tensors stacked on one offset ---------------------------------------------
+ * Each tensor was only checked to lie inside the file, and the loader bounded what it
+ * allocates by the tensors' elements: a file whose tensors all point at the same bytes
+ * held, to that check, as many weights as it listed tensors times their size (a ~10 MB
+ * file could make the loader ask for tens of GB). The reader now refuses overlapping data. */
+
+/* Points every tensor info of a file made by the writer at data offset 0, in place. */
+static void stack_tensors(uint8_t *bytes, size_t len)
+{
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open_buffer(bytes, len, &f, NULL), TS_OK);
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        /* the info: name, n_dims (u32), ne (u64 each), type (u32), offset (u64) */
+        size_t at = (size_t)((const uint8_t *)t->name.ptr - bytes) + (size_t)t->name.len + 4 +
+                    8 * (size_t)t->n_dims + 4;
+        uint64_t was;
+        memcpy(&was, bytes + at, 8);
+        assert_int_equal(was, t->offset);
+        memset(bytes + at, 0, 8);
+    }
+    gguf_close(f);
+}
+
+static void test_gguf_tensors_sharing_bytes_are_refused(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    uint8_t *bytes = tiny_model(&tiny_honest, &len);
+    stack_tensors(bytes, len);
+    gguf_file *f = (gguf_file *)&f; /* must be reset */
+    ts_error err = {0};
+    assert_int_equal(gguf_open_buffer(bytes, len, &f, &err), TS_ERR_FORMAT);
+    assert_null(f);
+    assert_int_equal(err.status, TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "overlaps tensor 'token_embd.weight'"));
+
+    const char *path = tu_tmp_path("fuzz-stacked.gguf");
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(bytes, 1, len, fp), len);
+    assert_int_equal(fclose(fp), 0);
+    ts_model *m = NULL;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(ts_model_load(path, NULL, &m, &err), TS_ERR_FORMAT);
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "overlaps"));
+    remove(path);
+    free(bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_honest_tiny_model_loads),
         cmocka_unit_test(test_gguf_weights_beyond_the_tensors_are_refused_before_allocating),
+        cmocka_unit_test(test_gguf_tensors_sharing_bytes_are_refused),
     };
     return cmocka_run_group_tests_name("fuzz_regressions", tests, NULL, NULL);
 }

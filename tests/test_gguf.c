@@ -542,6 +542,44 @@ static void test_bad_tensor_infos(void **state)
     expect_error(&b, TS_ERR_FORMAT, "past the end");
 }
 
+/* A file of n F32 tensors "a", "b", ... of (8) floats each at the given data offsets,
+ * with a data section of data_bytes. */
+static void offsets_file(bb *b, int n, const uint64_t *offsets, size_t data_bytes)
+{
+    bb_header(b, (uint64_t)n, 0);
+    for (int i = 0; i < n; i++) {
+        char name[2] = {(char)('a' + i), '\0'};
+        bb_tensor(b, name, 1, 8, 1, GGUF_TENSOR_F32, offsets[i]);
+    }
+    bb_pad(b, 32);
+    for (size_t i = 0; i < data_bytes; i++)
+        bb_put(b, "\x01", 1);
+}
+
+static void test_overlapping_tensors_are_refused(void **state)
+{
+    (void)state;
+    bb b;
+    /* Three tensors on the same 32 bytes: each fits in the file, together they do not. */
+    offsets_file(&b, 3, (const uint64_t[]){0, 0, 0}, 32);
+    expect_error(&b, TS_ERR_FORMAT,
+                 "tensor 'b' at data offset 0 overlaps tensor 'a' (32 bytes at data offset 0)");
+    /* Overlaps are found whatever the order of the infos, partial ones too. */
+    offsets_file(&b, 3, (const uint64_t[]){64, 0, 32}, 96);
+    assert_int_equal(parse_bytes(b.data, b.len, NULL), TS_OK);
+    offsets_file(&b, 3, (const uint64_t[]){96, 0, 64}, 128);
+    assert_int_equal(parse_bytes(b.data, b.len, NULL), TS_OK); /* a gap is allowed */
+    bb_header(&b, 2, 0);
+    bb_tensor(&b, "big", 1, 16, 1, GGUF_TENSOR_F32, 0); /* 64 bytes */
+    bb_tensor(&b, "small", 1, 8, 1, GGUF_TENSOR_F32, 32);
+    bb_pad(&b, 32);
+    for (int i = 0; i < 96; i++)
+        bb_put(&b, "", 1);
+    expect_error(&b, TS_ERR_FORMAT, "tensor 'small' at data offset 32 overlaps tensor 'big'");
+    offsets_file(&b, 4, (const uint64_t[]){96, 32, 0, 32}, 128);
+    expect_error(&b, TS_ERR_FORMAT, "tensor 'd' at data offset 32 overlaps tensor 'b'");
+}
+
 static void test_unsupported_type_is_named(void **state)
 {
     (void)state;
@@ -621,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_bad_headers),
         cmocka_unit_test(test_bad_metadata),
         cmocka_unit_test(test_bad_tensor_infos),
+        cmocka_unit_test(test_overlapping_tensors_are_refused),
         cmocka_unit_test(test_unsupported_type_is_named),
         cmocka_unit_test(test_truncation_and_corruption),
     };

@@ -328,7 +328,49 @@ static ts_status read_tensor_info(gguf_file *f, cursor *c, uint64_t i)
     return TS_OK;
 }
 
-/* Places every tensor inside the data section, now that its start is known. */
+/* Orders tensors by data offset, ties by index so that the error names a fixed pair. */
+static int offset_cmp(const void *a, const void *b)
+{
+    const gguf_tensor *x = *(const gguf_tensor *const *)a, *y = *(const gguf_tensor *const *)b;
+    if (x->offset != y->offset)
+        return x->offset < y->offset ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* Refuses tensors whose bytes overlap. Sizes are checked against the file one by one, so
+ * without this many tensors could share one offset and promise far more weights than the
+ * file holds: the loader would allocate for all of them. Disjoint tensors bound the sum of
+ * their sizes by the file size. llama.cpp asks more (each tensor right after the previous
+ * one in file order); gaps and any order are harmless, so they are allowed here. */
+static ts_status check_disjoint(const gguf_file *f, ts_error *err)
+{
+    if (f->n_tensors < 2)
+        return TS_OK;
+    const gguf_tensor **by_offset = malloc((size_t)f->n_tensors * sizeof *by_offset);
+    if (!by_offset)
+        return ts_error_set(err, TS_ERR_NOMEM, "offset index of %llu tensors",
+                            (unsigned long long)f->n_tensors);
+    for (uint64_t i = 0; i < f->n_tensors; i++)
+        by_offset[i] = &f->tensors[i];
+    qsort(by_offset, (size_t)f->n_tensors, sizeof *by_offset, offset_cmp);
+    ts_status st = TS_OK;
+    for (uint64_t i = 1; i < f->n_tensors && st == TS_OK; i++) {
+        const gguf_tensor *prev = by_offset[i - 1], *t = by_offset[i];
+        if (t->offset < prev->offset + prev->nbytes) /* both inside the file: no overflow */
+            st = ts_error_set(err, TS_ERR_FORMAT,
+                              "tensor '%.*s' at data offset %llu overlaps tensor '%.*s' "
+                              "(%llu bytes at data offset %llu)",
+                              (int)t->name.len, t->name.ptr, (unsigned long long)t->offset,
+                              (int)prev->name.len, prev->name.ptr,
+                              (unsigned long long)prev->nbytes,
+                              (unsigned long long)prev->offset);
+    }
+    free(by_offset);
+    return st;
+}
+
+/* Places every tensor inside the data section, now that its start is known, and no two
+ * on the same bytes. */
 static ts_status place_tensors(gguf_file *f, ts_error *err)
 {
     uint64_t data_size = f->size - f->data_offset;
@@ -342,7 +384,7 @@ static ts_status place_tensors(gguf_file *f, ts_error *err)
                                 (unsigned long long)t->offset, (unsigned long long)data_size);
         t->data = f->base + f->data_offset + t->offset;
     }
-    return TS_OK;
+    return check_disjoint(f, err);
 }
 
 static ts_status read_header(gguf_file *f, cursor *c)

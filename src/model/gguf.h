@@ -1,6 +1,7 @@
 /* gguf.h: reading GGUF files (v2, v3): metadata of every value type, tensor infos and
- * tensor data, with every count, length, offset and shape checked against the file size;
- * dequantising tensors to f32; and writing GGUF v3 files. */
+ * tensor data, with every count, length, offset and shape checked against the file size
+ * and no two tensors' data overlapping; dequantising tensors to f32; and writing GGUF v3
+ * files. */
 #ifndef TESSERA_MODEL_GGUF_H
 #define TESSERA_MODEL_GGUF_H
 

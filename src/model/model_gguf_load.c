@@ -36,7 +36,9 @@ static ts_status read_chat_template(ts_model *m, const gguf_file *f, ts_error *e
 
 /* Refuses a config whose weights the file's tensors cannot hold, before allocating them:
  * a few bytes of metadata must not make the loader ask for gigabytes. Every weight is one
- * element of some tensor, so the elements of all tensors bound what a loadable file needs. */
+ * element of some tensor, so the elements of all tensors bound what a loadable file needs;
+ * and as the reader refuses tensors that share bytes, those elements are bounded in turn
+ * by the file's size (a few elements per byte for the densest quantisations). */
 static ts_status check_weights_fit(const ts_model_config *c, const gguf_file *f,
                                    const char *name, ts_error *err)
 {

@@ -3,9 +3,9 @@
  * vocabulary, weights, chat template, tokenizer) and a little tokenizing with the result.
  *
  * Checked: every failure carries a message and its own status; lookups find every key and
- * tensor the file lists; tensor data lies inside the buffer; array getters agree with the
- * value types; a loaded model's tokenizer has the config's vocabulary size and produces
- * ids inside it. */
+ * tensor the file lists; tensor data lies inside the buffer, no two tensors on the same
+ * bytes; array getters agree with the value types; a loaded model's tokenizer has the
+ * config's vocabulary size and produces ids inside it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +101,10 @@ static void walk_file(const gguf_file *f, const uint8_t *data, size_t size)
         const gguf_tensor *t = &f->tensors[i];
         FUZZ_CHECK(t->data >= data && t->nbytes <= size && t->data - data <= (ptrdiff_t)(size - t->nbytes),
                    "tensor %zu's data lies outside the buffer", (size_t)i);
+        for (uint64_t j = 0; j < i; j++) /* quadratic, but fuzz inputs hold few tensors */
+            FUZZ_CHECK(f->tensors[j].data + f->tensors[j].nbytes <= t->data ||
+                           t->data + t->nbytes <= f->tensors[j].data,
+                       "tensors %zu and %zu share bytes", (size_t)j, (size_t)i);
         uint64_t elems = 1;
         for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++)
             elems *= t->ne[d];
