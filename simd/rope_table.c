@@ -4,15 +4,14 @@
 
 #include "simd.h"
 
-void simd_rope_table(float *table, const int32_t *pos, int rows, int head_dim, float freq_base,
+void simd_rope_table(float *table, const int32_t *pos, int rows, int head_dim, const float *freq,
                      simd_rope_style style)
 {
     int half = head_dim / 2;
     for (int r = 0; r < rows; r++) {
         float *tc = table + (size_t)r * SIMD_ROPE_TABLE_FLOATS(head_dim), *ts = tc + head_dim;
         for (int i = 0; i < half; i++) {
-            float freq = 1.0f / powf(freq_base, (float)(2 * i) / (float)head_dim);
-            float val = pos[r] * freq;
+            float val = pos[r] * freq[i];
             float c = cosf(val), s = sinf(val);
             if (style == SIMD_ROPE_NEOX) {
                 tc[i] = c;

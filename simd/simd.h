@@ -99,10 +99,11 @@ typedef struct simd_kernels {
 #define SIMD_ROPE_TABLE_FLOATS(head_dim) (2 * (size_t)(head_dim))
 
 /* Fills table (rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) with the rotation of each row's
- * position pos[r], angle pos * freq_base^(-2i/head_dim) for pair i, computed as llama2.c
- * does (powf, cosf, sinf in float). A step builds it once for every layer, query and
- * key head. Plain C: the same table on every instruction set. */
-void simd_rope_table(float *table, const int32_t *pos, int rows, int head_dim, float freq_base,
+ * position pos[r], angle pos * freq[i] for pair i (freq: head_dim/2, the model's table of
+ * base^(-2i/head_dim) over any scaling), cos and sin in float as llama2.c computes them.
+ * A step builds it once for every layer, query and key head. Plain C: the same table on
+ * every instruction set. */
+void simd_rope_table(float *table, const int32_t *pos, int rows, int head_dim, const float *freq,
                      simd_rope_style style);
 
 /* Instruction sets with a kernel table. */

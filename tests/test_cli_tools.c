@@ -196,8 +196,10 @@ static void assert_same_config(const ts_model_config *a, const ts_model_config *
     assert_int_equal(a->vocab_size, b->vocab_size);
     assert_int_equal(a->context_len, b->context_len);
     assert_true(a->rope_freq_base == b->rope_freq_base);
+    assert_true(a->rope_scale == b->rope_scale);
     assert_true(a->rms_eps == b->rms_eps);
     assert_int_equal(a->rope_neox, b->rope_neox);
+    assert_int_equal(a->rope_factors, b->rope_factors);
     assert_int_equal(a->tied_output, b->tied_output);
 }
 
@@ -220,6 +222,7 @@ static void assert_same_weights(const ts_model *a, const ts_model *b)
     assert_same_floats(a->w.wo, b->w.wo, L * dim * q_dim);
     assert_same_floats(a->w.w13, b->w.w13, L * 2 * ffn * dim);
     assert_same_floats(a->w.w2, b->w.w2, L * dim * ffn);
+    assert_same_floats(a->w.rope_freq, b->w.rope_freq, (size_t)c->head_dim / 2);
 }
 
 static void assert_same_vocab(const ts_tokenizer *ta, const ts_tokenizer *tb)

@@ -1,7 +1,7 @@
 /* test_forward_batch.c: the batched forward pass over the paged KV cache against the
  * reference forward pass: same logits within 1e-4 for mixed prefill chunks and decodes
  * of several sequences in one step, f32 and f16 KV, every kernel table, every GEMM path
- * (TESSERA_GEMM). */
+ * (TESSERA_GEMM), and a model with RoPE factors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,12 +35,12 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Reference logits of every position of tokens (n, vocab). */
-static float *reference_logits(const int32_t *tokens, int n)
+/* Reference logits of m for every position of tokens (n, vocab). */
+static float *reference_logits(const ts_model *m, const int32_t *tokens, int n)
 {
-    int vocab = model->cfg.vocab_size;
+    int vocab = m->cfg.vocab_size;
     ref_forward rf;
-    assert_int_equal(ref_forward_init(&rf, model, n, NULL), TS_OK);
+    assert_int_equal(ref_forward_init(&rf, m, n, NULL), TS_OK);
     float *out = malloc((size_t)n * vocab * sizeof(float));
     for (int p = 0; p < n; p++)
         memcpy(out + (size_t)p * vocab, ref_forward_token(&rf, tokens[p], p), (size_t)vocab * sizeof(float));
@@ -58,12 +58,13 @@ static double max_abs_diff(const float *a, const float *b, int n)
 
 enum { N_SEQ = 5, MAX_LEN = 150 };
 
-/* Runs N_SEQ sequences of different lengths through steps that mix prefill chunks of
- * `chunk` tokens with decodes, and compares every sampled row with the reference. */
-static void run_mixed(const simd_kernels *k, fwd_gemm_path path, kv_dtype dtype, int chunk,
-                      double tol)
+/* Runs N_SEQ sequences of different lengths of model m through steps that mix prefill
+ * chunks of `chunk` tokens with decodes, and compares every sampled row with the
+ * reference. */
+static void run_mixed(const ts_model *m, const simd_kernels *k, fwd_gemm_path path,
+                      kv_dtype dtype, int chunk, double tol)
 {
-    int vocab = model->cfg.vocab_size;
+    int vocab = m->cfg.vocab_size;
     int lens[N_SEQ] = {150, 37, 1, 70, 96};
     int32_t tokens[N_SEQ][MAX_LEN];
     float *ref[N_SEQ];
@@ -74,10 +75,10 @@ static void run_mixed(const simd_kernels *k, fwd_gemm_path path, kv_dtype dtype,
             rng = rng * 1103515245u + 12345u;
             tokens[s][i] = 3 + (int32_t)((rng >> 8) % (unsigned)(vocab - 3));
         }
-        ref[s] = reference_logits(tokens[s], lens[s]);
+        ref[s] = reference_logits(m, tokens[s], lens[s]);
     }
-    kv_config kc = {.n_layers = model->cfg.n_layers, .n_kv_heads = model->cfg.n_kv_heads,
-                    .head_dim = model->cfg.head_dim, .dtype = dtype, .n_blocks = 64};
+    kv_config kc = {.n_layers = m->cfg.n_layers, .n_kv_heads = m->cfg.n_kv_heads,
+                    .head_dim = m->cfg.head_dim, .dtype = dtype, .n_blocks = 64};
     kv_pool *pool = NULL;
     assert_int_equal(kv_pool_init(&pool, &kc, NULL), TS_OK);
     kv_table tables[N_SEQ];
@@ -85,7 +86,7 @@ static void run_mixed(const simd_kernels *k, fwd_gemm_path path, kv_dtype dtype,
     for (int s = 0; s < N_SEQ; s++)
         kv_table_init(&tables[s]);
     fwd_state fs;
-    assert_int_equal(fwd_state_init(&fs, model, N_SEQ * chunk, N_SEQ, NULL), TS_OK);
+    assert_int_equal(fwd_state_init(&fs, m, N_SEQ * chunk, N_SEQ, NULL), TS_OK);
     fs.gemm_path = path;
 
     /* Each step: every unfinished sequence takes min(chunk, left) rows when in prefill
@@ -109,7 +110,7 @@ static void run_mixed(const simd_kernels *k, fwd_gemm_path path, kv_dtype dtype,
         if (n == 0)
             break;
         fwd_batch b = {.n_rows = rows, .tokens = step_tokens, .n_seqs = n, .seqs = seqs, .n_logits = n};
-        assert_int_equal(forward_batch(&fs, model, pool, k, &b, NULL), TS_OK);
+        assert_int_equal(forward_batch(&fs, m, pool, k, &b, NULL), TS_OK);
         for (int i = 0; i < n; i++) {
             int s = (int)(seqs[i].table - tables);
             int last = seqs[i].pos0 + seqs[i].n_rows - 1;
@@ -135,8 +136,8 @@ static void test_batched_matches_reference_f32(void **state)
         const simd_kernels *k = simd_kernels_for((simd_isa)isa);
         if (!k)
             continue;
-        run_mixed(k, FWD_GEMM_AUTO, KV_DTYPE_F32, 16, 1e-4);
-        run_mixed(k, FWD_GEMM_AUTO, KV_DTYPE_F32, 33, 1e-4);
+        run_mixed(model, k, FWD_GEMM_AUTO, KV_DTYPE_F32, 16, 1e-4);
+        run_mixed(model, k, FWD_GEMM_AUTO, KV_DTYPE_F32, 33, 1e-4);
     }
 }
 
@@ -145,9 +146,9 @@ static void test_every_gemm_path_matches_reference(void **state)
     (void)state;
     /* chunk 4: steps of 5..20 rows; chunk 33: up to 165 rows, over the kernel threshold */
     for (int chunk = 4; chunk <= 33; chunk += 29) {
-        run_mixed(simd_init(), FWD_GEMM_BLAS, KV_DTYPE_F32, chunk, 1e-4);
-        run_mixed(simd_init(), FWD_GEMM_KERNEL, KV_DTYPE_F32, chunk, 1e-4);
-        run_mixed(simd_kernels_for(SIMD_ISA_REF), FWD_GEMM_KERNEL, KV_DTYPE_F32, chunk, 1e-4);
+        run_mixed(model, simd_init(), FWD_GEMM_BLAS, KV_DTYPE_F32, chunk, 1e-4);
+        run_mixed(model, simd_init(), FWD_GEMM_KERNEL, KV_DTYPE_F32, chunk, 1e-4);
+        run_mixed(model, simd_kernels_for(SIMD_ISA_REF), FWD_GEMM_KERNEL, KV_DTYPE_F32, chunk, 1e-4);
     }
 }
 
@@ -189,7 +190,36 @@ static void test_batched_f16_kv_stays_close(void **state)
 {
     (void)state;
     /* f16 keys and values round to 11 bits: the logits move, but only a little. */
-    run_mixed(simd_init(), FWD_GEMM_AUTO, KV_DTYPE_F16, 32, 2e-2);
+    run_mixed(model, simd_init(), FWD_GEMM_AUTO, KV_DTYPE_F16, 32, 2e-2);
+}
+
+/* A model with RoPE factors (Llama 3.1's kind: kept, blended, slowed by the full factor)
+ * turns its pairs differently from the plain one from position 1 on, and the batched
+ * pass, which reads the same frequency table through its step table, still matches the
+ * reference on every kernel table. */
+static void test_rope_factors_batched_matches_reference(void **state)
+{
+    (void)state;
+    static const float factors[4] = {1.0f, 1.5f, 7.0f, 32.0f};
+    ts_model *scaled = tu_stories_with_rope(factors, 1.0f);
+    assert_true(scaled->cfg.rope_factors);
+    int vocab = model->cfg.vocab_size;
+    int32_t tokens[24];
+    for (int i = 0; i < 24; i++)
+        tokens[i] = 1 + i * 19 % (vocab - 1);
+    float *plain = reference_logits(model, tokens, 24), *got = reference_logits(scaled, tokens, 24);
+    assert_memory_equal(plain, got, (size_t)vocab * sizeof(float)); /* no turn at 0 */
+    for (int p = 1; p < 24; p++)
+        if (max_abs_diff(plain + (size_t)p * vocab, got + (size_t)p * vocab, vocab) < 1e-3)
+            fail_msg("position %d: the factors did not change the logits", p);
+    free(plain);
+    free(got);
+    for (int isa = 0; isa < SIMD_ISA_COUNT; isa++) {
+        const simd_kernels *k = simd_kernels_for((simd_isa)isa);
+        if (k)
+            run_mixed(scaled, k, FWD_GEMM_AUTO, KV_DTYPE_F32, 16, 1e-4);
+    }
+    ts_model_free(scaled);
 }
 
 int main(void)
@@ -199,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_batched_f16_kv_stays_close),
         cmocka_unit_test(test_every_gemm_path_matches_reference),
         cmocka_unit_test(test_gemm_env),
+        cmocka_unit_test(test_rope_factors_batched_matches_reference),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);
 }

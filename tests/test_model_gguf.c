@@ -1,13 +1,17 @@
 /* test_model_gguf.c: Llama config, weights and vocabulary from GGUF, checked against the
- * llama2.c checkpoint of the same model; malformed models; the GGUF writer round trip. */
+ * llama2.c checkpoint of the same model; malformed models; the GGUF writer round trip;
+ * RoPE factors and scaling as the reference forward pass sees them. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "model/forward_ref.h"
 #include "model/model_gguf.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -430,9 +434,10 @@ static void test_write_keeps_the_effective_add_bos(void **state)
 }
 
 /* A one-layer model: dim 8, ffn 16, 2 heads, vocab 32, all zeros. skip leaves one tensor
- * out, odd gives that tensor a wrong shape (odd_type 0) or the type odd_type. */
+ * out, odd gives that tensor a wrong shape (odd_type 0) or the type odd_type. n_factors
+ * RoPE factors (head_dim/2 = 2 fit) go into rope_freqs.weight when not 0. */
 static gguf_file *tiny_model(const char *skip, const char *odd, uint32_t odd_type,
-                             uint8_t **bytes)
+                             const float *factors, uint64_t n_factors, uint8_t **bytes)
 {
     static const float zeros[32 * 8];
     static const struct {
@@ -461,14 +466,18 @@ static gguf_file *tiny_model(const char *skip, const char *odd, uint32_t odd_typ
         assert_int_equal(gguf_writer_add_tensor(w, tensors[i].name, type, ne[1] > 1 ? 2 : 1, ne,
                                                 zeros, ne[0] * ne[1] * elem), TS_OK);
     }
+    if (n_factors)
+        assert_int_equal(gguf_writer_add_tensor(w, "rope_freqs.weight", GGUF_TENSOR_F32, 1,
+                                                &n_factors, factors, n_factors * 4), TS_OK);
     return finish(w, bytes);
 }
 
-/* Loads the weights of tiny_model(skip, odd, odd_type). */
-static ts_status weights_of(const char *skip, const char *odd, uint32_t odd_type, ts_error *err)
+/* Loads the weights of tiny_model(skip, odd, odd_type, factors, n_factors). */
+static ts_status weights_of_rope(const char *skip, const char *odd, uint32_t odd_type,
+                                 const float *factors, uint64_t n_factors, ts_error *err)
 {
     uint8_t *bytes;
-    gguf_file *f = tiny_model(skip, odd, odd_type, &bytes);
+    gguf_file *f = tiny_model(skip, odd, odd_type, factors, n_factors, &bytes);
     ts_model_config c;
     model_weights w = {0};
     assert_int_equal(model_gguf_read_config(&c, f, NULL, err), TS_OK);
@@ -478,6 +487,11 @@ static ts_status weights_of(const char *skip, const char *odd, uint32_t odd_type
     gguf_close(f);
     free(bytes);
     return st;
+}
+
+static ts_status weights_of(const char *skip, const char *odd, uint32_t odd_type, ts_error *err)
+{
+    return weights_of_rope(skip, odd, odd_type, NULL, 0, err);
 }
 
 static void test_weight_errors_name_the_tensor(void **state)
@@ -494,6 +508,144 @@ static void test_weight_errors_name_the_tensor(void **state)
     assert_non_null(strstr(err.msg, "'blk.0.attn_v.weight' has shape (8, 9, 1, 1), expected (8, 8)"));
     assert_int_equal(weights_of(NULL, "output_norm.weight", 26 /* I32 */, &err), TS_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "'output_norm.weight' has type I32"));
+}
+
+/* rope_freqs.weight must hold head_dim/2 positive factors. */
+static void test_rope_factor_errors(void **state)
+{
+    (void)state;
+    ts_error err = {0};
+    const float ones[3] = {1.0f, 1.0f, 1.0f};
+    assert_int_equal(weights_of_rope(NULL, NULL, 0, ones, 2, &err), TS_OK);
+    assert_int_equal(weights_of_rope(NULL, NULL, 0, ones, 3, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "'rope_freqs.weight' has shape (3, 1, 1, 1), expected (2, 1)"));
+    assert_int_equal(weights_of_rope(NULL, NULL, 0, ones, 1, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "'rope_freqs.weight' has shape (1, 1, 1, 1)"));
+    const float bad[3][2] = {{1.0f, 0.0f}, {1.0f, -2.0f}, {1.0f, NAN}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(weights_of_rope(NULL, NULL, 0, bad[i], 2, &err), TS_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "'rope_freqs.weight': factor 1 is"));
+    }
+}
+
+/* llama.rope.scaling.*: linear divides every frequency by its factor (as does a factor
+ * without a type, and the older rope.scale_linear), none ignores it, and any other type is
+ * refused by name. */
+static void test_rope_scaling_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *type;    /* NULL: no llama.rope.scaling.type */
+        const char *key;     /* the factor's key, NULL for none */
+        float factor, want;
+    } ok[] = {
+        {NULL, NULL, 0.0f, 1.0f},
+        {"linear", "llama.rope.scaling.factor", 4.0f, 4.0f},
+        {NULL, "llama.rope.scaling.factor", 2.0f, 2.0f},
+        {NULL, "llama.rope.scale_linear", 3.0f, 3.0f},
+        {"none", "llama.rope.scaling.factor", 4.0f, 1.0f},
+        {"linear", "llama.rope.scaling.factor", 0.0f, 1.0f}, /* 0 is none, as in llama.cpp */
+        {"linear", NULL, 0.0f, 1.0f},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        gguf_writer *w = config_writer("llama", NULL);
+        gguf_writer_add_u32(w, "llama.vocab_size", 32);
+        if (ok[i].type)
+            gguf_writer_add_str(w, "llama.rope.scaling.type", ok[i].type);
+        if (ok[i].key)
+            gguf_writer_add_f32(w, ok[i].key, ok[i].factor);
+        ts_model_config c;
+        ts_error err = {0};
+        assert_int_equal(config_of(w, &c, &err), TS_OK);
+        if (c.rope_scale != ok[i].want)
+            fail_msg("case %zu: rope_scale %g, want %g", i, (double)c.rope_scale,
+                     (double)ok[i].want);
+        assert_false(c.rope_factors);
+        assert_int_equal(model_config_validate(&c, &err), TS_OK);
+    }
+    static const char *const refused[] = {"yarn", "longrope", "llama3", ""};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        gguf_writer *w = config_writer("llama", NULL);
+        gguf_writer_add_u32(w, "llama.vocab_size", 32);
+        gguf_writer_add_str(w, "llama.rope.scaling.type", refused[i]);
+        gguf_writer_add_f32(w, "llama.rope.scaling.factor", 4.0f);
+        char needle[64];
+        snprintf(needle, sizeof needle, "llama.rope.scaling.type '%s' is not supported",
+                 refused[i]);
+        expect_config_error(w, TS_ERR_UNSUPPORTED, needle);
+    }
+    gguf_writer *w = config_writer("llama", NULL);
+    gguf_writer_add_u32(w, "llama.rope.scaling.type", 2);
+    expect_config_error(w, TS_ERR_FORMAT, "'llama.rope.scaling.type' has type uint32");
+    w = config_writer("llama", NULL);
+    gguf_writer_add_f32(w, "llama.rope.scaling.factor", -2.0f);
+    expect_config_error(w, TS_ERR_FORMAT, "'llama.rope.scaling.factor': -2 is out of range");
+    w = config_writer("llama", NULL);
+    gguf_writer_add_f32(w, "llama.rope.scale_linear", INFINITY);
+    expect_config_error(w, TS_ERR_FORMAT, "'llama.rope.scale_linear': inf is out of range");
+}
+
+/* The reference forward pass's logits of m at each of n positions of a fixed prompt
+ * (n, vocab). */
+static float *prompt_logits(const ts_model *m, int n)
+{
+    int vocab = m->cfg.vocab_size;
+    ref_forward rf;
+    assert_int_equal(ref_forward_init(&rf, m, n, NULL), TS_OK);
+    float *out = malloc((size_t)n * vocab * sizeof(float));
+    assert_non_null(out);
+    for (int p = 0; p < n; p++)
+        memcpy(out + (size_t)p * vocab, ref_forward_token(&rf, 1 + p * 37 % (vocab - 1), p),
+               (size_t)vocab * sizeof(float));
+    ref_forward_free(&rf);
+    return out;
+}
+
+/* Factors of 1 change nothing, bit for bit; factors of 2 are linear scaling by 2, bit for
+ * bit; either changes every position after 0. */
+static void test_rope_factors_and_linear_scaling_logits(void **state)
+{
+    (void)state;
+    enum { N = 20 };
+    static const float ones[4] = {1.0f, 1.0f, 1.0f, 1.0f}, twos[4] = {2.0f, 2.0f, 2.0f, 2.0f};
+    ts_model *original = NULL;
+    ts_error err = {0};
+    assert_int_equal(ts_model_load(tu_shared(STORIES), NULL, &original, &err), TS_OK);
+    ts_model *plain = tu_stories_with_rope(NULL, 1.0f);
+    ts_model *with_ones = tu_stories_with_rope(ones, 1.0f);
+    ts_model *with_twos = tu_stories_with_rope(twos, 1.0f);
+    ts_model *linear = tu_stories_with_rope(NULL, 2.0f);
+    assert_false(plain->cfg.rope_factors);
+    assert_true(with_ones->cfg.rope_factors);
+    assert_memory_equal(with_ones->w.rope_factors, ones, sizeof ones);
+    assert_true(linear->cfg.rope_scale == 2.0f);
+    assert_false(linear->cfg.rope_factors);
+    /* the unscaled table is llama2.c's expression exactly */
+    for (int i = 0; i < 4; i++)
+        assert_true(plain->w.rope_freq[i] == 1.0f / powf(10000.0f, (float)(2 * i) / 8.0f));
+    size_t n = (size_t)N * plain->cfg.vocab_size;
+    float *want = prompt_logits(original, N), *got = prompt_logits(plain, N);
+    assert_memory_equal(want, got, n * sizeof(float));
+    free(got);
+    got = prompt_logits(with_ones, N);
+    assert_memory_equal(want, got, n * sizeof(float));
+    free(got);
+    float *twos_logits = prompt_logits(with_twos, N);
+    got = prompt_logits(linear, N);
+    assert_memory_equal(twos_logits, got, n * sizeof(float));
+    size_t vocab = (size_t)plain->cfg.vocab_size;
+    assert_memory_equal(want, got, vocab * sizeof(float)); /* position 0 turns by nothing */
+    for (int p = 1; p < N; p++)
+        if (memcmp(want + p * vocab, got + p * vocab, vocab * sizeof(float)) == 0)
+            fail_msg("position %d: linear scaling left the logits as they were", p);
+    free(got);
+    free(twos_logits);
+    free(want);
+    ts_model_free(original);
+    ts_model_free(plain);
+    ts_model_free(with_ones);
+    ts_model_free(with_twos);
+    ts_model_free(linear);
 }
 
 static void test_write_round_trip(void **state)
@@ -561,6 +713,9 @@ int main(void)
         cmocka_unit_test(test_spm_default_ids),
         cmocka_unit_test(test_write_keeps_the_effective_add_bos),
         cmocka_unit_test(test_weight_errors_name_the_tensor),
+        cmocka_unit_test(test_rope_factor_errors),
+        cmocka_unit_test(test_rope_scaling_keys),
+        cmocka_unit_test(test_rope_factors_and_linear_scaling_logits),
         cmocka_unit_test(test_write_round_trip),
     };
     return cmocka_run_group_tests_name("model_gguf", tests, NULL, NULL);

@@ -118,10 +118,13 @@ static void check_rope(void)
         float *x = malloc(sizeof(float) * n), *want = malloc(sizeof(float) * n);
         float *got = malloc(sizeof(float) * n);
         float *table = malloc(sizeof(float) * ROWS * SIMD_ROPE_TABLE_FLOATS(hd));
+        float *freq = malloc(sizeof(float) * (size_t)(hd / 2));
         sc_fill(x, n, -1.0f, 1.0f);
         for (int style = SIMD_ROPE_NORMAL; style <= SIMD_ROPE_NEOX; style++) {
             float base = style == SIMD_ROPE_NORMAL ? 10000.0f : 500000.0f;
-            simd_rope_table(table, pos, ROWS, hd, base, (simd_rope_style)style);
+            for (int i = 0; i < hd / 2; i++) /* the unscaled frequencies, as llama2.c has them */
+                freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)hd);
+            simd_rope_table(table, pos, ROWS, hd, freq, (simd_rope_style)style);
             memcpy(want, x, sizeof(float) * n);
             ref->rope(want, table, ROWS, stride, HEADS, hd, (simd_rope_style)style);
             memcpy(got, x, sizeof(float) * n);
@@ -148,7 +151,7 @@ static void check_rope(void)
                                     5 * sizeof(float)) == 0, "%s rope stays in its heads", isas[i]->name);
             }
         }
-        free(x), free(want), free(got), free(table);
+        free(x), free(want), free(got), free(table), free(freq);
     }
 }
 

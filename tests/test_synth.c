@@ -1,5 +1,5 @@
-/* test_synth.c: random-weight models (model_synth_write), Q8_0 quantisation, and the GGUF
- * writer's tensors filled by callback at write time. */
+/* test_synth.c: random-weight models (model_synth_write), Llama 3.2's RoPE factors, Q8_0
+ * quantisation, and the GGUF writer's tensors filled by callback at write time. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,12 +73,12 @@ static void test_shapes(void **state)
         const char *name;
         int dim, ffn, layers, heads, kv, vocab, ctx;
         float rope;
-        bool tied;
+        bool tied, rope_factors;
     } want[] = {
-        {"stories110m", 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true},
-        {"smollm2-360m", 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true},
-        {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false},
-        {"llama3.2-1b", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true},
+        {"stories110m", 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true, false},
+        {"smollm2-360m", 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true, false},
+        {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false, false},
+        {"llama3.2-1b", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true, true},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         ts_model_config c;
@@ -94,6 +94,8 @@ static void test_shapes(void **state)
         assert_int_equal(c.context_len, want[i].ctx);
         assert_true(c.rope_freq_base == want[i].rope);
         assert_int_equal(c.tied_output, want[i].tied);
+        assert_int_equal(c.rope_factors, want[i].rope_factors);
+        assert_true(c.rope_scale == 1.0f);
         assert_int_equal(model_config_validate(&c, NULL), TS_OK);
     }
     assert_null(model_synth_shape_name(4)); /* test-tiny is not listed */
@@ -158,6 +160,52 @@ static void test_f32_model_loads_with_the_config_and_distribution(void **state)
     }
     /* The untied output matrix is drawn apart from the embedding. */
     assert_memory_not_equal(m->w.output, m->w.tok_embd, 64 * sizeof(float));
+    ts_model_free(m);
+    remove(path);
+    vocab_clear(&v);
+}
+
+/* Llama 3.2's factors (head_dim 64, base 500000; llama3 scaling, factor 32, low 1, high 4,
+ * original context 8192), as convert_hf_to_gguf.py works them out (in double here): the
+ * 15 fastest pairs kept, 3 blended, the 14 slowest slowed 32 times. */
+static void test_llama3_rope_factors(void **state)
+{
+    (void)state;
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "llama3.2-1b"));
+    float f[32];
+    model_synth_llama3_factors(f, &c);
+    static const double blended[3] = {1.6513292457638984, 3.2922621029408843, 9.666728978753293};
+    for (int i = 0; i < 32; i++) {
+        double want = i < 15 ? 1.0 : i < 18 ? blended[i - 15] : 32.0;
+        if (fabs(f[i] - want) > 1e-5 * want)
+            fail_msg("factor %d is %.9g, want %.9g", i, (double)f[i], want);
+    }
+
+    /* A synthetic file with factors carries them as rope_freqs.weight, which the loader
+     * reads back into the model's frequencies: test-tiny's 8 pairs at base 10000 keep 6,
+     * blend one (7.7309) and slow the last by 32. */
+    tokenizer_vocab v = stories_vocab();
+    c = tiny_config();
+    c.rope_factors = true;
+    const char *path = tu_tmp_path("synth-rope.gguf");
+    ts_error err = {0};
+    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_Q8_0, &v, 5, &err), TS_OK);
+    gguf_file *g = NULL;
+    assert_int_equal(gguf_open(path, &g, &err), TS_OK);
+    const gguf_tensor *t = gguf_find_tensor(g, "rope_freqs.weight");
+    assert_non_null(t);
+    assert_int_equal(t->type, GGUF_TENSOR_F32);
+    assert_int_equal(t->n_dims, 1);
+    assert_int_equal(t->ne[0], 8);
+    gguf_close(g);
+    ts_model *m = load(path);
+    assert_true(m->cfg.rope_factors);
+    model_synth_llama3_factors(f, &c);
+    assert_memory_equal(m->w.rope_factors, f, 8 * sizeof(float));
+    assert_true(fabs(f[6] - 7.730890218821194) < 1e-5 && f[5] == 1.0f && f[7] == 32.0f);
+    for (int i = 0; i < 8; i++)
+        assert_true(m->w.rope_freq[i] == 1.0f / powf(10000.0f, (float)(2 * i) / 16.0f) / f[i]);
     ts_model_free(m);
     remove(path);
     vocab_clear(&v);
@@ -439,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_q8_0_matches_ggml_layout),
         cmocka_unit_test(test_f32_model_loads_with_the_config_and_distribution),
+        cmocka_unit_test(test_llama3_rope_factors),
         cmocka_unit_test(test_q8_0_within_quantisation_error_of_f32),
         cmocka_unit_test(test_same_seed_same_bytes),
         cmocka_unit_test(test_vocab_padding_tying_and_refusals),

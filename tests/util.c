@@ -1,15 +1,17 @@
-/* util.c: file and path helpers for the tests. */
+/* util.c: file and path helpers for the tests, and models they share. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "model/model_gguf.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
 
@@ -68,4 +70,38 @@ void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
     assert_int_equal(a->pad_id, b->pad_id);
     assert_int_equal(a->add_bos, b->add_bos);
     assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+}
+
+ts_model *tu_stories_with_rope(const float *factors, float rope_scale)
+{
+    gguf_file *f = NULL;
+    ts_model_config c;
+    model_weights w = {0};
+    tokenizer_vocab v = {0};
+    ts_error err = {0};
+    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
+        model_gguf_read_config(&c, f, "stories260K", &err) != TS_OK ||
+        model_weights_alloc(&w, &c, &err) != TS_OK ||
+        model_gguf_read_weights(&w, &c, f, &err) != TS_OK ||
+        model_gguf_read_vocab(&v, f, &err) != TS_OK)
+        fail_msg("stories260K: %s", err.msg);
+    gguf_close(f);
+    assert_false(c.rope_factors); /* the file has none to replace */
+    size_t half = (size_t)c.head_dim / 2;
+    if (factors) {
+        c.rope_factors = true;
+        assert_non_null(w.rope_factors = malloc(half * sizeof(float)));
+        memcpy(w.rope_factors, factors, half * sizeof(float));
+    }
+    c.rope_scale = rope_scale;
+    const char *path = tu_tmp_path("stories-rope.gguf");
+    if (model_gguf_write(path, &c, &w, &v, NULL, &err) != TS_OK)
+        fail_msg("writing %s: %s", path, err.msg);
+    model_weights_free(&w);
+    vocab_clear(&v);
+    ts_model *m = NULL;
+    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
+        fail_msg("loading %s: %s", path, err.msg);
+    remove(path);
+    return m;
 }

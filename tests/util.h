@@ -15,9 +15,17 @@ char *tu_read_file(const char *path, size_t *len);
 const char *tu_tmp_path(const char *name);
 
 struct tokenizer_vocab;
+struct ts_model;
 
 /* Fails the test unless a and b hold the same tokens (text, score, type), special ids
  * and flags. */
 void tu_assert_same_vocab(const struct tokenizer_vocab *a, const struct tokenizer_vocab *b);
+
+/* stories260K written back by the GGUF writer with rope_freqs.weight holding factors (its
+ * head_dim/2 = 4 floats, copied; NULL for no tensor) and linear RoPE scaling rope_scale (1
+ * for none), then loaded from that file: the loader, writer and forward passes see RoPE
+ * scaling as a converted model has it. Fails the test on any error; the caller frees the
+ * model with ts_model_free(). */
+struct ts_model *tu_stories_with_rope(const float *factors, float rope_scale);
 
 #endif

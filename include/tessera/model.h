@@ -23,8 +23,10 @@ typedef struct ts_model_config {
     int vocab_size;
     int context_len;      /* the longest sequence the model was trained for */
     float rope_freq_base; /* 10000 for Llama-2 */
+    float rope_scale;     /* linear RoPE scaling: every frequency divided by this; 1 for none */
     float rms_eps;        /* 1e-5 for Llama-2 */
     bool rope_neox;       /* rotate (i, i + hd/2) pairs instead of (2i, 2i+1) */
+    bool rope_factors;    /* rope_freqs.weight divides each pair's frequency (Llama 3.1 on) */
     bool tied_output;     /* the LM head is the token embedding */
 } ts_model_config;
 

@@ -94,8 +94,10 @@ static void print_config(const ts_model_config *c)
     printf("  %-16s %d\n", "vocab_size", c->vocab_size);
     printf("  %-16s %d\n", "context_len", c->context_len);
     printf("  %-16s %g\n", "rope_freq_base", (double)c->rope_freq_base);
+    printf("  %-16s %g\n", "rope_scale", (double)c->rope_scale);
     printf("  %-16s %g\n", "rms_eps", (double)c->rms_eps);
     printf("  %-16s %s\n", "rope_neox", c->rope_neox ? "true" : "false");
+    printf("  %-16s %s\n", "rope_factors", c->rope_factors ? "true" : "false");
     printf("  %-16s %s\n", "tied_output", c->tied_output ? "true" : "false");
 }
 

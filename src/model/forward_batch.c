@@ -203,7 +203,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++)
             s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j;
-    simd_rope_table(s->rope, s->pos, T, c->head_dim, c->rope_freq_base, rope_style);
+    simd_rope_table(s->rope, s->pos, T, c->head_dim, w->rope_freq, rope_style);
     for (int r = 0; r < T; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",

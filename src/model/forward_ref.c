@@ -43,14 +43,14 @@ static void softmax(float *x, int n)
         x[i] /= sum;
 }
 
-/* Rotates n_heads heads of vec (n_heads * hd) for position pos. */
-static void rope(float *vec, int n_heads, int hd, int pos, float base, bool neox)
+/* Rotates n_heads heads of vec (n_heads * hd) for position pos; pair i turns by
+ * pos * freq[i] (hd/2, model_rope_init's table). */
+static void rope(float *vec, const float *freq, int n_heads, int hd, int pos, bool neox)
 {
     for (int h = 0; h < n_heads; h++) {
         float *v = vec + (size_t)h * hd;
         for (int i = 0; i < hd; i += 2) {
-            float freq = 1.0f / powf(base, (float)i / (float)hd);
-            float val = (float)pos * freq;
+            float val = (float)pos * freq[i / 2];
             float fcr = cosf(val), fci = sinf(val);
             int a = neox ? i / 2 : i, b = neox ? i / 2 + hd / 2 : i + 1;
             float v0 = v[a], v1 = v[b];
@@ -117,8 +117,8 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
         rmsnorm(xb, x, w->rms_att + (size_t)l * dim, dim, c->rms_eps);
         matvec(f->qkv, xb, w->wqkv + (size_t)l * qkv_rows * dim, dim, qkv_rows);
         float *q = f->qkv, *k = f->qkv + q_dim, *v = f->qkv + q_dim + kv_dim;
-        rope(q, nh, hd, pos, c->rope_freq_base, c->rope_neox);
-        rope(k, nkv, hd, pos, c->rope_freq_base, c->rope_neox);
+        rope(q, w->rope_freq, nh, hd, pos, c->rope_neox);
+        rope(k, w->rope_freq, nkv, hd, pos, c->rope_neox);
 
         float *kc = f->key_cache + ((size_t)l * f->max_pos) * kv_dim;
         float *vc = f->value_cache + ((size_t)l * f->max_pos) * kv_dim;

@@ -1,5 +1,6 @@
 /* model.c: format detection, config validation, weight allocation and the model's
  * lifecycle. The readers live in model_gguf.c and model_llama2c.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,9 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
     if (!(c->rope_freq_base > 0.0f) || !(c->rms_eps > 0.0f) || c->rms_eps > 1.0f)
         return ts_error_set(err, TS_ERR_FORMAT, "rope base %g or rms epsilon %g out of range",
                             (double)c->rope_freq_base, (double)c->rms_eps);
+    if (!(c->rope_scale > 0.0f) || !isfinite(c->rope_scale))
+        return ts_error_set(err, TS_ERR_FORMAT, "rope scaling factor %g out of range",
+                            (double)c->rope_scale);
     return TS_OK;
 }
 
@@ -65,8 +69,11 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, ts_err
     w->wo = alloc_floats(L * dim * q_dim);
     w->w13 = alloc_floats(L * 2 * ffn * dim);
     w->w2 = alloc_floats(L * dim * ffn);
+    w->rope_factors = c->rope_factors ? alloc_floats((size_t)c->head_dim / 2) : NULL;
+    w->rope_freq = alloc_floats((size_t)c->head_dim / 2);
     if (!w->tok_embd || !w->output || !w->rms_final || !w->rms_att || !w->rms_ffn ||
-        !w->wqkv || !w->wo || !w->w13 || !w->w2)
+        !w->wqkv || !w->wo || !w->w13 || !w->w2 || (c->rope_factors && !w->rope_factors) ||
+        !w->rope_freq)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate weights for %s (dim %d, %d layers)",
                             c->name, c->dim, c->n_layers);
     return TS_OK;
@@ -84,7 +91,20 @@ void model_weights_free(model_weights *w)
     free(w->wo);
     free(w->w13);
     free(w->w2);
+    free(w->rope_factors);
+    free(w->rope_freq);
     memset(w, 0, sizeof *w);
+}
+
+void model_rope_init(model_weights *w, const ts_model_config *c)
+{
+    for (int i = 0; i < c->head_dim / 2; i++) {
+        /* this exact expression, unscaled, is what llama2.c computes: models without
+         * scaling keep its logits bit for bit (x / 1.0f == x) */
+        float freq = 1.0f / powf(c->rope_freq_base, (float)(2 * i) / (float)c->head_dim);
+        float divisor = (w->rope_factors ? w->rope_factors[i] : 1.0f) * c->rope_scale;
+        w->rope_freq[i] = freq / divisor;
+    }
 }
 
 /* GGUF files start with these four bytes; anything else is taken for llama2.c. */

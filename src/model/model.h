@@ -17,6 +17,8 @@ typedef struct model_weights {
     float *wo;        /* (layer, dim, nh*hd) */
     float *w13;       /* (layer, 2*ffn, dim): W1 (gate) rows, then W3 (up) rows */
     float *w2;        /* (layer, dim, ffn) */
+    float *rope_factors; /* (hd/2) rope_freqs.weight when cfg.rope_factors, else NULL */
+    float *rope_freq;    /* (hd/2) RoPE angle per position of each pair: model_rope_init() */
 } model_weights;
 
 struct ts_model {
@@ -33,10 +35,16 @@ static inline int model_qkv_rows(const ts_model_config *c)
 }
 
 /* Allocates zeroed weight arrays for config c (filled and validated) into w. Untied
- * models get a separate output matrix. On failure w may be half built: free it. */
+ * models get a separate output matrix, models with rope_factors their factors. On failure w may be half built: free it. */
 ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, ts_error *err);
 /* Frees what model_weights_alloc made (a zeroed or half-built w too) and zeroes w. */
 void model_weights_free(model_weights *w);
+
+/* Fills w->rope_freq from c's base and linear scale and w->rope_factors (read by then):
+ * pair i turns by pos * base^(-2i/hd) / (factor[i] * scale), as llama.cpp's rope does with
+ * freq_factors and freq_scale. Every loader calls it once the weights are in; the forward
+ * passes read only the table. */
+void model_rope_init(model_weights *w, const ts_model_config *c);
 
 /* Checks a config read from an untrusted file: positive sizes, divisibility, caps. */
 ts_status model_config_validate(const ts_model_config *c, ts_error *err);

@@ -1,5 +1,6 @@
 /* model_gguf.c: a Llama config and its f32 weights from a parsed GGUF file. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,35 @@ static ts_status get_float(const gguf_file *f, const char *key, float *out, ts_e
     if (st == TS_OK)
         *out = (float)v;
     return st;
+}
+
+/* RoPE scaling, as llama.cpp reads it: llama.rope.scaling.type (linear when absent) and
+ * llama.rope.scaling.factor (llama.rope.scale_linear in older files; 0 or absent is 1).
+ * Linear scaling divides every frequency by the factor; "none" ignores the factor, as
+ * llama.cpp does. Other types (yarn, longrope, ...) also change the attention or mix
+ * frequencies by context length: refused by name rather than run wrongly. */
+static ts_status read_rope_scaling(ts_model_config *c, const gguf_file *f, ts_error *err)
+{
+    gguf_str type = {"linear", 6};
+    ts_status st = gguf_get_str(f, "llama.rope.scaling.type", &type, err);
+    if (st != TS_OK && st != TS_ERR_NOT_FOUND)
+        return st;
+    bool linear = gguf_str_eq(type, "linear");
+    if (!linear && !gguf_str_eq(type, "none"))
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "llama.rope.scaling.type '%.*s' is not supported (none and linear "
+                            "are)", (int)(type.len > 64 ? 64 : type.len), type.ptr);
+    const char *key = "llama.rope.scaling.factor";
+    if (!gguf_find_kv(f, key) && gguf_find_kv(f, "llama.rope.scale_linear"))
+        key = "llama.rope.scale_linear";
+    float factor = 0.0f;
+    if ((st = get_float(f, key, &factor, err)) != TS_OK)
+        return st;
+    if (!(factor >= 0.0f) || !isfinite(factor))
+        return ts_error_set(err, TS_ERR_FORMAT, "metadata key '%s': %g is out of range", key,
+                            (double)factor);
+    c->rope_scale = linear && factor != 0.0f ? factor : 1.0f;
+    return TS_OK;
 }
 
 static void copy_str(char *dst, size_t cap, gguf_str s)
@@ -72,7 +102,8 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     c->n_kv_heads = c->n_heads;
     if ((st = get_int(f, "llama.attention.head_count_kv", false, &c->n_kv_heads, err)) != TS_OK ||
         (st = get_float(f, "llama.rope.freq_base", &c->rope_freq_base, err)) != TS_OK ||
-        (st = get_float(f, "llama.attention.layer_norm_rms_epsilon", &c->rms_eps, err)) != TS_OK)
+        (st = get_float(f, "llama.attention.layer_norm_rms_epsilon", &c->rms_eps, err)) != TS_OK ||
+        (st = read_rope_scaling(c, f, err)) != TS_OK)
         return st;
     c->head_dim = c->dim / c->n_heads;
     int rot = c->head_dim;
@@ -99,6 +130,7 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                             "vocabulary size: no llama.vocab_size, token list or token_embd.weight");
     }
     c->rope_neox = false; /* llama.cpp's converter stores Q and K for (2i, 2i+1) pairs */
+    c->rope_factors = gguf_find_tensor(f, "rope_freqs.weight") != NULL;
     c->tied_output = gguf_find_tensor(f, "output.weight") == NULL;
     return TS_OK;
 }
@@ -140,6 +172,18 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
         return st;
     if (!c->tied_output && (st = load(w->output, f, "output.weight", dim, vocab, err)) != TS_OK)
         return st;
+    if (c->rope_factors) {
+        /* Llama 3.1's long-context scaling, worked out by the converter: one divisor of
+         * each dimension pair's frequency (llama.cpp's freq_factors) */
+        int half = c->head_dim / 2;
+        if ((st = load(w->rope_factors, f, "rope_freqs.weight", (uint64_t)half, 1, err)) != TS_OK)
+            return st;
+        for (int i = 0; i < half; i++)
+            if (!(w->rope_factors[i] > 0.0f) || !isfinite(w->rope_factors[i]))
+                return ts_error_set(err, TS_ERR_FORMAT,
+                                    "tensor 'rope_freqs.weight': factor %d is %g, not a "
+                                    "positive number", i, (double)w->rope_factors[i]);
+    }
     for (int l = 0; l < c->n_layers; l++) {
         float *wqkv = w->wqkv + (size_t)l * qkv * dim;
         float *w13 = w->w13 + (size_t)l * 2 * ffn * dim;

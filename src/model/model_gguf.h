@@ -9,9 +9,11 @@
 #include "tokenizer/vocab.h"
 
 /* Fills c from f's metadata (f borrowed). Refuses architectures other than "llama" by
- * name, and missing or ill-typed keys naming the key. name_fallback (borrowed, may be
- * NULL) names the model when general.name is absent. tied_output is set when f has no
- * output.weight. The caller still runs model_config_validate(). */
+ * name, RoPE scaling types other than none and linear by name (TS_ERR_UNSUPPORTED), and
+ * missing or ill-typed keys naming the key. name_fallback (borrowed, may be NULL) names
+ * the model when general.name is absent. tied_output is set when f has no output.weight,
+ * rope_factors when it has rope_freqs.weight. The caller still runs
+ * model_config_validate(). */
 ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                                  const char *name_fallback, ts_error *err);
 
@@ -24,7 +26,9 @@ ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model 
 
 /* Dequantises f's tensors into w, whose arrays are allocated for c (a validated config),
  * as model_weights_alloc() lays them out: Wq|Wk|Wv and W1|W3 concatenated per layer.
- * A missing tensor, a wrong shape or an unsupported type is an error naming the tensor. */
+ * A missing tensor, a wrong shape or an unsupported type is an error naming the tensor,
+ * as is a RoPE factor that is not a positive number. w->rope_freq is left to
+ * model_rope_init(). */
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err);
 
@@ -34,7 +38,8 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
 ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err);
 
 /* Writes config c, weights w, vocabulary v and chat_template (all borrowed; the template
- * may be NULL) to path as GGUF v3 with F32 tensors under llama.cpp's names. */
+ * may be NULL) to path as GGUF v3 with F32 tensors under llama.cpp's names, RoPE factors
+ * (rope_freqs.weight) and linear scaling included. */
 ts_status model_gguf_write(const char *path, const ts_model_config *c, const model_weights *w,
                            const tokenizer_vocab *v, const char *chat_template, ts_error *err);
 
@@ -42,7 +47,8 @@ ts_status model_gguf_write(const char *path, const ts_model_config *c, const mod
 enum { MODEL_GGUF_FILE_F32 = 0, MODEL_GGUF_FILE_Q8_0 = 7 };
 
 /* The metadata model_gguf_write() writes, for writers that add their own tensors: the
- * general.* and llama.* keys of c (borrowed), and the tokenizer.ggml.* keys of v (borrowed).
+ * general.* and llama.* keys of c (borrowed), and the tokenizer.ggml.* keys of v (borrowed);
+ * the rope_freqs.weight tensor of c->rope_factors is theirs to add.
  * Writer errors are sticky in g; model_gguf_add_vocab() also reports running out of memory
  * through err. */
 void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type);

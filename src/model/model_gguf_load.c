@@ -78,8 +78,10 @@ ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model 
     }
     if ((st = check_weights_fit(&m->cfg, f, name, err)) != TS_OK ||
         (st = model_weights_alloc(&m->w, &m->cfg, err)) != TS_OK ||
-        (st = model_gguf_read_weights(&m->w, &m->cfg, f, err)) != TS_OK ||
-        (st = read_chat_template(m, f, err)) != TS_OK ||
+        (st = model_gguf_read_weights(&m->w, &m->cfg, f, err)) != TS_OK)
+        goto fail;
+    model_rope_init(&m->w, &m->cfg);
+    if ((st = read_chat_template(m, f, err)) != TS_OK ||
         (st = tokenizer_create(&v, &m->tokenizer, err)) != TS_OK)
         goto fail;
     vocab_clear(&v);

@@ -18,6 +18,10 @@ void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t fi
     gguf_writer_add_u32(g, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads);
     gguf_writer_add_u32(g, "llama.rope.dimension_count", (uint32_t)c->head_dim);
     gguf_writer_add_f32(g, "llama.rope.freq_base", c->rope_freq_base);
+    if (c->rope_scale != 1.0f) {
+        gguf_writer_add_str(g, "llama.rope.scaling.type", "linear");
+        gguf_writer_add_f32(g, "llama.rope.scaling.factor", c->rope_scale);
+    }
     gguf_writer_add_f32(g, "llama.attention.layer_norm_rms_epsilon", c->rms_eps);
     gguf_writer_add_u32(g, "llama.vocab_size", (uint32_t)c->vocab_size);
 }
@@ -92,6 +96,8 @@ static void add_weights(gguf_writer *g, const ts_model_config *c, const model_we
     size_t dim = (size_t)c->dim, ffn = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     size_t qkv = (size_t)model_qkv_rows(c);
+    if (c->rope_factors) /* first, where llama.cpp's converter puts it */
+        add_f32(g, "rope_freqs.weight", w->rope_factors, (uint64_t)c->head_dim / 2, 0);
     add_f32(g, "token_embd.weight", w->tok_embd, dim, vocab);
     add_f32(g, "output_norm.weight", w->rms_final, dim, 0);
     if (!c->tied_output)

@@ -119,6 +119,7 @@ ts_status model_load_llama2c(const char *path, const char *tokenizer_path, ts_mo
     c->context_len = hdr[6];
     c->head_dim = c->n_heads > 0 ? c->dim / c->n_heads : 0;
     c->rope_freq_base = 10000.0f;
+    c->rope_scale = 1.0f;
     c->rms_eps = 1e-5f;
     c->rope_neox = false;
     ts_error inner = {0};
@@ -148,6 +149,7 @@ ts_status model_load_llama2c(const char *path, const char *tokenizer_path, ts_mo
     if (!c->tied_output &&
         (st = read_matrix(&r, w->output, vocab, dim, dim, "classifier", err)) != TS_OK)
         goto fail;
+    model_rope_init(w, c);
 
     if ((st = ts_tokenizer_load_llama2c(tokenizer_path, c->vocab_size, &m->tokenizer, err)) != TS_OK)
         goto fail;

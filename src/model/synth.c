@@ -14,18 +14,24 @@ typedef struct synth_shape {
     int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, context_len;
     float rope_freq_base;
     bool tied_output;
+    bool rope_llama3; /* Llama 3.2's rope_scaling, written as rope_freqs.weight */
 } synth_shape;
 
 /* From each model's published config.json (llama2.c's README for stories110m, whose
- * checkpoint shares the classifier with the embedding: 110M parameters with it tied).
- * Llama 3.2's rope scaling (llama3, factor 32) is not modelled: tessera does not run it. */
+ * checkpoint shares the classifier with the embedding: 110M parameters with it tied). */
 static const synth_shape shapes[] = {
-    {"stories110m", false, 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true},
-    {"smollm2-360m", false, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true},
-    {"tinyllama-1.1b", false, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false},
-    {"llama3.2-1b", false, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true},
-    {"test-tiny", true, 64, 128, 2, 4, 2, 512, 128, 10000.0f, false},
+    {"stories110m", false, 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true, false},
+    {"smollm2-360m", false, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true, false},
+    {"tinyllama-1.1b", false, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false, false},
+    {"llama3.2-1b", false, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true, true},
+    {"test-tiny", true, 64, 128, 2, 4, 2, 512, 128, 10000.0f, false, false},
 };
+
+/* Llama 3.2's rope_scaling in its config.json: rope_type llama3. */
+static const struct {
+    float factor, low_freq_factor, high_freq_factor;
+    int original_context;
+} llama3_scaling = {32.0f, 1.0f, 4.0f, 8192};
 
 bool model_synth_shape(ts_model_config *out, const char *name)
 {
@@ -45,7 +51,9 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         out->vocab_size = s->vocab_size;
         out->context_len = s->context_len;
         out->rope_freq_base = s->rope_freq_base;
+        out->rope_scale = 1.0f;
         out->rms_eps = 1e-5f;
+        out->rope_factors = s->rope_llama3;
         out->tied_output = s->tied_output;
         return true;
     }
@@ -58,6 +66,29 @@ const char *model_synth_shape_name(int i)
         if (!shapes[k].hidden && i-- == 0)
             return shapes[k].name;
     return NULL;
+}
+
+void model_synth_llama3_factors(float *out, const ts_model_config *c)
+{
+    /* llama.cpp's convert_hf_to_gguf.py, in float as it computes them: frequencies whose
+     * wavelength is under original_context / high_freq_factor are kept (factor 1), those
+     * over original_context / low_freq_factor slowed by the full factor, and the band
+     * between blended smoothly. */
+    float factor = llama3_scaling.factor, low = llama3_scaling.low_freq_factor;
+    float high = llama3_scaling.high_freq_factor, old_ctx = (float)llama3_scaling.original_context;
+    float low_freq_wavelen = old_ctx / low, high_freq_wavelen = old_ctx / high;
+    for (int i = 0; i < c->head_dim / 2; i++) {
+        float freq = 1.0f / powf(c->rope_freq_base, (float)(2 * i) / (float)c->head_dim);
+        float wavelen = 2.0f * (float)M_PI / freq;
+        if (wavelen < high_freq_wavelen) {
+            out[i] = 1.0f;
+        } else if (wavelen > low_freq_wavelen) {
+            out[i] = factor;
+        } else {
+            float smooth = (old_ctx / wavelen - low) / (high - low);
+            out[i] = 1.0f / ((1.0f - smooth) / factor + smooth);
+        }
+    }
 }
 
 void model_quantize_q8_0(uint8_t *dst, const float *src, uint64_t n)
@@ -220,7 +251,8 @@ static void plan_layer(synth_plan *p, int layer, const char *suffix, uint64_t ne
     plan_add(p, name, ne0, ne1);
 }
 
-/* The tensors under llama.cpp's names, in the order model_gguf_write() uses. */
+/* The tensors under llama.cpp's names, in the order model_gguf_write() uses (after
+ * rope_freqs.weight, which model_synth_write() adds itself). */
 static void plan_tensors(synth_plan *p, const ts_model_config *c)
 {
     uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
@@ -247,6 +279,7 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, uint32_t
                             const tokenizer_vocab *v, uint64_t seed, ts_error *err)
 {
     synth_plan p = {.seed = seed, .type = type};
+    float *rope_factors = NULL;
     tokenizer_vocab padded;
     memset(&padded, 0, sizeof padded);
     ts_status st = model_config_validate(c, err);
@@ -271,10 +304,21 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, uint32_t
                                                            : MODEL_GGUF_FILE_F32);
     if ((st = model_gguf_add_vocab(p.g, &padded, err)) != TS_OK)
         goto done;
+    if (c->rope_factors) { /* real factors, not random ones: they shape every position */
+        const uint64_t ne[1] = {(uint64_t)c->head_dim / 2};
+        if (!(rope_factors = malloc(ne[0] * sizeof *rope_factors))) {
+            st = ts_error_set(err, TS_ERR_NOMEM, "RoPE factors");
+            goto done;
+        }
+        model_synth_llama3_factors(rope_factors, c);
+        gguf_writer_add_tensor(p.g, "rope_freqs.weight", GGUF_TENSOR_F32, 1, ne, rope_factors,
+                               ne[0] * sizeof *rope_factors);
+    }
     plan_tensors(&p, c);
     st = gguf_writer_write_file(p.g, path, err);
 done:
     gguf_writer_free(p.g);
+    free(rope_factors);
     free(p.tensors);
     free_padding(&padded, v->n_tokens);
     return st;
