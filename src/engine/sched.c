@@ -97,29 +97,38 @@ static seq *pick_victim(ts_engine *e, double now)
     return worst;
 }
 
+static bool cancel_requested(const seq *s)
+{
+    return atomic_load(&s->job->req->cancel_requested);
+}
+
+/* Ends the waiting sequence at i as cancelled. */
+static void cancel_waiting(ts_engine *e, int i)
+{
+    seq *s = e->waiting[i];
+    remove_at(e->waiting, &e->n_waiting, i);
+    if (!s->job->admitted_once) {
+        pthread_mutex_lock(&e->mu);
+        e->n_pending--;
+        e->queued[s->job->req->priority]--;
+        pthread_mutex_unlock(&e->mu);
+        s->job->admitted_once = true;
+    }
+    engine_finish_seq(e, s, TS_FINISH_CANCELLED);
+}
+
 static void cancel_flagged(ts_engine *e)
 {
     for (int i = e->n_running - 1; i >= 0; i--) {
         seq *s = e->running[i];
-        if (atomic_load(&s->job->req->cancel_requested)) {
+        if (cancel_requested(s)) {
             remove_at(e->running, &e->n_running, i);
             engine_finish_seq(e, s, TS_FINISH_CANCELLED);
         }
     }
-    for (int i = e->n_waiting - 1; i >= 0; i--) {
-        seq *s = e->waiting[i];
-        if (atomic_load(&s->job->req->cancel_requested)) {
-            remove_at(e->waiting, &e->n_waiting, i);
-            if (!s->job->admitted_once) {
-                pthread_mutex_lock(&e->mu);
-                e->n_pending--;
-                e->queued[s->job->req->priority]--;
-                pthread_mutex_unlock(&e->mu);
-                s->job->admitted_once = true;
-            }
-            engine_finish_seq(e, s, TS_FINISH_CANCELLED);
-        }
-    }
+    for (int i = e->n_waiting - 1; i >= 0; i--)
+        if (cancel_requested(e->waiting[i]))
+            cancel_waiting(e, i);
 }
 
 /* Slots taken: running sequences, plus the completions that prompt sequences of n > 1
@@ -144,6 +153,10 @@ static void admit(ts_engine *e, double now)
             if (runs_before(e, e->waiting[i], e->waiting[best], now))
                 best = i;
         seq *s = e->waiting[best];
+        if (cancel_requested(s)) { /* flagged since cancel_flagged: never started */
+            cancel_waiting(e, best);
+            continue;
+        }
         job *j = s->job;
         int slots = (!j->forked && j->req->n > 1) ? j->req->n : 1;
         if (slots_in_use(e) + slots > e->opts.max_seqs)

@@ -3,6 +3,7 @@
  * connection has its own thread, so waiting blocks in poll() on the request's wake-up
  * eventfd, the client socket (hang-up cancels the request) and the shutdown eventfd. */
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +47,12 @@ struct srv_job {
     oai_meta meta;
     choice_acc acc[OAI_MAX_N];
     int prompt_tokens, cached_tokens, completion_tokens;
-    bool first_token_seen;
+    atomic_bool first_token_seen; /* read by ts_server_stop to order its cancellations */
     bool failed;
     ts_status fail_status;
     char fail_msg[256];
-    bool cancelled_for_shutdown;
+    atomic_bool cancelled_for_shutdown; /* set by this thread or complete_cancel_all */
+    srv_job *next, **prev;    /* in srv->jobs while it has a request */
     char *out;                /* stream bytes not yet handed to MHD: [out_off, out_len) */
     size_t out_len, out_off, out_cap;
     bool out_failed;
@@ -100,9 +102,10 @@ static int job_wait(srv_job *j, ts_event *ev)
             {.fd = j->srv->stop_efd, .events = POLLIN},
         };
         int nfds = j->client_fd >= 0 ? 2 : 1;
-        if (!j->cancelled_for_shutdown)
+        bool for_shutdown = atomic_load(&j->cancelled_for_shutdown);
+        if (!for_shutdown)
             p[nfds++] = p[2];
-        int rc = poll(p, (nfds_t)nfds, j->cancelled_for_shutdown ? SRV_SHUTDOWN_WAIT_MS : -1);
+        int rc = poll(p, (nfds_t)nfds, for_shutdown ? SRV_SHUTDOWN_WAIT_MS : -1);
         if (rc == 0)
             return -1; /* the engine did not wind the request down in time */
         if (rc < 0)
@@ -117,9 +120,9 @@ static int job_wait(srv_job *j, ts_event *ev)
             return -1;
         }
         int last = nfds - 1;
-        if (!j->cancelled_for_shutdown && p[last].fd == j->srv->stop_efd &&
+        if (!for_shutdown && p[last].fd == j->srv->stop_efd &&
             (p[last].revents & POLLIN)) {
-            j->cancelled_for_shutdown = true;
+            atomic_store(&j->cancelled_for_shutdown, true);
             ts_request_cancel(j->req);
         }
     }
@@ -154,8 +157,8 @@ static void fill_logprob(const srv_job *j, const ts_event *ev, size_t text_off,
 static void note_token_time(srv_job *j, choice_acc *a)
 {
     double now = clock_now_s();
-    if (!j->first_token_seen) {
-        j->first_token_seen = true;
+    if (!atomic_load(&j->first_token_seen)) {
+        atomic_store(&j->first_token_seen, true);
         metrics_observe(j->srv->metrics, METRICS_HIST_TTFT, now - j->t_start);
     } else if (a->t_last > 0) {
         metrics_observe(j->srv->metrics, METRICS_HIST_ITL, now - a->t_last);
@@ -165,9 +168,7 @@ static void note_token_time(srv_job *j, choice_acc *a)
 
 static void record_done(srv_job *j, const ts_event *ev)
 {
-    j->acc[ev->index].finish =
-        j->cancelled_for_shutdown && ev->finish == TS_FINISH_CANCELLED ? "cancelled"
-                                                                       : finish_name(ev->finish);
+    j->acc[ev->index].finish = finish_name(ev->finish);
     j->prompt_tokens = ev->prompt_tokens;
     j->cached_tokens = ev->cached_tokens;
     j->completion_tokens += ev->completion_tokens;
@@ -447,7 +448,15 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
         return oai_error_set(e, 400, NULL, "invalid_value", "%s", err.msg);
     st = ts_engine_submit(j->model->engine, &p, &j->req, &err);
     switch (st) {
-    case TS_OK: return TS_OK;
+    case TS_OK:
+        pthread_mutex_lock(&j->srv->mu);
+        j->next = j->srv->jobs;
+        j->prev = &j->srv->jobs;
+        if (j->next)
+            j->next->prev = &j->next;
+        j->srv->jobs = j;
+        pthread_mutex_unlock(&j->srv->mu);
+        return TS_OK;
     case TS_ERR_QUEUE_FULL:
         return oai_error_set(e, 429, NULL, "queue_full", "the request queue is full; retry: %s",
                              err.msg);
@@ -505,7 +514,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     }
     /* Cancelled for shutdown before it made a token: answered as a request that came
      * during shutdown. One that made tokens keeps them, with finish_reason "cancelled". */
-    if (j->cancelled_for_shutdown && j->completion_tokens == 0) {
+    if (atomic_load(&j->cancelled_for_shutdown) && j->completion_tokens == 0) {
         oai_error_set(&e, 503, NULL, "shutting_down",
                       "the server is shutting down; the request was cancelled before it "
                       "generated a token");
@@ -570,6 +579,22 @@ enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind
     return j->oreq.stream ? start_stream(mc, c, j) : answer_whole(mc, c, j);
 }
 
+void complete_cancel_all(ts_server *srv)
+{
+    /* Requests that have not shown a token first: were a running one cancelled before
+     * them, its engine could admit one of them into the freed slot at its next step
+     * boundary, and it would make a token it has no use for (and owe a 200, not a 503).
+     * The engine admits no request whose cancel flag is set. */
+    pthread_mutex_lock(&srv->mu);
+    for (int with_tokens = 0; with_tokens < 2; with_tokens++)
+        for (srv_job *j = srv->jobs; j; j = j->next)
+            if (atomic_load(&j->first_token_seen) == (bool)with_tokens) {
+                atomic_store(&j->cancelled_for_shutdown, true); /* before its end can come */
+                ts_request_cancel(j->req);
+            }
+    pthread_mutex_unlock(&srv->mu);
+}
+
 void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
 {
     if (!j)
@@ -583,6 +608,14 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     }
     *prompt_tokens = j->prompt_tokens;
     *completion_tokens = j->completion_tokens;
+    pthread_mutex_lock(&j->srv->mu); /* out of the list before the handle goes; a
+                                      * neighbour's unlinking writes j->prev, so read it here */
+    if (j->prev) {
+        *j->prev = j->next;
+        if (j->next)
+            j->next->prev = j->prev;
+    }
+    pthread_mutex_unlock(&j->srv->mu);
     ts_request_release(j->req);
     srv_cell_put(j->srv, j->cell);
     for (int i = 0; i < OAI_MAX_N; i++) {

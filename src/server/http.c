@@ -614,6 +614,7 @@ void ts_server_stop(ts_server *srv)
     /* Cancel the rest: every waiting request thread sees stop_efd and cancels its request.
      * Their answers (a 503, what a request made so far, a stream's last chunks) must go
      * out before MHD_stop_daemon, which shuts every connection's socket. */
+    complete_cancel_all(srv);
     uint64_t one = 1;
     ssize_t w = write(srv->stop_efd, &one, sizeof one);
     (void)w;

@@ -42,6 +42,9 @@ typedef struct srv_cell {
     struct srv_cell *next_all;
 } srv_cell;
 
+/* What a completion request keeps between MHD callbacks (complete.c). */
+typedef struct srv_job srv_job;
+
 struct ts_server {
     ts_server_options opts;
     char *host;                   /* owned copy of opts.host */
@@ -59,13 +62,12 @@ struct ts_server {
     pthread_mutex_t mu;           /* guards the fields below */
     pthread_cond_t idle;          /* signalled when in_flight drops */
     int in_flight;                /* completion requests not yet completed */
+    srv_job *jobs;                /* submitted requests, newest first (srv_job.next) */
     srv_cell *free_cells, *all_cells;
     atomic_ullong next_id;
     atomic_int open_conns;        /* connections MHD holds open */
 };
 
-/* What a completion request keeps between MHD callbacks (complete.c). */
-typedef struct srv_job srv_job;
 
 /* Per-request state, in MHD's *req_cls; freed only by the completion callback. */
 typedef struct srv_conn {
@@ -105,5 +107,9 @@ enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind
 /* Frees the job (releases the engine request; cancels it if still running); records
  * token counts in *prompt_tokens and *completion_tokens for the request log. */
 void complete_job_free(srv_job *job, int *prompt_tokens, int *completion_tokens);
+
+/* Shutdown: asks the engine to cancel every submitted request, those that have shown no
+ * token yet first, so that none of them is admitted into a slot another one frees. */
+void complete_cancel_all(ts_server *srv);
 
 #endif /* TESSERA_SERVER_INTERNAL_H */
