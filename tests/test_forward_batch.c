@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <cblas.h>
 
 #include "kv/kv.h"
 #include "model/forward_batch.h"
@@ -222,6 +223,14 @@ static void test_rope_factors_batched_matches_reference(void **state)
     ts_model_free(scaled);
 }
 
+/* The build links OpenBLAS's OpenMP flavour, whose threads are our OpenMP pool: the
+ * pthread flavour would run its own threads against the engine's team. */
+static void test_openblas_is_the_openmp_build(void **state)
+{
+    (void)state;
+    assert_int_equal(openblas_get_parallel(), OPENBLAS_OPENMP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_batched_f16_kv_stays_close),
         cmocka_unit_test(test_every_gemm_path_matches_reference),
         cmocka_unit_test(test_gemm_env),
+        cmocka_unit_test(test_openblas_is_the_openmp_build),
         cmocka_unit_test(test_rope_factors_batched_matches_reference),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);
