@@ -53,9 +53,15 @@ static void test_parse_size(void **state)
     assert_int_equal(v, 65536);
     assert_int_equal(kv_parse_size(&v, "0.25K", NULL), TS_OK);
     assert_int_equal(v, 256);
+    /* eight fraction digits of a T: frac * 2^40 is past 64 bits unless reduced first */
+    assert_int_equal(kv_parse_size(&v, "0.99609375T", NULL), TS_OK);
+    assert_int_equal(v, (size_t)1095216660480ULL);
+    assert_int_equal(kv_parse_size(&v, "1.5000000000000K", NULL), TS_OK); /* zeros past 9 */
+    assert_int_equal(v, 1536);
 
     const char *bad[] = {"", " ", "abc", "-1", "12X", "1.", ".5G", "1e9", "5G junk", "G",
-                         "1.5", "0.3K", "99999999999999999999", "20000000000T", "1..5M"};
+                         "1.5", "0.3K", "99999999999999999999", "20000000000T", "1..5M",
+                         "1.0000000001K"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err = (ts_error){0};
         v = 7;

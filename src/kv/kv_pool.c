@@ -33,6 +33,9 @@ ts_status kv_parse_size(size_t *out, const char *s, ts_error *err)
             if (frac_den < 1000000000u) {
                 frac = frac * 10 + (uint64_t)(*p - '0');
                 frac_den *= 10;
+            } else if (*p != '0') { /* a billionth of a K is no whole byte either */
+                return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                    "size '%s' is not a whole number of bytes", s);
             }
             p++;
         }
@@ -60,14 +63,22 @@ ts_status kv_parse_size(size_t *out, const char *s, ts_error *err)
         goto bad;
     if (whole > UINT64_MAX / mult)
         goto overflow;
-    uint64_t fpart = frac * mult; /* frac < 1e9, mult <= 2^40: fits in 64 bits */
-    if (fpart % frac_den != 0)
+    /* frac / frac_den * mult, exactly: mult is 2^k and frac_den 10^d, so their common
+     * factors of 2 go first; then frac < 10^d times what is left of mult stays under
+     * 5^9 * 2^40 < 2^62. */
+    uint64_t fmult = mult, fden = frac_den;
+    while (fmult > 1 && fden % 2 == 0) {
+        fmult /= 2;
+        fden /= 2;
+    }
+    uint64_t fpart = frac * fmult;
+    if (fpart % fden != 0)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "size '%s' is not a whole number of bytes",
                             s);
     uint64_t v = whole * mult;
-    if (v > UINT64_MAX - fpart / frac_den || v + fpart / frac_den > SIZE_MAX)
+    if (v > UINT64_MAX - fpart / fden || v + fpart / fden > SIZE_MAX)
         goto overflow;
-    *out = (size_t)(v + fpart / frac_den);
+    *out = (size_t)(v + fpart / fden);
     return TS_OK;
 bad:
     return ts_error_set(err, TS_ERR_INVALID_ARG,
