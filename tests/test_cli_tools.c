@@ -452,6 +452,31 @@ static void test_generate_prompts_file_and_json(void **state)
     free(model);
 }
 
+/* A prompts file longer than the engine's default waiting queue (1024) still runs every
+ * line: generate submits them all before reading any, so it sizes the queue to the file. */
+static void test_generate_more_prompts_than_queue(void **state)
+{
+    (void)state;
+    char *model = shared(STORIES_GGUF), *out = NULL;
+    const char *path = tu_tmp_path("many-prompts.txt");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 1100; i++)
+        fprintf(f, "Once upon a time %d\n", i);
+    fclose(f);
+    assert_int_equal(tessera(&out, "generate -m %s --prompts %s -n 1 --json", model, path), 0);
+    cJSON *arr = cJSON_Parse(out);
+    assert_non_null(arr);
+    assert_int_equal(cJSON_GetArraySize(arr), 1100);
+    cJSON *last = cJSON_GetArrayItem(arr, 1099);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(last, "prompt")),
+                        "Once upon a time 1099");
+    cJSON_Delete(arr);
+    free(out);
+    remove(path);
+    free(model);
+}
+
 /* `bench --rounds`: the report says how many rounds its medians come from and prints
  * each level's range of speedups; the JSON it writes carries the rounds; bad counts are
  * refused before anything runs. */
@@ -514,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_convert_refuses_and_leaves_no_file),
         cmocka_unit_test(test_synth_cli),
         cmocka_unit_test(test_generate_prompts_file_and_json),
+        cmocka_unit_test(test_generate_more_prompts_than_queue),
         cmocka_unit_test(test_tokenize_special_tokens),
         cmocka_unit_test(test_bench_rounds),
     };

@@ -27,6 +27,7 @@ static void usage(FILE *out)
             "  -m MODEL            .gguf, or llama2.c .bin with --tokenizer (default: see README)\n"
             "  -p PROMPT           the prompt; its continuation is printed after it\n"
             "  --prompts FILE      one prompt per line, all run concurrently, printed in order\n"
+            "                      (the waiting queue holds every line unless --max-queue)\n"
             "  -n N                tokens to generate per prompt (default 128)\n"
             "  --json              print [{\"prompt\": ..., \"text\": prompt + continuation}, ...]\n"
             "  --no-bos            do not start the prompt with BOS (by default it does where\n"
@@ -45,6 +46,7 @@ static int parse(int argc, char **argv, gen_opts *o)
     o->sampling = ts_sampling_params_default();
     o->sampling.temperature = 0.0f;
     ts_engine_options_default(&o->engine);
+    o->engine.max_queue = 0; /* not given: cli_generate sizes it to the prompts */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool ok = true;
@@ -236,6 +238,13 @@ int cli_generate(int argc, char **argv)
         prompts = malloc(sizeof *prompts);
         if (!prompts || !(prompts[0] = strdup(o.prompt)))
             return 1;
+    }
+    /* Every prompt is submitted before any result is read, so the waiting queue must hold
+     * them all; a --max-queue the user gave is kept, and refuses the lines past it. */
+    if (!o.engine.max_queue) {
+        ts_engine_options d;
+        ts_engine_options_default(&d);
+        o.engine.max_queue = n_prompts > d.max_queue ? n_prompts : d.max_queue;
     }
     completion *c = calloc((size_t)(n_prompts ? n_prompts : 1), sizeof *c);
     ts_model *m = c ? cli_load_model(o.model, o.tokenizer) : NULL;
