@@ -21,16 +21,13 @@
 #define STORIES_BIN "models/stories260K/stories260K.bin"
 #define STORIES_TOK "models/stories260K/tok512.bin"
 
-/* Runs `tessera ARGS` (stderr discarded); returns its exit status and, when out is not
- * NULL, its stdout (malloc'd). */
-static int tessera(char **out, const char *fmt, ...)
+/* Runs `tessera ARGS REDIRECT`; returns its exit status and, when out is not NULL, what
+ * it wrote to the pipe (malloc'd). */
+static int run_tessera(char **out, const char *redirect, const char *fmt, va_list ap)
 {
     char args[8192], cmd[9000];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s/tessera %s 2>/dev/null", TS_BUILD_DIR, args);
+    snprintf(cmd, sizeof cmd, "%s/tessera %s %s", TS_BUILD_DIR, args, redirect);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     char *buf = NULL;
@@ -51,6 +48,29 @@ static int tessera(char **out, const char *fmt, ...)
     else
         free(buf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs `tessera ARGS` (stderr discarded); returns its exit status and, when out is not
+ * NULL, its stdout (malloc'd). */
+static int tessera(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int st = run_tessera(out, "2>/dev/null", fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* As tessera, but *err gets its stderr (malloc'd) and its stdout is discarded. */
+static int tessera_stderr(char **err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *log = NULL;
+    int st = run_tessera(&log, "2>&1 >/dev/null", fmt, ap);
+    va_end(ap);
+    *err = log;
+    return st;
 }
 
 /* A copy of tu_shared(rel): tu_shared's buffer is reused by the next call. */
@@ -477,6 +497,22 @@ static void test_generate_more_prompts_than_queue(void **state)
     free(model);
 }
 
+/* A file that cannot be read (here a directory: fopen succeeds, reading fails) is an
+ * error naming it, not an empty file: generate printed [] and tokenize a lone BOS. */
+static void test_read_error_is_not_empty_input(void **state)
+{
+    (void)state;
+    char *model = shared(STORIES_GGUF), *err = NULL;
+    assert_int_equal(tessera_stderr(&err, "generate -m %s --prompts %s -n 1 --json", model,
+                                    TS_BUILD_DIR), 1);
+    assert_non_null(strstr(err, "cannot read " TS_BUILD_DIR));
+    free(err);
+    assert_int_equal(tessera_stderr(&err, "tokenize -m %s --file %s", model, TS_BUILD_DIR), 1);
+    assert_non_null(strstr(err, "cannot read " TS_BUILD_DIR));
+    free(err);
+    free(model);
+}
+
 /* `bench --rounds`: the report says how many rounds its medians come from and prints
  * each level's range of speedups; the JSON it writes carries the rounds; bad counts are
  * refused before anything runs. */
@@ -541,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_generate_prompts_file_and_json),
         cmocka_unit_test(test_generate_more_prompts_than_queue),
         cmocka_unit_test(test_tokenize_special_tokens),
+        cmocka_unit_test(test_read_error_is_not_empty_input),
         cmocka_unit_test(test_bench_rounds),
     };
     return cmocka_run_group_tests_name("cli_tools", tests, NULL, NULL);

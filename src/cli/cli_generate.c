@@ -1,6 +1,7 @@
 /* cli_generate.c: `tessera generate`: completes one prompt, or every line of a file
  * concurrently, through the batching engine; prints prompt + continuation. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,15 @@ static int read_lines(const char *path, char ***out)
             break;
         }
         n++;
+    }
+    /* getline's -1 is also a read error (a directory, EIO): not an empty rest of file. */
+    if (n >= 0 && ferror(f)) {
+        fprintf(stderr, "tessera: cannot read %s: %s\n", path, strerror(errno));
+        for (int i = 0; i < n; i++)
+            free(lines[i]);
+        free(lines);
+        lines = NULL;
+        n = -1;
     }
     free(line);
     fclose(f);

@@ -1,4 +1,5 @@
 /* cli_tokenize.c: `tessera tokenize`: prints the token ids of a text or a file. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ static void usage(FILE *out)
                  "  vocabulary says to (tokenizer.ggml.add_bos_token), unless --no-bos.\n");
 }
 
-/* Reads a whole file (bytes, any content); NULL on failure. */
+/* Reads a whole file (bytes, any content); NULL with errno set on failure. */
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -39,6 +40,14 @@ static char *slurp(const char *path, size_t *len)
         got = fread(buf + n, 1, cap - n, f);
         n += got;
     } while (got > 0);
+    /* fread's 0 is also a read error (a directory, EIO): not the end of the file. */
+    if (ferror(f)) {
+        int saved = errno;
+        free(buf);
+        fclose(f);
+        errno = saved;
+        return NULL;
+    }
     fclose(f);
     *len = n;
     return buf;
@@ -93,7 +102,7 @@ int cli_tokenize(int argc, char **argv)
     int32_t *ids = NULL;
     int rc = 1;
     if (file && !data) {
-        fprintf(stderr, "tessera: cannot read %s\n", file);
+        fprintf(stderr, "tessera: cannot read %s: %s\n", file, strerror(errno));
         goto out;
     }
     const char *src = file ? data : text;
