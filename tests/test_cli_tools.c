@@ -1,6 +1,6 @@
 /* test_cli_tools.c: `tessera info`, `convert`, `synth`, `generate` and `bench` run as the
  * user runs them (the built binary through popen), and the files they write loaded back
- * through the library. */
+ * through the library; the option-value parsers they share called directly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "cli/args.h"
 #include "model/model.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -189,6 +190,57 @@ static void test_info_errors(void **state)
     remove(cut);
     free(bytes);
     free(src);
+}
+
+/* ---- option values ---- */
+
+/* strtol and strtoull skip white space and take '+', and strtoull wraps "-1": an option's
+ * number must start with a digit, or '-' where the range has negatives. */
+static void test_number_options(void **state)
+{
+    (void)state;
+    int i = 0;
+    uint64_t u = 0;
+    float f = 0;
+    assert_true(cli_int("--port", "80", 1, 65535, &i));
+    assert_int_equal(i, 80);
+    assert_false(cli_int("--port", " 80", 1, 65535, &i));
+    assert_false(cli_int("--port", "+80", 1, 65535, &i));
+    assert_false(cli_int("--port", "80 ", 1, 65535, &i));
+    assert_false(cli_int("--port", "", 1, 65535, &i));
+    assert_true(cli_int("--x", "-3", -5, 5, &i));
+    assert_int_equal(i, -3);
+    assert_false(cli_int("--x", " -3", -5, 5, &i));
+    assert_false(cli_int("--x", "-3", 0, 5, &i)); /* out of range either way */
+    assert_true(cli_u64("--seed", "18446744073709551615", &u));
+    assert_true(u == UINT64_MAX);
+    assert_false(cli_u64("--seed", " -1", &u));
+    assert_false(cli_u64("--seed", "-1", &u));
+    assert_false(cli_u64("--seed", "+1", &u));
+    assert_false(cli_u64("--seed", "\t1", &u));
+    assert_true(cli_float("--temp", ".5", 0, 2, &f));
+    assert_float_equal(f, 0.5, 0);
+    assert_false(cli_float("--temp", " 0.5", 0, 2, &f));
+    assert_false(cli_float("--temp", "+0.5", 0, 2, &f));
+    assert_true(cli_float("--x", "-0.5", -1, 1, &f));
+    assert_float_equal(f, -0.5, 0);
+
+    int levels[4] = {0}, n = -1;
+    assert_true(cli_int_list("--concurrency", "1,4,16", 1, 64, levels, 4, &n));
+    assert_int_equal(n, 3);
+    assert_int_equal(levels[2], 16);
+    static const char *const bad[] = {"", ",", "1,,2", "1,", ",1", "1, 2", "1,+2", "1,2,3,4,5",
+                                      "1,65", "1,0"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        if (cli_int_list("--concurrency", bad[k], 1, 64, levels, 4, &n))
+            fail_msg("'%s' was accepted", bad[k]);
+
+    /* The commands refuse them before loading anything. */
+    char *model = shared(STORIES_GGUF);
+    assert_int_equal(tessera(NULL, "generate -m %s -p x -n 1 --seed ' -1'", model), 2);
+    assert_int_equal(tessera(NULL, "bench -m %s --concurrency 1,,2", model), 2);
+    assert_int_equal(tessera(NULL, "loadgen --concurrency 1,"), 2);
+    free(model);
 }
 
 /* ---- convert ---- */
@@ -570,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_info_llama2c),
         cmocka_unit_test(test_info_vocab_only),
         cmocka_unit_test(test_info_errors),
+        cmocka_unit_test(test_number_options),
         cmocka_unit_test(test_convert_llama2c_round_trip),
         cmocka_unit_test(test_convert_gguf_to_gguf),
         cmocka_unit_test(test_convert_refuses_and_leaves_no_file),

@@ -10,12 +10,20 @@
 #include "cli/args.h"
 #include "kv/kv.h"
 
+/* strto* skip leading white space and take a '+' (and strtoull a '-', wrapping it to a
+ * huge value): an option's number must start with a digit, or '-' where negatives are
+ * in range ('.' too for a fraction). */
+static bool starts_number(const char *s, bool negative_ok, bool fraction_ok)
+{
+    return (*s >= '0' && *s <= '9') || (negative_ok && *s == '-') || (fraction_ok && *s == '.');
+}
+
 bool cli_int(const char *opt, const char *s, long min, long max, int *out)
 {
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max) {
+    if (!starts_number(s, min < 0, false) || errno || end == s || *end || v < min || v > max) {
         fprintf(stderr, "tessera: %s wants an integer in %ld..%ld, not '%s'\n", opt, min, max, s);
         return false;
     }
@@ -28,7 +36,7 @@ bool cli_float(const char *opt, const char *s, double min, double max, float *ou
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < min || v > max) {
+    if (!starts_number(s, min < 0, true) || errno || end == s || *end || !isfinite(v) || v < min || v > max) {
         fprintf(stderr, "tessera: %s wants a number in %g..%g, not '%s'\n", opt, min, max, s);
         return false;
     }
@@ -41,12 +49,39 @@ bool cli_u64(const char *opt, const char *s, uint64_t *out)
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || *s == '-') {
+    if (!starts_number(s, false, false) || errno || end == s || *end) {
         fprintf(stderr, "tessera: %s wants a non-negative integer, not '%s'\n", opt, s);
         return false;
     }
     *out = (uint64_t)v;
     return true;
+}
+
+bool cli_int_list(const char *opt, const char *s, long min, long max, int *out, int cap,
+                  int *n)
+{
+    *n = 0;
+    for (const char *p = s;; p++) {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        if (len == 0 || len >= sizeof item) {
+            fprintf(stderr, "tessera: %s wants integers in %ld..%ld separated by commas, not '%s'\n",
+                    opt, min, max, s);
+            return false;
+        }
+        if (*n == cap) {
+            fprintf(stderr, "tessera: %s takes at most %d values\n", opt, cap);
+            return false;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (!cli_int(opt, item, min, max, &out[*n]))
+            return false;
+        (*n)++;
+        p += len;
+        if (!*p)
+            return true;
+    }
 }
 
 bool cli_size(const char *opt, const char *s, size_t *out)

@@ -1,5 +1,6 @@
 /* args.h: option parsing and model loading shared by the subcommands. Each parser prints
- * "tessera: ..." naming the option on a bad value and returns false. */
+ * "tessera: ..." naming the option on a bad value and returns false. Numbers are decimal
+ * and start with a digit (or '-' where the range allows): no white space, no '+'. */
 #ifndef TESSERA_CLI_ARGS_H
 #define TESSERA_CLI_ARGS_H
 
@@ -13,6 +14,10 @@
 bool cli_int(const char *opt, const char *s, long min, long max, int *out);
 bool cli_float(const char *opt, const char *s, double min, double max, float *out);
 bool cli_u64(const char *opt, const char *s, uint64_t *out);
+/* "1,4,16": 1..cap integers in min..max into out, their count in *n. Empty items ("1,,2",
+ * "1,") are refused. */
+bool cli_int_list(const char *opt, const char *s, long min, long max, int *out, int cap,
+                  int *n);
 /* "512M", "2G", "1.5G", plain bytes. */
 bool cli_size(const char *opt, const char *s, size_t *out);
 

@@ -58,32 +58,6 @@ static void usage(FILE *out)
             "from spinning against it (8x slower GEMMs when the cores are oversubscribed).\n");
 }
 
-/* "1,2,4": up to MAX_LEVELS integers in 1..4096. */
-static bool parse_levels(const char *s, int *levels, int *n)
-{
-    char buf[512];
-    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) {
-        fprintf(stderr, "tessera: --concurrency list too long\n");
-        return false;
-    }
-    *n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_LEVELS) {
-            fprintf(stderr, "tessera: --concurrency takes at most %d levels\n", MAX_LEVELS);
-            return false;
-        }
-        if (!cli_int("--concurrency", t, 1, 4096, &levels[*n]))
-            return false;
-        (*n)++;
-    }
-    if (*n == 0) {
-        fprintf(stderr, "tessera: --concurrency needs at least one level\n");
-        return false;
-    }
-    return true;
-}
-
 static int parse(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -112,7 +86,7 @@ static int parse(int argc, char **argv, bench_opts *o)
         } else if (!strcmp(a, "--tokenizer")) {
             o->tokenizer = v;
         } else if (!strcmp(a, "--concurrency")) {
-            ok = parse_levels(v, o->levels, &o->cfg.n_levels);
+            ok = cli_int_list(a, v, 1, 4096, o->levels, MAX_LEVELS, &o->cfg.n_levels);
         } else if (!strcmp(a, "-n")) {
             ok = cli_int(a, v, 1, 1 << 20, &o->cfg.n_tokens);
         } else if (!strcmp(a, "--prompt-len")) {

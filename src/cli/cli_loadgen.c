@@ -40,29 +40,6 @@ static void usage(FILE *out)
             "Exit status: 0 when every request succeeded, 1 when any failed, 2 on bad usage.\n");
 }
 
-/* "1,4,16": up to LOADGEN_MAX_LEVELS integers in 1..LOADGEN_MAX_CONCURRENCY. */
-static bool parse_levels(const char *s, int *levels, int *n)
-{
-    char buf[256];
-    if (snprintf(buf, sizeof buf, "%s", s) >= (int)sizeof buf) {
-        fprintf(stderr, "tessera: --concurrency list too long\n");
-        return false;
-    }
-    *n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == LOADGEN_MAX_LEVELS) {
-            fprintf(stderr, "tessera: --concurrency takes at most %d levels\n", LOADGEN_MAX_LEVELS);
-            return false;
-        }
-        if (!cli_int("--concurrency", t, 1, LOADGEN_MAX_CONCURRENCY, &levels[*n]))
-            return false;
-        (*n)++;
-    }
-    if (*n == 0)
-        fprintf(stderr, "tessera: --concurrency needs at least one level\n");
-    return *n > 0;
-}
-
 static void print_pcts(const loadgen_pcts *p)
 {
     if (isnan(p->p50))
@@ -149,7 +126,8 @@ int cli_loadgen(int argc, char **argv)
         } else if (!strcmp(a, "--url")) {
             cfg.url = v;
         } else if (!strcmp(a, "--concurrency")) {
-            ok = parse_levels(v, levels, &n_levels);
+            ok = cli_int_list(a, v, 1, LOADGEN_MAX_CONCURRENCY, levels, LOADGEN_MAX_LEVELS,
+                              &n_levels);
         } else if (!strcmp(a, "--requests")) {
             ok = cli_int(a, v, 1, LOADGEN_MAX_REQUESTS, &cfg.requests);
         } else if (!strcmp(a, "--prompt-len")) {
