@@ -1,6 +1,7 @@
 /* test_cli_tools.c: `tessera info`, `convert`, `synth`, `generate` and `bench` run as the
  * user runs them (the built binary through popen), and the files they write loaded back
- * through the library; the option-value parsers they share called directly. */
+ * through the library; the option-value parsers they share and serve's route names
+ * called directly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/args.h"
+#include "cli/cli.h"
 #include "model/model.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -241,6 +243,31 @@ static void test_number_options(void **state)
     assert_int_equal(tessera(NULL, "bench -m %s --concurrency 1,,2", model), 2);
     assert_int_equal(tessera(NULL, "loadgen --concurrency 1,"), 2);
     free(model);
+}
+
+/* ---- serve's model routes ---- */
+
+/* general.name routes a model; one whose name a model before it took is routed by its
+ * file's base name less only the extension, and the collision is with the routes
+ * assigned, not only with the names the models carry. */
+static void test_route_names(void **state)
+{
+    (void)state;
+    char out[128];
+    cli_route_name("llama", "models/tinyllama-1.1b.Q8_0.gguf", NULL, 0, out, sizeof out);
+    assert_string_equal(out, "llama");
+    const char *taken[] = {"llama", "stories.v2"};
+    cli_route_name("llama", "models/tinyllama-1.1b.Q8_0.gguf", taken, 1, out, sizeof out);
+    assert_string_equal(out, "tinyllama-1.1b.Q8_0"); /* was tinyllama-1 */
+    cli_route_name("llama", "stories.v2.gguf", taken, 1, out, sizeof out);
+    assert_string_equal(out, "stories.v2");
+    cli_route_name("llama", "dir.d/noext", taken, 1, out, sizeof out);
+    assert_string_equal(out, "noext");
+    cli_route_name("llama", "dir/.gguf", taken, 1, out, sizeof out);
+    assert_string_equal(out, ".gguf");
+    /* A model whose general.name is a route an earlier file name took. */
+    cli_route_name("stories.v2", "b/other.gguf", taken, 2, out, sizeof out);
+    assert_string_equal(out, "other");
 }
 
 /* ---- convert ---- */
@@ -623,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_info_vocab_only),
         cmocka_unit_test(test_info_errors),
         cmocka_unit_test(test_number_options),
+        cmocka_unit_test(test_route_names),
         cmocka_unit_test(test_convert_llama2c_round_trip),
         cmocka_unit_test(test_convert_gguf_to_gguf),
         cmocka_unit_test(test_convert_refuses_and_leaves_no_file),

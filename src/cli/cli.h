@@ -2,6 +2,8 @@
 #ifndef TESSERA_CLI_H
 #define TESSERA_CLI_H
 
+#include <stddef.h>
+
 typedef struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand's name */
@@ -16,5 +18,11 @@ int cli_info(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_synth(int argc, char **argv);
 int cli_loadgen(int argc, char **argv);
+
+/* serve's route for a model: its general.name, or, when one of the n_taken routes already
+ * assigned has that name, the file's base name without its last extension (route
+ * "tinyllama-1.1b.Q8_0" for models/tinyllama-1.1b.Q8_0.gguf). Writes out (cap bytes). */
+void cli_route_name(const char *model_name, const char *path, const char *const *taken,
+                    int n_taken, char *out, size_t cap);
 
 #endif

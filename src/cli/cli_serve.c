@@ -110,18 +110,20 @@ static int parse_args(int argc, char **argv, serve_args *a)
     return 0;
 }
 
-/* The model's name for routing: general.name, or the file's base name when two models
- * share one. */
-static void route_name(const ts_model *m, const char *path, char *out, size_t cap,
-                       ts_model *const *loaded, int n_loaded)
+void cli_route_name(const char *model_name, const char *path, const char *const *taken,
+                    int n_taken, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s", ts_model_get_config(m)->name);
-    for (int i = 0; i < n_loaded; i++)
-        if (!strcmp(ts_model_get_config(loaded[i])->name, out)) {
+    snprintf(out, cap, "%s", model_name);
+    for (int i = 0; i < n_taken; i++)
+        if (!strcmp(taken[i], out)) {
             const char *base = strrchr(path, '/');
             base = base ? base + 1 : path;
-            size_t n = strcspn(base, ".");
+            /* Only the extension goes: names like tinyllama-1.1b.Q8_0 have dots of their
+             * own. A leading dot (".gguf") is the name, not an extension. */
+            const char *dot = strrchr(base, '.');
+            size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
             snprintf(out, cap, "%.*s", (int)n, base);
+            break;
         }
 }
 
@@ -147,6 +149,10 @@ int cli_serve(int argc, char **argv)
 
     ts_model *models[MAX_MODELS] = {0};
     ts_engine *engines[MAX_MODELS] = {0};
+    char names[MAX_MODELS][128];
+    const char *routes[MAX_MODELS];
+    for (int i = 0; i < MAX_MODELS; i++)
+        routes[i] = names[i];
     ts_server *srv = NULL;
     ts_error err = {0};
     int status = 1;
@@ -169,11 +175,11 @@ int cli_serve(int argc, char **argv)
         }
         if (ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
             goto done;
-        char name[128];
-        route_name(models[i], a.models[i], name, sizeof name, models, i);
-        if (ts_server_add_model(srv, name, engines[i], &err) != TS_OK)
+        cli_route_name(ts_model_get_config(models[i])->name, a.models[i], routes, i, names[i],
+                       sizeof names[i]);
+        if (ts_server_add_model(srv, names[i], engines[i], &err) != TS_OK)
             goto done;
-        fprintf(stderr, "tessera serve: model '%s' from %s\n", name, a.models[i]);
+        fprintf(stderr, "tessera serve: model '%s' from %s\n", names[i], a.models[i]);
     }
     if (ts_server_start(srv, &err) != TS_OK)
         goto done;

@@ -167,18 +167,22 @@ check "Retry-After" grep -qi '^retry-after: ' "$tmp/qh${refused##*/qc}"
 curl -sN "$B/v1/completions" -d '{"prompt": "b", "max_tokens": 1900, "stream": true}' >/dev/null &
 
 # --- two models: each engine gets its share of the cores, both are routed
-ln -s "$(realpath "$model")" "$tmp/second.gguf" # same model, routed by its file name
-start_server "$tmp/c.log" -m "$tmp/second.gguf" --max-seqs 2
+# The same model converted, so it carries the first one's name (stories260K) as
+# general.name: it is routed by its file name less only its extension (a name with a dot
+# of its own, as tinyllama-1.1b.Q8_0.gguf has, was once cut at its first dot)
+second=second.v2
+"$bin" convert -m "$model" -o "$tmp/$second.gguf" 2>/dev/null
+start_server "$tmp/c.log" -m "$tmp/$second.gguf" --max-seqs 2
 C="http://127.0.0.1:$port"
 cpid=$spid
 check "two models split the cores" grep -q '^tessera serve: 2 models share [0-9]* cores: [0-9]* threads each' "$tmp/c.log"
 curl -s "$C/v1/models" >"$tmp/body"
-check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("second")) != null'
-first=$(jq -r '[.data[].id | select(. != "second")][0]' "$tmp/body")
+check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("'"$second"'")) != null'
+first=$(jq -r '[.data[].id | select(. != "'"$second"'")][0]' "$tmp/body")
 # a greedy completion from each by name: each answer names its model, and each model's
 # engine took one request (the same weights, so the same text)
 i=0
-for m in "$first" second; do
+for m in "$first" "$second"; do
   i=$((i + 1))
   check "completion from $m" test "$(code "$C/v1/completions" -d "{\"model\": \"$m\", \"prompt\": \"$prompt\", \"max_tokens\": 8, \"temperature\": 0}")" = 200
   check "the answer names $m and has text" jqb ".model == \"$m\" and (.choices[0].text | length) > 0"
@@ -186,7 +190,7 @@ for m in "$first" second; do
 done
 check "both models answer alike" cmp -s "$tmp/text1" "$tmp/text2"
 curl -s "$C/metrics" >"$tmp/m"
-check "each engine took its request" bash -c "grep -qx 'tessera_engine_requests_submitted_total{model=\"$first\"} 1' '$tmp/m' && grep -qx 'tessera_engine_requests_submitted_total{model=\"second\"} 1' '$tmp/m'"
+check "each engine took its request" bash -c "grep -qx 'tessera_engine_requests_submitted_total{model=\"$first\"} 1' '$tmp/m' && grep -qx 'tessera_engine_requests_submitted_total{model=\"$second\"} 1' '$tmp/m'"
 check "unknown model among two -> 404" test "$(code "$C/v1/completions" -d '{"prompt": "x", "model": "nope", "temperature": 0}')" = 404
 check "404 shape among two" jqb '.error.type == "invalid_request_error" and .error.code == "model_not_found" and .error.param == "model" and (.error.message | contains("nope"))'
 kill -TERM "$cpid"
