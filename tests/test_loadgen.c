@@ -390,6 +390,21 @@ static void test_url_parse(void **state)
     assert_int_equal(loadgen_url_parse(&u, "https://example.com", &err), TS_OK);
     assert_int_equal(u.port, 443);
 
+    /* The base URL OpenAI clients take (README) ends in /v1: it is not doubled. */
+    static const struct { const char *url, *path; } v1[] = {
+        {"http://127.0.0.1:8080/v1", ""},        {"http://127.0.0.1:8080/v1/", ""},
+        {"http://127.0.0.1:8080/api/v1//", "/api"}, {"http://127.0.0.1:8080/v10", "/v10"},
+        {"http://127.0.0.1:8080/xv1", "/xv1"},
+    };
+    for (size_t i = 0; i < sizeof v1 / sizeof *v1; i++) {
+        assert_int_equal(loadgen_url_parse(&u, v1[i].url, &err), TS_OK);
+        if (strcmp(u.path, v1[i].path))
+            fail_msg("%s: path '%s', not '%s'", v1[i].url, u.path, v1[i].path);
+    }
+    assert_int_equal(loadgen_url_parse(&u, "http://127.0.0.1:8080/v1/", &err), TS_OK);
+    assert_int_equal(loadgen_url_format(buf, &u, "/v1/completions", sizeof buf, &err), TS_OK);
+    assert_string_equal(buf, "http://127.0.0.1:8080/v1/completions");
+
     static const struct { const char *url, *says; } bad[] = {
         {"127.0.0.1:8080", "no scheme"},
         {"ftp://127.0.0.1", "scheme must be"},

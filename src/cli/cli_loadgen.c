@@ -12,13 +12,15 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tessera loadgen [--url http://127.0.0.1:8080] [--concurrency 1,4,16,64]\n"
+            "usage: tessera loadgen [--url http://127.0.0.1:8080] [--concurrency 1]\n"
             "                       [--requests N] [--prompt-len L] [--max-tokens M] [--stream]\n"
             "                       [--shared-prefix P] [--mix high:0.2,normal:0.6,low:0.2\n"
             "                       --api-keys FILE] [--model NAME] [--timeout S] [--json FILE]\n"
-            "  --url URL           server base URL; loopback hosts only unless --allow-remote\n"
+            "  --url URL           server base URL, with or without /v1 (default\n"
+            "                      http://127.0.0.1:8080); loopback hosts only unless\n"
+            "                      --allow-remote\n"
             "  --concurrency LIST  levels, run in order; at each, N requests with at most that\n"
-            "                      many in flight (closed loop)\n"
+            "                      many in flight (closed loop; default one level of 1)\n"
             "  --requests N        requests per level (default 16)\n"
             "  --prompt-len L      words per prompt, about one token each (default 64), seeded\n"
             "  --shared-prefix P   every prompt starts with the same P words (default 0)\n"

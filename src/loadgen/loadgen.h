@@ -37,11 +37,13 @@ typedef struct loadgen_url {
     char scheme[8];  /* "http" or "https" */
     char host[256];  /* IPv6 literals without their brackets */
     int port;        /* 1..65535; 80/443 when the URL names none */
-    char path[512];  /* base path without a trailing '/', "" for the root */
+    char path[512];  /* base path without a trailing '/' or "/v1", "" for the root */
 } loadgen_url;
 
-/* Parses scheme://host[:port][/path]. Refuses user info ('@'), queries, fragments,
- * other schemes, empty hosts and bad ports, naming what was wrong. url: borrowed. */
+/* Parses scheme://host[:port][/path]. A path ending in /v1 (an OpenAI client's base URL)
+ * loses it, as the routes loadgen formats all start with /v1. Refuses user info ('@'),
+ * queries, fragments, other schemes, empty hosts and bad ports, naming what was wrong.
+ * url: borrowed. */
 ts_status loadgen_url_parse(loadgen_url *out, const char *url, ts_error *err);
 
 /* True for "localhost", 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104 literals. Other names

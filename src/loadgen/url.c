@@ -67,6 +67,12 @@ ts_status loadgen_url_parse(loadgen_url *out, const char *url, ts_error *err)
     size_t plen = strlen(auth_end);
     while (plen > 0 && auth_end[plen - 1] == '/')
         plen--;
+    /* OpenAI clients take the base URL with /v1 (README says so); every route loadgen
+     * sends starts with /v1 already, so such a base would give /v1/v1/... and 404s. */
+    if (plen >= 3 && !strncmp(auth_end + plen - 3, "/v1", 3))
+        plen -= 3;
+    while (plen > 0 && auth_end[plen - 1] == '/')
+        plen--;
     if (plen >= sizeof out->path)
         return ts_error_set(err, TS_ERR_TOO_LONG, "url '%s': path longer than %zu bytes", url,
                             sizeof out->path - 1);
