@@ -563,6 +563,38 @@ static void test_large_vocab_logprobs(void **state)
     free(t);
 }
 
+/* A temperature so small that the runner-up's scaled exponent falls far below -87 (here
+ * -95) without being greedy (1 / T is finite): the top token is sampled every time, and
+ * probabilities and log-probabilities stay numbers. Exponents past the fast exponential's
+ * range once made weights negative: the runner-up won and every logprob was NaN. */
+static void test_tiny_temperature_stays_finite(void **state)
+{
+    (void)state;
+    enum { V = 256 };
+    float logits[V] = {0};
+    logits[0] = 3.0f;
+    logits[1] = 3.0f;
+    for (int i = 0; i < 4; i++)
+        logits[1] = nextafterf(logits[1], 0.0f);
+    for (uint64_t seed = 0; seed < 16; seed++) {
+        ts_sampling_params p = params_t(1e-8f);
+        p.logprobs = true;
+        p.top_logprobs = 2;
+        p.seed = seed;
+        p.has_seed = true;
+        fixture f;
+        setup_sampler(&f, &p, V);
+        sampler_logprobs lp;
+        int32_t tok = -1;
+        assert_int_equal(sampler_sample(&f.s, &f.sc, &tok, &lp, logits, NULL, 0, 0, NULL), TS_OK);
+        assert_int_equal(tok, 0);
+        assert_true(isfinite(lp.logprob) && lp.logprob > -1e-3f && lp.logprob <= 0.0f);
+        assert_int_equal(lp.top[0].id, 0);
+        assert_false(isnan(lp.top[1].logprob));
+        sampler_scratch_free(&f.sc);
+    }
+}
+
 /* The fast exponential against libm in double: relative error, special values. */
 static void test_expf_matches_libm(void **state)
 {
@@ -897,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_kept_probabilities_are_renormalised),
         cmocka_unit_test(test_large_vocab_matches_reference),
         cmocka_unit_test(test_large_vocab_logprobs),
+        cmocka_unit_test(test_tiny_temperature_stays_finite),
         cmocka_unit_test(test_masked_tokens_get_zero),
         cmocka_unit_test(test_expf_matches_libm),
         cmocka_unit_test(test_seed_determinism),

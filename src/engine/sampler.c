@@ -342,21 +342,24 @@ float sampler_expf(float x)
 
 /* out[i] = e^((clean(x[i]) - lmax) * inv_t) for i < n (lmax finite, >= every clean x);
  * returns their sum, in float within blocks of LANES * 16 terms and in double across
- * blocks. A logit below lo (where the exponent falls under -87) contributes exactly 0;
- * lo is a variable, not a constant, so the clamp below vectorizes as a max. */
+ * blocks. A term whose exponent falls under -87 contributes exactly 0. The clamp is on
+ * the scaled exponent itself: a bound on the logit (lmax - 87 / inv_t) rounds in float,
+ * and at temperatures near 1e-8 let exponents past exp_core's range through, whose
+ * weights came out negative. */
 static double exp_sum(float *out, const float *x, int n, float lmax, float inv_t)
 {
-    const float lo = lmax - 87.0f / inv_t;
+    /* -87 (lmax is finite), worked out from lmax so that GCC takes it for a variable:
+     * against a constant it keeps the clamp a branch and the loop scalar */
+    const float lo = (lmax - lmax) - 87.0f;
     double total = 0.0;
     int i = 0;
     for (; i + LANES * 16 <= n; i += LANES * 16) {
         float acc[LANES] = { 0 };
         for (int k = 0; k < LANES * 16; k += LANES)
             for (int j = 0; j < LANES; j++) {
-                const float l = clean_logit(x[i + k + j]);
-                const int32_t keep = -(int32_t)(l >= lo);
-                const float lc = l > lo ? l : lo;
-                const float e = exp_core((lc - lmax) * inv_t, keep);
+                const float z = (clean_logit(x[i + k + j]) - lmax) * inv_t;
+                const int32_t keep = -(int32_t)(z >= lo);
+                const float e = exp_core(z > lo ? z : lo, keep);
                 out[i + k + j] = e;
                 acc[j] += e;
             }
