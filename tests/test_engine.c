@@ -181,6 +181,50 @@ static void test_n_completions_share_the_prompt(void **state)
     free(ids);
 }
 
+/* The n completion texts of a request sampled at temperature 1 with seed (copies). */
+static void seeded_texts(ts_engine *e, const int32_t *ids, int n_ids, uint64_t seed, int n,
+                         char **out)
+{
+    ts_request_params p = eu_greedy(ids, n_ids, 40);
+    p.sampling.temperature = 1.0f;
+    p.sampling.seed = seed;
+    p.sampling.has_seed = true;
+    p.n = n;
+    ts_request *req = NULL;
+    assert_int_equal(ts_engine_submit(e, &p, &req, NULL), TS_OK);
+    eu_result r;
+    eu_collect(req, &r);
+    ts_request_release(req);
+    assert_int_equal(r.n_done, n);
+    for (int i = 0; i < n; i++)
+        out[i] = strdup(r.text[i]);
+    eu_result_free(&r);
+}
+
+/* Completion i of a seeded request draws from its own stream: the first from the seed
+ * itself (so n does not change it), the others from the seed and their index mixed, so
+ * the second completion of seed 42 is not the first of seed 43 (seed + index made them
+ * one stream, and seed sweeps with n > 1 repeated samples). */
+static void test_seeded_completions_have_their_own_streams(void **state)
+{
+    (void)state;
+    int n = 0;
+    int32_t *ids = eu_tokenize(eu_model, "Once upon a time", &n);
+    ts_engine *e = start(8, 0);
+    char *pair42[2], *alone42[1], *alone43[1];
+    seeded_texts(e, ids, n, 42, 2, pair42);
+    seeded_texts(e, ids, n, 42, 1, alone42);
+    seeded_texts(e, ids, n, 43, 1, alone43);
+    assert_string_equal(pair42[0], alone42[0]);
+    assert_true(strcmp(pair42[1], alone43[0]) != 0);
+    ts_engine_destroy(e);
+    free(pair42[0]);
+    free(pair42[1]);
+    free(alone42[0]);
+    free(alone43[0]);
+    free(ids);
+}
+
 static void test_stop_string_across_tokens(void **state)
 {
     (void)state;
@@ -428,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_golden_texts_alone_and_together),
         cmocka_unit_test(test_concurrent_prompts_match_reference),
         cmocka_unit_test(test_n_completions_share_the_prompt),
+        cmocka_unit_test(test_seeded_completions_have_their_own_streams),
         cmocka_unit_test(test_stop_string_across_tokens),
         cmocka_unit_test(test_random_bytes_never_split_utf8),
         cmocka_unit_test(test_refusals_name_the_numbers),

@@ -55,6 +55,16 @@ void engine_free_dead(ts_engine *e)
     e->n_dead_jobs = 0;
 }
 
+/* The seed of completion index > 0 of a request seeded with seed: splitmix64's finalizer
+ * over both, so nearby seeds and indices give unrelated streams. */
+static uint64_t completion_seed(uint64_t seed, int index)
+{
+    uint64_t z = seed ^ ((uint64_t)index * UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
 ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *tokens,
                             int n_tokens, seq **out, ts_error *err)
 {
@@ -76,10 +86,13 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
     memcpy(s->tokens, tokens, (size_t)n_tokens * sizeof(int32_t));
     s->n_tokens = n_tokens;
 
-    /* Each completion draws from its own stream: seed + index, or a per-request value. */
+    /* Each completion draws from its own stream. With a seed: the first from the seed
+     * itself (a request's first completion does not depend on n), the others from the seed
+     * and their index mixed; seed + index made completion 1 of seed s completion 0 of seed
+     * s + 1, so sweeping seeds with n > 1 repeated samples. */
     ts_sampling_params sp = r->sampling;
-    if (sp.has_seed)
-        sp.seed += (uint64_t)index;
+    if (sp.has_seed && index > 0)
+        sp.seed = completion_seed(sp.seed, index);
     uint64_t fallback = (r->id + 1) * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)index ^
                         (uint64_t)(r->submit_time * 1e9);
     if ((st = sampler_init(&s->smp, &sp, e->model->cfg.vocab_size, fallback, err)) != TS_OK ||
