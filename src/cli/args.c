@@ -36,7 +36,8 @@ bool cli_float(const char *opt, const char *s, double min, double max, float *ou
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
-    if (!starts_number(s, min < 0, true) || errno || end == s || *end || !isfinite(v) || v < min || v > max) {
+    if (!starts_number(s, min < 0, true) || errno || end == s || *end || !isfinite(v) ||
+        v < min || v > max) {
         fprintf(stderr, "tessera: %s wants a number in %g..%g, not '%s'\n", opt, min, max, s);
         return false;
     }
@@ -65,7 +66,8 @@ bool cli_int_list(const char *opt, const char *s, long min, long max, int *out, 
         size_t len = strcspn(p, ",");
         char item[32];
         if (len == 0 || len >= sizeof item) {
-            fprintf(stderr, "tessera: %s wants integers in %ld..%ld separated by commas, not '%s'\n",
+            fprintf(stderr,
+                    "tessera: %s wants integers in %ld..%ld separated by commas, not '%s'\n",
                     opt, min, max, s);
             return false;
         }

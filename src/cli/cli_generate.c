@@ -120,7 +120,8 @@ static int read_lines(const char *path, char ***out)
     size_t cap = 0;
     ssize_t len;
     int n = 0;
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    bool failed = false;
+    while (!failed && (len = getline(&line, &cap, f)) >= 0) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         char **grown = realloc(lines, (size_t)(n + 1) * sizeof *lines);
@@ -128,18 +129,17 @@ static int read_lines(const char *path, char ***out)
             lines = grown;
         if (!grown || !(lines[n] = strdup(line))) {
             fprintf(stderr, "tessera: out of memory reading %s\n", path);
-            for (int i = 0; i < n; i++)
-                free(lines[i]);
-            free(lines);
-            lines = NULL;
-            n = -1;
-            break;
+            failed = true;
+        } else {
+            n++;
         }
-        n++;
     }
     /* getline's -1 is also a read error (a directory, EIO): not an empty rest of file. */
-    if (n >= 0 && ferror(f)) {
+    if (!failed && ferror(f)) {
         fprintf(stderr, "tessera: cannot read %s: %s\n", path, strerror(errno));
+        failed = true;
+    }
+    if (failed) {
         for (int i = 0; i < n; i++)
             free(lines[i]);
         free(lines);

@@ -68,7 +68,8 @@ static void preempt(ts_engine *e, seq *s)
     /* Queue it before it leaves the running list: should the queue fail to grow, s is still
      * where engine_fail_request finds and frees it with its job's other sequences. */
     if (engine_waiting_add(e, s) != TS_OK) {
-        engine_fail_request(e, s->job, TS_ERR_NOMEM, "out of memory requeueing a preempted request");
+        engine_fail_request(e, s->job, TS_ERR_NOMEM,
+                            "out of memory requeueing a preempted request");
         return;
     }
     int i = index_of(e->running, e->n_running, s);

@@ -35,7 +35,8 @@ static inline int model_qkv_rows(const ts_model_config *c)
 }
 
 /* Allocates zeroed weight arrays for config c (filled and validated) into w. Untied
- * models get a separate output matrix, models with rope_factors their factors. On failure w may be half built: free it. */
+ * models get a separate output matrix, models with rope_factors their factors. On
+ * failure w may be half built: free it. */
 ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, ts_error *err);
 /* Frees what model_weights_alloc made (a zeroed or half-built w too) and zeroes w. */
 void model_weights_free(model_weights *w);

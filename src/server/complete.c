@@ -389,6 +389,30 @@ static ts_status prompt_tokens(srv_job *j, int32_t **ids, size_t *n, oai_error *
 }
 
 /* Checks the context, fills engine parameters and submits; e says why not. */
+/* srv->jobs holds the jobs with a request, for complete_cancel_all; under srv->mu. */
+static void list_job(srv_job *j)
+{
+    pthread_mutex_lock(&j->srv->mu);
+    j->next = j->srv->jobs;
+    j->prev = &j->srv->jobs;
+    if (j->next)
+        j->next->prev = &j->next;
+    j->srv->jobs = j;
+    pthread_mutex_unlock(&j->srv->mu);
+}
+
+static void unlist_job(srv_job *j)
+{
+    pthread_mutex_lock(&j->srv->mu); /* a neighbour's unlinking writes j->prev: read it here */
+    if (j->prev) {
+        *j->prev = j->next;
+        if (j->next)
+            j->next->prev = j->prev;
+        j->prev = NULL;
+    }
+    pthread_mutex_unlock(&j->srv->mu);
+}
+
 static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, oai_error *e)
 {
     const oai_request *r = &j->oreq;
@@ -448,15 +472,7 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
         return oai_error_set(e, 400, NULL, "invalid_value", "%s", err.msg);
     st = ts_engine_submit(j->model->engine, &p, &j->req, &err);
     switch (st) {
-    case TS_OK:
-        pthread_mutex_lock(&j->srv->mu);
-        j->next = j->srv->jobs;
-        j->prev = &j->srv->jobs;
-        if (j->next)
-            j->next->prev = &j->next;
-        j->srv->jobs = j;
-        pthread_mutex_unlock(&j->srv->mu);
-        return TS_OK;
+    case TS_OK: list_job(j); return TS_OK;
     case TS_ERR_QUEUE_FULL:
         return oai_error_set(e, 429, NULL, "queue_full", "the request queue is full; retry: %s",
                              err.msg);
@@ -608,14 +624,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     }
     *prompt_tokens = j->prompt_tokens;
     *completion_tokens = j->completion_tokens;
-    pthread_mutex_lock(&j->srv->mu); /* out of the list before the handle goes; a
-                                      * neighbour's unlinking writes j->prev, so read it here */
-    if (j->prev) {
-        *j->prev = j->next;
-        if (j->next)
-            j->next->prev = j->prev;
-    }
-    pthread_mutex_unlock(&j->srv->mu);
+    unlist_job(j); /* before the handle goes: complete_cancel_all may be reading it */
     ts_request_release(j->req);
     srv_cell_put(j->srv, j->cell);
     for (int i = 0; i < OAI_MAX_N; i++) {

@@ -611,9 +611,10 @@ void ts_server_stop(ts_server *srv)
     /* Let requests in flight finish, up to the grace period (a negative one waits not at
      * all). */
     wait_in_flight(srv, srv->opts.grace_ms > 0 ? srv->opts.grace_ms : 0);
-    /* Cancel the rest: every waiting request thread sees stop_efd and cancels its request.
-     * Their answers (a 503, what a request made so far, a stream's last chunks) must go
-     * out before MHD_stop_daemon, which shuts every connection's socket. */
+    /* Cancel the rest: complete_cancel_all cancels every submitted request at once, and
+     * stop_efd wakes their threads and has one still submitting cancel its own. Their
+     * answers (a 503, what a request made so far, a stream's last chunks) must go out
+     * before MHD_stop_daemon, which shuts every connection's socket. */
     complete_cancel_all(srv);
     uint64_t one = 1;
     ssize_t w = write(srv->stop_efd, &one, sizeof one);
