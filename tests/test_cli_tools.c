@@ -113,6 +113,8 @@ static void test_info_gguf_model(void **state)
     assert_int_equal(field(out, "hidden_dim"), 172);
     assert_int_equal(field(out, "vocab_size"), 512);
     assert_non_null(strstr(out, "tied_output      false"));
+    assert_non_null(strstr(out, "rope_scale       1\n"));
+    assert_non_null(strstr(out, "rope_factors     false"));
     assert_non_null(strstr(out, "kind             llama"));
     assert_non_null(strstr(out, "bos              1 \"<s>\""));
     assert_non_null(strstr(out, "add_space_prefix true"));
@@ -592,9 +594,6 @@ static void test_read_error_is_not_empty_input(void **state)
     free(model);
 }
 
-/* `bench --rounds`: the report says how many rounds its medians come from and prints
- * each level's range of speedups; the JSON it writes carries the rounds; bad counts are
- * refused before anything runs. */
 /* A spelled-out "</s>" is the EOS token (id 2) by default, as in a completion prompt, and
  * plain text with --no-parse-special. */
 static void test_tokenize_special_tokens(void **state)
@@ -613,6 +612,9 @@ static void test_tokenize_special_tokens(void **state)
     free(model);
 }
 
+/* `bench --rounds`: the report says how many rounds its medians come from and prints
+ * each level's range of speedups; the JSON it writes carries the rounds; bad counts are
+ * refused before anything runs. */
 static void test_bench_rounds(void **state)
 {
     (void)state;

@@ -36,19 +36,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Reference logits of m for every position of tokens (n, vocab). */
-static float *reference_logits(const ts_model *m, const int32_t *tokens, int n)
-{
-    int vocab = m->cfg.vocab_size;
-    ref_forward rf;
-    assert_int_equal(ref_forward_init(&rf, m, n, NULL), TS_OK);
-    float *out = malloc((size_t)n * vocab * sizeof(float));
-    for (int p = 0; p < n; p++)
-        memcpy(out + (size_t)p * vocab, ref_forward_token(&rf, tokens[p], p), (size_t)vocab * sizeof(float));
-    ref_forward_free(&rf);
-    return out;
-}
-
 static double max_abs_diff(const float *a, const float *b, int n)
 {
     double m = 0;
@@ -76,7 +63,7 @@ static void run_mixed(const ts_model *m, const simd_kernels *k, fwd_gemm_path pa
             rng = rng * 1103515245u + 12345u;
             tokens[s][i] = 3 + (int32_t)((rng >> 8) % (unsigned)(vocab - 3));
         }
-        ref[s] = reference_logits(m, tokens[s], lens[s]);
+        ref[s] = tu_reference_logits(m, tokens[s], lens[s]);
     }
     kv_config kc = {.n_layers = m->cfg.n_layers, .n_kv_heads = m->cfg.n_kv_heads,
                     .head_dim = m->cfg.head_dim, .dtype = dtype, .n_blocks = 64};
@@ -208,7 +195,7 @@ static void test_rope_factors_batched_matches_reference(void **state)
     int32_t tokens[24];
     for (int i = 0; i < 24; i++)
         tokens[i] = 1 + i * 19 % (vocab - 1);
-    float *plain = reference_logits(model, tokens, 24), *got = reference_logits(scaled, tokens, 24);
+    float *plain = tu_reference_logits(model, tokens, 24), *got = tu_reference_logits(scaled, tokens, 24);
     assert_memory_equal(plain, got, (size_t)vocab * sizeof(float)); /* no turn at 0 */
     for (int p = 1; p < 24; p++)
         if (max_abs_diff(plain + (size_t)p * vocab, got + (size_t)p * vocab, vocab) < 1e-3)

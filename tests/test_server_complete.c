@@ -272,6 +272,14 @@ static void test_default_max_tokens_fits_the_pool(void **state)
                 get(cJSON_GetArrayItem(get(j, "choices"), i), "finish_reason")->valuestring,
                 "length");
         cJSON_Delete(j);
+        /* the default is the pool's real limit: one token more, asked for, is refused */
+        snprintf(body, sizeof body,
+                 "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"n\": %d,"
+                 " \"max_tokens\": %d}", n, each + 1);
+        strbuf over;
+        assert_int_equal(post(&s, "/v1/chat/completions", body, &over), 400);
+        assert_non_null(strstr(over.s, "context_length_exceeded"));
+        strbuf_free(&over);
     }
     strbuf b;
     assert_int_equal(post(&s, "/v1/chat/completions",

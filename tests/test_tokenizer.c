@@ -458,7 +458,7 @@ static void test_special_tokens_sharing_a_prefix(void **state)
      * the short one; "<r_3" breaks off before '>' and "<r_30" is not "<r_3>" */
     const char *text = "<r_17><r_299><r><r_3x<r_30";
     int32_t *ids = encode_ex(tok, text, &special, &n);
-    assert_true(n >= 3);
+    assert_true(n > 3); /* the broken-off tail is there, as text */
     assert_int_equal(ids[0], BASE + 17);
     assert_int_equal(ids[1], BASE + 299);
     assert_int_equal(ids[2], 3);

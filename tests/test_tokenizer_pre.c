@@ -286,19 +286,28 @@ static void test_deepseek_llm_words(void **state)
     check_cases("deepseek-llm", FAMILY_DEEPSEEK_LLM);
 }
 
+/* The shared GPT-2 vocabulary loaded as it is (*gpt2) and again with tokenizer.ggml.pre
+ * set to pre, as a GGUF of that family declares it (returned). */
+static ts_tokenizer *gpt2_with_pre(const char *pre, ts_tokenizer **gpt2)
+{
+    ts_error err = {0};
+    ts_tokenizer *with_pre = NULL;
+    assert_int_equal(ts_tokenizer_load_gguf(tu_shared("vocab/ggml-vocab-gpt-2.gguf"), gpt2, &err),
+                     TS_OK);
+    tokenizer_vocab v = *tokenizer_get_vocab(*gpt2); /* tokenizer_create copies it */
+    snprintf(v.pre, sizeof v.pre, "%s", pre);
+    assert_int_equal(tokenizer_create(&v, &with_pre, &err), TS_OK);
+    return with_pre;
+}
+
 /* The GPT-2 vocabulary with tokenizer.ggml.pre set to smollm, as a SmolLM GGUF says it,
  * tokenizes every digit alone and a space before a digit alone; with its own "gpt2" the
  * same text gets a token of space and digits. */
 static void test_smollm_tokenizer(void **state)
 {
     (void)state;
-    ts_error err = {0};
-    ts_tokenizer *gpt2 = NULL, *smollm = NULL;
-    assert_int_equal(ts_tokenizer_load_gguf(tu_shared("vocab/ggml-vocab-gpt-2.gguf"), &gpt2, &err),
-                     TS_OK);
-    tokenizer_vocab v = *tokenizer_get_vocab(gpt2); /* tokenizer_create copies it */
-    snprintf(v.pre, sizeof v.pre, "%s", "smollm");
-    assert_int_equal(tokenizer_create(&v, &smollm, &err), TS_OK);
+    ts_tokenizer *gpt2 = NULL;
+    ts_tokenizer *smollm = gpt2_with_pre("smollm", &gpt2);
 
     const char *text = "in 2024, v3 1000";
     int32_t ids[64];
@@ -338,13 +347,8 @@ static void test_smollm_tokenizer(void **state)
 static void test_deepseek_llm_tokenizer(void **state)
 {
     (void)state;
-    ts_error err = {0};
-    ts_tokenizer *gpt2 = NULL, *deepseek = NULL;
-    assert_int_equal(ts_tokenizer_load_gguf(tu_shared("vocab/ggml-vocab-gpt-2.gguf"), &gpt2, &err),
-                     TS_OK);
-    tokenizer_vocab v = *tokenizer_get_vocab(gpt2); /* tokenizer_create copies it */
-    snprintf(v.pre, sizeof v.pre, "%s", "deepseek-llm");
-    assert_int_equal(tokenizer_create(&v, &deepseek, &err), TS_OK);
+    ts_tokenizer *gpt2 = NULL;
+    ts_tokenizer *deepseek = gpt2_with_pre("deepseek-llm", &gpt2);
 
     int32_t lf, ids[16];
     size_t n = 0;

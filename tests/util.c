@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "model/forward_ref.h"
 #include "model/model_gguf.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -104,4 +105,18 @@ ts_model *tu_stories_with_rope(const float *factors, float rope_scale)
         fail_msg("loading %s: %s", path, err.msg);
     remove(path);
     return m;
+}
+
+float *tu_reference_logits(const struct ts_model *m, const int32_t *tokens, int n)
+{
+    int vocab = m->cfg.vocab_size;
+    ref_forward rf;
+    assert_int_equal(ref_forward_init(&rf, m, n, NULL), TS_OK);
+    float *out = malloc((size_t)n * vocab * sizeof(float));
+    assert_non_null(out);
+    for (int p = 0; p < n; p++)
+        memcpy(out + (size_t)p * vocab, ref_forward_token(&rf, tokens[p], p),
+               (size_t)vocab * sizeof(float));
+    ref_forward_free(&rf);
+    return out;
 }

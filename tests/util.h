@@ -3,6 +3,7 @@
 #define TESSERA_TESTS_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Path of rel inside the shared data folder ($TESSERA_SHARED, else ../shared beside the
  * source tree). Returns a static buffer overwritten by the next call. */
@@ -27,5 +28,9 @@ void tu_assert_same_vocab(const struct tokenizer_vocab *a, const struct tokenize
  * scaling as a converted model has it. Fails the test on any error; the caller frees the
  * model with ts_model_free(). */
 struct ts_model *tu_stories_with_rope(const float *factors, float rope_scale);
+
+/* The reference forward pass's logits of m at every position of tokens (n, vocab_size),
+ * malloc'd. */
+float *tu_reference_logits(const struct ts_model *m, const int32_t *tokens, int n);
 
 #endif

@@ -54,6 +54,12 @@ const char *chat_template_name(chat_template_kind kind)
     return (unsigned)kind < CHAT_TEMPLATE_COUNT ? kind_names[kind] : "unknown";
 }
 
+bool chat_template_trims(chat_template_kind kind)
+{
+    return kind == CHAT_TEMPLATE_LLAMA3 || kind == CHAT_TEMPLATE_GEMMA ||
+           kind == CHAT_TEMPLATE_LLAMA2;
+}
+
 /* A rendering under way: the text, and the spans of it that are message content. */
 typedef struct render {
     strbuf text;
@@ -128,7 +134,7 @@ static void render_turns(render *out, chat_template_kind kind, const chat_messag
                    NULL);
             break;
         }
-        bool trim = kind == CHAT_TEMPLATE_LLAMA3;
+        bool trim = chat_template_trims(kind);
         content_part(out, m[i].content, trim, trim);
         switch (kind) {
         case CHAT_TEMPLATE_CHATML: markup(out, "<|im_end|>\n", NULL); break;

@@ -4,6 +4,7 @@
 #ifndef TESSERA_TOKENIZER_CHAT_TEMPLATE_H
 #define TESSERA_TOKENIZER_CHAT_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tessera/status.h"
@@ -35,6 +36,11 @@ ts_status chat_template_from_name(const char *name, chat_template_kind *out, ts_
 
 /* The family's name as chat_template_from_name() accepts it. */
 const char *chat_template_name(chat_template_kind kind);
+
+/* Whether the format drops ASCII whitespace at the ends of messages, as its template does
+ * (llama3 and gemma every message; llama2 a turn's text, so a user text after the system
+ * block keeps its start). The others keep every message as sent. */
+bool chat_template_trims(chat_template_kind kind);
 
 /* A rendered conversation. */
 typedef struct chat_rendering {

@@ -111,25 +111,15 @@ static bool ascii_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-const char *fuzz_chat_core(const char *text, size_t *len)
+const char *fuzz_chat_core(const char *text, bool trims, size_t *len)
 {
     size_t n = strlen(text);
-    while (n > 0 && ascii_space(*text)) {
+    while (trims && n > 0 && ascii_space(*text)) {
         text++;
         n--;
     }
-    while (n > 0 && ascii_space(text[n - 1]))
+    while (trims && n > 0 && ascii_space(text[n - 1]))
         n--;
     *len = n;
     return text;
-}
-
-bool fuzz_contains(const char *hay, size_t n_hay, const char *needle, size_t n)
-{
-    if (n == 0)
-        return true;
-    for (size_t i = 0; i + n <= n_hay; i++)
-        if (hay[i] == needle[0] && memcmp(hay + i, needle, n) == 0)
-            return true;
-    return false;
 }

@@ -34,13 +34,10 @@ _Noreturn void fuzz_fail(const char *fmt, ...)
  * static buffer). The file lives in $TMPDIR (else /tmp) and is removed at exit. */
 const char *fuzz_scratch_file(int slot, const void *data, size_t size);
 
-/* A message's text as every chat format keeps it: without the ASCII whitespace at its
- * ends, which llama3, gemma and llama2 drop as their templates do. Returns where it starts
- * in text and sets *len. */
-const char *fuzz_chat_core(const char *text, size_t *len);
-
-/* Whether the n bytes at needle occur in the n_hay bytes at hay. */
-bool fuzz_contains(const char *hay, size_t n_hay, const char *needle, size_t n);
+/* The part of a message's text a chat rendering must keep: all of it, or without the
+ * ASCII whitespace at its ends where the format trims (chat_template_trims). Returns
+ * where it starts in text and sets *len. */
+const char *fuzz_chat_core(const char *text, bool trims, size_t *len);
 
 /* Reads input bytes as a little stream: each call takes the next byte or 0 at the end. */
 typedef struct fuzz_reader {

@@ -72,15 +72,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         utf8_ok &= utf8_valid(msgs[n].content, strlen(msgs[n].content));
     }
 
-    size_t non_empty = 0, non_blank = 0; /* messages with any text / with a core */
-    for (size_t i = 0; i < n; i++) {
-        size_t core;
-        fuzz_chat_core(msgs[i].content, &core);
+    size_t non_empty = 0; /* messages with any text */
+    for (size_t i = 0; i < n; i++)
         non_empty += msgs[i].content[0] != '\0';
-        non_blank += core > 0;
-    }
     chat_template_kind kinds[2] = {detected, named};
     for (int k = 0; k < 2; k++) {
+        bool trims = chat_template_trims(kinds[k]);
+        size_t non_blank = 0; /* messages with text left after the format's trimming */
+        for (size_t i = 0; i < n; i++) {
+            size_t core;
+            fuzz_chat_core(msgs[i].content, trims, &core);
+            non_blank += core > 0;
+        }
         chat_rendering out = {0};
         ts_error err = {0};
         ts_status st = chat_template_render(kinds[k], msgs, n, &out, &err);
@@ -95,12 +98,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len = strlen(out.text), end = 0;
         for (size_t i = 0; i < n; i++) {
             size_t core_len;
-            const char *core = fuzz_chat_core(msgs[i].content, &core_len);
-            FUZZ_CHECK(fuzz_contains(out.text, len, core, core_len),
+            const char *core = fuzz_chat_core(msgs[i].content, trims, &core_len);
+            FUZZ_CHECK(memmem(out.text, len, core, core_len) != NULL,
                        "the %s rendering lost message %zu's content", name, i);
         }
         /* the content spans: one per message with text left after the format's trimming,
-         * in order, apart, each a piece of some message's text holding all its core */
+         * in order, apart, each a piece of some message's text holding all its core (its
+         * whole text, for a format that does not trim) */
         FUZZ_CHECK(out.n_content >= non_blank && out.n_content <= non_empty,
                    "%s: %zu content spans for %zu messages", name, out.n_content, non_empty);
         for (size_t c = 0; c < out.n_content; c++) {
@@ -111,11 +115,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             bool found = false;
             for (size_t i = 0; i < n && !found; i++) {
                 size_t core_len;
-                const char *core = fuzz_chat_core(msgs[i].content, &core_len);
+                const char *core = fuzz_chat_core(msgs[i].content, trims, &core_len);
                 found = sp->len >= core_len &&
-                        fuzz_contains(msgs[i].content, strlen(msgs[i].content),
-                                      out.text + sp->off, sp->len) &&
-                        fuzz_contains(out.text + sp->off, sp->len, core, core_len);
+                        memmem(msgs[i].content, strlen(msgs[i].content), out.text + sp->off,
+                               sp->len) != NULL &&
+                        memmem(out.text + sp->off, sp->len, core, core_len) != NULL;
             }
             FUZZ_CHECK(found, "%s: content span %zu is no message's text", name, c);
         }

@@ -57,8 +57,8 @@ static void render_chat(const oai_request *r, chat_template_kind kind)
                chat_template_name(kind));
     for (size_t i = 0; i < r->n_messages; i++) {
         size_t core_len;
-        const char *core = fuzz_chat_core(msgs[i].content, &core_len);
-        FUZZ_CHECK(fuzz_contains(out.text, strlen(out.text), core, core_len),
+        const char *core = fuzz_chat_core(msgs[i].content, chat_template_trims(kind), &core_len);
+        FUZZ_CHECK(memmem(out.text, strlen(out.text), core, core_len) != NULL,
                    "the %s rendering lost the content of message %zu", chat_template_name(kind),
                    i);
     }
