@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant.h"
+
 /* Token slots per KV block. The KV pool, the block tables and the attention kernel all
  * assume this size. */
 #define TS_KV_BLOCK 32
@@ -93,6 +95,20 @@ typedef struct simd_kernels {
     /* Most rows M for which callers should prefer gemm_nt to a BLAS sgemm: where it was
      * measured faster (bench/bench_gemm.c, docs/BENCHMARKS.md); 0 for the reference. */
     int gemm_nt_max_rows;
+
+    /* Quantizes M rows of K activations, x (M, lda), into the form a names, row m at
+     * out + m * qact_row_bytes(a, K): K a whole number of a's blocks. Each row is quantized
+     * on its own, so a row's blocks do not depend on the rows beside it. QACT_F32 copies. */
+    void (*quantize_act)(void *out, const float *x, size_t lda, int M, int K, qact a);
+
+    /* The GEMM on a weight matrix in its file's blocks: out[m][n] = sum_k x[m][k] * w[n][k]
+     * + beta * out[m][n] for m < M and n in [n_begin, n_end), where xq holds the M rows
+     * quantize_act() made for qtype_get(w->type)->act and out is (M, ldo). beta == 0 never
+     * reads out. Each weight block is unpacked once for all M rows. Every output element is
+     * summed in the same order whatever M and the n range (batch invariance). out must not
+     * overlap xq or w. Threads split [0, N) outside. */
+    void (*qgemm)(float *out, size_t ldo, const void *xq, const simd_qmat *w, int M,
+                  float beta, int n_begin, int n_end);
 } simd_kernels;
 
 /* Floats per row of a RoPE table: the cos then the sin terms, head_dim each. */

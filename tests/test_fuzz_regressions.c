@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model_gguf.h"
 #include "tiny_gguf.h"
 #include "util.h"

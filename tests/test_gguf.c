@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "util.h"
 
 /* ---- a byte builder for hand-made files ---- */

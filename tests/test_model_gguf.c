@@ -113,7 +113,7 @@ static void test_vocab_of_spm_and_bpe_files(void **state)
     ts_error err = {0};
     tokenizer_vocab v;
     gguf_file *f = open_shared(STORIES);
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     assert_int_equal(v.kind, VOCAB_KIND_SPM);
     assert_int_equal(v.n_tokens, 512);
     assert_string_equal(v.tokens[1].text, "<s>");
@@ -130,7 +130,7 @@ static void test_vocab_of_spm_and_bpe_files(void **state)
     gguf_close(f);
 
     f = open_shared("vocab/ggml-vocab-gpt-2.gguf");
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     assert_int_equal(v.kind, VOCAB_KIND_BPE);
     assert_int_equal(v.n_tokens, 50257);
     assert_int_equal(v.n_merges, 50000);
@@ -253,7 +253,7 @@ static void test_vocab_errors(void **state)
         gguf_file *f = finish(w, &bytes);
         tokenizer_vocab v;
         ts_error err = {0};
-        assert_int_equal(model_gguf_read_vocab(&v, f, &err), cases[i].want);
+        assert_int_equal(vocab_read_gguf(&v, f, &err), cases[i].want);
         if (!strstr(err.msg, cases[i].needle))
             fail_msg("error '%s' does not mention '%s'", err.msg, cases[i].needle);
         assert_null(v.tokens); /* left empty on failure */
@@ -285,7 +285,7 @@ static void test_spm_default_ids(void **state)
     tokenizer_vocab v;
     ts_error err = {0};
     gguf_file *f = spm_vocab_file(5, &bytes);
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     assert_int_equal(v.bos_id, 1);
     assert_int_equal(v.eos_id, 2);
     assert_int_equal(v.unk_id, 0);
@@ -305,7 +305,7 @@ static void test_spm_default_ids(void **state)
     free(bytes);
 
     f = spm_vocab_file(2, &bytes); /* <unk> and <s> only: no EOS */
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     assert_int_equal(v.bos_id, 1);
     assert_int_equal(v.eos_id, -1);
     assert_int_equal(v.unk_id, 0);
@@ -322,7 +322,7 @@ static void test_spm_default_ids(void **state)
     gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, NULL, 3);
     gguf_writer_add_str_array(w, "tokenizer.ggml.merges", merges, NULL, 1);
     f = finish(w, &bytes);
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     assert_int_equal(v.bos_id, -1);
     assert_int_equal(v.eos_id, -1);
     assert_int_equal(v.unk_id, -1);
@@ -360,7 +360,7 @@ static int32_t *prompt_ids(gguf_file *f, const char *prompt, size_t *n, bool *ad
     tokenizer_vocab v;
     ts_tokenizer *tok = NULL;
     ts_error err = {0};
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     assert_int_equal(tokenizer_create(&v, &tok, &err), TS_OK);
     vocab_clear(&v);
     ts_tokenize_opts o = {.add_special = true, .parse_special = true};
@@ -416,7 +416,7 @@ static void test_write_keeps_the_effective_add_bos(void **state)
     tokenizer_vocab v;
     ts_error err = {0};
     gguf_file *f = bpe_vocab_file("llama-bpe", -1, &bytes);
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     gguf_close(f);
     free(bytes);
     gguf_writer *w = NULL;
@@ -654,7 +654,7 @@ static void test_write_round_trip(void **state)
     assert_int_equal(model_gguf_read_config(&c, f, "stories", &err), TS_OK);
     alloc_weights(&w, &c);
     assert_int_equal(model_gguf_read_weights(&w, &c, f, &err), TS_OK);
-    assert_int_equal(model_gguf_read_vocab(&v, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
     gguf_close(f);
 
     const char *path = tu_tmp_path("stories-copy.gguf");
@@ -674,7 +674,7 @@ static void test_write_round_trip(void **state)
     assert_memory_equal(w.wo, w2.wo, L * dim * dim * 4);
     assert_memory_equal(w.w13, w2.w13, L * 2 * ffn * dim * 4);
     assert_memory_equal(w.w2, w2.w2, L * dim * ffn * 4);
-    assert_int_equal(model_gguf_read_vocab(&v2, f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v2, f, &err), TS_OK);
     tu_assert_same_vocab(&v, &v2);
     gguf_str tmpl;
     assert_int_equal(gguf_get_str(f, "tokenizer.chat_template", &tmpl, &err), TS_OK);

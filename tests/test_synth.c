@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "model/forward_ref.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model_gguf.h"
 #include "model/synth.h"
 #include "tessera/engine.h"
@@ -23,7 +23,7 @@ static tokenizer_vocab stories_vocab(void)
     gguf_file *f = NULL;
     tokenizer_vocab v;
     assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
-    assert_int_equal(model_gguf_read_vocab(&v, f, NULL), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
     gguf_close(f);
     return v;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model_gguf.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
@@ -121,7 +121,7 @@ static void check_gguf_vectors(const char *base)
     tokenizer_vocab voc;
     ts_status st = gguf_open(tu_shared(base), &f, &err);
     if (st == TS_OK)
-        st = model_gguf_read_vocab(&voc, f, &err);
+        st = vocab_read_gguf(&voc, f, &err);
     if (st == TS_OK) {
         st = tokenizer_create(&voc, &tok, &err);
         vocab_clear(&voc);

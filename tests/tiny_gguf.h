@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 /* What the metadata says of the shape; the tensors stay tiny whatever it says, so a
  * dishonest header can be built on the same file. */

@@ -84,7 +84,7 @@ ts_model *tu_stories_with_rope(const float *factors, float rope_scale)
         model_gguf_read_config(&c, f, "stories260K", &err) != TS_OK ||
         model_weights_alloc(&w, &c, &err) != TS_OK ||
         model_gguf_read_weights(&w, &c, f, &err) != TS_OK ||
-        model_gguf_read_vocab(&v, f, &err) != TS_OK)
+        vocab_read_gguf(&v, f, &err) != TS_OK)
         fail_msg("stories260K: %s", err.msg);
     gguf_close(f);
     assert_false(c.rope_factors); /* the file has none to replace */

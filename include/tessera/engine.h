@@ -10,6 +10,7 @@
 #include "tessera/model.h"
 #include "tessera/sampling.h"
 #include "tessera/status.h"
+#include "tessera/step_phase.h"
 
 typedef struct ts_engine ts_engine;
 typedef struct ts_request ts_request;
@@ -149,21 +150,6 @@ void ts_request_cancel(ts_request *req);
 /* The caller is done with the handle: cancels the request if it still runs and frees the
  * handle once the engine is done with it too. Accepts NULL. */
 void ts_request_release(ts_request *req);
-
-/* Parts of an engine step whose wall time the engine adds up (CLOCK_MONOTONIC around
- * each part; the phases of a step sum to its duration). */
-typedef enum ts_step_phase {
-    TS_PHASE_SCHEDULE,  /* cancellations, admission, KV reservation, packing the rows */
-    TS_PHASE_ROWWISE,   /* embedding rows, RMSNorm, RoPE, K/V stores, SwiGLU */
-    TS_PHASE_GEMM,      /* the layers' weight GEMMs (QKV, output, W1|W3, W2) */
-    TS_PHASE_ATTENTION, /* paged attention */
-    TS_PHASE_LM_HEAD,   /* final norm and output GEMM of the rows that sample */
-    TS_PHASE_EMIT,      /* sampling, detokenizing, stop strings, events, clean-up */
-    TS_PHASE_COUNT
-} ts_step_phase;
-
-/* The name of a phase ("schedule", "rowwise", "gemm", "attention", "lm_head", "emit"). */
-const char *ts_step_phase_name(ts_step_phase phase);
 
 /* Cumulative time of a kind of step. */
 typedef struct ts_step_profile {

@@ -186,7 +186,7 @@ static int print_vocab_only(const gguf_file *f)
 {
     tokenizer_vocab v;
     ts_error err = {0};
-    if (model_gguf_read_vocab(&v, f, &err) != TS_OK) {
+    if (vocab_read_gguf(&v, f, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         return 1;
     }

@@ -42,7 +42,7 @@ static bool read_vocab(tokenizer_vocab *v, const char *path, bool is_default)
     ts_error err = {0};
     ts_status st = gguf_open(path, &f, &err);
     if (st == TS_OK)
-        st = model_gguf_read_vocab(v, f, &err);
+        st = vocab_read_gguf(v, f, &err);
     gguf_close(f);
     if (st != TS_OK)
         fprintf(stderr, "tessera: vocabulary: %s%s\n", err.msg,

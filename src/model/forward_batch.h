@@ -9,7 +9,7 @@
 #include "kv/kv.h"
 #include "model/model.h"
 #include "simd.h"
-#include "tessera/engine.h"
+#include "tessera/step_phase.h"
 
 /* One sequence's share of a step: rows row0 .. row0+n_rows-1 hold its tokens at positions
  * pos0 .. pos0+n_rows-1. */

@@ -4,7 +4,7 @@
 #ifndef TESSERA_MODEL_MODEL_GGUF_H
 #define TESSERA_MODEL_MODEL_GGUF_H
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "tokenizer/vocab.h"
 
@@ -31,11 +31,6 @@ ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model 
  * model_rope_init(). */
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err);
-
-/* Fills v (zeroed by the caller) from f's tokenizer.ggml.* keys; a model file or a
- * vocabulary-only file. On success the caller owns what v points to (vocab_clear());
- * on failure v is left empty. Ids of 0xFFFFFFFF (llama.cpp's "none") read as -1. */
-ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err);
 
 /* Writes config c, weights w, vocabulary v and chat_template (all borrowed; the template
  * may be NULL) to path as GGUF v3 with F32 tensors under llama.cpp's names, RoPE factors

@@ -69,7 +69,7 @@ ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model 
     ts_status st;
     if ((st = model_gguf_read_config(&m->cfg, f, name, err)) != TS_OK ||
         (st = model_config_validate(&m->cfg, err)) != TS_OK ||
-        (st = model_gguf_read_vocab(&v, f, err)) != TS_OK)
+        (st = vocab_read_gguf(&v, f, err)) != TS_OK)
         goto fail;
     if (v.n_tokens != m->cfg.vocab_size) {
         st = ts_error_set(err, TS_ERR_FORMAT, "%s: %d tokens in the vocabulary, %d in the model",

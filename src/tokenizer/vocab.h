@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gguf/gguf.h"
 #include "tessera/tokenizer.h"
 
 typedef enum vocab_kind {
@@ -46,6 +47,11 @@ typedef struct tokenizer_vocab {
 
 /* Frees what the vocab points to (not the struct itself). Accepts half-filled vocabs. */
 void vocab_clear(tokenizer_vocab *v);
+
+/* Fills v (zeroed by the caller) from f's tokenizer.ggml.* keys; a model file or a
+ * vocabulary-only file. On success the caller owns what v points to (vocab_clear());
+ * on failure v is left empty. Ids of 0xFFFFFFFF (llama.cpp's "none") read as -1. */
+ts_status vocab_read_gguf(tokenizer_vocab *v, const gguf_file *f, ts_error *err);
 
 /* llama.cpp's answer to "does a prompt start with BOS?" for a file without
  * tokenizer.ggml.add_bos_token: yes for SentencePiece; for byte-level BPE only under the

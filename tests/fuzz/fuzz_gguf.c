@@ -11,7 +11,7 @@
 
 #include "common.h"
 #include "tokenizer_props.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/model_gguf.h"
 #include "tokenizer/chat_template.h"
 
@@ -172,8 +172,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* A vocabulary-only file still has a tokenizer to build. */
         tokenizer_vocab v;
         memset(&err, 0, sizeof err);
-        if ((st = model_gguf_read_vocab(&v, f, &err)) != TS_OK) {
-            check_error(st, &err, "model_gguf_read_vocab");
+        if ((st = vocab_read_gguf(&v, f, &err)) != TS_OK) {
+            check_error(st, &err, "vocab_read_gguf");
         } else {
             ts_tokenizer *tok = NULL;
             if ((st = tokenizer_create(&v, &tok, &err)) != TS_OK)

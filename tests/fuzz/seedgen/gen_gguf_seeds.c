@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "tiny_gguf.h"
 
 static int finish(gguf_writer *w, const char *dir, const char *name)

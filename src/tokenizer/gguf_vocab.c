@@ -1,8 +1,8 @@
-/* model_gguf_vocab.c: a tokenizer_vocab from a GGUF file's tokenizer.ggml.* keys. */
+/* gguf_vocab.c: a tokenizer_vocab from a GGUF file's tokenizer.ggml.* keys. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model_gguf.h"
+#include "tokenizer/vocab.h"
 
 /* More tokens or merges than this is taken for corruption. */
 enum { VOCAB_MAX_TOKENS = 1 << 22, VOCAB_MAX_MERGES = 1 << 22 };
@@ -164,7 +164,7 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
     return TS_OK;
 }
 
-ts_status model_gguf_read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
+ts_status vocab_read_gguf(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
 {
     memset(v, 0, sizeof *v);
     ts_status st = read_vocab(v, f, err);
@@ -183,7 +183,7 @@ ts_status ts_tokenizer_load_gguf(const char *path, ts_tokenizer **out, ts_error 
     memset(&v, 0, sizeof v);
     ts_status st = gguf_open(path, &f, err);
     if (st == TS_OK)
-        st = model_gguf_read_vocab(&v, f, err);
+        st = vocab_read_gguf(&v, f, err);
     if (st == TS_OK)
         st = tokenizer_create(&v, out, err);
     vocab_clear(&v);

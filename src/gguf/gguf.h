@@ -2,8 +2,8 @@
  * tensor data, with every count, length, offset and shape checked against the file size
  * and no two tensors' data overlapping; dequantising tensors to f32; and writing GGUF v3
  * files. */
-#ifndef TESSERA_MODEL_GGUF_H
-#define TESSERA_MODEL_GGUF_H
+#ifndef TESSERA_GGUF_GGUF_H
+#define TESSERA_GGUF_GGUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -205,4 +205,4 @@ ts_status gguf_writer_finish(gguf_writer *w, uint8_t **out, size_t *len, ts_erro
 /* Writes the file to path (borrowed). */
 ts_status gguf_writer_write_file(gguf_writer *w, const char *path, ts_error *err);
 
-#endif /* TESSERA_MODEL_GGUF_H */
+#endif /* TESSERA_GGUF_GGUF_H */

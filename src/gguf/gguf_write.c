@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 /* ggml's GGML_MAX_NAME: llama.cpp refuses longer tensor names. */
 enum { GGUF_WRITER_MAX_NAME = 63 };

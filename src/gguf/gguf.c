@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 /* Keys and tensor names longer than this are taken for corruption. */
 enum { GGUF_MAX_KEY_LEN = 65535, GGUF_MAX_NAME_LEN = 255 };

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 /* Binary search over indices sorted by the gguf_str found at byte offset `field` of
  * element i (stride bytes apart) starting at base. */

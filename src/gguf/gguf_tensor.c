@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 typedef struct tensor_type_info {
     const char *name;     /* NULL: a number ggml never used or has retired */
