@@ -112,8 +112,8 @@ static int parse(int argc, char **argv, bench_opts *o)
             return 2;
     }
     o->cfg.levels = o->levels;
-    if (!o->model)
-        o->model = cli_default_model();
+    if (!o->model && !(o->model = cli_default_model()))
+        return 1;
     return -1;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "tessera/engine.h"
 #include "tessera/model.h"
 #include "tessera/server.h"
@@ -20,9 +21,12 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: tessera serve [-m MODEL ...] [options]\n"
-            "  -m, --model PATH        a GGUF model (repeat to serve several, routed by name);\n"
-            "                          default $TESSERA_MODEL, else models/*.gguf, else\n"
-            "                          ../shared/models/stories260K/stories260K.gguf\n"
+            "  -m, --model [NAME=]PATH a GGUF model (repeat to serve several); routed as NAME,\n"
+            "                          else by its general.name, else its file name. PATH may\n"
+            "                          be a model's name in the model directories. Default:\n"
+            "                          $TESSERA_MODEL, else the first *.gguf in --model-dir,\n"
+            "                          $TESSERA_MODELS, models/, else the built-in stories260K\n"
+            "  --model-dir DIR         look for models here first\n"
             "  --tokenizer PATH        tokenizer.bin for llama2.c checkpoints\n"
             "  --host ADDR             address to bind (127.0.0.1)\n"
             "  --port N                port (8080; 0 = any free port)\n"
@@ -45,8 +49,9 @@ static void log_line(void *user, const char *line)
 }
 
 typedef struct serve_args {
-    const char *models[MAX_MODELS];
+    const char *models[MAX_MODELS]; /* -m as given: [NAME=]PATH */
     int n_models;
+    const char *model_dir;
     const char *tokenizer;
     ts_server_options srv;
     ts_engine_options eng;
@@ -77,6 +82,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = (v = cli_value(argc, argv, &i)) != NULL;
             a->models[a->n_models] = v;
             a->n_models += ok;
+        } else if (!strcmp(o, "--model-dir")) {
+            ok = (a->model_dir = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--tokenizer")) {
             ok = (a->tokenizer = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--host")) {
@@ -127,6 +134,57 @@ void cli_route_name(const char *model_name, const char *path, const char *const 
         }
 }
 
+bool cli_route_arg(const char *arg, char *route, size_t route_cap, const char **path)
+{
+    const char *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : 0;
+    route[0] = '\0';
+    *path = arg;
+    if (!eq || n == 0 || memchr(arg, '/', n))
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        char ch = arg[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '-' || ch == '_' || ch == '.' || ch == ':')) {
+            fprintf(stderr, "tessera serve: route name '%.*s' may use only letters, digits "
+                            "and - _ . :\n", (int)n, arg);
+            return false;
+        }
+    }
+    if (n >= route_cap) {
+        fprintf(stderr, "tessera serve: route name '%.*s' is longer than %zu bytes\n", (int)n,
+                arg, route_cap - 1);
+        return false;
+    }
+    memcpy(route, arg, n);
+    route[n] = '\0';
+    *path = eq + 1;
+    return true;
+}
+
+/* Resolves every -m of a (the default model when none) into paths and the routes given
+ * by NAME=; false after printing why. */
+static bool resolve_models(serve_args *a, char paths[][4096], char given[][128])
+{
+    if (!a->n_models) {
+        a->models[a->n_models++] = NULL;
+        given[0][0] = '\0';
+        return cli_model_path(NULL, a->model_dir, paths[0], sizeof paths[0]);
+    }
+    for (int i = 0; i < a->n_models; i++) {
+        const char *path = NULL;
+        if (!cli_route_arg(a->models[i], given[i], sizeof given[i], &path) ||
+            !cli_model_path(path, a->model_dir, paths[i], sizeof paths[i]))
+            return false;
+        for (int j = 0; j < i && given[i][0]; j++)
+            if (!strcmp(given[i], given[j])) {
+                fprintf(stderr, "tessera serve: two models are routed as '%s'\n", given[i]);
+                return false;
+            }
+    }
+    return true;
+}
+
 int cli_serve(int argc, char **argv)
 {
     serve_args a;
@@ -136,8 +194,9 @@ int cli_serve(int argc, char **argv)
         usage(rc == 1 ? stdout : stderr);
         return rc == 1 ? 0 : 2;
     }
-    if (!a.n_models)
-        a.models[a.n_models++] = cli_default_model();
+    char paths[MAX_MODELS][4096], given[MAX_MODELS][128];
+    if (!resolve_models(&a, paths, given))
+        return 1;
 
     /* Block the shutdown signals in every thread started from here; main waits for them. */
     sigset_t sigs;
@@ -165,21 +224,32 @@ int cli_serve(int argc, char **argv)
          * have (all cores, or OMP_NUM_THREADS) instead. */
         int cores = omp_get_max_threads();
         a.eng.n_threads = cores / a.n_models > 0 ? cores / a.n_models : 1;
-        fprintf(stderr, "tessera serve: %d models share %d cores: %d threads each "
-                        "(--threads to choose)\n", a.n_models, cores, a.eng.n_threads);
+        fprintf(stderr, "tessera serve: %d models share %d cores: %d thread%s each "
+                        "(--threads to choose)\n", a.n_models, cores, a.eng.n_threads,
+                a.eng.n_threads == 1 ? "" : "s");
     }
     for (int i = 0; i < a.n_models; i++) {
-        if (!(models[i] = cli_load_model(a.models[i], a.tokenizer))) {
-            snprintf(err.msg, sizeof err.msg, "cannot load %s", a.models[i]);
+        if (!(models[i] = cli_load_model(paths[i], a.tokenizer))) {
+            snprintf(err.msg, sizeof err.msg, "cannot load %s", paths[i]);
             goto done;
         }
         if (ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
             goto done;
-        cli_route_name(ts_model_get_config(models[i])->name, a.models[i], routes, i, names[i],
-                       sizeof names[i]);
+        if (given[i][0]) {
+            memcpy(names[i], given[i], sizeof names[i]);
+            for (int j = 0; j < i; j++)
+                if (!strcmp(names[j], names[i])) {
+                    snprintf(err.msg, sizeof err.msg, "route '%s' is taken by %.100s",
+                             names[i], paths[j]);
+                    goto done;
+                }
+        } else {
+            cli_route_name(ts_model_get_config(models[i])->name, paths[i], routes, i,
+                           names[i], sizeof names[i]);
+        }
         if (ts_server_add_model(srv, names[i], engines[i], &err) != TS_OK)
             goto done;
-        fprintf(stderr, "tessera serve: model '%s' from %s\n", names[i], a.models[i]);
+        fprintf(stderr, "tessera serve: model '%s' from %s\n", names[i], paths[i]);
     }
     if (ts_server_start(srv, &err) != TS_OK)
         goto done;

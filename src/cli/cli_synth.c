@@ -7,10 +7,9 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "model/model_gguf.h"
 #include "model/synth.h"
-
-#define SYNTH_DEFAULT_VOCAB "../shared/vocab/ggml-vocab-llama-spm.gguf"
 
 static void usage(FILE *out)
 {
@@ -21,8 +20,8 @@ static void usage(FILE *out)
         fprintf(out, " %s", model_synth_shape_name(i));
     fprintf(out, "\n"
                  "  --type     tensor type of the matrices (default f32; norms stay f32)\n"
-                 "  --vocab    GGUF whose tokenizer.ggml.* vocabulary is copied (default\n"
-                 "             " SYNTH_DEFAULT_VOCAB "); one smaller than the\n"
+                 "  --vocab    GGUF whose tokenizer.ggml.* vocabulary is copied (default: the\n"
+                 "             built-in stories260K.gguf, 512 tokens); one smaller than the\n"
                  "             shape's is padded with <unused_N> tokens, a larger one refused\n"
                  "  --seed     random seed (default 1); the same arguments give the same bytes\n"
                  "  weights are normal with std %g, norm weights 1.\n", (double)MODEL_SYNTH_STD);
@@ -52,7 +51,8 @@ static bool read_vocab(tokenizer_vocab *v, const char *path, bool is_default)
 
 int cli_synth(int argc, char **argv)
 {
-    const char *shape = NULL, *vocab = SYNTH_DEFAULT_VOCAB, *out = NULL, *type = "f32";
+    const char *shape = NULL, *vocab = NULL, *out = NULL, *type = "f32";
+    char builtin[4096];
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -98,8 +98,16 @@ int cli_synth(int argc, char **argv)
         fprintf(stderr, "tessera synth: --type wants f32 or q8_0, not '%s'\n", type);
         return 2;
     }
+    bool is_default = !vocab;
+    if (is_default && !cli_builtin_model(builtin, sizeof builtin)) {
+        fprintf(stderr, "tessera synth: the built-in model is not installed; name a "
+                        "vocabulary with --vocab FILE.gguf\n");
+        return 1;
+    }
+    if (is_default)
+        vocab = builtin;
     tokenizer_vocab v;
-    if (!read_vocab(&v, vocab, !strcmp(vocab, SYNTH_DEFAULT_VOCAB)))
+    if (!read_vocab(&v, vocab, is_default))
         return 1;
     double t0 = seconds();
     ts_error err = {0};
