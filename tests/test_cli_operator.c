@@ -1,5 +1,6 @@
 /* test_cli_operator.c: what an operator meets first: the model search path (models.c),
- * serve's -m NAME=PATH routes, and the built binary run from a fresh directory. */
+ * serve's -m NAME=PATH routes, serve --config files, and the built binary run from a
+ * fresh directory. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "cli/models.h"
 #include "util.h"
 
@@ -188,12 +190,143 @@ static void test_binary_defaults(void **state)
     free(dir);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    fclose(f);
+}
+
+/* The arguments of c joined by single spaces, argv[0] included (malloc'd). */
+static char *joined(const cli_config *c)
+{
+    size_t len = 1;
+    for (int i = 0; i < c->argc; i++)
+        len += strlen(c->argv[i]) + 1;
+    char *s = calloc(len, 1);
+    assert_non_null(s);
+    for (int i = 0; i < c->argc; i++) {
+        if (i)
+            strcat(s, " ");
+        strcat(s, c->argv[i]);
+    }
+    return s;
+}
+
+static void test_config_file(void **state)
+{
+    (void)state;
+    char *dir = make_dir("config"), path[PATH_MAX + 32], want[4 * PATH_MAX];
+    snprintf(path, sizeof path, "%s/tessera.json", dir);
+    write_text(path,
+               "{\"host\": \"127.0.0.1\", \"port\": 9000,\n"
+               " \"models\": [\"models/a.gguf\", {\"name\": \"tiny\", \"path\": \"/abs/t.gguf\"},\n"
+               "            \"bare\", {\"path\": \"./b.gguf\"}],\n"
+               " \"model_dir\": \"store\", \"api_keys\": \"/etc/tessera/keys.json\",\n"
+               " \"protect_metrics\": true, \"chat_template\": \"chatml\",\n"
+               " \"limits\": {\"max_body\": \"64K\", \"max_connections\": 32, \"max_buffered\": 4096,\n"
+               "            \"grace\": 3},\n"
+               " \"engine\": {\"threads\": 2, \"kv_mem\": \"16M\", \"kv_f16\": false, \"max_seqs\": 8,\n"
+               "            \"aging\": 0.25, \"prefix_cache\": false}}\n");
+    cli_config c;
+    ts_error err = {0};
+    assert_int_equal(cli_config_load(&c, path, &err), TS_OK);
+    char *got = joined(&c);
+    snprintf(want, sizeof want,
+             "serve --host 127.0.0.1 --port 9000 -m %s/models/a.gguf -m tiny=/abs/t.gguf -m bare "
+             "-m %s/./b.gguf --model-dir %s/store --api-keys /etc/tessera/keys.json "
+             "--protect-metrics --chat-template chatml --max-body 64K --max-connections 32 "
+             "--max-buffered 4096 --grace 3 --threads 2 --kv-mem 16M --max-seqs 8 --aging 0.25 "
+             "--no-prefix-cache",
+             dir, dir, dir);
+    assert_string_equal(got, want);
+    free(got);
+    cli_config_free(&c);
+
+    /* The command line comes after the file's arguments, less --config FILE. */
+    char *argv[] = {"serve", "--port", "0", "--config", path, "-m", "x.gguf"};
+    assert_int_equal(cli_config_args(&c, 7, argv, &err), TS_OK);
+    got = joined(&c);
+    assert_non_null(strstr(got, "--no-prefix-cache --port 0 -m x.gguf"));
+    assert_null(strstr(got, "--config"));
+    free(got);
+    cli_config_free(&c);
+    char *plain[] = {"serve", "--port", "0"};
+    assert_int_equal(cli_config_args(&c, 3, plain, &err), TS_OK);
+    assert_int_equal(c.argc, 3);
+    assert_string_equal(c.argv[2], "0");
+    cli_config_free(&c);
+    char *twice[] = {"serve", "--config", path, "--config", path};
+    assert_int_equal(cli_config_args(&c, 5, twice, &err), TS_ERR_INVALID_ARG);
+    char *bare[] = {"serve", "--config"};
+    assert_int_equal(cli_config_args(&c, 2, bare, &err), TS_ERR_INVALID_ARG);
+
+    /* Each bad file is refused naming what is wrong. */
+    static const struct {
+        const char *json, *message;
+    } bad[] = {
+        {"{\"port\": 80, \"bogus\": 1}", "unknown key bogus"},
+        {"{\"port\": \"80\"}", "port wants a number"},
+        {"{\"limits\": {\"max_body\": true}}", "limits.max_body wants a size"},
+        {"{\"limits\": {\"timeout\": 3}}", "unknown key limits.timeout"},
+        {"{\"limits\": [1]}", "limits wants an object"},
+        {"{\"engine\": {\"kv_f16\": 1}}", "engine.kv_f16 wants true or false"},
+        {"{\"models\": \"a.gguf\"}", "models wants a list"},
+        {"{\"models\": [\"a\", {\"path\": \"b\", \"route\": \"c\"}]}", "unknown key models[1].route"},
+        {"{\"models\": [{\"name\": \"x\"}]}", "models[0] wants a path"},
+        {"{\"models\": [{\"name\": 3, \"path\": \"b\"}]}", "models[0].name wants a string"},
+        {"[1, 2]", "not a JSON object"},
+        {"{\"port\": 80", "not a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_text(path, bad[i].json);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(cli_config_load(&c, path, &err), TS_ERR_INVALID_ARG);
+        if (!strstr(err.msg, bad[i].message))
+            fail_msg("%s: '%s' does not say '%s'", bad[i].json, err.msg, bad[i].message);
+        assert_null(c.argv);
+    }
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    assert_int_equal(cli_config_load(&c, path, &err), TS_ERR_IO);
+    free(dir);
+}
+
+/* serve --config with a NAME=PATH route and limits, then the command line overriding the
+ * file's port: /v1/models lists the route. */
+static void test_serve_config_routes(void **state)
+{
+    (void)state;
+    char *dir = make_dir("serve-config"), path[PATH_MAX + 32], *out = NULL, builtin[PATH_MAX];
+    assert_true(cli_builtin_model(builtin, sizeof builtin));
+    snprintf(path, sizeof path, "%s/tessera.json", dir);
+    char json[2 * PATH_MAX];
+    snprintf(json, sizeof json,
+             "{\"port\": 1, \"models\": [{\"name\": \"tiny\", \"path\": \"%s\"}],\n"
+             " \"limits\": {\"grace\": 1}, \"engine\": {\"threads\": 1, \"kv_mem\": \"8M\"}}\n",
+             builtin);
+    write_text(path, json);
+    int st = sh(&out,
+                "d='%s'; %s/tessera serve --config \"$d/tessera.json\" --port 0 2>\"$d/log\" & "
+                "pid=$!; port=; for i in $(seq 100); do "
+                "port=$(sed -n 's#.*listening on http://127.0.0.1:\\([0-9]*\\).*#\\1#p' \"$d/log\"); "
+                "[ -n \"$port\" ] && break; sleep 0.1; done; "
+                "curl -s \"http://127.0.0.1:$port/v1/models\"; kill $pid; wait $pid",
+                dir, TS_BUILD_DIR);
+    if (st != 0 || !strstr(out, "\"id\":\"tiny\""))
+        fail_msg("serve --config: exit %d, %s", st, out);
+    free(out);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_search_order),
         cmocka_unit_test(test_route_args),
         cmocka_unit_test(test_binary_defaults),
+        cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_serve_config_routes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

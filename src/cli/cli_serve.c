@@ -10,6 +10,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "cli/models.h"
 #include "tessera/engine.h"
 #include "tessera/model.h"
@@ -27,6 +28,8 @@ static void usage(FILE *out)
             "                          $TESSERA_MODEL, else the first *.gguf in --model-dir,\n"
             "                          $TESSERA_MODELS, models/, else the built-in stories260K\n"
             "  --model-dir DIR         look for models here first\n"
+            "  --config FILE           options from a JSON file (docs/API.md, \"Config file\");\n"
+            "                          the command line adds models and overrides the rest\n"
             "  --tokenizer PATH        tokenizer.bin for llama2.c checkpoints\n"
             "  --host ADDR             address to bind (127.0.0.1)\n"
             "  --port N                port (8080; 0 = any free port)\n"
@@ -185,7 +188,7 @@ static bool resolve_models(serve_args *a, char paths[][4096], char given[][128])
     return true;
 }
 
-int cli_serve(int argc, char **argv)
+static int serve(int argc, char **argv)
 {
     serve_args a;
     memset(&a, 0, sizeof a);
@@ -270,4 +273,17 @@ done:
     for (int i = 0; i < a.n_models; i++)
         ts_model_free(models[i]);
     return status;
+}
+
+int cli_serve(int argc, char **argv)
+{
+    cli_config args;
+    ts_error err = {0};
+    if (cli_config_args(&args, argc, argv, &err) != TS_OK) {
+        fprintf(stderr, "tessera serve: %s\n", err.msg);
+        return 2;
+    }
+    int rc = serve(args.argc, args.argv);
+    cli_config_free(&args);
+    return rc;
 }
