@@ -1,6 +1,6 @@
 /* test_cli_operator.c: what an operator meets first: the model search path (models.c),
- * serve's -m NAME=PATH routes, serve --config files, and the built binary run from a
- * fresh directory. */
+ * serve's -m NAME=PATH routes, serve --config files, the OpenMP defaults for a shared
+ * host, and the built binary run from a fresh directory. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "cli/config.h"
 #include "cli/models.h"
+#include "cli/threads.h"
 #include "util.h"
 
 /* Runs the shell command (fmt, ...) with stderr joined to stdout; returns its exit status
@@ -319,6 +320,87 @@ static void test_serve_config_routes(void **state)
     free(dir);
 }
 
+/* A fake sysfs cpu directory: cpu i gets (package, core) = topo[i], or no topology when
+ * topo[i][0] < 0. */
+static char *fake_sysfs(const char *name, const int (*topo)[2], int n)
+{
+    char *dir = make_dir(name), path[PATH_MAX + 128];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/cpu%d", dir, i);
+        assert_int_equal(mkdir(path, 0755), 0);
+        if (topo[i][0] < 0)
+            continue;
+        snprintf(path, sizeof path, "%s/cpu%d/topology", dir, i);
+        assert_int_equal(mkdir(path, 0755), 0);
+        char v[32];
+        snprintf(path, sizeof path, "%s/cpu%d/topology/physical_package_id", dir, i);
+        snprintf(v, sizeof v, "%d\n", topo[i][0]);
+        write_text(path, v);
+        snprintf(path, sizeof path, "%s/cpu%d/topology/core_id", dir, i);
+        snprintf(v, sizeof v, "%d\n", topo[i][1]);
+        write_text(path, v);
+    }
+    return dir;
+}
+
+static void test_physical_cores(void **state)
+{
+    (void)state;
+    /* two packages of two cores with two hardware threads each, then a CPU without
+     * topology: core ids repeat across packages */
+    static const int topo[9][2] = {{0, 0}, {0, 0}, {0, 1}, {0, 1}, {1, 0},
+                                   {1, 0}, {1, 1}, {1, 1}, {-1, -1}};
+    char *dir = fake_sysfs("sysfs", topo, 9);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    assert_int_equal(cli_physical_cores(dir, &set), 0);
+    for (int i = 0; i < 9; i++)
+        CPU_SET(i, &set);
+    assert_int_equal(cli_physical_cores(dir, &set), 5);
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    CPU_SET(1, &set);
+    assert_int_equal(cli_physical_cores(dir, &set), 1);
+    CPU_SET(4, &set);
+    CPU_SET(6, &set);
+    assert_int_equal(cli_physical_cores(dir, &set), 3);
+    CPU_SET(12, &set); /* not in sysfs at all: a core of its own */
+    assert_int_equal(cli_physical_cores(dir, &set), 4);
+    free(dir);
+}
+
+/* The binary sets the wait policy for the OpenMP runtime (re-executing itself) only where
+ * the user set none, and serve says which it runs with. */
+static void test_binary_openmp_defaults(void **state)
+{
+    (void)state;
+    char *dir = make_dir("omp"), *out = NULL, notmodel[PATH_MAX + 32];
+    snprintf(notmodel, sizeof notmodel, "%s/not-a-model.gguf", dir);
+    write_text(notmodel, "not a model");
+    const char *clean = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OMP_NUM_THREADS "
+                        "-u TESSERA_OMP_DEFAULTS";
+    assert_int_equal(sh(&out, "%s %s/tessera serve -m %s --port 0", clean, TS_BUILD_DIR,
+                        notmodel),
+                     1);
+    if (!strstr(out, "wait by GOMP_SPINCOUNT=" CLI_GOMP_SPINCOUNT " (tessera's defaults: "))
+        fail_msg("no default wait policy: %s", out);
+    free(out);
+    assert_int_equal(sh(&out, "%s OMP_WAIT_POLICY=passive %s/tessera serve -m %s --port 0",
+                        clean, TS_BUILD_DIR, notmodel),
+                     1);
+    if (!strstr(out, "wait by OMP_WAIT_POLICY=passive\n"))
+        fail_msg("the user's policy not kept: %s", out);
+    free(out);
+    assert_int_equal(sh(&out, "%s GOMP_SPINCOUNT=5 OMP_NUM_THREADS=1 %s/tessera serve -m %s "
+                              "--port 0",
+                        clean, TS_BUILD_DIR, notmodel),
+                     1);
+    if (!strstr(out, "1 thread per step; idle OpenMP threads wait by GOMP_SPINCOUNT=5\n"))
+        fail_msg("the user's spin count not kept: %s", out);
+    free(out);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +409,8 @@ int main(void)
         cmocka_unit_test(test_binary_defaults),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_serve_config_routes),
+        cmocka_unit_test(test_physical_cores),
+        cmocka_unit_test(test_binary_openmp_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,7 +31,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
 
 #define CLI_ENGINE_HELP                                                                   \
     "engine:\n"                                                                            \
-    "  --threads N          OpenMP threads per step (default: all cores)\n"                \
+    "  --threads N          OpenMP threads per step (default: one per physical core)\n"    \
     "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts,\n" \
     "                       at most 1G)\n"                                                  \
     "  --kv-f16             store keys and values as f16 (half the memory)\n"               \

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/config.h"
 #include "cli/models.h"
+#include "cli/threads.h"
 #include "tessera/engine.h"
 #include "tessera/model.h"
 #include "tessera/server.h"
@@ -231,6 +232,10 @@ static int serve(int argc, char **argv)
                         "(--threads to choose)\n", a.n_models, cores, a.eng.n_threads,
                 a.eng.n_threads == 1 ? "" : "s");
     }
+    char threads[320];
+    cli_threads_describe(threads, sizeof threads,
+                         a.eng.n_threads > 0 ? a.eng.n_threads : omp_get_max_threads());
+    fprintf(stderr, "tessera serve: %s\n", threads);
     for (int i = 0; i < a.n_models; i++) {
         if (!(models[i] = cli_load_model(paths[i], a.tokenizer))) {
             snprintf(err.msg, sizeof err.msg, "cannot load %s", paths[i]);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/threads.h"
 
 static const cli_command commands[] = {
     {"generate", cli_generate, "complete prompts (one, or a file of them concurrently)"},
@@ -26,6 +27,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    cli_threads_init(argv); /* may re-execute the binary: before anything else */
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
