@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -401,6 +404,33 @@ static void test_binary_openmp_defaults(void **state)
     free(dir);
 }
 
+/* A port in use is reported before the model loads: here the "model" is not one, so
+ * loading first would fail with a different message. */
+static void test_binds_before_loading(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    int port = ntohs(sa.sin_port);
+    char *dir = make_dir("bind"), notmodel[PATH_MAX + 32], *out = NULL, want[96];
+    snprintf(notmodel, sizeof notmodel, "%s/not-a-model.gguf", dir);
+    write_text(notmodel, "not a model");
+    assert_int_equal(sh(&out, "%s/tessera serve -m %s --port %d", TS_BUILD_DIR, notmodel, port),
+                     1);
+    snprintf(want, sizeof want, "cannot listen on 127.0.0.1 port %d: Address already in use",
+             port);
+    if (!strstr(out, want) || strstr(out, "not-a-model"))
+        fail_msg("not bound first: %s", out);
+    free(out);
+    close(fd);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_serve_config_routes),
         cmocka_unit_test(test_physical_cores),
         cmocka_unit_test(test_binary_openmp_defaults),
+        cmocka_unit_test(test_binds_before_loading),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

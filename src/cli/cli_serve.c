@@ -219,7 +219,8 @@ static int serve(int argc, char **argv)
     ts_server *srv = NULL;
     ts_error err = {0};
     int status = 1;
-    if (ts_server_create(&a.srv, &srv, &err) != TS_OK)
+    /* Bind before loading: a port in use is reported at once, not after a long load. */
+    if (ts_server_create(&a.srv, &srv, &err) != TS_OK || ts_server_listen(srv, &err) != TS_OK)
         goto done;
     if (a.n_models > 1 && a.eng.n_threads == 0) {
         /* Each engine has its own OpenMP team. Teams adding up to more threads than

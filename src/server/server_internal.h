@@ -54,6 +54,9 @@ struct ts_server {
     srv_model models[SRV_MAX_MODELS];
     int n_models;
     struct MHD_Daemon *daemon;
+    int listen_fd;                /* bound by ts_server_listen (listen.c) until the daemon
+                                   * takes it at start; -1 otherwise */
+    int listen_family;            /* its address family */
     int port;
     long long started;            /* Unix seconds */
     int stop_efd;                 /* readable once shutdown cancels what is left */

@@ -175,7 +175,7 @@ second=second.v2
 start_server "$tmp/c.log" -m "$tmp/$second.gguf" --max-seqs 2
 C="http://127.0.0.1:$port"
 cpid=$spid
-check "two models split the cores" grep -q '^tessera serve: 2 models share [0-9]* cores: [0-9]* threads each' "$tmp/c.log"
+check "two models split the cores" grep -qE '^tessera serve: 2 models share [0-9]+ cores: (1 thread|[0-9]+ threads) each' "$tmp/c.log"
 curl -s "$C/v1/models" >"$tmp/body"
 check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("'"$second"'")) != null'
 first=$(jq -r '[.data[].id | select(. != "'"$second"'")][0]' "$tmp/body")
