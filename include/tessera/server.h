@@ -24,10 +24,12 @@ typedef struct ts_server_options {
     size_t max_buffered;       /* unread output per request before the engine cancels it
                                 * (default 1 MiB; 0 = unbounded), see max_unread_bytes */
     int grace_ms;              /* ts_server_stop waits this long for requests (10000) */
-    /* One line per request (method, route, status, tokens, duration), without a newline.
-     * NULL = no request log. Called from HTTP threads; must be thread-safe. */
+    /* One line per request (UTC time, request id, model, method, route, status, tokens,
+     * duration) and per failed request, without a newline. NULL = no request log. Called
+     * from HTTP threads; must be thread-safe. */
     void (*log)(void *user, const char *line);
     void *log_user;            /* borrowed */
+    bool log_json;             /* each line a JSON object instead of text (false) */
 } ts_server_options;
 
 void ts_server_options_default(ts_server_options *opts);

@@ -43,6 +43,8 @@ static void usage(FILE *out)
             "  --max-buffered BYTES    unread output per stream before it is cancelled\n"
             "                          (1048576; 0 = unbounded)\n"
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
+            "  --log-format text|json  request log lines on stderr: text (default) or one JSON\n"
+            "                          object per line\n"
             CLI_ENGINE_HELP "(engine options apply to each model's engine)\n");
 }
 
@@ -107,6 +109,11 @@ static int parse_args(int argc, char **argv, serve_args *a)
                  cli_int(o, v, 1, 65536, &a->srv.max_connections);
         } else if (!strcmp(o, "--max-buffered")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_buffered);
+        } else if (!strcmp(o, "--log-format")) {
+            ok = (v = cli_value(argc, argv, &i)) && (!strcmp(v, "text") || !strcmp(v, "json"));
+            if (v && !ok)
+                fprintf(stderr, "tessera: --log-format wants text or json, not '%s'\n", v);
+            a->srv.log_json = ok && !strcmp(v, "json");
         } else if (!strcmp(o, "--grace")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 3600, &a->grace_s);
         } else {

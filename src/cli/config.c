@@ -32,6 +32,7 @@ static const config_key top_keys[] = {
     {"chat_template", "--chat-template", VALUE_STRING},
     {"api_keys", "--api-keys", VALUE_PATH},
     {"protect_metrics", "--protect-metrics", VALUE_FLAG},
+    {"log_format", "--log-format", VALUE_STRING},
     {NULL, NULL, VALUE_STRING},
 };
 

@@ -15,7 +15,7 @@ typedef struct cli_config {
  *   {"host": "127.0.0.1", "port": 8080,
  *    "models": ["a.gguf", {"name": "tiny", "path": "models/t.gguf"}, "NAME"],
  *    "model_dir": DIR, "tokenizer": PATH, "chat_template": NAME,
- *    "api_keys": PATH, "protect_metrics": true,
+ *    "api_keys": PATH, "protect_metrics": true, "log_format": "text" | "json",
  *    "limits": {"max_body": SIZE, "max_connections": N, "max_buffered": SIZE, "grace": S},
  *    "engine": {"threads": N, "kv_mem": SIZE, "kv_f16": true, "max_seqs": N,
  *               "max_queue": N, "step_tokens": N, "prefill_cap": N, "aging": R,

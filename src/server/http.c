@@ -73,6 +73,7 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(r, "X-Request-Id", c->request_id);
     if (status == 429 || status == 503)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (status == 503) /* overloaded or stopping: free the connection's thread at once */
@@ -405,6 +406,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         c->srv = srv;
         c->t_start = clock_now_s();
         c->priority = TS_PRIORITY_NORMAL;
+        srv_request_id(c->request_id,
+                       MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "X-Request-Id"),
+                       srv->id_seed + atomic_fetch_add(&srv->next_request, 1));
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%.*s", (int)strcspn(url, "?"), url);
         route_id r = route_of(c);
@@ -451,13 +455,11 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     metrics_count_request(srv->metrics, c->route, c->status);
     metrics_observe(srv->metrics, METRICS_HIST_DURATION, dur);
     metrics_add_tokens(srv->metrics, prompt_tokens, completion_tokens);
-    if (srv->opts.log) {
-        char line[256];
-        snprintf(line, sizeof line, "%s %s %d prompt_tokens=%d completion_tokens=%d %.1fms%s",
-                 c->method, c->path, c->status, prompt_tokens, completion_tokens, dur * 1e3,
-                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
-        srv->opts.log(srv->opts.log_user, line);
-    }
+    srv_log(&srv->opts, &(srv_log_entry){
+        .request_id = c->request_id, .model = c->model, .method = c->method, .path = c->path,
+        .status = c->status, .prompt_tokens = prompt_tokens,
+        .completion_tokens = completion_tokens, .duration_ms = dur * 1e3,
+        .message = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? NULL : "connection closed early"});
     strbuf_free(&c->body);
     free(c);
     if (had_job) {
@@ -490,6 +492,7 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the server");
     srv->stop_efd = -1;
     srv->listen_fd = -1;
+    srv->id_seed = (uint64_t)clock_now_s() * 1000003u ^ ((uint64_t)getpid() << 32);
     pthread_mutex_init(&srv->mu, NULL);
     clock_cond_init(&srv->idle);
     srv->opts = *opts;

@@ -12,6 +12,7 @@
 
 #include "common/strbuf.h"
 #include "server/auth.h"
+#include "server/log.h"
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "tessera/server.h"
@@ -68,6 +69,8 @@ struct ts_server {
     srv_job *jobs;                /* submitted requests, newest first (srv_job.next) */
     srv_cell *free_cells, *all_cells;
     atomic_ullong next_id;
+    atomic_ullong next_request;   /* with id_seed, makes request ids (log.c) */
+    uint64_t id_seed;
     atomic_int open_conns;        /* connections MHD holds open */
 };
 
@@ -84,6 +87,8 @@ typedef struct srv_conn {
     strbuf body;                  /* the accumulated upload */
     bool body_too_big;
     int status;                   /* HTTP status answered, 0 before */
+    char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
+    const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
 } srv_conn;
 
