@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "cli/config.h"
 #include "cli/models.h"
+#include "cli/table.h"
 #include "cli/threads.h"
 #include "util.h"
 
@@ -431,6 +432,32 @@ static void test_binds_before_loading(void **state)
     free(dir);
 }
 
+static void test_table(void **state)
+{
+    (void)state;
+    static const char *const heads[] = {"conc", "decode tok/s", "note"};
+    cli_table t;
+    cli_table_init(&t, 3, heads);
+    cli_table_cell(&t, "%d", 1);
+    cli_table_cell(&t, "%.1f", 123456.75);
+    cli_table_cell(&t, "%s", "");
+    cli_table_cell(&t, "%d", 64);
+    cli_table_cell(&t, "%.1f", 5.0);
+    cli_table_cell(&t, "%s", "*!");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    cli_table_print(f, &t, "  ");
+    fclose(f);
+    /* right-aligned under headers as wide as their widest cell, two spaces apart, the
+     * empty note leaving no trailing spaces */
+    assert_string_equal(buf, "  conc  decode tok/s  note\n"
+                             "     1      123456.8\n"
+                             "    64           5.0    *!\n");
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_physical_cores),
         cmocka_unit_test(test_binary_openmp_defaults),
         cmocka_unit_test(test_binds_before_loading),
+        cmocka_unit_test(test_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
