@@ -19,6 +19,7 @@ int cli_info(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_synth(int argc, char **argv);
 int cli_loadgen(int argc, char **argv);
+int cli_pull(int argc, char **argv);
 
 /* serve's route for a model: its general.name, or, when one of the n_taken routes already
  * assigned has that name, the file's base name without its last extension (route

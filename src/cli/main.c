@@ -14,6 +14,7 @@ static const cli_command commands[] = {
     {"convert", cli_convert, "write a model (GGUF or llama2.c) as an F32 GGUF file"},
     {"synth", cli_synth, "write a GGUF with random weights at a real model's shape"},
     {"loadgen", cli_loadgen, "load a server over HTTP: throughput, TTFT/ITL percentiles"},
+    {"pull", cli_pull, "fetch a GGUF from a Hugging Face repository into the model directory"},
     {NULL, NULL, NULL},
 };
 
