@@ -458,6 +458,31 @@ static void test_table(void **state)
     free(buf);
 }
 
+/* convert takes a Hugging Face directory (the library's checks: test_hf_convert) */
+static void test_convert_hf_cli(void **state)
+{
+    (void)state;
+    char *dir = strdup(tu_shared("models/tinystories-656k")), *out = NULL;
+    char *gguf = strdup(tu_tmp_path("hf-f16.gguf"));
+    assert_int_equal(sh(&out, "%s/tessera convert -m %s --type f16 -o %s", TS_BUILD_DIR, dir,
+                        gguf),
+                     0);
+    free(out);
+    assert_int_equal(sh(&out, "%s/tessera generate -m %s -p 'Once upon a time' -n 8",
+                        TS_BUILD_DIR, gguf),
+                     0);
+    if (!strstr(out, "Once upon a time") || !strstr(out, "tinystories-656k"))
+        fail_msg("generate on the converted model: %s", out);
+    free(out);
+    assert_int_equal(sh(&out, "%s/tessera convert -m %s --type q4_0 -o %s", TS_BUILD_DIR, dir,
+                        gguf),
+                     2);
+    assert_non_null(strstr(out, "f32, f16 or bf16"));
+    free(out);
+    free(gguf);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -470,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_binary_openmp_defaults),
         cmocka_unit_test(test_binds_before_loading),
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_convert_hf_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,12 +7,17 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "gguf/gguf.h"
+#include "model/hf_convert.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tessera convert -m MODEL [--tokenizer TOK] -o OUT.gguf\n"
+    fprintf(out, "usage: tessera convert -m MODEL [--tokenizer TOK] [--type f32|f16|bf16] -o OUT.gguf\n"
                  "  writes MODEL (.gguf, or llama2.c .bin with --tokenizer) as GGUF v3 with F32\n"
-                 "  tensors; quantised inputs are written dequantised. OUT must not be an input.\n");
+                 "  tensors; quantised inputs are written dequantised. OUT must not be an input.\n"
+                 "  MODEL may be a Hugging Face Llama directory (config.json, *.safetensors,\n"
+                 "  tokenizer.json with SentencePiece-style BPE): its tensors are written as\n"
+                 "  --type (default f32; norms stay f32).\n");
 }
 
 /* True when both paths name one existing file. */
@@ -25,7 +30,7 @@ static bool same_file(const char *a, const char *b)
 
 int cli_convert(int argc, char **argv)
 {
-    const char *model = NULL, *tokenizer = NULL, *out = NULL;
+    const char *model = NULL, *tokenizer = NULL, *out = NULL, *type = "f32";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -39,6 +44,8 @@ int cli_convert(int argc, char **argv)
             tokenizer = v;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             out = v;
+        } else if (!strcmp(a, "--type")) {
+            type = v;
         } else {
             fprintf(stderr, "tessera convert: unknown option %s\n", a);
             usage(stderr);
@@ -59,12 +66,21 @@ int cli_convert(int argc, char **argv)
         fprintf(stderr, "tessera: output path too long\n");
         return 1;
     }
-    ts_model *m = cli_load_model(model, tokenizer);
-    if (!m)
+    uint32_t ttype = !strcmp(type, "f32") ? GGUF_TENSOR_F32 : !strcmp(type, "f16") ? GGUF_TENSOR_F16
+                     : !strcmp(type, "bf16") ? GGUF_TENSOR_BF16 : UINT32_MAX;
+    bool hf = model_hf_is_dir(model);
+    if (ttype == UINT32_MAX || (!hf && ttype != GGUF_TENSOR_F32)) {
+        fprintf(stderr, "tessera convert: --type wants f32%s, not '%s'\n",
+                hf ? ", f16 or bf16" : " (f16 and bf16: Hugging Face directories)", type);
+        return 2;
+    }
+    ts_model *m = hf ? NULL : cli_load_model(model, tokenizer);
+    if (!hf && !m)
         return 1;
     ts_error err = {0};
     int rc = 1;
-    if (ts_model_save_gguf(m, tmp, &err) != TS_OK) {
+    if (hf ? model_hf_convert(model, tmp, ttype, &err) != TS_OK
+           : ts_model_save_gguf(m, tmp, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
     } else if (rename(tmp, out) != 0) {
         fprintf(stderr, "tessera: cannot rename %s to %s\n", tmp, out);
