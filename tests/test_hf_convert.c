@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "gguf/gguf.h"
 #include "model/hf_convert.h"
@@ -340,17 +341,134 @@ static void test_refusals(void **state)
     assert_int_equal(c.n_kv_heads, 4);
     assert_int_equal(c.head_dim, 16);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    const char *bytelevel = "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []},"
-                            " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}";
-    write_file(path, bytelevel, strlen(bytelevel));
+    /* byte-level pre-tokenizers are named by their expression */
+    static const struct {
+        const char *pre, *name;
+    } pres[] = {
+        {"{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+         "{\"Regex\": \"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|"
+         "\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*\"}}, {\"type\": \"ByteLevel\", "
+         "\"use_regex\": false}]}",
+         "llama-bpe"},
+        {"{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+         "{\"Regex\": \"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|"
+         "\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*\"}}, {\"type\": \"ByteLevel\", "
+         "\"use_regex\": false}]}",
+         "qwen2"},
+        {"{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", "
+         "\"individual_digits\": true}, {\"type\": \"ByteLevel\", \"use_regex\": true}]}",
+         "smollm"},
+        {"{\"type\": \"ByteLevel\", \"add_prefix_space\": false}", "gpt2"},
+        {"{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+         "{\"Regex\": \"\\\\w+\"}}, {\"type\": \"ByteLevel\", \"use_regex\": false}]}",
+         NULL},
+    };
     tokenizer_vocab v;
+    for (size_t i = 0; i < sizeof pres / sizeof *pres; i++) {
+        snprintf(json, sizeof json, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, "
+                 "\"b\": 1, \"ab\": 2}, \"merges\": [\"a b\"]}, \"pre_tokenizer\": %s}",
+                 pres[i].pre);
+        write_file(path, json, strlen(json));
+        memset(&v, 0, sizeof v);
+        ts_status st = model_hf_read_vocab(&v, &c, dir, &err);
+        if (!pres[i].name) {
+            assert_int_equal(st, TS_ERR_UNSUPPORTED);
+            assert_non_null(strstr(err.msg, "byte-level pre-tokenizer other than"));
+            continue;
+        }
+        if (st != TS_OK)
+            fail_msg("%s: %s", pres[i].name, err.msg);
+        assert_int_equal(v.kind, VOCAB_KIND_BPE);
+        assert_string_equal(v.pre, pres[i].name);
+        assert_int_equal(v.n_merges, 1);
+        assert_string_equal(v.merges[0], "a b");
+        assert_string_equal(v.tokens[15].text, "<unused_15>"); /* padded to the config's 16 */
+        vocab_clear(&v);
+    }
     memset(&v, 0, sizeof v);
-    assert_int_equal(model_hf_read_vocab(&v, &c, dir, &err), TS_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "byte-level BPE"));
     const char *unigram = "{\"model\": {\"type\": \"Unigram\"}}";
     write_file(path, unigram, strlen(unigram));
     assert_int_equal(model_hf_read_vocab(&v, &c, dir, &err), TS_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "Unigram"));
+}
+
+/* GPT-2's vocabulary from llama.cpp's vocab GGUF written out as a tokenizer.json (vocab,
+ * merges, ByteLevel) comes back as the same vocabulary: llama.cpp's test vectors for it
+ * pass through the converted one. */
+static void test_byte_level_round_trip(void **state)
+{
+    (void)state;
+    gguf_file *f = NULL;
+    tokenizer_vocab src, got;
+    memset(&src, 0, sizeof src);
+    memset(&got, 0, sizeof got);
+    ts_error err = {0};
+    assert_int_equal(gguf_open(tu_shared("vocab/ggml-vocab-gpt-2.gguf"), &f, &err), TS_OK);
+    assert_int_equal(vocab_read_gguf(&src, f, &err), TS_OK);
+    gguf_close(f);
+    cJSON *tj = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(tj, "model");
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
+    cJSON *merges = cJSON_AddArrayToObject(model, "merges");
+    cJSON *added = cJSON_AddArrayToObject(tj, "added_tokens");
+    for (int i = 0; i < src.n_tokens; i++) {
+        cJSON_AddNumberToObject(vocab, src.tokens[i].text, i);
+        if (src.tokens[i].type == VOCAB_TOKEN_CONTROL) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddNumberToObject(a, "id", i);
+            cJSON_AddStringToObject(a, "content", src.tokens[i].text);
+            cJSON_AddBoolToObject(a, "special", true);
+            cJSON_AddItemToArray(added, a);
+        }
+    }
+    for (int i = 0; i < src.n_merges; i++)
+        cJSON_AddItemToArray(merges, cJSON_CreateString(src.merges[i]));
+    cJSON *pre = cJSON_AddObjectToObject(tj, "pre_tokenizer");
+    cJSON_AddStringToObject(pre, "type", "ByteLevel");
+    cJSON_AddBoolToObject(pre, "use_regex", true);
+    char *text = cJSON_PrintUnformatted(tj);
+    cJSON_Delete(tj);
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("hf-gpt2"));
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    write_file(path, text, strlen(text));
+    free(text);
+    ts_model_config c = {.vocab_size = src.n_tokens};
+    assert_int_equal(model_hf_read_vocab(&got, &c, dir, &err), TS_OK);
+    assert_int_equal(got.kind, VOCAB_KIND_BPE);
+    assert_string_equal(got.pre, "gpt2");
+    assert_int_equal(got.n_merges, src.n_merges);
+    for (int i = 0; i < src.n_tokens; i++) {
+        assert_string_equal(got.tokens[i].text, src.tokens[i].text);
+        assert_int_equal(got.tokens[i].type == VOCAB_TOKEN_CONTROL,
+                         src.tokens[i].type == VOCAB_TOKEN_CONTROL);
+    }
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(tokenizer_create(&got, &tok, &err), TS_OK);
+    char *inp = tu_read_file(tu_shared("vocab/ggml-vocab-gpt-2.gguf.inp"), NULL);
+    char *out = tu_read_file(tu_shared("vocab/ggml-vocab-gpt-2.gguf.out"), NULL);
+    assert_true(inp && out);
+    const char *sep = "\n__ggml_vocab_test__\n", *p = inp, *line = out;
+    int n = 0;
+    for (const char *e; (e = strstr(p, sep)) != NULL; p = e + strlen(sep), n++) {
+        int32_t ids[1024];
+        size_t k = 0;
+        assert_int_equal(ts_tokenize(tok, p, (size_t)(e - p), false, ids, 1024, &k), TS_OK);
+        char want[8192] = "", *w = want;
+        for (size_t j = 0; j < k; j++)
+            w += snprintf(w, sizeof want - (size_t)(w - want), " %d", ids[j]);
+        size_t len = strcspn(line, "\n");
+        if (strlen(want) != len || memcmp(want, line, len))
+            fail_msg("vector %d: expected%.*s\n got%s", n, (int)len, line, want);
+        line += len + 1;
+    }
+    assert_int_equal(n, 46);
+    free(inp);
+    free(out);
+    ts_tokenizer_free(tok);
+    vocab_clear(&got);
+    vocab_clear(&src);
 }
 
 int main(void)
@@ -359,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_logits_equal_hf_forward),
         cmocka_unit_test(test_tokenizer_matches_tokenizer_json),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_byte_level_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,12 +16,14 @@ bool model_hf_is_dir(const char *dir);
  * name. */
 ts_status model_hf_read_config(ts_model_config *c, const char *dir, ts_error *err);
 
-/* Reads dir/tokenizer.json (and tokenizer_config.json for add_bos_token) into v (zeroed
- * by the caller; vocab_clear() it) for a model of config c: a SentencePiece-style BPE with
- * byte fallback and '▁' for space (Llama 2, TinyStories) becomes tokenizer.ggml.model
- * "llama", each merged token scored minus the rank of the first merge making it, so the
- * highest-scored pair is the earliest merge. Other tokenizers (byte-level BPE, Unigram,
- * WordPiece) are refused by name. */
+/* Reads dir/tokenizer.json (and tokenizer_config.json for add_bos_token and the special
+ * tokens) into v (zeroed by the caller; vocab_clear() it) for a model of config c:
+ *  - a SentencePiece-style BPE with byte fallback and '▁' for space (Llama 2, TinyStories)
+ *    becomes tokenizer.ggml.model "llama", each merged token scored minus the rank of the
+ *    first merge making it, so the highest-scored pair is the earliest merge;
+ *  - a byte-level BPE becomes "gpt2" with its merges, and tokenizer.ggml.pre named by its
+ *    pre-tokenizer's expression: llama-bpe (Llama 3), qwen2, smollm, gpt2.
+ * Other tokenizers (Unigram, WordPiece, other pre-tokenizers) are refused by name. */
 ts_status model_hf_read_vocab(tokenizer_vocab *v, const ts_model_config *c, const char *dir,
                               ts_error *err);
 

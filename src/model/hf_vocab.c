@@ -102,6 +102,57 @@ static const char *config_token(const cJSON *tc, const char *key)
     return cJSON_IsString(t) ? t->valuestring : NULL;
 }
 
+/* What a byte-level pre-tokenizer's steps add up to. */
+typedef struct pre_steps {
+    const char *split;  /* the last Split regex, or NULL */
+    bool byte_level_regex; /* a ByteLevel step with its own (GPT-2) regex */
+    bool digits;        /* a Digits step with individual_digits */
+} pre_steps;
+
+static void collect_pre(const cJSON *t, pre_steps *s)
+{
+    if (!cJSON_IsObject(t))
+        return;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
+    const char *k = cJSON_IsString(type) ? type->valuestring : "";
+    if (!strcmp(k, "Sequence")) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(t, "pretokenizers");
+        for (const cJSON *e = cJSON_IsArray(list) ? list->child : NULL; e; e = e->next)
+            collect_pre(e, s);
+    } else if (!strcmp(k, "Split")) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(t, "pattern");
+        const cJSON *re = pat ? cJSON_GetObjectItemCaseSensitive(pat, "Regex") : NULL;
+        if (cJSON_IsString(re))
+            s->split = re->valuestring;
+    } else if (!strcmp(k, "ByteLevel")) {
+        const cJSON *use = cJSON_GetObjectItemCaseSensitive(t, "use_regex");
+        s->byte_level_regex |= !use || cJSON_IsTrue(use);
+    } else if (!strcmp(k, "Digits")) {
+        s->digits |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "individual_digits"));
+    }
+}
+
+/* The tokenizer.ggml.pre name of a byte-level pre-tokenizer, by its expression: Llama 3's
+ * (digits in threes), Qwen2's (digits one by one), SmolLM's (Digits, then GPT-2's), GPT-2's;
+ * NULL for any other. */
+static const char *pre_name(const cJSON *pre)
+{
+    pre_steps s = {NULL, false, false};
+    collect_pre(pre, &s);
+    if (s.split && strstr(s.split, "(?i:'s|'t|'re|'ve|'m|'ll|'d)")) {
+        if (strstr(s.split, "\\p{N}{1,3}"))
+            return "llama-bpe";
+        if (strstr(s.split, "|\\p{N}|"))
+            return "qwen2";
+        return NULL;
+    }
+    if (s.split)
+        return NULL;
+    if (s.byte_level_regex)
+        return s.digits ? "smollm" : "gpt2";
+    return NULL;
+}
+
 ts_status model_hf_read_vocab(tokenizer_vocab *v, const ts_model_config *c, const char *dir,
                               ts_error *err)
 {
@@ -125,10 +176,18 @@ ts_status model_hf_read_vocab(tokenizer_vocab *v, const ts_model_config *c, cons
     const cJSON *norm = cJSON_GetObjectItemCaseSensitive(tj, "normalizer");
     const cJSON *pre = cJSON_GetObjectItemCaseSensitive(tj, "pre_tokenizer");
     bool metaspace = has_step(norm, "Replace") || has_step(pre, "Metaspace");
-    if (has_step(pre, "ByteLevel") || !metaspace || !cJSON_IsTrue(fallback)) {
+    bool byte_level = has_step(pre, "ByteLevel");
+    const char *pname = byte_level ? pre_name(pre) : NULL;
+    if (byte_level && !pname) {
         st = ts_error_set(err, TS_ERR_UNSUPPORTED,
-                          "tokenizer.json: byte-level BPE (Llama 3, SmolLM, Qwen2) is not "
-                          "converted yet; SentencePiece-style BPE with byte fallback is");
+                          "tokenizer.json: a byte-level pre-tokenizer other than GPT-2's, Llama "
+                          "3's, Qwen2's and SmolLM's is not converted");
+        goto fail;
+    }
+    if (!byte_level && (!metaspace || !cJSON_IsTrue(fallback))) {
+        st = ts_error_set(err, TS_ERR_UNSUPPORTED,
+                          "tokenizer.json: a BPE neither byte-level nor SentencePiece-style "
+                          "with byte fallback is not converted");
         goto fail;
     }
     if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
@@ -136,7 +195,9 @@ ts_status model_hf_read_vocab(tokenizer_vocab *v, const ts_model_config *c, cons
         goto fail;
     }
     int n = c->vocab_size;
-    v->kind = VOCAB_KIND_SPM;
+    v->kind = byte_level ? VOCAB_KIND_BPE : VOCAB_KIND_SPM;
+    if (byte_level)
+        snprintf(v->pre, sizeof v->pre, "%s", pname);
     v->n_tokens = n;
     if (!(v->tokens = calloc((size_t)n, sizeof *v->tokens)))
         goto nomem;
@@ -150,8 +211,12 @@ ts_status model_hf_read_vocab(tokenizer_vocab *v, const ts_model_config *c, cons
         if (!(v->tokens[id].text = strdup(e->string)))
             goto nomem;
         v->tokens[id].len = (uint32_t)strlen(e->string);
-        v->tokens[id].type = is_byte_token(e->string) ? VOCAB_TOKEN_BYTE : VOCAB_TOKEN_NORMAL;
+        v->tokens[id].type = !byte_level && is_byte_token(e->string) ? VOCAB_TOKEN_BYTE
+                                                                     : VOCAB_TOKEN_NORMAL;
     }
+    if (byte_level && !(v->merges = calloc((size_t)cJSON_GetArraySize(merges) + 1,
+                                           sizeof *v->merges)))
+        goto nomem;
     /* Scores: a merged token gets minus the rank of the first merge that makes it. */
     int rank = 0;
     for (const cJSON *m = merges->child; m; m = m->next, rank++) {
@@ -160,6 +225,10 @@ ts_status model_hf_read_vocab(tokenizer_vocab *v, const ts_model_config *c, cons
             free(text);
             st = ts_error_set(err, TS_ERR_FORMAT, "tokenizer.json: merge %d is malformed", rank);
             goto fail;
+        }
+        if (byte_level) { /* GGUF keeps the merges themselves, in rank order */
+            v->merges[v->n_merges++] = text;
+            continue;
         }
         memmove(space, space + 1, strlen(space + 1) + 1);
         int32_t id = id_of(vocab, text);
@@ -203,8 +272,9 @@ ts_status model_hf_read_vocab(tokenizer_vocab *v, const ts_model_config *c, cons
     v->pad_id = id_of(vocab, config_token(tc, "pad_token"));
     v->eot_id = -1;
     const cJSON *add_bos = tc ? cJSON_GetObjectItemCaseSensitive(tc, "add_bos_token") : NULL;
-    v->add_bos = cJSON_IsBool(add_bos) ? cJSON_IsTrue(add_bos) : true;
-    v->add_space_prefix = has_step(norm, "Prepend") || has_step(pre, "Metaspace");
+    v->add_bos = cJSON_IsBool(add_bos) ? cJSON_IsTrue(add_bos)
+                                       : vocab_default_add_bos(v->kind, v->pre);
+    v->add_space_prefix = !byte_level && (has_step(norm, "Prepend") || has_step(pre, "Metaspace"));
     cJSON_Delete(tj);
     cJSON_Delete(tc);
     return TS_OK;
