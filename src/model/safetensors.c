@@ -57,10 +57,58 @@ static ts_status parse_tensor(st_tensor *t, const cJSON *e, const uint8_t *data,
     return TS_OK;
 }
 
+/* The header and tensors of size bytes at p (borrowed) into f->tensors. */
+static ts_status parse(st_file *f, const uint8_t *p, size_t size, const char *path,
+                       ts_error *err)
+{
+    cJSON *root = NULL;
+    ts_status st = TS_OK;
+    if (size < 8)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s: too short for a safetensors file", path);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | p[i];
+    if (hlen > ST_MAX_HEADER || hlen > size - 8) {
+        st = ts_error_set(err, TS_ERR_FORMAT, "%s: header of %llu bytes does not fit", path,
+                          (unsigned long long)hlen);
+        goto fail;
+    }
+    root = cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen);
+    if (!cJSON_IsObject(root)) {
+        st = ts_error_set(err, TS_ERR_FORMAT, "%s: the header is not a JSON object", path);
+        goto fail;
+    }
+    int n = cJSON_GetArraySize(root);
+    if (!(f->tensors = calloc((size_t)n + 1, sizeof *f->tensors))) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "out of memory reading %s", path);
+        goto fail;
+    }
+    for (const cJSON *e = root->child; e; e = e->next) {
+        if (!strcmp(e->string, "__metadata__"))
+            continue;
+        st = parse_tensor(&f->tensors[f->n_tensors], e, p + 8 + hlen, size - 8 - hlen, path,
+                          err);
+        if (st != TS_OK)
+            goto fail;
+        f->n_tensors++;
+    }
+fail:
+    cJSON_Delete(root);
+    return st;
+}
+
+ts_status st_open_buffer(st_file *f, const void *data, size_t size, ts_error *err)
+{
+    memset(f, 0, sizeof *f);
+    ts_status st = parse(f, data, size, "buffer", err);
+    if (st != TS_OK)
+        st_close(f);
+    return st;
+}
+
 ts_status st_open(st_file *f, const char *path, ts_error *err)
 {
     memset(f, 0, sizeof *f);
-    cJSON *root = NULL;
     ts_status st = TS_OK;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
@@ -79,42 +127,12 @@ ts_status st_open(st_file *f, const char *path, ts_error *err)
         st = ts_error_set(err, TS_ERR_IO, "cannot map %s", path);
         goto fail;
     }
-    const uint8_t *p = f->map;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | p[i];
-    if (hlen > ST_MAX_HEADER || hlen > f->size - 8) {
-        st = ts_error_set(err, TS_ERR_FORMAT, "%s: header of %llu bytes does not fit", path,
-                          (unsigned long long)hlen);
-        goto fail;
-    }
-    root = cJSON_ParseWithLength((const char *)p + 8, (size_t)hlen);
-    if (!cJSON_IsObject(root)) {
-        st = ts_error_set(err, TS_ERR_FORMAT, "%s: the header is not a JSON object", path);
-        goto fail;
-    }
-    int n = cJSON_GetArraySize(root);
-    if (!(f->tensors = calloc((size_t)n + 1, sizeof *f->tensors))) {
-        st = ts_error_set(err, TS_ERR_NOMEM, "out of memory reading %s", path);
-        goto fail;
-    }
-    for (const cJSON *e = root->child; e; e = e->next) {
-        if (!strcmp(e->string, "__metadata__"))
-            continue;
-        st = parse_tensor(&f->tensors[f->n_tensors], e, p + 8 + hlen, f->size - 8 - hlen,
-                          path, err);
-        if (st != TS_OK)
-            goto fail;
-        f->n_tensors++;
-    }
-    cJSON_Delete(root);
-    close(fd);
-    return TS_OK;
+    st = parse(f, f->map, f->size, path, err);
 fail:
-    cJSON_Delete(root);
     if (fd >= 0)
         close(fd);
-    st_close(f);
+    if (st != TS_OK)
+        st_close(f);
     return st;
 }
 

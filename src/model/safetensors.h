@@ -23,7 +23,7 @@ typedef struct st_tensor {
 } st_tensor;
 
 typedef struct st_file {
-    void *map;
+    void *map;          /* the mapping; NULL for st_open_buffer */
     size_t size;
     st_tensor *tensors; /* (n_tensors) owned */
     int n_tensors;
@@ -34,6 +34,9 @@ typedef struct st_file {
  * dimensions whose element count matches its byte range, every range inside the data
  * section. On failure f is left closed. */
 ts_status st_open(st_file *f, const char *path, ts_error *err);
+
+/* As st_open, over size bytes at data (borrowed; must outlive f), for fuzzing. */
+ts_status st_open_buffer(st_file *f, const void *data, size_t size, ts_error *err);
 
 /* Accepts a zeroed or closed file. */
 void st_close(st_file *f);
