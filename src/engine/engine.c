@@ -48,11 +48,6 @@ const ts_model *ts_engine_get_model(const ts_engine *e)
     return e->model;
 }
 
-static int blocks_for(int64_t tokens)
-{
-    return (int)((tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK);
-}
-
 /* Sizes the KV pool: explicit bytes, explicit blocks, or enough for max_seqs full
  * contexts capped at DEFAULT_KV_CAP_BYTES. */
 static ts_status create_pool(ts_engine *e, ts_error *err)
@@ -68,7 +63,7 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
     };
     if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
         size_t per_block = kv_block_bytes(&kc);
-        int64_t want = (int64_t)e->opts.max_seqs * blocks_for(c->context_len);
+        int64_t want = (int64_t)e->opts.max_seqs * engine_blocks_for(c->context_len);
         int64_t cap = per_block ? (int64_t)(DEFAULT_KV_CAP_BYTES / per_block) : 0;
         kc.n_blocks = want < cap ? want : cap;
     }
@@ -213,7 +208,8 @@ void ts_engine_destroy(ts_engine *e)
  * and ts_engine_max_new_tokens inverts it. */
 static int64_t worst_case_blocks(size_t n_prompt, int n, int max_tokens)
 {
-    return blocks_for((int64_t)n_prompt) + (int64_t)n * (blocks_for(max_tokens) + 1);
+    return engine_blocks_for((int64_t)n_prompt) +
+           (int64_t)n * (engine_blocks_for(max_tokens) + 1);
 }
 
 int ts_engine_max_new_tokens(const ts_engine *e, size_t n_prompt, int n)
@@ -222,7 +218,7 @@ int ts_engine_max_new_tokens(const ts_engine *e, size_t n_prompt, int n)
         return 0;
     /* The largest whole number of blocks per completion, each block's tokens in full:
      * worst_case_blocks(n_prompt, n, max) <= the pool < that of max + 1. */
-    int64_t per = ((int64_t)e->kv_blocks_total - blocks_for((int64_t)n_prompt)) / n - 1;
+    int64_t per = ((int64_t)e->kv_blocks_total - engine_blocks_for((int64_t)n_prompt)) / n - 1;
     if (per < 1)
         return 0;
     int64_t max = per * TS_KV_BLOCK;
@@ -364,13 +360,6 @@ static void take_inbox(ts_engine *e)
         }
     }
     e->n_inbox = 0;
-}
-
-bool engine_alloc_ok(ts_engine *e)
-{
-    if (e->allocs_left <= 0)
-        return true;
-    return --e->allocs_left != 0;
 }
 
 static void *engine_thread(void *arg)
