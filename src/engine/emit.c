@@ -33,15 +33,15 @@ void emit_sample(ts_engine *e, const fwd_batch *b, int n)
     int vocab = e->model->cfg.vocab_size, rows = 0;
     for (int i = 0; i < n; i++)
         rows += b->seqs[i].logits_row >= 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(e->n_scratch) \
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->step.n_scratch) \
     if (rows >= PARALLEL_SAMPLE_MIN_ROWS)
     for (int i = 0; i < n; i++) {
-        seq *s = e->step_order[i];
+        seq *s = e->step.order[i];
         const fwd_seq *fs = &b->seqs[i];
         if (fs->logits_row < 0 || s->done || !samples_now(s))
             continue;
-        sample_one(s, e->fwd.logits + (size_t)fs->logits_row * vocab,
-                   &e->scratch[omp_get_thread_num()], &e->picks[i]);
+        sample_one(s, e->step.fwd.logits + (size_t)fs->logits_row * vocab,
+                   &e->step.scratch[omp_get_thread_num()], &e->step.picks[i]);
     }
 }
 
@@ -83,7 +83,7 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
     int32_t token = pick->token;
     s->tokens[s->n_tokens++] = token;
     s->n_generated++;
-    e->counters.generated_tokens++;
+    e->step.counters.generated_tokens++;
 
     ts_finish_reason why = TS_FINISH_NONE;
     if (!r->ignore_eos && ts_token_is_eog(tok, token)) {
@@ -120,9 +120,9 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
         why = TS_FINISH_LENGTH;
     if (why == TS_FINISH_NONE)
         return;
-    int i = engine_seq_find(e->running, e->n_running, s);
+    int i = engine_seq_find(e->step.running, e->step.n_running, s);
     if (i >= 0)
-        engine_seq_remove_at(e->running, &e->n_running, i);
+        engine_seq_remove_at(e->step.running, &e->step.n_running, i);
     engine_finish_seq(e, s, why);
 }
 
@@ -131,7 +131,7 @@ static void fork_completions(ts_engine *e, seq *s)
 {
     job *j = s->job;
     j->forked = true;
-    if (e->n_running + j->req->n - 1 > e->opts.max_seqs) { /* admission reserved them */
+    if (e->step.n_running + j->req->n - 1 > e->opts.max_seqs) { /* admission reserved them */
         engine_fail_request(e, j, TS_ERR_INTERNAL, "no batch slots left for the n completions");
         return;
     }
@@ -141,12 +141,12 @@ static void fork_completions(ts_engine *e, seq *s)
         ts_status st = engine_seq_create(e, j, i, s->tokens, s->n_tokens, &c, &err);
         if (st == TS_OK) {
             /* engine_seq_create queued it as waiting: move it to running, sharing blocks. */
-            e->n_waiting--;
-            st = kv_table_fork(e->pool, &c->table, &s->table, &err);
+            e->step.n_waiting--;
+            st = kv_table_fork(e->step.pool, &c->table, &s->table, &err);
             c->n_computed = s->n_computed;
             c->n_published = s->n_published;
-            c->admit_order = ++e->admit_counter;
-            e->running[e->n_running++] = c;
+            c->admit_order = ++e->step.admit_counter;
+            e->step.running[e->step.n_running++] = c;
         }
         if (st != TS_OK) {
             engine_fail_request(e, j, st, err.msg);
@@ -164,15 +164,15 @@ static void fork_and_emit(ts_engine *e, seq *s, const float *row)
     fork_completions(e, s);
     seq *mine[TS_MAX_N];
     int n_mine = 0;
-    for (int k = 0; k < e->n_running && n_mine < TS_MAX_N; k++)
-        if (e->running[k]->job == j)
-            mine[n_mine++] = e->running[k];
+    for (int k = 0; k < e->step.n_running && n_mine < TS_MAX_N; k++)
+        if (e->step.running[k]->job == j)
+            mine[n_mine++] = e->step.running[k];
     for (int k = 0; k < n_mine; k++) {
         if (mine[k]->done)
             continue;
-        memcpy(e->logits_copy, row, (size_t)vocab * sizeof(float));
+        memcpy(e->step.logits_copy, row, (size_t)vocab * sizeof(float));
         sampled pick;
-        sample_one(mine[k], e->logits_copy, &e->scratch[0], &pick);
+        sample_one(mine[k], e->step.logits_copy, &e->step.scratch[0], &pick);
         emit_one(e, mine[k], &pick);
     }
 }
@@ -181,13 +181,13 @@ void emit_tokens(ts_engine *e, const fwd_batch *b, int n)
 {
     int vocab = e->model->cfg.vocab_size;
     for (int i = 0; i < n; i++) {
-        seq *s = e->step_order[i];
+        seq *s = e->step.order[i];
         const fwd_seq *fs = &b->seqs[i];
         if (fs->logits_row < 0 || s->done)
             continue;
         if (samples_now(s))
-            emit_one(e, s, &e->picks[i]);
+            emit_one(e, s, &e->step.picks[i]);
         else
-            fork_and_emit(e, s, e->fwd.logits + (size_t)fs->logits_row * vocab);
+            fork_and_emit(e, s, e->step.fwd.logits + (size_t)fs->logits_row * vocab);
     }
 }

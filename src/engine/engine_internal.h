@@ -4,7 +4,7 @@
  *   step.c    one step as named stages
  *   sched.c   cancel, admit, plan, pack            emit.c  sample, emit, fork
  *   seq.c     a sequence's life: create, the waiting queue, its text, finish, fail, free
- * Everything below `engine thread only` is touched by the step thread alone. */
+ */
 #ifndef TESSERA_ENGINE_INTERNAL_H
 #define TESSERA_ENGINE_INTERNAL_H
 
@@ -51,18 +51,10 @@ typedef struct seq {
     bool done;             /* finished or failed: freed at the end of the step */
 } seq;
 
-struct ts_engine {
-    const ts_model *model;  /* borrowed */
-    ts_engine_options opts;
-    const simd_kernels *kernels;
-    int max_rows;           /* rows one step may hold */
-    int kv_blocks_total;    /* pool size, fixed at creation (read by submitting threads) */
-    pthread_t thread;
-    bool thread_started;
-
-    /* Guarded by mu. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+/* What submitting threads and the step thread share: read and written only with the
+ * engine's mu held. */
+typedef struct engine_shared {
+    pthread_cond_t cv;      /* signalled on submit and at stop */
     pthread_cond_t idle_cv; /* broadcast when the step thread runs out of work */
     bool idle;              /* the step thread waits for work, its stats published */
     job **inbox;            /* submitted, not yet seen by the step thread */
@@ -72,8 +64,11 @@ struct ts_engine {
     bool stopping;
     uint64_t next_id;
     ts_engine_stats stats;  /* the snapshot ts_engine_get_stats() copies */
+} engine_shared;
 
-    /* Engine thread only. */
+/* What the step thread alone touches (and ts_engine_create / ts_engine_destroy while no
+ * step thread runs), without a lock. */
+typedef struct engine_step_state {
     kv_pool *pool;
     fwd_state fwd;
     sampler_scratch *scratch; /* (n_scratch) one per thread that samples */
@@ -83,9 +78,9 @@ struct ts_engine {
     int n_running;
     seq **waiting;          /* new and preempted sequences */
     int n_waiting, cap_waiting;
-    int32_t *step_tokens;   /* (max_rows) */
-    fwd_seq *step_seqs;     /* (max_seqs) */
-    seq **step_order;       /* (max_seqs) sequence of each fwd_seq */
+    int32_t *tokens;        /* (max_rows) the step's tokens */
+    fwd_seq *seqs;          /* (max_seqs) the step's sequences */
+    seq **order;            /* (max_seqs) sequence of each fwd_seq */
     float *logits_copy;     /* (vocab) a row to sample from, for forks */
     seq **dead;             /* finished sequences, freed at the end of the step so that
                              * pointers held during the step stay valid */
@@ -95,6 +90,21 @@ struct ts_engine {
     int allocs_left;        /* fault injection countdown; 0 = off (see fail_alloc_at) */
     uint64_t admit_counter;
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */
+} engine_step_state;
+
+/* The locking rule is in the type: `shared` only under mu, `step` only on the step
+ * thread, the rest fixed at creation. */
+struct ts_engine {
+    const ts_model *model;  /* borrowed */
+    ts_engine_options opts;
+    const simd_kernels *kernels;
+    int max_rows;           /* rows one step may hold */
+    int kv_blocks_total;    /* pool size, fixed at creation (read by submitting threads) */
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mu;
+    engine_shared shared;   /* guarded by mu */
+    engine_step_state step; /* step thread only */
 };
 
 /* A token drawn for a sequence, not yet appended or emitted. */
@@ -160,7 +170,7 @@ void sched_admit(ts_engine *e, double now);
  * preempting the worst sequences when the pool runs dry. */
 void sched_plan(ts_engine *e, double now);
 
-/* Packs the scheduled rows into b (the sequence of b->seqs[i] is step_order[i]); returns
+/* Packs the scheduled rows into b (the sequence of b->seqs[i] is step.order[i]); returns
  * the number of sequences. */
 int sched_pack(ts_engine *e, fwd_batch *b);
 

@@ -36,21 +36,21 @@ static void preempt(ts_engine *e, seq *s)
                             "out of memory requeueing a preempted request");
         return;
     }
-    int i = engine_seq_find(e->running, e->n_running, s);
-    engine_seq_remove_at(e->running, &e->n_running, i);
-    kv_table_release(e->pool, &s->table);
+    int i = engine_seq_find(e->step.running, e->step.n_running, s);
+    engine_seq_remove_at(e->step.running, &e->step.n_running, i);
+    kv_table_release(e->step.pool, &s->table);
     s->n_computed = 0;
     s->n_published = 0;
     s->step_rows = 0;
-    e->counters.preemptions++;
+    e->step.counters.preemptions++;
 }
 
 /* The running sequence to give up first: worst effective priority, latest admitted. */
 static seq *pick_victim(ts_engine *e, double now)
 {
     seq *worst = NULL;
-    for (int i = 0; i < e->n_running; i++) {
-        seq *s = e->running[i];
+    for (int i = 0; i < e->step.n_running; i++) {
+        seq *s = e->step.running[i];
         if (!worst) {
             worst = s;
             continue;
@@ -70,12 +70,12 @@ static bool cancel_requested(const seq *s)
 /* Ends the waiting sequence at i as cancelled. */
 static void cancel_waiting(ts_engine *e, int i)
 {
-    seq *s = e->waiting[i];
-    engine_seq_remove_at(e->waiting, &e->n_waiting, i);
+    seq *s = e->step.waiting[i];
+    engine_seq_remove_at(e->step.waiting, &e->step.n_waiting, i);
     if (!s->job->admitted_once) {
         pthread_mutex_lock(&e->mu);
-        e->n_pending--;
-        e->queued[s->job->req->priority]--;
+        e->shared.n_pending--;
+        e->shared.queued[s->job->req->priority]--;
         pthread_mutex_unlock(&e->mu);
         s->job->admitted_once = true;
     }
@@ -84,15 +84,15 @@ static void cancel_waiting(ts_engine *e, int i)
 
 void sched_cancel(ts_engine *e)
 {
-    for (int i = e->n_running - 1; i >= 0; i--) {
-        seq *s = e->running[i];
+    for (int i = e->step.n_running - 1; i >= 0; i--) {
+        seq *s = e->step.running[i];
         if (cancel_requested(s)) {
-            engine_seq_remove_at(e->running, &e->n_running, i);
+            engine_seq_remove_at(e->step.running, &e->step.n_running, i);
             engine_finish_seq(e, s, TS_FINISH_CANCELLED);
         }
     }
-    for (int i = e->n_waiting - 1; i >= 0; i--)
-        if (cancel_requested(e->waiting[i]))
+    for (int i = e->step.n_waiting - 1; i >= 0; i--)
+        if (cancel_requested(e->step.waiting[i]))
             cancel_waiting(e, i);
 }
 
@@ -100,9 +100,9 @@ void sched_cancel(ts_engine *e)
  * requests will fork into once their prompt is done (admission promised them). */
 static int slots_in_use(const ts_engine *e)
 {
-    int used = e->n_running;
-    for (int i = 0; i < e->n_running; i++) {
-        const job *j = e->running[i]->job;
+    int used = e->step.n_running;
+    for (int i = 0; i < e->step.n_running; i++) {
+        const job *j = e->step.running[i]->job;
         if (!j->forked && j->req->n > 1)
             used += j->req->n - 1;
     }
@@ -111,12 +111,12 @@ static int slots_in_use(const ts_engine *e)
 
 void sched_admit(ts_engine *e, double now)
 {
-    while (e->n_waiting > 0) {
+    while (e->step.n_waiting > 0) {
         int best = 0;
-        for (int i = 1; i < e->n_waiting; i++)
-            if (runs_before(e, e->waiting[i], e->waiting[best], now))
+        for (int i = 1; i < e->step.n_waiting; i++)
+            if (runs_before(e, e->step.waiting[i], e->step.waiting[best], now))
                 best = i;
-        seq *s = e->waiting[best];
+        seq *s = e->step.waiting[best];
         if (cancel_requested(s)) { /* flagged since sched_cancel: never started */
             cancel_waiting(e, best);
             continue;
@@ -129,37 +129,38 @@ void sched_admit(ts_engine *e, double now)
         /* Room for the whole prompt and its first generated token, counted as if no
          * block came from the prefix cache: cached blocks it would map are themselves
          * counted as available, so this is the bound that always holds. */
-        if (kv_pool_available(e->pool) < engine_blocks_for(s->n_tokens + 1))
+        if (kv_pool_available(e->step.pool) < engine_blocks_for(s->n_tokens + 1))
             break;
         int64_t matched = 0;
         ts_error err = {0};
         if (e->opts.prefix_cache &&
-            kv_prefix_lookup(e->pool, &s->table, s->tokens, s->n_tokens - 1, &matched, &err) != TS_OK)
+            kv_prefix_lookup(e->step.pool, &s->table, s->tokens, s->n_tokens - 1, &matched,
+                             &err) != TS_OK)
             matched = 0;
-        engine_seq_remove_at(e->waiting, &e->n_waiting, best);
+        engine_seq_remove_at(e->step.waiting, &e->step.n_waiting, best);
         s->n_computed = (int)matched;
         s->n_published = (int)(matched / TS_KV_BLOCK);
-        s->admit_order = ++e->admit_counter;
-        e->running[e->n_running++] = s;
+        s->admit_order = ++e->step.admit_counter;
+        e->step.running[e->step.n_running++] = s;
         if (!j->admitted_once) {
             j->admitted_once = true;
             j->cached_tokens = (int)matched;
-            e->counters.prompt_tokens += (uint64_t)j->req->n_prompt;
+            e->step.counters.prompt_tokens += (uint64_t)j->req->n_prompt;
             pthread_mutex_lock(&e->mu);
-            e->n_pending--;
-            e->queued[j->req->priority]--;
+            e->shared.n_pending--;
+            e->shared.queued[j->req->priority]--;
             pthread_mutex_unlock(&e->mu);
         }
     }
 }
 
 /* Orders the running sequences best first (insertion sort: at most max_seqs, mostly
- * sorted from the last step) into e->step_order. */
+ * sorted from the last step) into e->step.order. */
 static void order_running(ts_engine *e, double now)
 {
-    seq **o = e->step_order;
-    for (int i = 0; i < e->n_running; i++) {
-        seq *s = e->running[i];
+    seq **o = e->step.order;
+    for (int i = 0; i < e->step.n_running; i++) {
+        seq *s = e->step.running[i];
         int k = i;
         while (k > 0 && runs_before(e, s, o[k - 1], now)) {
             o[k] = o[k - 1];
@@ -172,8 +173,8 @@ static void order_running(ts_engine *e, double now)
 void sched_plan(ts_engine *e, double now)
 {
     int n_decode = 0;
-    for (int i = 0; i < e->n_running; i++) {
-        seq *s = e->running[i];
+    for (int i = 0; i < e->step.n_running; i++) {
+        seq *s = e->step.running[i];
         s->step_rows = s->n_tokens - s->n_computed;
         if (s->step_rows == 1)
             n_decode++;
@@ -183,8 +184,8 @@ void sched_plan(ts_engine *e, double now)
     int budget = e->opts.step_tokens - n_decode;
     if (n_decode > 0 && budget > e->opts.prefill_cap)
         budget = e->opts.prefill_cap;
-    for (int i = 0; i < e->n_running; i++) {
-        seq *s = e->running[i];
+    for (int i = 0; i < e->step.n_running; i++) {
+        seq *s = e->step.running[i];
         if (s->step_rows > 1) {
             s->step_rows = s->step_rows < budget ? s->step_rows : (budget > 0 ? budget : 0);
             budget -= s->step_rows;
@@ -192,15 +193,16 @@ void sched_plan(ts_engine *e, double now)
     }
 
     order_running(e, now);
-    int n = e->n_running;
+    int n = e->step.n_running;
     for (int i = 0; i < n; i++) {
-        seq *s = e->step_order[i];
-        if (s->done || s->step_rows == 0 || engine_seq_find(e->running, e->n_running, s) < 0)
+        seq *s = e->step.order[i];
+        if (s->done || s->step_rows == 0 ||
+            engine_seq_find(e->step.running, e->step.n_running, s) < 0)
             continue; /* failed or preempted earlier in this loop, or no budget left */
         for (;;) {
             int64_t more = s->n_computed + s->step_rows - s->table.n_tokens;
             ts_error err = {0};
-            ts_status st = more > 0 ? kv_table_reserve(e->pool, &s->table, more, &err) : TS_OK;
+            ts_status st = more > 0 ? kv_table_reserve(e->step.pool, &s->table, more, &err) : TS_OK;
             if (st == TS_OK)
                 break;
             if (st != TS_ERR_OUT_OF_BLOCKS) {
@@ -218,23 +220,24 @@ void sched_plan(ts_engine *e, double now)
 int sched_pack(ts_engine *e, fwd_batch *b)
 {
     int rows = 0, n = 0, n_logits = 0;
-    for (int i = 0; i < e->n_running; i++) {
-        seq *s = e->running[i];
+    for (int i = 0; i < e->step.n_running; i++) {
+        seq *s = e->step.running[i];
         if (s->step_rows == 0)
             continue;
-        memcpy(e->step_tokens + rows, s->tokens + s->n_computed, (size_t)s->step_rows * sizeof(int32_t));
+        memcpy(e->step.tokens + rows, s->tokens + s->n_computed,
+               (size_t)s->step_rows * sizeof(int32_t));
         bool samples = s->n_computed + s->step_rows == s->n_tokens;
-        e->step_seqs[n] = (fwd_seq){
+        e->step.seqs[n] = (fwd_seq){
             .row0 = rows,
             .n_rows = s->step_rows,
             .pos0 = s->n_computed,
             .table = &s->table,
             .logits_row = samples ? n_logits++ : -1,
         };
-        e->step_order[n++] = s;
+        e->step.order[n++] = s;
         rows += s->step_rows;
     }
-    *b = (fwd_batch){.n_rows = rows, .tokens = e->step_tokens, .n_seqs = n,
-                     .seqs = e->step_seqs, .n_logits = n_logits};
+    *b = (fwd_batch){.n_rows = rows, .tokens = e->step.tokens, .n_seqs = n,
+                     .seqs = e->step.seqs, .n_logits = n_logits};
     return n;
 }

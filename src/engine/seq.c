@@ -9,9 +9,9 @@
 
 bool engine_alloc_ok(ts_engine *e)
 {
-    if (e->allocs_left <= 0)
+    if (e->step.allocs_left <= 0)
         return true;
-    return --e->allocs_left != 0;
+    return --e->step.allocs_left != 0;
 }
 
 int engine_seq_find(seq *const *arr, int n, const seq *s)
@@ -46,7 +46,7 @@ static ts_status push_dead(void ***arr, int *n, int *cap, void *item)
 
 static void seq_free(ts_engine *e, seq *s)
 {
-    kv_table_free(e->pool, &s->table);
+    kv_table_free(e->step.pool, &s->table);
     free(s->tokens);
     free(s);
 }
@@ -55,8 +55,8 @@ static void seq_free(ts_engine *e, seq *s)
 static void bury_seq(ts_engine *e, seq *s)
 {
     s->done = true;
-    kv_table_release(e->pool, &s->table);
-    if (push_dead((void ***)&e->dead, &e->n_dead, &e->cap_dead, s) != TS_OK)
+    kv_table_release(e->step.pool, &s->table);
+    if (push_dead((void ***)&e->step.dead, &e->step.n_dead, &e->step.cap_dead, s) != TS_OK)
         seq_free(e, s); /* nothing holds it past this point in the step loops but `done` */
 }
 
@@ -65,18 +65,19 @@ static void bury_job(ts_engine *e, job *j)
     request_close(j->req);
     request_unref(j->req);
     j->req = NULL;
-    if (push_dead((void ***)&e->dead_jobs, &e->n_dead_jobs, &e->cap_dead_jobs, j) != TS_OK)
+    if (push_dead((void ***)&e->step.dead_jobs, &e->step.n_dead_jobs, &e->step.cap_dead_jobs,
+                  j) != TS_OK)
         free(j);
 }
 
 void engine_free_dead(ts_engine *e)
 {
-    for (int i = 0; i < e->n_dead; i++)
-        seq_free(e, e->dead[i]);
-    e->n_dead = 0;
-    for (int i = 0; i < e->n_dead_jobs; i++)
-        free(e->dead_jobs[i]);
-    e->n_dead_jobs = 0;
+    for (int i = 0; i < e->step.n_dead; i++)
+        seq_free(e, e->step.dead[i]);
+    e->step.n_dead = 0;
+    for (int i = 0; i < e->step.n_dead_jobs; i++)
+        free(e->step.dead_jobs[i]);
+    e->step.n_dead_jobs = 0;
 }
 
 /* ---- creation and the waiting queue */
@@ -85,15 +86,15 @@ ts_status engine_waiting_add(ts_engine *e, seq *s)
 {
     if (!engine_alloc_ok(e)) /* fault injection: any insertion may be the one that grows */
         return TS_ERR_NOMEM;
-    if (e->n_waiting == e->cap_waiting) {
-        int cap = e->cap_waiting ? 2 * e->cap_waiting : 64;
-        seq **grown = realloc(e->waiting, (size_t)cap * sizeof *grown);
+    if (e->step.n_waiting == e->step.cap_waiting) {
+        int cap = e->step.cap_waiting ? 2 * e->step.cap_waiting : 64;
+        seq **grown = realloc(e->step.waiting, (size_t)cap * sizeof *grown);
         if (!grown)
             return TS_ERR_NOMEM;
-        e->waiting = grown;
-        e->cap_waiting = cap;
+        e->step.waiting = grown;
+        e->step.cap_waiting = cap;
     }
-    e->waiting[e->n_waiting++] = s;
+    e->step.waiting[e->step.n_waiting++] = s;
     return TS_OK;
 }
 
@@ -222,9 +223,9 @@ void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why)
         request_push(r, &done);
     }
     if (why == TS_FINISH_CANCELLED)
-        e->counters.requests_cancelled += (j->live == 1);
+        e->step.counters.requests_cancelled += (j->live == 1);
     else
-        e->counters.requests_completed += (j->live == 1);
+        e->step.counters.requests_completed += (j->live == 1);
     bury_seq(e, s);
     if (--j->live == 0)
         bury_job(e, j);
@@ -248,17 +249,17 @@ void engine_fail_request(ts_engine *e, job *j, ts_status st, const char *msg)
 {
     seq *found[TS_MAX_N];
     int n_found = 0;
-    remove_job_seqs(e->running, &e->n_running, j, found, &n_found, TS_MAX_N);
-    remove_job_seqs(e->waiting, &e->n_waiting, j, found, &n_found, TS_MAX_N);
+    remove_job_seqs(e->step.running, &e->step.n_running, j, found, &n_found, TS_MAX_N);
+    remove_job_seqs(e->step.waiting, &e->step.n_waiting, j, found, &n_found, TS_MAX_N);
     ts_event ev = {.kind = TS_EVENT_ERROR, .status = st};
     snprintf(ev.message, sizeof ev.message, "%s", msg && *msg ? msg : ts_status_str(st));
     request_push(j->req, &ev);
     for (int i = 0; i < n_found; i++)
         bury_seq(e, found[i]);
     if (st == TS_ERR_CANCELLED)
-        e->counters.requests_cancelled++;
+        e->step.counters.requests_cancelled++;
     else
-        e->counters.requests_failed++;
+        e->step.counters.requests_failed++;
     j->live = 0;
     bury_job(e, j);
 }

@@ -9,12 +9,12 @@
 static ts_status forward(ts_engine *e, const fwd_batch *b, int n)
 {
     ts_error err = {0};
-    ts_status st = forward_batch(&e->fwd, e->model, e->pool, e->kernels, b, &err);
-    e->counters.steps++;
+    ts_status st = forward_batch(&e->step.fwd, e->model, e->step.pool, e->kernels, b, &err);
+    e->step.counters.steps++;
     if (st != TS_OK)
         for (int i = 0; i < n; i++)
-            if (!e->step_order[i]->done)
-                engine_fail_request(e, e->step_order[i]->job, st, err.msg);
+            if (!e->step.order[i]->done)
+                engine_fail_request(e, e->step.order[i]->job, st, err.msg);
     return st;
 }
 
@@ -23,27 +23,27 @@ static ts_status forward(ts_engine *e, const fwd_batch *b, int n)
 static void publish(ts_engine *e, int n)
 {
     for (int i = 0; i < n; i++) {
-        seq *s = e->step_order[i];
+        seq *s = e->step.order[i];
         if (s->done)
             continue;
         s->n_computed += s->step_rows;
         while ((s->n_published + 1) * TS_KV_BLOCK <= s->n_computed) {
             if (e->opts.prefix_cache)
-                kv_prefix_publish(e->pool, &s->table, s->n_published,
+                kv_prefix_publish(e->step.pool, &s->table, s->n_published,
                                   s->tokens + (size_t)s->n_published * TS_KV_BLOCK, NULL, NULL);
             s->n_published++;
         }
     }
 }
 
-/* Adds a step's phase times (the forward pass's from e->fwd, which is reset) to the
+/* Adds a step's phase times (the forward pass's from e->step.fwd, which is reset) to the
  * profile of its kind. */
 static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
                          double t_end)
 {
     ts_step_profile *p =
-        b->n_rows > b->n_seqs ? &e->counters.prompt_steps : &e->counters.decode_steps;
-    double *fs = e->fwd.seconds;
+        b->n_rows > b->n_seqs ? &e->step.counters.prompt_steps : &e->step.counters.decode_steps;
+    double *fs = e->step.fwd.seconds;
     double forward = 0.0;
     for (int i = 0; i < TS_PHASE_COUNT; i++) {
         p->seconds[i] += fs[i];
@@ -59,14 +59,14 @@ static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, doubl
 void engine_publish_stats_locked(ts_engine *e)
 {
     kv_stats ks;
-    kv_pool_stats(&ks, e->pool);
-    ts_engine_stats *st = &e->stats;
+    kv_pool_stats(&ks, e->step.pool);
+    ts_engine_stats *st = &e->shared.stats;
     uint64_t submitted = st->requests_submitted;
-    *st = e->counters;
+    *st = e->step.counters;
     st->requests_submitted = submitted;
     for (int p = 0; p < TS_PRIORITY_COUNT; p++)
-        st->queued[p] = e->queued[p];
-    st->running = e->n_running;
+        st->queued[p] = e->shared.queued[p];
+    st->running = e->step.n_running;
     st->kv_blocks_total = (int)ks.blocks_total;
     st->kv_blocks_free = (int)ks.blocks_free;
     st->kv_blocks_used = (int)ks.blocks_used;
