@@ -549,7 +549,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     return srv_send(mc, c, 200, "application/json", json, json ? strlen(json) : 0);
 }
 
-enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
+static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
 {
     ts_server *srv = c->srv;
     oai_error e;
@@ -559,9 +559,6 @@ enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind
         return srv_send_error(mc, c, &e);
     }
     c->job = j; /* freed by on_completed through complete_job_free */
-    pthread_mutex_lock(&srv->mu);
-    srv->in_flight++;
-    pthread_mutex_unlock(&srv->mu);
     j->srv = srv;
     j->t_start = c->t_start;
     j->client_fd = -1;
@@ -593,6 +590,16 @@ enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind
     if (st != TS_OK)
         return srv_send_error(mc, c, &e);
     return j->oreq.stream ? start_stream(mc, c, j) : answer_whole(mc, c, j);
+}
+
+enum MHD_Result complete_chat(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_CHAT);
+}
+
+enum MHD_Result complete_text(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_COMPLETION);
 }
 
 void complete_cancel_all(ts_server *srv)
