@@ -26,7 +26,7 @@ enum {
     TS_MAX_STOP = 4,          /* stop strings per request */
     TS_MAX_STOP_LEN = 256,    /* bytes per stop string */
     TS_MAX_N = 16,            /* completions per request */
-    TS_MAX_TOP_LOGPROBS = 20,
+    TS_MAX_TOP_LOGPROBS = TS_SAMPLING_MAX_TOP_LOGPROBS,
     TS_EVENT_OVERHEAD = 512,  /* bytes an unread event counts beside its text */
 };
 

@@ -290,7 +290,8 @@ ts_status ts_engine_submit(ts_engine *e, const ts_request_params *p, ts_request 
     if (e->shared.stopping) {
         st = ts_error_set(err, TS_ERR_SHUTDOWN, "the engine is shutting down");
     } else if (e->shared.n_pending >= e->opts.max_queue) {
-        st = ts_error_set(err, TS_ERR_QUEUE_FULL, "%d requests are already waiting",
+        st = ts_error_set(err, TS_ERR_QUEUE_FULL,
+                          "the request queue is full: %d requests are already waiting; retry",
                           e->shared.n_pending);
     } else if (e->shared.n_inbox == e->shared.cap_inbox) {
         int cap = e->shared.cap_inbox ? 2 * e->shared.cap_inbox : 16;

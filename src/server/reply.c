@@ -55,6 +55,47 @@ enum MHD_Result srv_send_json(struct MHD_Connection *mc, srv_conn *c, int status
     return srv_send(mc, c, status, "application/json", s, s ? strlen(s) : 0);
 }
 
+/* ---- engine statuses */
+
+/* X(status, http, code): how the server answers a status the engine gives, at submit or
+ * in an ERROR event. One row per TS_STATUS_MAP row. A cancellation reaches a client only
+ * when the engine gave up on it (it read too slowly, see max_buffered). */
+#define SRV_STATUS_HTTP(X)                                   \
+    X(OK, 200, NULL)                                         \
+    X(ERR_IO, 500, "engine_error")                           \
+    X(ERR_NOMEM, 500, "engine_error")                        \
+    X(ERR_FORMAT, 500, "engine_error")                       \
+    X(ERR_UNSUPPORTED, 500, "engine_error")                  \
+    X(ERR_INVALID_ARG, 400, "invalid_value")                 \
+    X(ERR_NOT_FOUND, 500, "engine_error")                    \
+    X(ERR_TOO_LONG, 400, "context_length_exceeded")          \
+    X(ERR_OUT_OF_BLOCKS, 400, "context_length_exceeded")     \
+    X(ERR_QUEUE_FULL, 429, "queue_full")                     \
+    X(ERR_CANCELLED, 503, "cancelled")                       \
+    X(ERR_TIMEOUT, 500, "engine_error")                      \
+    X(ERR_SHUTDOWN, 503, "shutting_down")                    \
+    X(ERR_INTERNAL, 500, "engine_error")
+
+#define SRV_STATUS_ROW(name, http, code) [TS_##name] = {http, code},
+static const struct {
+    int http;
+    const char *code;
+} status_http[] = {SRV_STATUS_HTTP(SRV_STATUS_ROW)};
+#undef SRV_STATUS_ROW
+
+#define SRV_STATUS_ONE(name, http, code) +1
+_Static_assert(0 SRV_STATUS_HTTP(SRV_STATUS_ONE) == TS_STATUS_COUNT,
+               "SRV_STATUS_HTTP needs one row per ts_status");
+#undef SRV_STATUS_ONE
+
+ts_status srv_status_error(oai_error *e, ts_status st, const char *msg)
+{
+    if ((unsigned)st >= TS_STATUS_COUNT)
+        st = TS_ERR_INTERNAL;
+    return oai_error_set(e, status_http[st].http, NULL, status_http[st].code, "%s",
+                         msg && *msg ? msg : ts_status_str(st));
+}
+
 /* ---- models */
 
 srv_model *srv_find_model(ts_server *srv, const char *name, oai_error *e)

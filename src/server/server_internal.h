@@ -3,6 +3,7 @@
  *   http.c      the daemon, the route table, bodies, auth, in-flight count, lifecycle
  *   routes.c    /health, /metrics, /v1/models, /tokenize, /detokenize
  *   complete.c  chat and text completions
+ *   prompt.c    a completion's prompt: template, tokens
  *   reply.c     answers, errors, status mapping, find_model, wake-up cells */
 #ifndef TESSERA_SERVER_INTERNAL_H
 #define TESSERA_SERVER_INTERNAL_H
@@ -110,6 +111,10 @@ enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai
 enum MHD_Result srv_send_json(struct MHD_Connection *mc, srv_conn *c, int status,
                               struct cJSON *j);
 
+/* Fills e with the HTTP status and OpenAI code of engine status st (one table, in
+ * reply.c) and message msg. Returns TS_ERR_INVALID_ARG, as oai_error_set. */
+ts_status srv_status_error(oai_error *e, ts_status st, const char *msg);
+
 /* The model named name, or the first one for NULL; NULL and a 404 in e when unknown. */
 srv_model *srv_find_model(ts_server *srv, const char *name, oai_error *e);
 
@@ -120,6 +125,16 @@ void srv_cell_notify(void *cell);
 
 /* ---- routes.c: the routes that need no engine step */
 srv_handler routes_health, routes_metrics, routes_models, routes_tokenize, routes_detokenize;
+
+/* ---- prompt.c */
+
+/* Request r's prompt as token ids (*ids malloc'd, n of them) for model m with tokenizer
+ * tok (all borrowed); e says why not. A completion prompt's text is read as llama.cpp and
+ * Hugging Face tokenizers read it, special tokens spelled out included; a chat is rendered
+ * in the model's template, whose markup gives the special tokens while the messages' own
+ * text stays plain text. */
+ts_status prompt_tokens(const oai_request *r, const srv_model *m, const ts_tokenizer *tok,
+                        int32_t **ids, size_t *n, oai_error *e);
 
 /* ---- complete.c */
 
