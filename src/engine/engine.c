@@ -13,6 +13,10 @@ void openblas_set_num_threads(int num_threads);
 
 enum { DEFAULT_KV_CAP_BYTES = 1 << 30 };
 
+_Static_assert((int)TS_GEMM_AUTO == (int)FWD_GEMM_AUTO && (int)TS_GEMM_BLAS == (int)FWD_GEMM_BLAS &&
+                   (int)TS_GEMM_KERNEL == (int)FWD_GEMM_KERNEL,
+               "ts_gemm_path names fwd_gemm_path's values");
+
 void ts_engine_options_default(ts_engine_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -110,7 +114,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     const ts_engine_options *o = &e->opts;
     if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->prefill_cap < 1 ||
         o->max_queue < 1 ||
-        o->aging_per_s < 0 || o->n_threads < 0) {
+        o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue %d)",
                           o->max_seqs, o->step_tokens, o->max_queue);
@@ -118,15 +122,13 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     }
     e->kernels = simd_init();
     e->step.allocs_left = o->fail_alloc_at;
-    const char *fault = getenv("TESSERA_FAIL_ALLOC_AT");
-    if (e->step.allocs_left == 0 && fault)
-        e->step.allocs_left = atoi(fault);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
     if ((st = create_pool(e, err)) != TS_OK ||
         (st = fwd_state_init(&e->step.fwd, model, e->max_rows, o->max_seqs, err)) != TS_OK ||
         (st = init_scratch(e, err)) != TS_OK)
         goto fail;
+    e->step.fwd.gemm_path = (fwd_gemm_path)o->gemm;
     e->step.running = calloc((size_t)o->max_seqs, sizeof *e->step.running);
     e->step.tokens = malloc((size_t)e->max_rows * sizeof *e->step.tokens);
     e->step.seqs = malloc((size_t)o->max_seqs * sizeof *e->step.seqs);
