@@ -18,6 +18,7 @@ enum { DEFAULT_KV_CAP_BYTES = 1 << 30 };
 _Static_assert((int)TS_GEMM_AUTO == (int)FWD_GEMM_AUTO && (int)TS_GEMM_BLAS == (int)FWD_GEMM_BLAS &&
                    (int)TS_GEMM_KERNEL == (int)FWD_GEMM_KERNEL,
                "ts_gemm_path names fwd_gemm_path's values");
+_Static_assert(TS_KV_BLOCK_TOKENS == TS_KV_BLOCK, "engine.h states the KV block size");
 
 void ts_engine_options_default(ts_engine_options *o)
 {
