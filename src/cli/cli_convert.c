@@ -28,30 +28,27 @@ static bool same_file(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
+/* convert's own options (cli_spec.own; ctx: [0] the output path, [1] the --type). */
+static int output_option(void *ctx, const char *a, const char *v)
+{
+    const char **o = ctx;
+    if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+        o[0] = v;
+    else if (!strcmp(a, "--type"))
+        o[1] = v;
+    else
+        return 0;
+    return 1;
+}
+
 int cli_convert(int argc, char **argv)
 {
-    const char *model = NULL, *tokenizer = NULL, *out = NULL, *type = "f32";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            model = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            tokenizer = v;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            out = v;
-        } else if (!strcmp(a, "--type")) {
-            type = v;
-        } else {
-            fprintf(stderr, "tessera convert: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const char *model = NULL, *tokenizer = NULL, *own[2] = {NULL, "f32"};
+    cli_spec spec = {"convert", usage, NULL, &model, &tokenizer, NULL, output_option, own};
+    int parsed = cli_parse(argc, argv, &spec);
+    if (parsed >= 0)
+        return parsed;
+    const char *out = own[0], *type = own[1];
     if (!model || !out) {
         fprintf(stderr, "tessera convert: give -m MODEL and -o OUT\n");
         usage(stderr);

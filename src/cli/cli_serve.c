@@ -249,8 +249,10 @@ static int serve(int argc, char **argv)
             snprintf(err.msg, sizeof err.msg, "cannot load %s", paths[i]);
             goto done;
         }
-        if (ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
+        if (!(engines[i] = cli_make_engine(models[i], &a.eng))) {
+            snprintf(err.msg, sizeof err.msg, "cannot start an engine for %s", paths[i]);
             goto done;
+        }
         if (given[i][0]) {
             memcpy(names[i], given[i], sizeof names[i]);
             for (int j = 0; j < i; j++)
