@@ -9,7 +9,7 @@
 #include "quant/quant_internal.h"
 
 enum {
-    N_CANDIDATES = 16, /* candidate scales per end level */
+    N_CANDIDATES = 8, /* candidate scales per end level */
     N_LLOYD = 2,       /* round-then-refit passes after the best candidate */
     MAX_SUB = 16,      /* sub-blocks per super-block (Q2_K, Q3_K, Q6_K) */
     MAX_SUPER = 256,
@@ -34,6 +34,18 @@ void quant__grid_codebook(quant_grid *g, const int8_t *vals, int n)
     g->vals = vals;
     for (int i = 0; i + 1 < n; i++)
         g->mid[i] = 0.5f * ((float)vals[i] + (float)vals[i + 1]);
+    for (int c = -128, k = 0; c < 128; c++) {
+        while (k + 1 < n && (float)c > g->mid[k])
+            k++;
+        g->near[c + 128] = (uint8_t)k;
+    }
+}
+
+/* min and max that compile to one instruction (fminf / fmaxf are calls, for NaN rules) */
+static inline float clampf(float v, float lo, float hi)
+{
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
 }
 
 static inline float grid_value(const quant_grid *g, int i)
@@ -41,53 +53,66 @@ static inline float grid_value(const quant_grid *g, int i)
     return g->vals ? (float)g->vals[i] : g->lo + (float)i;
 }
 
+/* The codebook index nearest v: the table gives the nearest level to floor(v), and as
+ * levels are more than one unit apart at most one step corrects it. */
+static inline int codebook_index(const quant_grid *g, float v)
+{
+    float c = clampf(floorf(v), -128.0f, 127.0f);
+    int k = g->near[(int)c + 128];
+    if (k + 1 < g->n && v > g->mid[k])
+        k++;
+    else if (k > 0 && v <= g->mid[k - 1])
+        k--;
+    return k;
+}
+
 /* The index of the level nearest v (in scale units). */
 static inline int grid_index(const quant_grid *g, float v)
 {
-    if (!g->vals) {
-        float r = nearbyintf(v - g->lo);
-        return r < 0.0f ? 0 : r > (float)(g->n - 1) ? g->n - 1 : (int)r;
-    }
-    int lo = 0, hi = g->n - 1; /* the answer lies in [lo, hi] */
-    while (lo < hi) {
-        int m = (lo + hi) / 2;
-        if (v > g->mid[m])
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo;
+    if (g->vals)
+        return codebook_index(g, v);
+    return (int)clampf(nearbyintf(v - g->lo), 0.0f, (float)(g->n - 1));
 }
 
 /* Rounds x / d onto the grid (q), and returns the least-squares scale for those indices
- * and its error through *err. */
+ * and its error through *err; sxx is the sum of x^2. */
 static float round_and_refit(uint8_t *q, float *err, const float *x, int n, float d,
-                             const quant_grid *g)
+                             const quant_grid *g, float sxx)
 {
-    double sxv = 0.0, svv = 0.0, sxx = 0.0;
-    float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int i = 0; i < n; i++) {
-        int k = grid_index(g, x[i] * id);
-        float v = grid_value(g, k);
-        q[i] = (uint8_t)k;
-        sxv += (double)x[i] * v;
-        svv += (double)v * v;
-        sxx += (double)x[i] * x[i];
+    float sxv = 0.0f, svv = 0.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    if (g->vals) {
+        for (int i = 0; i < n; i++) {
+            int k = codebook_index(g, x[i] * id);
+            float v = (float)g->vals[k];
+            q[i] = (uint8_t)k;
+            sxv += x[i] * v;
+            svv += v * v;
+        }
+    } else {
+        float hi = (float)(g->n - 1);
+        for (int i = 0; i < n; i++) {
+            float r = clampf(nearbyintf(x[i] * id - g->lo), 0.0f, hi), v = r + g->lo;
+            q[i] = (uint8_t)r;
+            sxv += x[i] * v;
+            svv += v * v;
+        }
     }
-    if (svv <= 0.0) {
-        *err = (float)sxx;
+    if (svv <= 0.0f) {
+        *err = sxx;
         return 0.0f;
     }
-    *err = (float)fmax(sxx - sxv * sxv / svv, 0.0);
-    return (float)(sxv / svv);
+    *err = fmaxf(sxx - sxv * sxv / svv, 0.0f);
+    return sxv / svv;
 }
 
 float quant__fit_sym(uint8_t *q, float *d, const float *x, int n, const quant_grid *g)
 {
-    float xm = 0.0f;
-    for (int i = 0; i < n; i++)
+    float xm = 0.0f, sxx = 0.0f;
+    for (int i = 0; i < n; i++) {
+        sxx += x[i] * x[i];
         if (fabsf(x[i]) > fabsf(xm))
             xm = x[i];
+    }
     if (xm == 0.0f) {
         memset(q, grid_index(g, 0.0f), (size_t)n);
         *d = 0.0f;
@@ -103,7 +128,7 @@ float quant__fit_sym(uint8_t *q, float *d, const float *x, int n, const quant_gr
         for (int t = 0; t < N_CANDIDATES; t++) {
             float level = ends[e] + (e ? 1.0f : -1.0f) * gaps[e] * (-0.5f + 1.5f * (float)t /
                                                                    (float)(N_CANDIDATES - 1));
-            float err, dd = round_and_refit(tmp, &err, x, n, xm / level, g);
+            float err, dd = round_and_refit(tmp, &err, x, n, xm / level, g, sxx);
             if (err < best) {
                 best = err;
                 best_d = dd;
@@ -112,7 +137,7 @@ float quant__fit_sym(uint8_t *q, float *d, const float *x, int n, const quant_gr
         }
     }
     for (int it = 0; it < N_LLOYD && best_d != 0.0f; it++) {
-        float err, dd = round_and_refit(tmp, &err, x, n, best_d, g);
+        float err, dd = round_and_refit(tmp, &err, x, n, best_d, g, sxx);
         if (!(err < best))
             break;
         best = err;
@@ -128,18 +153,18 @@ float quant__fit_sym(uint8_t *q, float *d, const float *x, int n, const quant_gr
 static void affine_round_refit(uint8_t *q, float *a, float *b, float *err, const float *x,
                                int n, int nmax, bool b_nonpos)
 {
-    float ia = *a > 0.0f ? 1.0f / *a : 0.0f;
-    double sq = 0.0, sqq = 0.0, sx = 0.0, sxq = 0.0, sxx = 0.0;
+    float ia = *a > 0.0f ? 1.0f / *a : 0.0f, b0 = *b;
+    float fsq = 0.0f, fsqq = 0.0f, fsx = 0.0f, fsxq = 0.0f, fsxx = 0.0f;
     for (int i = 0; i < n; i++) {
-        float r = nearbyintf((x[i] - *b) * ia);
-        int k = r < 0.0f ? 0 : r > (float)nmax ? nmax : (int)r;
+        float k = clampf(nearbyintf((x[i] - b0) * ia), 0.0f, (float)nmax);
         q[i] = (uint8_t)k;
-        sq += k;
-        sqq += (double)k * k;
-        sx += x[i];
-        sxq += (double)x[i] * k;
-        sxx += (double)x[i] * x[i];
+        fsq += k;
+        fsqq += k * k;
+        fsx += x[i];
+        fsxq += x[i] * k;
+        fsxx += x[i] * x[i];
     }
+    double sq = fsq, sqq = fsqq, sx = fsx, sxq = fsxq, sxx = fsxx;
     double det = (double)n * sqq - sq * sq, na, nb;
     if (det > 0.0) {
         na = ((double)n * sxq - sq * sx) / det;
@@ -167,8 +192,8 @@ float quant__fit_affine(uint8_t *q, float *a, float *b, const float *x, int n, i
 {
     float mn = x[0], mx = x[0];
     for (int i = 1; i < n; i++) {
-        mn = fminf(mn, x[i]);
-        mx = fmaxf(mx, x[i]);
+        mn = x[i] < mn ? x[i] : mn;
+        mx = x[i] > mx ? x[i] : mx;
     }
     if (b_nonpos)
         mn = fminf(mn, 0.0f);
@@ -332,18 +357,20 @@ static float kaffine_pass(uint8_t *q, int *sc, int *mn, const float *x, const fl
         const float *xk = x + k * len;
         int c0 = d > 0.0f ? clamp_round(a[k] / d, smax) : 0;
         int m0 = dmin > 0.0f ? clamp_round(m[k] / dmin, smax) : 0;
+        /* the scale's neighbours at the rounded minimum, then the minimum's neighbours
+         * at the best scale */
+        static const int8_t dc[5] = {0, -1, 1, 0, 0}, dm[5] = {0, 0, 0, -1, 1};
         float best = INFINITY;
-        for (int c = c0 - 1; c <= c0 + 1; c++) {
-            for (int mm = m0 - 1; mm <= m0 + 1; mm++) {
-                if (c < 0 || c > smax || mm < 0 || mm > smax || (dmin <= 0.0f && mm != 0))
-                    continue;
-                float err = sub_affine(tmp, xk, len, nmax, d * (float)c, dmin * (float)mm);
-                if (err < best) {
-                    best = err;
-                    sc[k] = c;
-                    mn[k] = mm;
-                    memcpy(q + k * len, tmp, (size_t)len);
-                }
+        for (int t = 0; t < 5; t++) {
+            int c = (t < 3 ? c0 : sc[k]) + dc[t], mm = m0 + dm[t];
+            if (c < 0 || c > smax || mm < 0 || mm > smax || (dmin <= 0.0f && mm != 0))
+                continue;
+            float err = sub_affine(tmp, xk, len, nmax, d * (float)c, dmin * (float)mm);
+            if (err < best) {
+                best = err;
+                sc[k] = c;
+                mn[k] = mm;
+                memcpy(q + k * len, tmp, (size_t)len);
             }
         }
         total += best;

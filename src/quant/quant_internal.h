@@ -13,7 +13,8 @@ typedef struct quant_grid {
     int n;
     float lo;
     const int8_t *vals;
-    float mid[16]; /* codebook: midpoints between neighbours, for the nearest search */
+    float mid[16];     /* codebook: midpoints between neighbours */
+    uint8_t near[256]; /* codebook: the level nearest c, for c in [-128, 127] at [c + 128] */
 } quant_grid;
 
 void quant__grid_uniform(quant_grid *g, int qmin, int qmax);
