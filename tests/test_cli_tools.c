@@ -490,6 +490,17 @@ static void assert_types_like(const char *path, const char *like)
     gguf_close(b);
 }
 
+/* Fails unless the GGUF at path has tensor a of type ta and b of type tb. */
+static void assert_types_like_names(const char *path, const char *a, const char *ta,
+                                    const char *b, const char *tb)
+{
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open(path, &f, NULL), TS_OK);
+    assert_string_equal(qtype_name(gguf_find_tensor(f, a)->type), ta);
+    assert_string_equal(qtype_name(gguf_find_tensor(f, b)->type), tb);
+    gguf_close(f);
+}
+
 static void test_quantize_cli(void **state)
 {
     (void)state;
@@ -552,6 +563,11 @@ static void test_synth_cli(void **state)
     assert_int_equal(tessera(&text, "generate -m %s -p 'Once upon a time' -n 8", out), 0);
     assert_true(strncmp(text, "Once upon a time", 16) == 0);
     free(text);
+    remove(out);
+    /* --type takes the ftype names of quantize: K types fall back at dim 64 */
+    assert_int_equal(tessera(NULL, "synth --shape test-tiny --type Q4_K_M --vocab %s -o %s",
+                             vocab, out), 0);
+    assert_types_like_names(out, "blk.0.attn_q.weight", "Q5_0", "output.weight", "Q8_0");
     remove(out);
     /* Usage errors, and a vocabulary larger than the shape: refused, no file. */
     assert_int_equal(tessera(NULL, "synth --shape nope -o %s", out), 2);

@@ -244,7 +244,13 @@ static void test_mix_rules_larger_models(void **state)
                      QT_Q8_0);
     assert_int_equal(quant_mix_type(QUANT_FTYPE_Q4_K_M, &tied, "token_embd.weight", 2, 960),
                      QT_Q8_0);
+    assert_int_equal(quant_mix_type(QUANT_FTYPE_Q4_K_M, &m, "blk.5.attn_q.weight", 2, 100),
+                     QT_F16);
     assert_int_equal(quant_mix_type(QUANT_FTYPE_Q4_0, &m, "blk.5.attn_q.weight", 2, 100),
+                     QUANT_TYPE_NONE);
+    assert_int_equal(quant_mix_type(QUANT_FTYPE_Q4_0, &m, "output.weight", 2, 100),
+                     QUANT_TYPE_NONE);
+    assert_int_equal(quant_mix_type(QUANT_FTYPE_F16, &m, "blk.5.attn_q.weight", 2, 100),
                      QT_F16);
     /* 70B (80 layers): attn_v gets Q5_K where it would get Q3_K / Q4_K */
     quant_model_info big = {.n_layers = 80, .n_gqa = 8, .has_output = true, .is_70b = true};

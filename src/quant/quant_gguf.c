@@ -210,6 +210,12 @@ ts_status quant_gguf_write(const char *path, const gguf_file *in, quant_ftype f,
         j->name[t->name.len] = '\0';
         j->t = t;
         j->type = quant_mix_type(f, &m, j->name, t->n_dims, t->ne[0]);
+        if (j->type == QUANT_TYPE_NONE) {
+            st = ts_error_set(err, TS_ERR_INVALID_ARG, "%s needs rows of whole 32-element "
+                              "blocks: '%s' has rows of %llu", qtype_name(quant_ftype_base(f)),
+                              j->name, (unsigned long long)t->ne[0]);
+            goto done;
+        }
         j->in_row = t->nbytes / (t->n_elems / t->ne[0]);
         j->out_row = qtype_row_bytes(j->type, (int64_t)t->ne[0]);
         j->index = i;

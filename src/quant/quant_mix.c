@@ -148,7 +148,7 @@ static uint32_t block_elems(uint32_t t)
 }
 
 /* A type whose block does not divide the row gives way to one of about as many bits whose
- * block does (then F16). */
+ * block does (then F16); the 32-element types have none (llama.cpp refuses the file). */
 static uint32_t fallback(uint32_t t, uint64_t ne0)
 {
     if (ne0 % block_elems(t) == 0)
@@ -158,7 +158,7 @@ static uint32_t fallback(uint32_t t, uint64_t ne0)
     case QT_Q4_K: t = QT_Q5_0; break;
     case QT_Q5_K: t = QT_Q5_1; break;
     case QT_Q6_K: t = QT_Q8_0; break;
-    default: t = QT_F16; break;
+    default: return QUANT_TYPE_NONE;
     }
     return ne0 % block_elems(t) == 0 ? t : QT_F16;
 }

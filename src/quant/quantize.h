@@ -55,6 +55,9 @@ const char *quant_ftype_name(int i);
 /* The tensor type most of an ftype's matrices get (Q4_K for Q4_K_M). */
 uint32_t quant_ftype_base(quant_ftype f);
 
+/* quant_mix_type's answer when no type fits a tensor's rows. */
+#define QUANT_TYPE_NONE UINT32_MAX
+
 /* What the mix rules need to know of the whole model. */
 typedef struct quant_model_info {
     int n_layers;    /* blocks: the count of attn_v (and of ffn_down) tensors */
@@ -67,7 +70,9 @@ typedef struct quant_model_info {
  * ftype f, as llama.cpp's quantizer decides: 1-D tensors stay F32; output (or a tied token
  * embedding) Q6_K unless the ftype is Q8_0; attn_v, ffn_down and attn_output per the
  * ftype's layer rules; a type whose block does not divide ne0 falls back (Q4_K to Q5_0,
- * Q5_K to Q5_1, Q6_K to Q8_0, Q2_K / Q3_K / IQ4_XS to IQ4_NL, then F16). */
+ * Q5_K to Q5_1, Q6_K to Q8_0, Q2_K / Q3_K / IQ4_XS to IQ4_NL, then F16). A row that is not
+ * whole blocks of a 32-element type (Q8_0, Q4_0, ..., IQ4_NL) has no fallback, as in
+ * llama.cpp: QUANT_TYPE_NONE. */
 uint32_t quant_mix_type(quant_ftype f, const quant_model_info *m, const char *name,
                         uint32_t n_dims, uint64_t ne0);
 
