@@ -256,6 +256,11 @@ static void test_mix_rules_larger_models(void **state)
     quant_model_info big = {.n_layers = 80, .n_gqa = 8, .has_output = true, .is_70b = true};
     assert_int_equal(quant_mix_type(QUANT_FTYPE_Q4_K_S, &big, "blk.50.attn_v.weight", 2, 8192),
                      QT_Q5_K);
+    /* a fused attn_qkv (other architectures) gets more bits in the _M mixes */
+    assert_int_equal(quant_mix_type(QUANT_FTYPE_Q4_K_M, &m, "blk.3.attn_qkv.weight", 2, 4096),
+                     QT_Q5_K);
+    assert_int_equal(quant_mix_type(QUANT_FTYPE_Q4_K_S, &m, "blk.3.attn_qkv.weight", 2, 4096),
+                     QT_Q4_K);
     quant_ftype f;
     assert_true(quant_ftype_parse(&f, "q4_k_m"));
     assert_int_equal(f, QUANT_FTYPE_Q4_K_M);

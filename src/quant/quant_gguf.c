@@ -112,7 +112,8 @@ static void model_info(quant_model_info *m, const gguf_file *in)
     }
     if (heads > 0 && kv_heads > 0)
         m->n_gqa = (int)(heads / kv_heads);
-    m->is_70b = str_eq(arch, "llama") && m->n_layers == 80;
+    /* llama.cpp's 70B: 80 Llama layers with grouped-query attention (without it, 65B) */
+    m->is_70b = str_eq(arch, "llama") && m->n_layers == 80 && m->n_gqa > 1;
 }
 
 /* ---- tensors ---- */

@@ -141,6 +141,17 @@ static uint32_t attn_output_type(quant_ftype f, uint32_t t)
     }
 }
 
+/* A fused Wq|Wk|Wv (other architectures' attn_qkv) gets the bits attn_v would want. */
+static uint32_t attn_qkv_type(quant_ftype f, uint32_t t)
+{
+    switch (f) {
+    case QUANT_FTYPE_Q3_K_M: case QUANT_FTYPE_Q3_K_L: return QT_Q4_K;
+    case QUANT_FTYPE_Q4_K_M: return QT_Q5_K;
+    case QUANT_FTYPE_Q5_K_M: return QT_Q6_K;
+    default: return t;
+    }
+}
+
 static uint32_t block_elems(uint32_t t)
 {
     const qtype_info *info = qtype_get(t);
@@ -187,6 +198,8 @@ uint32_t quant_mix_type(quant_ftype f, const quant_model_info *m, const char *na
         t = ffn_down_type(f, m, layer, base);
     } else if (strstr(name, "attn_output.weight")) {
         t = attn_output_type(f, base);
+    } else if (strstr(name, "attn_qkv.weight")) {
+        t = attn_qkv_type(f, base);
     }
     return fallback(t, ne0);
 }

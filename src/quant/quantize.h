@@ -63,7 +63,7 @@ typedef struct quant_model_info {
     int n_layers;    /* blocks: the count of attn_v (and of ffn_down) tensors */
     int n_gqa;       /* query heads per KV head (1 when unknown) */
     bool has_output; /* a separate output.weight; else token_embd serves as the LM head */
-    bool is_70b;     /* llama.cpp's 70B class (80 layers): attn_v gets more bits */
+    bool is_70b;     /* llama.cpp's 70B class (80 layers, GQA): attn_v gets more bits */
 } quant_model_info;
 
 /* The type tensor name (borrowed) of ne0 elements per row and n_dims dimensions gets in
