@@ -391,6 +391,47 @@ static void test_quantize_refuses_quantized_input(void **state)
     gguf_close(in);
 }
 
+/* NaN and infinity: every row type copes (no read out of bounds, no crash), and a file
+ * holding one is refused naming the tensor and row. */
+static void test_non_finite_input(void **state)
+{
+    (void)state;
+    enum { N = 256 };
+    float x[N], out[N];
+    uint8_t q[4 * N];
+    for (int k = 0; k < 3; k++) {
+        fill_random(x, N, 3, 1.0f);
+        x[5] = k == 0 ? NAN : k == 1 ? INFINITY : -INFINITY;
+        for (size_t i = 0; i < sizeof row_types / sizeof *row_types; i++) {
+            assert_true(quant_row(q, x, row_types[i], N));
+            qtype_dequant_row(out, q, row_types[i], N);
+        }
+    }
+    float w[4 * N];
+    fill_random(w, 4 * N, 5, 0.02f);
+    w[2 * N + 7] = NAN;
+    const uint64_t ne[2] = {N, 4};
+    gguf_writer *g = NULL;
+    assert_int_equal(gguf_writer_create(0, &g, NULL), TS_OK);
+    gguf_writer_add_str(g, "general.architecture", "llama");
+    gguf_writer_add_tensor(g, "blk.0.attn_q.weight", QT_F32, 2, ne, w, sizeof w);
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    assert_int_equal(gguf_writer_finish(g, &bytes, &len, NULL), TS_OK);
+    gguf_writer_free(g);
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open_buffer(bytes, len, &f, NULL), TS_OK);
+    const char *path = tu_tmp_path("nan.gguf");
+    ts_error err = {0};
+    assert_int_equal(quant_gguf_write(path, f, QUANT_FTYPE_Q4_K_M, NULL, NULL, &err),
+                     TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "'blk.0.attn_q.weight'"));
+    assert_non_null(strstr(err.msg, "row 2"));
+    assert_null(fopen(path, "rb"));
+    gguf_close(f);
+    free(bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_mix_rules_larger_models),
         cmocka_unit_test(test_quantize_files),
         cmocka_unit_test(test_quantize_refuses_quantized_input),
+        cmocka_unit_test(test_non_finite_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,11 +41,12 @@ void quant__grid_codebook(quant_grid *g, const int8_t *vals, int n)
     }
 }
 
-/* min and max that compile to one instruction (fminf / fmaxf are calls, for NaN rules) */
+/* v held to [lo, hi] in two compares (fminf / fmaxf are calls, for their NaN rules); a
+ * NaN (from non-finite input) comes out as lo, so indices made from it stay in range. */
 static inline float clampf(float v, float lo, float hi)
 {
-    v = v < lo ? lo : v;
-    return v > hi ? hi : v;
+    v = v > lo ? v : lo;
+    return v < hi ? v : hi;
 }
 
 static inline float grid_value(const quant_grid *g, int i)
@@ -113,8 +114,8 @@ float quant__fit_sym(uint8_t *q, float *d, const float *x, int n, const quant_gr
         if (fabsf(x[i]) > fabsf(xm))
             xm = x[i];
     }
+    memset(q, grid_index(g, 0.0f), (size_t)n); /* what stays if every error is NaN */
     if (xm == 0.0f) {
-        memset(q, grid_index(g, 0.0f), (size_t)n);
         *d = 0.0f;
         return 0.0f;
     }
@@ -197,8 +198,8 @@ float quant__fit_affine(uint8_t *q, float *a, float *b, const float *x, int n, i
     }
     if (b_nonpos)
         mn = fminf(mn, 0.0f);
+    memset(q, 0, (size_t)n); /* what stays if every error is NaN */
     if (mx <= mn) { /* constant block */
-        memset(q, 0, (size_t)n);
         *a = 0.0f;
         *b = mn;
         if (b_nonpos && mx > 0.0f) {
@@ -261,7 +262,7 @@ static float ksym_pass(uint8_t *q, int *sc, const float *x, const float *s, int 
     for (int k = 0; k < n_sub; k++) {
         const float *xk = x + k * len;
         float r = d != 0.0f ? nearbyintf(s[k] / d) : 0.0f;
-        int c0 = r < (float)smin ? smin : r > (float)smax ? smax : (int)r;
+        int c0 = (int)clampf(r, (float)smin, (float)smax);
         float best = INFINITY;
         for (int c = c0 - 1; c <= c0 + 1; c++) {
             if (c < smin || c > smax)
@@ -333,7 +334,7 @@ static float sub_affine(uint8_t *q, const float *x, int len, int nmax, float a, 
     float ia = a > 0.0f ? 1.0f / a : 0.0f, err = 0.0f;
     for (int i = 0; i < len; i++) {
         float r = nearbyintf((x[i] + m) * ia);
-        int k = r < 0.0f ? 0 : r > (float)nmax ? nmax : (int)r;
+        int k = (int)clampf(r, 0.0f, (float)nmax);
         float e = x[i] - (a * (float)k - m);
         q[i] = (uint8_t)k;
         err += e * e;
@@ -344,7 +345,7 @@ static float sub_affine(uint8_t *q, const float *x, int len, int nmax, float a, 
 static int clamp_round(float v, int hi)
 {
     float r = nearbyintf(v);
-    return r < 0.0f ? 0 : r > (float)hi ? hi : (int)r;
+    return (int)clampf(r, 0.0f, (float)hi);
 }
 
 static float kaffine_pass(uint8_t *q, int *sc, int *mn, const float *x, const float *a,
@@ -422,6 +423,10 @@ float quant__kaffine(uint8_t *q, int *sc, int *mn, float *d, float *dmin, const 
     }
     float cd = quant__f16_round(amax / (float)smax), cm = quant__f16_round(mmax / (float)smax);
     float best = INFINITY;
+    *d = *dmin = 0.0f; /* what stays if every error is NaN (non-finite input) */
+    memset(q, 0, (size_t)(n_sub * len));
+    memset(sc, 0, (size_t)n_sub * sizeof *sc);
+    memset(mn, 0, (size_t)n_sub * sizeof *mn);
     for (int it = 0; it < 3; it++) {
         float err = kaffine_pass(tq, tsc, tmn, x, a, m, n_sub, len, nmax, smax, cd, cm);
         if (err < best) {

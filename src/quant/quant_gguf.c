@@ -1,5 +1,6 @@
 /* quant_gguf.c: a whole GGUF file quantized to an ftype: the metadata copied, each tensor
  * given its mix type and produced row by row while the writer streams it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,22 +158,31 @@ static ts_status fill_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_r
     if (row0 == 0 && j->progress)
         j->progress(j->user, j->index, j->n, j->name, j->type);
     bool ok = true;
+    uint64_t bad_row = UINT64_MAX; /* the first row holding a NaN or infinity */
 #pragma omp parallel reduction(&& : ok)
     {
         float *buf = malloc((size_t)k * sizeof *buf);
         ok = buf != NULL;
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, 4) reduction(min : bad_row)
         for (long long r = 0; r < (long long)n_rows; r++) {
             if (!buf)
                 continue;
             uint64_t row = row0 + (uint64_t)r;
             row_to_f32(buf, j->t->data + row * j->in_row, j->t->type, k);
+            bool finite = true;
+            for (uint64_t i = 0; i < k; i++)
+                finite &= isfinite(buf[i]) != 0;
+            if (!finite && row < bad_row)
+                bad_row = row;
             quant_row(dst + (uint64_t)r * j->out_row, buf, j->type, (int64_t)k);
         }
         free(buf);
     }
     if (!ok)
         return ts_error_set(err, TS_ERR_NOMEM, "a row of %llu floats", (unsigned long long)k);
+    if (bad_row != UINT64_MAX)
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s' holds a NaN or infinity in row %llu",
+                            j->name, (unsigned long long)bad_row);
     return TS_OK;
 }
 

@@ -54,7 +54,7 @@ static void block_affine32(uint8_t *q, uint16_t *dm, const float *x, int nmax)
     float ah = quant__f16_round(a), bh = quant__f16_round(b), ia = ah > 0.0f ? 1.0f / ah : 0.0f;
     for (int i = 0; i < 32; i++) {
         float r = nearbyintf((x[i] - bh) * ia);
-        q[i] = (uint8_t)(r < 0.0f ? 0 : r > (float)nmax ? nmax : (int)r);
+        q[i] = (uint8_t)(r > 0.0f ? (r < (float)nmax ? r : (float)nmax) : 0.0f); /* NaN: 0 */
     }
     dm[0] = f16(ah);
     dm[1] = f16(bh);
