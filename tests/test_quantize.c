@@ -304,68 +304,90 @@ static void compare_quality(ratio_stats *rs, const char *type, const gguf_tensor
     free(b);
 }
 
+/* Quantizes in (F32, F16 or BF16 tensors) to llama.cpp's ftype type and checks the file:
+ * metadata copied, each tensor of llama.cpp's type, and its RMS error against orig (the
+ * f32 weights) at most 1.1x that of llama.cpp's file. */
+static void quantize_and_compare(const gguf_file *in, const gguf_file *orig, const char *type)
+{
+    const char *out = tu_tmp_path("quantized.gguf");
+    char path[4096], name[256];
+    quant_ftype ft;
+    assert_true(quant_ftype_parse(&ft, type));
+    ts_error err = {0};
+    if (quant_gguf_write(out, in, ft, NULL, NULL, &err) != TS_OK)
+        fail_msg("%s: %s", type, err.msg);
+    gguf_file *q = open_or_fail(out);
+    snprintf(path, sizeof path, K_DIR "/stories260K-k-%s.gguf", type);
+    gguf_file *ll = open_or_fail(path);
+    snprintf(path, sizeof path, K_DIR "/dequant/stories260K-k-%s.dequant-f32.gguf", type);
+    gguf_file *deq = open_or_fail(path);
+    /* metadata: every key of the input (the token list too), file_type replaced */
+    int64_t v = -1;
+    assert_int_equal(gguf_get_i64(q, "general.file_type", &v, NULL), TS_OK);
+    assert_int_equal(v, ft);
+    assert_true(q->n_kv >= in->n_kv);
+    const gguf_value *tok_a = NULL, *tok_b = NULL;
+    assert_int_equal(gguf_get_array(in, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tok_a, NULL),
+                     TS_OK);
+    assert_int_equal(gguf_get_array(q, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tok_b, NULL),
+                     TS_OK);
+    assert_int_equal(tok_a->v.arr.n, tok_b->v.arr.n);
+    for (uint64_t k = 0; k < tok_a->v.arr.n; k++) {
+        gguf_str sa = gguf_array_str(tok_a, k), sb = gguf_array_str(tok_b, k);
+        assert_true(sa.len == sb.len && !memcmp(sa.ptr, sb.ptr, sa.len));
+    }
+    double eps_a, eps_b;
+    assert_int_equal(gguf_get_f64(in, "llama.attention.layer_norm_rms_epsilon", &eps_a, NULL),
+                     TS_OK);
+    assert_int_equal(gguf_get_f64(q, "llama.attention.layer_norm_rms_epsilon", &eps_b, NULL),
+                     TS_OK);
+    assert_true(eps_a == eps_b);
+    /* tensors: llama.cpp's types, and its error or better */
+    ratio_stats rs = {0};
+    assert_int_equal(q->n_tensors, orig->n_tensors);
+    for (uint64_t k = 0; k < orig->n_tensors; k++) {
+        name_of(name, sizeof name, orig->tensors[k].name);
+        const gguf_tensor *t = gguf_find_tensor(q, name), *lt = gguf_find_tensor(ll, name);
+        const gguf_tensor *dt = gguf_find_tensor(deq, name);
+        assert_true(t && lt && dt);
+        if (t->type != lt->type)
+            fail_msg("%s: %s is %s, llama.cpp's %s", type, name, qtype_name(t->type),
+                     qtype_name(lt->type));
+        assert_memory_equal(t->ne, orig->tensors[k].ne, sizeof t->ne);
+        if (t->n_dims >= 2)
+            compare_quality(&rs, type, &orig->tensors[k], t, dt);
+    }
+    print_message("%-7s RMS error ours / llama.cpp's: mean %.3f, worst %.3f (%s)\n", type,
+                  rs.sum / rs.n, rs.worst, rs.worst_name);
+    gguf_close(q);
+    gguf_close(ll);
+    gguf_close(deq);
+    remove(out);
+}
+
 static void test_quantize_files(void **state)
 {
     (void)state;
     gguf_file *src = open_or_fail(K_DIR "/stories260K-k-f32.gguf");
-    const char *out = tu_tmp_path("quantized.gguf");
-    for (int i = 0; i < N_K_TYPES; i++) {
-        char path[4096], name[256];
-        quant_ftype ft;
-        assert_true(quant_ftype_parse(&ft, k_types[i]));
-        ts_error err = {0};
-        if (quant_gguf_write(out, src, ft, NULL, NULL, &err) != TS_OK)
-            fail_msg("%s: %s", k_types[i], err.msg);
-        gguf_file *q = open_or_fail(out);
-        snprintf(path, sizeof path, K_DIR "/stories260K-k-%s.gguf", k_types[i]);
-        gguf_file *ll = open_or_fail(path);
-        snprintf(path, sizeof path, K_DIR "/dequant/stories260K-k-%s.dequant-f32.gguf",
-                 k_types[i]);
-        gguf_file *deq = open_or_fail(path);
-        /* metadata: every key of the source (the token list too), file_type replaced */
-        int64_t v = -1;
-        assert_int_equal(gguf_get_i64(q, "general.file_type", &v, NULL), TS_OK);
-        assert_int_equal(v, ft);
-        assert_true(q->n_kv >= src->n_kv);
-        const gguf_value *tok_a = NULL, *tok_b = NULL;
-        assert_int_equal(gguf_get_array(src, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tok_a,
-                                        NULL), TS_OK);
-        assert_int_equal(gguf_get_array(q, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tok_b,
-                                        NULL), TS_OK);
-        assert_int_equal(tok_a->v.arr.n, tok_b->v.arr.n);
-        for (uint64_t k = 0; k < tok_a->v.arr.n; k++) {
-            gguf_str sa = gguf_array_str(tok_a, k), sb = gguf_array_str(tok_b, k);
-            assert_true(sa.len == sb.len && !memcmp(sa.ptr, sb.ptr, sa.len));
-        }
-        double eps_a, eps_b;
-        assert_int_equal(gguf_get_f64(src, "llama.attention.layer_norm_rms_epsilon", &eps_a,
-                                      NULL), TS_OK);
-        assert_int_equal(gguf_get_f64(q, "llama.attention.layer_norm_rms_epsilon", &eps_b,
-                                      NULL), TS_OK);
-        assert_true(eps_a == eps_b);
-        /* tensors: llama.cpp's types, and its error or better */
-        ratio_stats rs = {0};
-        assert_int_equal(q->n_tensors, src->n_tensors);
-        for (uint64_t k = 0; k < src->n_tensors; k++) {
-            name_of(name, sizeof name, src->tensors[k].name);
-            const gguf_tensor *t = gguf_find_tensor(q, name), *lt = gguf_find_tensor(ll, name);
-            const gguf_tensor *dt = gguf_find_tensor(deq, name);
-            assert_true(t && lt && dt);
-            if (t->type != lt->type)
-                fail_msg("%s: %s is %s, llama.cpp's %s", k_types[i], name, qtype_name(t->type),
-                         qtype_name(lt->type));
-            assert_memory_equal(t->ne, src->tensors[k].ne, sizeof t->ne);
-            if (t->n_dims >= 2)
-                compare_quality(&rs, k_types[i], &src->tensors[k], t, dt);
-        }
-        print_message("%-7s RMS error ours / llama.cpp's: mean %.3f, worst %.3f (%s)\n",
-                      k_types[i], rs.sum / rs.n, rs.worst, rs.worst_name);
-        gguf_close(q);
-        gguf_close(ll);
-        gguf_close(deq);
-    }
-    remove(out);
+    for (int i = 0; i < N_K_TYPES; i++)
+        quantize_and_compare(src, src, k_types[i]);
     gguf_close(src);
+}
+
+/* F16 and BF16 inputs (llama.cpp's files of those types) quantize as well as F32. */
+static void test_quantize_half_inputs(void **state)
+{
+    (void)state;
+    gguf_file *orig = open_or_fail(K_DIR "/stories260K-k-f32.gguf");
+    gguf_file *h = open_or_fail(K_DIR "/stories260K-k-F16.gguf");
+    gguf_file *b = open_or_fail(K_DIR "/stories260K-k-BF16.gguf");
+    assert_int_equal(gguf_find_tensor(h, "blk.0.attn_q.weight")->type, QT_F16);
+    assert_int_equal(gguf_find_tensor(b, "blk.0.attn_q.weight")->type, QT_BF16);
+    quantize_and_compare(h, orig, "Q4_K_M");
+    quantize_and_compare(b, orig, "Q8_0");
+    gguf_close(orig);
+    gguf_close(h);
+    gguf_close(b);
 }
 
 static const char *llama_first_type(const gguf_file *f)
@@ -440,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_mix_matches_llama_files),
         cmocka_unit_test(test_mix_rules_larger_models),
         cmocka_unit_test(test_quantize_files),
+        cmocka_unit_test(test_quantize_half_inputs),
         cmocka_unit_test(test_quantize_refuses_quantized_input),
         cmocka_unit_test(test_non_finite_input),
     };
