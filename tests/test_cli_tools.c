@@ -1,4 +1,4 @@
-/* test_cli_tools.c: `tessera info`, `convert`, `synth`, `generate` and `bench` run as the
+/* test_cli_tools.c: `tessera info`, `convert`, `quantize`, `synth`, `generate` and `bench` run as the
  * user runs them (the built binary through popen), and the files they write loaded back
  * through the library; the option-value parsers they share and serve's route names
  * called directly. */
@@ -17,8 +17,8 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "gguf/gguf.h"
-#include "quant.h"
 #include "model/model.h"
+#include "quant.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
 
