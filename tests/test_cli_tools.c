@@ -1,7 +1,7 @@
-/* test_cli_tools.c: `tessera info`, `convert`, `quantize`, `synth`, `generate` and `bench`
- * run as the user runs them (the built binary through popen), and the files they write
- * loaded back through the library; the option-value parsers they share and serve's route
- * names called directly. */
+/* test_cli_tools.c: `tessera info`, `convert`, `synth`, `generate` and `bench` run as the
+ * user runs them (the built binary through popen), and the files they write loaded back
+ * through the library; the option-value parsers they share and serve's route names
+ * called directly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
