@@ -344,7 +344,8 @@ static void test_vocab_padding_tying_and_refusals(void **state)
     c = tiny_config();
     assert_int_equal(model_synth_write(path, &c, (quant_ftype)4, &v, 1, &err), TS_ERR_UNSUPPORTED);
     c.hidden_dim = 100;
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_Q8_0, &v, 1, &err), TS_ERR_INVALID_ARG);
+    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_Q8_0, &v, 1, &err),
+                     TS_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "multiples of 32"));
     c.n_heads = 3;
     assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_F32, &v, 1, &err), TS_ERR_FORMAT);

@@ -24,8 +24,10 @@ static bool encode_value(strbuf *b, const gguf_value *v)
         uint32_t elem = (uint32_t)v->v.arr.elem;
         if (!strbuf_add(b, &elem, 4) || !strbuf_add(b, &v->v.arr.n, 8))
             return false;
-        if (!v->v.arr.items)
-            return strbuf_add(b, v->v.arr.raw, (size_t)(v->v.arr.n * gguf_type_size(v->v.arr.elem)));
+        if (!v->v.arr.items) {
+            size_t n = (size_t)(v->v.arr.n * gguf_type_size(v->v.arr.elem));
+            return strbuf_add(b, v->v.arr.raw, n);
+        }
         for (uint64_t i = 0; i < v->v.arr.n; i++)
             if (!encode_value(b, &v->v.arr.items[i]))
                 return false;

@@ -216,7 +216,8 @@ static void row_q5_k(qb_q5_k *b, const float *x, int64_t nb)
         pack_scales_k4(o->scales, sc, mn);
         for (int s = 0; s < 8; s += 2)
             for (int l = 0; l < 32; l++)
-                o->qs[16 * s + l] = (uint8_t)((q[32 * s + l] & 15) | (q[32 * s + 32 + l] & 15) << 4);
+                o->qs[16 * s + l] =
+                    (uint8_t)((q[32 * s + l] & 15) | (q[32 * s + 32 + l] & 15) << 4);
         for (int e = 0; e < QK_K; e++) /* fifth bit of sub-block s at bit s of byte e % 32 */
             o->qh[e % 32] |= (uint8_t)((q[e] >> 4) << (e / 32));
     }
