@@ -137,7 +137,7 @@ static void test_f32_model_loads_with_the_config_and_distribution(void **state)
     ts_model_config c = tiny_config();
     const char *path = tu_tmp_path("synth-f32.gguf");
     ts_error err = {0};
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_F32, &v, 42, &err), TS_OK);
+    assert_int_equal(model_synth_write(path, &c, "F32", &v, 42, &err), TS_OK);
     ts_model *m = load(path);
     assert_string_equal(m->cfg.name, "synth-test-tiny");
     assert_int_equal(m->cfg.dim, c.dim);
@@ -209,7 +209,7 @@ static void test_llama3_rope_factors(void **state)
     c.rope_factors = true;
     const char *path = tu_tmp_path("synth-rope.gguf");
     ts_error err = {0};
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_Q8_0, &v, 5, &err), TS_OK);
+    assert_int_equal(model_synth_write(path, &c, "Q8_0", &v, 5, &err), TS_OK);
     gguf_file *g = NULL;
     assert_int_equal(gguf_open(path, &g, &err), TS_OK);
     const gguf_tensor *t = gguf_find_tensor(g, "rope_freqs.weight");
@@ -236,8 +236,8 @@ static void test_q8_0_within_quantisation_error_of_f32(void **state)
     tokenizer_vocab v = stories_vocab();
     ts_model_config c = tiny_config();
     char *pf = strdup(tu_tmp_path("synth-a.gguf")), *pq = strdup(tu_tmp_path("synth-q.gguf"));
-    assert_int_equal(model_synth_write(pf, &c, QUANT_FTYPE_F32, &v, 9, NULL), TS_OK);
-    assert_int_equal(model_synth_write(pq, &c, QUANT_FTYPE_Q8_0, &v, 9, NULL), TS_OK);
+    assert_int_equal(model_synth_write(pf, &c, "F32", &v, 9, NULL), TS_OK);
+    assert_int_equal(model_synth_write(pq, &c, "Q8_0", &v, 9, NULL), TS_OK);
     ts_model *f = load(pf), *q = load(pq);
     views wf = views_of(f), wq = views_of(q);
     for (int k = 0; k < 3; k++)
@@ -290,7 +290,7 @@ static void test_same_seed_same_bytes(void **state)
         char name[32];
         snprintf(name, sizeof name, "synth-seed%d.gguf", i);
         p[i] = strdup(tu_tmp_path(name));
-        assert_int_equal(model_synth_write(p[i], &c, QUANT_FTYPE_Q8_0, &v, i < 2 ? 5 : 6, NULL),
+        assert_int_equal(model_synth_write(p[i], &c, "Q8_0", &v, i < 2 ? 5 : 6, NULL),
                          TS_OK);
     }
     size_t l[3];
@@ -317,7 +317,7 @@ static void test_vocab_padding_tying_and_refusals(void **state)
     const char *path = tu_tmp_path("synth-pad.gguf");
     c.vocab_size = 520;
     c.tied_output = true;
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_F32, &v, 1, NULL), TS_OK);
+    assert_int_equal(model_synth_write(path, &c, "F32", &v, 1, NULL), TS_OK);
     gguf_file *f = NULL;
     assert_int_equal(gguf_open(path, &f, NULL), TS_OK);
     assert_null(gguf_find_tensor(f, "output.weight"));
@@ -338,21 +338,21 @@ static void test_vocab_padding_tying_and_refusals(void **state)
 
     ts_error err = {0};
     c.vocab_size = 500;
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_F32, &v, 1, &err), TS_ERR_INVALID_ARG);
+    assert_int_equal(model_synth_write(path, &c, "F32", &v, 1, &err), TS_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "512 tokens"));
     assert_int_equal(access(path, F_OK), -1);
     c = tiny_config();
-    assert_int_equal(model_synth_write(path, &c, (quant_ftype)4, &v, 1, &err), TS_ERR_UNSUPPORTED);
+    assert_int_equal(model_synth_write(path, &c, "Q4_2", &v, 1, &err), TS_ERR_UNSUPPORTED);
     c.hidden_dim = 100;
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_Q8_0, &v, 1, &err),
+    assert_int_equal(model_synth_write(path, &c, "Q8_0", &v, 1, &err),
                      TS_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "multiples of 32"));
     c.n_heads = 3;
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_F32, &v, 1, &err), TS_ERR_FORMAT);
-    assert_int_equal(model_synth_write("/nonexistent-dir/x.gguf", &(ts_model_config){0}, 0, &v,
+    assert_int_equal(model_synth_write(path, &c, "F32", &v, 1, &err), TS_ERR_FORMAT);
+    assert_int_equal(model_synth_write("/nonexistent-dir/x.gguf", &(ts_model_config){0}, "F32", &v,
                                        1, &err), TS_ERR_FORMAT);
     c = tiny_config();
-    assert_int_equal(model_synth_write("/nonexistent-dir/x.gguf", &c, QUANT_FTYPE_F32, &v, 1, &err),
+    assert_int_equal(model_synth_write("/nonexistent-dir/x.gguf", &c, "F32", &v, 1, &err),
                      TS_ERR_IO);
     assert_int_equal(access(path, F_OK), -1);
     vocab_clear(&v);
@@ -364,7 +364,7 @@ static void test_generation_is_finite(void **state)
     tokenizer_vocab v = stories_vocab();
     ts_model_config c = tiny_config();
     const char *path = tu_tmp_path("synth-gen.gguf");
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_Q8_0, &v, 3, NULL), TS_OK);
+    assert_int_equal(model_synth_write(path, &c, "Q8_0", &v, 3, NULL), TS_OK);
     ts_model *m = load(path);
     /* The reference pass: every logit finite at every position. */
     ref_forward rf = {0};
@@ -430,7 +430,7 @@ static void test_q4_k_m_mix(void **state)
     c.head_dim = 32;
     const char *path = tu_tmp_path("synth-q4km.gguf");
     ts_error err = {0};
-    if (model_synth_write(path, &c, QUANT_FTYPE_Q4_K_M, &v, 11, &err) != TS_OK)
+    if (model_synth_write(path, &c, "Q4_K_M", &v, 11, &err) != TS_OK)
         fail_msg("%s", err.msg);
     gguf_file *f = NULL;
     assert_int_equal(gguf_open(path, &f, &err), TS_OK);
@@ -469,7 +469,7 @@ static void test_q4_k_m_mix(void **state)
     gguf_close(f);
 
     c = tiny_config();
-    assert_int_equal(model_synth_write(path, &c, QUANT_FTYPE_Q4_K_M, &v, 11, &err), TS_OK);
+    assert_int_equal(model_synth_write(path, &c, "Q4_K_M", &v, 11, &err), TS_OK);
     assert_int_equal(gguf_open(path, &f, &err), TS_OK);
     assert_int_equal(gguf_find_tensor(f, "blk.1.attn_q.weight")->type, QT_Q5_0);
     assert_int_equal(gguf_find_tensor(f, "output.weight")->type, QT_Q8_0);

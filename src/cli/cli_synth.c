@@ -95,7 +95,7 @@ int cli_synth(int argc, char **argv)
         return 2;
     }
     quant_ftype ftype;
-    if (!quant_ftype_parse(&ftype, type)) {
+    if (!quant_ftype_parse(&ftype, type)) { /* a usage error here, before reading anything */
         fprintf(stderr, "tessera synth: unknown --type '%s'\n", type);
         usage(stderr);
         return 2;
@@ -106,7 +106,7 @@ int cli_synth(int argc, char **argv)
     double t0 = seconds();
     ts_error err = {0};
     int rc = 0;
-    if (model_synth_write(out, &cfg, ftype, &v, seed, &err) != TS_OK) {
+    if (model_synth_write(out, &cfg, type, &v, seed, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         rc = 1;
     } else {

@@ -8,6 +8,7 @@
 #include "model/model_gguf.h"
 #include "model/synth.h"
 #include "quant.h"
+#include "quant/quantize.h"
 
 typedef struct synth_shape {
     const char *name;
@@ -292,23 +293,20 @@ static void plan_tensors(synth_plan *p, const ts_model_config *c)
     }
 }
 
-ts_status model_synth_write(const char *path, const ts_model_config *c, quant_ftype ftype,
+ts_status model_synth_write(const char *path, const ts_model_config *c, const char *type,
                             const tokenizer_vocab *v, uint64_t seed, ts_error *err)
 {
-    synth_plan p = {.seed = seed, .ftype = ftype};
+    synth_plan p = {.seed = seed};
     float *rope_factors = NULL;
     tokenizer_vocab padded;
     memset(&padded, 0, sizeof padded);
-    quant_ftype known;
-    bool listed = false;
-    for (int i = 0; quant_ftype_name(i); i++)
-        listed |= quant_ftype_parse(&known, quant_ftype_name(i)) && known == ftype;
     ts_status st = model_config_validate(c, err);
     if (st != TS_OK)
         return st;
-    if (!listed)
-        return ts_error_set(err, TS_ERR_UNSUPPORTED, "synthetic weights of file type %d (give "
-                            "F32, F16, BF16 or one of llama.cpp's quantized types)", (int)ftype);
+    if (!quant_ftype_parse(&p.ftype, type))
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "synthetic weights of type '%s' (give F32, "
+                            "F16, BF16 or one of llama.cpp's quantized types)", type);
+    quant_ftype ftype = p.ftype;
     p.info.n_layers = c->n_layers;
     p.info.n_gqa = c->n_heads / c->n_kv_heads;
     p.info.has_output = !c->tied_output;

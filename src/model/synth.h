@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #include "model/model.h"
-#include "quant/quantize.h"
 #include "tokenizer/vocab.h"
 
 /* Weights are normal with this standard deviation; RMS-norm weights are 1. */
@@ -31,15 +30,16 @@ const char *model_synth_shape_name(int i);
 
 /* Writes a GGUF v3 file at path (borrowed) with config c (borrowed, must validate), the
  * vocabulary v (borrowed) and random weights from seed; with c->rope_factors, the
- * model_synth_llama3_factors() of c as rope_freqs.weight. ftype is QUANT_FTYPE_F32, _F16,
- * _BF16 or one of llama.cpp's quantized ftypes: each matrix gets the type llama.cpp's mix
- * gives it (quant_mix_type), norms stay F32; TS_ERR_INVALID_ARG when a row fits no type of
- * the ftype. Each row is drawn in f32 and quantized on its own. A vocabulary
- * smaller than c->vocab_size is padded with "<unused_N>" tokens of type UNUSED; a larger
- * one is refused (cutting it would orphan ids and merges). Tensors are generated in
+ * model_synth_llama3_factors() of c as rope_freqs.weight. type (borrowed) names the file's
+ * type as `tessera quantize` takes it: "F32", "F16", "BF16" or one of llama.cpp's ftypes
+ * ("Q8_0", "Q4_K_M", ...; any case; TS_ERR_UNSUPPORTED for another name); each matrix gets
+ * the type llama.cpp's mix gives it (quant_mix_type), norms stay F32; TS_ERR_INVALID_ARG
+ * when a row fits no type of the ftype. Each row is drawn in f32 and quantized on its own.
+ * A vocabulary smaller than c->vocab_size is padded with "<unused_N>" tokens of type
+ * UNUSED; a larger one is refused (cutting it would orphan ids and merges). Tensors are generated in
  * chunks as they are written: memory stays at a few MiB whatever the model's size. The
  * same arguments give the same bytes. On failure no file is left at path. */
-ts_status model_synth_write(const char *path, const ts_model_config *c, quant_ftype ftype,
+ts_status model_synth_write(const char *path, const ts_model_config *c, const char *type,
                             const tokenizer_vocab *v, uint64_t seed, ts_error *err);
 
 #endif /* TESSERA_MODEL_SYNTH_H */
