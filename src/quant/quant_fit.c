@@ -174,12 +174,13 @@ static void affine_round_refit(uint8_t *q, float *a, float *b, float *err, const
         na = 0.0;
         nb = sx / n;
     }
-    if ((b_nonpos && nb > 0.0) || na < 0.0) {
-        nb = b_nonpos ? fmin(nb, 0.0) : nb;
-        if (na < 0.0 || (b_nonpos && nb == 0.0)) {
-            nb = b_nonpos ? 0.0 : sx / n;
-            na = sqq > 0.0 ? fmax((sxq - nb * sq) / sqq, 0.0) : 0.0;
-        }
+    if (b_nonpos && nb > 0.0) { /* the offset pinned at 0: the scale alone */
+        nb = 0.0;
+        na = sqq > 0.0 ? sxq / sqq : 0.0;
+    }
+    if (na < 0.0) { /* a falling fit: flat at the mean instead */
+        na = 0.0;
+        nb = b_nonpos ? fmin(sx / n, 0.0) : sx / n;
     }
     *a = (float)na;
     *b = (float)nb;
