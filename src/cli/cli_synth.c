@@ -20,7 +20,7 @@ static void usage(FILE *out)
                  "  SHAPE:");
     for (int i = 0; model_synth_shape_name(i); i++)
         fprintf(out, " %s", model_synth_shape_name(i));
-    fprintf(out, "\n  TYPE: ");
+    fprintf(out, "\n  TYPE:");
     for (int i = 0; quant_ftype_name(i); i++)
         fprintf(out, " %s", quant_ftype_name(i));
     fprintf(out, "\n"
