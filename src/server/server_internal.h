@@ -15,7 +15,7 @@
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "tessera/server.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 enum {
     SRV_MAX_MODELS = 16,

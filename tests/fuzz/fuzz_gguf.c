@@ -13,7 +13,7 @@
 #include "tokenizer_props.h"
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
