@@ -139,6 +139,37 @@ ts_model *cli_load_model(const char *path, const char *tokenizer_path)
     return m;
 }
 
+ts_status cli_env_engine_options(ts_engine_options *o, ts_error *err)
+{
+    const char *gemm = getenv("TESSERA_GEMM");
+    if (gemm && *gemm) {
+        static const char *const names[] = {[TS_GEMM_AUTO] = "auto", [TS_GEMM_BLAS] = "blas",
+                                            [TS_GEMM_KERNEL] = "kernel"};
+        int k = 0;
+        while (k <= TS_GEMM_KERNEL && strcmp(gemm, names[k]))
+            k++;
+        if (k > TS_GEMM_KERNEL)
+            return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                "TESSERA_GEMM=%s: expected auto, blas or kernel", gemm);
+        o->gemm = (ts_gemm_path)k;
+    }
+    const char *fault = getenv("TESSERA_FAIL_ALLOC_AT");
+    if (o->fail_alloc_at == 0 && fault)
+        o->fail_alloc_at = atoi(fault);
+    return TS_OK;
+}
+
+ts_engine *cli_make_engine(const ts_model *m, const ts_engine_options *opts)
+{
+    ts_engine_options o = *opts;
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    if (cli_env_engine_options(&o, &err) == TS_OK && ts_engine_create(m, &o, &e, &err) == TS_OK)
+        return e;
+    fprintf(stderr, "tessera: %s\n", err.msg);
+    return NULL;
+}
+
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
 {
     const char *a = argv[*i];

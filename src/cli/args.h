@@ -51,4 +51,14 @@ const char *cli_default_model(void);
  * failure prints the error and returns NULL. */
 ts_model *cli_load_model(const char *path, const char *tokenizer_path);
 
+/* The engine options the environment sets, for the library reads none itself:
+ * TESSERA_GEMM (auto, blas or kernel: the step's GEMM; unset or empty: o's) and
+ * TESSERA_FAIL_ALLOC_AT (fault injection, when o's fail_alloc_at is 0). TS_ERR_INVALID_ARG
+ * naming the variable and its value when one is malformed. */
+ts_status cli_env_engine_options(ts_engine_options *o, ts_error *err);
+
+/* The engine of a command that runs model m (borrowed; it must outlive the engine):
+ * opts (copied) with the environment applied. On failure prints why and returns NULL. */
+ts_engine *cli_make_engine(const ts_model *m, const ts_engine_options *opts);
+
 #endif

@@ -219,12 +219,13 @@ int cli_bench(int argc, char **argv)
                     o.bw_bytes);
     }
     bench_engine_options(&o.engine, c, &o.cfg);
-    ts_engine *e = NULL;
     ts_error err = {0};
     bench_result r = {0};
     rc = 1;
-    if (ts_engine_create(m, &o.engine, &e, &err) != TS_OK ||
-        bench_run(&r, e, &o.cfg, &err) != TS_OK) {
+    ts_engine *e = cli_make_engine(m, &o.engine);
+    if (!e)
+        goto out;
+    if (bench_run(&r, e, &o.cfg, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         goto out;
     }

@@ -258,15 +258,10 @@ int cli_generate(int argc, char **argv)
     }
     completion *c = calloc((size_t)(n_prompts ? n_prompts : 1), sizeof *c);
     ts_model *m = c ? cli_load_model(o.model, o.tokenizer) : NULL;
-    ts_engine *e = NULL;
-    ts_error err = {0};
+    ts_engine *e = m ? cli_make_engine(m, &o.engine) : NULL;
     rc = 1;
-    if (!m)
+    if (!e)
         goto out;
-    if (ts_engine_create(m, &o.engine, &e, &err) != TS_OK) {
-        fprintf(stderr, "tessera: %s\n", err.msg);
-        goto out;
-    }
     double t0 = clock_now_s();
     for (int i = 0; i < n_prompts; i++)
         if (submit(e, ts_model_get_tokenizer(m), prompts[i], &o, &c[i].req) != TS_OK)
