@@ -346,6 +346,8 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
     case JN_DICT:
         if (!(e->k == JN_LIST ? jv_new_list(c->arena, out, e->n) : jv_new_dict(c->arena, out, e->n / 2)))
             return jinja_oom(c, e);
+        if (e->k == JN_LIST)
+            out->u.l->tuple = e->op != 0;
         for (size_t i = 0; i < e->n; i += e->k == JN_LIST ? 1 : 2) {
             if (!jinja_eval(c, s, e->kids[i], &x))
                 return false;

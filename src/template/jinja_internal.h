@@ -32,6 +32,7 @@ typedef struct jv jv;
 typedef struct jv_list {
     jv *items;
     size_t n, cap;
+    bool tuple;      /* a Python tuple: prints with parentheses, otherwise a list */
 } jv_list;
 typedef struct jv_dict {
     jv *keys, *vals; /* in insertion order, as Python's dicts keep them */

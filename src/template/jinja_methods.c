@@ -212,6 +212,8 @@ bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n
                 if (items && (!jv_new_list(c->arena, &e, 2) || !jv_list_push(c->arena, e.u.l, d->keys[i]) ||
                               !jv_list_push(c->arena, e.u.l, d->vals[i])))
                     return jinja_oom(c, at);
+                if (items)
+                    e.u.l->tuple = true;
                 jv_list_push(c->arena, out->u.l, e);
             }
             return true;

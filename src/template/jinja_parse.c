@@ -181,6 +181,7 @@ static jnode *parse_primary(jparser *p)
             size_t cap = 0;
             if (!t || !jp_append(p, &t->kids, &t->n, &cap, e))
                 return NULL;
+            t->op = 1; /* a tuple */
             while (jp_accept_op(p, ",") && !jp_is_op(p, ")"))
                 if (!(e = jp_expr(p)) || !jp_append(p, &t->kids, &t->n, &cap, e))
                     return NULL;

@@ -228,6 +228,8 @@ static jnode *parse_statement(jparser *p)
         jnode *e = jp_node(p, IS("break") ? JN_BREAK : JN_CONTINUE, k);
         return e && block_end(p) && jp_next(p) ? e : NULL;
     }
+    if (IS("elif") || IS("else") || (k->n > 3 && !memcmp(k->s, "end", 3)))
+        return jp_fail(p, k, TS_ERR_FORMAT, "unexpected {%% %.*s %%}", (int)k->n, k->s), NULL;
 #undef IS
     return jp_fail(p, k, TS_ERR_UNSUPPORTED, "unsupported statement '%.*s'", (int)k->n, k->s),
            NULL;

@@ -235,23 +235,47 @@ static void add_float(strbuf *b, double f)
         strbuf_addf(b, "%s", isnan(f) ? "NaN" : f > 0 ? "Infinity" : "-Infinity");
         return;
     }
-    char buf[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, f);
+    /* The shortest digits that read back as f, as d.ddde+X, then laid out as Python's
+     * repr does: positional from 1e-4 up to 1e16, else with an exponent. */
+    char buf[48], digits[24];
+    for (int prec = 0; prec <= 16; prec++) {
+        snprintf(buf, sizeof buf, "%.*e", prec, f);
         if (strtod(buf, NULL) == f)
             break;
     }
-    char *e = strchr(buf, 'e');
-    if (e) {
-        /* C writes 1e+20, Python 1e+20 too, but C pads the exponent to two digits. */
-        strbuf_add(b, buf, (size_t)(e - buf));
-        int x = atoi(e + 1);
-        strbuf_addf(b, "e%c%02d", x < 0 ? '-' : '+', abs(x));
-        return;
+    const char *p = buf;
+    if (*p == '-') {
+        strbuf_add(b, "-", 1);
+        p++;
     }
-    strbuf_add(b, buf, strlen(buf));
-    if (!strpbrk(buf, ".n"))
-        strbuf_add(b, ".0", 2);
+    size_t nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.')
+            digits[nd++] = *p;
+    int x = atoi(p + 1);
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    if (x < -4 || x >= 16) {
+        strbuf_add(b, digits, 1);
+        if (nd > 1) {
+            strbuf_add(b, ".", 1);
+            strbuf_add(b, digits + 1, nd - 1);
+        }
+        strbuf_addf(b, "e%c%02d", x < 0 ? '-' : '+', abs(x));
+    } else if (x < 0) {
+        strbuf_add(b, "0.", 2);
+        for (int i = -1; i > x; i--)
+            strbuf_add(b, "0", 1);
+        strbuf_add(b, digits, nd);
+    } else {
+        for (int i = 0; i <= x; i++)
+            strbuf_add(b, i < (int)nd ? &digits[i] : "0", 1);
+        strbuf_add(b, ".", 1);
+        if ((int)nd > x + 1)
+            strbuf_add(b, digits + x + 1, nd - (size_t)x - 1);
+        else
+            strbuf_add(b, "0", 1);
+    }
 }
 
 /* Python's repr of a string: single quotes unless it holds ' and no ". */
@@ -291,14 +315,16 @@ static bool add_str(strbuf *b, const jv *v, int depth)
     case JV_FLOAT: add_float(b, v->u.f); return true;
     case JV_STR: strbuf_add(b, v->u.s.s, v->u.s.n); return true;
     case JV_LIST:
-        strbuf_add(b, "[", 1);
+        strbuf_add(b, v->u.l->tuple ? "(" : "[", 1);
         for (size_t i = 0; i < v->u.l->n; i++) {
             if (i)
                 strbuf_add(b, ", ", 2);
             if (!add_repr(b, &v->u.l->items[i], depth + 1))
                 return false;
         }
-        strbuf_add(b, "]", 1);
+        if (v->u.l->tuple && v->u.l->n == 1)
+            strbuf_add(b, ",", 1);
+        strbuf_add(b, v->u.l->tuple ? ")" : "]", 1);
         return true;
     case JV_DICT:
         strbuf_add(b, "{", 1);
