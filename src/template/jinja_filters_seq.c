@@ -24,8 +24,10 @@ static bool walk(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const ja
     for (size_t i = 0; i < a->n; i++)
         rest += !a->names[i];
     rest = rest > first + 1 ? rest - first - 1 : 0;
-    jargs sub = {.v = a->v + first + 1, .names = a->names + first + 1, .name_n = a->name_n + first + 1,
-                 .n = rest};
+    jargs sub = {0};
+    if (rest) /* positional arguments come first in a->v */
+        sub = (jargs){.v = a->v + first + 1, .names = a->names + first + 1,
+                      .name_n = a->name_n + first + 1, .n = rest};
     if (name && name->t != JV_STR)
         return jinja_fail(c, at, TS_ERR_INVALID_ARG, "expected a filter or test name");
     if (name && (what == 0 ? !jinja_filter_known(name->u.s.s, name->u.s.n)
