@@ -365,6 +365,21 @@ static void test_bounds(void **state)
         strcat(deep, ")");
     strcat(deep, " }}");
     expect_error(deep, NULL, NULL, TS_ERR_TOO_LONG, "nested more than 64 deep", NULL);
+    /* A list that holds itself: printing and comparing it stop at a depth. */
+    expect_error("{% set l = [] %}{{ l.append(l) }}{{ l == [l] }}{{ l }}", NULL, NULL,
+                 TS_ERR_INVALID_ARG, "cannot print", NULL);
+    /* Many string literals in a large template: each takes only its own bytes. */
+    size_t n = 20000, len = 0;
+    char *big = malloc(n * 16 + 1);
+    assert_non_null(big);
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(big + len, "{{ 'abcdef' }}\n");
+    char *out = NULL;
+    ts_error err = {0};
+    assert_int_equal(render_with(big, NULL, NULL, &out, &err), TS_OK);
+    assert_int_equal(strlen(out), 7 * n - 1);
+    free(out);
+    free(big);
     lim = (jinja_limits){.max_source = 10};
     expect_error("{{ 'more than ten bytes' }}", NULL, &lim, TS_ERR_TOO_LONG, "over the limit", NULL);
 }

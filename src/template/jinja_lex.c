@@ -107,9 +107,13 @@ static size_t put_utf8(char *o, uint32_t cp)
 /* A quoted string at lx->pos, with Python's escapes decoded. */
 static ts_status lex_string(lexer *lx)
 {
-    size_t start = lx->pos;
+    size_t start = lx->pos, end = lx->pos + 1;
     char q = lx->src[lx->pos++];
-    char *o = jinja_alloc(lx->a, lx->len - lx->pos + 1);
+    /* The closing quote first, so the decoded bytes (never more than the quoted ones)
+     * get an allocation of their own size. */
+    while (end < lx->len && lx->src[end] != q)
+        end += lx->src[end] == '\\' ? 2 : 1;
+    char *o = jinja_alloc(lx->a, (end < lx->len ? end : lx->len) - lx->pos + 1);
     if (!o)
         return lex_fail(lx, start, TS_ERR_TOO_LONG, "out of template memory");
     size_t n = 0;

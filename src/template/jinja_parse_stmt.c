@@ -315,7 +315,7 @@ ts_status jinja_parse(jinja_template **out, const char *src, size_t len,
                           len, t->limits.max_source);
         goto fail;
     }
-    t->arena.limit = 64 * len + (1 << 20);
+    t->arena.limit = 256 * len + (4 << 20); /* tokens and nodes; max_nodes bounds the latter */
     jparser p = {.a = &t->arena, .lim = &t->limits, .err = err};
     if ((st = jinja_lex(&t->arena, src, len, &p.t, &p.n, err)) != TS_OK)
         goto fail;

@@ -144,8 +144,18 @@ static double num(const jv *v)
     return v->t == JV_FLOAT ? v->u.f : v->t == JV_INT ? (double)v->u.i : (double)v->u.b;
 }
 
-bool jv_eq(const jv *a, const jv *b)
+/* Values can hold themselves (a list appended to itself), so comparisons stop at a
+ * depth: equal is then false, ordering fails. */
+enum { MAX_DEPTH = 64 };
+
+static bool eq(const jv *a, const jv *b, int depth);
+
+bool jv_eq(const jv *a, const jv *b) { return eq(a, b, 0); }
+
+static bool eq(const jv *a, const jv *b, int depth)
 {
+    if (depth > MAX_DEPTH)
+        return false;
     if (is_num(a) && is_num(b)) {
         if (a->t != JV_FLOAT && b->t != JV_FLOAT)
             return (a->t == JV_INT ? a->u.i : a->u.b) == (b->t == JV_INT ? b->u.i : b->u.b);
@@ -160,7 +170,7 @@ bool jv_eq(const jv *a, const jv *b)
         if (a->u.l->n != b->u.l->n)
             return false;
         for (size_t i = 0; i < a->u.l->n; i++)
-            if (!jv_eq(&a->u.l->items[i], &b->u.l->items[i]))
+            if (!eq(&a->u.l->items[i], &b->u.l->items[i], depth + 1))
                 return false;
         return true;
     case JV_DICT:
@@ -168,7 +178,7 @@ bool jv_eq(const jv *a, const jv *b)
             return false;
         for (size_t i = 0; i < a->u.d->n; i++) {
             jv *o = jv_dict_find(b->u.d, &a->u.d->keys[i]);
-            if (!o || !jv_eq(&a->u.d->vals[i], o))
+            if (!o || !eq(&a->u.d->vals[i], o, depth + 1))
                 return false;
         }
         return true;
@@ -183,8 +193,14 @@ static unsigned char fold_byte(unsigned char c, bool fold)
     return fold && c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
-bool jv_cmp(const jv *a, const jv *b, bool fold, int *out)
+static bool cmp(const jv *a, const jv *b, bool fold, int *out, int depth);
+
+bool jv_cmp(const jv *a, const jv *b, bool fold, int *out) { return cmp(a, b, fold, out, 0); }
+
+static bool cmp(const jv *a, const jv *b, bool fold, int *out, int depth)
 {
+    if (depth > MAX_DEPTH)
+        return false;
     if (is_num(a) && is_num(b)) {
         double x = num(a), y = num(b);
         if (a->t == JV_INT && b->t == JV_INT)
@@ -209,7 +225,7 @@ bool jv_cmp(const jv *a, const jv *b, bool fold, int *out)
     if (a->t == JV_LIST && b->t == JV_LIST) {
         size_t n = a->u.l->n < b->u.l->n ? a->u.l->n : b->u.l->n;
         for (size_t i = 0; i < n; i++) {
-            if (!jv_cmp(&a->u.l->items[i], &b->u.l->items[i], fold, out))
+            if (!cmp(&a->u.l->items[i], &b->u.l->items[i], fold, out, depth + 1))
                 return false;
             if (*out)
                 return true;
