@@ -7,10 +7,10 @@
 /* strftime_now renders 2026-11-25 in the expected files. */
 #define TEMPLATE_CASES_EPOCH 1795564800
 
-#define TEMPLATE_CASES_TOOLS                                                              \
-    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": " \
-    "\"Get the weather for a city\", \"parameters\": {\"type\": \"object\", \"properties\": " \
-    "{\"city\": {\"type\": \"string\", \"description\": \"the city\"}}, \"required\": "     \
+#define TEMPLATE_CASES_TOOLS                                                                       \
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "        \
+    "\"Get the weather for a city\", \"parameters\": {\"type\": \"object\", \"properties\": "      \
+    "{\"city\": {\"type\": \"string\", \"description\": \"the city\"}}, \"required\": "            \
     "[\"city\"]}}}]"
 
 static const struct template_case {
@@ -23,15 +23,16 @@ static const struct template_case {
      "{\"messages\": [{\"role\": \"system\", \"content\": \"You are a helpful storyteller.\"},"
      " {\"role\": \"user\", \"content\": \"Tell me a story about a cat.\"},"
      " {\"role\": \"assistant\", \"content\": \"Once upon a time, there was a cat named Tom.\"},"
-     " {\"role\": \"user\", \"content\": \"What happened next?\"}], \"add_generation_prompt\": true}"},
-    {"ends-with-assistant",
-     "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi!\"},"
-     " {\"role\": \"assistant\", \"content\": \"Hello. How can I help?\"}],"
-     " \"add_generation_prompt\": false}"},
+     " {\"role\": \"user\", \"content\": \"What happened next?\"}], \"add_generation_prompt\": "
+     "true}"},
+    {"ends-with-assistant", "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi!\"},"
+                            " {\"role\": \"assistant\", \"content\": \"Hello. How can I help?\"}],"
+                            " \"add_generation_prompt\": false}"},
     {"whitespace", "{\"messages\": [{\"role\": \"user\", \"content\": \"  two spaces before, "
                    "newline after\\n\"}], \"add_generation_prompt\": true}"},
-    {"tools", "{\"messages\": [{\"role\": \"user\", \"content\": \"What is the weather in Paris?\"}],"
-              " \"tools\": " TEMPLATE_CASES_TOOLS ", \"add_generation_prompt\": true}"},
+    {"tools",
+     "{\"messages\": [{\"role\": \"user\", \"content\": \"What is the weather in Paris?\"}],"
+     " \"tools\": " TEMPLATE_CASES_TOOLS ", \"add_generation_prompt\": true}"},
     {"tool-round",
      "{\"messages\": [{\"role\": \"user\", \"content\": \"What is the weather in Paris?\"},"
      " {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"id\": \"abcDEF123\","

@@ -21,8 +21,8 @@ typedef struct tcase {
 } tcase;
 
 /* Renders src with the JSON object vars (NULL: none) and bounds lim (NULL: defaults). */
-static ts_status render_with(const char *src, const char *vars, const jinja_limits *lim,
-                             char **out, ts_error *err)
+static ts_status render_with(const char *src, const char *vars, const jinja_limits *lim, char **out,
+                             ts_error *err)
 {
     jinja_template *t = NULL;
     *out = NULL;
@@ -58,8 +58,8 @@ static void expect_all(const tcase *cases, size_t n, const char *vars)
 #define EXPECT_ALL(cases, vars) expect_all(cases, sizeof cases / sizeof cases[0], vars)
 
 /* src fails with status st and a message holding each of the NULL-terminated strings. */
-static void expect_error(const char *src, const char *vars, const jinja_limits *lim,
-                         ts_status st, ...)
+static void expect_error(const char *src, const char *vars, const jinja_limits *lim, ts_status st,
+                         ...)
 {
     char *got = NULL;
     ts_error err = {0};
@@ -76,7 +76,8 @@ static void expect_error(const char *src, const char *vars, const jinja_limits *
 }
 
 static const char *const VARS =
-    "{\"msgs\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": \"U\"},"
+    "{\"msgs\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+    "\"U\"},"
     " {\"role\": \"assistant\", \"content\": \"A\"}], \"d\": {\"b\": 2, \"a\": 1, \"C\": 3},"
     " \"n\": 7, \"f\": 2.5, \"s\": \"Hello World\", \"e\": \"\", \"z\": null, \"t\": true,"
     " \"words\": [\"b\", \"A\", \"a\", \"c\"], \"u\": \"h\\u00e9llo\"}";
@@ -97,27 +98,34 @@ static void test_statements(void **state)
          "->user system>assistant user>- "},
         {"{% for x in [] %}a{% else %}empty{% endfor %}", "empty"},
         {"{% for x in [1] %}a{% else %}empty{% endfor %}", "a"},
-        {"{% for m in msgs if m.role != 'system' %}{{ loop.index }}{{ m.content }}{% endfor %}", "1U2A"},
+        {"{% for m in msgs if m.role != 'system' %}{{ loop.index }}{{ m.content }}{% endfor %}",
+         "1U2A"},
         {"{% for i in range(10) %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}"
-         "{% break %}{% endif %}{{ i }}{% endfor %}", "013"},
+         "{% break %}{% endif %}{{ i }}{% endfor %}",
+         "013"},
         {"{% for k, v in d | items %}{{ k }}={{ v }};{% endfor %}", "b=2;a=1;C=3;"},
         {"{% for k in d %}{{ k }}{% endfor %}", "baC"},
         {"{% for c in 'h\xc3\xa9y' %}[{{ c }}]{% endfor %}", "[h][\xc3\xa9][y]"},
         {"{% for x in undefined_thing %}x{% endfor %}ok", "ok"},
         {"{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}", "1"},
         {"{% set ns = namespace(x=1, y='a') %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}"
-         "{% endfor %}{{ ns.x }}{{ ns.y }}", "4a"},
+         "{% endfor %}{{ ns.x }}{{ ns.y }}",
+         "4a"},
         {"{% set ns = namespace() %}{% set ns.k = 'v' %}{{ ns.k }}", "v"},
         {"{% set b %}in {{ n }}{% endset %}[{{ b }}]", "[in 7]"},
         {"{% if true %}{% set scoped = 1 %}{% endif %}{{ scoped }}", "1"},
         {"{% macro m(a, b='B', c=none) %}{{ a }}{{ b }}{{ c }}{% endmacro %}"
-         "{{ m(1) }}|{{ m(1, 2) }}|{{ m(1, c=3) }}", "1BNone|12None|1B3"},
+         "{{ m(1) }}|{{ m(1, 2) }}|{{ m(1, c=3) }}",
+         "1BNone|12None|1B3"},
         {"{% macro fact(k) %}{% if k <= 1 %}1{% else %}{{ k * fact(k - 1) | int }}{% endif %}"
-         "{% endmacro %}{{ fact(5) }}", "120"},
+         "{% endmacro %}{{ fact(5) }}",
+         "120"},
         {"{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}"
-         "{% call wrap('b') %}bold {{ n }}{% endcall %}", "<b>bold 7</b>"},
+         "{% call wrap('b') %}bold {{ n }}{% endcall %}",
+         "<b>bold 7</b>"},
         {"{% macro each(xs) %}{% for x in xs %}{{ caller(x) }}{% endfor %}{% endmacro %}"
-         "{% call(v) each([1, 2]) %}<{{ v }}>{% endcall %}", "<1><2>"},
+         "{% call(v) each([1, 2]) %}<{{ v }}>{% endcall %}",
+         "<1><2>"},
         {"{% filter upper %}abc {{ s }}{% endfilter %}", "ABC HELLO WORLD"},
         {"{% filter trim | replace('a', 'o') %}  banana  {% endfilter %}", "bonono"},
         {"{# a comment #}x{# another\nline #}y", "xy"},
@@ -129,18 +137,18 @@ static void test_whitespace_control(void **state)
 {
     (void)state;
     static const tcase cases[] = {
-        {"{% if true %}\nA\n{% endif %}\nB", "A\nB"},          /* trim_blocks */
-        {"  {% if true %}\n  A\n  {% endif %}\nB", "  A\nB"},   /* lstrip_blocks */
-        {"x  {% if true %}y{% endif %}", "x  y"},              /* not at a line start */
+        {"{% if true %}\nA\n{% endif %}\nB", "A\nB"},         /* trim_blocks */
+        {"  {% if true %}\n  A\n  {% endif %}\nB", "  A\nB"}, /* lstrip_blocks */
+        {"x  {% if true %}y{% endif %}", "x  y"},             /* not at a line start */
         {"  {{ 'v' }}\n", "  v"},                             /* {{ }} untouched; last \n goes */
         {"a\n\n", "a\n"},                                     /* only one trailing newline */
         {"a  {%- if true -%}  \n b  {%- endif %}", "ab"},
         {"a  {{- 'x' -}}  b", "axb"},
-        {"{% if true +%}\nA{% endif %}", "\nA"},               /* +%} keeps the newline */
-        {"  {%+ if true %}A{% endif %}", "  A"},                /* {%+ keeps the indent */
-        {"  {# c #}\nA", "A"},                                 /* comments trim as blocks */
+        {"{% if true +%}\nA{% endif %}", "\nA"}, /* +%} keeps the newline */
+        {"  {%+ if true %}A{% endif %}", "  A"}, /* {%+ keeps the indent */
+        {"  {# c #}\nA", "A"},                   /* comments trim as blocks */
         {"a {#- c -#} b", "ab"},
-        {"x\r\n{% if true %}\r\ny{% endif %}", "x\ny"},         /* newlines normalized */
+        {"x\r\n{% if true %}\r\ny{% endif %}", "x\ny"}, /* newlines normalized */
         {"{% for i in [1, 2] %}\n  {{ i }}\n{% endfor %}", "  1\n  2\n"},
         {"{{ 'a' }}\n{{ 'b' }}", "a\nb"},
     };
@@ -163,11 +171,13 @@ static void test_expressions(void **state)
          "None True False [1, 'a', None, 1.0] {'k': 'v', 1: [2]}"},
         {"{{ (1, 2) }} {{ \"it's\" | list | first }} {{ [\"it's\"] }} {{ 1e3 }} {{ 0.1 + 0.2 }}",
          "(1, 2) i [\"it's\"] 1000.0 0.30000000000000004"},
-        {"{{ 1e16 }} {{ 1e-5 }} {{ 123456789.125 }} {{ 0.0001 }} {{ 1.5e300 }} {{ -0.0 }} {{ 1/3 }}",
+        {"{{ 1e16 }} {{ 1e-5 }} {{ 123456789.125 }} {{ 0.0001 }} {{ 1.5e300 }} {{ -0.0 }} {{ 1/3 "
+         "}}",
          "1e+16 1e-05 123456789.125 0.0001 1.5e+300 -0.0 0.3333333333333333"},
         {"{{ msgs[1].content }} {{ msgs[-1]['role'] }} {{ d.a }} {{ d['C'] }} {{ msgs.0.role }}",
          "U assistant 1 3 system"},
-        {"{{ s[1:3] }}|{{ s[:-6] }}|{{ s[6:] }}|{{ s[::-1] }}|{{ s[::4] }}|{{ u[1:2] }}|{{ u[-1] }}",
+        {"{{ s[1:3] }}|{{ s[:-6] }}|{{ s[6:] }}|{{ s[::-1] }}|{{ s[::4] }}|{{ u[1:2] }}|{{ u[-1] "
+         "}}",
          "el|Hello|World|dlroW olleH|Hor|\xc3\xa9|o"},
         {"{{ msgs[1:] | length }} {{ msgs[:-1][-1].role }} {{ [1, 2, 3][::-1] }} {{ [1,2][5:] }}",
          "2 user [3, 2, 1] []"},
@@ -194,21 +204,24 @@ static void test_filters(void **state)
          "[a b] [a] HELLO WORLD hello world"},
         {"{{ 'hello wORLD-x (y' | title }} {{ 'hELLO there' | capitalize }}",
          "Hello World-X (Y Hello there"},
-        {"{{ s | length }} {{ u | length }} {{ msgs | length }} {{ d | count }} {{ nope | length }}",
+        {"{{ s | length }} {{ u | length }} {{ msgs | length }} {{ d | count }} {{ nope | length "
+         "}}",
          "11 5 3 3 0"},
         {"{{ msgs | first | tojson }} {{ (msgs | last).role }} {{ s | first }} {{ [] | first }}",
          "{\"role\": \"system\", \"content\": \"S\"} assistant H "},
         {"{{ words | join }} {{ words | join(', ') }} {{ msgs | join('/', attribute='role') }}",
          "bAac b, A, a, c system/user/assistant"},
         {"{{ s | replace('o', '0') }} {{ 'aaa' | replace('a', 'b', 2) }}", "Hell0 W0rld bba"},
-        {"{{ nope | default('d') }} {{ e | default('d') }} {{ e | default('d', true) }} {{ z | d(1) }}",
+        {"{{ nope | default('d') }} {{ e | default('d') }} {{ e | default('d', true) }} {{ z | "
+         "d(1) }}",
          "d  d None"},
         {"{{ d | tojson }} {{ [1, 'é', none, true, 2.5] | tojson }} {{ 'q\"\\n' | tojson }}",
          "{\"b\": 2, \"a\": 1, \"C\": 3} [1, \"\xc3\xa9\", null, true, 2.5] \"q\\\"\\n\""},
         {"{{ {'a': [1, {}], 'b': []} | tojson(indent=2) }}",
          "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": []\n}"},
         {"{{ d | tojson(separators=(',', ':'), sort_keys=true) }}", "{\"C\":3,\"a\":1,\"b\":2}"},
-        {"{{ n | string ~ 'x' }} {{ '42' | int + 1 }} {{ '4.7' | int }} {{ 'x' | int }} {{ 'x' | int(9) }} {{ f | int }}",
+        {"{{ n | string ~ 'x' }} {{ '42' | int + 1 }} {{ '4.7' | int }} {{ 'x' | int }} {{ 'x' | "
+         "int(9) }} {{ f | int }}",
          "7x 43 4 0 9 2"},
         {"{{ 'ab' | list }} {{ d | list }} {{ d | items | list }}",
          "['a', 'b'] ['b', 'a', 'C'] [('b', 2), ('a', 1), ('C', 3)]"},
@@ -223,15 +236,18 @@ static void test_filters(void **state)
          "U 1 1"},
         {"{{ words | unique | list }} {{ words | unique(case_sensitive=true) | list }}",
          "['b', 'A', 'c'] ['b', 'A', 'a', 'c']"},
-        {"{{ words | sort }} {{ words | sort(reverse=true) }} {{ words | sort(case_sensitive=true) }}",
+        {"{{ words | sort }} {{ words | sort(reverse=true) }} {{ words | sort(case_sensitive=true) "
+         "}}",
          "['A', 'a', 'b', 'c'] ['c', 'b', 'A', 'a'] ['A', 'a', 'b', 'c']"},
-        {"{{ msgs | sort(attribute='role') | map(attribute='content') | join }} {{ [3, 1.5, 2] | sort }}",
+        {"{{ msgs | sort(attribute='role') | map(attribute='content') | join }} {{ [3, 1.5, 2] | "
+         "sort }}",
          "ASU [1.5, 2, 3]"},
         {"{{ d | dictsort }} {{ d | dictsort(by='value', reverse=true) }}",
          "[('a', 1), ('b', 2), ('C', 3)] [('C', 3), ('b', 2), ('a', 1)]"},
         {"{{ [1, 2, 3, 4, 5] | batch(2) | list }} {{ [1, 2, 3] | batch(2, 0) | list }}",
          "[[1, 2], [3, 4], [5]] [[1, 2], [3, 0]]"},
-        {"{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent('>', blank=true) }}",
+        {"{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | "
+         "indent('>', blank=true) }}",
          "a\n    b\n\n    c|  a\n  b|a\n>\n>b"},
         {"{{ '<b>' | safe }} {{ -3 | abs }} {{ [1, 2] | reverse | list }} {{ 'abc' | reverse }}",
          "<b> 3 [2, 1] cba"},
@@ -243,19 +259,25 @@ static void test_tests(void **state)
 {
     (void)state;
     static const tcase cases[] = {
-        {"{{ n is defined }}{{ nope is defined }}{{ nope is undefined }}{{ z is none }}{{ n is none }}",
+        {"{{ n is defined }}{{ nope is defined }}{{ nope is undefined }}{{ z is none }}{{ n is "
+         "none }}",
          "TrueFalseTrueTrueFalse"},
         {"{{ s is string }}{{ n is string }}{{ d is mapping }}{{ msgs is mapping }}",
          "TrueFalseTrueFalse"},
-        {"{{ s is iterable }}{{ msgs is iterable }}{{ d is iterable }}{{ n is iterable }}{{ s is sequence }}",
+        {"{{ s is iterable }}{{ msgs is iterable }}{{ d is iterable }}{{ n is iterable }}{{ s is "
+         "sequence }}",
          "TrueTrueTrueFalseTrue"},
-        {"{{ n is number }}{{ f is number }}{{ s is number }}{{ n is integer }}{{ f is float }}{{ t is boolean }}",
+        {"{{ n is number }}{{ f is number }}{{ s is number }}{{ n is integer }}{{ f is float }}{{ "
+         "t is boolean }}",
          "TrueTrueFalseTrueTrueTrue"},
-        {"{{ t is true }}{{ t is false }}{{ n is equalto 7 }}{{ n is eq(8) }}{{ n is ne 8 }}{{ 'a' is in 'cat' }}",
+        {"{{ t is true }}{{ t is false }}{{ n is equalto 7 }}{{ n is eq(8) }}{{ n is ne 8 }}{{ 'a' "
+         "is in 'cat' }}",
          "TrueFalseTrueFalseTrueTrue"},
-        {"{{ n is odd }}{{ n is even }}{{ 9 is divisibleby 3 }}{{ 'ab' is lower }}{{ 'AB' is upper }}",
+        {"{{ n is odd }}{{ n is even }}{{ 9 is divisibleby 3 }}{{ 'ab' is lower }}{{ 'AB' is upper "
+         "}}",
          "TrueFalseTrueTrueTrue"},
-        {"{{ n is gt 3 }}{{ n is lt 3 }}{{ n is ge 7 }}{{ n is le 6 }}{{ z is sameas none }}{{ n is not none }}",
+        {"{{ n is gt 3 }}{{ n is lt 3 }}{{ n is ge 7 }}{{ n is le 6 }}{{ z is sameas none }}{{ n "
+         "is not none }}",
          "TrueFalseTrueFalseTrueTrue"},
         {"{% macro m() %}{% endmacro %}{{ m is callable }}{{ n is callable }}", "TrueFalse"},
     };
@@ -266,7 +288,8 @@ static void test_methods_and_globals(void **state)
 {
     (void)state;
     static const tcase cases[] = {
-        {"[{{ '  x '.strip() }}][{{ '  x '.lstrip() }}][{{ '  x '.rstrip() }}][{{ 'xyx'.strip('x') }}]",
+        {"[{{ '  x '.strip() }}][{{ '  x '.lstrip() }}][{{ '  x '.rstrip() }}][{{ 'xyx'.strip('x') "
+         "}}]",
          "[x][x ][  x][y]"},
         {"{{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a b c'.split(' ', 1) }}",
          "['a', 'b', '', 'c'] ['a', 'b'] ['a', 'b c']"},
@@ -274,7 +297,8 @@ static void test_methods_and_globals(void **state)
          "TrueFalseTrue"},
         {"{{ s.upper() }} {{ s.lower() }} {{ 'ab cd'.title() }} {{ 'aB'.capitalize() }}",
          "HELLO WORLD hello world Ab Cd Ab"},
-        {"{{ s.replace('l', 'L') }} {{ s.find('o') }} {{ s.find('q') }} {{ s.count('l') }} {{ '-'.join(['a', 'b']) }}",
+        {"{{ s.replace('l', 'L') }} {{ s.find('o') }} {{ s.find('q') }} {{ s.count('l') }} {{ "
+         "'-'.join(['a', 'b']) }}",
          "HeLLo WorLd 4 -1 3 a-b"},
         {"{{ d.items() | list }} {{ d.keys() | list }} {{ d.values() | list }}",
          "[('b', 2), ('a', 1), ('C', 3)] ['b', 'a', 'C'] [2, 1, 3]"},
@@ -324,13 +348,14 @@ static void test_errors_name_line_and_column(void **state)
     /* Render time: the value's problem, where it happened. */
     expect_error("ok\n  {{ 1 + 'a' }}", NULL, NULL, TS_ERR_INVALID_ARG, "line 2 col 8",
                  "int and string", NULL);
-    expect_error("{{ nope.attr }}", NULL, NULL, TS_ERR_INVALID_ARG, "line 1 col 9",
-                 "undefined", NULL);
+    expect_error("{{ nope.attr }}", NULL, NULL, TS_ERR_INVALID_ARG, "line 1 col 9", "undefined",
+                 NULL);
     expect_error("{{ 1 // 0 }}", NULL, NULL, TS_ERR_INVALID_ARG, "division by zero", NULL);
     expect_error("{% set x = 1 %}{% set x.y = 2 %}", NULL, NULL, TS_ERR_INVALID_ARG,
                  "not a namespace", NULL);
     expect_error("{{ 1 < 'a' }}", NULL, NULL, TS_ERR_INVALID_ARG, "cannot compare", NULL);
-    expect_error("{% for x in 5 %}{% endfor %}", NULL, NULL, TS_ERR_INVALID_ARG, "not iterable", NULL);
+    expect_error("{% for x in 5 %}{% endfor %}", NULL, NULL, TS_ERR_INVALID_ARG, "not iterable",
+                 NULL);
     expect_error("{{ 9223372036854775807 + 1 }}", NULL, NULL, TS_ERR_INVALID_ARG, "overflow", NULL);
 }
 
@@ -353,8 +378,8 @@ static void test_bounds(void **state)
                  "{% set ns.l = ns.l + [i] %}{% endfor %}",
                  NULL, &lim, TS_ERR_TOO_LONG, "memory", NULL);
     lim = (jinja_limits){.max_nodes = 20};
-    expect_error("{{ 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 }}", NULL, &lim,
-                 TS_ERR_TOO_LONG, "nodes", NULL);
+    expect_error("{{ 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 }}", NULL, &lim, TS_ERR_TOO_LONG,
+                 "nodes", NULL);
     char deep[400];
     memset(deep, 0, sizeof deep);
     strcpy(deep, "{{ ");
@@ -381,7 +406,8 @@ static void test_bounds(void **state)
     free(out);
     free(big);
     lim = (jinja_limits){.max_source = 10};
-    expect_error("{{ 'more than ten bytes' }}", NULL, &lim, TS_ERR_TOO_LONG, "over the limit", NULL);
+    expect_error("{{ 'more than ten bytes' }}", NULL, &lim, TS_ERR_TOO_LONG, "over the limit",
+                 NULL);
 }
 
 int main(void)

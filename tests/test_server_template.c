@@ -33,10 +33,7 @@ typedef struct served {
     strbuf log;
 } served;
 
-static void on_log(void *user, const char *line)
-{
-    strbuf_addf(user, "%s\n", line);
-}
+static void on_log(void *user, const char *line) { strbuf_addf(user, "%s\n", line); }
 
 /* A server for the shared engine with a template file and/or a forced family (NULL: none);
  * false (err set) when the server refuses them. */
@@ -113,9 +110,11 @@ static char *openai_body(const char *body)
 {
     cJSON *j = cJSON_Parse(body), *m;
     assert_non_null(j);
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(j, "messages")) {
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(j, "messages"))
+    {
         cJSON *call;
-        cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) {
+        cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(m, "tool_calls"))
+        {
             cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
             char *args = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(fn, "arguments"));
             cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", cJSON_CreateString(args));
@@ -197,7 +196,8 @@ static void test_raise_is_a_400_on_chat_completions(void **state)
     cJSON *ans;
     long status = post(&s, "/v1/chat/completions",
                        "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},"
-                       " {\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 4}", &ans);
+                       " {\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 4}",
+                       &ans);
     assert_int_equal(status, 400);
     assert_string_equal(str_at(ans, "error", "message"), "System role not supported");
     cJSON_Delete(ans);
@@ -217,29 +217,36 @@ static void test_kwargs_reach_the_template_and_family_wins(void **state)
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs("{% if enable_thinking is defined and not enable_thinking %}no-think {% endif %}"
-          "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}", f);
+          "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}",
+          f);
     fclose(f);
     served s;
     ts_error err = {0};
     assert_true(serve(&s, path, NULL, &err));
     cJSON *ans;
-    assert_int_equal(post(&s, "/apply-template",
-                          "{\"messages\": [{\"role\": \"developer\", \"content\": [{\"type\": \"text\","
-                          " \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]}],"
-                          " \"chat_template_kwargs\": {\"enable_thinking\": false}}", &ans), 200);
+    assert_int_equal(
+        post(&s, "/apply-template",
+             "{\"messages\": [{\"role\": \"developer\", \"content\": [{\"type\": \"text\","
+             " \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]}],"
+             " \"chat_template_kwargs\": {\"enable_thinking\": false}}",
+             &ans),
+        200);
     assert_string_equal(str_at(ans, "prompt", NULL), "no-think [system]ab");
     cJSON_Delete(ans);
-    assert_int_equal(post(&s, "/apply-template",
-                          "{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"type\":"
-                          " \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{oops\"}}]}]}",
-                          &ans), 400);
+    assert_int_equal(
+        post(&s, "/apply-template",
+             "{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"type\":"
+             " \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{oops\"}}]}]}",
+             &ans),
+        400);
     assert_non_null(strstr(str_at(ans, "error", "message"), "not valid JSON"));
     cJSON_Delete(ans);
     unserve(&s);
     /* A forced family renders instead of the file. */
     assert_true(serve(&s, path, "chatml", &err));
     assert_int_equal(post(&s, "/apply-template",
-                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &ans), 200);
+                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &ans),
+                     200);
     assert_string_equal(str_at(ans, "prompt", NULL),
                         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
     cJSON_Delete(ans);
@@ -269,7 +276,8 @@ static void test_unsupported_templates(void **state)
     assert_non_null(strstr(s.log.s, "chatml"));
     cJSON *ans;
     assert_int_equal(post(&s, "/apply-template",
-                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &ans), 200);
+                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &ans),
+                     200);
     assert_string_equal(str_at(ans, "prompt", NULL),
                         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
     cJSON_Delete(ans);

@@ -78,7 +78,8 @@ static void test_every_shared_template(void **state)
             if (is_error) {
                 if (st == TS_OK || strcmp(err.msg, want))
                     print_error("%s.%s: want error '%s', got %d '%s'\n", name,
-                                template_cases[c].name, want, st, st ? err.msg : got), failed++;
+                                template_cases[c].name, want, st, st ? err.msg : got),
+                        failed++;
             } else if (st != TS_OK || strcmp(got, want)) {
                 print_error("%s.%s: %s\n--- got ---\n%s\n--- want ---\n%s\n", name,
                             template_cases[c].name, st ? err.msg : "differs", got ? got : "", want);

@@ -17,15 +17,14 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: tessera template [-m MODEL] --messages FILE [--chat-template-file F]\n"
-            "                        [--chat-template NAME]\n"
-            "  prints the prompt the chat in FILE renders to, exactly (no newline added).\n"
-            "  FILE holds a JSON array of messages, or a chat completion request body\n"
-            "  (messages, tools, add_generation_prompt, chat_template_kwargs).\n"
-            "  The template is F, else the model's own, else the family its markers name;\n"
-            "  --chat-template forces a built-in family. strftime_now shows\n"
-            "  $SOURCE_DATE_EPOCH's date when it is set.\n");
+    fprintf(out, "usage: tessera template [-m MODEL] --messages FILE [--chat-template-file F]\n"
+                 "                        [--chat-template NAME]\n"
+                 "  prints the prompt the chat in FILE renders to, exactly (no newline added).\n"
+                 "  FILE holds a JSON array of messages, or a chat completion request body\n"
+                 "  (messages, tools, add_generation_prompt, chat_template_kwargs).\n"
+                 "  The template is F, else the model's own, else the family its markers name;\n"
+                 "  --chat-template forces a built-in family. strftime_now shows\n"
+                 "  $SOURCE_DATE_EPOCH's date when it is set.\n");
 }
 
 long long cli_template_time(void)
@@ -201,8 +200,9 @@ int cli_template(int argc, char **argv)
         rc = render_family(kind, &r);
         goto out;
     }
-    if (chat_jinja_render(&cj, r.chat_vars, cli_template_time() ? (time_t)cli_template_time()
-                                                                : time(NULL), &text, &err) != TS_OK) {
+    if (chat_jinja_render(&cj, r.chat_vars,
+                          cli_template_time() ? (time_t)cli_template_time() : time(NULL), &text,
+                          &err) != TS_OK) {
         fprintf(stderr, "tessera: the template says: %s\n", err.msg);
         goto out;
     }

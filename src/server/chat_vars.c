@@ -15,12 +15,13 @@ static cJSON *joined_text(const cJSON *parts)
 {
     size_t total = 0, o = 0;
     const cJSON *p;
-    cJSON_ArrayForEach(p, parts)
-        total += strlen(cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+    cJSON_ArrayForEach(p, parts) total +=
+        strlen(cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
     char *s = malloc(total + 1);
     if (!s)
         return NULL;
-    cJSON_ArrayForEach(p, parts) {
+    cJSON_ArrayForEach(p, parts)
+    {
         const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
         memcpy(s + o, t, strlen(t));
         o += strlen(t);
@@ -37,15 +38,18 @@ static ts_status parse_arguments(cJSON *calls, int msg, oai_error *err)
 {
     int k = 0;
     cJSON *call;
-    cJSON_ArrayForEach(call, calls) {
+    cJSON_ArrayForEach(call, calls)
+    {
         cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
         cJSON *args = fn ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
         if (cJSON_IsString(args)) {
             cJSON *obj = cJSON_Parse(args->valuestring);
             if (!obj) {
                 char name[96];
-                snprintf(name, sizeof name, "messages[%d].tool_calls[%d].function.arguments", msg, k);
-                return oai_error_set(err, 400, name, "invalid_value", "'%s' is not valid JSON", name);
+                snprintf(name, sizeof name, "messages[%d].tool_calls[%d].function.arguments", msg,
+                         k);
+                return oai_error_set(err, 400, name, "invalid_value", "'%s' is not valid JSON",
+                                     name);
             }
             cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
         }
@@ -64,7 +68,8 @@ ts_status oai_chat_vars(const struct cJSON *root, struct cJSON **out, oai_error 
     if (!msgs)
         goto oom;
     int i = 0;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "messages")) {
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "messages"))
+    {
         cJSON *c = cJSON_Duplicate(m, true);
         if (!c)
             goto oom;
@@ -108,7 +113,8 @@ ts_status oai_chat_vars(const struct cJSON *root, struct cJSON **out, oai_error 
     }
     /* The keyword arguments come last and win, as in vLLM, except over the messages. */
     const cJSON *k;
-    cJSON_ArrayForEach(k, kw) {
+    cJSON_ArrayForEach(k, kw)
+    {
         if (!strcmp(k->string, "messages"))
             continue;
         cJSON *v = cJSON_Duplicate(k, true);

@@ -51,8 +51,9 @@ ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err)
     if (!src || !*src)
         return TS_OK;
     ts_error terr = {0};
-    ts_status st = chat_jinja_init(&m->jinja, src, srv->template_src ? srv->template_len : strlen(src),
-                                   ts_model_get_tokenizer(model), &terr);
+    ts_status st =
+        chat_jinja_init(&m->jinja, src, srv->template_src ? srv->template_len : strlen(src),
+                        ts_model_get_tokenizer(model), &terr);
     if (st == TS_OK)
         return TS_OK;
     if (srv->template_src) /* a template the user named must work */
@@ -62,13 +63,9 @@ ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err)
     return TS_OK;
 }
 
-void srv_template_free(srv_model *m)
-{
-    chat_jinja_free(&m->jinja);
-}
+void srv_template_free(srv_model *m) { chat_jinja_free(&m->jinja); }
 
-ts_status srv_template_render(const srv_model *m, const oai_request *r, char **text,
-                              oai_error *e)
+ts_status srv_template_render(const srv_model *m, const oai_request *r, char **text, oai_error *e)
 {
     ts_error err = {0};
     time_t now = m->template_time ? (time_t)m->template_time : time(NULL);

@@ -16,12 +16,12 @@ typedef struct jinja_template jinja_template;
 /* Bounds that keep an untrusted template from running away. Zero fields take the
  * defaults of jinja_limits_default. */
 typedef struct jinja_limits {
-    size_t max_source;  /* template bytes (1 MiB) */
-    size_t max_nodes;   /* syntax nodes (100000) */
-    int max_depth;      /* nesting of statements and expressions, macro calls (64) */
-    size_t max_steps;   /* evaluation steps per render (2000000) */
-    size_t max_output;  /* rendered bytes (4 MiB) */
-    size_t max_memory;  /* bytes of values a render may allocate (64 MiB) */
+    size_t max_source; /* template bytes (1 MiB) */
+    size_t max_nodes;  /* syntax nodes (100000) */
+    int max_depth;     /* nesting of statements and expressions, macro calls (64) */
+    size_t max_steps;  /* evaluation steps per render (2000000) */
+    size_t max_output; /* rendered bytes (4 MiB) */
+    size_t max_memory; /* bytes of values a render may allocate (64 MiB) */
 } jinja_limits;
 
 void jinja_limits_default(jinja_limits *l);
@@ -30,8 +30,8 @@ void jinja_limits_default(jinja_limits *l);
  * Syntax errors give TS_ERR_FORMAT, a statement, filter, test or method outside the
  * supported subset TS_ERR_UNSUPPORTED, a template over a bound TS_ERR_TOO_LONG; each
  * message names the construct and its line and column. limits may be NULL. */
-ts_status jinja_parse(jinja_template **out, const char *src, size_t len,
-                      const jinja_limits *limits, ts_error *err);
+ts_status jinja_parse(jinja_template **out, const char *src, size_t len, const jinja_limits *limits,
+                      ts_error *err);
 
 /* Renders t with the members of the JSON object vars (borrowed) as its variables, now as
  * the time strftime_now formats (UTC). *out is a NUL-terminated string the caller frees.

@@ -136,8 +136,8 @@ const jv *jargs_get(const jargs *a, size_t pos, const char *name)
 }
 
 bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args, size_t n_args,
-                      const jnode *const *kw, const jv *kw_vals, size_t n_kw,
-                      const jv *caller, jv *out)
+                      const jnode *const *kw, const jv *kw_vals, size_t n_kw, const jv *caller,
+                      jv *out)
 {
     const jnode *def = m->u.m.node;
     if (++c->depth > c->lim->max_depth)
@@ -305,7 +305,8 @@ static bool get_item(jctx *c, const jnode *e, const jv *obj, const jv *key, jv *
         if (v)
             *out = *v;
     } else if ((obj->t == JV_LIST || obj->t == JV_STR) && (key->t == JV_INT)) {
-        int64_t len = obj->t == JV_LIST ? (int64_t)obj->u.l->n : jinja_cp_count(obj->u.s.s, obj->u.s.n);
+        int64_t len =
+            obj->t == JV_LIST ? (int64_t)obj->u.l->n : jinja_cp_count(obj->u.s.s, obj->u.s.n);
         int64_t i = key->u.i < 0 ? key->u.i + len : key->u.i;
         if (i >= 0 && i < len) {
             if (obj->t == JV_LIST) {
@@ -330,8 +331,8 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
         *out = e == c->hole ? c->hole_val : e->lit;
         return true;
     case JN_NAME: {
-        static const char *const fns[] = {"range", "namespace", "raise_exception",
-                                          "strftime_now", "dict"};
+        static const char *const fns[] = {"range", "namespace", "raise_exception", "strftime_now",
+                                          "dict"};
         jv *v = jinja_lookup(s, e->name, e->name_n);
         if (v) {
             *out = *v;
@@ -344,7 +345,8 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
     }
     case JN_LIST:
     case JN_DICT:
-        if (!(e->k == JN_LIST ? jv_new_list(c->arena, out, e->n) : jv_new_dict(c->arena, out, e->n / 2)))
+        if (!(e->k == JN_LIST ? jv_new_list(c->arena, out, e->n)
+                              : jv_new_dict(c->arena, out, e->n / 2)))
             return jinja_oom(c, e);
         if (e->k == JN_LIST)
             out->u.l->tuple = e->op != 0;
@@ -361,9 +363,11 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
         }
         return true;
     case JN_ATTR:
-        return jinja_eval(c, s, e->a, &x) && get_item(c, e, &x, &(jv){.t = JV_STR, .u.s = {e->name, e->name_n}}, out);
+        return jinja_eval(c, s, e->a, &x) &&
+               get_item(c, e, &x, &(jv){.t = JV_STR, .u.s = {e->name, e->name_n}}, out);
     case JN_ITEM:
-        return jinja_eval(c, s, e->a, &x) && jinja_eval(c, s, e->b, &y) && get_item(c, e, &x, &y, out);
+        return jinja_eval(c, s, e->a, &x) && jinja_eval(c, s, e->b, &y) &&
+               get_item(c, e, &x, &y, out);
     case JN_SLICE: {
         jv ends[3] = {{.t = JV_UNDEF}, {.t = JV_UNDEF}, {.t = JV_UNDEF}};
         const jnode *parts[3] = {e->b, e->c, e->d};
@@ -383,7 +387,8 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
         else if (x.t == JV_FLOAT)
             *out = (jv){.t = JV_FLOAT, .u.f = e->k == JN_NEG ? -x.u.f : x.u.f};
         else
-            return jinja_fail(c, e, TS_ERR_INVALID_ARG, "bad operand %s for unary sign", jv_type_name(&x));
+            return jinja_fail(c, e, TS_ERR_INVALID_ARG, "bad operand %s for unary sign",
+                              jv_type_name(&x));
         return true;
     case JN_NOT:
         if (!jinja_eval(c, s, e->a, &x))
@@ -398,7 +403,8 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
             return true;
         return jinja_eval(c, s, e->b, out);
     case JN_BIN:
-        return jinja_eval(c, s, e->a, &x) && jinja_eval(c, s, e->b, &y) && jinja_arith(c, e, e->op, &x, &y, out);
+        return jinja_eval(c, s, e->a, &x) && jinja_eval(c, s, e->b, &y) &&
+               jinja_arith(c, e, e->op, &x, &y, out);
     case JN_COND:
         if (!jinja_eval(c, s, e->a, &x))
             return false;
@@ -426,4 +432,3 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
         return jinja_fail(c, e, TS_ERR_INTERNAL, "not an expression");
     }
 }
-

@@ -68,10 +68,16 @@ static bool loop_var(jctx *c, const jnode *e, jinja_scope *s, const jv_list *ite
     int64_t n = (int64_t)items->n, k = (int64_t)i;
     if (!jv_new_dict(c->arena, &loop, 10))
         return jinja_oom(c, e);
-    struct { const char *name; jv v; } f[] = {
-        {"index", jv_int(k + 1)},       {"index0", jv_int(k)},
-        {"revindex", jv_int(n - k)},    {"revindex0", jv_int(n - k - 1)},
-        {"first", jv_bool(k == 0)},     {"last", jv_bool(k == n - 1)},
+    struct {
+        const char *name;
+        jv v;
+    } f[] = {
+        {"index", jv_int(k + 1)},
+        {"index0", jv_int(k)},
+        {"revindex", jv_int(n - k)},
+        {"revindex0", jv_int(n - k - 1)},
+        {"first", jv_bool(k == 0)},
+        {"last", jv_bool(k == n - 1)},
         {"length", jv_int(n)},
         {"previtem", k > 0 ? items->items[k - 1] : (jv){.t = JV_UNDEF}},
         {"nextitem", k < n - 1 ? items->items[k + 1] : (jv){.t = JV_UNDEF}},
@@ -217,7 +223,8 @@ ts_status jinja_render(const jinja_template *t, const cJSON *vars, time_t now, c
         for (const cJSON *j = vars->child; j && c.st == TS_OK; j = j->next) {
             jv v;
             if (!j->string || !jv_from_json(&arena, j, &v, 0))
-                jinja_fail(&c, NULL, TS_ERR_INVALID_ARG, "variable '%s' cannot be passed to a template",
+                jinja_fail(&c, NULL, TS_ERR_INVALID_ARG,
+                           "variable '%s' cannot be passed to a template",
                            j->string ? j->string : "");
             else
                 jinja_set_var(&c, t->root, root, j->string, v);

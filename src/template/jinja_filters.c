@@ -6,7 +6,6 @@
 
 #include "template/jinja_internal.h"
 
-
 static bool str_of(jctx *c, const jnode *at, const jv *v, jv *out)
 {
     if (v->t == JV_STR) {
@@ -15,27 +14,46 @@ static bool str_of(jctx *c, const jnode *at, const jv *v, jv *out)
     }
     strbuf b = {0};
     if (!jv_to_str(&b, v))
-        return strbuf_free(&b), jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot make a string of this");
+        return strbuf_free(&b),
+               jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot make a string of this");
     return jinja_make_str(c, at, &b, out);
 }
 
 /* A string method on str(v), for trim, upper, lower, capitalize, replace. */
-static bool via_method(jctx *c, const jnode *at, const jv *v, const char *m, const jargs *a, jv *out)
+static bool via_method(jctx *c, const jnode *at, const jv *v, const char *m, const jargs *a,
+                       jv *out)
 {
     jv s;
     return str_of(c, at, v, &s) && jinja_method(c, at, &s, m, strlen(m), a, out);
 }
 
 static bool f_trim(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s; return via_method(c, at, v, "strip", a, out); }
+{
+    (void)s;
+    return via_method(c, at, v, "strip", a, out);
+}
 static bool f_upper(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s; return via_method(c, at, v, "upper", a, out); }
+{
+    (void)s;
+    return via_method(c, at, v, "upper", a, out);
+}
 static bool f_lower(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s; return via_method(c, at, v, "lower", a, out); }
-static bool f_capitalize(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s; return via_method(c, at, v, "capitalize", a, out); }
-static bool f_replace(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s; return via_method(c, at, v, "replace", a, out); }
+{
+    (void)s;
+    return via_method(c, at, v, "lower", a, out);
+}
+static bool f_capitalize(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                         jv *out)
+{
+    (void)s;
+    return via_method(c, at, v, "capitalize", a, out);
+}
+static bool f_replace(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                      jv *out)
+{
+    (void)s;
+    return via_method(c, at, v, "replace", a, out);
+}
 
 static bool f_title(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
 {
@@ -122,9 +140,15 @@ static bool f_first_last(jctx *c, const jnode *at, const jv *v, bool last, jv *o
     return true;
 }
 static bool f_first(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s, (void)a; return f_first_last(c, at, v, false, out); }
+{
+    (void)s, (void)a;
+    return f_first_last(c, at, v, false, out);
+}
 static bool f_last(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s, (void)a; return f_first_last(c, at, v, true, out); }
+{
+    (void)s, (void)a;
+    return f_first_last(c, at, v, true, out);
+}
 
 /* item.attr (dotted: "a.b") or the item itself when attr is NULL. */
 bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv *out)
@@ -134,7 +158,8 @@ bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv 
         return true;
     if (attr->t == JV_INT) {
         *out = item->t == JV_LIST && attr->u.i >= 0 && (size_t)attr->u.i < item->u.l->n
-                   ? item->u.l->items[attr->u.i] : (jv){.t = JV_UNDEF};
+                   ? item->u.l->items[attr->u.i]
+                   : (jv){.t = JV_UNDEF};
         return true;
     }
     if (attr->t != JV_STR)
@@ -164,12 +189,14 @@ static bool f_join(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const 
         if (i && sep && !jv_to_str(&b, sep))
             break;
         if (!jinja_attr_of(c, at, &l.u.l->items[i], attr, &item) || !jv_to_str(&b, &item))
-            return strbuf_free(&b), c->st != TS_OK ? false : jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot join");
+            return strbuf_free(&b),
+                   c->st != TS_OK ? false : jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot join");
     }
     return jinja_make_str(c, at, &b, out);
 }
 
-static bool f_default(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
+static bool f_default(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                      jv *out)
 {
     (void)c, (void)s, (void)at;
     const jv *d = jargs_get(a, 0, "default_value"), *boolean = jargs_get(a, 1, "boolean");
@@ -205,7 +232,8 @@ static bool f_tojson(jctx *c, jinja_scope *s, const jnode *at, const jv *v, cons
     if (!jv_to_json(&b, v, (int)indent, have_seps ? sep[0] : NULL, have_seps ? sep[1] : NULL,
                     sort && jv_truthy(sort), 0)) {
         strbuf_free(&b);
-        return jinja_fail(c, at, TS_ERR_INVALID_ARG, "%s is not JSON serializable", jv_type_name(v));
+        return jinja_fail(c, at, TS_ERR_INVALID_ARG, "%s is not JSON serializable",
+                          jv_type_name(v));
     }
     if (b.len > c->lim->max_output)
         return strbuf_free(&b), jinja_fail(c, at, TS_ERR_TOO_LONG, "tojson output too long");
@@ -213,10 +241,17 @@ static bool f_tojson(jctx *c, jinja_scope *s, const jnode *at, const jv *v, cons
 }
 
 static bool f_string(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)s, (void)a; return str_of(c, at, v, out); }
+{
+    (void)s, (void)a;
+    return str_of(c, at, v, out);
+}
 
 static bool f_safe(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ (void)c, (void)s, (void)at, (void)a; *out = *v; return true; }
+{
+    (void)c, (void)s, (void)at, (void)a;
+    *out = *v;
+    return true;
+}
 
 static bool f_int(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
 {
@@ -263,7 +298,8 @@ static bool f_items(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
     return jinja_method(c, at, (jv *)v, "items", 5, a, out);
 }
 
-static bool f_reverse(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
+static bool f_reverse(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                      jv *out)
 {
     (void)s, (void)a;
     jv l;
@@ -282,15 +318,29 @@ static bool f_reverse(jctx *c, jinja_scope *s, const jnode *at, const jv *v, con
 static const struct filter {
     const char *name;
     filter_fn fn;
-} filters[] = {
-    {"trim", f_trim}, {"upper", f_upper}, {"lower", f_lower}, {"title", f_title},
-    {"capitalize", f_capitalize}, {"length", f_length}, {"count", f_length},
-    {"first", f_first}, {"last", f_last}, {"join", f_join}, {"replace", f_replace},
-    {"default", f_default}, {"d", f_default}, {"tojson", f_tojson}, {"string", f_string},
-    {"int", f_int}, {"list", f_list}, {"items", f_items}, {"safe", f_safe}, {"abs", f_abs},
-    {"reverse", f_reverse},
+} filters[] = {{"trim", f_trim},
+               {"upper", f_upper},
+               {"lower", f_lower},
+               {"title", f_title},
+               {"capitalize", f_capitalize},
+               {"length", f_length},
+               {"count", f_length},
+               {"first", f_first},
+               {"last", f_last},
+               {"join", f_join},
+               {"replace", f_replace},
+               {"default", f_default},
+               {"d", f_default},
+               {"tojson", f_tojson},
+               {"string", f_string},
+               {"int", f_int},
+               {"list", f_list},
+               {"items", f_items},
+               {"safe", f_safe},
+               {"abs", f_abs},
+               {"reverse", f_reverse},
 #define JINJA_FILTER_ROW(name) {#name, jinja_f_##name},
-    JINJA_SEQ_FILTERS(JINJA_FILTER_ROW)
+               JINJA_SEQ_FILTERS(JINJA_FILTER_ROW)
 #undef JINJA_FILTER_ROW
 };
 
@@ -304,8 +354,8 @@ static filter_fn find_filter(const char *name, size_t n)
 
 bool jinja_filter_known(const char *name, size_t n) { return find_filter(name, n) != NULL; }
 
-bool jinja_filter(jctx *c, jinja_scope *s, const jnode *at, const char *name, size_t n,
-                  const jv *v, const jargs *args, jv *out)
+bool jinja_filter(jctx *c, jinja_scope *s, const jnode *at, const char *name, size_t n, const jv *v,
+                  const jargs *args, jv *out)
 {
     filter_fn fn = find_filter(name, n);
     if (!fn)

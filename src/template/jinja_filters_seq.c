@@ -6,8 +6,8 @@
 
 /* map, select, reject, selectattr, rejectattr: what (0 map, 1 select, 2 reject), by
  * attribute (the first argument names an attribute). */
-static bool walk(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
-                 int what, bool by_attr, jv *out)
+static bool walk(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, int what,
+                 bool by_attr, jv *out)
 {
     jv l, item;
     const jv *attr = NULL;
@@ -26,14 +26,16 @@ static bool walk(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const ja
     rest = rest > first + 1 ? rest - first - 1 : 0;
     jargs sub = {0};
     if (rest) /* positional arguments come first in a->v */
-        sub = (jargs){.v = a->v + first + 1, .names = a->names + first + 1,
-                      .name_n = a->name_n + first + 1, .n = rest};
+        sub = (jargs){.v = a->v + first + 1,
+                      .names = a->names + first + 1,
+                      .name_n = a->name_n + first + 1,
+                      .n = rest};
     if (name && name->t != JV_STR)
         return jinja_fail(c, at, TS_ERR_INVALID_ARG, "expected a filter or test name");
     if (name && (what == 0 ? !jinja_filter_known(name->u.s.s, name->u.s.n)
                            : !jinja_test_known(name->u.s.s, name->u.s.n)))
-        return jinja_fail(c, at, TS_ERR_UNSUPPORTED, "unsupported %s '%.*s'", what ? "test" : "filter",
-                          (int)name->u.s.n, name->u.s.s);
+        return jinja_fail(c, at, TS_ERR_UNSUPPORTED, "unsupported %s '%.*s'",
+                          what ? "test" : "filter", (int)name->u.s.n, name->u.s.s);
     char nm[32] = "";
     if (name && name->u.s.n < sizeof nm)
         memcpy(nm, name->u.s.s, name->u.s.n);
@@ -60,16 +62,27 @@ static bool walk(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const ja
 }
 
 bool jinja_f_map(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ return walk(c, s, at, v, a, 0, false, out); }
+{
+    return walk(c, s, at, v, a, 0, false, out);
+}
 bool jinja_f_select(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ return walk(c, s, at, v, a, 1, false, out); }
+{
+    return walk(c, s, at, v, a, 1, false, out);
+}
 bool jinja_f_reject(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ return walk(c, s, at, v, a, 2, false, out); }
-bool jinja_f_selectattr(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ return walk(c, s, at, v, a, 1, true, out); }
-bool jinja_f_rejectattr(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
-{ return walk(c, s, at, v, a, 2, true, out); }
-
+{
+    return walk(c, s, at, v, a, 2, false, out);
+}
+bool jinja_f_selectattr(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                        jv *out)
+{
+    return walk(c, s, at, v, a, 1, true, out);
+}
+bool jinja_f_rejectattr(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                        jv *out)
+{
+    return walk(c, s, at, v, a, 2, true, out);
+}
 
 /* Python's ordering of a and b for sort: case folded unless case_sensitive. */
 static bool order(jctx *c, const jnode *at, const jv *a, const jv *b, bool fold, int *out)
@@ -105,8 +118,8 @@ static bool merge_sort(jctx *c, const jnode *at, jv *items, jv *keys, jv *tmp_i,
     return true;
 }
 
-static bool sort_list(jctx *c, const jnode *at, const jv *l, const jv *attr, int pair,
-                      bool fold, bool rev, jv *out)
+static bool sort_list(jctx *c, const jnode *at, const jv *l, const jv *attr, int pair, bool fold,
+                      bool rev, jv *out)
 {
     size_t n = l->u.l->n;
     jv *keys = n ? jinja_alloc(c->arena, 3 * n * sizeof *keys) : NULL;
@@ -136,17 +149,19 @@ bool jinja_f_sort(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const j
     jv l;
     if (!jinja_as_list(c, at, v, &l))
         return false;
-    return sort_list(c, at, &l, jargs_get(a, 2, "attribute"), -1,
-                     !flag(a, 1, "case_sensitive"), flag(a, 0, "reverse"), out);
+    return sort_list(c, at, &l, jargs_get(a, 2, "attribute"), -1, !flag(a, 1, "case_sensitive"),
+                     flag(a, 0, "reverse"), out);
 }
 
-bool jinja_f_dictsort(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
+bool jinja_f_dictsort(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                      jv *out)
 {
     (void)s;
     jv pairs;
     const jv *by = jargs_get(a, 1, "by");
     if (v->t != JV_DICT)
-        return jinja_fail(c, at, TS_ERR_INVALID_ARG, "dictsort of %s, not a mapping", jv_type_name(v));
+        return jinja_fail(c, at, TS_ERR_INVALID_ARG, "dictsort of %s, not a mapping",
+                          jv_type_name(v));
     if (!jinja_method(c, at, (jv *)v, "items", 5, &(jargs){0}, &pairs))
         return false;
     bool by_value = by && by->t == JV_STR && by->u.s.n == 5 && !memcmp(by->u.s.s, "value", 5);
@@ -160,7 +175,8 @@ bool jinja_f_unique(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
     jv l, key, seen;
     bool fold = !flag(a, 0, "case_sensitive");
     const jv *attr = jargs_get(a, 1, "attribute");
-    if (!jinja_as_list(c, at, v, &l) || !jv_new_list(c->arena, out, 0) || !jv_new_list(c->arena, &seen, 0))
+    if (!jinja_as_list(c, at, v, &l) || !jv_new_list(c->arena, out, 0) ||
+        !jv_new_list(c->arena, &seen, 0))
         return c->st != TS_OK ? false : jinja_oom(c, at);
     for (size_t i = 0; i < l.u.l->n; i++) {
         if (!jinja_attr_of(c, at, &l.u.l->items[i], attr, &key))
@@ -194,7 +210,8 @@ bool jinja_f_batch(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const 
     if (!jv_new_list(c->arena, out, 0))
         return jinja_oom(c, at);
     for (size_t i = 0; i < l.u.l->n; i++) {
-        if (row.t == JV_UNDEF && (!jv_new_list(c->arena, &row, 0) || !jv_list_push(c->arena, out->u.l, row)))
+        if (row.t == JV_UNDEF &&
+            (!jv_new_list(c->arena, &row, 0) || !jv_list_push(c->arena, out->u.l, row)))
             return jinja_oom(c, at);
         if (!jv_list_push(c->arena, row.u.l, l.u.l->items[i]))
             return jinja_oom(c, at);
@@ -242,7 +259,8 @@ bool jinja_f_indent(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
         if (*p == '\n')
             line_start = true, first_line = false;
         if (b.len > c->lim->max_output)
-            return strbuf_free(&pad), strbuf_free(&b), jinja_fail(c, at, TS_ERR_TOO_LONG, "string too long");
+            return strbuf_free(&pad), strbuf_free(&b),
+                   jinja_fail(c, at, TS_ERR_TOO_LONG, "string too long");
     }
     strbuf_free(&pad);
     return jinja_make_str(c, at, &b, out);

@@ -24,7 +24,15 @@ void jinja_arena_free(jinja_arena *a);
 
 /* ---- values ---- */
 typedef enum jv_type {
-    JV_UNDEF = 0, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT, JV_MACRO,
+    JV_UNDEF = 0,
+    JV_NONE,
+    JV_BOOL,
+    JV_INT,
+    JV_FLOAT,
+    JV_STR,
+    JV_LIST,
+    JV_DICT,
+    JV_MACRO,
     JV_FUNC
 } jv_type;
 
@@ -32,12 +40,12 @@ typedef struct jv jv;
 typedef struct jv_list {
     jv *items;
     size_t n, cap;
-    bool tuple;      /* a Python tuple: prints with parentheses, otherwise a list */
+    bool tuple; /* a Python tuple: prints with parentheses, otherwise a list */
 } jv_list;
 typedef struct jv_dict {
     jv *keys, *vals; /* in insertion order, as Python's dicts keep them */
     size_t n, cap;
-    bool ns;         /* a namespace(): its attributes may be set */
+    bool ns; /* a namespace(): its attributes may be set */
 } jv_dict;
 
 struct jnode;
@@ -48,10 +56,16 @@ struct jv {
         bool b;
         int64_t i;
         double f;
-        struct { const char *s; size_t n; } s;
+        struct {
+            const char *s;
+            size_t n;
+        } s;
         jv_list *l;
         jv_dict *d;
-        struct { const struct jnode *node; struct jinja_scope *scope; } m; /* macro, caller */
+        struct {
+            const struct jnode *node;
+            struct jinja_scope *scope;
+        } m;    /* macro, caller */
         int fn; /* a global function, JF_* */
     } u;
 };
@@ -77,16 +91,25 @@ bool jv_cmp(const jv *a, const jv *b, bool fold, int *out);
 bool jv_to_str(strbuf *b, const jv *v);
 /* json.dumps(v, indent, separators, sort_keys, ensure_ascii=False); indent < 0 = none.
  * item_sep / key_sep NULL take the defaults. False for a value JSON cannot hold. */
-bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep,
-                const char *key_sep, bool sort_keys, int depth);
+bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const char *key_sep,
+                bool sort_keys, int depth);
 bool jv_from_json(jinja_arena *a, const cJSON *j, jv *out, int depth);
 /* The string view of v if it is one. */
 const char *jv_type_name(const jv *v);
 
 /* ---- lexer ---- */
 typedef enum jtok_type {
-    JT_EOF, JT_TEXT, JT_VAR_BEGIN, JT_VAR_END, JT_BLOCK_BEGIN, JT_BLOCK_END, JT_NAME,
-    JT_STRING, JT_INT, JT_FLOAT, JT_OP
+    JT_EOF,
+    JT_TEXT,
+    JT_VAR_BEGIN,
+    JT_VAR_END,
+    JT_BLOCK_BEGIN,
+    JT_BLOCK_END,
+    JT_NAME,
+    JT_STRING,
+    JT_INT,
+    JT_FLOAT,
+    JT_OP
 } jtok_type;
 
 typedef struct jtok {
@@ -105,27 +128,67 @@ ts_status jinja_lex(jinja_arena *a, const char *src, size_t len, jtok **out, siz
 /* ---- syntax tree ---- */
 typedef enum jnode_kind {
     /* statements */
-    JN_BODY, JN_TEXT, JN_OUTPUT, JN_IF, JN_FOR, JN_SET, JN_SET_BLOCK, JN_MACRO, JN_CALL_BLOCK,
-    JN_FILTER_BLOCK, JN_BREAK, JN_CONTINUE,
+    JN_BODY,
+    JN_TEXT,
+    JN_OUTPUT,
+    JN_IF,
+    JN_FOR,
+    JN_SET,
+    JN_SET_BLOCK,
+    JN_MACRO,
+    JN_CALL_BLOCK,
+    JN_FILTER_BLOCK,
+    JN_BREAK,
+    JN_CONTINUE,
     /* expressions */
-    JN_LIT, JN_NAME, JN_LIST, JN_DICT, JN_ATTR, JN_ITEM, JN_SLICE, JN_NEG, JN_POS, JN_NOT,
-    JN_AND, JN_OR, JN_BIN, JN_COND, JN_FILTER, JN_TEST, JN_CALL, JN_KWARG
+    JN_LIT,
+    JN_NAME,
+    JN_LIST,
+    JN_DICT,
+    JN_ATTR,
+    JN_ITEM,
+    JN_SLICE,
+    JN_NEG,
+    JN_POS,
+    JN_NOT,
+    JN_AND,
+    JN_OR,
+    JN_BIN,
+    JN_COND,
+    JN_FILTER,
+    JN_TEST,
+    JN_CALL,
+    JN_KWARG
 } jnode_kind;
 
 typedef enum jop {
-    JO_ADD, JO_SUB, JO_MUL, JO_DIV, JO_FLOORDIV, JO_MOD, JO_POW, JO_CONCAT, JO_EQ, JO_NE,
-    JO_LT, JO_LE, JO_GT, JO_GE, JO_IN, JO_NOT_IN
+    JO_ADD,
+    JO_SUB,
+    JO_MUL,
+    JO_DIV,
+    JO_FLOORDIV,
+    JO_MOD,
+    JO_POW,
+    JO_CONCAT,
+    JO_EQ,
+    JO_NE,
+    JO_LT,
+    JO_LE,
+    JO_GT,
+    JO_GE,
+    JO_IN,
+    JO_NOT_IN
 } jop;
 
 typedef struct jnode jnode;
 struct jnode {
     jnode_kind k;
-    int op;             /* jop for JN_BIN; 1 = negated for JN_TEST */
+    int op; /* jop for JN_BIN; 1 = negated for JN_TEST */
     int line, col;
     jnode *a, *b, *c, *d; /* children: see the parser for each kind */
-    jnode **kids;       /* a body's statements, a list's items, a call's arguments */
+    jnode **kids;         /* a body's statements, a list's items, a call's arguments */
     size_t n;
-    const char *name;   /* a variable, attribute, filter, test or macro name */
+    const char *name; /* a variable, attribute, filter, test or macro name */
     size_t name_n;
     const char **names; /* a for loop's targets, a macro's parameters */
     size_t n_names;
@@ -152,14 +215,14 @@ typedef struct jinja_scope {
 typedef struct jctx {
     jinja_arena *arena;
     const jinja_limits *lim;
-    strbuf *out;        /* where output goes now (macros and blocks capture theirs) */
+    strbuf *out; /* where output goes now (macros and blocks capture theirs) */
     size_t steps;
     int depth;
     time_t now;
-    int jump;           /* JUMP_BREAK or JUMP_CONTINUE while unwinding a loop body */
+    int jump; /* JUMP_BREAK or JUMP_CONTINUE while unwinding a loop body */
     ts_error *err;
-    ts_status st;       /* set with the first error */
-    const jnode *hole;  /* the {% filter %} placeholder being filled, and its text */
+    ts_status st;      /* set with the first error */
+    const jnode *hole; /* the {% filter %} placeholder being filled, and its text */
     jv hole_val;
 } jctx;
 
@@ -174,8 +237,8 @@ bool jinja_fail(jctx *c, const jnode *at, ts_status st, const char *fmt, ...)
 bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out);
 /* Calls a macro with evaluated arguments; the result is its output as a string. */
 bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args, size_t n_args,
-                      const jnode *const *kw, const jv *kw_vals, size_t n_kw,
-                      const jv *caller, jv *out);
+                      const jnode *const *kw, const jv *kw_vals, size_t n_kw, const jv *caller,
+                      jv *out);
 
 /* A filter, test or method applied to v with evaluated arguments: kw_names[i] is NULL for
  * a positional one. */
@@ -189,12 +252,15 @@ typedef struct jargs {
 const jv *jargs_get(const jargs *a, size_t pos, const char *name);
 
 /* Filters in jinja_filters_seq.c, listed for jinja_filters.c's table. */
-typedef bool (*filter_fn)(jctx *c, jinja_scope *s, const jnode *at, const jv *v,
-                          const jargs *a, jv *out);
-#define JINJA_SEQ_FILTERS(X) X(map) X(select) X(reject) X(selectattr) X(rejectattr) \
-    X(unique) X(sort) X(dictsort) X(batch) X(indent)
-#define JINJA_FILTER_DECL(name) bool jinja_f_##name(jctx *c, jinja_scope *s, const jnode *at, \
-                                                    const jv *v, const jargs *a, jv *out);
+typedef bool (*filter_fn)(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
+                          jv *out);
+#define JINJA_SEQ_FILTERS(X)                                                                       \
+    X(map)                                                                                         \
+    X(select) X(reject) X(selectattr) X(rejectattr) X(unique) X(sort) X(dictsort) X(batch)         \
+        X(indent)
+#define JINJA_FILTER_DECL(name)                                                                    \
+    bool jinja_f_##name(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,     \
+                        jv *out);
 JINJA_SEQ_FILTERS(JINJA_FILTER_DECL)
 #undef JINJA_FILTER_DECL
 /* v as a list: a list itself, a dict's keys, a string's characters, [] for undefined. */
@@ -202,12 +268,12 @@ bool jinja_as_list(jctx *c, const jnode *at, const jv *v, jv *out);
 /* item.attr (attr dotted, "a.b", or an integer index), or item itself when attr is NULL. */
 bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv *out);
 
-bool jinja_filter(jctx *c, jinja_scope *s, const jnode *at, const char *name, size_t n,
-                  const jv *v, const jargs *args, jv *out);
+bool jinja_filter(jctx *c, jinja_scope *s, const jnode *at, const char *name, size_t n, const jv *v,
+                  const jargs *args, jv *out);
 bool jinja_test(jctx *c, const jnode *at, const char *name, size_t n, const jv *v,
                 const jargs *args, bool *out);
-bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n,
-                  const jargs *args, jv *out);
+bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n, const jargs *args,
+                  jv *out);
 bool jinja_global(jctx *c, const jnode *at, int fn, const jargs *args, jv *out);
 /* Runs a statement (jinja_exec) or a body with its output captured as a string. */
 bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e);

@@ -153,8 +153,9 @@ static ts_status lex_string(lexer *lx)
     if (lx->pos >= lx->len)
         return lex_fail(lx, start, TS_ERR_FORMAT, "unterminated string");
     lx->pos++;
-    return push(lx, JT_STRING, start, o, n) ? TS_OK
-                                            : lex_fail(lx, start, TS_ERR_TOO_LONG, "too many tokens");
+    return push(lx, JT_STRING, start, o, n)
+               ? TS_OK
+               : lex_fail(lx, start, TS_ERR_TOO_LONG, "too many tokens");
 }
 
 static ts_status lex_number(lexer *lx)
@@ -203,9 +204,9 @@ static ts_status lex_number(lexer *lx)
  * was -}} or -%}. *keep_newline: it was +%}. */
 static ts_status lex_tag(lexer *lx, bool block, bool *strip_after, bool *keep_newline)
 {
-    static const char *const ops[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/",
-                                      "%", "~", "<", ">", "=", "(", ")", "[", "]", "{", "}",
-                                      ",", ".", ":", "|"};
+    static const char *const ops[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*",
+                                      "/",  "%",  "~",  "<",  ">",  "=",  "(", ")", "[",
+                                      "]",  "{",  "}",  ",",  ".",  ":",  "|"};
     int depth = 0;
     char close = block ? '%' : '}';
     for (;;) {
@@ -307,7 +308,8 @@ ts_status jinja_lex(jinja_arena *a, const char *src, size_t len, jtok **out, siz
             size_t l = end;
             while (l > start && (lx.src[l - 1] == ' ' || lx.src[l - 1] == '\t'))
                 l--;
-            if ((l > start && lx.src[l - 1] == '\n') || (l == start && (start == 0 || lx.src[start - 1] == '\n')))
+            if ((l > start && lx.src[l - 1] == '\n') ||
+                (l == start && (start == 0 || lx.src[start - 1] == '\n')))
                 end = l;
         }
         if (end > start && !push(&lx, JT_TEXT, start, lx.src + start, end - start))

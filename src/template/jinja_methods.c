@@ -8,9 +8,9 @@
 #include "template/jinja_internal.h"
 
 static const char *const methods[] = {
-    "strip", "lstrip", "rstrip", "split", "startswith", "endswith", "upper", "lower", "title",
-    "capitalize", "replace", "join", "find", "count", "items", "keys", "values", "get",
-    "append", "pop", NULL};
+    "strip", "lstrip", "rstrip",     "split",   "startswith", "endswith", "upper",
+    "lower", "title",  "capitalize", "replace", "join",       "find",     "count",
+    "items", "keys",   "values",     "get",     "append",     "pop",      NULL};
 
 bool jinja_method_known(const char *name, size_t n)
 {
@@ -50,12 +50,13 @@ static void case_map(char *s, size_t n, int how) /* 0 lower, 1 upper, 2 capitali
             s[i] = (char)(ch - 32);
         else if (!up && how != 1 && ch >= 'A' && ch <= 'Z')
             s[i] = (char)(ch + 32);
-        start = how == 3 ? !letter && !(ch >= '0' && ch <= '9') && !((unsigned char)ch & 0x80) : start;
+        start =
+            how == 3 ? !letter && !(ch >= '0' && ch <= '9') && !((unsigned char)ch & 0x80) : start;
     }
 }
 
-static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m,
-                       const jargs *a, jv *out)
+static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m, const jargs *a,
+                       jv *out)
 {
     const char *s = self->u.s.s;
     size_t n = self->u.s.n;
@@ -72,7 +73,8 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m,
         *out = jv_str(s + lo, hi - lo);
         return true;
     }
-    if (!strcmp(m, "upper") || !strcmp(m, "lower") || !strcmp(m, "title") || !strcmp(m, "capitalize")) {
+    if (!strcmp(m, "upper") || !strcmp(m, "lower") || !strcmp(m, "title") ||
+        !strcmp(m, "capitalize")) {
         char *t = n ? jinja_alloc(c->arena, n) : NULL;
         if (n && !t)
             return jinja_oom(c, at);
@@ -117,7 +119,8 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m,
         int64_t left = cnt && cnt->t == JV_INT ? cnt->u.i : -1;
         strbuf b = {0};
         for (size_t i = 0; i < n;) {
-            if (left != 0 && a0->u.s.n && i + a0->u.s.n <= n && !memcmp(s + i, a0->u.s.s, a0->u.s.n)) {
+            if (left != 0 && a0->u.s.n && i + a0->u.s.n <= n &&
+                !memcmp(s + i, a0->u.s.s, a0->u.s.n)) {
                 strbuf_add(&b, a1->u.s.s, a1->u.s.n);
                 i += a0->u.s.n;
                 left--;
@@ -187,8 +190,8 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m,
     return jinja_fail(c, at, TS_ERR_INVALID_ARG, "string has no method '%s'", m);
 }
 
-bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n,
-                  const jargs *a, jv *out)
+bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n, const jargs *a,
+                  jv *out)
 {
     (void)n;
     const jv *a0 = jargs_get(a, 0, NULL);
@@ -209,8 +212,9 @@ bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n
                 return jinja_oom(c, at);
             for (size_t i = 0; i < d->n; i++) {
                 jv e = keys ? d->keys[i] : d->vals[i];
-                if (items && (!jv_new_list(c->arena, &e, 2) || !jv_list_push(c->arena, e.u.l, d->keys[i]) ||
-                              !jv_list_push(c->arena, e.u.l, d->vals[i])))
+                if (items &&
+                    (!jv_new_list(c->arena, &e, 2) || !jv_list_push(c->arena, e.u.l, d->keys[i]) ||
+                     !jv_list_push(c->arena, e.u.l, d->vals[i])))
                     return jinja_oom(c, at);
                 if (items)
                     e.u.l->tuple = true;
@@ -244,10 +248,11 @@ bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n
 /* ---- tests ---- */
 
 static const char *const tests[] = {
-    "defined", "undefined", "none", "string", "mapping", "iterable", "sequence", "number",
-    "integer", "float", "boolean", "true", "false", "equalto", "eq", "==", "ne", "!=", "in",
-    "sameas", "lower", "upper", "odd", "even", "divisibleby", "callable", "gt", "lt", "ge",
-    "le", "greaterthan", "lessthan", NULL};
+    "defined", "undefined", "none",        "string",      "mapping",  "iterable", "sequence",
+    "number",  "integer",   "float",       "boolean",     "true",     "false",    "equalto",
+    "eq",      "==",        "ne",          "!=",          "in",       "sameas",   "lower",
+    "upper",   "odd",       "even",        "divisibleby", "callable", "gt",       "lt",
+    "ge",      "le",        "greaterthan", "lessthan",    NULL};
 
 bool jinja_test_known(const char *name, size_t n)
 {
@@ -257,8 +262,8 @@ bool jinja_test_known(const char *name, size_t n)
     return false;
 }
 
-bool jinja_test(jctx *c, const jnode *at, const char *t, size_t n, const jv *v,
-                const jargs *a, bool *out)
+bool jinja_test(jctx *c, const jnode *at, const char *t, size_t n, const jv *v, const jargs *a,
+                bool *out)
 {
     (void)n;
     const jv *x = jargs_get(a, 0, NULL);
@@ -266,20 +271,34 @@ bool jinja_test(jctx *c, const jnode *at, const char *t, size_t n, const jv *v,
     if (!x)
         x = &none;
 #define IS(s) !strcmp(t, s)
-    if (IS("defined") || IS("undefined")) *out = (v->t != JV_UNDEF) == IS("defined");
-    else if (IS("none")) *out = v->t == JV_NONE;
-    else if (IS("string")) *out = v->t == JV_STR;
-    else if (IS("mapping")) *out = v->t == JV_DICT;
-    else if (IS("iterable")) *out = v->t == JV_STR || v->t == JV_LIST || v->t == JV_DICT || v->t == JV_UNDEF;
-    else if (IS("sequence")) *out = v->t == JV_STR || v->t == JV_LIST || v->t == JV_DICT;
-    else if (IS("number")) *out = v->t == JV_INT || v->t == JV_FLOAT || v->t == JV_BOOL;
-    else if (IS("integer")) *out = v->t == JV_INT;
-    else if (IS("float")) *out = v->t == JV_FLOAT;
-    else if (IS("boolean")) *out = v->t == JV_BOOL;
-    else if (IS("true") || IS("false")) *out = v->t == JV_BOOL && v->u.b == IS("true");
-    else if (IS("equalto") || IS("eq") || IS("==") || IS("sameas")) *out = jv_eq(v, x);
-    else if (IS("ne") || IS("!=")) *out = !jv_eq(v, x);
-    else if (IS("callable")) *out = v->t == JV_MACRO || v->t == JV_FUNC;
+    if (IS("defined") || IS("undefined"))
+        *out = (v->t != JV_UNDEF) == IS("defined");
+    else if (IS("none"))
+        *out = v->t == JV_NONE;
+    else if (IS("string"))
+        *out = v->t == JV_STR;
+    else if (IS("mapping"))
+        *out = v->t == JV_DICT;
+    else if (IS("iterable"))
+        *out = v->t == JV_STR || v->t == JV_LIST || v->t == JV_DICT || v->t == JV_UNDEF;
+    else if (IS("sequence"))
+        *out = v->t == JV_STR || v->t == JV_LIST || v->t == JV_DICT;
+    else if (IS("number"))
+        *out = v->t == JV_INT || v->t == JV_FLOAT || v->t == JV_BOOL;
+    else if (IS("integer"))
+        *out = v->t == JV_INT;
+    else if (IS("float"))
+        *out = v->t == JV_FLOAT;
+    else if (IS("boolean"))
+        *out = v->t == JV_BOOL;
+    else if (IS("true") || IS("false"))
+        *out = v->t == JV_BOOL && v->u.b == IS("true");
+    else if (IS("equalto") || IS("eq") || IS("==") || IS("sameas"))
+        *out = jv_eq(v, x);
+    else if (IS("ne") || IS("!="))
+        *out = !jv_eq(v, x);
+    else if (IS("callable"))
+        *out = v->t == JV_MACRO || v->t == JV_FUNC;
     else if (IS("in")) {
         jv r;
         if (!jinja_arith(c, at, JO_IN, v, x, &r))
@@ -289,7 +308,8 @@ bool jinja_test(jctx *c, const jnode *at, const char *t, size_t n, const jv *v,
         bool up = IS("upper");
         *out = v->t == JV_STR;
         for (size_t i = 0; *out && i < v->u.s.n; i++)
-            *out = !(up ? (v->u.s.s[i] >= 'a' && v->u.s.s[i] <= 'z') : (v->u.s.s[i] >= 'A' && v->u.s.s[i] <= 'Z'));
+            *out = !(up ? (v->u.s.s[i] >= 'a' && v->u.s.s[i] <= 'z')
+                        : (v->u.s.s[i] >= 'A' && v->u.s.s[i] <= 'Z'));
     } else if (IS("odd") || IS("even") || IS("divisibleby")) {
         int64_t i, d = IS("divisibleby") ? 0 : 2;
         if (!jinja_get_int(c, at, v, &i) || (!d && !jinja_get_int(c, at, x, &d)))
@@ -366,7 +386,8 @@ bool jinja_global(jctx *c, const jnode *at, int fn, const jargs *a, jv *out)
         strbuf b = {0};
         if (a0)
             jv_to_str(&b, a0);
-        bool r = jinja_fail(c, NULL, TS_ERR_INVALID_ARG, "%s", b.s ? b.s : "template raised an error");
+        bool r =
+            jinja_fail(c, NULL, TS_ERR_INVALID_ARG, "%s", b.s ? b.s : "template raised an error");
         strbuf_free(&b);
         return r;
     }

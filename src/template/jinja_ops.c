@@ -60,8 +60,8 @@ static bool repeat(jctx *c, const jnode *at, const jv *x, int64_t k, jv *out)
 
 static bool bad(jctx *c, const jnode *at, const char *op, const jv *x, const jv *y)
 {
-    return jinja_fail(c, at, TS_ERR_INVALID_ARG, "unsupported operand types for %s: %s and %s",
-                      op, jv_type_name(x), jv_type_name(y));
+    return jinja_fail(c, at, TS_ERR_INVALID_ARG, "unsupported operand types for %s: %s and %s", op,
+                      jv_type_name(x), jv_type_name(y));
 }
 
 static bool overflow(jctx *c, const jnode *at)
@@ -73,9 +73,18 @@ static bool int_op(jctx *c, const jnode *at, int op, int64_t a, int64_t b, jv *o
 {
     int64_t r = 0;
     switch (op) {
-    case JO_ADD: if (__builtin_add_overflow(a, b, &r)) return overflow(c, at); break;
-    case JO_SUB: if (__builtin_sub_overflow(a, b, &r)) return overflow(c, at); break;
-    case JO_MUL: if (__builtin_mul_overflow(a, b, &r)) return overflow(c, at); break;
+    case JO_ADD:
+        if (__builtin_add_overflow(a, b, &r))
+            return overflow(c, at);
+        break;
+    case JO_SUB:
+        if (__builtin_sub_overflow(a, b, &r))
+            return overflow(c, at);
+        break;
+    case JO_MUL:
+        if (__builtin_mul_overflow(a, b, &r))
+            return overflow(c, at);
+        break;
     case JO_FLOORDIV:
     case JO_MOD:
         if (b == 0)
@@ -114,15 +123,26 @@ bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv 
     int cmp;
     bool r;
     switch (op) {
-    case JO_EQ: *out = jv_bool(jv_eq(x, y)); return true;
-    case JO_NE: *out = jv_bool(!jv_eq(x, y)); return true;
-    case JO_LT: case JO_LE: case JO_GT: case JO_GE:
+    case JO_EQ:
+        *out = jv_bool(jv_eq(x, y));
+        return true;
+    case JO_NE:
+        *out = jv_bool(!jv_eq(x, y));
+        return true;
+    case JO_LT:
+    case JO_LE:
+    case JO_GT:
+    case JO_GE:
         if (!jv_cmp(x, y, false, &cmp))
             return jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot compare %s with %s",
                               jv_type_name(x), jv_type_name(y));
-        *out = jv_bool(op == JO_LT ? cmp < 0 : op == JO_LE ? cmp <= 0 : op == JO_GT ? cmp > 0 : cmp >= 0);
+        *out = jv_bool(op == JO_LT   ? cmp < 0
+                       : op == JO_LE ? cmp <= 0
+                       : op == JO_GT ? cmp > 0
+                                     : cmp >= 0);
         return true;
-    case JO_IN: case JO_NOT_IN:
+    case JO_IN:
+    case JO_NOT_IN:
         if (!contains(c, at, x, y, &r))
             return false;
         *out = jv_bool(r == (op == JO_IN));
@@ -150,7 +170,8 @@ bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv 
         if (!jv_new_list(c->arena, out, x->u.l->n + y->u.l->n))
             return jinja_oom(c, at);
         for (size_t i = 0; i < x->u.l->n + y->u.l->n; i++)
-            jv_list_push(c->arena, out->u.l, i < x->u.l->n ? x->u.l->items[i] : y->u.l->items[i - x->u.l->n]);
+            jv_list_push(c->arena, out->u.l,
+                         i < x->u.l->n ? x->u.l->items[i] : y->u.l->items[i - x->u.l->n]);
         return true;
     }
     if (op == JO_MUL && (x->t == JV_STR || x->t == JV_LIST) && is_int(y))
@@ -163,10 +184,18 @@ bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv 
         return int_op(c, at, op, ival(x), ival(y), out);
     double a = fval(x), b = fval(y), f;
     switch (op) {
-    case JO_ADD: f = a + b; break;
-    case JO_SUB: f = a - b; break;
-    case JO_MUL: f = a * b; break;
-    case JO_POW: f = pow(a, b); break;
+    case JO_ADD:
+        f = a + b;
+        break;
+    case JO_SUB:
+        f = a - b;
+        break;
+    case JO_MUL:
+        f = a * b;
+        break;
+    case JO_POW:
+        f = pow(a, b);
+        break;
     default:
         if (b == 0)
             return jinja_fail(c, at, TS_ERR_INVALID_ARG, "division by zero");

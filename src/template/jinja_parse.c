@@ -8,8 +8,6 @@
 
 #include "template/jinja_parser.h"
 
-
-
 bool jp_fail(jparser *p, const jtok *at, ts_status st, const char *fmt, ...)
 {
     if (p->st != TS_OK)
@@ -105,7 +103,8 @@ bool jp_append(jparser *p, jnode ***arr, size_t *n, size_t *cap, jnode *e)
 bool jp_enter(jparser *p)
 {
     if (++p->depth > p->lim->max_depth)
-        return jp_fail(p, jp_peek(p), TS_ERR_TOO_LONG, "nested more than %d deep", p->lim->max_depth);
+        return jp_fail(p, jp_peek(p), TS_ERR_TOO_LONG, "nested more than %d deep",
+                       p->lim->max_depth);
     return true;
 }
 
@@ -210,7 +209,7 @@ static jnode *parse_primary(jparser *p)
             return NULL;
     } else {
         jp_fail(p, k, TS_ERR_FORMAT, "unexpected '%.*s'", (int)(k->n ? k->n : 3),
-             k->n ? k->s : "end");
+                k->n ? k->s : "end");
     }
     return e;
 }
@@ -250,7 +249,7 @@ static bool note_call(jparser *p, jnode *call)
         return jp_append(p, &p->calls, &p->n_calls, &p->cap_calls, call);
     if (call->a->k == JN_ATTR && !jinja_method_known(call->a->name, call->a->name_n))
         return jp_fail(p, &(jtok){.line = call->a->line, .col = call->a->col}, TS_ERR_UNSUPPORTED,
-                    "unsupported method '%s'", call->a->name);
+                       "unsupported method '%s'", call->a->name);
     return true;
 }
 
@@ -323,7 +322,8 @@ static jnode *parse_postfix(jparser *p, jnode *e, bool with_filter)
                 return jp_fail(p, nm, TS_ERR_FORMAT, "expected a test name"), NULL;
             if (!jinja_test_known(nm->s, nm->n))
                 return jp_fail(p, nm, TS_ERR_UNSUPPORTED, "unsupported test '%.*s'", (int)nm->n,
-                            nm->s), NULL;
+                               nm->s),
+                       NULL;
             jnode *t = jp_node(p, JN_TEST, nm);
             if (!t || !jp_set_name(p, t, nm))
                 return NULL;
@@ -333,10 +333,10 @@ static jnode *parse_postfix(jparser *p, jnode *e, bool with_filter)
             if (jp_tok_is(q, JT_OP, "(")) {
                 if (!parse_args(p, t))
                     return NULL;
-            } else if ((q->t == JT_NAME && !jp_tok_is(q, JT_NAME, "else") && !jp_tok_is(q, JT_NAME, "or") &&
-                        !jp_tok_is(q, JT_NAME, "and") && !jp_tok_is(q, JT_NAME, "if") &&
-                        !jp_tok_is(q, JT_NAME, "is") && !jp_tok_is(q, JT_NAME, "in") &&
-                        !jp_tok_is(q, JT_NAME, "not")) ||
+            } else if ((q->t == JT_NAME && !jp_tok_is(q, JT_NAME, "else") &&
+                        !jp_tok_is(q, JT_NAME, "or") && !jp_tok_is(q, JT_NAME, "and") &&
+                        !jp_tok_is(q, JT_NAME, "if") && !jp_tok_is(q, JT_NAME, "is") &&
+                        !jp_tok_is(q, JT_NAME, "in") && !jp_tok_is(q, JT_NAME, "not")) ||
                        q->t == JT_STRING || q->t == JT_INT || q->t == JT_FLOAT ||
                        jp_tok_is(q, JT_OP, "[") || jp_tok_is(q, JT_OP, "{")) {
                 jnode *arg = parse_postfix(p, parse_primary(p), false);
@@ -360,7 +360,8 @@ static jnode *parse_unary(jparser *p, bool with_filter)
         return NULL;
     if (jp_tok_is(k, JT_OP, "-") || jp_tok_is(k, JT_OP, "+")) {
         jp_next(p);
-        if ((e = jp_node(p, k->s[0] == '-' ? JN_NEG : JN_POS, k)) && !(e->a = parse_unary(p, false)))
+        if ((e = jp_node(p, k->s[0] == '-' ? JN_NEG : JN_POS, k)) &&
+            !(e->a = parse_unary(p, false)))
             e = NULL;
     } else {
         e = parse_postfix(p, parse_primary(p), false);
@@ -381,8 +382,7 @@ static jnode *operand(jparser *p, int level)
 
 static jnode *parse_binary(jparser *p, int level)
 {
-    static const char *const ops[5][5] = {
-        {"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}, {NULL}};
+    static const char *const ops[5][5] = {{"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}, {NULL}};
     static const jop codes[5][5] = {
         {JO_ADD, JO_SUB}, {JO_CONCAT}, {JO_MUL, JO_DIV, JO_FLOORDIV, JO_MOD}, {JO_POW}, {0}};
     jnode *e = operand(p, level);
@@ -478,4 +478,3 @@ jnode *jp_expr(jparser *p)
     p->depth--;
     return e;
 }
-

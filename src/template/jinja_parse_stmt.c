@@ -231,8 +231,7 @@ static jnode *parse_statement(jparser *p)
     if (IS("elif") || IS("else") || (k->n > 3 && !memcmp(k->s, "end", 3)))
         return jp_fail(p, k, TS_ERR_FORMAT, "unexpected {%% %.*s %%}", (int)k->n, k->s), NULL;
 #undef IS
-    return jp_fail(p, k, TS_ERR_UNSUPPORTED, "unsupported statement '%.*s'", (int)k->n, k->s),
-           NULL;
+    return jp_fail(p, k, TS_ERR_UNSUPPORTED, "unsupported statement '%.*s'", (int)k->n, k->s), NULL;
 }
 
 /* Statements up to a {% NAME %} whose name is in stops (NULL-terminated; *stopped gets it,
@@ -254,9 +253,9 @@ static jnode *parse_body(jparser *p, const char *const *stops, const char **stop
                 e->lit = jv_str(k->s, k->n);
         } else if (k->t == JT_VAR_BEGIN) {
             jp_next(p);
-            if ((e = jp_node(p, JN_OUTPUT, k)) && (!(e->a = jp_expr(p)) ||
-                                                   (jp_peek(p)->t != JT_VAR_END &&
-                                                    !jp_fail(p, jp_peek(p), TS_ERR_FORMAT, "expected }}"))))
+            if ((e = jp_node(p, JN_OUTPUT, k)) &&
+                (!(e->a = jp_expr(p)) || (jp_peek(p)->t != JT_VAR_END &&
+                                          !jp_fail(p, jp_peek(p), TS_ERR_FORMAT, "expected }}"))))
                 return NULL;
             jp_next(p);
         } else if (k->t == JT_BLOCK_BEGIN) {
@@ -283,8 +282,8 @@ static jnode *parse_body(jparser *p, const char *const *stops, const char **stop
 
 static bool is_global(const char *s)
 {
-    static const char *const globals[] = {"range", "namespace", "raise_exception",
-                                          "strftime_now", "dict", "caller", NULL};
+    static const char *const globals[] = {
+        "range", "namespace", "raise_exception", "strftime_now", "dict", "caller", NULL};
     for (size_t i = 0; globals[i]; i++)
         if (!strcmp(s, globals[i]))
             return true;
@@ -293,12 +292,16 @@ static bool is_global(const char *s)
 
 void jinja_limits_default(jinja_limits *l)
 {
-    *l = (jinja_limits){.max_source = 1 << 20, .max_nodes = 100000, .max_depth = 64,
-                        .max_steps = 2000000, .max_output = 4 << 20, .max_memory = 64 << 20};
+    *l = (jinja_limits){.max_source = 1 << 20,
+                        .max_nodes = 100000,
+                        .max_depth = 64,
+                        .max_steps = 2000000,
+                        .max_output = 4 << 20,
+                        .max_memory = 64 << 20};
 }
 
-ts_status jinja_parse(jinja_template **out, const char *src, size_t len,
-                      const jinja_limits *limits, ts_error *err)
+ts_status jinja_parse(jinja_template **out, const char *src, size_t len, const jinja_limits *limits,
+                      ts_error *err)
 {
     jinja_template *t = calloc(1, sizeof *t);
     ts_status st;
@@ -306,8 +309,14 @@ ts_status jinja_parse(jinja_template **out, const char *src, size_t len,
     if (!t)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory");
     jinja_limits_default(&t->limits);
-#define TAKE(f) if (limits && limits->f) t->limits.f = limits->f
-    TAKE(max_source); TAKE(max_nodes); TAKE(max_depth); TAKE(max_steps); TAKE(max_output);
+#define TAKE(f)                                                                                    \
+    if (limits && limits->f)                                                                       \
+    t->limits.f = limits->f
+    TAKE(max_source);
+    TAKE(max_nodes);
+    TAKE(max_depth);
+    TAKE(max_steps);
+    TAKE(max_output);
     TAKE(max_memory);
 #undef TAKE
     if (len > t->limits.max_source) {
@@ -331,8 +340,9 @@ ts_status jinja_parse(jinja_template **out, const char *src, size_t len,
         for (size_t m = 0; m < p.n_macros && !ok; m++)
             ok = !strcmp(p.macros[m]->name, c->name);
         if (!ok) {
-            st = ts_error_set(err, TS_ERR_UNSUPPORTED, "template line %d col %d: unsupported function '%s'",
-                              c->line, c->col, c->name);
+            st = ts_error_set(err, TS_ERR_UNSUPPORTED,
+                              "template line %d col %d: unsupported function '%s'", c->line, c->col,
+                              c->name);
             goto fail;
         }
     }

@@ -8,18 +8,18 @@
 typedef struct jparser {
     jinja_arena *a;
     const jinja_limits *lim;
-    jtok *t;          /* ends with JT_EOF */
+    jtok *t; /* ends with JT_EOF */
     size_t n, pos;
     size_t nodes;
     int depth;
-    int loops;        /* for loops around the statement being parsed (break, continue) */
-    int macro_depth;  /* macro and call bodies around it */
-    jnode **calls;    /* every call of a plain name, checked once the macros are known */
+    int loops;       /* for loops around the statement being parsed (break, continue) */
+    int macro_depth; /* macro and call bodies around it */
+    jnode **calls;   /* every call of a plain name, checked once the macros are known */
     size_t n_calls, cap_calls;
     jnode **macros;
     size_t n_macros, cap_macros;
     ts_error *err;
-    ts_status st;     /* the first error */
+    ts_status st; /* the first error */
 } jparser;
 
 /* Records the first error with the token's line and column; returns false. */

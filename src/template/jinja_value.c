@@ -52,14 +52,23 @@ jv jv_bool(bool b) { return (jv){.t = JV_BOOL, .u.b = b}; }
 bool jv_truthy(const jv *v)
 {
     switch (v->t) {
-    case JV_BOOL: return v->u.b;
-    case JV_INT: return v->u.i != 0;
-    case JV_FLOAT: return v->u.f != 0;
-    case JV_STR: return v->u.s.n > 0;
-    case JV_LIST: return v->u.l->n > 0;
-    case JV_DICT: return v->u.d->n > 0 || v->u.d->ns;
-    case JV_MACRO: case JV_FUNC: return true;
-    default: return false;
+    case JV_BOOL:
+        return v->u.b;
+    case JV_INT:
+        return v->u.i != 0;
+    case JV_FLOAT:
+        return v->u.f != 0;
+    case JV_STR:
+        return v->u.s.n > 0;
+    case JV_LIST:
+        return v->u.l->n > 0;
+    case JV_DICT:
+        return v->u.d->n > 0 || v->u.d->ns;
+    case JV_MACRO:
+    case JV_FUNC:
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -182,9 +191,12 @@ static bool eq(const jv *a, const jv *b, int depth)
                 return false;
         }
         return true;
-    case JV_MACRO: return a->u.m.node == b->u.m.node;
-    case JV_FUNC: return a->u.fn == b->u.fn;
-    default: return true; /* none == none, undefined == undefined */
+    case JV_MACRO:
+        return a->u.m.node == b->u.m.node;
+    case JV_FUNC:
+        return a->u.fn == b->u.fn;
+    default:
+        return true; /* none == none, undefined == undefined */
     }
 }
 
@@ -238,8 +250,8 @@ static bool cmp(const jv *a, const jv *b, bool fold, int *out, int depth)
 
 const char *jv_type_name(const jv *v)
 {
-    static const char *const names[] = {"undefined", "none", "bool", "int", "float",
-                                        "string", "list", "dict", "macro", "function"};
+    static const char *const names[] = {"undefined", "none", "bool", "int",   "float",
+                                        "string",    "list", "dict", "macro", "function"};
     return names[v->t];
 }
 
@@ -324,12 +336,23 @@ static bool add_str(strbuf *b, const jv *v, int depth)
     if (depth > 64)
         return false;
     switch (v->t) {
-    case JV_UNDEF: return true;
-    case JV_NONE: strbuf_add(b, "None", 4); return true;
-    case JV_BOOL: strbuf_addf(b, "%s", v->u.b ? "True" : "False"); return true;
-    case JV_INT: strbuf_addf(b, "%lld", (long long)v->u.i); return true;
-    case JV_FLOAT: add_float(b, v->u.f); return true;
-    case JV_STR: strbuf_add(b, v->u.s.s, v->u.s.n); return true;
+    case JV_UNDEF:
+        return true;
+    case JV_NONE:
+        strbuf_add(b, "None", 4);
+        return true;
+    case JV_BOOL:
+        strbuf_addf(b, "%s", v->u.b ? "True" : "False");
+        return true;
+    case JV_INT:
+        strbuf_addf(b, "%lld", (long long)v->u.i);
+        return true;
+    case JV_FLOAT:
+        add_float(b, v->u.f);
+        return true;
+    case JV_STR:
+        strbuf_add(b, v->u.s.s, v->u.s.n);
+        return true;
     case JV_LIST:
         strbuf_add(b, v->u.l->tuple ? "(" : "[", 1);
         for (size_t i = 0; i < v->u.l->n; i++) {
@@ -377,9 +400,14 @@ static void add_json_str(strbuf *b, const char *s, size_t n)
     strbuf_add(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
-                        : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b"
-                        : c == '\f' ? "\\f" : NULL;
+        const char *esc = c == '"'    ? "\\\""
+                          : c == '\\' ? "\\\\"
+                          : c == '\n' ? "\\n"
+                          : c == '\r' ? "\\r"
+                          : c == '\t' ? "\\t"
+                          : c == '\b' ? "\\b"
+                          : c == '\f' ? "\\f"
+                                      : NULL;
         if (esc)
             strbuf_add(b, esc, 2);
         else if (c < 0x20 || c == 0x7F)
@@ -397,18 +425,26 @@ static void newline_indent(strbuf *b, int indent, int level)
         strbuf_add(b, " ", 1);
 }
 
-bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep,
-                const char *key_sep, bool sort_keys, int depth)
+bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const char *key_sep,
+                bool sort_keys, int depth)
 {
     if (depth > 64)
         return false;
     const char *is = item_sep ? item_sep : indent >= 0 ? "," : ", ";
     const char *ks = key_sep ? key_sep : ": ";
     switch (v->t) {
-    case JV_NONE: strbuf_add(b, "null", 4); return true;
-    case JV_BOOL: strbuf_addf(b, "%s", v->u.b ? "true" : "false"); return true;
-    case JV_INT: case JV_FLOAT: return add_str(b, v, depth);
-    case JV_STR: add_json_str(b, v->u.s.s, v->u.s.n); return true;
+    case JV_NONE:
+        strbuf_add(b, "null", 4);
+        return true;
+    case JV_BOOL:
+        strbuf_addf(b, "%s", v->u.b ? "true" : "false");
+        return true;
+    case JV_INT:
+    case JV_FLOAT:
+        return add_str(b, v, depth);
+    case JV_STR:
+        add_json_str(b, v->u.s.s, v->u.s.n);
+        return true;
     case JV_LIST:
         if (!v->u.l->n) {
             strbuf_add(b, "[]", 2);

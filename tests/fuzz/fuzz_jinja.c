@@ -18,7 +18,8 @@
 static const char default_vars[] =
     "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"},"
     " {\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": \"\","
-    " \"tool_calls\": [{\"id\": \"abcDEF123\", \"type\": \"function\", \"function\": {\"name\": \"f\","
+    " \"tool_calls\": [{\"id\": \"abcDEF123\", \"type\": \"function\", \"function\": {\"name\": "
+    "\"f\","
     " \"arguments\": {\"x\": 1}}}]}, {\"role\": \"tool\", \"content\": \"{}\"}],"
     " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {}}}],"
     " \"add_generation_prompt\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}";
