@@ -249,6 +249,10 @@ static void test_filters(void **state)
         {"{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | "
          "indent('>', blank=true) }}",
          "a\n    b\n\n    c|  a\n  b|a\n>\n>b"},
+        {"{{ [1, 2.5] | sum }} {{ [{'k': 2}, {'k': 3}] | sum(attribute='k', start=1) }} {{ words | "
+         "min }}"
+         " {{ words | max }} {{ words | max(case_sensitive=true) }} {{ [] | min }}|",
+         "3.5 6 A c c |"},
         {"{{ '<b>' | safe }} {{ -3 | abs }} {{ [1, 2] | reverse | list }} {{ 'abc' | reverse }}",
          "<b> 3 [2, 1] cba"},
     };

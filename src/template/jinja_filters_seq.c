@@ -1,5 +1,5 @@
 /* jinja_filters_seq.c: the filters over sequences: map, select, reject, selectattr,
- * rejectattr, unique, sort, dictsort, batch, and indent. */
+ * rejectattr, unique, sort, dictsort, batch, sum, min, max, and indent. */
 #include <string.h>
 
 #include "template/jinja_internal.h"
@@ -264,4 +264,54 @@ bool jinja_f_indent(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
     }
     strbuf_free(&pad);
     return jinja_make_str(c, at, &b, out);
+}
+
+bool jinja_f_sum(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
+{
+    (void)s;
+    jv l, item;
+    const jv *attr = jargs_get(a, 99, "attribute"), *start = jargs_get(a, 1, "start");
+    *out = start ? *start : jv_int(0);
+    if (!jinja_as_list(c, at, v, &l))
+        return false;
+    for (size_t i = 0; i < l.u.l->n; i++)
+        if (!jinja_attr_of(c, at, &l.u.l->items[i], attr, &item) ||
+            !jinja_arith(c, at, JO_ADD, out, &item, out))
+            return false;
+    return true;
+}
+
+/* min and max: the first smallest or largest item, by attribute, case folded unless
+ * case_sensitive; undefined for nothing. */
+static bool extreme(jctx *c, const jnode *at, const jv *v, const jargs *a, bool max, jv *out)
+{
+    jv l, key, best_key;
+    bool fold = !flag(a, 0, "case_sensitive");
+    const jv *attr = jargs_get(a, 1, "attribute");
+    *out = (jv){.t = JV_UNDEF};
+    if (!jinja_as_list(c, at, v, &l))
+        return false;
+    for (size_t i = 0; i < l.u.l->n; i++) {
+        int cmp = 0;
+        if (!jinja_attr_of(c, at, &l.u.l->items[i], attr, &key) ||
+            (i && !order(c, at, &key, &best_key, fold, &cmp)))
+            return false;
+        if (i == 0 || (max ? cmp > 0 : cmp < 0)) {
+            *out = l.u.l->items[i];
+            best_key = key;
+        }
+    }
+    return true;
+}
+
+bool jinja_f_min(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
+{
+    (void)s;
+    return extreme(c, at, v, a, false, out);
+}
+
+bool jinja_f_max(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
+{
+    (void)s;
+    return extreme(c, at, v, a, true, out);
 }

@@ -254,10 +254,9 @@ const jv *jargs_get(const jargs *a, size_t pos, const char *name);
 /* Filters in jinja_filters_seq.c, listed for jinja_filters.c's table. */
 typedef bool (*filter_fn)(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
                           jv *out);
-#define JINJA_SEQ_FILTERS(X)                                                                       \
-    X(map)                                                                                         \
-    X(select) X(reject) X(selectattr) X(rejectattr) X(unique) X(sort) X(dictsort) X(batch)         \
-        X(indent)
+#define JINJA_SEQ_FILTERS(X)                                                              \
+    X(map) X(select) X(reject) X(selectattr) X(rejectattr) X(unique) X(sort) X(dictsort)  \
+    X(batch) X(indent) X(sum) X(min) X(max)
 #define JINJA_FILTER_DECL(name)                                                                    \
     bool jinja_f_##name(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,     \
                         jv *out);
