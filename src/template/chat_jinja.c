@@ -3,11 +3,13 @@
 #include <string.h>
 
 #include "template/chat_jinja.h"
-#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/vocab.h"
 
+/* The token's text as the vocabulary stores it ("<s>"), "" for -1. */
 static char *token_text(const ts_tokenizer *tok, int32_t id)
 {
-    const char *t = id >= 0 && id < tok->vocab.n_tokens ? tok->vocab.tokens[id].text : "";
+    const tokenizer_vocab *v = tokenizer_get_vocab(tok);
+    const char *t = id >= 0 && id < v->n_tokens ? v->tokens[id].text : "";
     return strdup(t ? t : "");
 }
 
