@@ -28,6 +28,7 @@ enum {
     TS_MAX_N = 16,            /* completions per request */
     TS_MAX_TOP_LOGPROBS = TS_SAMPLING_MAX_TOP_LOGPROBS,
     TS_EVENT_OVERHEAD = 512,  /* bytes an unread event counts beside its text */
+    TS_KV_BLOCK_TOKENS = 32,  /* token slots of a KV block, the unit of kv_blocks */
 };
 
 /* How a step multiplies its activation rows by a weight matrix. */

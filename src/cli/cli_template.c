@@ -131,31 +131,34 @@ static int render_family(chat_template_kind kind, const oai_request *r)
     return rc;
 }
 
+typedef struct template_args {
+    const char *messages, *file, *family;
+} template_args;
+
+/* One of template's own options (cli_spec.own). */
+static int template_option(void *ctx, const char *a, const char *v)
+{
+    template_args *t = ctx;
+    if (!strcmp(a, "--messages"))
+        t->messages = v;
+    else if (!strcmp(a, "--chat-template-file"))
+        t->file = v;
+    else if (!strcmp(a, "--chat-template"))
+        t->family = v;
+    else
+        return 0;
+    return 1;
+}
+
 int cli_template(int argc, char **argv)
 {
-    const char *model = NULL, *messages = NULL, *file = NULL, *family = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!(v = cli_value(argc, argv, &i)))
-            return 2;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            model = v;
-        } else if (!strcmp(a, "--messages")) {
-            messages = v;
-        } else if (!strcmp(a, "--chat-template-file")) {
-            file = v;
-        } else if (!strcmp(a, "--chat-template")) {
-            family = v;
-        } else {
-            fprintf(stderr, "tessera template: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const char *model = NULL;
+    template_args t = {0};
+    cli_spec spec = {"template", usage, NULL, &model, NULL, NULL, template_option, &t};
+    int parsed = cli_parse(argc, argv, &spec);
+    if (parsed >= 0)
+        return parsed;
+    const char *messages = t.messages, *file = t.file, *family = t.family;
     if (!messages) {
         fprintf(stderr, "tessera template: --messages is required\n");
         return 2;

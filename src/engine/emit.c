@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/emit.h"
+#include "engine/seq.h"
 
 /* Below this many rows to sample, a parallel region costs more than it saves. */
 enum { PARALLEL_SAMPLE_MIN_ROWS = 4 };

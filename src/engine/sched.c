@@ -4,7 +4,8 @@
  * blocks run out, and packing the rows into the forward batch. */
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/sched.h"
+#include "engine/seq.h"
 
 /* Effective priority of a waiting or running sequence: its level minus what it gained by
  * waiting (aging). Lower runs first. */

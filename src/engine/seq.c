@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/seq.h"
 
 bool engine_alloc_ok(ts_engine *e)
 {

@@ -2,7 +2,10 @@
  * (sched.c), forward, publish, sample, emit (emit.c), free (seq.c); then its times and the
  * stats snapshot. */
 #include "common/clock.h"
-#include "engine/engine_internal.h"
+#include "engine/emit.h"
+#include "engine/sched.h"
+#include "engine/seq.h"
+#include "engine/step.h"
 
 /* Runs the batched forward pass over b (n sequences); when it fails, every request in the
  * batch fails with its error. */

@@ -1,12 +1,13 @@
-/* engine_internal.h: the engine's private state and the calls between its files, which
- * form layers (each calls only those below it):
- *   engine.c  lifecycle, submit, the step thread's loop
+/* state.h: the engine's private state, below all of its files. The engine's files form
+ * layers, each calling only those below it:
+ *   api.c     the public entry points (create, submit, stats, destroy), the step thread
  *   step.c    one step as named stages
  *   sched.c   cancel, admit, plan, pack            emit.c  sample, emit, fork
  *   seq.c     a sequence's life: create, the waiting queue, its text, finish, fail, free
- */
-#ifndef TESSERA_ENGINE_INTERNAL_H
-#define TESSERA_ENGINE_INTERNAL_H
+ * The locking rule is in the types: engine_shared only under mu, engine_step_state only on
+ * the step thread, the rest of ts_engine fixed at creation. */
+#ifndef TESSERA_ENGINE_STATE_H
+#define TESSERA_ENGINE_STATE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -92,8 +93,6 @@ typedef struct engine_step_state {
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */
 } engine_step_state;
 
-/* The locking rule is in the type: `shared` only under mu, `step` only on the step
- * thread, the rest fixed at creation. */
 struct ts_engine {
     const ts_model *model;  /* borrowed */
     ts_engine_options opts;
@@ -121,77 +120,4 @@ static inline int engine_blocks_for(int64_t tokens)
     return (int)((tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK);
 }
 
-/* ---- seq.c */
-
-/* False when fault injection says this allocation must fail. Every allocation the step
- * thread makes on a request's behalf asks first. */
-bool engine_alloc_ok(ts_engine *e);
-
-/* Creates sequence `index` of job j holding a copy of tokens, appended to the waiting
- * queue. */
-ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *tokens,
-                            int n_tokens, seq **out, ts_error *err);
-
-/* Appends s to the waiting queue. */
-ts_status engine_waiting_add(ts_engine *e, seq *s);
-
-/* Position of s in arr (n), or -1; removal of the entry at i, keeping the order. */
-int engine_seq_find(seq *const *arr, int n, const seq *s);
-void engine_seq_remove_at(seq **arr, int *n, int i);
-
-/* Runs bytes (NULL: the end of the text) through s's detokenizer and stop matcher; *out
- * (malloc'd, n_out bytes) receives what may be shown now. */
-ts_status engine_seq_text(seq *s, const char *bytes, size_t len, char **out, size_t *n_out,
-                          ts_error *err);
-
-/* Ends sequence s with finish reason `why`: flushes its held-back text into a DONE
- * event, releases its blocks, marks it done. The caller has removed it from running and
- * waiting. When it was its request's last sequence the request is closed. */
-void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why);
-
-/* Fails request j with an ERROR event: removes its sequences from running and waiting
- * and ends them. Counted as failed, or as cancelled when st is TS_ERR_CANCELLED. Queue
- * accounting (n_pending) of a never-admitted request is the caller's. */
-void engine_fail_request(ts_engine *e, job *j, ts_status st, const char *msg);
-
-/* Frees the sequences and requests that ended during the step. */
-void engine_free_dead(ts_engine *e);
-
-/* ---- sched.c: the step's first stages, in order */
-
-/* Ends every sequence whose request asked to be cancelled. */
-void sched_cancel(ts_engine *e);
-
-/* Admits waiting sequences, best effective priority first, while slots and KV blocks
- * allow. */
-void sched_admit(ts_engine *e, double now);
-
-/* Decides each running sequence's rows for this step and reserves their KV slots,
- * preempting the worst sequences when the pool runs dry. */
-void sched_plan(ts_engine *e, double now);
-
-/* Packs the scheduled rows into b (the sequence of b->seqs[i] is step.order[i]); returns
- * the number of sequences. */
-int sched_pack(ts_engine *e, fwd_batch *b);
-
-/* ---- emit.c: the step's stages after the forward pass */
-
-/* Draws the tokens of every sequence of b (n) that samples now into picks, rows in
- * parallel (each thread on its own scratch; a sequence's sampler is its own). */
-void emit_sample(ts_engine *e, const fwd_batch *b, int n);
-
-/* Appends each sampled token and emits its text, ending the sequences that are done; the
- * prompt sequence of an n > 1 request whose prompt just finished forks into its n
- * completions, which sample their first tokens from its logits. */
-void emit_tokens(ts_engine *e, const fwd_batch *b, int n);
-
-/* ---- step.c */
-
-/* One engine step: cancel, admit, plan, pack, forward, publish, sample, emit, free.
- * Returns false when there was nothing to do. */
-bool engine_step(ts_engine *e);
-
-/* Copies the counters and gauges into the snapshot others read. Called with mu held. */
-void engine_publish_stats_locked(ts_engine *e);
-
-#endif /* TESSERA_ENGINE_INTERNAL_H */
+#endif /* TESSERA_ENGINE_STATE_H */

@@ -1,4 +1,5 @@
-/* engine.c: the engine's lifecycle, request submission and the step thread. */
+/* api.c: the top of the engine: its public entry points (options, create, submit, wait,
+ * stats, destroy) and the step thread's loop, which runs engine_step (step.c). */
 #include <errno.h>
 #include <limits.h>
 #include <omp.h>
@@ -6,7 +7,8 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "engine/engine_internal.h"
+#include "engine/seq.h"
+#include "engine/step.h"
 
 /* OpenBLAS's OpenMP build reads its thread count from here. */
 void openblas_set_num_threads(int num_threads);
@@ -16,6 +18,7 @@ enum { DEFAULT_KV_CAP_BYTES = 1 << 30 };
 _Static_assert((int)TS_GEMM_AUTO == (int)FWD_GEMM_AUTO && (int)TS_GEMM_BLAS == (int)FWD_GEMM_BLAS &&
                    (int)TS_GEMM_KERNEL == (int)FWD_GEMM_KERNEL,
                "ts_gemm_path names fwd_gemm_path's values");
+_Static_assert(TS_KV_BLOCK_TOKENS == TS_KV_BLOCK, "engine.h states the KV block size");
 
 void ts_engine_options_default(ts_engine_options *o)
 {
