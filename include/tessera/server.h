@@ -18,6 +18,10 @@ typedef struct ts_server_options {
     bool protect_metrics;      /* /metrics needs a key too (when keys are set) */
     size_t max_body;           /* request body limit in bytes (default 1 MiB) */
     const char *chat_template; /* family name forced on every model; NULL = detect; copied */
+    const char *chat_template_file; /* Jinja chat template for every model, read at create;
+                                * NULL = each model's own; borrowed */
+    long long template_time;   /* the time templates' strftime_now shows (Unix seconds);
+                                * 0 = the clock */
     int max_connections;       /* open connections, one thread each (default 256); the
                                 * next 16 are answered 503 (except /health), later ones
                                 * are closed unanswered */
