@@ -28,6 +28,7 @@ static void usage(FILE *out)
             "  --port N                port (8080; 0 = any free port)\n"
             "  --api-keys FILE         JSON {\"KEY\": {\"tier\": \"high|normal|low\", \"name\": \"...\"}}\n"
             "  --protect-metrics       /metrics needs a key too\n"
+            "  --no-ui                 no chat page at http://HOST:PORT/\n"
             "  --chat-template NAME    plain, chatml, llama2, llama3, mistral, zephyr, phi3, gemma\n"
             "  --max-body BYTES        request body limit (1048576)\n"
             "  --max-connections N     open connections, one thread each (256); 16 more\n"
@@ -65,6 +66,10 @@ static int parse_args(int argc, char **argv, serve_args *a)
             return 1;
         if (!strcmp(o, "--protect-metrics")) {
             a->srv.protect_metrics = true;
+            continue;
+        }
+        if (!strcmp(o, "--no-ui")) {
+            a->srv.no_ui = true;
             continue;
         }
         bool ok = true;
