@@ -9,8 +9,15 @@ const METRICS_EVERY_MS = 2000;
 
 // The conversation without the system prompt: {role, content, node}. Exposed for the
 // browser test and the console.
-const state = { messages: [], controller: null, busy: false, last: null };
+const state = { messages: [], controller: null, busy: false, last: null, session: newSession() };
 window.tessera = state;
+
+// A conversation's id, sent as X-Session-Id: behind nginx (scripts/cluster.sh) its turns
+// land on one replica, whose prefix cache holds the conversation so far.
+function newSession() {
+  const b = crypto.getRandomValues(new Uint8Array(12)); // randomUUID needs a secure context
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
 
 function el(tag, cls) {
   const e = document.createElement(tag);
@@ -237,7 +244,8 @@ async function generate() {
   let error = null;
   try {
     const resp = await fetch('v1/chat/completions', {
-      method: 'POST', headers: authHeaders({ 'Content-Type': 'application/json' }),
+      method: 'POST',
+      headers: authHeaders({ 'Content-Type': 'application/json', 'X-Session-Id': state.session }),
       body: JSON.stringify(body), signal: state.controller.signal, cache: 'no-store',
     });
     if (!resp.ok) throw new Error(await errorText(resp));
@@ -414,6 +422,7 @@ function init() {
   $('clear').addEventListener('click', () => {
     if (state.busy) return;
     dropFrom(0);
+    state.session = newSession();
     $('speed').textContent = '';
     updateButtons();
   });

@@ -11,6 +11,7 @@
 //    server counts it cancelled (/metrics), having generated far fewer than max_tokens
 //  - a streamed answer and a user message full of HTML (<script>, <img onerror>) show as
 //    text through the same Markdown renderer, which still makes code blocks and lists
+//  - the turns of a conversation carry one X-Session-Id (nginx affinity), Clear a new one
 //  - the server panel shows running / waiting / KV blocks; no console errors
 'use strict';
 const { execFileSync } = require('child_process');
@@ -83,7 +84,12 @@ async function main() {
       if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(m.text());
     });
     page.on('pageerror', (e) => problems.push(String(e)));
-    page.on('request', (r) => urls.push(r.url()));
+    const sessions = []; // X-Session-Id of each chat request
+    page.on('request', (r) => {
+      urls.push(r.url());
+      if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions'))
+        sessions.push(r.headers()['x-session-id']);
+    });
 
     const resp = await page.goto(base + '/', { waitUntil: 'load' });
     const csp = resp.headers()['content-security-policy'] || '';
@@ -121,6 +127,8 @@ async function main() {
     const a2 = await lastAssistant(page, 'done');
     check(a2.raw === expected && (await page.$$('.msg')).length === 2,
           'regenerate replaces the answer with the same greedy text');
+    check(/^[0-9a-f]{24}$/.test(sessions[0]) && sessions[1] === sessions[0],
+          'the turns of one conversation carry one X-Session-Id');
     await page.click('#edit');
     check(await page.$eval('#prompt', (e) => e.value) === prompt &&
           (await page.$$('.msg')).length === 0, 'edit puts the last user message back');
@@ -142,13 +150,27 @@ async function main() {
     page.on('request', rewrite);
     const longTokens = 1900;
     await setField(page, '#max_tokens', longTokens);
+    // Stop is clicked from inside the page as soon as the first text shows: a click from
+    // here could come after the whole answer on a loaded machine (~700 tok/s).
+    await page.evaluate(() => {
+      const log = document.getElementById('log');
+      const seen = new MutationObserver(() => {
+        const body = log.querySelector('.msg.assistant .body');
+        if (body && body.textContent.length > 0) {
+          seen.disconnect();
+          document.getElementById('stop').click();
+        }
+      });
+      seen.observe(log, { childList: true, subtree: true, characterData: true });
+    });
     await page.click('#send');
     await page.waitForFunction(() => {
       const m = window.tessera.messages;
-      return m.length === 2 && m[1].content.length > 0;
-    }, { polling: 'mutation' });
-    await page.click('#stop');
-    const a3 = await lastAssistant(page, 'stopped');
+      return m.length === 2 && m[1].node.dataset.state !== 'streaming';
+    }, { timeout: 30000 });
+    const a3 = await lastAssistant(page, 'stopped').catch(async (e) => {
+      throw new Error(e.message + '; the answer ended ' + await page.$eval('#speed', (x) => x.textContent));
+    });
     check(/stopped/.test(a3.speed), 'stop ends the stream: ' + a3.speed);
     let cancelled = cancelledBefore;
     for (let i = 0; i < 100 && cancelled === cancelledBefore; i++) {
@@ -191,6 +213,8 @@ async function main() {
       ol: document.querySelectorAll('.msg.assistant ol > li').length,
       strong: [...document.querySelectorAll('.msg.assistant strong')].map((s) => s.textContent),
     }));
+    check(sessions.length === 4 && sessions[3] !== sessions[0] && sessions[2] === sessions[0],
+          'a cleared conversation gets a new X-Session-Id');
     check(dom.pwned === undefined && dom.bad === 0, 'no script, img or b element made from text');
     check(a4.shown.includes('<script>window.__pwned = 1</script>') && a4.shown.includes('onerror='),
           'model output with <script> shows as text');
