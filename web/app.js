@@ -328,6 +328,8 @@ async function loadModels() {
     notice('cannot reach the server', true);
     return;
   }
+  // The key field shows once the server asks for a key (or one is stored).
+  $('key-box').hidden = resp.status !== 401 && !sessionStorage.getItem(KEY_STORE);
   $('key-box').classList.toggle('needed', resp.status === 401);
   if (resp.status === 401) {
     notice(sessionStorage.getItem(KEY_STORE) ? 'the API key was refused'

@@ -96,7 +96,7 @@ async function main() {
     check(resp.status() === 200 && /script-src 'self'/.test(csp) && /default-src 'none'/.test(csp),
           'GET / is the page, with a same-origin Content-Security-Policy');
     await page.waitForFunction(() => /API key/.test(document.getElementById('notice').textContent));
-    check(true, 'the page asks for the API key');
+    check(await page.$eval('#key-box', (e) => !e.hidden), 'the page asks for the API key');
     await page.type('#key', key);
     await page.keyboard.press('Tab'); // change event
     await page.waitForFunction(() => document.body.dataset.ready === 'true' &&
