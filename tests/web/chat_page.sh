@@ -8,6 +8,36 @@ set -euo pipefail
 bin=$1 model=$2 build=$(cd "$3" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 
+# start_server LOG ARGS...: tessera serve on a free loopback port; sets spid and port.
+start_server() {
+  local log=$1; shift
+  "$bin" serve -m "$model" --host 127.0.0.1 --port 0 "$@" 2>"$log" &
+  spid=$!
+  port=
+  for _ in $(seq 100); do
+    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+    [ -n "$port" ] && return 0
+    sleep 0.1
+  done
+  echo "server did not start:"; cat "$log"; exit 1
+}
+tmp=$(mktemp -d)
+spid=
+stop_server() {
+  [ -n "$spid" ] && kill -TERM "$spid" 2>/dev/null && wait "$spid" 2>/dev/null || true
+  spid=
+}
+trap 'stop_server; rm -rf "$tmp"' EXIT
+
+# --no-ui (without a browser): the page's paths are 404 like any unknown path.
+start_server "$tmp/noui.log" --no-ui
+for p in / /app.js; do
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port$p")
+  [ "$code" = 404 ] || { echo "FAILED: --no-ui still serves $p ($code)"; exit 1; }
+done
+echo "ok - --no-ui: / and /app.js answer 404"
+stop_server
+
 chromium=${TESSERA_CHROMIUM:-$(command -v chromium || true)}
 if [ -z "$chromium" ] || [ ! -x "$chromium" ]; then
   echo "SKIP: chromium is not installed (scripts/setup.sh installs it: apt-get install chromium)"
@@ -22,24 +52,9 @@ if [ ! -f "$npmdir/node_modules/puppeteer-core/package.json" ]; then
   fi
 fi
 
-tmp=$(mktemp -d)
-spid=
-stop_server() {
-  [ -n "$spid" ] && kill -TERM "$spid" 2>/dev/null && wait "$spid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap stop_server EXIT
 key=sk-page-test-$$
 printf '{"%s": {"tier": "normal", "name": "page"}}\n' "$key" >"$tmp/keys.json"
-"$bin" serve -m "$model" --host 127.0.0.1 --port 0 --api-keys "$tmp/keys.json" 2>"$tmp/log" &
-spid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "server did not start:"; cat "$tmp/log"; exit 1; }
+start_server "$tmp/log" --api-keys "$tmp/keys.json"
 
 PUPPETEER_MODULE="$npmdir/node_modules/puppeteer-core" timeout 90 node "$here/chat_page.cjs" \
   --url "http://127.0.0.1:$port" --key "$key" --chromium "$chromium" --tessera "$bin" \
