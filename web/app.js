@@ -196,21 +196,22 @@ function showSpeed(s) {
   $('speed').textContent = parts.join(' · ');
 }
 
-// Reads an SSE body, calling onData with each event's parsed JSON until [DONE].
+// Reads an SSE body, calling onData with each event's parsed JSON until [DONE]; false
+// when the body ended without [DONE] (a proxy or the server dropped the stream).
 async function readEvents(resp, onData) {
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
   let buf = '';
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return;
+    if (done) return false;
     buf += decoder.decode(value, { stream: true }).replace(/\r\n/g, '\n');
     let k;
     while ((k = buf.indexOf('\n\n')) >= 0) {
       const data = buf.slice(0, k).split('\n').filter((l) => l.startsWith('data:'))
         .map((l) => l.slice(5).trimStart()).join('\n');
       buf = buf.slice(k + 2);
-      if (data === '[DONE]') return;
+      if (data === '[DONE]') return true;
       if (data) onData(JSON.parse(data));
     }
   }
@@ -249,7 +250,7 @@ async function generate() {
       body: JSON.stringify(body), signal: state.controller.signal, cache: 'no-store',
     });
     if (!resp.ok) throw new Error(await errorText(resp));
-    await readEvents(resp, (ev) => {
+    const whole = await readEvents(resp, (ev) => {
       if (ev.error) throw new Error(ev.error.message || 'server error');
       const choice = ev.choices && ev.choices[0];
       const piece = choice && choice.delta && choice.delta.content;
@@ -268,6 +269,7 @@ async function generate() {
       if (ev.usage) s.tokens = ev.usage.completion_tokens;
       showSpeed(s);
     });
+    if (!whole) throw new Error('the stream ended before the answer did; regenerate to retry');
     m.node.dataset.state = 'done';
   } catch (e) {
     if (e.name === 'AbortError') {

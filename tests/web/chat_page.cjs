@@ -203,7 +203,27 @@ async function main() {
     await page.click('#send');
     const a4 = await lastAssistant(page, 'done');
     page.off('request', fake);
+    // A stream cut before [DONE] (a replica killed behind nginx) shows as an error.
+    const cut = (r) => {
+      if (r.isInterceptResolutionHandled()) return;
+      if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions'))
+        r.respond({ status: 200, contentType: 'text/event-stream', body: sse.split('data: [DONE]')[0]
+                    .replace(/data: \{[^\n]*"finish_reason":"stop"[^\n]*\n\n/, '') });
+      else
+        r.continue();
+    };
+    page.on('request', cut);
+    await page.type('#prompt', 'cut');
+    await page.click('#send');
+    const a5 = await lastAssistant(page, 'error');
+    page.off('request', cut);
     await page.setRequestInterception(false);
+    check(/ended before the answer did/.test(a5.shown) && a5.raw.startsWith('Hi <script>'),
+          'a stream cut before [DONE] is marked as an error, its text kept');
+    await page.evaluate(() => { // back to the <script> conversation for the checks below
+      const ms = window.tessera.messages;
+      for (const m of ms.splice(2)) m.node.remove();
+    });
     const dom = await page.evaluate(() => ({
       pwned: window.__pwned,
       bad: document.querySelectorAll('#log script, #log img, #log b').length,
@@ -213,7 +233,7 @@ async function main() {
       ol: document.querySelectorAll('.msg.assistant ol > li').length,
       strong: [...document.querySelectorAll('.msg.assistant strong')].map((s) => s.textContent),
     }));
-    check(sessions.length === 4 && sessions[3] !== sessions[0] && sessions[2] === sessions[0],
+    check(sessions.length === 5 && sessions[3] !== sessions[0] && sessions[2] === sessions[0],
           'a cleared conversation gets a new X-Session-Id');
     check(dom.pwned === undefined && dom.bad === 0, 'no script, img or b element made from text');
     check(a4.shown.includes('<script>window.__pwned = 1</script>') && a4.shown.includes('onerror='),
