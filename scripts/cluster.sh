@@ -61,7 +61,7 @@ read_config() {
   [[ ${cfg[base_port]} =~ ^[0-9]+$ ]] || die "base_port must be a number"
   [[ ${cfg[max_body]} =~ ^[0-9]+$ ]] || die "max_body must be a number of bytes"
   [[ ${cfg[max_connections]} =~ ^[0-9]+$ ]] || die "max_connections must be a number"
-  state=${cfg[state]}
+  state=$(realpath -m "${cfg[state]}") # nginx reads its paths from its own prefix
 }
 
 # The replicas' addresses, one per line.
@@ -248,7 +248,7 @@ status() {
   done
 }
 
-[ $# -eq 2 ] || { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 2; }
 read_config "$2"
 case $1 in
   start) ((${#models[@]})) || die "the config names no model"; start ;;
