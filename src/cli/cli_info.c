@@ -210,23 +210,10 @@ static int print_vocab_only(const gguf_file *f)
 int cli_info(int argc, char **argv)
 {
     const char *model = NULL, *tokenizer = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            model = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            tokenizer = v;
-        } else {
-            fprintf(stderr, "tessera info: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    cli_spec spec = {"info", usage, NULL, &model, &tokenizer, NULL, NULL, NULL};
+    int parsed = cli_parse(argc, argv, &spec);
+    if (parsed >= 0)
+        return parsed;
     if (!model)
         model = cli_default_model();
 

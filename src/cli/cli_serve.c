@@ -178,8 +178,10 @@ int cli_serve(int argc, char **argv)
             snprintf(err.msg, sizeof err.msg, "cannot load %s", a.models[i]);
             goto done;
         }
-        if (ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
+        if (!(engines[i] = cli_make_engine(models[i], &a.eng))) {
+            snprintf(err.msg, sizeof err.msg, "cannot start an engine for %s", a.models[i]);
             goto done;
+        }
         cli_route_name(ts_model_get_config(models[i])->name, a.models[i], routes, i, names[i],
                        sizeof names[i]);
         if (ts_server_add_model(srv, names[i], engines[i], &err) != TS_OK)

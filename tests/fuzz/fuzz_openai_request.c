@@ -93,15 +93,16 @@ static void check_request(const oai_request *r, oai_kind kind)
             FUZZ_CHECK(r->prompt_tokens[i] >= 0, "accepted token id %d", (int)r->prompt_tokens[i]);
     }
     FUZZ_CHECK(r->max_tokens >= 0, "max_tokens %d", r->max_tokens);
-    FUZZ_CHECK(in(r->temperature, 0, 2) && in(r->top_p, 0, 1) && r->top_p > 0 && r->top_k >= 0 &&
-                   in(r->min_p, 0, 1) && in(r->presence_penalty, -2, 2) &&
-                   in(r->frequency_penalty, -2, 2) && in(r->repetition_penalty, 0, 10) &&
-                   r->repetition_penalty > 0,
+    const ts_sampling_params *p = &r->sampling;
+    FUZZ_CHECK(in(p->temperature, 0, 2) && in(p->top_p, 0, 1) && p->top_p > 0 && p->top_k >= 0 &&
+                   in(p->min_p, 0, 1) && in(p->presence_penalty, -2, 2) &&
+                   in(p->frequency_penalty, -2, 2) && in(p->repetition_penalty, 0, 10) &&
+                   p->repetition_penalty > 0,
                "a sampling parameter outside its range was accepted");
     FUZZ_CHECK(r->n >= 1 && r->n <= OAI_MAX_N, "n %d", r->n);
-    FUZZ_CHECK(r->top_logprobs >= 0 && r->top_logprobs <= OAI_MAX_TOP_LOGPROBS,
-               "top_logprobs %d", r->top_logprobs);
-    FUZZ_CHECK(r->top_logprobs == 0 || r->logprobs, "top_logprobs without logprobs");
+    FUZZ_CHECK(p->top_logprobs >= 0 && p->top_logprobs <= OAI_MAX_TOP_LOGPROBS,
+               "top_logprobs %d", p->top_logprobs);
+    FUZZ_CHECK(p->top_logprobs == 0 || p->logprobs, "top_logprobs without logprobs");
     FUZZ_CHECK(r->n_stop >= 0 && r->n_stop <= OAI_MAX_STOP, "%d stop strings", r->n_stop);
     for (int i = 0; i < r->n_stop; i++) {
         size_t n = r->stop[i] ? strlen(r->stop[i]) : 0;
