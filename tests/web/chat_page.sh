@@ -56,6 +56,12 @@ key=sk-page-test-$$
 printf '{"%s": {"tier": "normal", "name": "page"}}\n' "$key" >"$tmp/keys.json"
 start_server "$tmp/log" --api-keys "$tmp/keys.json"
 
+rc=0
 PUPPETEER_MODULE="$npmdir/node_modules/puppeteer-core" timeout 90 node "$here/chat_page.cjs" \
   --url "http://127.0.0.1:$port" --key "$key" --chromium "$chromium" --tessera "$bin" \
-  --model "$model" --out "$build" --profile "$tmp/profile"
+  --model "$model" --out "$build" --profile "$tmp/profile" || rc=$?
+if [ "$rc" != 0 ]; then
+  echo "chat page test failed ($rc); the server's log ends:"
+  tail -n 30 "$tmp/log"
+fi
+exit "$rc"
