@@ -28,6 +28,7 @@ static void usage(FILE *out)
             "  --port N                port (8080; 0 = any free port)\n"
             "  --api-keys FILE         JSON {\"KEY\": {\"tier\": \"high|normal|low\", \"name\": \"...\"}}\n"
             "  --protect-metrics       /metrics needs a key too\n"
+            "  --no-ui                 no chat page at http://HOST:PORT/\n"
             "  --chat-template NAME    force a built-in family: plain, chatml, llama2, llama3,\n"
             "                          mistral, zephyr, phi3, gemma (default: the model's own\n"
             "                          Jinja template, else the family its markers name)\n"
@@ -68,6 +69,10 @@ static int parse_args(int argc, char **argv, serve_args *a)
             return 1;
         if (!strcmp(o, "--protect-metrics")) {
             a->srv.protect_metrics = true;
+            continue;
+        }
+        if (!strcmp(o, "--no-ui")) {
+            a->srv.no_ui = true;
             continue;
         }
         bool ok = true;

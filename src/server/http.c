@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "server/server_internal.h"
+#include "server/ui.h"
 
 /* ---- routes */
 
@@ -116,6 +117,8 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
 {
     const http_route *r = c->entry;
     oai_error e;
+    if (!r && !srv->opts.no_ui && ui_find(c->path))
+        return ui_handle(mc, c, method); /* the chat page: open to all, it asks for the key */
     if (!r) {
         oai_error_set(&e, 404, NULL, "not_found", "no route %.60s %.60s", method, c->path);
         return srv_send_error(mc, c, &e);
