@@ -28,7 +28,7 @@ trap cleanup EXIT
 server=$!
 port=
 for _ in $(seq 200); do
-  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/serve.log")
+  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/serve.log" 2>/dev/null || true)
   [ -n "$port" ] && break
   sleep 0.1
 done

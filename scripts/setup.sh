@@ -10,7 +10,9 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config
           libopenblas-openmp-dev libopenblas0-openmp
           libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev ${TESSERA_EXTRA_PACKAGES:-})
-test_packages=(libcmocka-dev curl jq python3)
+test_packages=(libcmocka-dev curl jq python3
+               chromium     # tests only: the chat page's browser test (tests/web/)
+               nginx-light) # tests only: scripts/cluster.sh's test (tests/cluster/)
 serve_only=0
 for arg in "$@"; do
   case $arg in

@@ -38,7 +38,7 @@ env -u TESSERA_MODEL -u TESSERA_MODELS "$prefix/bin/tessera" serve \
 pid=$!
 port=
 for _ in $(seq 100); do
-  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/serve.log")
+  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/serve.log" 2>/dev/null || true)
   [ -n "$port" ] && break
   kill -0 "$pid" 2>/dev/null || fail "serve --config exited: $(cat "$tmp/serve.log")"
   sleep 0.1

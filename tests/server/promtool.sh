@@ -15,7 +15,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 pid=$!
 port=
 for _ in $(seq 100); do
-  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/log")
+  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/log" 2>/dev/null || true)
   [ -n "$port" ] && break
   sleep 0.1
 done
