@@ -474,10 +474,23 @@ static void test_convert_hf_cli(void **state)
     if (!strstr(out, "Once upon a time") || !strstr(out, "tinystories-656k"))
         fail_msg("generate on the converted model: %s", out);
     free(out);
-    assert_int_equal(sh(&out, "%s/tessera convert -m %s --type q4_0 -o %s", TS_BUILD_DIR, dir,
+    assert_int_equal(sh(&out, "%s/tessera convert -m %s --type q9_9 -o %s", TS_BUILD_DIR, dir,
                         gguf),
                      2);
-    assert_non_null(strstr(out, "f32, f16 or bf16"));
+    assert_non_null(strstr(out, "f32, f16, bf16 or a type tessera quantize writes"));
+    free(out);
+    /* a quantize type: an F32 file first, quantized from there, and nothing left beside */
+    assert_int_equal(sh(&out, "%s/tessera convert -m %s --type Q8_0 -o %s && %s/tessera info -m "
+                              "%s | grep -c 'Q8_0' && ls %s.tmp-* 2>/dev/null | wc -l",
+                        TS_BUILD_DIR, dir, gguf, TS_BUILD_DIR, gguf, gguf),
+                     0);
+    if (!strstr(out, "\n0\n"))
+        fail_msg("convert --type Q8_0: %s", out);
+    free(out);
+    assert_int_equal(sh(&out, "%s/tessera generate -m %s -p 'Once upon a time' -n 8",
+                        TS_BUILD_DIR, gguf),
+                     0);
+    assert_non_null(strstr(out, "Once upon a time"));
     free(out);
     free(gguf);
     free(dir);

@@ -9,15 +9,16 @@
 #include "cli/cli.h"
 #include "gguf/gguf.h"
 #include "model/hf_convert.h"
+#include "quant/quantize.h"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tessera convert -m MODEL [--tokenizer TOK] [--type f32|f16|bf16] -o OUT.gguf\n"
+    fprintf(out, "usage: tessera convert -m MODEL [--tokenizer TOK] [--type TYPE] -o OUT.gguf\n"
                  "  writes MODEL (.gguf, or llama2.c .bin with --tokenizer) as GGUF v3 with F32\n"
                  "  tensors; quantised inputs are written dequantised. OUT must not be an input.\n"
                  "  MODEL may be a Hugging Face Llama directory (config.json, *.safetensors,\n"
-                 "  tokenizer.json with SentencePiece-style BPE): its tensors are written as\n"
-                 "  --type (default f32; norms stay f32).\n");
+                 "  tokenizer.json): its tensors are written as --type: f32 (default), f16,\n"
+                 "  bf16 (norms stay f32), or any type tessera quantize writes (Q8_0, Q4_K_M...).\n");
 }
 
 /* True when both paths name one existing file. */
@@ -39,6 +40,35 @@ static int output_option(void *ctx, const char *a, const char *v)
     else
         return 0;
     return 1;
+}
+
+/* A Hugging Face directory to quantization ft: an F32 GGUF beside tmp first, quantized
+ * from there as `tessera quantize` does, then renamed to out. */
+static int convert_quantized(const char *dir, const char *tmp, const char *out,
+                             quant_ftype ft)
+{
+    char f32[4200];
+    snprintf(f32, sizeof f32, "%s.f32", tmp);
+    ts_error err = {0};
+    gguf_file *in = NULL;
+    int rc = 1;
+    if (model_hf_convert(dir, f32, GGUF_TENSOR_F32, &err) != TS_OK ||
+        gguf_open(f32, &in, &err) != TS_OK ||
+        quant_gguf_write(tmp, in, ft, NULL, NULL, &err) != TS_OK) {
+        fprintf(stderr, "tessera: %s\n", err.msg);
+    } else if (rename(tmp, out) != 0) {
+        fprintf(stderr, "tessera: cannot rename %s to %s\n", tmp, out);
+    } else {
+        struct stat st;
+        fprintf(stderr, "tessera: wrote %s (%lld bytes)\n", out,
+                stat(out, &st) == 0 ? (long long)st.st_size : -1LL);
+        rc = 0;
+    }
+    gguf_close(in);
+    remove(f32);
+    if (rc != 0)
+        remove(tmp);
+    return rc;
 }
 
 int cli_convert(int argc, char **argv)
@@ -66,11 +96,16 @@ int cli_convert(int argc, char **argv)
     uint32_t ttype = !strcmp(type, "f32") ? GGUF_TENSOR_F32 : !strcmp(type, "f16") ? GGUF_TENSOR_F16
                      : !strcmp(type, "bf16") ? GGUF_TENSOR_BF16 : UINT32_MAX;
     bool hf = model_hf_is_dir(model);
-    if (ttype == UINT32_MAX || (!hf && ttype != GGUF_TENSOR_F32)) {
+    quant_ftype ft = QUANT_FTYPE_F32;
+    bool quantize = hf && ttype == UINT32_MAX && quant_ftype_parse(&ft, type);
+    if ((ttype == UINT32_MAX && !quantize) || (!hf && ttype != GGUF_TENSOR_F32)) {
         fprintf(stderr, "tessera convert: --type wants f32%s, not '%s'\n",
-                hf ? ", f16 or bf16" : " (f16 and bf16: Hugging Face directories)", type);
+                hf ? ", f16, bf16 or a type tessera quantize writes"
+                   : " (others: Hugging Face directories)", type);
         return 2;
     }
+    if (quantize)
+        return convert_quantized(model, tmp, out, ft);
     ts_model *m = hf ? NULL : cli_load_model(model, tokenizer);
     if (!hf && !m)
         return 1;
