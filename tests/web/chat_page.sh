@@ -15,7 +15,7 @@ start_server() {
   spid=$!
   port=
   for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log" 2>/dev/null || true)
     [ -n "$port" ] && return 0
     sleep 0.1
   done
