@@ -23,6 +23,7 @@ check() { # check NAME CONDITION-COMMAND...
 # start_server LOGFILE ARGS...: sets $port and $spid
 start_server() {
   local log=$1; shift
+  : >"$log" # exists before the server's shell opens it, or the first sed could race it
   "$bin" serve -m "$model" --host 127.0.0.1 --port 0 "$@" 2>"$log" &
   spid=$!
   pids+=("$spid")
