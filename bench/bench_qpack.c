@@ -1,0 +1,106 @@
+/* bench_qpack.c: the GEMM on packed quantized weights (simd/qpack.h; AMX tiles where usable)
+ * against the f32 skinny GEMM of the best kernel table on the same shape, split over the
+ * OpenMP threads in chunks of 64 weight rows; also the pack's time and size.
+ * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
+ * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../tests/qpack_data.h"
+#include "qpack.h"
+#include "simd.h"
+
+enum { CHUNK = 64 };
+
+typedef struct job {
+    const simd_qpack *pack;
+    const void *xq;
+    const simd_kernels *k;
+    const float *x, *wf;
+    float *out;
+    int M, N, K;
+} job;
+
+static void run_qpack(const job *j)
+{
+    int chunks = (j->N + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < chunks; c++) {
+        int ne = (c + 1) * CHUNK < j->N ? (c + 1) * CHUNK : j->N;
+        simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * CHUNK, ne);
+    }
+}
+
+static void run_f32(const job *j)
+{
+    int chunks = (j->N + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < chunks; c++) {
+        int ne = (c + 1) * CHUNK < j->N ? (c + 1) * CHUNK : j->N;
+        j->k->gemm_nt(j->out, (size_t)j->N, j->x, (size_t)j->K, j->wf, j->M, j->N, j->K, 0.0f,
+                      c * CHUNK, ne);
+    }
+}
+
+/* Best seconds per call over about budget seconds (at least 3 calls after a warm-up). */
+static double best_time(void (*f)(const job *), const job *j, double budget)
+{
+    f(j);
+    double best = 1e30, spent = 0.0;
+    for (int rep = 0; rep < 3 || (spent < budget && rep < 200); rep++) {
+        double t0 = omp_get_wtime();
+        f(j);
+        double t = omp_get_wtime() - t0;
+        spent += t;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
+    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0};
+    static const char *names[] = {"Q4_K", "Q8_0"};
+    static const int Ms[] = {16, 64, 512};
+    const simd_kernels *k = simd_init();
+    printf("bench_qpack: N=%d K=%d threads=%d amx=%s f32 table=%s\n", N, K,
+           omp_get_max_threads(), simd_amx_usable() ? "yes" : "no", k->name);
+    float *wf = malloc(sizeof(float) * (size_t)N * K);
+    float *x = malloc(sizeof(float) * (size_t)512 * K);
+    float *out = malloc(sizeof(float) * (size_t)512 * N);
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        wf[i] = qd_unit(-1.0f, 1.0f);
+    for (size_t i = 0; i < (size_t)512 * K; i++)
+        x[i] = qd_unit(-1.0f, 1.0f);
+    for (int t = 0; t < 2; t++) {
+        size_t wrow, xrow;
+        uint8_t *w = qd_weights(types[t], N, K, &wrow);
+        uint8_t *xq = qd_acts(types[t], 512, K, NULL, &xrow);
+        simd_qmat qm = {.type = types[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
+        double t0 = omp_get_wtime();
+        simd_qpack *p = simd_qpack_make(&qm);
+        double pack_s = omp_get_wtime() - t0;
+        if (!p) {
+            printf("%s: pack refused\n", names[t]);
+            return 1;
+        }
+        printf("%s: pack %.1f ms (one thread), %.1f MB for %.1f MB of blocks (%.2fx)\n",
+               names[t], pack_s * 1e3, simd_qpack_bytes(p) / 1e6, (double)wrow * N / 1e6,
+               simd_qpack_bytes(p) / ((double)wrow * N));
+        for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
+            job j = {.pack = p, .xq = xq, .k = k, .x = x, .wf = wf, .out = out, .M = Ms[i],
+                     .N = N, .K = K};
+            double tq = best_time(run_qpack, &j, 0.5), tf = best_time(run_f32, &j, 0.5);
+            double flop = 2.0 * Ms[i] * (double)N * K;
+            printf("  M=%4d  packed %8.3f ms %7.0f GOP/s   f32 %s %8.3f ms %7.0f GFLOP/s   "
+                   "speedup %.2fx\n",
+                   Ms[i], tq * 1e3, flop / tq / 1e9, k->name, tf * 1e3, flop / tf / 1e9, tf / tq);
+        }
+        simd_qpack_free(p);
+        free(w), free(xq);
+    }
+    free(wf), free(x), free(out);
+    return 0;
+}
