@@ -61,8 +61,8 @@ static double best_time(void (*f)(const job *), const job *j, double budget)
 int main(int argc, char **argv)
 {
     int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
-    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0};
-    static const char *names[] = {"Q4_K", "Q8_0"};
+    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K};
+    static const char *names[] = {"Q4_K", "Q8_0", "Q6_K"};
     static const int Ms[] = {16, 64, 512};
     const simd_kernels *k = simd_init();
     printf("bench_qpack: N=%d K=%d threads=%d amx=%s f32 table=%s\n", N, K,
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
         wf[i] = qd_unit(-1.0f, 1.0f);
     for (size_t i = 0; i < (size_t)512 * K; i++)
         x[i] = qd_unit(-1.0f, 1.0f);
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 3; t++) {
         size_t wrow, xrow;
         uint8_t *w = qd_weights(types[t], N, K, &wrow);
         uint8_t *xq = qd_acts(types[t], 512, K, NULL, &xrow);
