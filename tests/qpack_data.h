@@ -1,6 +1,5 @@
 /* qpack_data.h: random quantized weights and activations for the packed-GEMM test and
- * benchmark, and a dequantization of its own (written apart from the packer, so the two
- * check each other). Header-only: the stand-alone builds compile one .c file. */
+ * benchmark. Header-only: the stand-alone builds compile one .c file. */
 #ifndef TESSERA_TESTS_QPACK_DATA_H
 #define TESSERA_TESTS_QPACK_DATA_H
 
@@ -26,16 +25,7 @@ static inline float qd_unit(float lo, float hi)
 }
 
 static inline int qd_block_elems(uint32_t t) { return t == QT_Q8_0 || t == QT_Q4_0 ? 32 : 256; }
-static inline size_t qd_block_bytes(uint32_t t)
-{
-    switch (t) {
-    case QT_Q8_0: return sizeof(qb_q8_0);
-    case QT_Q4_0: return sizeof(qb_q4_0);
-    case QT_Q4_K: return sizeof(qb_q4_k);
-    case QT_Q5_K: return sizeof(qb_q5_k);
-    default: return sizeof(qb_q6_k);
-    }
-}
+static inline size_t qd_block_bytes(uint32_t t) { return qtype_get(t)->block_bytes; }
 
 /* N rows of K weights of type t: random bytes, with scales in a sane f16 range. Owned. */
 static inline uint8_t *qd_weights(uint32_t t, int N, int K, size_t *row_bytes)
@@ -58,56 +48,6 @@ static inline uint8_t *qd_weights(uint32_t t, int N, int K, size_t *row_bytes)
         }
     }
     return w;
-}
-
-/* Q4_K / Q5_K scale and minimum of sub-block j, from the 12 packed bytes. */
-static inline void qd_scale_min(const uint8_t *s, int j, float *sc, float *mn)
-{
-    int a = j < 4 ? s[j] & 0x3f : (s[j + 4] & 0x0f) | ((s[j - 4] & 0xc0) >> 2);
-    int b = j < 4 ? s[j + 4] & 0x3f : (s[j + 4] >> 4) | ((s[j] & 0xc0) >> 2);
-    *sc = (float)a, *mn = (float)b;
-}
-
-/* The values one block stands for, y (block elements). */
-static inline void qd_dequant_block(float *y, uint32_t t, const uint8_t *blk)
-{
-    if (t == QT_Q8_0) {
-        const qb_q8_0 *b = (const qb_q8_0 *)blk;
-        float d = simd_f16_to_f32_scalar(b->d);
-        for (int i = 0; i < 32; i++)
-            y[i] = d * b->qs[i];
-    } else if (t == QT_Q4_0) {
-        const qb_q4_0 *b = (const qb_q4_0 *)blk;
-        float d = simd_f16_to_f32_scalar(b->d);
-        for (int i = 0; i < 32; i++)
-            y[i] = d * (float)(((i < 16 ? b->qs[i] : b->qs[i - 16] >> 4) & 15) - 8);
-    } else if (t == QT_Q4_K || t == QT_Q5_K) {
-        const qb_q4_k *b4 = (const qb_q4_k *)blk;
-        const qb_q5_k *b5 = (const qb_q5_k *)blk;
-        int five = t == QT_Q5_K;
-        float d = simd_f16_to_f32_scalar(five ? b5->d : b4->d);
-        float dmin = simd_f16_to_f32_scalar(five ? b5->dmin : b4->dmin);
-        for (int i = 0; i < 256; i++) {
-            int j = i / 32, l = i % 32;  /* sub-block j: nibble (j & 1) of byte 32*(j/2)+l */
-            uint8_t byte = (five ? b5->qs : b4->qs)[32 * (j / 2) + l];
-            int q = (j & 1) ? byte >> 4 : byte & 15;
-            if (five)
-                q += ((b5->qh[l] >> j) & 1) * 16;
-            float sc, mn;
-            qd_scale_min(five ? b5->scales : b4->scales, j, &sc, &mn);
-            y[i] = d * sc * (float)q - dmin * mn;
-        }
-    } else {
-        const qb_q6_k *b = (const qb_q6_k *)blk;
-        float d = simd_f16_to_f32_scalar(b->d);
-        for (int i = 0; i < 256; i++) {
-            int h = i / 128, run = (i % 128) / 32, l = i % 32; /* run: 0..3 of 32 */
-            uint8_t lo_byte = b->ql[64 * h + (run & 1) * 32 + l];
-            int lo = run < 2 ? lo_byte & 15 : lo_byte >> 4;
-            int hi = (b->qh[32 * h + l] >> (2 * run)) & 3;
-            y[i] = d * (float)b->scales[i / 16] * (float)((lo | hi << 4) - 32);
-        }
-    }
 }
 
 /* M rows of K activations in the blocks type t multiplies with (random int8, d, sums),

@@ -1,5 +1,5 @@
 /* test_simd_amx.c: the GEMM on packed quantized weights (simd/qpack.h): the plain-C twin
- * against a double-precision product of the dequantized blocks on every packable type,
+ * against a double-precision product of qtype_dequant_row's values on every packable type,
  * and the AMX tile kernel against the twin bit for bit on odd shapes (skipped, saying so,
  * where AMX is absent). Builds stand-alone too (-DTS_SIMD_STANDALONE). */
 #include <string.h>
@@ -43,12 +43,9 @@ static void problem_make(problem *p, uint32_t type, int M, int N, int kblocks, i
     p->want = NULL;
     if (!want)
         return;
-    int eb = qd_block_elems(type);
     float *wf = malloc(sizeof(float) * (size_t)N * p->K);
-    for (int n = 0; n < N; n++)
-        for (int b = 0; b < kblocks; b++)
-            qd_dequant_block(wf + (size_t)n * p->K + (size_t)b * eb, type,
-                             p->w + (size_t)n * wrow + (size_t)b * qd_block_bytes(type));
+    for (int n = 0; n < N; n++) /* llama.cpp's values (test_quant_formats checks it) */
+        qtype_dequant_row(wf + (size_t)n * p->K, p->w + (size_t)n * wrow, type, p->K);
     p->want = malloc(sizeof(float) * (size_t)M * N);
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {

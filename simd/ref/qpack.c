@@ -183,29 +183,14 @@ static void unit_put(uint8_t *unit, const simd_qpack *p, int n, const unpacked *
 
 static size_t round_up(size_t x) { return (x + QP_ALIGN - 1) / QP_ALIGN * QP_ALIGN; }
 
-/* Elements and bytes of one block of a supported type (the packer needs no more of the
- * type table). */
-static void block_shape(uint32_t type, int *elems, size_t *bytes)
-{
-    switch (type) {
-    case QT_Q8_0: *elems = QK_32, *bytes = sizeof(qb_q8_0); break;
-    case QT_Q4_0: *elems = QK_32, *bytes = sizeof(qb_q4_0); break;
-    case QT_Q4_K: *elems = QK_K, *bytes = sizeof(qb_q4_k); break;
-    case QT_Q5_K: *elems = QK_K, *bytes = sizeof(qb_q5_k); break;
-    default: *elems = QK_K, *bytes = sizeof(qb_q6_k); break;
-    }
-}
-
 simd_qpack *simd_qpack_make(const simd_qmat *w)
 {
-    int elems;
-    size_t block_bytes;
-    if (!simd_qpack_supports(w->type))
+    const qtype_info *info = qtype_get(w->type);
+    if (!simd_qpack_supports(w->type) || w->N < 1 || w->K < 1 ||
+        w->row_bytes != qtype_row_bytes(w->type, w->K) || w->row_bytes == 0)
         return NULL;
-    block_shape(w->type, &elems, &block_bytes);
-    if (w->N < 1 || w->K < 1 || w->K % elems != 0 ||
-        w->row_bytes != (size_t)(w->K / elems) * block_bytes)
-        return NULL;
+    int elems = (int)info->block_elems;
+    size_t block_bytes = info->block_bytes;
     simd_qpack *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
@@ -217,7 +202,7 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
     p->sub = w->type == QT_Q6_K ? 16 : 32;
     p->n_sub = p->blk / p->sub;
     p->has_min = w->type == QT_Q4_K || w->type == QT_Q5_K;
-    p->act = elems == QK_K ? QACT_Q8_K : QACT_Q8_32;
+    p->act = info->act;
     p->act_blk_bytes = p->blk == QK_K ? sizeof(qa_q8_k) : sizeof(qa_q8_32);
     p->act_qs_off = p->blk == QK_K ? offsetof(qa_q8_k, qs) : offsetof(qa_q8_32, qs);
     size_t off = (size_t)p->blk * QP_ROWS;
