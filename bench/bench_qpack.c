@@ -6,12 +6,13 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../tests/qpack_data.h"
 #include "qpack.h"
 #include "simd.h"
 
-enum { CHUNK = 64 };
+static int chunk_rows = 64; /* weight rows per task; QP_CHUNK in the environment overrides */
 
 typedef struct job {
     const simd_qpack *pack;
@@ -24,22 +25,22 @@ typedef struct job {
 
 static void run_qpack(const job *j)
 {
-    int chunks = (j->N + CHUNK - 1) / CHUNK;
+    int chunks = (j->N + chunk_rows - 1) / chunk_rows;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int c = 0; c < chunks; c++) {
-        int ne = (c + 1) * CHUNK < j->N ? (c + 1) * CHUNK : j->N;
-        simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * CHUNK, ne);
+        int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
+        simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
     }
 }
 
 static void run_f32(const job *j)
 {
-    int chunks = (j->N + CHUNK - 1) / CHUNK;
+    int chunks = (j->N + chunk_rows - 1) / chunk_rows;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int c = 0; c < chunks; c++) {
-        int ne = (c + 1) * CHUNK < j->N ? (c + 1) * CHUNK : j->N;
+        int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
         j->k->gemm_nt(j->out, (size_t)j->N, j->x, (size_t)j->K, j->wf, j->M, j->N, j->K, 0.0f,
-                      c * CHUNK, ne);
+                      c * chunk_rows, ne);
     }
 }
 
@@ -61,12 +62,14 @@ static double best_time(void (*f)(const job *), const job *j, double budget)
 int main(int argc, char **argv)
 {
     int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
-    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K};
-    static const char *names[] = {"Q4_K", "Q8_0", "Q6_K"};
+    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_BF16};
+    static const char *names[] = {"Q4_K", "Q8_0", "Q6_K", "BF16"};
     static const int Ms[] = {16, 64, 512};
     const simd_kernels *k = simd_init();
-    printf("bench_qpack: N=%d K=%d threads=%d amx=%s f32 table=%s\n", N, K,
-           omp_get_max_threads(), simd_amx_usable() ? "yes" : "no", k->name);
+    if (getenv("QP_CHUNK"))
+        chunk_rows = atoi(getenv("QP_CHUNK")) > 0 ? atoi(getenv("QP_CHUNK")) : chunk_rows;
+    printf("bench_qpack: N=%d K=%d threads=%d chunk=%d amx=%s f32 table=%s\n", N, K,
+           omp_get_max_threads(), chunk_rows, simd_amx_usable() ? "yes" : "no", k->name);
     float *wf = malloc(sizeof(float) * (size_t)N * K);
     float *x = malloc(sizeof(float) * (size_t)512 * K);
     float *out = malloc(sizeof(float) * (size_t)512 * N);
@@ -74,10 +77,23 @@ int main(int argc, char **argv)
         wf[i] = qd_unit(-1.0f, 1.0f);
     for (size_t i = 0; i < (size_t)512 * K; i++)
         x[i] = qd_unit(-1.0f, 1.0f);
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 4; t++) {
         size_t wrow, xrow;
-        uint8_t *w = qd_weights(types[t], N, K, &wrow);
-        uint8_t *xq = qd_acts(types[t], 512, K, NULL, &xrow);
+        uint8_t *w, *xq;
+        if (types[t] == QT_BF16) { /* bf16 weights: the top halves of the f32 ones */
+            wrow = (size_t)K * 2;
+            w = malloc(wrow * N);
+            for (size_t i = 0; i < (size_t)N * K; i++)
+                memcpy(w + 2 * i, (const uint8_t *)&wf[i] + 2, 2);
+            xq = malloc((size_t)512 * K * 2);
+            double c0 = omp_get_wtime();
+            simd_qpack_bf16_rows((uint16_t *)xq, x, (size_t)K, 512, K);
+            printf("BF16: activations to bf16, 512 rows, one thread: %.3f ms\n",
+                   (omp_get_wtime() - c0) * 1e3);
+        } else {
+            w = qd_weights(types[t], N, K, &wrow);
+            xq = qd_acts(types[t], 512, K, NULL, &xrow);
+        }
         simd_qmat qm = {.type = types[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
         double t0 = omp_get_wtime();
         simd_qpack *p = simd_qpack_make(&qm);

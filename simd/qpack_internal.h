@@ -44,8 +44,20 @@ static inline const uint8_t *qpack_unit(const simd_qpack *p, int group, int b)
     return p->data + ((size_t)group * p->n_blk + b) * p->unit_bytes;
 }
 
-/* The tile kernel (amx/qgemm_amx.c), built only with TS_HAVE_AMX. */
+/* What the tile kernels may use here, asked once (ref/qpack.c). */
+enum { QP_CAP_INT8 = 1, QP_CAP_BF16 = 2 };
+int qpack_amx_caps(void);
+
+/* F16 / BF16 packs (ref/qpack_bf16.c): one unit per 16-row group and 32 elements of K,
+ * uint16 bf16 [16][16][2]: q[r][n][i] = weight (n, 32 b + 2r + i); no scales. */
+simd_qpack *qpack_bf16_make(const simd_qmat *w);
+void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                         float beta, int n_begin, int n_end);
+
+/* The tile kernels (amx/), built only with TS_HAVE_AMX. */
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
+void simd_amx_qpack_gemm_bf16(float *out, size_t ldo, const void *xq, const simd_qpack *p,
+                              int M, float beta, int n_begin, int n_end);
 
 #endif

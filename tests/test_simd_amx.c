@@ -18,7 +18,9 @@ static const char *type_name(uint32_t t)
     case QT_Q4_0: return "Q4_0";
     case QT_Q4_K: return "Q4_K";
     case QT_Q5_K: return "Q5_K";
-    default: return "Q6_K";
+    case QT_Q6_K: return "Q6_K";
+    case QT_F16: return "F16";
+    default: return "BF16";
     }
 }
 
@@ -208,9 +210,149 @@ static void check_make(void)
     uint8_t junk[64] = {0};
     simd_qmat q41 = {.type = QT_Q4_1, .N = 1, .K = 32, .row_bytes = 20, .data = junk};
     SC_CHECK(!simd_qpack_supports(QT_Q4_1) && simd_qpack_make(&q41) == NULL, "Q4_1 refused");
+    uint16_t hw[33 * 64] = {0};
+    simd_qmat h = {.type = QT_BF16, .N = 33, .K = 64, .row_bytes = 128, .data = hw};
+    simd_qpack *hp = simd_qpack_make(&h);
+    SC_CHECK(simd_qpack_bytes(hp) == 3 * 2 * 1024, "BF16: %zu bytes", simd_qpack_bytes(hp));
+    simd_qpack_free(hp);
+    h.type = QT_F16, h.K = 48, h.row_bytes = 96; /* K not a multiple of 32 */
+    SC_CHECK(simd_qpack_make(&h) == NULL, "F16 K 48 refused");
     simd_qpack_free(NULL);
     SC_CHECK(simd_qpack_bytes(NULL) == 0, "bytes of NULL");
 }
 
-#define CHECKS(X) X(check_make) X(check_twin) X(check_tiles) X(check_rows_alone)
+/* ---- F16 / BF16 weights on bf16 tiles ---- */
+
+typedef struct bf_problem {
+    uint32_t type;
+    int M, N, K;
+    float *x;      /* (M, K) */
+    uint16_t *w;   /* (N, K) f16 or bf16 bits */
+    uint16_t *xb;  /* (M, K) simd_qpack_bf16_rows(x) */
+    simd_qpack *pack;
+} bf_problem;
+
+static float bf_weight(uint32_t type, uint16_t h)
+{
+    if (type == QT_F16)
+        return simd_f16_to_f32_scalar(h);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void bf_make(bf_problem *p, uint32_t type, int M, int N, int K)
+{
+    p->type = type, p->M = M, p->N = N, p->K = K;
+    p->x = malloc(sizeof(float) * (size_t)M * K);
+    p->w = malloc(sizeof(uint16_t) * (size_t)N * K);
+    p->xb = malloc(sizeof(uint16_t) * (size_t)M * K);
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        p->x[i] = qd_unit(-1.0f, 1.0f);
+    for (size_t i = 0; i < (size_t)N * K; i++) {
+        float f = qd_unit(-1.0f, 1.0f);
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        p->w[i] = type == QT_F16 ? simd_f32_to_f16_scalar(f) : (uint16_t)(u >> 16);
+    }
+    simd_qpack_bf16_rows(p->xb, p->x, (size_t)K, M, K);
+    simd_qmat qm = {.type = type, .N = N, .K = K, .row_bytes = (size_t)K * 2, .data = p->w};
+    p->pack = simd_qpack_make(&qm);
+}
+
+static void bf_free(bf_problem *p)
+{
+    free(p->x), free(p->w), free(p->xb);
+    simd_qpack_free(p->pack);
+}
+
+/* The bf16 twin against the f32 product of the file's weights: within bf16 rounding of
+ * the activations (and, for F16, of the weights). */
+static void check_bf16_twin(void)
+{
+    static const uint32_t types[] = {QT_F16, QT_BF16};
+    static const int shapes[][3] = {{1, 20, 32}, {5, 37, 96}, {17, 16, 64}};
+    for (int t = 0; t < 2; t++)
+        for (int s = 0; s < 3; s++) {
+            bf_problem p;
+            bf_make(&p, types[t], shapes[s][0], shapes[s][1], shapes[s][2]);
+            SC_CHECK(p.pack != NULL, "%s pack", types[t] == QT_F16 ? "F16" : "BF16");
+            if (!p.pack) {
+                bf_free(&p);
+                continue;
+            }
+            float *got = malloc(sizeof(float) * (size_t)p.M * p.N);
+            float *want = malloc(sizeof(float) * (size_t)p.M * p.N);
+            simd_qpack_gemm_ref(got, (size_t)p.N, p.xb, p.pack, p.M, 0.0f, 0, p.N);
+            for (int m = 0; m < p.M; m++)
+                for (int n = 0; n < p.N; n++) {
+                    double acc = 0.0;
+                    for (int k = 0; k < p.K; k++)
+                        acc += (double)p.x[(size_t)m * p.K + k] *
+                               bf_weight(p.type, p.w[(size_t)n * p.K + k]);
+                    want[(size_t)m * p.N + n] = (float)acc;
+                }
+            double err = sc_norm_err(got, want, (size_t)p.M * p.N);
+            SC_CHECK(err < 2e-2, "%s M=%d N=%d K=%d: error %g", type_name(p.type), p.M, p.N,
+                     p.K, err);
+            free(got), free(want);
+            bf_free(&p);
+        }
+}
+
+/* The bf16 tiles against the twin (f32 accumulation against double: a tolerance). */
+static void check_bf16_tiles(void)
+{
+    if (!(qpack_amx_caps() & QP_CAP_BF16)) {
+        printf("[  SKIPPED ] AMX bf16 tiles: this CPU or kernel has no AMX-BF16 (or it was "
+               "refused)\n");
+        return;
+    }
+    static const int Ms[] = {16, 17, 31, 32, 48, 67, 100, 1};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
+            bf_problem p;
+            bf_make(&p, t ? QT_BF16 : QT_F16, Ms[i], i % 2 ? 53 : 40, 32 * (1 + (int)(i % 3)));
+            SC_CHECK(p.pack && p.pack->gemm == simd_amx_qpack_gemm_bf16, "bf16 pack on tiles");
+            if (!p.pack) {
+                bf_free(&p);
+                continue;
+            }
+            size_t ldo = (size_t)p.N + 3, n_out = (size_t)p.M * ldo;
+            float *a = malloc(sizeof(float) * n_out), *b = malloc(sizeof(float) * n_out);
+            float *before = malloc(sizeof(float) * n_out);
+            for (size_t k = 0; k < n_out; k++)
+                before[k] = qd_unit(-1.0f, 1.0f);
+            for (int beta = 0; beta < 2; beta++) {
+                problem q = {.M = p.M, .N = p.N, .xq = (uint8_t *)p.xb, .pack = p.pack};
+                run_split(a, simd_qpack_gemm, &q, (float)beta, before);
+                run_split(b, simd_qpack_gemm_ref, &q, (float)beta, before);
+                int pad = 0;
+                for (int m = 0; m < p.M; m++)
+                    for (size_t n = (size_t)p.N; n < ldo; n++)
+                        pad += memcmp(&a[m * ldo + n], &b[m * ldo + n], sizeof(float)) != 0;
+                double err = sc_norm_err(a, b, n_out);
+                SC_CHECK(err < 1e-5 && pad == 0, "%s M=%d N=%d K=%d beta %d: error %g, %d "
+                         "padding columns touched", type_name(p.type), p.M, p.N, p.K, beta,
+                         err, pad);
+            }
+            if (p.M == 67) { /* rows alone equal rows in the batch, bit for bit */
+                int bad = 0;
+                simd_qpack_gemm(a, (size_t)p.N, p.xb, p.pack, p.M, 0.0f, 0, p.N);
+                for (int m = 0; m < p.M; m++) {
+                    simd_qpack_gemm(b, (size_t)p.N, p.xb + (size_t)m * p.K, p.pack, 1, 0.0f, 0,
+                                    p.N);
+                    bad += memcmp(b, a + (size_t)m * p.N, sizeof(float) * p.N) != 0;
+                }
+                SC_CHECK(bad == 0, "%s: %d of 67 rows differ alone", type_name(p.type), bad);
+            }
+            free(a), free(b), free(before);
+            bf_free(&p);
+        }
+}
+
+#define CHECKS(X)                                                                             \
+    X(check_make) X(check_twin) X(check_tiles) X(check_rows_alone) X(check_bf16_twin)          \
+        X(check_bf16_tiles)
 SC_MAIN("simd_amx", CHECKS)

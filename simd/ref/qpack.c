@@ -18,29 +18,32 @@
 #define XCR0_AVX512 0xe6u
 #define XCR0_TILE (3u << 17) /* XTILECFG, XTILEDATA */
 
-static bool amx_probe(void)
+static int amx_probe(void)
 {
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE))
-        return false;
+        return 0;
     if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-        return false;
-    unsigned amx_tile = edx & (1u << 24), amx_int8 = edx & (1u << 25);
-    if (!amx_tile || !amx_int8)
-        return false;
+        return 0;
+    unsigned amx_bf16 = edx & (1u << 22), amx_tile = edx & (1u << 24),
+             amx_int8 = edx & (1u << 25);
+    if (!amx_tile)
+        return 0;
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
         !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("fma"))
-        return false;
+        return 0;
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     if ((lo & XCR0_AVX512) != XCR0_AVX512 || (lo & XCR0_TILE) != XCR0_TILE)
-        return false;
+        return 0;
     /* Linux (5.16+) hands out the 8 KiB tile data state only to processes that ask. */
-    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+        return 0;
+    return (amx_int8 ? QP_CAP_INT8 : 0) | (amx_bf16 ? QP_CAP_BF16 : 0);
 }
 #else
-static bool amx_probe(void) { return false; }
+static int amx_probe(void) { return 0; }
 #endif
 
 static bool env_is_1(const char *name)
@@ -49,23 +52,25 @@ static bool env_is_1(const char *name)
     return v && strcmp(v, "1") == 0;
 }
 
-bool simd_amx_usable(void)
+int qpack_amx_caps(void)
 {
-    static atomic_int state; /* 0 unknown, 1 usable, 2 not */
+    static atomic_int state; /* 0 unknown, else 4 | caps */
     int s = atomic_load(&state);
     if (s == 0) {
         /* Racing first callers both probe; the request is idempotent. */
-        bool ok = !env_is_1("TESSERA_FORCE_REF") && !env_is_1("TESSERA_NO_AMX") && amx_probe();
-        s = ok ? 1 : 2;
+        bool off = env_is_1("TESSERA_FORCE_REF") || env_is_1("TESSERA_NO_AMX");
+        s = 4 | (off ? 0 : amx_probe());
         atomic_store(&state, s);
     }
-    return s == 1;
+    return s & 3;
 }
+
+bool simd_amx_usable(void) { return (qpack_amx_caps() & QP_CAP_INT8) != 0; }
 
 bool simd_qpack_supports(uint32_t type)
 {
     return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K ||
-           type == QT_Q6_K;
+           type == QT_Q6_K || type == QT_F16 || type == QT_BF16;
 }
 
 /* ---- unpacking one block of the file into integers ---- */
@@ -185,6 +190,8 @@ static size_t round_up(size_t x) { return (x + QP_ALIGN - 1) / QP_ALIGN * QP_ALI
 
 simd_qpack *simd_qpack_make(const simd_qmat *w)
 {
+    if (w->type == QT_F16 || w->type == QT_BF16)
+        return qpack_bf16_make(w);
     const qtype_info *info = qtype_get(w->type);
     if (!simd_qpack_supports(w->type) || w->N < 1 || w->K < 1 ||
         w->row_bytes != qtype_row_bytes(w->type, w->K) || w->row_bytes == 0)
@@ -233,7 +240,7 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
         }
     }
 #if defined(TS_HAVE_AMX)
-    p->gemm = simd_amx_usable() ? simd_amx_qpack_gemm : simd_qpack_gemm_ref;
+    p->gemm = qpack_amx_caps() & QP_CAP_INT8 ? simd_amx_qpack_gemm : simd_qpack_gemm_ref;
 #else
     p->gemm = simd_qpack_gemm_ref;
 #endif
@@ -299,6 +306,10 @@ static float twin_one(const uint8_t *xrow, const simd_qpack *p, int group, int n
 void simd_qpack_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end)
 {
+    if (p->type == QT_F16 || p->type == QT_BF16) {
+        qpack_bf16_gemm_ref(out, ldo, xq, p, M, beta, n_begin, n_end);
+        return;
+    }
     size_t xrow_bytes = (size_t)p->n_blk * p->act_blk_bytes;
     for (int m = 0; m < M; m++) {
         const uint8_t *xrow = (const uint8_t *)xq + (size_t)m * xrow_bytes;
