@@ -54,6 +54,9 @@ simd_qpack *qpack_bf16_make(const simd_qmat *w);
 void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
 
+/* Whether p's gemm is a tile kernel (not the twin). */
+bool qpack_on_tiles(const simd_qpack *p);
+
 /* The tile kernels (amx/), built only with TS_HAVE_AMX. */
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);

@@ -138,7 +138,7 @@ static void check_tiles(void)
             int kb = 1 + (int)((i + t) % 3), N = i % 2 ? 53 : 40;
             problem p;
             problem_make(&p, TYPES[t], Ms[i], N, kb, 0);
-            SC_CHECK(p.pack && p.pack->gemm == simd_amx_qpack_gemm, "%s pack on tiles",
+            SC_CHECK(p.pack && qpack_on_tiles(p.pack), "%s pack on tiles",
                      type_name(p.type));
             if (!p.pack) {
                 problem_free(&p);
@@ -314,7 +314,7 @@ static void check_bf16_tiles(void)
         for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
             bf_problem p;
             bf_make(&p, t ? QT_BF16 : QT_F16, Ms[i], i % 2 ? 53 : 40, 32 * (1 + (int)(i % 3)));
-            SC_CHECK(p.pack && p.pack->gemm == simd_amx_qpack_gemm_bf16, "bf16 pack on tiles");
+            SC_CHECK(p.pack && qpack_on_tiles(p.pack), "bf16 pack on tiles");
             if (!p.pack) {
                 bf_free(&p);
                 continue;

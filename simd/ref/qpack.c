@@ -257,6 +257,11 @@ void simd_qpack_free(simd_qpack *p)
 
 size_t simd_qpack_bytes(const simd_qpack *p) { return p ? p->bytes : 0; }
 
+bool qpack_on_tiles(const simd_qpack *p)
+{
+    return p->gemm != simd_qpack_gemm_ref && p->gemm != qpack_bf16_gemm_ref;
+}
+
 void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                      float beta, int n_begin, int n_end)
 {
