@@ -275,39 +275,56 @@ static void acts_copy(acts *x, const simd_qpack *p, int M)
     x->q = mem;
 }
 
+#ifndef QP_M_OUTER
+#define QP_M_OUTER 0
+#endif
+
+/* The output rows [m0, m0 + 32) and columns of groups g, g + 1 (ng of them) within
+ * [n_begin, n_end). cur: the tile rows now configured. */
+static void out_block(float *out, size_t ldo, const simd_qpack *p, const acts *x, int M, int m0,
+                      int g, int ng, int cur[2], int n_begin, int n_end, float beta)
+{
+    _Alignas(64) float acc[4][QP_ROWS][QP_ROWS];
+    block2 k = {.p = p, .x = x, .t0 = m0 / QP_ROWS, .g = g, .ng = ng};
+    k.mr[0] = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
+    k.mr[1] = M - m0 - QP_ROWS;
+    k.mr[1] = k.mr[1] < 0 ? 0 : k.mr[1] > QP_ROWS ? QP_ROWS : k.mr[1];
+    k.nm = k.mr[1] > 0 ? 2 : 1;
+    if (k.mr[0] != cur[0] || k.mr[1] != cur[1]) {
+        tiles_config(k.mr, p->sub);
+        cur[0] = k.mr[0], cur[1] = k.mr[1];
+    }
+    block_run(acc, &k);
+    for (int h = 0; h < k.ng; h++) {
+        int n0 = (g + h) * QP_ROWS;
+        int lo = n_begin > n0 ? n_begin - n0 : 0;
+        int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
+        for (int i = 0; i < k.nm; i++)
+            tiles_write(out + (size_t)(m0 + QP_ROWS * i) * ldo + n0, ldo, acc[2 * i + h],
+                        k.mr[i], lo, hi, beta);
+    }
+}
+
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end)
 {
     if (M <= 0 || n_begin >= n_end)
         return;
-    _Alignas(64) float acc[4][QP_ROWS][QP_ROWS];
     acts x = {.x = xq, .xrow = (size_t)p->n_blk * p->act_blk_bytes};
     acts_copy(&x, p, M);
     int cur[2] = {0, 0};
-    int g_end = (n_end + QP_ROWS - 1) / QP_ROWS;
+    int g_begin = n_begin / QP_ROWS, g_end = (n_end + QP_ROWS - 1) / QP_ROWS;
     int gstep = QP_ALT_C ? 1 : 2;
-    for (int g = n_begin / QP_ROWS; g < g_end; g += gstep) {
-        for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
-            block2 k = {.p = p, .x = &x, .t0 = m0 / QP_ROWS, .g = g,
-                        .ng = g + 1 < g_end && gstep == 2 ? 2 : 1};
-            k.mr[0] = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
-            k.mr[1] = M - m0 - QP_ROWS;
-            k.mr[1] = k.mr[1] < 0 ? 0 : k.mr[1] > QP_ROWS ? QP_ROWS : k.mr[1];
-            k.nm = k.mr[1] > 0 ? 2 : 1;
-            if (k.mr[0] != cur[0] || k.mr[1] != cur[1]) {
-                tiles_config(k.mr, p->sub);
-                cur[0] = k.mr[0], cur[1] = k.mr[1];
-            }
-            block_run(acc, &k);
-            for (int h = 0; h < k.ng; h++) {
-                int n0 = (g + h) * QP_ROWS;
-                int lo = n_begin > n0 ? n_begin - n0 : 0;
-                int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
-                for (int i = 0; i < k.nm; i++)
-                    tiles_write(out + (size_t)(m0 + QP_ROWS * i) * ldo + n0, ldo, acc[2 * i + h],
-                                k.mr[i], lo, hi, beta);
-            }
-        }
+    if (QP_M_OUTER) {
+        for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS)
+            for (int g = g_begin; g < g_end; g += gstep)
+                out_block(out, ldo, p, &x, M, m0, g, g + 1 < g_end && gstep == 2 ? 2 : 1, cur,
+                          n_begin, n_end, beta);
+    } else {
+        for (int g = g_begin; g < g_end; g += gstep)
+            for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS)
+                out_block(out, ldo, p, &x, M, m0, g, g + 1 < g_end && gstep == 2 ? 2 : 1, cur,
+                          n_begin, n_end, beta);
     }
     _tile_release();
     free(x.q);
