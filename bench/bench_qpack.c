@@ -1,6 +1,7 @@
 /* bench_qpack.c: the GEMM on packed quantized weights (simd/qpack.h; AMX tiles where usable)
- * against the f32 skinny GEMM of the best kernel table on the same shape, split over the
- * OpenMP threads in chunks of 64 weight rows; also the pack's time and size.
+ * against the best kernel table's qgemm on the file's blocks and its f32 skinny GEMM on the
+ * same shape, split over the OpenMP threads in chunks of 64 weight rows; also the pack's
+ * time and size. QP_NO_F32=1 skips the f32 GEMM.
  * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
  * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
 #include <omp.h>
@@ -16,7 +17,8 @@ static int chunk_rows = 64; /* weight rows per task; QP_CHUNK in the environment
 
 typedef struct job {
     const simd_qpack *pack;
-    const void *xq;
+    const simd_qmat *w;
+    const void *xq, *xq_file; /* activations for the pack, for qgemm on the file's blocks */
     const simd_kernels *k;
     const float *x, *wf;
     float *out;
@@ -30,6 +32,16 @@ static void run_qpack(const job *j)
     for (int c = 0; c < chunks; c++) {
         int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
         simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
+    }
+}
+
+static void run_qgemm(const job *j)
+{
+    int chunks = (j->N + chunk_rows - 1) / chunk_rows;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < chunks; c++) {
+        int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
+        j->k->qgemm(j->out, (size_t)j->N, j->xq_file, j->w, j->M, 0.0f, c * chunk_rows, ne);
     }
 }
 
@@ -64,11 +76,11 @@ int main(int argc, char **argv)
     int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
     static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_BF16};
     static const char *names[] = {"Q4_K", "Q8_0", "Q6_K", "BF16"};
-    static const int Ms[] = {16, 64, 512};
+    static const int Ms[] = {1, 16, 64, 512};
     const simd_kernels *k = simd_init();
     if (getenv("QP_CHUNK"))
         chunk_rows = atoi(getenv("QP_CHUNK")) > 0 ? atoi(getenv("QP_CHUNK")) : chunk_rows;
-    printf("bench_qpack: N=%d K=%d threads=%d chunk=%d amx=%s f32 table=%s\n", N, K,
+    printf("bench_qpack: N=%d K=%d threads=%d chunk=%d amx=%s table=%s\n", N, K,
            omp_get_max_threads(), chunk_rows, simd_amx_usable() ? "yes" : "no", k->name);
     float *wf = malloc(sizeof(float) * (size_t)N * K);
     float *x = malloc(sizeof(float) * (size_t)512 * K);
@@ -80,6 +92,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < 4; t++) {
         size_t wrow, xrow;
         uint8_t *w, *xq;
+        const void *xq_file;
         if (types[t] == QT_BF16) { /* bf16 weights: the top halves of the f32 ones */
             wrow = (size_t)K * 2;
             w = malloc(wrow * N);
@@ -90,9 +103,11 @@ int main(int argc, char **argv)
             simd_qpack_bf16_rows((uint16_t *)xq, x, (size_t)K, 512, K);
             printf("BF16: activations to bf16, 512 rows, one thread: %.3f ms\n",
                    (omp_get_wtime() - c0) * 1e3);
+            xq_file = x; /* qgemm takes F16 / BF16 activations as f32 */
         } else {
             w = qd_weights(types[t], N, K, &wrow);
             xq = qd_acts(types[t], 512, K, NULL, &xrow);
+            xq_file = xq;
         }
         simd_qmat qm = {.type = types[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
         double t0 = omp_get_wtime();
@@ -106,13 +121,18 @@ int main(int argc, char **argv)
                names[t], pack_s * 1e3, simd_qpack_bytes(p) / 1e6, (double)wrow * N / 1e6,
                simd_qpack_bytes(p) / ((double)wrow * N));
         for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
-            job j = {.pack = p, .xq = xq, .k = k, .x = x, .wf = wf, .out = out, .M = Ms[i],
-                     .N = N, .K = K};
-            double tq = best_time(run_qpack, &j, 0.5), tf = best_time(run_f32, &j, 0.5);
+            job j = {.pack = p, .w = &qm, .xq = xq, .xq_file = xq_file, .k = k, .x = x,
+                     .wf = wf, .out = out, .M = Ms[i], .N = N, .K = K};
             double flop = 2.0 * Ms[i] * (double)N * K;
-            printf("  M=%4d  packed %8.3f ms %7.0f GOP/s   f32 %s %8.3f ms %7.0f GFLOP/s   "
-                   "speedup %.2fx\n",
-                   Ms[i], tq * 1e3, flop / tq / 1e9, k->name, tf * 1e3, flop / tf / 1e9, tf / tq);
+            double tp = best_time(run_qpack, &j, 0.5), tq = best_time(run_qgemm, &j, 0.5);
+            printf("  M=%4d  packed %8.3f ms %6.0f GOP/s   %s qgemm %8.3f ms %6.0f GOP/s (%.2fx)",
+                   Ms[i], tp * 1e3, flop / tp / 1e9, k->name, tq * 1e3, flop / tq / 1e9, tq / tp);
+            if (!getenv("QP_NO_F32")) {
+                double tf = best_time(run_f32, &j, 0.5);
+                printf("   f32 %8.3f ms %6.0f GFLOP/s (%.2fx)", tf * 1e3, flop / tf / 1e9,
+                       tf / tp);
+            }
+            printf("\n");
         }
         simd_qpack_free(p);
         free(w), free(xq);

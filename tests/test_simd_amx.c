@@ -221,6 +221,47 @@ static void check_make(void)
     SC_CHECK(simd_qpack_bytes(NULL) == 0, "bytes of NULL");
 }
 
+/* The pack's GEMM (tiles where AMX runs, else the twin) against every kernel table's
+ * qgemm on the file's blocks, the activations quantized by quantize_act: the same sums up
+ * to float rounding. Their float terms are added in other orders (the vector kernels split
+ * each block's integer dot over lanes), so equal bits are not expected: the count of equal
+ * outputs is printed. */
+static void check_vs_qgemm(void)
+{
+    const simd_kernels *isas[SIMD_ISA_COUNT + 1];
+    int n_isa = sc_simd_tables(isas);
+    isas[n_isa++] = simd_kernels_for(SIMD_ISA_REF);
+    for (int t = 0; t < N_TYPES; t++) {
+        int M = 33, N = 45, K = 2 * qd_block_elems(TYPES[t]);
+        size_t wrow;
+        uint8_t *w = qd_weights(TYPES[t], N, K, &wrow);
+        float *x = malloc(sizeof(float) * (size_t)M * K);
+        for (size_t i = 0; i < (size_t)M * K; i++)
+            x[i] = qd_unit(-1.0f, 1.0f);
+        qact a = qtype_get(TYPES[t])->act;
+        uint8_t *xq = malloc(qact_row_bytes(a, K) * M);
+        isas[n_isa - 1]->quantize_act(xq, x, (size_t)K, M, K, a);
+        simd_qmat qm = {.type = TYPES[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
+        simd_qpack *p = simd_qpack_make(&qm);
+        float *got = malloc(sizeof(float) * (size_t)M * N), *want = malloc(sizeof(float) * M * N);
+        simd_qpack_gemm(got, (size_t)N, xq, p, M, 0.0f, 0, N);
+        for (int i = 0; i < n_isa; i++) {
+            isas[i]->qgemm(want, (size_t)N, xq, &qm, M, 0.0f, 0, N);
+            double err = sc_norm_err(got, want, (size_t)M * N);
+            int same = 0;
+            for (int k = 0; k < M * N; k++)
+                same += memcmp(&got[k], &want[k], sizeof(float)) == 0;
+            printf("         %s: pack (%s) vs %s qgemm: error %.2g, %d of %d outputs equal\n",
+                   type_name(TYPES[t]), qpack_on_tiles(p) ? "tiles" : "twin", isas[i]->name,
+                   err, same, M * N);
+            SC_CHECK(err < 1e-5, "%s: pack vs %s qgemm error %g", type_name(TYPES[t]),
+                     isas[i]->name, err);
+        }
+        simd_qpack_free(p);
+        free(w), free(x), free(xq), free(got), free(want);
+    }
+}
+
 /* ---- F16 / BF16 weights on bf16 tiles ---- */
 
 typedef struct bf_problem {
@@ -353,6 +394,6 @@ static void check_bf16_tiles(void)
 }
 
 #define CHECKS(X)                                                                             \
-    X(check_make) X(check_twin) X(check_tiles) X(check_rows_alone) X(check_bf16_twin)          \
-        X(check_bf16_tiles)
+    X(check_make) X(check_twin) X(check_tiles) X(check_rows_alone) X(check_vs_qgemm)           \
+        X(check_bf16_twin) X(check_bf16_tiles)
 SC_MAIN("simd_amx", CHECKS)
