@@ -1,4 +1,6 @@
-/* tiles.h: the tile configuration and the output store shared by the AMX kernels. */
+/* tiles.h: the tile configuration and the masked output store of the AMX bf16 kernel. The
+ * int8 kernel (qgemm_amx.c) still has its own copy of both, kept as measured on the AMX
+ * host; fold it onto these at its next measured change. */
 #ifndef TESSERA_SIMD_AMX_TILES_H
 #define TESSERA_SIMD_AMX_TILES_H
 
