@@ -18,6 +18,7 @@ typedef struct bench_opts {
     bench_config cfg;
     size_t bw_bytes;
     ts_engine_options engine;
+    ts_model_load_opts load;
 } bench_opts;
 
 static void usage(FILE *out)
@@ -41,7 +42,7 @@ static void usage(FILE *out)
             "                      noisy machines)\n"
             "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
             "  --json FILE         also write the results as JSON\n"
-            CLI_ENGINE_HELP
+            CLI_ENGINE_HELP CLI_LOAD_HELP
             "  (bench's default --kv-mem: enough for the largest level without preemption)\n"
             "metrics (per level; times on CLOCK_MONOTONIC as each event arrives):\n"
             "  decode tok/s   TOKEN events while every request of the level is decoding (from\n"
@@ -70,6 +71,8 @@ static int parse(int argc, char **argv, bench_opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool ok = true;
+        if (cli_load_option(a, &o->load))
+            continue;
         int eng = cli_engine_option(argc, argv, &i, &o->engine);
         if (eng != 0) {
             if (eng < 0)
@@ -206,7 +209,7 @@ int cli_bench(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    ts_model *m = cli_load_model(o.model, o.tokenizer);
+    ts_model *m = cli_load_model(o.model, o.tokenizer, &o.load);
     if (!m)
         return 1;
     const ts_model_config *c = ts_model_get_config(m);

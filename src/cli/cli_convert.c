@@ -59,7 +59,7 @@ int cli_convert(int argc, char **argv)
         fprintf(stderr, "tessera: output path too long\n");
         return 1;
     }
-    ts_model *m = cli_load_model(model, tokenizer);
+    ts_model *m = cli_load_model(model, tokenizer, NULL);
     if (!m)
         return 1;
     ts_error err = {0};

@@ -18,6 +18,7 @@ typedef struct gen_opts {
     bool json, no_bos, no_parse_special;
     ts_sampling_params sampling;
     ts_engine_options engine;
+    ts_model_load_opts load;
 } gen_opts;
 
 static void usage(FILE *out)
@@ -37,7 +38,7 @@ static void usage(FILE *out)
             "                      as those special tokens\n"
             "sampling (default greedy, so output is reproducible):\n"
             "  --temp T  --top-k K  --top-p P  --min-p M  --repeat-penalty R  --seed S\n"
-            CLI_ENGINE_HELP);
+            CLI_ENGINE_HELP CLI_LOAD_HELP);
 }
 
 static int parse(int argc, char **argv, gen_opts *o)
@@ -51,6 +52,8 @@ static int parse(int argc, char **argv, gen_opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         bool ok = true;
+        if (cli_load_option(a, &o->load))
+            continue;
         int eng = cli_engine_option(argc, argv, &i, &o->engine);
         if (eng != 0) {
             if (eng < 0)
@@ -257,7 +260,7 @@ int cli_generate(int argc, char **argv)
         o.engine.max_queue = n_prompts > d.max_queue ? n_prompts : d.max_queue;
     }
     completion *c = calloc((size_t)(n_prompts ? n_prompts : 1), sizeof *c);
-    ts_model *m = c ? cli_load_model(o.model, o.tokenizer) : NULL;
+    ts_model *m = c ? cli_load_model(o.model, o.tokenizer, &o.load) : NULL;
     ts_engine *e = NULL;
     ts_error err = {0};
     rc = 1;

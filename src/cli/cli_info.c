@@ -245,7 +245,7 @@ int cli_info(int argc, char **argv)
     if (f && f->n_tensors == 0) {
         rc = print_vocab_only(f);
     } else {
-        ts_model *m = cli_load_model(model, tokenizer);
+        ts_model *m = cli_load_model(model, tokenizer, NULL);
         if (m)
             print_model(m);
         else

@@ -35,7 +35,7 @@ static void usage(FILE *out)
             "  --max-buffered BYTES    unread output per stream before it is cancelled\n"
             "                          (1048576; 0 = unbounded)\n"
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
-            CLI_ENGINE_HELP "(engine options apply to each model's engine)\n");
+            CLI_ENGINE_HELP "(engine options apply to each model's engine)\n" CLI_LOAD_HELP);
 }
 
 static void log_line(void *user, const char *line)
@@ -50,6 +50,7 @@ typedef struct serve_args {
     const char *tokenizer;
     ts_server_options srv;
     ts_engine_options eng;
+    ts_model_load_opts load;
     int grace_s;
 } serve_args;
 
@@ -85,6 +86,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 65535, &a->srv.port);
         } else if (!strcmp(o, "--api-keys")) {
             ok = (a->srv.api_keys_path = cli_value(argc, argv, &i)) != NULL;
+        } else if (cli_load_option(o, &a->load)) {
+            continue;
         } else if ((eng = cli_engine_option(argc, argv, &i, &a->eng)) != 0) {
             ok = eng > 0;
         } else if (!strcmp(o, "--chat-template")) {
@@ -169,7 +172,7 @@ int cli_serve(int argc, char **argv)
                         "(--threads to choose)\n", a.n_models, cores, a.eng.n_threads);
     }
     for (int i = 0; i < a.n_models; i++) {
-        if (!(models[i] = cli_load_model(a.models[i], a.tokenizer))) {
+        if (!(models[i] = cli_load_model(a.models[i], a.tokenizer, &a.load))) {
             snprintf(err.msg, sizeof err.msg, "cannot load %s", a.models[i]);
             goto done;
         }
