@@ -121,6 +121,8 @@ static void test_info_gguf_model(void **state)
     assert_non_null(strstr(out, "chat template: none"));
     /* 2 * 512 * 64 + 64 + 5 * (2*64 + 128*64 + 64*64 + 3*172*64) */
     assert_non_null(strstr(out, "parameters: 292800 "));
+    /* the matrices as mapped: 292800 less the 704 norm weights, 4 bytes each */
+    assert_non_null(strstr(out, "weight matrices as loaded: 1.1 MiB, 32.00 bits per weight"));
     assert_non_null(strstr(out, "tokenizer.ggml.tokens = string[512]"));
     assert_non_null(strstr(out, "llama.block_count = 5"));
     assert_non_null(strstr(out, "tensors (48):"));
@@ -482,8 +484,10 @@ static void test_synth_cli(void **state)
     assert_non_null(strstr(text, "general.file_type = 7"));
     assert_non_null(strstr(text, "blk.0.attn_q.weight          Q8_0"));
     assert_non_null(strstr(text, "blk.0.attn_norm.weight       F32"));
+    assert_non_null(strstr(text, "8.50 bits per weight")); /* run as Q8_0: 34 bytes per 32 */
     free(text);
-    assert_int_equal(tessera(&text, "generate -m %s -p 'Once upon a time' -n 8", out), 0);
+    assert_int_equal(tessera(&text, "generate -m %s -p 'Once upon a time' -n 8 --hugepages", out),
+                     0);
     assert_true(strncmp(text, "Once upon a time", 16) == 0);
     free(text);
     remove(out);

@@ -120,8 +120,9 @@ double bench_percentile(double *v, size_t n, double p);
  * totals that bench.h describes; all_decoding when every round had it. */
 void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds);
 
-/* Bytes of weights one decode step reads (every matrix and norm but the embedding table,
- * of which it reads one row per token). */
-double bench_weight_bytes(const ts_model_config *c);
+/* Bytes of weights one decode step reads, in the matrices' own types: every matrix and
+ * norm but the embedding table, of which it reads one row per token (the tied output reads
+ * the whole table). */
+double bench_weight_bytes(const ts_model *m);
 
 #endif

@@ -120,9 +120,10 @@ static int parse(int argc, char **argv, bench_opts *o)
     return -1;
 }
 
-static void print_report(const bench_result *r, const bench_opts *o, const ts_model_config *c,
+static void print_report(const bench_result *r, const bench_opts *o, const ts_model *m,
                          double bw, int threads)
 {
+    const ts_model_config *c = ts_model_get_config(m);
     printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d threads; prompt %d, "
            "n %d\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
@@ -165,7 +166,7 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
         }
         printf(" %9.3f\n", 1e3 * total / steps);
     }
-    double wbytes = bench_weight_bytes(c), single = 0.0;
+    double wbytes = bench_weight_bytes(m), single = 0.0;
     for (int i = 0; i < r->n_levels && single == 0.0; i++)
         if (r->levels[i].concurrency == 1)
             single = r->levels[i].decode_tok_s;
@@ -183,13 +184,13 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
                r->cached_tokens, r->ttft_cached_ms > 0 ? r->ttft_cold_ms / r->ttft_cached_ms : 0.0);
 }
 
-static int write_json(const bench_result *r, const bench_opts *o, const ts_model_config *c,
+static int write_json(const bench_result *r, const bench_opts *o, const ts_model *m,
                       double bw, int threads)
 {
     cJSON *root = bench_result_json(r, &o->cfg, o->model, threads);
     if (root && bw > 0) {
         cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
-        cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(c));
+        cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(m));
     }
     char *s = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
@@ -231,8 +232,8 @@ int cli_bench(int argc, char **argv)
         fprintf(stderr, "tessera: %s\n", err.msg);
         goto out;
     }
-    print_report(&r, &o, c, bw, threads);
-    rc = o.json ? write_json(&r, &o, c, bw, threads) : 0;
+    print_report(&r, &o, m, bw, threads);
+    rc = o.json ? write_json(&r, &o, m, bw, threads) : 0;
 out:
     bench_result_free(&r);
     ts_engine_destroy(e);

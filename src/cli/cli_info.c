@@ -178,6 +178,10 @@ static void print_model(const ts_model *m)
     uint64_t n = param_count(c);
     printf("parameters: %" PRIu64 " (%.1f M); f32 weights %.1f MiB\n", n, (double)n / 1e6,
            (double)n * 4.0 / (1024.0 * 1024.0));
+    uint64_t bytes, weights;
+    ts_model_weight_bytes(m, &bytes, &weights);
+    printf("weight matrices as loaded: %.1f MiB, %.2f bits per weight\n",
+           (double)bytes / (1024.0 * 1024.0), weights ? 8.0 * (double)bytes / (double)weights : 0.0);
     print_vocab(tokenizer_get_vocab(ts_model_get_tokenizer(m)));
 }
 
