@@ -2,6 +2,7 @@
  * user runs them (the built binary through popen), and the files they write loaded back
  * through the library; the option-value parsers they share and serve's route names
  * called directly. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +17,9 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
+#include "quant.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
 
@@ -130,6 +133,48 @@ static void test_info_gguf_model(void **state)
     assert_non_null(strstr(out, "[172, 64]"));
     free(out);
     free(m);
+}
+
+/* A llama.cpp Q4_K_M file (Q4_K with Q6_K in output, some attn_v and ffn_down): every
+ * tensor line shows its type and bits per weight, and the total is the tensors' bytes as
+ * the type table sizes them. */
+static void test_info_quantized(void **state)
+{
+    (void)state;
+    const char *m = TS_BUILD_DIR "/stories260K-k/stories260K-k-Q4_K_M.gguf";
+    char *out = NULL;
+    assert_int_equal(tessera(&out, "info -m %s", m), 0);
+    assert_non_null(strstr(out, "\n  blk.0.attn_q.weight          Q4_K    4.50 bpw  [256, 256]  "
+                                "36864 bytes\n"));
+    assert_non_null(strstr(out, "\n  output.weight                Q6_K    6.56 bpw  [256, 512]  "
+                                "107520 bytes\n"));
+    assert_non_null(strstr(out, "\n  output_norm.weight           F32    32.00 bpw  [256]  "
+                                "1024 bytes\n"));
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open(m, &f, NULL), TS_OK);
+    uint64_t bytes = 0, elems = 0;
+    int n_q6 = 0, lines_q6 = 0;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        bytes += qtype_row_bytes(t->type, (int64_t)t->ne[0]) * (t->n_elems / t->ne[0]);
+        elems += t->n_elems;
+        n_q6 += t->type == QT_Q6_K;
+    }
+    gguf_close(f);
+    for (const char *p = out; (p = strstr(p, " Q6_K    6.56 bpw  [")); p++)
+        lines_q6++;
+    assert_true(n_q6 > 1);
+    assert_int_equal(lines_q6, n_q6);
+    char want[64];
+    snprintf(want, sizeof want, "\ntensor bytes: %llu (", (unsigned long long)bytes);
+    const char *total = strstr(out, want);
+    assert_non_null(total);
+    const char *avg = strstr(total, "), ");
+    assert_non_null(avg);
+    double bpw = strtod(avg + 3, NULL);
+    assert_true(fabs(bpw - 8.0 * (double)bytes / (double)elems) < 0.01);
+    assert_true(bpw > 4.5 && bpw < 5.5);
+    free(out);
 }
 
 static void test_info_llama2c(void **state)
@@ -657,6 +702,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_gguf_model),
+        cmocka_unit_test(test_info_quantized),
         cmocka_unit_test(test_info_llama2c),
         cmocka_unit_test(test_info_vocab_only),
         cmocka_unit_test(test_info_errors),

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -580,22 +581,79 @@ static void test_overlapping_tensors_are_refused(void **state)
     expect_error(&b, TS_ERR_FORMAT, "tensor 'd' at data offset 32 overlaps tensor 'b'");
 }
 
+/* A ggml type tessera does not compute on is refused at open, by name; a tensor of a
+ * supported type decodes, and one whose bytes disagree with its shape is refused. */
 static void test_unsupported_type_is_named(void **state)
 {
     (void)state;
     bb b;
     bb_header(&b, 1, 0);
-    bb_tensor(&b, "blk.0.attn_q.weight", 1, 256, 1, 12 /* Q4_K */, 0);
+    bb_tensor(&b, "blk.0.attn_q.weight", 1, 256, 1, 16 /* IQ2_XXS */, 0);
     bb_pad(&b, 32);
     uint8_t block[144] = {0};
+    bb_put(&b, block, 66);
+    expect_error(&b, TS_ERR_UNSUPPORTED,
+                 "tensor 'blk.0.attn_q.weight' has type IQ2_XXS (16), which tessera does not");
+    static const struct {
+        uint32_t type;
+        const char *name;
+    } others[] = {{19, "IQ1_S"}, {34, "TQ1_0"}, {39, "MXFP4"}, {26, "I32"}, {9, "Q8_1"}};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        bb_header(&b, 1, 0);
+        bb_tensor(&b, "w", 1, 256, 1, others[i].type, 0);
+        bb_pad(&b, 32);
+        bb_put(&b, block, sizeof block);
+        char want[64];
+        snprintf(want, sizeof want, "tensor 'w' has type %s", others[i].name);
+        expect_error(&b, TS_ERR_UNSUPPORTED, want);
+    }
+
+    bb_header(&b, 1, 0);
+    bb_tensor(&b, "blk.0.attn_q.weight", 1, 256, 1, 12 /* Q4_K */, 0);
+    bb_pad(&b, 32);
+    block[0] = 0x00, block[1] = 0x3c; /* d = 1 */
+    block[4] = 3;                     /* sub-block 0's scale */
+    block[16] = 0x21;                 /* elements 0 and 32 */
     bb_put(&b, block, sizeof block);
     gguf_file *f = NULL;
     ts_error err = {0};
     assert_int_equal(gguf_open_buffer(b.data, b.len, &f, &err), TS_OK);
+    gguf_tensor t = f->tensors[0];
     float out[256];
-    assert_int_equal(gguf_tensor_to_f32(out, &f->tensors[0], 256, &err), TS_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "'blk.0.attn_q.weight' has type Q4_K"));
+    assert_int_equal(gguf_tensor_to_f32(out, &t, 256, &err), TS_OK);
+    assert_true(out[0] == 3.0f);
+    assert_true(out[32] == 0.0f); /* sub-block 1's scale is 0 */
+    assert_true(out[1] == 0.0f);
+    /* tensors made by hand (not parsed) are checked too */
+    t.nbytes = 143;
+    assert_int_equal(gguf_tensor_to_f32(out, &t, 256, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "tensor 'blk.0.attn_q.weight': 143 bytes do not hold"));
+    t.nbytes = 144;
+    t.ne[0] = 128, t.ne[1] = 2;
+    assert_int_equal(gguf_tensor_to_f32(out, &t, 256, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "row length 128 is not a whole number of Q4_K blocks"));
+    t.ne[0] = 256, t.ne[1] = 1;
+    t.type = 16;
+    assert_int_equal(gguf_tensor_to_f32(out, &t, 256, &err), TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "'blk.0.attn_q.weight' has type IQ2_XXS"));
+    t.type = 1000;
+    assert_int_equal(gguf_tensor_to_f32(out, &t, 256, &err), TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "has type unknown (1000)"));
     gguf_close(f);
+
+    /* at open: a row that is not whole blocks, and bytes the file does not hold */
+    bb_header(&b, 1, 0);
+    bb_tensor(&b, "blk.1.ffn_down.weight", 2, 128, 2, 14 /* Q6_K */, 0);
+    bb_pad(&b, 32);
+    bb_put(&b, block, sizeof block);
+    expect_error(&b, TS_ERR_FORMAT, "tensor 'blk.1.ffn_down.weight': row length 128 is not a "
+                                    "multiple of the Q6_K block size 256");
+    bb_header(&b, 1, 0);
+    bb_tensor(&b, "blk.1.ffn_down.weight", 2, 256, 2, 12 /* Q4_K */, 0);
+    bb_pad(&b, 32);
+    bb_put(&b, block, sizeof block); /* one block of the two */
+    expect_error(&b, TS_ERR_FORMAT, "tensor 'blk.1.ffn_down.weight': 288 bytes at data offset 0 "
+                                    "run past the end");
 }
 
 /* Every truncation of a valid file fails cleanly, and random corruption never crashes

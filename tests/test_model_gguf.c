@@ -509,8 +509,7 @@ static void test_weight_errors_name_the_tensor(void **state)
     assert_int_equal(weights_of(NULL, "blk.0.attn_v.weight", 0, &err),
                      TS_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "'blk.0.attn_v.weight' has shape (8, 9, 1, 1), expected (8, 8)"));
-    assert_int_equal(weights_of(NULL, "output_norm.weight", 26 /* I32 */, &err), TS_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "'output_norm.weight' has type I32"));
+    /* tensors of types tessera does not compute on are refused by gguf_open (test_gguf) */
 }
 
 /* rope_freqs.weight must hold head_dim/2 positive factors. */

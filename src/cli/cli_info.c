@@ -1,5 +1,6 @@
 /* cli_info.c: `tessera info`: what a model file holds: format, config, parameter count,
- * vocabulary, chat template, and for GGUF every metadata key and tensor. */
+ * vocabulary, chat template, and for GGUF every metadata key and tensor (type, bits per
+ * weight, shape, bytes) with the tensors' total size. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "model/model_gguf.h"
+#include "quant.h"
 
 static void usage(FILE *out)
 {
@@ -70,16 +72,22 @@ static void print_gguf(const gguf_file *f)
         print_value(&kv->val);
         putchar('\n');
     }
-    printf("tensors (%" PRIu64 "):\n", f->n_tensors);
+    printf("tensors (%" PRIu64 "): name, type, bits per weight, shape, bytes\n", f->n_tensors);
+    uint64_t bytes = 0, elems = 0;
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         const char *type = gguf_tensor_type_name(t->type);
-        printf("  %-28.*s %-6s [", (int)(t->name.len > 200 ? 200 : t->name.len), t->name.ptr,
-               type ? type : "?");
+        printf("  %-28.*s %-6s %5.2f bpw  [", (int)(t->name.len > 200 ? 200 : t->name.len),
+               t->name.ptr, type ? type : "?", qtype_bits_per_weight(t->type));
         for (uint32_t d = 0; d < t->n_dims; d++)
             printf(d ? ", %" PRIu64 : "%" PRIu64, t->ne[d]);
         printf("]  %" PRIu64 " bytes\n", t->nbytes);
+        bytes += t->nbytes;
+        elems += t->n_elems;
     }
+    /* what the weights take in the file (and so in memory, mapped), whatever their types */
+    printf("tensor bytes: %" PRIu64 " (%.2f MiB), %.2f bits per weight on average\n", bytes,
+           (double)bytes / (1024.0 * 1024.0), elems ? 8.0 * (double)bytes / (double)elems : 0.0);
 }
 
 static void print_config(const ts_model_config *c)

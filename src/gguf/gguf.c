@@ -313,8 +313,13 @@ static ts_status read_tensor_info(gguf_file *f, cursor *c, uint64_t i)
         (st = take_u64(c, &t->offset, "data offset", ctx)) != TS_OK)
         return st;
     uint32_t blk, blk_bytes;
-    if (!gguf_tensor_type_layout(t->type, &blk, &blk_bytes))
+    if (!gguf_tensor_type_layout(t->type, &blk, &blk_bytes)) {
+        const char *type = gguf_tensor_type_name(t->type);
+        if (type) /* a ggml type that tessera does not compute on: refused by name */
+            return ts_error_set(c->err, TS_ERR_UNSUPPORTED, "%s has type %s (%u), which "
+                                "tessera does not support", ctx, type, t->type);
         return ts_error_set(c->err, TS_ERR_FORMAT, "%s: unknown tensor type %u", ctx, t->type);
+    }
     if (t->ne[0] % blk != 0)
         return ts_error_set(c->err, TS_ERR_FORMAT,
                             "%s: row length %llu is not a multiple of the %s block size %u",

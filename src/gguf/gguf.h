@@ -29,8 +29,8 @@ typedef enum gguf_type {
     GGUF_TYPE_COUNT
 } gguf_type;
 
-/* Tensor element types (ggml's numbering). Only the ones we dequantise are named here;
- * gguf_tensor_type_name() knows all of them. */
+/* Tensor element types are simd/quant.h's qtype (ggml's numbering), whose table holds the
+ * names and block layouts. These few names stay for the callers that use them. */
 enum {
     GGUF_TENSOR_F32 = 0,
     GGUF_TENSOR_F16 = 1,
@@ -82,7 +82,7 @@ typedef struct gguf_tensor {
     gguf_str name;
     uint32_t n_dims;
     uint64_t ne[GGUF_MAX_DIMS]; /* ne[0] is the fastest-varying (row length); unused = 1 */
-    uint32_t type;              /* GGUF_TENSOR_* */
+    uint32_t type;              /* qtype: always one qtype_get() knows */
     uint64_t offset;            /* from the start of the data section */
     uint64_t n_elems;
     uint64_t nbytes;
@@ -145,13 +145,17 @@ const char *gguf_type_name(gguf_type type); /* "unknown" for unknown types */
 
 /* ---- tensor types ---- */
 
-/* "F32", "Q4_K", ...; NULL for a number ggml never used. */
+/* "F32", "Q4_K", "IQ2_XXS", ...; NULL for a number ggml never used (qtype_name). */
 const char *gguf_tensor_type_name(uint32_t type);
-/* Elements per block and bytes per block; false for unknown types. */
+/* Elements per block and bytes per block of a type tessera computes on (qtype_get); false
+ * for any other type. Files holding tensors of other types are refused at open with
+ * TS_ERR_UNSUPPORTED naming the tensor and the type. */
 bool gguf_tensor_type_layout(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes);
 
-/* Dequantises tensor t into out (n floats, n == t->n_elems). F32, F16, BF16, Q8_0 and
- * Q4_0 are supported; other types give TS_ERR_UNSUPPORTED naming the tensor and type. */
+/* Dequantises tensor t into out (n floats, n == t->n_elems): every type of simd/quant.h's
+ * table, exactly as llama.cpp does. A tensor whose row is not a whole number of blocks or
+ * whose byte size disagrees with its type and shape gives TS_ERR_FORMAT, an unsupported
+ * type TS_ERR_UNSUPPORTED, each naming the tensor. */
 ts_status gguf_tensor_to_f32(float *out, const gguf_tensor *t, size_t n, ts_error *err);
 
 float gguf_f16_to_f32(uint16_t h);

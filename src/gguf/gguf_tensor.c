@@ -1,44 +1,23 @@
-/* gguf_tensor.c: ggml tensor types (names, block layouts) and dequantisation of the
- * types we load (F32, F16, BF16, Q8_0, Q4_0) to f32. */
+/* gguf_tensor.c: tensor types as simd/quant.h's table gives them (names, block layouts),
+ * half-float conversion, and dequantisation of a tensor's rows to f32. */
 #include <math.h>
 #include <string.h>
 
 #include "gguf/gguf.h"
-
-typedef struct tensor_type_info {
-    const char *name;     /* NULL: a number ggml never used or has retired */
-    uint32_t block_elems;
-    uint32_t block_bytes;
-} tensor_type_info;
-
-/* Indexed by ggml_type. Block layouts from ggml-common.h. */
-static const tensor_type_info tensor_types[] = {
-    [0] = {"F32", 1, 4},        [1] = {"F16", 1, 2},        [2] = {"Q4_0", 32, 18},
-    [3] = {"Q4_1", 32, 20},     [6] = {"Q5_0", 32, 22},     [7] = {"Q5_1", 32, 24},
-    [8] = {"Q8_0", 32, 34},     [9] = {"Q8_1", 32, 36},     [10] = {"Q2_K", 256, 84},
-    [11] = {"Q3_K", 256, 110},  [12] = {"Q4_K", 256, 144},  [13] = {"Q5_K", 256, 176},
-    [14] = {"Q6_K", 256, 210},  [15] = {"Q8_K", 256, 292},  [16] = {"IQ2_XXS", 256, 66},
-    [17] = {"IQ2_XS", 256, 74}, [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},
-    [20] = {"IQ4_NL", 32, 18},  [21] = {"IQ3_S", 256, 110}, [22] = {"IQ2_S", 256, 82},
-    [23] = {"IQ4_XS", 256, 136}, [24] = {"I8", 1, 1},       [25] = {"I16", 1, 2},
-    [26] = {"I32", 1, 4},       [27] = {"I64", 1, 8},       [28] = {"F64", 1, 8},
-    [29] = {"IQ1_M", 256, 56},  [30] = {"BF16", 1, 2},      [34] = {"TQ1_0", 256, 54},
-    [35] = {"TQ2_0", 256, 66},  [39] = {"MXFP4", 32, 17},
-};
-
-enum { N_TENSOR_TYPES = sizeof tensor_types / sizeof tensor_types[0] };
+#include "quant.h"
 
 const char *gguf_tensor_type_name(uint32_t type)
 {
-    return type < N_TENSOR_TYPES ? tensor_types[type].name : NULL;
+    return qtype_name(type);
 }
 
 bool gguf_tensor_type_layout(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes)
 {
-    if (!gguf_tensor_type_name(type))
+    const qtype_info *t = qtype_get(type);
+    if (!t)
         return false;
-    *block_elems = tensor_types[type].block_elems;
-    *block_bytes = tensor_types[type].block_bytes;
+    *block_elems = t->block_elems;
+    *block_bytes = t->block_bytes;
     return true;
 }
 
@@ -87,66 +66,34 @@ uint16_t gguf_f32_to_f16(float f)
     return sign | (uint16_t)h;
 }
 
-static uint16_t load_u16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
-static void dequant_q8_0(float *out, const uint8_t *in, size_t nblocks)
-{
-    for (size_t b = 0; b < nblocks; b++, in += 34, out += 32) {
-        float d = gguf_f16_to_f32(load_u16(in));
-        for (int j = 0; j < 32; j++)
-            out[j] = d * (float)(int8_t)in[2 + j];
-    }
-}
-
-/* Q4_0: a half scale, then 16 bytes; low nibbles are elements 0..15, high 16..31. */
-static void dequant_q4_0(float *out, const uint8_t *in, size_t nblocks)
-{
-    for (size_t b = 0; b < nblocks; b++, in += 18, out += 32) {
-        float d = gguf_f16_to_f32(load_u16(in));
-        for (int j = 0; j < 16; j++) {
-            out[j] = d * (float)((in[2 + j] & 0x0f) - 8);
-            out[j + 16] = d * (float)((in[2 + j] >> 4) - 8);
-        }
-    }
-}
-
 ts_status gguf_tensor_to_f32(float *out, const gguf_tensor *t, size_t n, ts_error *err)
 {
+    /* out (n_elems) = t, row by row: ne[0] elements in row_bytes */
+    int name_len = (int)t->name.len;
+    const char *name = t->name.ptr;
     if (n != t->n_elems)
-        return ts_error_set(err, TS_ERR_INVALID_ARG,
-                            "tensor '%.*s' has %llu elements, the buffer %zu", (int)t->name.len,
-                            t->name.ptr, (unsigned long long)t->n_elems, n);
-    switch (t->type) {
-    case GGUF_TENSOR_F32:
-        memcpy(out, t->data, n * sizeof(float));
-        return TS_OK;
-    case GGUF_TENSOR_F16:
-        for (size_t i = 0; i < n; i++)
-            out[i] = gguf_f16_to_f32(load_u16(t->data + 2 * i));
-        return TS_OK;
-    case GGUF_TENSOR_BF16:
-        for (size_t i = 0; i < n; i++) {
-            uint32_t bits = (uint32_t)load_u16(t->data + 2 * i) << 16;
-            memcpy(&out[i], &bits, 4);
-        }
-        return TS_OK;
-    case GGUF_TENSOR_Q8_0:
-        dequant_q8_0(out, t->data, n / 32);
-        return TS_OK;
-    case GGUF_TENSOR_Q4_0:
-        dequant_q4_0(out, t->data, n / 32);
-        return TS_OK;
-    default: {
-        const char *name = gguf_tensor_type_name(t->type);
-        return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "tensor '%.*s' has type %s (%u); only F32, F16, BF16, Q8_0 and "
-                            "Q4_0 are supported", (int)t->name.len, t->name.ptr,
-                            name ? name : "unknown", t->type);
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "tensor '%.*s' has %llu elements, the "
+                            "buffer %zu", name_len, name, (unsigned long long)t->n_elems, n);
+    if (!qtype_get(t->type)) {
+        const char *type = qtype_name(t->type);
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "tensor '%.*s' has type %s (%u), which "
+                            "tessera does not support", name_len, name,
+                            type ? type : "unknown", t->type);
     }
-    }
+    size_t row_bytes = qtype_row_bytes(t->type, (int64_t)t->ne[0]);
+    if (row_bytes == 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%.*s': row length %llu is not a whole "
+                            "number of %s blocks", name_len, name,
+                            (unsigned long long)t->ne[0], qtype_name(t->type));
+    uint64_t rows = t->n_elems / t->ne[0];
+    if (t->n_elems % t->ne[0] != 0 || t->nbytes / row_bytes != rows ||
+        t->nbytes % row_bytes != 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%.*s': %llu bytes do not hold %llu "
+                            "rows of %llu %s elements", name_len, name,
+                            (unsigned long long)t->nbytes, (unsigned long long)rows,
+                            (unsigned long long)t->ne[0], qtype_name(t->type));
+    for (uint64_t r = 0; r < rows; r++)
+        qtype_dequant_row(out + r * t->ne[0], t->data + r * row_bytes, t->type,
+                          (int64_t)t->ne[0]);
+    return TS_OK;
 }
