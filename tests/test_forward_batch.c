@@ -1,7 +1,7 @@
 /* test_forward_batch.c: the batched forward pass over the paged KV cache against the
  * reference forward pass: same logits within 1e-4 for mixed prefill chunks and decodes
  * of several sequences in one step, f32 and f16 KV, every kernel table, every GEMM path
- * (TESSERA_GEMM), and a model with RoPE factors. */
+ * (TESSERA_GEMM), a model with RoPE factors, and quantized files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,6 +45,9 @@ static double max_abs_diff(const float *a, const float *b, int n)
 }
 
 enum { N_SEQ = 5, MAX_LEN = 150 };
+
+/* Largest logit difference of the quantized files from their reference. */
+#define QUANT_TOL 1e-3
 
 /* Runs N_SEQ sequences of different lengths of model m through steps that mix prefill
  * chunks of `chunk` tokens with decodes, and compares every sampled row with the
@@ -210,6 +213,38 @@ static void test_rope_factors_batched_matches_reference(void **state)
     ts_model_free(scaled);
 }
 
+/* Quantized files (stories260K-k, as tests/CMakeLists.txt extracts it): the mixed steps on
+ * every kernel table and GEMM path against the reference forward on the same file. The
+ * reference multiplies f32 activations by the decoded weights, the batched pass int8
+ * activations by the blocks (a Q4_K_M file mixes Q4_K and Q6_K matrices): the logits
+ * (up to ~16 here) move by a few hundredths. */
+static void test_quantized_batched_matches_reference(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *type;
+        bool ref_table; /* the plain-C table, else the best */
+        fwd_gemm_path path;
+        int chunk;
+    } runs[] = {
+        {"Q4_K_M", false, FWD_GEMM_AUTO, 16},
+        {"Q4_K_M", true, FWD_GEMM_KERNEL, 4},
+        {"IQ4_NL", false, FWD_GEMM_BLAS, 33},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/stories260K-k/stories260K-k-%s.gguf", TS_BUILD_DIR,
+                 runs[i].type);
+        ts_model *q = NULL;
+        ts_error err = {0};
+        if (ts_model_load(path, NULL, &q, &err) != TS_OK)
+            fail_msg("%s: %s", path, err.msg);
+        const simd_kernels *k = runs[i].ref_table ? simd_kernels_for(SIMD_ISA_REF) : simd_init();
+        run_mixed(q, k, runs[i].path, KV_DTYPE_F32, runs[i].chunk, QUANT_TOL);
+        ts_model_free(q);
+    }
+}
+
 /* The build links OpenBLAS's OpenMP flavour, whose threads are our OpenMP pool: the
  * pthread flavour would run its own threads against the engine's team. */
 static void test_openblas_is_the_openmp_build(void **state)
@@ -227,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_gemm_env),
         cmocka_unit_test(test_openblas_is_the_openmp_build),
         cmocka_unit_test(test_rope_factors_batched_matches_reference),
+        cmocka_unit_test(test_quantized_batched_matches_reference),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);
 }
