@@ -61,7 +61,11 @@ make_corpus() {
     fuzz_gguf)
       seed models/stories260K/stories260K.gguf "$dir"
       seed vocab/ggml-vocab-llama-spm.gguf "$dir"
-      seed vocab/ggml-vocab-gpt-2.gguf "$dir" ;;
+      seed vocab/ggml-vocab-gpt-2.gguf "$dir"
+      # a model in llama.cpp's quantized types (Q4_K and Q6_K), from its archive
+      k=$shared/models/stories260K-k.tar.xz
+      [ ! -f "$k" ] || tar xJf "$k" -O stories260K-k/stories260K-k-Q4_K_M.gguf \
+        >"$dir/shared-stories260K-k-Q4_K_M.gguf" ;;
     fuzz_llama2c_model)
       seed models/stories260K/stories260K.bin "$dir"
       if [ -f "$shared/models/stories260K/stories260K.bin" ]; then

@@ -74,21 +74,6 @@ static void quantize_rows(const simd_kernels *k, void *out, const float *a, int 
     }
 }
 
-/* TEMPORARY until the q-kernels branch fills qgemm: weight rows [nb, ne) decoded to f32 and
- * multiplied by gemm_nt on the f32 activations. */
-static void qgemm_fallback(const simd_kernels *k, float *out, size_t ldo, const float *a,
-                           int lda, const simd_qmat *w, int M, float beta, int nb, int ne)
-{
-    float *rows = malloc((size_t)(ne - nb) * w->K * sizeof(float));
-    if (!rows)
-        abort();
-    for (int n = nb; n < ne; n++)
-        qtype_dequant_row(rows + (size_t)(n - nb) * w->K,
-                          (const char *)w->data + (size_t)n * w->row_bytes, w->type, w->K);
-    k->gemm_nt(out + nb, ldo, a, (size_t)lda, rows, M, ne - nb, w->K, beta, 0, ne - nb);
-    free(rows);
-}
-
 /* out[:, col0 ..] (M, N; stride ldo) = a . w^T + beta * out through OpenBLAS (f32 only);
  * sgemv for one row: OpenBLAS 0.3.21's sgemm packs W even for M = 1, which costs a copy
  * of every weight and made single-stream decode ~3x slower than streaming W once. */
@@ -119,7 +104,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
             blas_gemm(out + col, ldo, a, lda, w[i], M, beta);
             continue;
         }
-        if (w[i]->type != QT_F32 && k->qgemm) {
+        if (w[i]->type != QT_F32) {
             /* each activation form once for all the matrices that take it */
             qact f = act_form(w[i]);
             if (!xq[f] && f == QACT_F32 && lda == K) {
@@ -154,9 +139,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
         float *o = out + col0[p];
         if (m->type == QT_F32)
             k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
-        else if (k->qgemm)
-            k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
         else
-            qgemm_fallback(k, o, ldo, a, lda, m, M, beta, nb, ne);
+            k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
     }
 }

@@ -4,7 +4,9 @@
  *
  * Checked: every failure carries a message and its own status; lookups find every key and
  * tensor the file lists; tensor data lies inside the buffer, no two tensors on the same
- * bytes; array getters agree with the value types; a loaded model's tokenizer has the
+ * bytes; every accepted tensor has a supported type whose rows fill its bytes exactly and
+ * decodes (any of the 15 types), row by row as a whole; array getters agree with the
+ * value types; a loaded model's tokenizer has the
  * config's vocabulary size and produces ids inside it. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "tokenizer_props.h"
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
+#include "quant.h"
 #include "tokenizer/chat_template.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -57,6 +60,25 @@ static void walk_value(const gguf_value *v, int depth)
         }
     }
     (void)sum;
+}
+
+/* Every accepted tensor, of whichever supported type, decodes; its last row decoded
+ * alone (from its own bytes) equals the same row of the whole tensor. */
+static void decode_tensor(const gguf_tensor *t, size_t row_bytes)
+{
+    float *out = malloc((size_t)t->n_elems * sizeof *out);
+    float *row = malloc((size_t)t->ne[0] * sizeof *row);
+    FUZZ_CHECK(out != NULL && row != NULL, "out of memory");
+    ts_error err = {0};
+    ts_status st = gguf_tensor_to_f32(out, t, (size_t)t->n_elems, &err);
+    FUZZ_CHECK(st == TS_OK, "an accepted %s tensor does not decode: %s",
+               qtype_name(t->type), err.msg);
+    uint64_t last = t->n_elems / t->ne[0] - 1;
+    qtype_dequant_row(row, t->data + last * row_bytes, t->type, (int64_t)t->ne[0]);
+    FUZZ_CHECK(!memcmp(row, out + last * t->ne[0], (size_t)t->ne[0] * sizeof *row),
+               "the last row of a %s tensor decodes differently alone", qtype_name(t->type));
+    free(row);
+    free(out);
 }
 
 static void walk_file(const gguf_file *f, const uint8_t *data, size_t size)
@@ -116,15 +138,15 @@ static void walk_file(const gguf_file *f, const uint8_t *data, size_t size)
             FUZZ_CHECK(gguf_find_tensor(f, name) != NULL, "tensor %zu not found by name",
                        (size_t)i);
         }
-        if (t->n_elems <= (1u << 16)) {
-            float *out = malloc((size_t)(t->n_elems ? t->n_elems : 1) * sizeof *out);
-            FUZZ_CHECK(out != NULL, "out of memory");
-            ts_error err = {0};
-            ts_status st = gguf_tensor_to_f32(out, t, (size_t)t->n_elems, &err);
-            if (st != TS_OK)
-                check_error(st, &err, "gguf_tensor_to_f32");
-            free(out);
-        }
+        const qtype_info *type = qtype_get(t->type);
+        FUZZ_CHECK(type != NULL, "tensor %zu of type %u was accepted", (size_t)i, t->type);
+        size_t row_bytes = qtype_row_bytes(t->type, (int64_t)t->ne[0]);
+        FUZZ_CHECK(row_bytes > 0 && t->nbytes == row_bytes * (t->n_elems / t->ne[0]),
+                   "tensor %zu: %llu bytes for %llu rows of %llu %s elements", (size_t)i,
+                   (unsigned long long)t->nbytes, (unsigned long long)(t->n_elems / t->ne[0]),
+                   (unsigned long long)t->ne[0], type->name);
+        if (t->n_elems <= (1u << 16))
+            decode_tensor(t, row_bytes);
     }
 }
 

@@ -1,12 +1,15 @@
 /* gen_gguf_seeds.c: writes the small GGUF seeds of tests/fuzz/corpus/fuzz_gguf/ with the
  * GGUF writer: a complete tiny Llama model (F32, SentencePiece vocabulary), a byte-level
- * BPE vocabulary-only file, and a file of every metadata type with F16/Q8_0/Q4_0/BF16
- * tensors. Usage: gen_gguf_seeds OUT_DIR */
+ * BPE vocabulary-only file, a file of every metadata type with F16/Q8_0/Q4_0/BF16
+ * tensors, and a file with a two-row tensor of every quantized type.
+ * Usage: gen_gguf_seeds OUT_DIR */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "quant.h"
 #include "tiny_gguf.h"
 
 static int finish(gguf_writer *w, const char *dir, const char *name)
@@ -103,11 +106,55 @@ static int all_types(const char *dir)
     return finish(w, dir, "all-types");
 }
 
+/* Stores f as the half at byte offset off of every block of a tensor. */
+static void put_half(uint8_t *p, size_t n_blocks, size_t block_bytes, size_t off, float f)
+{
+    uint16_t h = gguf_f32_to_f16(f);
+    for (size_t b = 0; b < n_blocks; b++)
+        memcpy(p + b * block_bytes + off, &h, sizeof h);
+}
+
+/* Two rows of one block of each quantized type: pseudo-random quants, small scales. */
+static int quant_types(const char *dir)
+{
+    static const uint32_t types[] = {QT_Q4_0, QT_Q4_1, QT_Q5_0, QT_Q5_1, QT_Q8_0,
+                                     QT_IQ4_NL, QT_Q2_K, QT_Q3_K, QT_Q4_K, QT_Q5_K,
+                                     QT_Q6_K, QT_IQ4_XS};
+    static uint8_t data[sizeof types / sizeof types[0]][2 * sizeof(qb_q6_k)];
+    gguf_writer *w;
+    if (gguf_writer_create(0, &w, NULL) != TS_OK)
+        return 1;
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const qtype_info *t = qtype_get(types[i]);
+        uint8_t *p = data[i];
+        for (size_t k = 0; k < 2 * t->block_bytes; k++)
+            p[k] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+        size_t off_d = 0, off_m = 0; /* the block's scale halves (off_m 0: none) */
+        switch (types[i]) {
+        case QT_Q4_1: case QT_Q5_1: off_m = 2; break;
+        case QT_Q4_K: case QT_Q5_K: off_m = 2; break;
+        case QT_Q2_K: off_d = offsetof(qb_q2_k, d), off_m = offsetof(qb_q2_k, dmin); break;
+        case QT_Q3_K: off_d = offsetof(qb_q3_k, d); break;
+        case QT_Q6_K: off_d = offsetof(qb_q6_k, d); break;
+        default: break;
+        }
+        put_half(p, 2, t->block_bytes, off_d, 0.0625f);
+        if (off_m)
+            put_half(p, 2, t->block_bytes, off_m, 0.03125f);
+        char name[32];
+        snprintf(name, sizeof name, "t.%s", t->name);
+        uint64_t ne[2] = {t->block_elems, 2};
+        gguf_writer_add_tensor(w, name, types[i], 2, ne, p, 2 * t->block_bytes);
+    }
+    return finish(w, dir, "quant-types");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
         fprintf(stderr, "usage: gen_gguf_seeds OUT_DIR\n");
         return 2;
     }
-    return tiny_model(argv[1]) | bpe_vocab(argv[1]) | all_types(argv[1]);
+    return tiny_model(argv[1]) | bpe_vocab(argv[1]) | all_types(argv[1]) | quant_types(argv[1]);
 }
