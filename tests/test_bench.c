@@ -107,7 +107,7 @@ static void test_weight_bytes_and_bandwidth(void **state)
     ts_model_config c;
     assert_true(model_synth_shape(&c, "test-tiny"));
     const char *path = tu_tmp_path("bench-q8.gguf");
-    assert_int_equal(model_synth_write(path, &c, GGUF_TENSOR_Q8_0, &v, 3, NULL), TS_OK);
+    assert_int_equal(model_synth_write(path, &c, "Q8_0", &v, 3, NULL), TS_OK);
     vocab_clear(&v);
     assert_int_equal(ts_model_load(path, NULL, &m, NULL), TS_OK);
     double weights = 2 * (128 * 64 + 64 * 64 + 256 * 64 + 64 * 128) + 512 * 64;

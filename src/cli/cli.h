@@ -17,6 +17,7 @@ int cli_serve(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_synth(int argc, char **argv);
+int cli_quantize(int argc, char **argv);
 int cli_loadgen(int argc, char **argv);
 
 /* serve's route for a model: its general.name, or, when one of the n_taken routes already

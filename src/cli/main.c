@@ -11,6 +11,7 @@ static const cli_command commands[] = {
     {"serve", cli_serve, "serve models over an OpenAI-compatible HTTP API"},
     {"info", cli_info, "describe a model file: config, vocabulary, metadata, tensors"},
     {"convert", cli_convert, "write a model (GGUF or llama2.c) as an F32 GGUF file"},
+    {"quantize", cli_quantize, "write an F32/F16/BF16 GGUF in a quantized type (Q4_K_M, ...)"},
     {"synth", cli_synth, "write a GGUF with random weights at a real model's shape"},
     {"loadgen", cli_loadgen, "load a server over HTTP: throughput, TTFT/ITL percentiles"},
     {NULL, NULL, NULL},
