@@ -1,8 +1,8 @@
 /* test_model_quant.c: models computed on the file's own blocks. Every stories260K-k type
  * loads with its matrices pointing into the mapping, and the batched forward agrees with
  * the reference forward on the same file; teacher-forced and free-running greedy text
- * against llama.cpp's; batch invariance on quantized files; --mlock; and the RSS a mapped
- * Q4_K_M model costs. */
+ * against llama.cpp's; batch invariance on quantized files; --mlock; writing any type back as
+ * F32; and the RSS a mapped Q4_K_M model costs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -725,6 +725,44 @@ static void test_mlock_and_hugepages(void **state)
     ts_model_free(plain);
 }
 
+/* ---- writing back: convert's F32 from any type ---- */
+
+/* A quantized model written out (as `tessera convert` does) holds exactly the values its
+ * blocks stand for: every tensor equals llama.cpp's own dequantization of the file. */
+static void test_written_f32_equals_llama_cpp_dequantization(void **state)
+{
+    (void)state;
+    static const char *const types[] = {"Q4_K_M", "Q2_K", "IQ4_XS", "Q5_1", "BF16"};
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        ts_model *m = load_type(types[t]);
+        const char *path = tu_tmp_path("written-f32.gguf");
+        ts_error err = {0};
+        if (ts_model_save_gguf(m, path, &err) != TS_OK)
+            fail_msg("%s: %s", types[t], err.msg);
+        gguf_file *ours = NULL, *theirs = NULL;
+        assert_int_equal(gguf_open(path, &ours, NULL), TS_OK);
+        assert_int_equal(gguf_open(kpath("dequant/stories260K-k-%s.dequant-f32.gguf", types[t]),
+                                   &theirs, NULL), TS_OK);
+        assert_int_equal(ours->n_tensors, theirs->n_tensors);
+        for (uint64_t i = 0; i < ours->n_tensors; i++) {
+            const gguf_tensor *a = &ours->tensors[i];
+            char name[96];
+            snprintf(name, sizeof name, "%.*s", (int)a->name.len, a->name.ptr);
+            const gguf_tensor *b = gguf_find_tensor(theirs, name);
+            assert_non_null(b);
+            assert_int_equal(a->type, GGUF_TENSOR_F32);
+            assert_int_equal(b->type, GGUF_TENSOR_F32);
+            assert_memory_equal(a->ne, b->ne, sizeof a->ne);
+            if (memcmp(a->data, b->data, a->nbytes) != 0)
+                fail_msg("%s: tensor %s differs from llama.cpp's dequantization", types[t], name);
+        }
+        gguf_close(ours);
+        gguf_close(theirs);
+        remove(path);
+        ts_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -732,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_greedy_against_llama_cpp),
         cmocka_unit_test(test_batch_invariance_on_quantized_files),
         cmocka_unit_test(test_mlock_and_hugepages),
+        cmocka_unit_test(test_written_f32_equals_llama_cpp_dequantization),
         cmocka_unit_test(test_q4_k_m_rss_is_the_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
