@@ -374,9 +374,11 @@ static void test_sampled_requests_alone_equal_together(void **state)
     enum { N = 8, TOKENS = 40 };
     static const char *prompts[N] = {"Once upon a time", "The cat", "Lily and Ben", "One day",
                                      "The sun was", "Tom had a big", "She saw a", "In the park"};
-    setenv("TESSERA_GEMM", "kernel", 1); /* read when the engine is created */
-    ts_engine *e = start(N, 0);
-    unsetenv("TESSERA_GEMM");
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = N;
+    o.gemm = TS_GEMM_KERNEL;
+    ts_engine *e = eu_start(eu_model, &o);
     int32_t *ids[N];
     int n_ids[N];
     ts_request_params p[N];

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <cblas.h>
 
+#include "cli/args.h"
 #include "kv/kv.h"
 #include "model/forward_batch.h"
 #include "model/forward_ref.h"
@@ -144,7 +145,8 @@ static void test_every_gemm_path_matches_reference(void **state)
     }
 }
 
-/* TESSERA_GEMM picks the path; anything else is refused with its value in the message. */
+/* TESSERA_GEMM picks the path (the CLI reads it into the engine's options, the library
+ * reads no environment); anything else is refused with its value in the message. */
 static void test_gemm_env(void **state)
 {
     (void)state;
@@ -155,22 +157,25 @@ static void test_gemm_env(void **state)
               {"kernel", FWD_GEMM_KERNEL}};
     const char *saved = getenv("TESSERA_GEMM");
     char *keep = saved ? strdup(saved) : NULL;
-    fwd_state fs;
+    ts_engine_options o;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv("TESSERA_GEMM", ok[i].value, 1);
-        assert_int_equal(fwd_state_init(&fs, model, 4, 2, NULL), TS_OK);
-        assert_int_equal(fs.gemm_path, ok[i].path);
-        fwd_state_free(&fs);
+        ts_engine_options_default(&o);
+        assert_int_equal(cli_env_engine_options(&o, NULL), TS_OK);
+        assert_int_equal((int)o.gemm, (int)ok[i].path);
     }
     unsetenv("TESSERA_GEMM");
+    ts_engine_options_default(&o);
+    assert_int_equal(cli_env_engine_options(&o, NULL), TS_OK);
+    assert_int_equal((int)o.gemm, (int)FWD_GEMM_AUTO);
+    fwd_state fs;
     assert_int_equal(fwd_state_init(&fs, model, 4, 2, NULL), TS_OK);
     assert_int_equal(fs.gemm_path, FWD_GEMM_AUTO);
     fwd_state_free(&fs);
     setenv("TESSERA_GEMM", "openblas", 1);
     ts_error err = {0};
-    assert_int_equal(fwd_state_init(&fs, model, 4, 2, &err), TS_ERR_INVALID_ARG);
+    assert_int_equal(cli_env_engine_options(&o, &err), TS_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "TESSERA_GEMM=openblas"));
-    fwd_state_free(&fs); /* the failed init left a zeroed state */
     if (keep)
         setenv("TESSERA_GEMM", keep, 1);
     else

@@ -49,10 +49,11 @@ static void test_chat_defaults(void **state)
     assert_string_equal(r.messages[0].role, "user");
     assert_string_equal(r.messages[0].content, "hi");
     assert_int_equal(r.max_tokens, 0);
-    assert_true(r.temperature == 1.0f && r.top_p == 1.0f && r.repetition_penalty == 1.0f);
-    assert_int_equal(r.top_k, 0);
+    assert_true(r.sampling.temperature == 1.0f && r.sampling.top_p == 1.0f &&
+                r.sampling.repetition_penalty == 1.0f);
+    assert_int_equal(r.sampling.top_k, 0);
     assert_int_equal(r.n, 1);
-    assert_false(r.stream || r.logprobs || r.has_seed || r.include_usage);
+    assert_false(r.stream || r.sampling.logprobs || r.sampling.has_seed || r.include_usage);
     assert_int_equal(r.n_stop, 0);
     oai_request_clear(&r);
 }
@@ -79,21 +80,21 @@ static void test_chat_every_field(void **state)
     assert_string_equal(r.messages[1].content, "ab");
     assert_string_equal(r.messages[2].content, "");
     assert_int_equal(r.max_tokens, 7);
-    assert_float_equal(r.temperature, 0.5, 1e-6);
-    assert_float_equal(r.top_p, 0.9, 1e-6);
-    assert_int_equal(r.top_k, 40);
-    assert_float_equal(r.min_p, 0.05, 1e-6);
-    assert_float_equal(r.presence_penalty, -1.5, 1e-6);
-    assert_float_equal(r.frequency_penalty, 2, 1e-6);
-    assert_float_equal(r.repetition_penalty, 1.1, 1e-6);
-    assert_true(r.has_seed);
-    assert_true(r.seed == (uint64_t)(int64_t)-3);
+    assert_float_equal(r.sampling.temperature, 0.5, 1e-6);
+    assert_float_equal(r.sampling.top_p, 0.9, 1e-6);
+    assert_int_equal(r.sampling.top_k, 40);
+    assert_float_equal(r.sampling.min_p, 0.05, 1e-6);
+    assert_float_equal(r.sampling.presence_penalty, -1.5, 1e-6);
+    assert_float_equal(r.sampling.frequency_penalty, 2, 1e-6);
+    assert_float_equal(r.sampling.repetition_penalty, 1.1, 1e-6);
+    assert_true(r.sampling.has_seed);
+    assert_true(r.sampling.seed == (uint64_t)(int64_t)-3);
     assert_int_equal(r.n_stop, 2);
     assert_string_equal(r.stop[0], "x");
     assert_string_equal(r.stop[1], "yy");
     assert_int_equal(r.n, 3);
-    assert_true(r.logprobs);
-    assert_int_equal(r.top_logprobs, 4);
+    assert_true(r.sampling.logprobs);
+    assert_int_equal(r.sampling.top_logprobs, 4);
     assert_true(r.stream && r.include_usage && r.ignore_eos);
     assert_string_equal(r.user, "u1");
     oai_request_clear(&r);
@@ -129,7 +130,7 @@ static void test_chat_wrong_types(void **state)
         {"{\"messages\":\"hi\"}", "messages"},
         {"{\"messages\":[3]}", "messages[0]"},
         {"{\"messages\":[{\"content\":\"x\"}]}", "messages[0].role"},
-        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"tool\",\"content\":\"y\"}]}",
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"robot\",\"content\":\"y\"}]}",
          "messages[1].role"},
         {"{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content"},
         {"{\"messages\":[{\"role\":\"user\",\"content\":null}]}", "messages[0].content"},
@@ -214,18 +215,18 @@ static void test_completion_prompt_forms(void **state)
     oai_error e;
     assert_int_equal(parse(OAI_COMPLETION, "{\"prompt\":\"Once\"}", &r, &e), TS_OK);
     assert_string_equal(r.prompt, "Once");
-    assert_false(r.logprobs);
+    assert_false(r.sampling.logprobs);
     oai_request_clear(&r);
     assert_int_equal(parse(OAI_COMPLETION, "{\"prompt\":[\"Upon\"],\"logprobs\":0}", &r, &e), TS_OK);
     assert_string_equal(r.prompt, "Upon");
-    assert_true(r.logprobs);
-    assert_int_equal(r.top_logprobs, 0);
+    assert_true(r.sampling.logprobs);
+    assert_int_equal(r.sampling.top_logprobs, 0);
     oai_request_clear(&r);
     assert_int_equal(parse(OAI_COMPLETION, "{\"prompt\":[1,2,3],\"logprobs\":3}", &r, &e), TS_OK);
     assert_null(r.prompt);
     assert_int_equal(r.n_prompt_tokens, 3);
     assert_int_equal(r.prompt_tokens[2], 3);
-    assert_int_equal(r.top_logprobs, 3);
+    assert_int_equal(r.sampling.top_logprobs, 3);
     oai_request_clear(&r);
     assert_int_equal(parse(OAI_COMPLETION, "{\"prompt\":[[7,8]],\"stop\":\"\\n\"}", &r, &e), TS_OK);
     assert_int_equal(r.n_prompt_tokens, 2);

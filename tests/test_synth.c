@@ -1,5 +1,6 @@
-/* test_synth.c: random-weight models (model_synth_write), Llama 3.2's RoPE factors, Q8_0
- * quantisation, and the GGUF writer's tensors filled by callback at write time. */
+/* test_synth.c: random-weight models (model_synth_write) in F32, Q8_0 and Q4_K_M's mix,
+ * Llama 3.2's and 3.1's RoPE factors, and the GGUF writer's tensors filled by callback at
+ * write time. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

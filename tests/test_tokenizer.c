@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 
 #include "tessera/tokenizer.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "tokenizer/vocab.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "util.h"
@@ -75,6 +75,10 @@ static void test_llama2c_specials(void **state)
     assert_int_equal(v->tokens[3 + 0x41].type, VOCAB_TOKEN_BYTE);
     assert_string_equal(v->tokens[259].text, "\xe2\x96\x81t"); /* " t" in the file */
     assert_int_equal(v->tokens[259].type, VOCAB_TOKEN_NORMAL);
+    /* Ordinary text: not UNK, BOS, EOS or a byte token; ids past the list are. */
+    assert_false(ts_token_is_plain(tok, 0) || ts_token_is_plain(tok, 1) ||
+                 ts_token_is_plain(tok, 2) || ts_token_is_plain(tok, 3 + 0x41));
+    assert_true(ts_token_is_plain(tok, 259) && ts_token_is_plain(tok, 600));
     assert_true(v->add_space_prefix);
 
     size_t len = 99;

@@ -26,9 +26,17 @@ enum {
     TS_MAX_STOP = 4,          /* stop strings per request */
     TS_MAX_STOP_LEN = 256,    /* bytes per stop string */
     TS_MAX_N = 16,            /* completions per request */
-    TS_MAX_TOP_LOGPROBS = 20,
+    TS_MAX_TOP_LOGPROBS = TS_SAMPLING_MAX_TOP_LOGPROBS,
     TS_EVENT_OVERHEAD = 512,  /* bytes an unread event counts beside its text */
+    TS_KV_BLOCK_TOKENS = 32,  /* token slots of a KV block, the unit of kv_blocks */
 };
+
+/* How a step multiplies its activation rows by a weight matrix. */
+typedef enum ts_gemm_path {
+    TS_GEMM_AUTO,   /* the SIMD skinny GEMM for steps of few rows, OpenBLAS above */
+    TS_GEMM_BLAS,   /* OpenBLAS always */
+    TS_GEMM_KERNEL, /* the SIMD skinny GEMM always */
+} ts_gemm_path;
 
 typedef struct ts_engine_options {
     size_t kv_mem_bytes;   /* KV pool size in bytes; 0 = use kv_blocks */
@@ -45,8 +53,10 @@ typedef struct ts_engine_options {
     int n_threads;         /* OpenMP threads in a step; 0 = all cores */
     bool prefix_cache;     /* share KV blocks of common prompt prefixes (default on) */
     int fail_alloc_at;     /* fault injection: the n-th allocation the step thread makes
-                            * for requests fails (0 = never). The environment variable
-                            * TESSERA_FAIL_ALLOC_AT sets it when the option is 0. */
+                            * for requests fails (0 = never); the CLI fills it from
+                            * TESSERA_FAIL_ALLOC_AT */
+    ts_gemm_path gemm;     /* the step's GEMM (default auto); the CLI fills it from
+                            * TESSERA_GEMM */
 } ts_engine_options;
 
 /* Fills the defaults above. */

@@ -8,6 +8,8 @@
 
 #include "tessera/status.h"
 
+/* The most alternatives a token's log-probabilities list: the one definition of the
+ * limit (engine.h's TS_MAX_TOP_LOGPROBS and the server's follow it). */
 #define TS_SAMPLING_MAX_TOP_LOGPROBS 20
 
 /* Accepted ranges (ts_sampling_params_validate() rejects anything else, NaN included):
@@ -48,7 +50,13 @@ typedef struct ts_sampling_params {
 ts_sampling_params ts_sampling_params_default(void);
 
 /* TS_OK, or TS_ERR_INVALID_ARG with err naming the field, its range and the value.
- * params is borrowed. */
+ * params is borrowed. The one check of these ranges: the engine applies it at submit,
+ * the HTTP layer before, to name the request's field. */
 ts_status ts_sampling_params_validate(const ts_sampling_params *params, ts_error *err);
+
+/* ts_sampling_params_validate, and *field (may be NULL) receives the name of the member
+ * that failed ("top_p"), a static string, or NULL when none did. */
+ts_status ts_sampling_params_check(const ts_sampling_params *params, const char **field,
+                                   ts_error *err);
 
 #endif /* TESSERA_SAMPLING_H */

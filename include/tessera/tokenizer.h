@@ -91,5 +91,9 @@ int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has n
 /* True for tokens that end generation: EOS, EOT, and end-of-turn tokens such as
  * <|eot_id|> and <|im_end|> (control tokens, whatever type the file gave them). */
 bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id);
+/* True for a token of ordinary text: typed normal (or untyped) in the vocabulary and none
+ * of BOS, EOS, UNK, PAD, EOT or the end-of-generation tokens. An id past the vocabulary's
+ * token list is ordinary unless it ends generation. */
+bool ts_token_is_plain(const ts_tokenizer *tok, int32_t id);
 
 #endif /* TESSERA_TOKENIZER_H */

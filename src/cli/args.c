@@ -155,6 +155,87 @@ ts_model *cli_load_model(const char *path, const char *tokenizer_path,
     return m;
 }
 
+ts_status cli_env_engine_options(ts_engine_options *o, ts_error *err)
+{
+    const char *gemm = getenv("TESSERA_GEMM");
+    if (gemm && *gemm) {
+        static const char *const names[] = {[TS_GEMM_AUTO] = "auto", [TS_GEMM_BLAS] = "blas",
+                                            [TS_GEMM_KERNEL] = "kernel"};
+        int k = 0;
+        while (k <= TS_GEMM_KERNEL && strcmp(gemm, names[k]))
+            k++;
+        if (k > TS_GEMM_KERNEL)
+            return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                "TESSERA_GEMM=%s: expected auto, blas or kernel", gemm);
+        o->gemm = (ts_gemm_path)k;
+    }
+    const char *fault = getenv("TESSERA_FAIL_ALLOC_AT");
+    if (o->fail_alloc_at == 0 && fault)
+        o->fail_alloc_at = atoi(fault);
+    return TS_OK;
+}
+
+ts_engine *cli_make_engine(const ts_model *m, const ts_engine_options *opts)
+{
+    ts_engine_options o = *opts;
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    if (cli_env_engine_options(&o, &err) == TS_OK && ts_engine_create(m, &o, &e, &err) == TS_OK)
+        return e;
+    fprintf(stderr, "tessera: %s\n", err.msg);
+    return NULL;
+}
+
+static bool is_flag(const cli_spec *s, const char *a)
+{
+    for (const char *const *f = s->flags; f && *f; f++)
+        if (!strcmp(a, *f))
+            return true;
+    return false;
+}
+
+/* -m/--model and --tokenizer, where s takes them: 1 taken, 0 not one, -1 no value. */
+static int model_option(int argc, char **argv, int *i, const cli_spec *s)
+{
+    const char *a = argv[*i];
+    const char **out = !s->model                                   ? NULL
+                       : !strcmp(a, "-m") || !strcmp(a, "--model") ? s->model
+                       : !strcmp(a, "--tokenizer")                 ? s->tokenizer
+                                                                   : NULL;
+    if (!out)
+        return 0;
+    return (*out = cli_value(argc, argv, i)) ? 1 : -1;
+}
+
+int cli_parse(int argc, char **argv, const cli_spec *s)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            s->usage(stdout);
+            return 0;
+        }
+        int taken = s->engine ? cli_engine_option(argc, argv, &i, s->engine) : 0;
+        if (taken == 0)
+            taken = model_option(argc, argv, &i, s);
+        if (taken == 0 && s->load)
+            taken = cli_load_option(a, s->load);
+        if (taken == 0) {
+            if (!is_flag(s, a) && !(v = cli_value(argc, argv, &i)))
+                return 2;
+            taken = s->own ? s->own(s->ctx, a, v) : 0;
+        }
+        if (taken == 0) {
+            fprintf(stderr, "tessera %s: unknown option %s\n", s->name, a);
+            s->usage(stderr);
+            return 2;
+        }
+        if (taken < 0)
+            return 2;
+    }
+    return -1;
+}
+
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
 {
     const char *a = argv[*i];

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tessera/engine.h"
 #include "tessera/model.h"
@@ -23,6 +24,25 @@ bool cli_size(const char *opt, const char *s, size_t *out);
 
 /* The value after option argv[*i]; advances *i. NULL (with a message) when missing. */
 const char *cli_value(int argc, char **argv, int *i);
+
+/* A command's options for cli_parse: -h/--help, the shared ones it takes, and its own. */
+typedef struct cli_spec {
+    const char *name;                /* "generate", for "tessera generate: unknown option" */
+    void (*usage)(FILE *out);        /* to stdout for --help, to stderr after an unknown one */
+    const char *const *flags;        /* its own options without a value, NULL-terminated;
+                                      * every other option takes one; may be NULL */
+    const char **model, **tokenizer; /* -m/--model, --tokenizer land here; NULL: not taken */
+    ts_engine_options *engine;       /* cli_engine_option's land here; NULL: not taken */
+    /* Takes its own option a with value v (NULL for a flag): 1 taken, 0 not one of its
+     * options, -1 after printing why v is bad. NULL: it has none. */
+    int (*own)(void *ctx, const char *a, const char *v);
+    void *ctx;
+    ts_model_load_opts *load;        /* cli_load_option's land here; NULL: not taken */
+} cli_spec;
+
+/* Runs a command's option loop over argv[1..argc-1]: -1 when all were taken, 0 after
+ * printing the help, 2 after printing why an option is bad or unknown. */
+int cli_parse(int argc, char **argv, const cli_spec *s);
 
 /* Options every engine-running command shares (help text below). Looks at argv[*i]:
  * returns 1 when it was one of them (its value consumed, *i advanced), 0 when it was
@@ -61,5 +81,15 @@ const char *cli_default_model(void);
  * the error and returns NULL. */
 ts_model *cli_load_model(const char *path, const char *tokenizer_path,
                          const ts_model_load_opts *opts);
+
+/* The engine options the environment sets, for the library reads none itself:
+ * TESSERA_GEMM (auto, blas or kernel: the step's GEMM; unset or empty: o's) and
+ * TESSERA_FAIL_ALLOC_AT (fault injection, when o's fail_alloc_at is 0). TS_ERR_INVALID_ARG
+ * naming the variable and its value when one is malformed. */
+ts_status cli_env_engine_options(ts_engine_options *o, ts_error *err);
+
+/* The engine of a command that runs model m (borrowed; it must outlive the engine):
+ * opts (copied) with the environment applied. On failure prints why and returns NULL. */
+ts_engine *cli_make_engine(const ts_model *m, const ts_engine_options *opts);
 
 #endif

@@ -7,8 +7,6 @@
 
 #include "cli/bench.h"
 #include "common/clock.h"
-#include "kv/kv.h"
-#include "tokenizer/vocab.h"
 
 enum { WARMUP_TOKENS = 4 };
 
@@ -25,7 +23,7 @@ void bench_config_default(bench_config *cfg)
 
 static int64_t blocks_for(int64_t tokens)
 {
-    return (tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK;
+    return (tokens + TS_KV_BLOCK_TOKENS - 1) / TS_KV_BLOCK_TOKENS;
 }
 
 static int max_level(const bench_config *cfg)
@@ -73,7 +71,6 @@ typedef struct id_pool {
 static ts_status id_pool_init(id_pool *p, const ts_model *m, uint64_t seed, ts_error *err)
 {
     const ts_tokenizer *tok = ts_model_get_tokenizer(m);
-    const tokenizer_vocab *v = tokenizer_get_vocab(tok);
     int vocab = ts_model_get_config(m)->vocab_size;
     p->ids = malloc((size_t)vocab * sizeof *p->ids);
     p->n = 0;
@@ -81,18 +78,9 @@ static ts_status id_pool_init(id_pool *p, const ts_model *m, uint64_t seed, ts_e
     p->rng = seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
     if (!p->ids)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for %d token ids", vocab);
-    for (int32_t id = 0; id < vocab; id++) {
-        if (v && id < v->n_tokens) {
-            int32_t t = v->tokens[id].type;
-            if (t != VOCAB_TOKEN_NORMAL && t != VOCAB_TOKEN_UNDEFINED)
-                continue;
-            if (id == v->bos_id || id == v->eos_id || id == v->unk_id || id == v->pad_id ||
-                id == v->eot_id)
-                continue;
-        }
-        if (!ts_token_is_eog(tok, id))
+    for (int32_t id = 0; id < vocab; id++)
+        if (ts_token_is_plain(tok, id))
             p->ids[p->n++] = id;
-    }
     if (p->n == 0) {
         free(p->ids);
         p->ids = NULL;

@@ -59,6 +59,34 @@ static void usage(FILE *out)
             "from spinning against it (8x slower GEMMs when the cores are oversubscribed).\n");
 }
 
+/* One of bench's own options (cli_spec.own); each takes a value. */
+static int bench_option(void *ctx, const char *a, const char *v)
+{
+    bench_opts *o = ctx;
+    bool ok = true;
+    if (!strcmp(a, "--concurrency"))
+        ok = cli_int_list(a, v, 1, 4096, o->levels, MAX_LEVELS, &o->cfg.n_levels);
+    else if (!strcmp(a, "-n"))
+        ok = cli_int(a, v, 1, 1 << 20, &o->cfg.n_tokens);
+    else if (!strcmp(a, "--prompt-len"))
+        ok = cli_int(a, v, 1, 1 << 20, &o->cfg.prompt_len);
+    else if (!strcmp(a, "--shared-prefix"))
+        ok = cli_int(a, v, 0, 1 << 20, &o->cfg.shared_prefix);
+    else if (!strcmp(a, "--prefix-suffix"))
+        ok = cli_int(a, v, 1, 1 << 20, &o->cfg.prefix_suffix);
+    else if (!strcmp(a, "--rounds"))
+        ok = cli_int(a, v, 1, BENCH_MAX_ROUNDS, &o->cfg.rounds);
+    else if (!strcmp(a, "--seed"))
+        ok = cli_u64(a, v, &o->cfg.seed);
+    else if (!strcmp(a, "--bw-mem"))
+        ok = cli_size(a, v, &o->bw_bytes);
+    else if (!strcmp(a, "--json"))
+        o->json = v;
+    else
+        return 0;
+    return ok ? 1 : -1;
+}
+
 static int parse(int argc, char **argv, bench_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -68,52 +96,11 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->cfg.n_levels = (int)(sizeof defaults / sizeof defaults[0]);
     o->bw_bytes = (size_t)1 << 30;
     ts_engine_options_default(&o->engine);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        bool ok = true;
-        if (cli_load_option(a, &o->load))
-            continue;
-        int eng = cli_engine_option(argc, argv, &i, &o->engine);
-        if (eng != 0) {
-            if (eng < 0)
-                return 2;
-            continue;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            o->model = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            o->tokenizer = v;
-        } else if (!strcmp(a, "--concurrency")) {
-            ok = cli_int_list(a, v, 1, 4096, o->levels, MAX_LEVELS, &o->cfg.n_levels);
-        } else if (!strcmp(a, "-n")) {
-            ok = cli_int(a, v, 1, 1 << 20, &o->cfg.n_tokens);
-        } else if (!strcmp(a, "--prompt-len")) {
-            ok = cli_int(a, v, 1, 1 << 20, &o->cfg.prompt_len);
-        } else if (!strcmp(a, "--shared-prefix")) {
-            ok = cli_int(a, v, 0, 1 << 20, &o->cfg.shared_prefix);
-        } else if (!strcmp(a, "--prefix-suffix")) {
-            ok = cli_int(a, v, 1, 1 << 20, &o->cfg.prefix_suffix);
-        } else if (!strcmp(a, "--rounds")) {
-            ok = cli_int(a, v, 1, BENCH_MAX_ROUNDS, &o->cfg.rounds);
-        } else if (!strcmp(a, "--seed")) {
-            ok = cli_u64(a, v, &o->cfg.seed);
-        } else if (!strcmp(a, "--bw-mem")) {
-            ok = cli_size(a, v, &o->bw_bytes);
-        } else if (!strcmp(a, "--json")) {
-            o->json = v;
-        } else {
-            fprintf(stderr, "tessera bench: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (!ok)
-            return 2;
-    }
+    cli_spec spec = {"bench", usage, NULL, &o->model, &o->tokenizer, &o->engine,
+                     bench_option, o, &o->load};
+    int rc = cli_parse(argc, argv, &spec);
+    if (rc >= 0)
+        return rc;
     o->cfg.levels = o->levels;
     if (!o->model)
         o->model = cli_default_model();
@@ -223,12 +210,13 @@ int cli_bench(int argc, char **argv)
                     o.bw_bytes);
     }
     bench_engine_options(&o.engine, c, &o.cfg);
-    ts_engine *e = NULL;
     ts_error err = {0};
     bench_result r = {0};
     rc = 1;
-    if (ts_engine_create(m, &o.engine, &e, &err) != TS_OK ||
-        bench_run(&r, e, &o.cfg, &err) != TS_OK) {
+    ts_engine *e = cli_make_engine(m, &o.engine);
+    if (!e)
+        goto out;
+    if (bench_run(&r, e, &o.cfg, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         goto out;
     }

@@ -23,28 +23,22 @@ static bool same_file(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
+/* -o/--output, convert's own option (cli_spec.own; ctx: the path). */
+static int output_option(void *ctx, const char *a, const char *v)
+{
+    if (strcmp(a, "-o") && strcmp(a, "--output"))
+        return 0;
+    *(const char **)ctx = v;
+    return 1;
+}
+
 int cli_convert(int argc, char **argv)
 {
     const char *model = NULL, *tokenizer = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            model = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            tokenizer = v;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            out = v;
-        } else {
-            fprintf(stderr, "tessera convert: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    cli_spec spec = {"convert", usage, NULL, &model, &tokenizer, NULL, output_option, &out, NULL};
+    int parsed = cli_parse(argc, argv, &spec);
+    if (parsed >= 0)
+        return parsed;
     if (!model || !out) {
         fprintf(stderr, "tessera convert: give -m MODEL and -o OUT\n");
         usage(stderr);

@@ -41,6 +41,41 @@ static void usage(FILE *out)
             CLI_ENGINE_HELP CLI_LOAD_HELP);
 }
 
+/* One of generate's own options (cli_spec.own). */
+static int gen_option(void *ctx, const char *a, const char *v)
+{
+    gen_opts *o = ctx;
+    bool ok = true;
+    if (!strcmp(a, "--json"))
+        o->json = true;
+    else if (!strcmp(a, "--no-bos"))
+        o->no_bos = true;
+    else if (!strcmp(a, "--no-parse-special"))
+        o->no_parse_special = true;
+    else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
+        o->prompt = v;
+    else if (!strcmp(a, "--prompts"))
+        o->prompts_file = v;
+    else if (!strcmp(a, "-n"))
+        ok = cli_int(a, v, 1, 1 << 20, &o->n_tokens);
+    else if (!strcmp(a, "--temp"))
+        ok = cli_float(a, v, 0, 2, &o->sampling.temperature);
+    else if (!strcmp(a, "--top-k"))
+        ok = cli_int(a, v, 0, 1 << 30, &o->sampling.top_k);
+    else if (!strcmp(a, "--top-p"))
+        ok = cli_float(a, v, 1e-6, 1, &o->sampling.top_p);
+    else if (!strcmp(a, "--min-p"))
+        ok = cli_float(a, v, 0, 1, &o->sampling.min_p);
+    else if (!strcmp(a, "--repeat-penalty"))
+        ok = cli_float(a, v, 1e-3, 10, &o->sampling.repetition_penalty);
+    else if (!strcmp(a, "--seed")) {
+        ok = cli_u64(a, v, &o->sampling.seed);
+        o->sampling.has_seed = true;
+    } else
+        return 0;
+    return ok ? 1 : -1;
+}
+
 static int parse(int argc, char **argv, gen_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -49,59 +84,12 @@ static int parse(int argc, char **argv, gen_opts *o)
     o->sampling.temperature = 0.0f;
     ts_engine_options_default(&o->engine);
     o->engine.max_queue = 0; /* not given: cli_generate sizes it to the prompts */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        bool ok = true;
-        if (cli_load_option(a, &o->load))
-            continue;
-        int eng = cli_engine_option(argc, argv, &i, &o->engine);
-        if (eng != 0) {
-            if (eng < 0)
-                return 2;
-            continue;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            o->json = true;
-        } else if (!strcmp(a, "--no-bos")) {
-            o->no_bos = true;
-        } else if (!strcmp(a, "--no-parse-special")) {
-            o->no_parse_special = true;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            o->model = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            o->tokenizer = v;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            o->prompt = v;
-        } else if (!strcmp(a, "--prompts")) {
-            o->prompts_file = v;
-        } else if (!strcmp(a, "-n")) {
-            ok = cli_int(a, v, 1, 1 << 20, &o->n_tokens);
-        } else if (!strcmp(a, "--temp")) {
-            ok = cli_float(a, v, 0, 2, &o->sampling.temperature);
-        } else if (!strcmp(a, "--top-k")) {
-            ok = cli_int(a, v, 0, 1 << 30, &o->sampling.top_k);
-        } else if (!strcmp(a, "--top-p")) {
-            ok = cli_float(a, v, 1e-6, 1, &o->sampling.top_p);
-        } else if (!strcmp(a, "--min-p")) {
-            ok = cli_float(a, v, 0, 1, &o->sampling.min_p);
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            ok = cli_float(a, v, 1e-3, 10, &o->sampling.repetition_penalty);
-        } else if (!strcmp(a, "--seed")) {
-            ok = cli_u64(a, v, &o->sampling.seed);
-            o->sampling.has_seed = true;
-        } else {
-            fprintf(stderr, "tessera generate: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (!ok)
-            return 2;
-    }
+    static const char *const flags[] = {"--json", "--no-bos", "--no-parse-special", NULL};
+    cli_spec spec = {"generate", usage, flags, &o->model, &o->tokenizer, &o->engine,
+                     gen_option, o, &o->load};
+    int rc = cli_parse(argc, argv, &spec);
+    if (rc >= 0)
+        return rc;
     if (!o->prompt == !o->prompts_file) {
         fprintf(stderr, "tessera generate: give exactly one of -p and --prompts\n");
         return 2;
@@ -261,15 +249,10 @@ int cli_generate(int argc, char **argv)
     }
     completion *c = calloc((size_t)(n_prompts ? n_prompts : 1), sizeof *c);
     ts_model *m = c ? cli_load_model(o.model, o.tokenizer, &o.load) : NULL;
-    ts_engine *e = NULL;
-    ts_error err = {0};
+    ts_engine *e = m ? cli_make_engine(m, &o.engine) : NULL;
     rc = 1;
-    if (!m)
+    if (!e)
         goto out;
-    if (ts_engine_create(m, &o.engine, &e, &err) != TS_OK) {
-        fprintf(stderr, "tessera: %s\n", err.msg);
-        goto out;
-    }
     double t0 = clock_now_s();
     for (int i = 0; i < n_prompts; i++)
         if (submit(e, ts_model_get_tokenizer(m), prompts[i], &o, &c[i].req) != TS_OK)

@@ -189,7 +189,8 @@ static void print_model(const ts_model *m)
     uint64_t bytes, weights;
     ts_model_weight_bytes(m, &bytes, &weights);
     printf("weight matrices as loaded: %.1f MiB, %.2f bits per weight\n",
-           (double)bytes / (1024.0 * 1024.0), weights ? 8.0 * (double)bytes / (double)weights : 0.0);
+           (double)bytes / (1024.0 * 1024.0),
+           weights ? 8.0 * (double)bytes / (double)weights : 0.0);
     print_vocab(tokenizer_get_vocab(ts_model_get_tokenizer(m)));
 }
 
@@ -214,23 +215,10 @@ static int print_vocab_only(const gguf_file *f)
 int cli_info(int argc, char **argv)
 {
     const char *model = NULL, *tokenizer = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            model = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            tokenizer = v;
-        } else {
-            fprintf(stderr, "tessera info: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    cli_spec spec = {"info", usage, NULL, &model, &tokenizer, NULL, NULL, NULL, NULL};
+    int parsed = cli_parse(argc, argv, &spec);
+    if (parsed >= 0)
+        return parsed;
     if (!model)
         model = cli_default_model();
 

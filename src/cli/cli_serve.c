@@ -28,7 +28,11 @@ static void usage(FILE *out)
             "  --port N                port (8080; 0 = any free port)\n"
             "  --api-keys FILE         JSON {\"KEY\": {\"tier\": \"high|normal|low\", \"name\": \"...\"}}\n"
             "  --protect-metrics       /metrics needs a key too\n"
-            "  --chat-template NAME    plain, chatml, llama2, llama3, mistral, zephyr, phi3, gemma\n"
+            "  --no-ui                 no chat page at http://HOST:PORT/\n"
+            "  --chat-template NAME    force a built-in family: plain, chatml, llama2, llama3,\n"
+            "                          mistral, zephyr, phi3, gemma (default: the model's own\n"
+            "                          Jinja template, else the family its markers name)\n"
+            "  --chat-template-file F  a Jinja chat template for every model\n"
             "  --max-body BYTES        request body limit (1048576)\n"
             "  --max-connections N     open connections, one thread each (256); 16 more\n"
             "                          are answered 503\n"
@@ -68,6 +72,10 @@ static int parse_args(int argc, char **argv, serve_args *a)
             a->srv.protect_metrics = true;
             continue;
         }
+        if (!strcmp(o, "--no-ui")) {
+            a->srv.no_ui = true;
+            continue;
+        }
         bool ok = true;
         int eng;
         if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
@@ -92,6 +100,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = eng > 0;
         } else if (!strcmp(o, "--chat-template")) {
             ok = (a->srv.chat_template = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--chat-template-file")) {
+            ok = (a->srv.chat_template_file = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--max-body")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_body);
         } else if (!strcmp(o, "--max-connections")) {
@@ -110,6 +120,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
     }
     a->srv.grace_ms = a->grace_s * 1000;
     a->srv.log = log_line;
+    a->srv.template_time = cli_template_time();
     return 0;
 }
 
@@ -176,8 +187,10 @@ int cli_serve(int argc, char **argv)
             snprintf(err.msg, sizeof err.msg, "cannot load %s", a.models[i]);
             goto done;
         }
-        if (ts_engine_create(models[i], &a.eng, &engines[i], &err) != TS_OK)
+        if (!(engines[i] = cli_make_engine(models[i], &a.eng))) {
+            snprintf(err.msg, sizeof err.msg, "cannot start an engine for %s", a.models[i]);
             goto done;
+        }
         cli_route_name(ts_model_get_config(models[i])->name, a.models[i], routes, i, names[i],
                        sizeof names[i]);
         if (ts_server_add_model(srv, names[i], engines[i], &err) != TS_OK)

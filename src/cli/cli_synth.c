@@ -55,34 +55,39 @@ static bool read_vocab(tokenizer_vocab *v, const char *path, bool is_default)
     return st == TS_OK;
 }
 
+typedef struct synth_args {
+    const char *shape, *vocab, *out, *type;
+    uint64_t seed;
+} synth_args;
+
+/* One of synth's options (cli_spec.own); each takes a value. */
+static int synth_option(void *ctx, const char *a, const char *v)
+{
+    synth_args *o = ctx;
+    if (!strcmp(a, "--shape"))
+        o->shape = v;
+    else if (!strcmp(a, "--type"))
+        o->type = v;
+    else if (!strcmp(a, "--vocab"))
+        o->vocab = v;
+    else if (!strcmp(a, "--seed"))
+        return cli_u64(a, v, &o->seed) ? 1 : -1;
+    else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+        o->out = v;
+    else
+        return 0;
+    return 1;
+}
+
 int cli_synth(int argc, char **argv)
 {
-    const char *shape = NULL, *vocab = SYNTH_DEFAULT_VOCAB, *out = NULL, *type = "f32";
-    uint64_t seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "--shape")) {
-            shape = v;
-        } else if (!strcmp(a, "--type")) {
-            type = v;
-        } else if (!strcmp(a, "--vocab")) {
-            vocab = v;
-        } else if (!strcmp(a, "--seed")) {
-            if (!cli_u64(a, v, &seed))
-                return 2;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            out = v;
-        } else {
-            fprintf(stderr, "tessera synth: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    synth_args o = {.vocab = SYNTH_DEFAULT_VOCAB, .type = "f32", .seed = 1};
+    cli_spec spec = {"synth", usage, NULL, NULL, NULL, NULL, synth_option, &o, NULL};
+    int parsed = cli_parse(argc, argv, &spec);
+    if (parsed >= 0)
+        return parsed;
+    const char *shape = o.shape, *vocab = o.vocab, *out = o.out, *type = o.type;
+    uint64_t seed = o.seed;
     ts_model_config cfg;
     if (!shape || !out) {
         fprintf(stderr, "tessera synth: give --shape and -o\n");

@@ -53,35 +53,38 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
+typedef struct tok_args {
+    const char *text, *file;
+    bool bos, parse_special;
+} tok_args;
+
+/* One of tokenize's own options (cli_spec.own). */
+static int tok_option(void *ctx, const char *a, const char *v)
+{
+    tok_args *t = ctx;
+    if (!strcmp(a, "--no-bos"))
+        t->bos = false;
+    else if (!strcmp(a, "--no-parse-special"))
+        t->parse_special = false;
+    else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
+        t->text = v;
+    else if (!strcmp(a, "--file"))
+        t->file = v;
+    else
+        return 0;
+    return 1;
+}
+
 int cli_tokenize(int argc, char **argv)
 {
-    const char *model = NULL, *tokenizer = NULL, *text = NULL, *file = NULL;
-    bool bos = true, parse_special = true;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--no-bos")) {
-            bos = false;
-        } else if (!strcmp(a, "--no-parse-special")) {
-            parse_special = false;
-        } else if (!(v = cli_value(argc, argv, &i))) {
-            return 2;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            model = v;
-        } else if (!strcmp(a, "--tokenizer")) {
-            tokenizer = v;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            text = v;
-        } else if (!strcmp(a, "--file")) {
-            file = v;
-        } else {
-            fprintf(stderr, "tessera tokenize: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
+    const char *model = NULL, *tokenizer = NULL;
+    tok_args t = {.bos = true, .parse_special = true};
+    static const char *const flags[] = {"--no-bos", "--no-parse-special", NULL};
+    cli_spec spec = {"tokenize", usage, flags, &model, &tokenizer, NULL, tok_option, &t, NULL};
+    int parsed = cli_parse(argc, argv, &spec);
+    if (parsed >= 0)
+        return parsed;
+    const char *text = t.text, *file = t.file;
     if (!text == !file) {
         fprintf(stderr, "tessera tokenize: give exactly one of -p and --file\n");
         return 2;
@@ -106,7 +109,7 @@ int cli_tokenize(int argc, char **argv)
         goto out;
     }
     const char *src = file ? data : text;
-    ts_tokenize_opts opts = {.add_special = bos, .parse_special = parse_special};
+    ts_tokenize_opts opts = {.add_special = t.bos, .parse_special = t.parse_special};
     if ((st = ts_tokenize_alloc(tok, src, len, &opts, &ids, &n)) != TS_OK) {
         fprintf(stderr, "tessera: cannot tokenize: %s\n", ts_status_str(st));
         goto out;

@@ -1,115 +1,49 @@
-/* emit.c: a sequence's life after the forward pass: sampling, detokenizing, stop
- * strings, events, and the end of sequences and requests. */
+/* emit.c: the step's stages after the forward pass: sampling (rows in parallel),
+ * appending and emitting tokens, and the fork of an n > 1 request into its completions. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_internal.h"
+#include "engine/emit.h"
+#include "engine/seq.h"
 
-static ts_status push_dead(void ***arr, int *n, int *cap, void *item)
+/* Below this many rows to sample, a parallel region costs more than it saves. */
+enum { PARALLEL_SAMPLE_MIN_ROWS = 4 };
+
+/* Whether s samples straight from its own logits row this step (a request of n > 1
+ * whose prompt just finished forks first, and its completions sample after). */
+static bool samples_now(const seq *s)
 {
-    if (*n == *cap) {
-        int c = *cap ? 2 * *cap : 32;
-        void **grown = realloc(*arr, (size_t)c * sizeof *grown);
-        if (!grown)
-            return TS_ERR_NOMEM;
-        *arr = grown;
-        *cap = c;
+    return s->job->forked || s->job->req->n == 1;
+}
+
+/* Draws s's next token from logits (vocab; modified) with scratch sc. Touches only s's
+ * sampler and sc, so several sequences may sample at once on separate scratches. */
+static void sample_one(seq *s, float *logits, sampler_scratch *sc, sampled *out)
+{
+    const ts_request *r = s->job->req;
+    out->want_logprobs = r->sampling.logprobs || r->sampling.top_logprobs > 0;
+    out->err = (ts_error){0};
+    out->status = sampler_sample(&s->smp, sc, &out->token, out->want_logprobs ? &out->lp : NULL,
+                                 logits, s->tokens, s->n_tokens, s->n_generated, &out->err);
+}
+
+void emit_sample(ts_engine *e, const fwd_batch *b, int n)
+{
+    int vocab = e->model->cfg.vocab_size, rows = 0;
+    for (int i = 0; i < n; i++)
+        rows += b->seqs[i].logits_row >= 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->step.n_scratch) \
+    if (rows >= PARALLEL_SAMPLE_MIN_ROWS)
+    for (int i = 0; i < n; i++) {
+        seq *s = e->step.order[i];
+        const fwd_seq *fs = &b->seqs[i];
+        if (fs->logits_row < 0 || s->done || !samples_now(s))
+            continue;
+        sample_one(s, e->step.fwd.logits + (size_t)fs->logits_row * vocab,
+                   &e->step.scratch[omp_get_thread_num()], &e->step.picks[i]);
     }
-    (*arr)[(*n)++] = item;
-    return TS_OK;
-}
-
-static void seq_free(ts_engine *e, seq *s)
-{
-    kv_table_free(e->pool, &s->table);
-    free(s->tokens);
-    free(s);
-}
-
-/* Marks s done and hands it to the end-of-step sweep (freed at once if that fails). */
-static void bury_seq(ts_engine *e, seq *s)
-{
-    s->done = true;
-    kv_table_release(e->pool, &s->table);
-    if (push_dead((void ***)&e->dead, &e->n_dead, &e->cap_dead, s) != TS_OK)
-        seq_free(e, s); /* nothing holds it past this point in the step loops but `done` */
-}
-
-static void bury_job(ts_engine *e, job *j)
-{
-    request_close(j->req);
-    request_unref(j->req);
-    j->req = NULL;
-    if (push_dead((void ***)&e->dead_jobs, &e->n_dead_jobs, &e->cap_dead_jobs, j) != TS_OK)
-        free(j);
-}
-
-void engine_free_dead(ts_engine *e)
-{
-    for (int i = 0; i < e->n_dead; i++)
-        seq_free(e, e->dead[i]);
-    e->n_dead = 0;
-    for (int i = 0; i < e->n_dead_jobs; i++)
-        free(e->dead_jobs[i]);
-    e->n_dead_jobs = 0;
-}
-
-/* The seed of completion index > 0 of a request seeded with seed: splitmix64's finalizer
- * over both, so nearby seeds and indices give unrelated streams. */
-static uint64_t completion_seed(uint64_t seed, int index)
-{
-    uint64_t z = seed ^ ((uint64_t)index * UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *tokens,
-                            int n_tokens, seq **out, ts_error *err)
-{
-    *out = NULL;
-    const ts_request *r = j->req;
-    seq *s = engine_alloc_ok(e) ? calloc(1, sizeof *s) : NULL;
-    if (!s)
-        return ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence");
-    s->job = j;
-    s->index = index;
-    s->cap = n_tokens + r->max_tokens;
-    s->tokens = malloc((size_t)s->cap * sizeof(int32_t));
-    kv_table_init(&s->table);
-    ts_status st;
-    if (!s->tokens) {
-        st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence's tokens");
-        goto fail;
-    }
-    memcpy(s->tokens, tokens, (size_t)n_tokens * sizeof(int32_t));
-    s->n_tokens = n_tokens;
-
-    /* Each completion draws from its own stream. With a seed: the first from the seed
-     * itself (a request's first completion does not depend on n), the others from the seed
-     * and their index mixed; seed + index made completion 1 of seed s completion 0 of seed
-     * s + 1, so sweeping seeds with n > 1 repeated samples. */
-    ts_sampling_params sp = r->sampling;
-    if (sp.has_seed && index > 0)
-        sp.seed = completion_seed(sp.seed, index);
-    uint64_t fallback = (r->id + 1) * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)index ^
-                        (uint64_t)(r->submit_time * 1e9);
-    if ((st = sampler_init(&s->smp, &sp, e->model->cfg.vocab_size, fallback, err)) != TS_OK ||
-        (st = stop_init(&s->stop, (const char *const *)r->stop, r->n_stop, err)) != TS_OK)
-        goto fail;
-    detok_init(&s->detok, false);
-    if ((st = engine_waiting_add(e, s)) != TS_OK) {
-        ts_error_set(err, st, "out of memory queueing a sequence");
-        goto fail;
-    }
-    j->live++;
-    *out = s;
-    return TS_OK;
-
-fail:
-    seq_free(e, s);
-    return st;
 }
 
 /* Pushes one TOKEN event; on failure the request is failed. */
@@ -134,123 +68,9 @@ static bool push_token(ts_engine *e, seq *s, const char *text, size_t len, int32
     return true;
 }
 
-/* Runs bytes through the detokenizer and the stop matcher; out receives what may be
- * shown now. */
-static ts_status filter_text(seq *s, const char *bytes, size_t len, char **out, size_t *n_out,
-                             ts_error *err)
-{
-    size_t cap_utf8 = DETOK_MAX_OUT(len), n_utf8 = 0;
-    char *utf8 = malloc(cap_utf8);
-    *out = NULL;
-    *n_out = 0;
-    if (!utf8)
-        return ts_error_set(err, TS_ERR_NOMEM, "out of memory detokenizing");
-    ts_status st = bytes ? detok_push(&s->detok, utf8, cap_utf8, &n_utf8, bytes, len, err)
-                         : detok_flush(&s->detok, utf8, cap_utf8, &n_utf8, err);
-    size_t cap = STOP_MAX_OUT(n_utf8);
-    char *text = st == TS_OK ? malloc(cap + 1) : NULL;
-    if (st == TS_OK && !text)
-        st = ts_error_set(err, TS_ERR_NOMEM, "out of memory detokenizing");
-    if (st == TS_OK)
-        st = stop_push(&s->stop, text, cap, n_out, utf8, n_utf8, err);
-    if (st == TS_OK && !bytes && !s->stop.stopped) {
-        size_t more = 0;
-        st = stop_flush(&s->stop, text + *n_out, cap - *n_out, &more, err);
-        *n_out += more;
-    }
-    free(utf8);
-    if (st != TS_OK) {
-        free(text);
-        *n_out = 0;
-        return st;
-    }
-    *out = text;
-    return TS_OK;
-}
-
-void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why)
-{
-    job *j = s->job;
-    ts_request *r = j->req;
-    ts_event ev = {.kind = TS_EVENT_DONE, .finish = why, .prompt_tokens = r->n_prompt,
-                   .cached_tokens = j->cached_tokens};
-    /* Text held back (an unfinished character, a possible stop string) is released at the
-     * end unless a stop string matched or the client cancelled. */
-    if (why != TS_FINISH_CANCELLED && !s->stop.stopped) {
-        ts_error err = {0};
-        if (filter_text(s, NULL, 0, &ev.text, &ev.text_len, &err) != TS_OK)
-            ev.text = NULL, ev.text_len = 0;
-    }
-    if (!ev.text) {
-        ev.text = calloc(1, 1);
-        ev.text_len = 0;
-    }
-    /* A request cancelled before its prompt forked still owes n completions their end. */
-    int first = s->index, last = s->index;
-    if (!j->forked && r->n > 1)
-        last = r->n - 1;
-    for (int i = first; i <= last; i++) {
-        ts_event done = ev;
-        done.index = i;
-        done.completion_tokens = s->n_generated;
-        if (i != last) {
-            done.text = calloc(1, 1);
-            done.text_len = 0;
-        }
-        request_push(r, &done);
-    }
-    if (why == TS_FINISH_CANCELLED)
-        e->counters.requests_cancelled += (j->live == 1);
-    else
-        e->counters.requests_completed += (j->live == 1);
-    bury_seq(e, s);
-    if (--j->live == 0)
-        bury_job(e, j);
-}
-
-static void remove_job_seqs(seq **arr, int *n, job *j, seq **found, int *n_found, int cap)
-{
-    int w = 0;
-    for (int i = 0; i < *n; i++) {
-        if (arr[i]->job == j) {
-            if (*n_found < cap)
-                found[(*n_found)++] = arr[i];
-        } else {
-            arr[w++] = arr[i];
-        }
-    }
-    *n = w;
-}
-
-void engine_fail_request(ts_engine *e, job *j, ts_status st, const char *msg)
-{
-    seq *found[TS_MAX_N];
-    int n_found = 0;
-    remove_job_seqs(e->running, &e->n_running, j, found, &n_found, TS_MAX_N);
-    remove_job_seqs(e->waiting, &e->n_waiting, j, found, &n_found, TS_MAX_N);
-    ts_event ev = {.kind = TS_EVENT_ERROR, .status = st};
-    snprintf(ev.message, sizeof ev.message, "%s", msg && *msg ? msg : ts_status_str(st));
-    request_push(j->req, &ev);
-    for (int i = 0; i < n_found; i++)
-        bury_seq(e, found[i]);
-    if (st == TS_ERR_CANCELLED)
-        e->counters.requests_cancelled++;
-    else
-        e->counters.requests_failed++;
-    j->live = 0;
-    bury_job(e, j);
-}
-
-void engine_sample(seq *s, float *logits, sampler_scratch *sc, sampled *out)
-{
-    const ts_request *r = s->job->req;
-    out->want_logprobs = r->sampling.logprobs || r->sampling.top_logprobs > 0;
-    out->err = (ts_error){0};
-    out->status = sampler_sample(&s->smp, sc, &out->token, out->want_logprobs ? &out->lp : NULL,
-                                 logits, s->tokens, s->n_tokens, s->n_generated, &out->err);
-}
-
-bool engine_emit(ts_engine *e, seq *s, const sampled *pick)
+/* Appends the token drawn for s and emits its text; ends the sequence when it is done
+ * (or fails the request when sampling failed). */
+static void emit_one(ts_engine *e, seq *s, const sampled *pick)
 {
     job *j = s->job;
     ts_request *r = j->req;
@@ -259,12 +79,12 @@ bool engine_emit(ts_engine *e, seq *s, const sampled *pick)
     ts_status st = pick->status;
     if (st != TS_OK) {
         engine_fail_request(e, j, st, pick->err.msg);
-        return false;
+        return;
     }
     int32_t token = pick->token;
     s->tokens[s->n_tokens++] = token;
     s->n_generated++;
-    e->counters.generated_tokens++;
+    e->step.counters.generated_tokens++;
 
     ts_finish_reason why = TS_FINISH_NONE;
     if (!r->ignore_eos && ts_token_is_eog(tok, token)) {
@@ -274,14 +94,15 @@ bool engine_emit(ts_engine *e, seq *s, const sampled *pick)
         const char *bytes = ts_token_bytes(tok, token, &len);
         char *text = NULL;
         size_t n_text = 0;
-        if ((st = filter_text(s, bytes ? bytes : "", bytes ? len : 0, &text, &n_text, &err)) != TS_OK) {
+        st = engine_seq_text(s, bytes ? bytes : "", bytes ? len : 0, &text, &n_text, &err);
+        if (st != TS_OK) {
             engine_fail_request(e, j, st, err.msg);
-            return false;
+            return;
         }
         bool ok = push_token(e, s, text, n_text, token, pick->want_logprobs ? &pick->lp : NULL);
         free(text);
         if (!ok)
-            return false;
+            return;
         size_t unread = r->max_unread ? request_unread_bytes(r) : 0;
         if (unread > r->max_unread) {
             /* The reader fell behind: stop generating rather than buffer without bound. */
@@ -290,7 +111,7 @@ bool engine_emit(ts_engine *e, seq *s, const sampled *pick)
                      "cancelled: %zu bytes of output unread, over the limit of %zu "
                      "(the client reads too slowly)", unread, r->max_unread);
             engine_fail_request(e, j, TS_ERR_CANCELLED, msg);
-            return false;
+            return;
         }
         if (s->stop.stopped)
             why = TS_FINISH_STOP;
@@ -299,15 +120,75 @@ bool engine_emit(ts_engine *e, seq *s, const sampled *pick)
         (s->n_generated >= r->max_tokens || s->n_tokens >= e->model->cfg.context_len))
         why = TS_FINISH_LENGTH;
     if (why == TS_FINISH_NONE)
-        return true;
-    int i = -1;
-    for (int k = 0; k < e->n_running; k++)
-        if (e->running[k] == s)
-            i = k;
-    if (i >= 0) {
-        memmove(e->running + i, e->running + i + 1, (size_t)(e->n_running - i - 1) * sizeof *e->running);
-        e->n_running--;
-    }
+        return;
+    int i = engine_seq_find(e->step.running, e->step.n_running, s);
+    if (i >= 0)
+        engine_seq_remove_at(e->step.running, &e->step.n_running, i);
     engine_finish_seq(e, s, why);
-    return false;
+}
+
+/* Turns the prompt sequence of an n > 1 request into n sequences sharing its blocks. */
+static void fork_completions(ts_engine *e, seq *s)
+{
+    job *j = s->job;
+    j->forked = true;
+    if (e->step.n_running + j->req->n - 1 > e->opts.max_seqs) { /* admission reserved them */
+        engine_fail_request(e, j, TS_ERR_INTERNAL, "no batch slots left for the n completions");
+        return;
+    }
+    for (int i = 1; i < j->req->n; i++) {
+        seq *c = NULL;
+        ts_error err = {0};
+        ts_status st = engine_seq_create(e, j, i, s->tokens, s->n_tokens, &c, &err);
+        if (st == TS_OK) {
+            /* engine_seq_create queued it as waiting: move it to running, sharing blocks. */
+            e->step.n_waiting--;
+            st = kv_table_fork(e->step.pool, &c->table, &s->table, &err);
+            c->n_computed = s->n_computed;
+            c->n_published = s->n_published;
+            c->admit_order = ++e->step.admit_counter;
+            e->step.running[e->step.n_running++] = c;
+        }
+        if (st != TS_OK) {
+            engine_fail_request(e, j, st, err.msg);
+            return;
+        }
+    }
+}
+
+/* The prompt of s is done: makes the n completions, each sampling its own first token
+ * from a copy of the prompt's logits row (vocab). */
+static void fork_and_emit(ts_engine *e, seq *s, const float *row)
+{
+    int vocab = e->model->cfg.vocab_size;
+    job *j = s->job;
+    fork_completions(e, s);
+    seq *mine[TS_MAX_N];
+    int n_mine = 0;
+    for (int k = 0; k < e->step.n_running && n_mine < TS_MAX_N; k++)
+        if (e->step.running[k]->job == j)
+            mine[n_mine++] = e->step.running[k];
+    for (int k = 0; k < n_mine; k++) {
+        if (mine[k]->done)
+            continue;
+        memcpy(e->step.logits_copy, row, (size_t)vocab * sizeof(float));
+        sampled pick;
+        sample_one(mine[k], e->step.logits_copy, &e->step.scratch[0], &pick);
+        emit_one(e, mine[k], &pick);
+    }
+}
+
+void emit_tokens(ts_engine *e, const fwd_batch *b, int n)
+{
+    int vocab = e->model->cfg.vocab_size;
+    for (int i = 0; i < n; i++) {
+        seq *s = e->step.order[i];
+        const fwd_seq *fs = &b->seqs[i];
+        if (fs->logits_row < 0 || s->done)
+            continue;
+        if (samples_now(s))
+            emit_one(e, s, &e->step.picks[i]);
+        else
+            fork_and_emit(e, s, e->step.fwd.logits + (size_t)fs->logits_row * vocab);
+    }
 }

@@ -19,16 +19,29 @@ ts_sampling_params ts_sampling_params_default(void)
     };
 }
 
-/* Written so that NaN fails every check. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Written so that NaN fails every check; names the field in *bad. */
 #define CHECK_RANGE(cond, field, range, value)                                         \
     do {                                                                               \
-        if (!(cond))                                                                   \
+        if (!(cond)) {                                                                 \
+            *bad = field;                                                              \
             return ts_error_set(err, TS_ERR_INVALID_ARG, field " must be in " range    \
                                 ", got %g", (double)(value));                          \
+        }                                                                              \
     } while (0)
 
 ts_status ts_sampling_params_validate(const ts_sampling_params *p, ts_error *err)
 {
+    return ts_sampling_params_check(p, NULL, err);
+}
+
+ts_status ts_sampling_params_check(const ts_sampling_params *p, const char **field,
+                                   ts_error *err)
+{
+    const char *unused, **bad = field ? field : &unused;
+    *bad = NULL;
     if (!p)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "sampling params are NULL");
     CHECK_RANGE(p->temperature >= 0.0f && p->temperature <= 2.0f, "temperature", "[0, 2]",
@@ -44,9 +57,11 @@ ts_status ts_sampling_params_validate(const ts_sampling_params *p, ts_error *err
     CHECK_RANGE(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f,
                 "frequency_penalty", "[-2, 2]", p->frequency_penalty);
     CHECK_RANGE(p->top_logprobs >= 0 && p->top_logprobs <= TS_SAMPLING_MAX_TOP_LOGPROBS,
-                "top_logprobs", "[0, 20]", p->top_logprobs);
-    if (p->top_logprobs > 0 && !p->logprobs)
+                "top_logprobs", "[0, " STR(TS_SAMPLING_MAX_TOP_LOGPROBS) "]", p->top_logprobs);
+    if (p->top_logprobs > 0 && !p->logprobs) {
+        *bad = "top_logprobs";
         return ts_error_set(err, TS_ERR_INVALID_ARG,
                             "top_logprobs = %d requires logprobs to be true", p->top_logprobs);
+    }
     return TS_OK;
 }

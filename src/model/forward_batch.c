@@ -35,16 +35,7 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
 {
     const ts_model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
-    const char *path = getenv("TESSERA_GEMM");
-    if (!path || !*path || strcmp(path, "auto") == 0)
-        s->gemm_path = FWD_GEMM_AUTO;
-    else if (strcmp(path, "blas") == 0)
-        s->gemm_path = FWD_GEMM_BLAS;
-    else if (strcmp(path, "kernel") == 0)
-        s->gemm_path = FWD_GEMM_KERNEL;
-    else
-        return ts_error_set(err, TS_ERR_INVALID_ARG,
-                            "TESSERA_GEMM=%s: expected auto, blas or kernel", path);
+    s->gemm_path = FWD_GEMM_AUTO;
     s->max_rows = max_rows;
     s->max_logits = max_logits;
     size_t R = (size_t)max_rows, dim = (size_t)c->dim;

@@ -32,8 +32,8 @@ typedef struct fwd_batch {
 /* How the step multiplies activation rows by a weight matrix. */
 typedef enum fwd_gemm_path {
     FWD_GEMM_AUTO,   /* the SIMD skinny GEMM up to the table's gemm_nt_max_rows, OpenBLAS above */
-    FWD_GEMM_BLAS,   /* OpenBLAS always (cblas_sgemv for one row): TESSERA_GEMM=blas */
-    FWD_GEMM_KERNEL, /* the SIMD skinny GEMM always: TESSERA_GEMM=kernel */
+    FWD_GEMM_BLAS,   /* OpenBLAS always (cblas_sgemv for one row) */
+    FWD_GEMM_KERNEL, /* the SIMD skinny GEMM always */
 } fwd_gemm_path;
 
 /* A step's activations in the forms its weight types multiply with (indexed by qact), each
@@ -52,7 +52,7 @@ void fwd_qbuf_free(fwd_qbuf *q); /* accepts a zeroed one */
 /* Scratch for steps of up to max_rows rows, max_logits of which sample. */
 typedef struct fwd_state {
     int max_rows, max_logits;
-    fwd_gemm_path gemm_path; /* from TESSERA_GEMM (auto, blas, kernel; unset: auto) */
+    fwd_gemm_path gemm_path; /* auto after fwd_state_init; the engine sets its option's */
     float *x;       /* (max_rows, dim) residual stream */
     float *xn;      /* (max_rows, dim) normalised */
     float *qkv;     /* (max_rows, (nh + 2*nkv)*hd) */
@@ -68,8 +68,7 @@ typedef struct fwd_state {
                                      * reads and resets it */
 } fwd_state;
 
-/* Fails with TS_ERR_INVALID_ARG when TESSERA_GEMM is set to something other than auto,
- * blas or kernel. */
+/* Fails only when out of memory. */
 ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_logits,
                          ts_error *err);
 /* Accepts a zeroed or half-built state. */

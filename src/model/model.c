@@ -1,5 +1,6 @@
 /* model.c: format detection, config validation, weight allocation (layer tables, norms,
- * f32 matrices of in-memory models) and the model's lifecycle. The readers live in model_gguf.c and model_llama2c.c. */
+ * f32 matrices of in-memory models) and the model's lifecycle. The readers live in
+ * model_gguf.c and model_llama2c.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -147,7 +147,8 @@ ts_status model_load_llama2c(const char *path, const char *tokenizer_path, ts_mo
         goto fail;
 
     model_weights *w = &m->w;
-    if ((st = read_matrix(&r, owned_f32(&w->tok_embd), vocab, dim, dim, "token_embedding", err)) != TS_OK ||
+    if ((st = read_matrix(&r, owned_f32(&w->tok_embd), vocab, dim, dim, "token_embedding",
+                          err)) != TS_OK ||
         (st = read_layers(&r, m, err)) != TS_OK ||
         (st = read_matrix(&r, w->rms_final, 1, dim, dim, "rms_final", err)) != TS_OK ||
         (st = skip_floats(&r, (size_t)c->context_len * c->head_dim, "freq_cis", err)) != TS_OK)

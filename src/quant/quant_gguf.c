@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/strbuf.h"
 #include "quant.h"
@@ -122,6 +124,7 @@ static void model_info(quant_model_info *m, const gguf_file *in)
 /* ---- tensors ---- */
 
 typedef struct quant_job {
+    const gguf_file *in;
     const gguf_tensor *t;
     uint32_t type;       /* output type */
     uint64_t in_row;     /* bytes of one input row */
@@ -152,6 +155,20 @@ static void row_to_f32(float *out, const uint8_t *row, uint32_t type, uint64_t k
     }
 }
 
+/* Lets the kernel drop the mapped input pages of rows already quantized (whole pages
+ * inside [p, p + n) only), so the process's RSS holds about one chunk of the input rather
+ * than all of it: the mapping is read-only and private, so a later touch reads the file
+ * again. A buffer that is not a mapping (gguf_open_buffer) is left alone. */
+static void release_input(const gguf_file *in, const uint8_t *p, uint64_t n)
+{
+    if (!in->map)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static ts_status fill_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_rows,
                            ts_error *err)
 {
@@ -180,6 +197,7 @@ static ts_status fill_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_r
         }
         free(buf);
     }
+    release_input(j->in, j->t->data + row0 * j->in_row, n_rows * j->in_row);
     if (!ok)
         return ts_error_set(err, TS_ERR_NOMEM, "a row of %llu floats", (unsigned long long)k);
     if (bad_row != UINT64_MAX)
@@ -221,6 +239,7 @@ ts_status quant_gguf_write(const char *path, const gguf_file *in, quant_ftype f,
         }
         memcpy(j->name, t->name.ptr, (size_t)t->name.len);
         j->name[t->name.len] = '\0';
+        j->in = in;
         j->t = t;
         j->type = quant_mix_type(f, &m, j->name, t->n_dims, t->ne[0]);
         if (j->type == QUANT_TYPE_NONE) {

@@ -15,9 +15,7 @@
 #include "server/server_internal.h"
 
 _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
-                   (int)OAI_MAX_STOP_LEN == (int)TS_MAX_STOP_LEN &&
-                   (int)OAI_MAX_N == (int)TS_MAX_N &&
-                   (int)OAI_MAX_TOP_LOGPROBS == (int)TS_MAX_TOP_LOGPROBS,
+                   (int)OAI_MAX_STOP_LEN == (int)TS_MAX_STOP_LEN && (int)OAI_MAX_N == (int)TS_MAX_N,
                "openai.h limits must match engine.h");
 
 enum {
@@ -187,21 +185,6 @@ static void record_error(srv_job *j, const ts_event *ev)
     }
 }
 
-/* The answer to an engine failure: 503 for shutdown, for a cancellation (client too
- * slow, see max_buffered), 500 for anything else (out of memory, a failed step). */
-static void error_of(const srv_job *j, oai_error *e)
-{
-    switch (j->fail_status) {
-    case TS_ERR_SHUTDOWN:
-        oai_error_set(e, 503, NULL, "shutting_down", "%s", j->fail_msg);
-        break;
-    case TS_ERR_CANCELLED:
-        oai_error_set(e, 503, NULL, "cancelled", "%s", j->fail_msg);
-        break;
-    default: oai_error_set(e, 500, NULL, "engine_error", "%s", j->fail_msg);
-    }
-}
-
 static bool append_text(choice_acc *a, const char *text, size_t len)
 {
     if (!grow((void **)&a->text, &a->cap, a->len + len + 1, 1))
@@ -222,7 +205,7 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     choice_acc *a = &j->acc[ev->index];
     if (ev->kind == TS_EVENT_TOKEN) {
         note_token_time(j, a);
-        if (j->oreq.logprobs) {
+        if (j->oreq.sampling.logprobs) {
             if (!grow((void **)&a->lps, &a->cap_lps, a->n_lps + 1, sizeof *a->lps))
                 return false;
             fill_logprob(j, ev, a->len, &a->lps[a->n_lps++]);
@@ -269,7 +252,7 @@ static void stream_event(srv_job *j, const ts_event *ev)
     if (ev->kind == TS_EVENT_ERROR) {
         record_error(j, ev);
         oai_error e;
-        error_of(j, &e);
+        srv_status_error(&e, j->fail_status, j->fail_msg);
         out_event(j, oai_error_json(&e));
         return;
     }
@@ -289,13 +272,13 @@ static void stream_event(srv_job *j, const ts_event *ev)
         return;
     }
     note_token_time(j, a);
-    if (ev->text_len == 0 && !j->oreq.logprobs)
+    if (ev->text_len == 0 && !j->oreq.sampling.logprobs)
         return; /* text held back (partial character or possible stop string) */
     oai_token_logprob lp;
-    if (j->oreq.logprobs)
+    if (j->oreq.sampling.logprobs)
         fill_logprob(j, ev, a->text_off, &lp);
     out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len, NULL,
-                                j->oreq.logprobs ? &lp : NULL));
+                                j->oreq.sampling.logprobs ? &lp : NULL));
     a->text_off += ev->text_len;
 }
 
@@ -340,55 +323,6 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 /* ---- the request */
 
-/* The request's prompt as token ids (*ids malloc'd). A completion prompt's text is read
- * as llama.cpp and Hugging Face tokenizers read it, special tokens spelled out included;
- * a chat is rendered in the model's template, whose markup gives the special tokens while
- * the messages' own text stays plain text. */
-static ts_status prompt_tokens(srv_job *j, int32_t **ids, size_t *n, oai_error *e)
-{
-    const oai_request *r = &j->oreq;
-    if (r->kind != OAI_CHAT && !r->prompt) {
-        int vocab = ts_tokenizer_vocab_size(j->tok);
-        for (size_t i = 0; i < r->n_prompt_tokens; i++)
-            if (r->prompt_tokens[i] >= vocab)
-                return oai_error_set(e, 400, "prompt", "invalid_value",
-                                     "'prompt' token %zu is %d, past the vocabulary of %d", i,
-                                     (int)r->prompt_tokens[i], vocab);
-        *ids = malloc(r->n_prompt_tokens * sizeof **ids);
-        if (!*ids)
-            return oai_error_set(e, 500, NULL, NULL, "out of memory");
-        memcpy(*ids, r->prompt_tokens, r->n_prompt_tokens * sizeof **ids);
-        *n = r->n_prompt_tokens;
-        return TS_OK;
-    }
-    chat_rendering chat = {0};
-    ts_tokenize_opts opts = {.add_special = true, .parse_special = true};
-    const char *text = r->prompt;
-    if (r->kind == OAI_CHAT) {
-        chat_message *msgs = calloc(r->n_messages, sizeof *msgs);
-        if (!msgs)
-            return oai_error_set(e, 500, NULL, NULL, "out of memory");
-        for (size_t i = 0; i < r->n_messages; i++)
-            msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
-        ts_error err = {0};
-        ts_status st = chat_template_render(j->model->template, msgs, r->n_messages, &chat, &err);
-        free(msgs);
-        if (st != TS_OK)
-            return oai_error_set(e, st == TS_ERR_NOMEM ? 500 : 400, "messages", NULL, "%s",
-                                 err.msg);
-        text = chat.text;
-        opts.plain = chat.content;
-        opts.n_plain = chat.n_content;
-    }
-    ts_status st = ts_tokenize_alloc(j->tok, text, strlen(text), &opts, ids, n);
-    chat_rendering_free(&chat);
-    if (st != TS_OK)
-        return oai_error_set(e, 500, NULL, NULL, "cannot tokenize the prompt: %s",
-                             ts_status_str(st));
-    return TS_OK;
-}
-
-/* Checks the context, fills engine parameters and submits; e says why not. */
 /* srv->jobs holds the jobs with a request, for complete_cancel_all; under srv->mu. */
 static void list_job(srv_job *j)
 {
@@ -413,6 +347,7 @@ static void unlist_job(srv_job *j)
     pthread_mutex_unlock(&j->srv->mu);
 }
 
+/* Checks the context, fills engine parameters and submits; e says why not. */
 static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, oai_error *e)
 {
     const oai_request *r = &j->oreq;
@@ -443,17 +378,7 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.prompt = ids;
     p.n_prompt = n;
     p.max_tokens = max_tokens;
-    p.sampling.temperature = r->temperature;
-    p.sampling.top_k = r->top_k;
-    p.sampling.top_p = r->top_p;
-    p.sampling.min_p = r->min_p;
-    p.sampling.repetition_penalty = r->repetition_penalty;
-    p.sampling.presence_penalty = r->presence_penalty;
-    p.sampling.frequency_penalty = r->frequency_penalty;
-    p.sampling.has_seed = r->has_seed;
-    p.sampling.seed = r->seed;
-    p.sampling.logprobs = r->logprobs;
-    p.sampling.top_logprobs = r->top_logprobs;
+    p.sampling = r->sampling;
     for (int i = 0; i < r->n_stop; i++)
         p.stop[i] = r->stop[i];
     p.n_stop = r->n_stop;
@@ -467,22 +392,11 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.notify = srv_cell_notify;
     p.notify_user = j->cell;
     ts_error err = {0};
-    ts_status st = ts_sampling_params_validate(&p.sampling, &err);
+    ts_status st = ts_engine_submit(j->model->engine, &p, &j->req, &err);
     if (st != TS_OK)
-        return oai_error_set(e, 400, NULL, "invalid_value", "%s", err.msg);
-    st = ts_engine_submit(j->model->engine, &p, &j->req, &err);
-    switch (st) {
-    case TS_OK: list_job(j); return TS_OK;
-    case TS_ERR_QUEUE_FULL:
-        return oai_error_set(e, 429, NULL, "queue_full", "the request queue is full; retry: %s",
-                             err.msg);
-    case TS_ERR_TOO_LONG:
-    case TS_ERR_OUT_OF_BLOCKS:
-        return oai_error_set(e, 400, NULL, "context_length_exceeded", "%s", err.msg);
-    case TS_ERR_INVALID_ARG: return oai_error_set(e, 400, NULL, "invalid_value", "%s", err.msg);
-    case TS_ERR_SHUTDOWN: return oai_error_set(e, 503, NULL, "shutting_down", "%s", err.msg);
-    default: return oai_error_set(e, 500, NULL, NULL, "%s", err.msg);
-    }
+        return srv_status_error(e, st, err.msg);
+    list_job(j);
+    return TS_OK;
 }
 
 static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
@@ -525,7 +439,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
         return srv_send_error(mc, c, &e);
     }
     if (j->failed) {
-        error_of(j, &e);
+        srv_status_error(&e, j->fail_status, j->fail_msg);
         return srv_send_error(mc, c, &e);
     }
     /* Cancelled for shutdown before it made a token: answered as a request that came
@@ -541,7 +455,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     for (int i = 0; i < j->oreq.n; i++) {
         choice_acc *a = &j->acc[i];
         choices[i] = (oai_choice){a->text ? a->text : "", a->len, a->finish ? a->finish : "stop",
-                                  j->oreq.logprobs ? (a->lps ? a->lps : &no_tokens) : NULL,
+                                  j->oreq.sampling.logprobs ? (a->lps ? a->lps : &no_tokens) : NULL,
                                   a->n_lps};
     }
     oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
@@ -549,7 +463,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     return srv_send(mc, c, 200, "application/json", json, json ? strlen(json) : 0);
 }
 
-enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
+static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
 {
     ts_server *srv = c->srv;
     oai_error e;
@@ -559,9 +473,6 @@ enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind
         return srv_send_error(mc, c, &e);
     }
     c->job = j; /* freed by on_completed through complete_job_free */
-    pthread_mutex_lock(&srv->mu);
-    srv->in_flight++;
-    pthread_mutex_unlock(&srv->mu);
     j->srv = srv;
     j->t_start = c->t_start;
     j->client_fd = -1;
@@ -586,13 +497,23 @@ enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind
 
     int32_t *ids = NULL;
     size_t n = 0;
-    ts_status st = prompt_tokens(j, &ids, &n, &e);
+    ts_status st = prompt_tokens(&j->oreq, j->model, j->tok, &ids, &n, &e);
     if (st == TS_OK)
         st = submit(j, c, ids, n, &e);
     free(ids);
     if (st != TS_OK)
         return srv_send_error(mc, c, &e);
     return j->oreq.stream ? start_stream(mc, c, j) : answer_whole(mc, c, j);
+}
+
+enum MHD_Result complete_chat(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_CHAT);
+}
+
+enum MHD_Result complete_text(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_COMPLETION);
 }
 
 void complete_cancel_all(ts_server *srv)

@@ -1,6 +1,6 @@
-/* http.c: the libmicrohttpd daemon (one thread per connection), routing, body
- * accumulation and limits, authentication, the per-request log, and the routes that need
- * no engine step: /health, /metrics, /v1/models, /tokenize, /detokenize. */
+/* http.c: the top of the server: the libmicrohttpd daemon (one thread per connection), the
+ * route table (the only dispatch), body accumulation and limits, authentication, the
+ * requests in flight, the per-request log, and the server's lifecycle. */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -10,295 +10,86 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "common/clock.h"
 #include "server/server_internal.h"
-#include "server/utf8.h"
+#include "server/ui.h"
 
 /* ---- routes */
 
-typedef enum route_id {
-    ROUTE_CHAT, ROUTE_COMPLETIONS, ROUTE_BATCH_CHAT, ROUTE_BATCH_COMPLETIONS, ROUTE_MODELS,
-    ROUTE_HEALTH, ROUTE_METRICS, ROUTE_TOKENIZE, ROUTE_DETOKENIZE, ROUTE_NONE
-} route_id;
+/* When a route is answered: ROUTE_FIRST before the connection limit and shutdown checks
+ * (a load balancer's probe must see "shutting_down"), ROUTE_HEADERS once the headers pass
+ * them (no body), ROUTE_BODY once the whole body is in. */
+typedef enum route_when { ROUTE_FIRST, ROUTE_HEADERS, ROUTE_BODY } route_when;
 
-static const struct {
+/* Who may call a route when the server has API keys: a key holder, anyone, or anyone
+ * unless protect_metrics. */
+typedef enum route_auth { AUTH_KEY, AUTH_OPEN, AUTH_METRICS } route_auth;
+
+/* The only dispatch: a request's path picks its row, the row its handler. */
+typedef struct http_route {
     const char *path, *method;
     metrics_route metric;
-} routes[] = {
-    [ROUTE_CHAT] = {"/v1/chat/completions", "POST", METRICS_ROUTE_CHAT},
-    [ROUTE_COMPLETIONS] = {"/v1/completions", "POST", METRICS_ROUTE_COMPLETIONS},
-    [ROUTE_BATCH_CHAT] = {"/v1/batch/chat/completions", "POST", METRICS_ROUTE_BATCH_CHAT},
-    [ROUTE_BATCH_COMPLETIONS] = {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS},
-    [ROUTE_MODELS] = {"/v1/models", "GET", METRICS_ROUTE_MODELS},
-    [ROUTE_HEALTH] = {"/health", "GET", METRICS_ROUTE_HEALTH},
-    [ROUTE_METRICS] = {"/metrics", "GET", METRICS_ROUTE_METRICS},
-    [ROUTE_TOKENIZE] = {"/tokenize", "POST", METRICS_ROUTE_TOKENIZE},
-    [ROUTE_DETOKENIZE] = {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE},
+    route_when when;
+    route_auth auth;
+    bool batch;      /* /v1/batch/...: always LOW priority */
+    bool in_flight;  /* waits for an engine: counted in srv->in_flight until on_completed */
+    srv_handler *handler;
+} http_route;
+
+static const http_route routes[] = {
+    {"/v1/chat/completions", "POST", METRICS_ROUTE_CHAT, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_chat},
+    {"/v1/completions", "POST", METRICS_ROUTE_COMPLETIONS, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_text},
+    {"/v1/batch/chat/completions", "POST", METRICS_ROUTE_BATCH_CHAT, ROUTE_BODY, AUTH_KEY, true,
+     true, complete_chat},
+    {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS, ROUTE_BODY, AUTH_KEY,
+     true, true, complete_text},
+    {"/v1/models", "GET", METRICS_ROUTE_MODELS, ROUTE_HEADERS, AUTH_KEY, false, false,
+     routes_models},
+    {"/health", "GET", METRICS_ROUTE_HEALTH, ROUTE_FIRST, AUTH_OPEN, false, false,
+     routes_health},
+    {"/metrics", "GET", METRICS_ROUTE_METRICS, ROUTE_HEADERS, AUTH_METRICS, false, false,
+     routes_metrics},
+    {"/tokenize", "POST", METRICS_ROUTE_TOKENIZE, ROUTE_BODY, AUTH_KEY, false, false,
+     routes_tokenize},
+    {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE, ROUTE_BODY, AUTH_KEY, false, false,
+     routes_detokenize},
+    {"/apply-template", "POST", METRICS_ROUTE_OTHER, ROUTE_BODY, AUTH_KEY, false, false,
+     routes_apply_template},
 };
 
-static route_id find_route(const char *url)
+/* The row of path (up to a '?'), or NULL. */
+static const http_route *find_route(const char *path)
 {
-    size_t n = strcspn(url, "?");
-    for (int r = 0; r < ROUTE_NONE; r++)
-        if (strlen(routes[r].path) == n && !strncmp(url, routes[r].path, n))
-            return (route_id)r;
-    return ROUTE_NONE;
-}
-
-static route_id route_of(const srv_conn *c)
-{
-    return find_route(c->path);
-}
-
-/* ---- responses */
-
-enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
-                         const char *content_type, char *body, size_t len)
-{
-    if (!body) {
-        static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":"
-                                  "\"server_error\",\"param\":null,\"code\":null}}";
-        body = strdup(oom);
-        if (!body)
-            return MHD_NO;
-        len = strlen(body);
-        status = 500;
-        content_type = "application/json";
-    }
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (status == 429 || status == 503)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (status == 503) /* overloaded or stopping: free the connection's thread at once */
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (status == 405) {
-        route_id id = route_of(c);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, id != ROUTE_NONE ? routes[id].method : "GET");
-    }
-    enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, r);
-    MHD_destroy_response(r);
-    if (ok == MHD_YES)
-        c->status = status;
-    return ok;
-}
-
-enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e)
-{
-    char *json = oai_error_json(e);
-    return srv_send(mc, c, e->http_status, "application/json", json, json ? strlen(json) : 0);
-}
-
-static enum MHD_Result send_json(struct MHD_Connection *mc, srv_conn *c, int status, cJSON *j)
-{
-    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    return srv_send(mc, c, status, "application/json", s, s ? strlen(s) : 0);
-}
-
-/* ---- models and cells */
-
-srv_model *srv_find_model(ts_server *srv, const char *name, oai_error *e)
-{
-    if (!name)
-        return srv->n_models ? &srv->models[0] : NULL;
-    for (int i = 0; i < srv->n_models; i++)
-        if (!strcmp(srv->models[i].name, name))
-            return &srv->models[i];
-    oai_error_set(e, 404, "model", "model_not_found", "the model '%.200s' does not exist", name);
+    size_t n = strcspn(path, "?");
+    for (size_t r = 0; r < sizeof routes / sizeof routes[0]; r++)
+        if (strlen(routes[r].path) == n && !strncmp(path, routes[r].path, n))
+            return &routes[r];
     return NULL;
 }
 
-srv_cell *srv_cell_get(ts_server *srv)
+/* Runs the route's handler; one that waits for an engine is counted in flight first. */
+static enum MHD_Result dispatch(struct MHD_Connection *mc, srv_conn *c)
 {
-    pthread_mutex_lock(&srv->mu);
-    srv_cell *c = srv->free_cells;
-    if (c)
-        srv->free_cells = c->next_free;
-    pthread_mutex_unlock(&srv->mu);
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c)
-            return NULL;
-        c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (c->efd < 0) {
-            free(c);
-            return NULL;
-        }
-        pthread_mutex_lock(&srv->mu);
-        c->next_all = srv->all_cells;
-        srv->all_cells = c;
-        pthread_mutex_unlock(&srv->mu);
+    const http_route *r = c->entry;
+    if (r->in_flight) {
+        pthread_mutex_lock(&c->srv->mu);
+        c->srv->in_flight++;
+        pthread_mutex_unlock(&c->srv->mu);
+        c->in_flight = true;
     }
-    uint64_t v;
-    while (read(c->efd, &v, sizeof v) == sizeof v) /* drain late wake-ups */
-        ;
-    return c;
-}
-
-void srv_cell_put(ts_server *srv, srv_cell *cell)
-{
-    if (!cell)
-        return;
-    pthread_mutex_lock(&srv->mu);
-    cell->next_free = srv->free_cells;
-    srv->free_cells = cell;
-    pthread_mutex_unlock(&srv->mu);
-}
-
-void srv_cell_notify(void *cell)
-{
-    uint64_t one = 1;
-    ssize_t w = write(((srv_cell *)cell)->efd, &one, sizeof one);
-    (void)w; /* EAGAIN means the counter is already non-zero: the waiter wakes anyway */
-}
-
-/* ---- simple routes */
-
-static enum MHD_Result handle_health(struct MHD_Connection *mc, srv_conn *c)
-{
-    ts_server *srv = c->srv;
-    bool stopping = atomic_load(&srv->stopping);
-    cJSON *j = cJSON_CreateObject();
-    if (j) {
-        cJSON_AddStringToObject(j, "status", stopping ? "shutting_down" : "ok");
-        cJSON_AddNumberToObject(j, "models", srv->n_models);
-    }
-    return send_json(mc, c, stopping ? 503 : 200, j);
-}
-
-static enum MHD_Result handle_metrics(struct MHD_Connection *mc, srv_conn *c)
-{
-    ts_server *srv = c->srv;
-    metrics_model mm[SRV_MAX_MODELS];
-    for (int i = 0; i < srv->n_models; i++) {
-        mm[i].name = srv->models[i].name;
-        ts_engine_get_stats(srv->models[i].engine, &mm[i].stats);
-    }
-    char *text = metrics_render(srv->metrics, mm, (size_t)srv->n_models);
-    return srv_send(mc, c, 200, "text/plain; version=0.0.4; charset=utf-8", text,
-                    text ? strlen(text) : 0);
-}
-
-static enum MHD_Result handle_models(struct MHD_Connection *mc, srv_conn *c)
-{
-    ts_server *srv = c->srv;
-    cJSON *j = cJSON_CreateObject();
-    cJSON *data = j ? cJSON_AddArrayToObject(j, "data") : NULL;
-    bool ok = data && cJSON_AddStringToObject(j, "object", "list");
-    for (int i = 0; ok && i < srv->n_models; i++) {
-        const ts_model *m = ts_engine_get_model(srv->models[i].engine);
-        cJSON *e = cJSON_CreateObject();
-        ok = e && cJSON_AddItemToArray(data, e);
-        if (!ok) {
-            cJSON_Delete(e);
-            break;
-        }
-        ok = cJSON_AddStringToObject(e, "id", srv->models[i].name) &&
-             cJSON_AddStringToObject(e, "object", "model") &&
-             cJSON_AddNumberToObject(e, "created", (double)srv->started) &&
-             cJSON_AddStringToObject(e, "owned_by", "tessera") &&
-             cJSON_AddNumberToObject(e, "context_length", ts_model_get_config(m)->context_len) &&
-             cJSON_AddStringToObject(e, "chat_template",
-                                     chat_template_name(srv->models[i].template));
-    }
-    if (!ok) {
-        cJSON_Delete(j);
-        j = NULL;
-    }
-    return send_json(mc, c, 200, j);
-}
-
-static enum MHD_Result handle_tokenize(struct MHD_Connection *mc, srv_conn *c)
-{
-    oai_tokenize_request t;
-    oai_error e;
-    if (oai_parse_tokenize(c->body.s, c->body.len, &t, &e) != TS_OK)
-        return srv_send_error(mc, c, &e);
-    srv_model *m = srv_find_model(c->srv, t.model, &e);
-    if (!m) {
-        oai_tokenize_request_clear(&t);
-        return srv_send_error(mc, c, &e);
-    }
-    const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
-    ts_tokenize_opts opts = {.add_special = t.add_special, .parse_special = t.parse_special};
-    int32_t *ids = NULL;
-    size_t n = 0;
-    ts_status st = ts_tokenize_alloc(tok, t.text, strlen(t.text), &opts, &ids, &n);
-    cJSON *j = NULL;
-    if (st == TS_OK) {
-        j = cJSON_CreateObject();
-        cJSON *arr = j ? cJSON_AddArrayToObject(j, "tokens") : NULL;
-        bool ok = arr && cJSON_AddStringToObject(j, "model", m->name) &&
-                  cJSON_AddNumberToObject(j, "count", (double)n);
-        for (size_t i = 0; ok && i < n; i++)
-            ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
-        if (!ok) {
-            cJSON_Delete(j);
-            j = NULL;
-        }
-    }
-    free(ids);
-    oai_tokenize_request_clear(&t);
-    if (st != TS_OK) {
-        oai_error_set(&e, 500, NULL, NULL, "tokenization failed: %s", ts_status_str(st));
-        return srv_send_error(mc, c, &e);
-    }
-    return send_json(mc, c, 200, j);
-}
-
-static enum MHD_Result handle_detokenize(struct MHD_Connection *mc, srv_conn *c)
-{
-    oai_detokenize_request d;
-    oai_error e;
-    if (oai_parse_detokenize(c->body.s, c->body.len, &d, &e) != TS_OK)
-        return srv_send_error(mc, c, &e);
-    srv_model *m = srv_find_model(c->srv, d.model, &e);
-    if (!m) {
-        oai_detokenize_request_clear(&d);
-        return srv_send_error(mc, c, &e);
-    }
-    const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
-    int vocab = ts_tokenizer_vocab_size(tok);
-    for (size_t i = 0; i < d.n_tokens; i++)
-        if (d.tokens[i] >= vocab) {
-            oai_error_set(&e, 400, "tokens", "invalid_value",
-                          "'tokens' element %zu is %d, past the vocabulary of %d", i,
-                          (int)d.tokens[i], vocab);
-            oai_detokenize_request_clear(&d);
-            return srv_send_error(mc, c, &e);
-        }
-    size_t need = ts_detokenize(tok, d.tokens, d.n_tokens, NULL, 0);
-    char *text = malloc(need + 1);
-    cJSON *j = NULL;
-    if (text) {
-        ts_detokenize(tok, d.tokens, d.n_tokens, text, need);
-        char *clean = utf8_sanitize(text, need);
-        j = clean ? cJSON_CreateObject() : NULL;
-        if (j && (!cJSON_AddStringToObject(j, "model", m->name) ||
-                  !cJSON_AddStringToObject(j, "prompt", clean))) {
-            cJSON_Delete(j);
-            j = NULL;
-        }
-        free(clean);
-        free(text);
-    }
-    oai_detokenize_request_clear(&d);
-    return send_json(mc, c, 200, j);
+    return r->handler(mc, c);
 }
 
 /* ---- the access handler */
 
-static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c, route_id r)
+static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
+                       const http_route *r)
 {
     if (!srv->keys)
         return true;
-    bool open = r == ROUTE_HEALTH || (r == ROUTE_METRICS && !srv->opts.protect_metrics);
+    bool open = r->auth == AUTH_OPEN || (r->auth == AUTH_METRICS && !srv->opts.protect_metrics);
     if (open)
         return true;
     const char *h = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -324,15 +115,17 @@ static void accumulate(srv_conn *c, const char *data, size_t n, size_t limit)
 static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
                                      const char *method)
 {
-    route_id r = route_of(c);
+    const http_route *r = c->entry;
     oai_error e;
-    if (r == ROUTE_NONE) {
+    if (!r && !srv->opts.no_ui && ui_find(c->path))
+        return ui_handle(mc, c, method); /* the chat page: open to all, it asks for the key */
+    if (!r) {
         oai_error_set(&e, 404, NULL, "not_found", "no route %.60s %.60s", method, c->path);
         return srv_send_error(mc, c, &e);
     }
-    if (strcmp(method, routes[r].method)) {
-        oai_error_set(&e, 405, NULL, "method_not_allowed", "%s wants %s, not %.10s",
-                      routes[r].path, routes[r].method, method);
+    if (strcmp(method, r->method)) {
+        oai_error_set(&e, 405, NULL, "method_not_allowed", "%s wants %s, not %.10s", r->path,
+                      r->method, method);
         return srv_send_error(mc, c, &e);
     }
     if (!authorized(srv, mc, c, r)) {
@@ -340,8 +133,8 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
                       "a valid API key is required: send 'Authorization: Bearer KEY'");
         return srv_send_error(mc, c, &e);
     }
-    if (r == ROUTE_HEALTH)
-        return handle_health(mc, c);
+    if (r->when == ROUTE_FIRST)
+        return dispatch(mc, c);
     int open = atomic_load(&srv->open_conns);
     if (open > srv->opts.max_connections) {
         oai_error_set(&e, 503, NULL, "too_many_connections",
@@ -353,10 +146,8 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
         oai_error_set(&e, 503, NULL, "shutting_down", "the server is shutting down");
         return srv_send_error(mc, c, &e);
     }
-    if (r == ROUTE_METRICS)
-        return handle_metrics(mc, c);
-    if (r == ROUTE_MODELS)
-        return handle_models(mc, c);
+    if (r->when == ROUTE_HEADERS)
+        return dispatch(mc, c);
     const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > srv->opts.max_body) {
@@ -378,15 +169,7 @@ static enum MHD_Result end_request(struct MHD_Connection *mc, srv_conn *c)
     }
     if (!c->body.s)
         accumulate(c, "", 0, 1); /* an empty body is parsed (and refused) as JSON */
-    switch (route_of(c)) {
-    case ROUTE_CHAT:
-    case ROUTE_BATCH_CHAT: return complete_handle(mc, c, OAI_CHAT);
-    case ROUTE_COMPLETIONS:
-    case ROUTE_BATCH_COMPLETIONS: return complete_handle(mc, c, OAI_COMPLETION);
-    case ROUTE_TOKENIZE: return handle_tokenize(mc, c);
-    case ROUTE_DETOKENIZE: return handle_detokenize(mc, c);
-    default: return MHD_NO;
-    }
+    return dispatch(mc, c);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const char *url,
@@ -407,9 +190,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         c->priority = TS_PRIORITY_NORMAL;
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%.*s", (int)strcspn(url, "?"), url);
-        route_id r = route_of(c);
-        c->route = r == ROUTE_NONE ? METRICS_ROUTE_OTHER : routes[r].metric;
-        c->batch = r == ROUTE_BATCH_CHAT || r == ROUTE_BATCH_COMPLETIONS;
+        const http_route *r = find_route(c->path);
+        c->entry = r;
+        c->allow = r ? r->method : NULL;
+        c->route = r ? r->metric : METRICS_ROUTE_OTHER;
+        c->batch = r && r->batch;
         return begin_request(srv, mc, c, method);
     }
     if (c->status)
@@ -444,8 +229,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
         return;
     *req_cls = NULL;
     int prompt_tokens = 0, completion_tokens = 0;
-    bool had_job = c->job != NULL;
-    if (had_job)
+    bool in_flight = c->in_flight;
+    if (c->job)
         complete_job_free(c->job, &prompt_tokens, &completion_tokens);
     double dur = clock_now_s() - c->t_start;
     metrics_count_request(srv->metrics, c->route, c->status);
@@ -460,7 +245,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     }
     strbuf_free(&c->body);
     free(c);
-    if (had_job) {
+    if (in_flight) {
         pthread_mutex_lock(&srv->mu);
         srv->in_flight--;
         pthread_cond_broadcast(&srv->idle);
@@ -510,6 +295,10 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
     chat_template_kind kind;
     if (srv->template_name && (st = chat_template_from_name(srv->template_name, &kind, err)) != TS_OK)
         goto fail;
+    if (opts->chat_template_file && !opts->chat_template &&
+        (st = srv_template_load(srv, opts->chat_template_file, err)) != TS_OK)
+        goto fail;
+    srv->opts.chat_template_file = NULL;
     if (opts->api_keys_path && (st = auth_keys_load(opts->api_keys_path, &srv->keys, err)) != TS_OK)
         goto fail;
     if ((st = metrics_create(&srv->metrics, err)) != TS_OK)
@@ -541,9 +330,12 @@ ts_status ts_server_add_model(ts_server *srv, const char *name, ts_engine *engin
     if (!m->name)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot copy model name");
     m->engine = engine;
-    if (!srv->template_name ||
-        chat_template_from_name(srv->template_name, &m->template, NULL) != TS_OK)
-        m->template = chat_template_detect(ts_model_get_chat_template(ts_engine_get_model(engine)));
+    ts_status st = srv_template_setup(srv, m, err);
+    if (st != TS_OK) {
+        free(m->name);
+        memset(m, 0, sizeof *m);
+        return st;
+    }
     srv->n_models++;
     return TS_OK;
 }
@@ -634,8 +426,11 @@ void ts_server_destroy(ts_server *srv)
         close(c->efd);
         free(c);
     }
-    for (int i = 0; i < srv->n_models; i++)
+    for (int i = 0; i < srv->n_models; i++) {
         free(srv->models[i].name);
+        srv_template_free(&srv->models[i]);
+    }
+    free(srv->template_src);
     if (srv->stop_efd >= 0)
         close(srv->stop_efd);
     metrics_free(srv->metrics);

@@ -1,6 +1,7 @@
 /* openai.h: OpenAI-shaped request bodies -> validated parameters, and the JSON bodies
- * (responses, stream chunks, errors) the server answers with. No engine types here, so
- * everything can be tested without a model. */
+ * (responses, stream chunks, errors) the server answers with. Of the engine's API only the
+ * sampling parameters (tessera/sampling.h, which need no model), so everything can be
+ * tested without a model. */
 #ifndef TESSERA_SERVER_OPENAI_H
 #define TESSERA_SERVER_OPENAI_H
 
@@ -8,13 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tessera/sampling.h"
 #include "tessera/status.h"
 
 enum {
     OAI_MAX_STOP = 4,          /* == TS_MAX_STOP */
     OAI_MAX_STOP_LEN = 256,    /* == TS_MAX_STOP_LEN */
     OAI_MAX_N = 16,            /* == TS_MAX_N */
-    OAI_MAX_TOP_LOGPROBS = 20, /* == TS_MAX_TOP_LOGPROBS */
+    OAI_MAX_TOP_LOGPROBS = TS_SAMPLING_MAX_TOP_LOGPROBS,
     OAI_MAX_MESSAGES = 4096,
     OAI_MAX_PROMPT_TOKENS = 1 << 20,
 };
@@ -54,24 +56,17 @@ typedef struct oai_request {
     int32_t *prompt_tokens;       /* ... (n_prompt_tokens) token ids, owned */
     size_t n_prompt_tokens;
     int max_tokens;               /* 0 = not given */
-    float temperature;            /* 0..2, default 1 */
-    float top_p;                  /* (0, 1], default 1 */
-    int top_k;                    /* >= 0, 0 = off */
-    float min_p;                  /* [0, 1], default 0 */
-    float presence_penalty;       /* [-2, 2] */
-    float frequency_penalty;      /* [-2, 2] */
-    float repetition_penalty;     /* (0, 10], default 1 */
-    bool has_seed;
-    uint64_t seed;
+    ts_sampling_params sampling;  /* temperature ... top_logprobs, checked by
+                                   * ts_sampling_params_check; defaults elsewhere */
     char *stop[OAI_MAX_STOP];     /* (n_stop) owned, each 1..OAI_MAX_STOP_LEN bytes */
     int n_stop;
     int n;                        /* 1..OAI_MAX_N */
-    bool logprobs;                /* return log-probabilities of the sampled tokens */
-    int top_logprobs;             /* 0..OAI_MAX_TOP_LOGPROBS alternatives per token */
     bool stream;
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
     char *user;                   /* owned; recorded, not used */
+    struct cJSON *chat_vars;      /* owned; chat only: what a Jinja template reads
+                                   * (oai_chat_vars) */
 } oai_request;
 
 /* Parses and validates a request body of len bytes (borrowed). Unknown fields are
@@ -79,6 +74,13 @@ typedef struct oai_request {
  * or invalid UTF-8 gives 400. On failure *out is left cleared. */
 ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *out,
                             oai_error *err);
+
+/* A chat request's variables for a Jinja chat template (chat_vars.c), from its parsed
+ * body root (borrowed, its messages already checked): messages (content parts joined,
+ * "developer" as "system", tool_calls' arguments parsed from their JSON string), tools,
+ * add_generation_prompt (default true) and the members of chat_template_kwargs. *out is
+ * the caller's to cJSON_Delete. */
+ts_status oai_chat_vars(const struct cJSON *root, struct cJSON **out, oai_error *err);
 
 /* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
 void oai_request_clear(oai_request *r);

@@ -45,20 +45,15 @@ static ts_status bad_type(oai_error *err, const char *name, const char *want)
     return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
 }
 
-static ts_status read_number(const cJSON *obj, const char *name, double lo, double hi,
-                             bool lo_open, float *out, oai_error *err)
+/* A number of any value: its range is the engine's to check (ts_sampling_params_check). */
+static ts_status read_number(const cJSON *obj, const char *name, float *out, oai_error *err)
 {
     const cJSON *f = field(obj, name);
     if (!f)
         return TS_OK;
     if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
         return bad_type(err, name, "a number");
-    double v = f->valuedouble;
-    if (v > hi || v < lo || (lo_open && v == lo))
-        return oai_error_set(err, 400, name, "out_of_range",
-                             "'%s' must be %s %g and <= %g (got %g)", name,
-                             lo_open ? ">" : ">=", lo, hi, v);
-    *out = (float)v;
+    *out = (float)f->valuedouble;
     return TS_OK;
 }
 
@@ -206,18 +201,21 @@ static ts_status read_messages(const cJSON *root, oai_request *r, oai_error *err
         const char *rs = role->valuestring;
         if (!strcmp(rs, "developer"))
             rs = "system";
-        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
+            strcmp(rs, "tool"))
             return oai_error_set(err, 400, name, "invalid_value",
-                                 "'%s' must be system, user, developer or assistant", name);
+                                 "'%s' must be system, user, developer, assistant or tool", name);
         out->role = strdup(rs);
         if (!out->role)
             return oai_error_set(err, 500, NULL, NULL, "out of memory");
         snprintf(name, sizeof name, "messages[%d].content", i);
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (!content)
+        /* An assistant turn that calls tools may leave its content out or null. */
+        bool calls = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
+        if (!content && !(calls && !strcmp(rs, "assistant")))
             return oai_error_set(err, 400, name, "missing_required_parameter",
                                  "'%s' is required", name);
-        if (cJSON_IsNull(content) && !strcmp(rs, "assistant"))
+        if ((!content || cJSON_IsNull(content)) && !strcmp(rs, "assistant"))
             out->content = strdup("");
         else if (read_content(content, name, &out->content, err) != TS_OK)
             return TS_ERR_INVALID_ARG;
@@ -313,20 +311,19 @@ static ts_status read_stop(const cJSON *root, oai_request *r, oai_error *err)
 static ts_status read_logprobs(const cJSON *root, oai_request *r, oai_error *err)
 {
     if (r->kind == OAI_COMPLETION) {
-        /* Completions: logprobs is the number of alternatives (0 = sampled token only). */
-        int k = -1;
-        if (read_int(root, "logprobs", 0, OAI_MAX_TOP_LOGPROBS, &k, err) != TS_OK)
+        /* Completions: logprobs is the number of alternatives (0 = sampled token only).
+         * Its range is checked with the other sampling parameters, as top_logprobs. */
+        int k = INT32_MIN;
+        if (read_int(root, "logprobs", INT32_MIN, INT32_MAX, &k, err) != TS_OK)
             return TS_ERR_INVALID_ARG;
-        r->logprobs = k >= 0;
-        r->top_logprobs = k > 0 ? k : 0;
+        r->sampling.logprobs = k != INT32_MIN;
+        r->sampling.top_logprobs = k != INT32_MIN ? k : 0;
         return TS_OK;
     }
-    if (read_bool(root, "logprobs", &r->logprobs, err) != TS_OK ||
-        read_int(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &r->top_logprobs, err) != TS_OK)
+    if (read_bool(root, "logprobs", &r->sampling.logprobs, err) != TS_OK ||
+        read_int(root, "top_logprobs", INT32_MIN, INT32_MAX, &r->sampling.top_logprobs, err) !=
+            TS_OK)
         return TS_ERR_INVALID_ARG;
-    if (r->top_logprobs > 0 && !r->logprobs)
-        return oai_error_set(err, 400, "top_logprobs", "invalid_value",
-                             "'top_logprobs' needs 'logprobs' set to true");
     return TS_OK;
 }
 
@@ -337,9 +334,32 @@ static ts_status read_seed(const cJSON *root, oai_request *r, oai_error *err)
         return TS_OK;
     if (!is_integer(f))
         return bad_type(err, "seed", "an integer");
-    r->has_seed = true;
-    r->seed = (uint64_t)(int64_t)f->valuedouble;
+    r->sampling.has_seed = true;
+    r->sampling.seed = (uint64_t)(int64_t)f->valuedouble;
     return TS_OK;
+}
+
+/* The sampling fields by type; their ranges are checked once, by the engine's contract
+ * (ts_sampling_params_check), whose field name becomes the error's param. */
+static ts_status read_sampling(const cJSON *root, oai_request *r, oai_error *err)
+{
+    ts_sampling_params *p = &r->sampling;
+    if (read_number(root, "temperature", &p->temperature, err) != TS_OK ||
+        read_number(root, "top_p", &p->top_p, err) != TS_OK ||
+        read_int(root, "top_k", INT32_MIN, INT32_MAX, &p->top_k, err) != TS_OK ||
+        read_number(root, "min_p", &p->min_p, err) != TS_OK ||
+        read_number(root, "presence_penalty", &p->presence_penalty, err) != TS_OK ||
+        read_number(root, "frequency_penalty", &p->frequency_penalty, err) != TS_OK ||
+        read_number(root, "repetition_penalty", &p->repetition_penalty, err) != TS_OK ||
+        read_seed(root, r, err) != TS_OK || read_logprobs(root, r, err) != TS_OK)
+        return TS_ERR_INVALID_ARG;
+    const char *name = NULL;
+    ts_error e = {0};
+    if (ts_sampling_params_check(p, &name, &e) == TS_OK)
+        return TS_OK;
+    if (name && !strcmp(name, "top_logprobs") && r->kind == OAI_COMPLETION)
+        name = "logprobs"; /* a completion's top_logprobs is its logprobs field */
+    return oai_error_set(err, 400, name, "out_of_range", "%s", e.msg);
 }
 
 static ts_status read_max_tokens(const cJSON *root, oai_request *r, oai_error *err)
@@ -373,28 +393,18 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
 {
     memset(r, 0, sizeof *r);
     r->kind = kind;
-    r->temperature = 1.0f;
-    r->top_p = 1.0f;
-    r->repetition_penalty = 1.0f;
+    r->sampling = ts_sampling_params_default();
     r->n = 1;
     cJSON *root = NULL;
     if (parse_body(body, len, &root, err) != TS_OK)
         goto fail;
     if (read_string(root, "model", &r->model, err) != TS_OK ||
         (kind == OAI_CHAT ? read_messages(root, r, err) : read_prompt(root, r, err)) != TS_OK ||
+        (kind == OAI_CHAT && oai_chat_vars(root, &r->chat_vars, err) != TS_OK) ||
         read_max_tokens(root, r, err) != TS_OK ||
-        read_number(root, "temperature", 0, 2, false, &r->temperature, err) != TS_OK ||
-        read_number(root, "top_p", 0, 1, true, &r->top_p, err) != TS_OK ||
-        read_int(root, "top_k", 0, INT32_MAX, &r->top_k, err) != TS_OK ||
-        read_number(root, "min_p", 0, 1, false, &r->min_p, err) != TS_OK ||
-        read_number(root, "presence_penalty", -2, 2, false, &r->presence_penalty, err) != TS_OK ||
-        read_number(root, "frequency_penalty", -2, 2, false, &r->frequency_penalty, err) !=
-            TS_OK ||
-        read_number(root, "repetition_penalty", 0, 10, true, &r->repetition_penalty, err) !=
-            TS_OK ||
-        read_seed(root, r, err) != TS_OK || read_stop(root, r, err) != TS_OK ||
+        read_sampling(root, r, err) != TS_OK || read_stop(root, r, err) != TS_OK ||
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
-        read_logprobs(root, r, err) != TS_OK || read_stream(root, r, err) != TS_OK ||
+        read_stream(root, r, err) != TS_OK ||
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
         read_string(root, "user", &r->user, err) != TS_OK)
         goto fail;
@@ -417,6 +427,7 @@ fail:
 
 void oai_request_clear(oai_request *r)
 {
+    cJSON_Delete(r->chat_vars);
     free(r->model);
     for (size_t i = 0; i < r->n_messages; i++) {
         free(r->messages[i].role);

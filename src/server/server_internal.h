@@ -1,5 +1,10 @@
-/* server_internal.h: the server object and per-connection state shared by http.c (daemon,
- * routing, bodies, simple routes) and complete.c (completion requests). */
+/* server_internal.h: the server object, per-connection state and the calls between the
+ * server's files, which form layers (each calls only those below it):
+ *   http.c      the daemon, the route table, bodies, auth, in-flight count, lifecycle
+ *   routes.c    /health, /metrics, /v1/models, /tokenize, /detokenize
+ *   complete.c  chat and text completions
+ *   prompt.c    a completion's prompt: template, tokens
+ *   reply.c     answers, errors, status mapping, find_model, wake-up cells */
 #ifndef TESSERA_SERVER_INTERNAL_H
 #define TESSERA_SERVER_INTERNAL_H
 
@@ -15,7 +20,8 @@
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "tessera/server.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_jinja.h"
+#include "template/chat_template.h"
 
 enum {
     SRV_MAX_MODELS = 16,
@@ -31,6 +37,9 @@ typedef struct srv_model {
     char *name;                  /* owned */
     ts_engine *engine;           /* borrowed */
     chat_template_kind template; /* detected or forced */
+    chat_jinja jinja;            /* the Jinja template rendering its chats; .t NULL: the
+                                  * family above does (template.c) */
+    long long template_time;     /* the server's opts.template_time */
 } srv_model;
 
 /* A wake-up cell: the engine's notify callback writes its eventfd. Cells are recycled,
@@ -49,6 +58,8 @@ struct ts_server {
     ts_server_options opts;
     char *host;                   /* owned copy of opts.host */
     char *template_name;          /* owned copy of opts.chat_template */
+    char *template_src;           /* owned; opts.chat_template_file's text, or NULL */
+    size_t template_len;
     auth_keys *keys;              /* owned; NULL = open */
     metrics *metrics;             /* owned */
     srv_model models[SRV_MAX_MODELS];
@@ -61,7 +72,7 @@ struct ts_server {
     bool stopped;
     pthread_mutex_t mu;           /* guards the fields below */
     pthread_cond_t idle;          /* signalled when in_flight drops */
-    int in_flight;                /* completion requests not yet completed */
+    int in_flight;                /* completion requests not yet completed (http.c) */
     srv_job *jobs;                /* submitted requests, newest first (srv_job.next) */
     srv_cell *free_cells, *all_cells;
     atomic_ullong next_id;
@@ -72,6 +83,9 @@ struct ts_server {
 /* Per-request state, in MHD's *req_cls; freed only by the completion callback. */
 typedef struct srv_conn {
     ts_server *srv;
+    const struct http_route *entry; /* its row of http.c's route table; NULL: none */
+    const char *allow;            /* the route's method (a 405's Allow header); static */
+    bool in_flight;               /* counted in srv->in_flight */
     metrics_route route;
     char method[8];
     char path[64];
@@ -84,12 +98,28 @@ typedef struct srv_conn {
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
 } srv_conn;
 
+struct cJSON;
+
+/* A route's handler: answers (or starts answering) the request on connection c. Returns
+ * MHD_NO to drop a connection whose client went away. */
+typedef enum MHD_Result srv_handler(struct MHD_Connection *mc, srv_conn *c);
+
+/* ---- reply.c */
+
 /* Queues body (malloc'd; ownership passes to MHD) with a status and content type. */
 enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
                          const char *content_type, char *body, size_t len);
 
 /* Queues an OpenAI error body (adds Retry-After on 429). */
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e);
+
+/* Queues j (deleted here; NULL answers 500) as a JSON body. */
+enum MHD_Result srv_send_json(struct MHD_Connection *mc, srv_conn *c, int status,
+                              struct cJSON *j);
+
+/* Fills e with the HTTP status and OpenAI code of engine status st (one table, in
+ * reply.c) and message msg. Returns TS_ERR_INVALID_ARG, as oai_error_set. */
+ts_status srv_status_error(oai_error *e, ts_status st, const char *msg);
 
 /* The model named name, or the first one for NULL; NULL and a 404 in e when unknown. */
 srv_model *srv_find_model(ts_server *srv, const char *name, oai_error *e);
@@ -99,10 +129,39 @@ srv_cell *srv_cell_get(ts_server *srv);
 void srv_cell_put(ts_server *srv, srv_cell *cell);
 void srv_cell_notify(void *cell);
 
-/* complete.c: runs a chat or text completion for a connection whose body is complete.
- * Queues the answer (whole, or a stream fed by the engine's events); returns MHD_NO to
- * drop a connection whose client went away. */
-enum MHD_Result complete_handle(struct MHD_Connection *mc, srv_conn *c, oai_kind kind);
+/* ---- routes.c: the routes that need no engine step */
+srv_handler routes_health, routes_metrics, routes_models, routes_tokenize, routes_detokenize;
+
+/* ---- template.c */
+
+/* Reads the Jinja template file at path into srv->template_src. */
+ts_status srv_template_load(ts_server *srv, const char *path, ts_error *err);
+/* Picks model m's chat template (m->engine set): a forced family, else the template file
+ * or the model's own Jinja template, else the detected family. The model's own template
+ * failing to load is logged and the family used; the file failing is an error. */
+ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err);
+void srv_template_free(srv_model *m);
+/* Chat request r rendered by m's Jinja template (m->jinja.t set) into *text (malloc'd);
+ * a template that raises, or fails on the request's values, gives 400 with its message. */
+ts_status srv_template_render(const srv_model *m, const oai_request *r, char **text,
+                              oai_error *e);
+srv_handler routes_apply_template;
+
+/* ---- prompt.c */
+
+/* Request r's prompt as token ids (*ids malloc'd, n of them) for model m with tokenizer
+ * tok (all borrowed); e says why not. A completion prompt's text is read as llama.cpp and
+ * Hugging Face tokenizers read it, special tokens spelled out included; a chat is rendered
+ * in the model's template, whose markup gives the special tokens while the messages' own
+ * text stays plain text. */
+ts_status prompt_tokens(const oai_request *r, const srv_model *m, const ts_tokenizer *tok,
+                        int32_t **ids, size_t *n, oai_error *e);
+
+/* ---- complete.c */
+
+/* Run a chat or text completion for a connection whose body is complete. Queue the
+ * answer (whole, or a stream fed by the engine's events). */
+srv_handler complete_chat, complete_text;
 
 /* Frees the job (releases the engine request; cancels it if still running); records
  * token counts in *prompt_tokens and *completion_tokens for the request log. */

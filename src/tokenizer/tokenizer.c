@@ -465,3 +465,17 @@ bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id)
             return true;
     return false;
 }
+
+bool ts_token_is_plain(const ts_tokenizer *tok, int32_t id)
+{
+    const tokenizer_vocab *v = tok ? &tok->vocab : NULL;
+    if (v && id >= 0 && id < v->n_tokens) {
+        int32_t t = v->tokens[id].type;
+        if (t != VOCAB_TOKEN_NORMAL && t != VOCAB_TOKEN_UNDEFINED)
+            return false;
+        if (id == v->bos_id || id == v->eos_id || id == v->unk_id || id == v->pad_id ||
+            id == v->eot_id)
+            return false;
+    }
+    return !ts_token_is_eog(tok, id);
+}

@@ -6,15 +6,19 @@
  * the body, in a buffer of exactly its size (no NUL after it), as the server holds it.
  * Checked: a refusal carries a message, a type and a 4xx/5xx status; an accepted request
  * has every field inside its documented range and every string valid UTF-8; rendering a
- * parsed chat succeeds, yields valid UTF-8 and contains every message's content. */
+ * parsed chat succeeds (a chat with a tool message is refused, with a message: the
+ * families have no tool role), yields valid UTF-8 and contains every message's content;
+ * the Jinja template variables hold every message and add_generation_prompt. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "common.h"
 #include "server/openai.h"
 #include "server/utf8.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -51,6 +55,15 @@ static void render_chat(const oai_request *r, chat_template_kind kind)
     chat_rendering out = {0};
     ts_error err = {0};
     ts_status st = chat_template_render(kind, msgs, r->n_messages, &out, &err);
+    bool tool = false; /* the families have no tool role: they refuse it, saying so */
+    for (size_t i = 0; i < r->n_messages; i++)
+        tool |= !strcmp(msgs[i].role, "tool");
+    if (tool) {
+        FUZZ_CHECK(st == TS_ERR_INVALID_ARG && err.msg[0], "a tool message rendered in %s",
+                   chat_template_name(kind));
+        free(msgs);
+        return;
+    }
     FUZZ_CHECK(st == TS_OK, "rendering a parsed chat with %s failed: %s",
                chat_template_name(kind), err.msg);
     FUZZ_CHECK(utf8_valid(out.text, strlen(out.text)), "the %s rendering is not valid UTF-8",
@@ -72,12 +85,19 @@ static void check_request(const oai_request *r, oai_kind kind)
     check_str(r->model, "model");
     check_str(r->user, "user");
     if (kind == OAI_CHAT) {
+        const cJSON *vm = cJSON_GetObjectItemCaseSensitive(r->chat_vars, "messages");
+        FUZZ_CHECK(cJSON_GetArraySize(vm) == (int)r->n_messages,
+                   "the template variables hold %d messages, the request %zu",
+                   cJSON_GetArraySize(vm), r->n_messages);
+        FUZZ_CHECK(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(r->chat_vars,
+                                                                  "add_generation_prompt")),
+                   "no add_generation_prompt among the template variables");
         FUZZ_CHECK(r->n_messages >= 1 && r->n_messages <= OAI_MAX_MESSAGES && r->messages,
                    "accepted %zu messages", r->n_messages);
         for (size_t i = 0; i < r->n_messages; i++) {
             const char *role = r->messages[i].role;
             FUZZ_CHECK(role && (!strcmp(role, "system") || !strcmp(role, "user") ||
-                                !strcmp(role, "assistant")),
+                                !strcmp(role, "assistant") || !strcmp(role, "tool")),
                        "message %zu has an unknown role", i);
             FUZZ_CHECK(r->messages[i].content != NULL, "message %zu has no content", i);
             check_str(r->messages[i].content, "content");
@@ -93,15 +113,16 @@ static void check_request(const oai_request *r, oai_kind kind)
             FUZZ_CHECK(r->prompt_tokens[i] >= 0, "accepted token id %d", (int)r->prompt_tokens[i]);
     }
     FUZZ_CHECK(r->max_tokens >= 0, "max_tokens %d", r->max_tokens);
-    FUZZ_CHECK(in(r->temperature, 0, 2) && in(r->top_p, 0, 1) && r->top_p > 0 && r->top_k >= 0 &&
-                   in(r->min_p, 0, 1) && in(r->presence_penalty, -2, 2) &&
-                   in(r->frequency_penalty, -2, 2) && in(r->repetition_penalty, 0, 10) &&
-                   r->repetition_penalty > 0,
+    const ts_sampling_params *p = &r->sampling;
+    FUZZ_CHECK(in(p->temperature, 0, 2) && in(p->top_p, 0, 1) && p->top_p > 0 && p->top_k >= 0 &&
+                   in(p->min_p, 0, 1) && in(p->presence_penalty, -2, 2) &&
+                   in(p->frequency_penalty, -2, 2) && in(p->repetition_penalty, 0, 10) &&
+                   p->repetition_penalty > 0,
                "a sampling parameter outside its range was accepted");
     FUZZ_CHECK(r->n >= 1 && r->n <= OAI_MAX_N, "n %d", r->n);
-    FUZZ_CHECK(r->top_logprobs >= 0 && r->top_logprobs <= OAI_MAX_TOP_LOGPROBS,
-               "top_logprobs %d", r->top_logprobs);
-    FUZZ_CHECK(r->top_logprobs == 0 || r->logprobs, "top_logprobs without logprobs");
+    FUZZ_CHECK(p->top_logprobs >= 0 && p->top_logprobs <= OAI_MAX_TOP_LOGPROBS,
+               "top_logprobs %d", p->top_logprobs);
+    FUZZ_CHECK(p->top_logprobs == 0 || p->logprobs, "top_logprobs without logprobs");
     FUZZ_CHECK(r->n_stop >= 0 && r->n_stop <= OAI_MAX_STOP, "%d stop strings", r->n_stop);
     for (int i = 0; i < r->n_stop; i++) {
         size_t n = r->stop[i] ? strlen(r->stop[i]) : 0;

@@ -1,8 +1,13 @@
-/* engine_internal.h: the engine's private state, shared by engine.c (lifecycle, submit,
- * the step thread), sched.c (admission, preemption, building a step) and emit.c (sampling
- * and events). Everything below `engine thread only` is touched by the step thread alone. */
-#ifndef TESSERA_ENGINE_INTERNAL_H
-#define TESSERA_ENGINE_INTERNAL_H
+/* state.h: the engine's private state, below all of its files. The engine's files form
+ * layers, each calling only those below it:
+ *   api.c     the public entry points (create, submit, stats, destroy), the step thread
+ *   step.c    one step as named stages
+ *   sched.c   cancel, admit, plan, pack            emit.c  sample, emit, fork
+ *   seq.c     a sequence's life: create, the waiting queue, its text, finish, fail, free
+ * The locking rule is in the types: engine_shared only under mu, engine_step_state only on
+ * the step thread, the rest of ts_engine fixed at creation. */
+#ifndef TESSERA_ENGINE_STATE_H
+#define TESSERA_ENGINE_STATE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -47,18 +52,10 @@ typedef struct seq {
     bool done;             /* finished or failed: freed at the end of the step */
 } seq;
 
-struct ts_engine {
-    const ts_model *model;  /* borrowed */
-    ts_engine_options opts;
-    const simd_kernels *kernels;
-    int max_rows;           /* rows one step may hold */
-    int kv_blocks_total;    /* pool size, fixed at creation (read by submitting threads) */
-    pthread_t thread;
-    bool thread_started;
-
-    /* Guarded by mu. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+/* What submitting threads and the step thread share: read and written only with the
+ * engine's mu held. */
+typedef struct engine_shared {
+    pthread_cond_t cv;      /* signalled on submit and at stop */
     pthread_cond_t idle_cv; /* broadcast when the step thread runs out of work */
     bool idle;              /* the step thread waits for work, its stats published */
     job **inbox;            /* submitted, not yet seen by the step thread */
@@ -68,8 +65,11 @@ struct ts_engine {
     bool stopping;
     uint64_t next_id;
     ts_engine_stats stats;  /* the snapshot ts_engine_get_stats() copies */
+} engine_shared;
 
-    /* Engine thread only. */
+/* What the step thread alone touches (and ts_engine_create / ts_engine_destroy while no
+ * step thread runs), without a lock. */
+typedef struct engine_step_state {
     kv_pool *pool;
     fwd_state fwd;
     sampler_scratch *scratch; /* (n_scratch) one per thread that samples */
@@ -79,9 +79,9 @@ struct ts_engine {
     int n_running;
     seq **waiting;          /* new and preempted sequences */
     int n_waiting, cap_waiting;
-    int32_t *step_tokens;   /* (max_rows) */
-    fwd_seq *step_seqs;     /* (max_seqs) */
-    seq **step_order;       /* (max_seqs) sequence of each fwd_seq */
+    int32_t *tokens;        /* (max_rows) the step's tokens */
+    fwd_seq *seqs;          /* (max_seqs) the step's sequences */
+    seq **order;            /* (max_seqs) sequence of each fwd_seq */
     float *logits_copy;     /* (vocab) a row to sample from, for forks */
     seq **dead;             /* finished sequences, freed at the end of the step so that
                              * pointers held during the step stay valid */
@@ -91,43 +91,20 @@ struct ts_engine {
     int allocs_left;        /* fault injection countdown; 0 = off (see fail_alloc_at) */
     uint64_t admit_counter;
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */
+} engine_step_state;
+
+struct ts_engine {
+    const ts_model *model;  /* borrowed */
+    ts_engine_options opts;
+    const simd_kernels *kernels;
+    int max_rows;           /* rows one step may hold */
+    int kv_blocks_total;    /* pool size, fixed at creation (read by submitting threads) */
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mu;
+    engine_shared shared;   /* guarded by mu */
+    engine_step_state step; /* step thread only */
 };
-
-/* Effective priority of a waiting or running sequence: its level minus what it gained by
- * waiting (aging). Lower runs first. */
-double sched_effective_priority(const ts_engine *e, const seq *s, double now);
-
-/* Copies the counters and gauges into the snapshot others read. Called with mu held. */
-void engine_publish_stats_locked(ts_engine *e);
-
-/* One engine step: admit, schedule rows, reserve KV (preempting when short), run the
- * forward pass, sample, emit events. Returns false when there was nothing to do. */
-bool engine_step(ts_engine *e);
-
-/* Ends sequence s with finish reason `why`: flushes its held-back text into a DONE
- * event, releases its blocks, marks it done. The caller has removed it from running and
- * waiting. When it was its request's last sequence the request is closed. */
-void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why);
-
-/* Fails request j with an ERROR event: removes its sequences from running and waiting
- * and ends them. Counted as failed, or as cancelled when st is TS_ERR_CANCELLED. Queue
- * accounting (n_pending) of a never-admitted request is the caller's. */
-void engine_fail_request(ts_engine *e, job *j, ts_status st, const char *msg);
-
-/* Creates sequence `index` of job j holding a copy of tokens, appended to the waiting
- * queue. */
-ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *tokens,
-                            int n_tokens, seq **out, ts_error *err);
-
-/* Appends s to the waiting queue. */
-ts_status engine_waiting_add(ts_engine *e, seq *s);
-
-/* False when fault injection says this allocation must fail. Every allocation the step
- * thread makes on a request's behalf asks first. */
-bool engine_alloc_ok(ts_engine *e);
-
-/* Frees the sequences and requests that ended during the step. */
-void engine_free_dead(ts_engine *e);
 
 /* A token drawn for a sequence, not yet appended or emitted. */
 typedef struct sampled {
@@ -138,12 +115,9 @@ typedef struct sampled {
     ts_error err;
 } sampled;
 
-/* Draws s's next token from logits (vocab; modified) with scratch sc. Touches only s's
- * sampler and sc, so several sequences may sample at once on separate scratches. */
-void engine_sample(seq *s, float *logits, sampler_scratch *sc, sampled *out);
+static inline int engine_blocks_for(int64_t tokens)
+{
+    return (int)((tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK);
+}
 
-/* Appends the token drawn for s and emits its text; ends the sequence when it is done
- * (or fails the request when sampling failed). Returns true while it keeps running. */
-bool engine_emit(ts_engine *e, seq *s, const sampled *pick);
-
-#endif /* TESSERA_ENGINE_INTERNAL_H */
+#endif /* TESSERA_ENGINE_STATE_H */

@@ -1,4 +1,5 @@
-/* engine.c: the engine's lifecycle, request submission and the step thread. */
+/* api.c: the top of the engine: its public entry points (options, create, submit, wait,
+ * stats, destroy) and the step thread's loop, which runs engine_step (step.c). */
 #include <errno.h>
 #include <limits.h>
 #include <omp.h>
@@ -6,12 +7,18 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "engine/engine_internal.h"
+#include "engine/seq.h"
+#include "engine/step.h"
 
 /* OpenBLAS's OpenMP build reads its thread count from here. */
 void openblas_set_num_threads(int num_threads);
 
 enum { DEFAULT_KV_CAP_BYTES = 1 << 30 };
+
+_Static_assert((int)TS_GEMM_AUTO == (int)FWD_GEMM_AUTO && (int)TS_GEMM_BLAS == (int)FWD_GEMM_BLAS &&
+                   (int)TS_GEMM_KERNEL == (int)FWD_GEMM_KERNEL,
+               "ts_gemm_path names fwd_gemm_path's values");
+_Static_assert(TS_KV_BLOCK_TOKENS == TS_KV_BLOCK, "engine.h states the KV block size");
 
 void ts_engine_options_default(ts_engine_options *o)
 {
@@ -48,11 +55,6 @@ const ts_model *ts_engine_get_model(const ts_engine *e)
     return e->model;
 }
 
-static int blocks_for(int64_t tokens)
-{
-    return (int)((tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK);
-}
-
 /* Sizes the KV pool: explicit bytes, explicit blocks, or enough for max_seqs full
  * contexts capped at DEFAULT_KV_CAP_BYTES. */
 static ts_status create_pool(ts_engine *e, ts_error *err)
@@ -68,11 +70,11 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
     };
     if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
         size_t per_block = kv_block_bytes(&kc);
-        int64_t want = (int64_t)e->opts.max_seqs * blocks_for(c->context_len);
+        int64_t want = (int64_t)e->opts.max_seqs * engine_blocks_for(c->context_len);
         int64_t cap = per_block ? (int64_t)(DEFAULT_KV_CAP_BYTES / per_block) : 0;
         kc.n_blocks = want < cap ? want : cap;
     }
-    return kv_pool_init(&e->pool, &kc, err);
+    return kv_pool_init(&e->step.pool, &kc, err);
 }
 
 static void *engine_thread(void *arg);
@@ -82,13 +84,14 @@ static void *engine_thread(void *arg);
 static ts_status init_scratch(ts_engine *e, ts_error *err)
 {
     int n = e->opts.n_threads > 0 ? e->opts.n_threads : omp_get_max_threads();
-    e->scratch = calloc((size_t)n, sizeof *e->scratch);
-    e->picks = malloc((size_t)e->opts.max_seqs * sizeof *e->picks);
-    if (!e->scratch || !e->picks)
+    e->step.scratch = calloc((size_t)n, sizeof *e->step.scratch);
+    e->step.picks = malloc((size_t)e->opts.max_seqs * sizeof *e->step.picks);
+    if (!e->step.scratch || !e->step.picks)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for %d sampler scratches", n);
-    for (; e->n_scratch < n; e->n_scratch++) {
+    for (; e->step.n_scratch < n; e->step.n_scratch++) {
         ts_status st =
-            sampler_scratch_init(&e->scratch[e->n_scratch], e->model->cfg.vocab_size, err);
+            sampler_scratch_init(&e->step.scratch[e->step.n_scratch], e->model->cfg.vocab_size,
+                                 err);
         if (st != TS_OK)
             return st;
     }
@@ -104,8 +107,8 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     if (!e)
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for an engine");
     pthread_mutex_init(&e->mu, NULL);
-    pthread_cond_init(&e->cv, NULL);
-    clock_cond_init(&e->idle_cv);
+    pthread_cond_init(&e->shared.cv, NULL);
+    clock_cond_init(&e->shared.idle_cv);
     e->model = model;
     if (opts)
         e->opts = *opts;
@@ -114,37 +117,36 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     const ts_engine_options *o = &e->opts;
     if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->prefill_cap < 1 ||
         o->max_queue < 1 ||
-        o->aging_per_s < 0 || o->n_threads < 0) {
+        o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue %d)",
                           o->max_seqs, o->step_tokens, o->max_queue);
         goto fail;
     }
     e->kernels = simd_init();
-    e->allocs_left = o->fail_alloc_at;
-    const char *fault = getenv("TESSERA_FAIL_ALLOC_AT");
-    if (e->allocs_left == 0 && fault)
-        e->allocs_left = atoi(fault);
+    e->step.allocs_left = o->fail_alloc_at;
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
     if ((st = create_pool(e, err)) != TS_OK ||
-        (st = fwd_state_init(&e->fwd, model, e->max_rows, o->max_seqs, err)) != TS_OK ||
+        (st = fwd_state_init(&e->step.fwd, model, e->max_rows, o->max_seqs, err)) != TS_OK ||
         (st = init_scratch(e, err)) != TS_OK)
         goto fail;
-    e->running = calloc((size_t)o->max_seqs, sizeof *e->running);
-    e->step_tokens = malloc((size_t)e->max_rows * sizeof *e->step_tokens);
-    e->step_seqs = malloc((size_t)o->max_seqs * sizeof *e->step_seqs);
-    e->step_order = malloc((size_t)o->max_seqs * sizeof *e->step_order);
-    e->logits_copy = malloc((size_t)model->cfg.vocab_size * sizeof(float));
-    if (!e->running || !e->step_tokens || !e->step_seqs || !e->step_order || !e->logits_copy) {
+    e->step.fwd.gemm_path = (fwd_gemm_path)o->gemm;
+    e->step.running = calloc((size_t)o->max_seqs, sizeof *e->step.running);
+    e->step.tokens = malloc((size_t)e->max_rows * sizeof *e->step.tokens);
+    e->step.seqs = malloc((size_t)o->max_seqs * sizeof *e->step.seqs);
+    e->step.order = malloc((size_t)o->max_seqs * sizeof *e->step.order);
+    e->step.logits_copy = malloc((size_t)model->cfg.vocab_size * sizeof(float));
+    if (!e->step.running || !e->step.tokens || !e->step.seqs || !e->step.order ||
+        !e->step.logits_copy) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for engine buffers");
         goto fail;
     }
     kv_stats ks;
-    kv_pool_stats(&ks, e->pool);
+    kv_pool_stats(&ks, e->step.pool);
     e->kv_blocks_total = (int)ks.blocks_total;
-    e->stats.kv_blocks_total = (int)ks.blocks_total;
-    e->stats.kv_blocks_free = (int)ks.blocks_free;
+    e->shared.stats.kv_blocks_total = (int)ks.blocks_total;
+    e->shared.stats.kv_blocks_free = (int)ks.blocks_free;
     if (pthread_create(&e->thread, NULL, engine_thread, e) != 0) {
         st = ts_error_set(err, TS_ERR_INTERNAL, "cannot start the engine thread");
         goto fail;
@@ -161,16 +163,17 @@ fail:
 /* Fails every request still held (shutdown): queued ones, waiting and running. */
 static void drain_all(ts_engine *e)
 {
+    static const char bye[] = "the engine is shutting down";
     pthread_mutex_lock(&e->mu);
-    int n_inbox = e->n_inbox;
-    e->n_inbox = 0;
+    int n_inbox = e->shared.n_inbox;
+    e->shared.n_inbox = 0;
     pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < n_inbox; i++)
-        engine_fail_request(e, e->inbox[i], TS_ERR_SHUTDOWN, "the engine is shutting down");
-    while (e->n_running > 0)
-        engine_fail_request(e, e->running[0]->job, TS_ERR_SHUTDOWN, "the engine is shutting down");
-    while (e->n_waiting > 0)
-        engine_fail_request(e, e->waiting[0]->job, TS_ERR_SHUTDOWN, "the engine is shutting down");
+        engine_fail_request(e, e->shared.inbox[i], TS_ERR_SHUTDOWN, bye);
+    while (e->step.n_running > 0)
+        engine_fail_request(e, e->step.running[0]->job, TS_ERR_SHUTDOWN, bye);
+    while (e->step.n_waiting > 0)
+        engine_fail_request(e, e->step.waiting[0]->job, TS_ERR_SHUTDOWN, bye);
 }
 
 void ts_engine_destroy(ts_engine *e)
@@ -179,31 +182,31 @@ void ts_engine_destroy(ts_engine *e)
         return;
     if (e->thread_started) {
         pthread_mutex_lock(&e->mu);
-        e->stopping = true;
-        pthread_cond_broadcast(&e->cv);
+        e->shared.stopping = true;
+        pthread_cond_broadcast(&e->shared.cv);
         pthread_mutex_unlock(&e->mu);
         pthread_join(e->thread, NULL);
     }
     drain_all(e);
     engine_free_dead(e);
-    free(e->dead);
-    free(e->dead_jobs);
-    free(e->inbox);
-    free(e->waiting);
-    free(e->running);
-    free(e->step_tokens);
-    free(e->step_seqs);
-    free(e->step_order);
-    free(e->logits_copy);
-    for (int i = 0; i < e->n_scratch; i++)
-        sampler_scratch_free(&e->scratch[i]);
-    free(e->scratch);
-    free(e->picks);
-    fwd_state_free(&e->fwd);
-    kv_pool_free(e->pool);
+    free(e->step.dead);
+    free(e->step.dead_jobs);
+    free(e->shared.inbox);
+    free(e->step.waiting);
+    free(e->step.running);
+    free(e->step.tokens);
+    free(e->step.seqs);
+    free(e->step.order);
+    free(e->step.logits_copy);
+    for (int i = 0; i < e->step.n_scratch; i++)
+        sampler_scratch_free(&e->step.scratch[i]);
+    free(e->step.scratch);
+    free(e->step.picks);
+    fwd_state_free(&e->step.fwd);
+    kv_pool_free(e->step.pool);
     pthread_mutex_destroy(&e->mu);
-    pthread_cond_destroy(&e->cv);
-    pthread_cond_destroy(&e->idle_cv);
+    pthread_cond_destroy(&e->shared.cv);
+    pthread_cond_destroy(&e->shared.idle_cv);
     free(e);
 }
 
@@ -213,7 +216,8 @@ void ts_engine_destroy(ts_engine *e)
  * and ts_engine_max_new_tokens inverts it. */
 static int64_t worst_case_blocks(size_t n_prompt, int n, int max_tokens)
 {
-    return blocks_for((int64_t)n_prompt) + (int64_t)n * (blocks_for(max_tokens) + 1);
+    return engine_blocks_for((int64_t)n_prompt) +
+           (int64_t)n * (engine_blocks_for(max_tokens) + 1);
 }
 
 int ts_engine_max_new_tokens(const ts_engine *e, size_t n_prompt, int n)
@@ -222,7 +226,7 @@ int ts_engine_max_new_tokens(const ts_engine *e, size_t n_prompt, int n)
         return 0;
     /* The largest whole number of blocks per completion, each block's tokens in full:
      * worst_case_blocks(n_prompt, n, max) <= the pool < that of max + 1. */
-    int64_t per = ((int64_t)e->kv_blocks_total - blocks_for((int64_t)n_prompt)) / n - 1;
+    int64_t per = ((int64_t)e->kv_blocks_total - engine_blocks_for((int64_t)n_prompt)) / n - 1;
     if (per < 1)
         return 0;
     int64_t max = per * TS_KV_BLOCK;
@@ -288,31 +292,32 @@ ts_status ts_engine_submit(ts_engine *e, const ts_request_params *p, ts_request 
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory for a request");
 
     pthread_mutex_lock(&e->mu);
-    if (e->stopping) {
+    if (e->shared.stopping) {
         st = ts_error_set(err, TS_ERR_SHUTDOWN, "the engine is shutting down");
-    } else if (e->n_pending >= e->opts.max_queue) {
-        st = ts_error_set(err, TS_ERR_QUEUE_FULL, "%d requests are already waiting",
-                          e->n_pending);
-    } else if (e->n_inbox == e->cap_inbox) {
-        int cap = e->cap_inbox ? 2 * e->cap_inbox : 16;
-        job **grown = realloc(e->inbox, (size_t)cap * sizeof *grown);
+    } else if (e->shared.n_pending >= e->opts.max_queue) {
+        st = ts_error_set(err, TS_ERR_QUEUE_FULL,
+                          "the request queue is full: %d requests are already waiting; retry",
+                          e->shared.n_pending);
+    } else if (e->shared.n_inbox == e->shared.cap_inbox) {
+        int cap = e->shared.cap_inbox ? 2 * e->shared.cap_inbox : 16;
+        job **grown = realloc(e->shared.inbox, (size_t)cap * sizeof *grown);
         if (grown) {
-            e->inbox = grown;
-            e->cap_inbox = cap;
+            e->shared.inbox = grown;
+            e->shared.cap_inbox = cap;
         } else {
             st = ts_error_set(err, TS_ERR_NOMEM, "out of memory queueing a request");
         }
     }
     if (st == TS_OK)
-        st = request_create(p, e->next_id, clock_now_s(), &j->req, err);
+        st = request_create(p, e->shared.next_id, clock_now_s(), &j->req, err);
     if (st == TS_OK) {
-        e->next_id++;
-        e->inbox[e->n_inbox++] = j;
-        e->n_pending++;
-        e->queued[p->priority]++;
-        e->stats.queued[p->priority]++;
-        e->stats.requests_submitted++;
-        pthread_cond_signal(&e->cv);
+        e->shared.next_id++;
+        e->shared.inbox[e->shared.n_inbox++] = j;
+        e->shared.n_pending++;
+        e->shared.queued[p->priority]++;
+        e->shared.stats.queued[p->priority]++;
+        e->shared.stats.requests_submitted++;
+        pthread_cond_signal(&e->shared.cv);
         *out = j->req;
     }
     pthread_mutex_unlock(&e->mu);
@@ -328,12 +333,12 @@ ts_status ts_engine_wait_idle(ts_engine *e, int timeout_ms)
         deadline = clock_deadline(timeout_ms);
     ts_status st = TS_OK;
     pthread_mutex_lock(&e->mu);
-    while (!e->idle || e->n_inbox > 0) {
+    while (!e->shared.idle || e->shared.n_inbox > 0) {
         if (timeout_ms < 0) {
-            pthread_cond_wait(&e->idle_cv, &e->mu);
+            pthread_cond_wait(&e->shared.idle_cv, &e->mu);
         } else if (timeout_ms == 0 ||
-                   pthread_cond_timedwait(&e->idle_cv, &e->mu, &deadline) == ETIMEDOUT) {
-            st = e->idle && e->n_inbox == 0 ? TS_OK : TS_ERR_TIMEOUT;
+                   pthread_cond_timedwait(&e->shared.idle_cv, &e->mu, &deadline) == ETIMEDOUT) {
+            st = e->shared.idle && e->shared.n_inbox == 0 ? TS_OK : TS_ERR_TIMEOUT;
             break;
         }
     }
@@ -344,33 +349,26 @@ ts_status ts_engine_wait_idle(ts_engine *e, int timeout_ms)
 void ts_engine_get_stats(ts_engine *e, ts_engine_stats *stats)
 {
     pthread_mutex_lock(&e->mu);
-    *stats = e->stats;
+    *stats = e->shared.stats;
     pthread_mutex_unlock(&e->mu);
 }
 
 /* Moves submitted jobs into the waiting queue as their first sequence. Called with mu. */
 static void take_inbox(ts_engine *e)
 {
-    for (int i = 0; i < e->n_inbox; i++) {
-        job *j = e->inbox[i];
+    for (int i = 0; i < e->shared.n_inbox; i++) {
+        job *j = e->shared.inbox[i];
         seq *s = NULL;
         ts_error err = {0};
         ts_status st = engine_seq_create(e, j, 0, j->req->prompt, j->req->n_prompt, &s, &err);
         if (st != TS_OK) {
-            e->n_pending--;
-            e->queued[j->req->priority]--;
+            e->shared.n_pending--;
+            e->shared.queued[j->req->priority]--;
             j->admitted_once = true;
             engine_fail_request(e, j, st, err.msg);
         }
     }
-    e->n_inbox = 0;
-}
-
-bool engine_alloc_ok(ts_engine *e)
-{
-    if (e->allocs_left <= 0)
-        return true;
-    return --e->allocs_left != 0;
+    e->shared.n_inbox = 0;
 }
 
 static void *engine_thread(void *arg)
@@ -385,24 +383,24 @@ static void *engine_thread(void *arg)
      * not in the middle of a request), and no step pays for first-touch page faults, which
      * took most of the K/V store time of a 16-stream decode step in `tessera bench` on the
      * 16-core VM. */
-    kv_pool_prefault(e->pool);
+    kv_pool_prefault(e->step.pool);
     pthread_mutex_lock(&e->mu);
-    while (!e->stopping) {
+    while (!e->shared.stopping) {
         take_inbox(e);
-        if (e->n_running == 0 && e->n_waiting == 0) {
+        if (e->step.n_running == 0 && e->step.n_waiting == 0) {
             engine_publish_stats_locked(e); /* requests refused by take_inbox */
-            e->idle = true;
-            pthread_cond_broadcast(&e->idle_cv);
-            pthread_cond_wait(&e->cv, &e->mu);
-            e->idle = false;
+            e->shared.idle = true;
+            pthread_cond_broadcast(&e->shared.idle_cv);
+            pthread_cond_wait(&e->shared.cv, &e->mu);
+            e->shared.idle = false;
             continue;
         }
         pthread_mutex_unlock(&e->mu);
         engine_step(e);
         pthread_mutex_lock(&e->mu);
     }
-    e->idle = true; /* stopping: no waiter may block past the end */
-    pthread_cond_broadcast(&e->idle_cv);
+    e->shared.idle = true; /* stopping: no waiter may block past the end */
+    pthread_cond_broadcast(&e->shared.idle_cv);
     pthread_mutex_unlock(&e->mu);
     return NULL;
 }

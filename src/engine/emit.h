@@ -1,0 +1,16 @@
+/* emit.h: the stages of a step after the forward pass (emit.c). */
+#ifndef TESSERA_ENGINE_EMIT_H
+#define TESSERA_ENGINE_EMIT_H
+
+#include "engine/state.h"
+
+/* Draws the tokens of every sequence of b (n) that samples now into picks, rows in
+ * parallel (each thread on its own scratch; a sequence's sampler is its own). */
+void emit_sample(ts_engine *e, const fwd_batch *b, int n);
+
+/* Appends each sampled token and emits its text, ending the sequences that are done; the
+ * prompt sequence of an n > 1 request whose prompt just finished forks into its n
+ * completions, which sample their first tokens from its logits. */
+void emit_tokens(ts_engine *e, const fwd_batch *b, int n);
+
+#endif /* TESSERA_ENGINE_EMIT_H */

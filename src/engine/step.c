@@ -1,0 +1,105 @@
+/* step.c: one engine step, read top to bottom as its stages: cancel, admit, plan, pack
+ * (sched.c), forward, publish, sample, emit (emit.c), free (seq.c); then its times and the
+ * stats snapshot. */
+#include "common/clock.h"
+#include "engine/emit.h"
+#include "engine/sched.h"
+#include "engine/seq.h"
+#include "engine/step.h"
+
+/* Runs the batched forward pass over b (n sequences); when it fails, every request in the
+ * batch fails with its error. */
+static ts_status forward(ts_engine *e, const fwd_batch *b, int n)
+{
+    ts_error err = {0};
+    ts_status st = forward_batch(&e->step.fwd, e->model, e->step.pool, e->kernels, b, &err);
+    e->step.counters.steps++;
+    if (st != TS_OK)
+        for (int i = 0; i < n; i++)
+            if (!e->step.order[i]->done)
+                engine_fail_request(e, e->step.order[i]->job, st, err.msg);
+    return st;
+}
+
+/* Advances each sequence of the batch past its computed rows and offers every block that
+ * filled up to the prefix cache. */
+static void publish(ts_engine *e, int n)
+{
+    for (int i = 0; i < n; i++) {
+        seq *s = e->step.order[i];
+        if (s->done)
+            continue;
+        s->n_computed += s->step_rows;
+        while ((s->n_published + 1) * TS_KV_BLOCK <= s->n_computed) {
+            if (e->opts.prefix_cache)
+                kv_prefix_publish(e->step.pool, &s->table, s->n_published,
+                                  s->tokens + (size_t)s->n_published * TS_KV_BLOCK, NULL, NULL);
+            s->n_published++;
+        }
+    }
+}
+
+/* Adds a step's phase times (the forward pass's from e->step.fwd, which is reset) to the
+ * profile of its kind. */
+static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
+                         double t_end)
+{
+    ts_step_profile *p =
+        b->n_rows > b->n_seqs ? &e->step.counters.prompt_steps : &e->step.counters.decode_steps;
+    double *fs = e->step.fwd.seconds;
+    double forward = 0.0;
+    for (int i = 0; i < TS_PHASE_COUNT; i++) {
+        p->seconds[i] += fs[i];
+        forward += fs[i];
+        fs[i] = 0.0;
+    }
+    p->seconds[TS_PHASE_SCHEDULE] += t_packed - t_start;
+    p->seconds[TS_PHASE_EMIT] += t_end - t_packed - forward;
+    p->steps++;
+    p->rows += (uint64_t)b->n_rows;
+}
+
+void engine_publish_stats_locked(ts_engine *e)
+{
+    kv_stats ks;
+    kv_pool_stats(&ks, e->step.pool);
+    ts_engine_stats *st = &e->shared.stats;
+    uint64_t submitted = st->requests_submitted;
+    *st = e->step.counters;
+    st->requests_submitted = submitted;
+    for (int p = 0; p < TS_PRIORITY_COUNT; p++)
+        st->queued[p] = e->shared.queued[p];
+    st->running = e->step.n_running;
+    st->kv_blocks_total = (int)ks.blocks_total;
+    st->kv_blocks_free = (int)ks.blocks_free;
+    st->kv_blocks_used = (int)ks.blocks_used;
+    st->kv_blocks_cached = (int)ks.blocks_cached;
+    st->prefix_lookups = ks.lookups;
+    st->prefix_hit_blocks = ks.hit_blocks;
+    st->prefix_miss_blocks = ks.missed_blocks;
+    st->kv_evictions = ks.evictions;
+}
+
+bool engine_step(ts_engine *e)
+{
+    double now = clock_now_s();
+    sched_cancel(e);
+    sched_admit(e, now);
+    sched_plan(e, now);
+    fwd_batch batch;
+    int n = sched_pack(e, &batch);
+    double t_packed = clock_now_s();
+    if (n > 0 && forward(e, &batch, n) == TS_OK) {
+        publish(e, n);
+        emit_sample(e, &batch, n);
+        emit_tokens(e, &batch, n);
+    }
+    engine_free_dead(e);
+
+    if (n > 0)
+        profile_step(e, &batch, now, t_packed, clock_now_s());
+    pthread_mutex_lock(&e->mu);
+    engine_publish_stats_locked(e);
+    pthread_mutex_unlock(&e->mu);
+    return n > 0;
+}

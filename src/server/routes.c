@@ -1,0 +1,142 @@
+/* routes.c: the routes that need no engine step: /health, /metrics, /v1/models,
+ * /tokenize and /detokenize. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "server/server_internal.h"
+#include "server/utf8.h"
+
+enum MHD_Result routes_health(struct MHD_Connection *mc, srv_conn *c)
+{
+    ts_server *srv = c->srv;
+    bool stopping = atomic_load(&srv->stopping);
+    cJSON *j = cJSON_CreateObject();
+    if (j) {
+        cJSON_AddStringToObject(j, "status", stopping ? "shutting_down" : "ok");
+        cJSON_AddNumberToObject(j, "models", srv->n_models);
+    }
+    return srv_send_json(mc, c, stopping ? 503 : 200, j);
+}
+
+enum MHD_Result routes_metrics(struct MHD_Connection *mc, srv_conn *c)
+{
+    ts_server *srv = c->srv;
+    metrics_model mm[SRV_MAX_MODELS];
+    for (int i = 0; i < srv->n_models; i++) {
+        mm[i].name = srv->models[i].name;
+        ts_engine_get_stats(srv->models[i].engine, &mm[i].stats);
+    }
+    char *text = metrics_render(srv->metrics, mm, (size_t)srv->n_models);
+    return srv_send(mc, c, 200, "text/plain; version=0.0.4; charset=utf-8", text,
+                    text ? strlen(text) : 0);
+}
+
+enum MHD_Result routes_models(struct MHD_Connection *mc, srv_conn *c)
+{
+    ts_server *srv = c->srv;
+    cJSON *j = cJSON_CreateObject();
+    cJSON *data = j ? cJSON_AddArrayToObject(j, "data") : NULL;
+    bool ok = data && cJSON_AddStringToObject(j, "object", "list");
+    for (int i = 0; ok && i < srv->n_models; i++) {
+        const ts_model *m = ts_engine_get_model(srv->models[i].engine);
+        cJSON *e = cJSON_CreateObject();
+        ok = e && cJSON_AddItemToArray(data, e);
+        if (!ok) {
+            cJSON_Delete(e);
+            break;
+        }
+        ok = cJSON_AddStringToObject(e, "id", srv->models[i].name) &&
+             cJSON_AddStringToObject(e, "object", "model") &&
+             cJSON_AddNumberToObject(e, "created", (double)srv->started) &&
+             cJSON_AddStringToObject(e, "owned_by", "tessera") &&
+             cJSON_AddNumberToObject(e, "context_length", ts_model_get_config(m)->context_len) &&
+             cJSON_AddStringToObject(e, "chat_template",
+                                     srv->models[i].jinja.t ? "jinja"
+                                     : chat_template_name(srv->models[i].template));
+    }
+    if (!ok) {
+        cJSON_Delete(j);
+        j = NULL;
+    }
+    return srv_send_json(mc, c, 200, j);
+}
+
+enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
+{
+    oai_tokenize_request t;
+    oai_error e;
+    if (oai_parse_tokenize(c->body.s, c->body.len, &t, &e) != TS_OK)
+        return srv_send_error(mc, c, &e);
+    srv_model *m = srv_find_model(c->srv, t.model, &e);
+    if (!m) {
+        oai_tokenize_request_clear(&t);
+        return srv_send_error(mc, c, &e);
+    }
+    const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
+    ts_tokenize_opts opts = {.add_special = t.add_special, .parse_special = t.parse_special};
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_status st = ts_tokenize_alloc(tok, t.text, strlen(t.text), &opts, &ids, &n);
+    cJSON *j = NULL;
+    if (st == TS_OK) {
+        j = cJSON_CreateObject();
+        cJSON *arr = j ? cJSON_AddArrayToObject(j, "tokens") : NULL;
+        bool ok = arr && cJSON_AddStringToObject(j, "model", m->name) &&
+                  cJSON_AddNumberToObject(j, "count", (double)n);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+        if (!ok) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+    }
+    free(ids);
+    oai_tokenize_request_clear(&t);
+    if (st != TS_OK) {
+        oai_error_set(&e, 500, NULL, NULL, "tokenization failed: %s", ts_status_str(st));
+        return srv_send_error(mc, c, &e);
+    }
+    return srv_send_json(mc, c, 200, j);
+}
+
+enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
+{
+    oai_detokenize_request d;
+    oai_error e;
+    if (oai_parse_detokenize(c->body.s, c->body.len, &d, &e) != TS_OK)
+        return srv_send_error(mc, c, &e);
+    srv_model *m = srv_find_model(c->srv, d.model, &e);
+    if (!m) {
+        oai_detokenize_request_clear(&d);
+        return srv_send_error(mc, c, &e);
+    }
+    const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
+    int vocab = ts_tokenizer_vocab_size(tok);
+    for (size_t i = 0; i < d.n_tokens; i++)
+        if (d.tokens[i] >= vocab) {
+            oai_error_set(&e, 400, "tokens", "invalid_value",
+                          "'tokens' element %zu is %d, past the vocabulary of %d", i,
+                          (int)d.tokens[i], vocab);
+            oai_detokenize_request_clear(&d);
+            return srv_send_error(mc, c, &e);
+        }
+    size_t need = ts_detokenize(tok, d.tokens, d.n_tokens, NULL, 0);
+    char *text = malloc(need + 1);
+    cJSON *j = NULL;
+    if (text) {
+        ts_detokenize(tok, d.tokens, d.n_tokens, text, need);
+        char *clean = utf8_sanitize(text, need);
+        j = clean ? cJSON_CreateObject() : NULL;
+        if (j && (!cJSON_AddStringToObject(j, "model", m->name) ||
+                  !cJSON_AddStringToObject(j, "prompt", clean))) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+        free(clean);
+        free(text);
+    }
+    oai_detokenize_request_clear(&d);
+    return srv_send_json(mc, c, 200, j);
+}
