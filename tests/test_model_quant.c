@@ -22,6 +22,18 @@
 #include "step_util.h"
 #include "util.h"
 
+/* AddressSanitizer's shadow memory and quarantine make RSS say nothing about ours. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MQ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MQ_ASAN 1
+#endif
+#endif
+#ifndef MQ_ASAN
+#define MQ_ASAN 0
+#endif
+
 /* ---- every type loads mapped, and the batched pass matches the reference ---- */
 
 /* Every matrix of m is the file's tensor of that name: same type, bytes inside the
@@ -371,8 +383,12 @@ static void test_q4_k_m_rss_is_the_file(void **state)
     printf("  Q4_K_M file %.1f MB: load + one step cost %.1f MB of RSS beyond the KV pool "
            "(%.1f MB), %.2f x the file\n", file_size / 1e6, cost / 1e6, kv_bytes / 1e6,
            cost / (double)file_size);
-    assert_true(cost <= 1.10 * (double)file_size);
-    assert_true(cost >= 0.80 * (double)file_size); /* the step did read the mapped weights */
+    if (MQ_ASAN) {
+        print_message("RSS bounds not checked under AddressSanitizer (its shadow memory)\n");
+    } else {
+        assert_true(cost <= 1.10 * (double)file_size);
+        assert_true(cost >= 0.80 * (double)file_size); /* the step read the mapped weights */
+    }
     free(out[0]);
     su_runner_free(&r);
     ts_model_free(m);
