@@ -9,6 +9,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "quant.h"
+
 typedef __m256i QI;
 typedef __m256i QS;
 typedef __m256 QF;
@@ -22,6 +24,25 @@ static inline QW qw_prep(QI w, const int sgn)
 {
     QW r = {sgn ? _mm256_abs_epi8(w) : w, w};
     return r;
+}
+static inline void qi_store(int8_t *p, QI v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline QI qi_load_u(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline QI qi_or(QI a, QI b) { return _mm256_or_si256(a, b); }
+static inline QI qi_bits(QI v, int s, int mask)
+{
+    return _mm256_and_si256(_mm256_srli_epi16(v, s), _mm256_set1_epi8((char)mask));
+}
+static inline QI qi_shl(QI v, int s) { return _mm256_slli_epi16(v, s); }
+static inline QI qi_nibbles16(const uint8_t *p)
+{
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0xF));
+}
+static inline QI qi_iq4(QI v)
+{
+    __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), v);
 }
 static inline QS qs_zero(void) { return _mm256_setzero_si256(); }
 static inline QS qs_sub(QS a, QS b) { return _mm256_sub_epi32(a, b); }

@@ -12,6 +12,12 @@
  *                                           then of 16..31, see qunpack.h)
  *   QS qs_mins(const int16_t *mn, const int16_t *bs)   16 products mn[j] * bs[j] over lanes
  *   QF qf_zero() qf_fma(QF acc, float x, QS s) = acc + x * float(s)   float qf_reduce(QF)
+ *   qi_store(int8_t *p, QI) qi_or(a, b)     the unpacking helpers: 32 int8 at p;
+ *   QI qi_nibbles16(const uint8_t *p)       16 bytes' low nibbles then their high nibbles
+ *   QI qi_load_u(const uint8_t *p)          32 bytes
+ *   QI qi_bits(QI v, s, mask)               (v >> s) & mask in each byte
+ *   QI qi_shl(QI v, s)                      v << s in each byte, for v < 2^(8 - s)
+ *   QI qi_iq4(QI v)                         qt_iq4nl_values[v] for v in 0..15
  *   QG_NR, QG_MR                            the tile: weight rows x activation rows
  *
  * A tile of QG_NR weight rows is unpacked (qunpack.h) once per QG_KC elements of K into a
@@ -72,6 +78,79 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
                 for (int j = 0; j < QK_K / 16; j++)
                     ob->bsums[j] = (int16_t)qg_act_store(ob->qs + 16 * j, r + 16 * j, 16);
             }
+        }
+    }
+}
+
+/* ---- unpacking ------------------------------------------------------------------------ */
+
+/* qg_unpack_values (qunpack.h) in the vocabulary for the common types: the same bytes. */
+static void qg_values(int8_t *restrict q, const void *restrict src, uint32_t type, int nb)
+{
+    for (int b = 0; b < nb; b++) {
+        switch (type) {
+        case QT_Q4_0:
+            qi_store(q + 32 * b, qi_nibbles16(((const qb_q4_0 *)src)[b].qs));
+            break;
+        case QT_Q4_1:
+            qi_store(q + 32 * b, qi_nibbles16(((const qb_q4_1 *)src)[b].qs));
+            break;
+        case QT_IQ4_NL:
+            qi_store(q + 32 * b, qi_iq4(qi_nibbles16(((const qb_iq4_nl *)src)[b].qs)));
+            break;
+        case QT_IQ4_XS:
+            for (int g = 0; g < 8; g++)
+                qi_store(q + 256 * b + 32 * g,
+                         qi_iq4(qi_nibbles16(((const qb_iq4_xs *)src)[b].qs + 16 * g)));
+            break;
+        case QT_Q2_K:
+        case QT_Q3_K: {
+            const uint8_t *qs = type == QT_Q2_K ? ((const qb_q2_k *)src)[b].qs : ((const qb_q3_k *)src)[b].qs;
+            QI hm = type == QT_Q3_K ? qi_load_u(((const qb_q3_k *)src)[b].hmask) : qi_bits(qi_load_u(qs), 0, 0);
+            for (int h = 0; h < 2; h++) {
+                QI v = qi_load_u(qs + 32 * h);
+                for (int j = 0; j < 4; j++) {
+                    QI o = qi_bits(v, 2 * j, 3);
+                    if (type == QT_Q3_K)
+                        o = qi_or(o, qi_shl(qi_bits(hm, 4 * h + j, 1), 2));
+                    qi_store(q + 256 * b + 128 * h + 32 * j, o);
+                }
+            }
+            break;
+        }
+        case QT_Q4_K:
+        case QT_Q5_K: {
+            const uint8_t *qs = type == QT_Q4_K ? ((const qb_q4_k *)src)[b].qs : ((const qb_q5_k *)src)[b].qs;
+            for (int c = 0; c < 4; c++) {
+                QI v = qi_load_u(qs + 32 * c);
+                QI lo = qi_bits(v, 0, 0xF), hi = qi_bits(v, 4, 0xF);
+                if (type == QT_Q5_K) {
+                    QI h = qi_load_u(((const qb_q5_k *)src)[b].qh);
+                    lo = qi_or(lo, qi_shl(qi_bits(h, 2 * c, 1), 4));
+                    hi = qi_or(hi, qi_shl(qi_bits(h, 2 * c + 1, 1), 4));
+                }
+                qi_store(q + 256 * b + 64 * c, lo);
+                qi_store(q + 256 * b + 64 * c + 32, hi);
+            }
+            break;
+        }
+        case QT_Q6_K: {
+            const qb_q6_k *x = (const qb_q6_k *)src + b;
+            for (int h = 0; h < 2; h++) {
+                QI l0 = qi_load_u(x->ql + 64 * h), l1 = qi_load_u(x->ql + 64 * h + 32);
+                QI hb = qi_load_u(x->qh + 32 * h);
+                int8_t *o = q + 256 * b + 128 * h;
+                qi_store(o, qi_or(qi_bits(l0, 0, 0xF), qi_shl(qi_bits(hb, 0, 3), 4)));
+                qi_store(o + 32, qi_or(qi_bits(l1, 0, 0xF), qi_shl(qi_bits(hb, 2, 3), 4)));
+                qi_store(o + 64, qi_or(qi_bits(l0, 4, 0xF), qi_shl(qi_bits(hb, 4, 3), 4)));
+                qi_store(o + 96, qi_or(qi_bits(l1, 4, 0xF), qi_shl(qi_bits(hb, 6, 3), 4)));
+            }
+            break;
+        }
+        default:
+            qg_unpack_values(q + (size_t)b * qtype_get(type)->block_elems,
+                             (const char *)src + (size_t)b * qtype_get(type)->block_bytes, type, 1);
+            break;
         }
     }
 }
@@ -210,7 +289,8 @@ ALWAYS_INLINE void qg_run(float *out, size_t ldo, const void *xq, const simd_qma
                 if (r < nr) {
                     const char *src = (const char *)w->data + (size_t)(n0 + r) * w->row_bytes +
                                       (size_t)(k0 / be) * info->block_bytes;
-                    qg_unpack(B.q[r], B.sc[r], B.mn[r], B.d[r], B.m[r], src, w->type, kn / be);
+                    qg_values(B.q[r], src, w->type, kn / be);
+                    qg_unpack_scales(B.sc[r], B.mn[r], B.d[r], B.m[r], src, w->type, kn / be);
                 } else { /* rows past the matrix multiply as zeros and are not stored */
                     memset(B.q[r], 0, (size_t)kn);
                     memset(B.sc[r], 0, sizeof B.sc[r]);
