@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "quant.h"
 
@@ -57,10 +58,19 @@ static inline QS qs_dot(QS acc, QW w, QI a, const int sgn)
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 #endif
 }
-static inline QS qs_dot_sc(QS acc, QW w, QI a, const int16_t *sc, const int sgn)
+/* sc[0] in the 8 int16 of the low half (the pairs of elements 0..15), sc[1] in the high. */
+typedef __m256i QC;
+static inline QC qc_make(const int16_t *sc)
+{
+    int32_t two;
+    memcpy(&two, sc, sizeof two);
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
+                                          3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    return _mm256_shuffle_epi8(_mm256_set1_epi32(two), pick);
+}
+static inline QS qs_dot_sc(QS acc, QW w, QI a, QC s, const int sgn)
 {
     __m256i p = _mm256_maddubs_epi16(w.u, qi_signed(w, a, sgn));
-    __m256i s = _mm256_loadu_si256((const __m256i *)sc);
 #ifdef __AVX512VNNI__
     return _mm256_dpwssd_epi32(acc, p, s);
 #else

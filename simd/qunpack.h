@@ -5,9 +5,8 @@
  *
  * The form, for a weight row over a run of elements (a whole number of float blocks):
  *   q[e]     the element's integer value, int8 (signed only for Q8_0 / IQ4_NL / IQ4_XS)
- *   sc[16g + j]  the integer scale of element 32g + 16 * (j / 8) + (0..15), i.e. each group
- *            of 32 elements holds its two 16-element sub-block scales, each 8 times: the
- *            int16 pattern one maddubs/madd pair multiplies by (K types and IQ4_XS only)
+ *   sc[e / 16]   the integer scale of element e's 16-element sub-block (K types and IQ4_XS;
+ *            a 32-element sub-block has its scale twice)
  *   mn[16b + j]  integer minimum multiplier of elements 256b + 16j .. + 15 (K types)
  *   d[b], m[b]   float scale and float minimum of float block b (32 or 256 elements)
  * so that a weight row . activation row =
@@ -83,12 +82,10 @@ static inline float qg_h(uint16_t h)
 #endif
 }
 
-/* Sets the 16 sc entries of the 32-element group at e (elements e .. e + 31). */
+/* Sets the scales of the two 16-element halves of the 32-element group at e. */
 static inline void qg_set_sc(int16_t *restrict sc, int e, int s_lo, int s_hi)
 {
-    int16_t *p = sc + e / 2;
-    for (int j = 0; j < 8; j++)
-        p[j] = (int16_t)s_lo, p[8 + j] = (int16_t)s_hi;
+    sc[e / 16] = (int16_t)s_lo, sc[e / 16 + 1] = (int16_t)s_hi;
 }
 
 /* The 32 low-then-high nibbles of 16 bytes (the _0/_1 types' element order). */
@@ -114,18 +111,6 @@ static inline void qg_fifth_bits(int8_t *restrict o, const uint8_t *restrict qh)
 {
     for (int e = 0; e < 32; e++)
         o[e] = (int8_t)(o[e] | ((qh[e / 8] >> (e % 8)) & 1) << 4);
-}
-
-/* ggml's 6-bit scale and minimum j (0..7) of a Q4_K / Q5_K block. */
-static inline void qg_scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
-{
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
 }
 
 /* The integer values of nb blocks of type into q (nb * block_elems); every ISA's fast
@@ -216,17 +201,15 @@ static inline void qg_unpack_values(int8_t *restrict q, const void *restrict src
     }
 }
 
-/* The scales of nb blocks of type: sc and mn (nb * block_elems / 2 and nb * 16, 256-element
- * types), d and m (one per float block). */
-static inline void qg_unpack_scales(int16_t *restrict sc, int16_t *restrict mn, float *restrict d,
-                                    float *restrict m, const void *restrict src, uint32_t type,
-                                    int nb)
+/* The scales of block b of type (see qg_unpack_scales). */
+static inline __attribute__((always_inline)) void
+qg_scales_block(int16_t *restrict sc, int16_t *restrict mn, float *restrict d, float *restrict m,
+                const void *restrict src, const qtype_info *info, uint32_t type, int b)
 {
-    const qtype_info *info = qtype_get(type);
-    for (int b = 0; b < nb; b++) {
+    {
         const void *x = (const char *)src + (size_t)b * info->block_bytes;
         size_t kb = info->block_elems == QK_K ? (size_t)b : 0; /* sc, mn: K types only */
-        int16_t *scb = sc + kb * 128, *mnb = mn + kb * 16;
+        int16_t *scb = sc + kb * 16, *mnb = mn + kb * 16;
         switch (type) {
         case QT_Q8_0:
         case QT_IQ4_NL: /* d first, as in Q4_0 */
@@ -273,11 +256,18 @@ static inline void qg_unpack_scales(int16_t *restrict sc, int16_t *restrict mn, 
         case QT_Q4_K:
         case QT_Q5_K: { /* d, dmin, scales: the same offsets in both */
             const qb_q4_k *y = x;
+            /* ggml's 6-bit scales and minimums, four at a time: bytes 0..3 hold scales 0..3
+             * (and the top bits of 4..7), bytes 4..7 minimums 0..3 (and the top bits of 4..7),
+             * bytes 8..11 the low nibbles of scales and minimums 4..7 */
+            uint32_t u[3];
+            memcpy(u, y->scales, sizeof u);
+            uint32_t sv[2] = {u[0] & 0x3f3f3f3fu, (u[2] & 0x0f0f0f0fu) | ((u[0] >> 6) & 0x03030303u) << 4};
+            uint32_t mv[2] = {u[1] & 0x3f3f3f3fu, ((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 6) & 0x03030303u) << 4};
             for (int j = 0; j < 8; j++) {
-                int s, mm;
-                qg_scale_min_k4(j, y->scales, &s, &mm);
-                qg_set_sc(scb, 32 * j, s, s);
-                mnb[2 * j] = mnb[2 * j + 1] = (int16_t)mm;
+                int16_t sj = (int16_t)((sv[j / 4] >> (8 * (j % 4))) & 0xFF);
+                int16_t mj = (int16_t)((mv[j / 4] >> (8 * (j % 4))) & 0xFF);
+                scb[2 * j] = scb[2 * j + 1] = sj;
+                mnb[2 * j] = mnb[2 * j + 1] = mj;
             }
             d[b] = qg_h(y->d), m[b] = qg_h(y->dmin);
             break;
@@ -306,6 +296,41 @@ static inline void qg_unpack_scales(int16_t *restrict sc, int16_t *restrict mn, 
         default:
             break;
         }
+    }
+}
+
+/* The scales of nb blocks of type: sc and mn (nb * 16 each, 256-element types), d and m
+ * (one per float block). GCC's SLP vectorizer packed the int16 stores through the stack (a
+ * store-forwarding stall per block, 60% of an M = 1 Q4_K GEMM): plain stores instead. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-slp-vectorize")))
+#endif
+static inline void qg_unpack_scales(int16_t *restrict sc, int16_t *restrict mn, float *restrict d,
+                                    float *restrict m, const void *restrict src, uint32_t type,
+                                    int nb)
+{
+    const qtype_info *info = qtype_get(type);
+    switch (type) { /* outside the block loop: a constant type in each */
+#define QG_SCALES(T)                                              \
+    case T:                                                       \
+        for (int b = 0; b < nb; b++)                              \
+            qg_scales_block(sc, mn, d, m, src, info, T, b);       \
+        break;
+        QG_SCALES(QT_Q8_0)
+        QG_SCALES(QT_Q4_0)
+        QG_SCALES(QT_Q4_1)
+        QG_SCALES(QT_Q5_0)
+        QG_SCALES(QT_Q5_1)
+        QG_SCALES(QT_IQ4_NL)
+        QG_SCALES(QT_IQ4_XS)
+        QG_SCALES(QT_Q2_K)
+        QG_SCALES(QT_Q3_K)
+        QG_SCALES(QT_Q4_K)
+        QG_SCALES(QT_Q5_K)
+        QG_SCALES(QT_Q6_K)
+#undef QG_SCALES
+    default:
+        break;
     }
 }
 

@@ -7,9 +7,9 @@
  *   QS qs_zero() qs_sub(a, b)               int32 lanes
  *   QS qs_dot(QS acc, QW w, QI a, sgn)      acc + w . a spread over lanes (sgn: w may be
  *                                           negative, else 0 <= w <= 63)
- *   QS qs_dot_sc(acc, w, a, sc, sgn)        the same, each product times its sub-block scale
- *                                           (sc: 16 int16, 8 times the scale of elements 0..15
- *                                           then of 16..31, see qunpack.h)
+ *   QC qc_make(const int16_t *sc)           the scales of elements 0..15 and 16..31 (sc[0], sc[1])
+ *                                           in the form qs_dot_sc multiplies by
+ *   QS qs_dot_sc(acc, w, a, QC c, sgn)      the same as qs_dot, each product times its scale
  *   QS qs_mins(const int16_t *mn, const int16_t *bs)   16 products mn[j] * bs[j] over lanes
  *   QF qf_zero() qf_fma(QF acc, float x, QS s) = acc + x * float(s)   float qf_reduce(QF)
  *   qi_store(int8_t *p, QI) qi_or(a, b)     the unpacking helpers: 32 int8 at p;
@@ -33,7 +33,7 @@
 
 typedef struct qg_buf {
     int8_t q[QG_NR][QG_KC];
-    int16_t sc[QG_NR][QG_KC / 2];
+    int16_t sc[QG_NR][QG_KC / 16];
     int16_t mn[QG_NR][QG_KC / 16];
     float d[QG_NR][QG_KC / QK_32], m[QG_NR][QG_KC / QK_32];
 } qg_buf;
@@ -84,11 +84,16 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
 
 /* ---- unpacking ------------------------------------------------------------------------ */
 
-/* qg_unpack_values (qunpack.h) in the vocabulary for the common types: the same bytes. */
-static void qg_values(int8_t *restrict q, const void *restrict src, uint32_t type, int nb)
+/* qg_unpack_values (qunpack.h) in the vocabulary for the common types: the same bytes.
+ * Block b; type is a constant after inlining. */
+ALWAYS_INLINE void qg_values_block(int8_t *restrict q, const void *restrict src, uint32_t type,
+                                   int b)
 {
-    for (int b = 0; b < nb; b++) {
+    {
         switch (type) {
+        case QT_Q8_0:
+            qi_store(q + 32 * b, qi_load(((const qb_q8_0 *)src)[b].qs));
+            break;
         case QT_Q4_0:
             qi_store(q + 32 * b, qi_nibbles16(((const qb_q4_0 *)src)[b].qs));
             break;
@@ -155,6 +160,32 @@ static void qg_values(int8_t *restrict q, const void *restrict src, uint32_t typ
     }
 }
 
+/* The values of nb blocks, the type switch outside the block loop. */
+static void qg_values(int8_t *restrict q, const void *restrict src, uint32_t type, int nb)
+{
+    switch (type) {
+#define QG_VALUES(T)                         \
+    case T:                                  \
+        for (int b = 0; b < nb; b++)         \
+            qg_values_block(q, src, T, b);   \
+        break;
+        QG_VALUES(QT_Q8_0)
+        QG_VALUES(QT_Q4_0)
+        QG_VALUES(QT_Q4_1)
+        QG_VALUES(QT_IQ4_NL)
+        QG_VALUES(QT_IQ4_XS)
+        QG_VALUES(QT_Q2_K)
+        QG_VALUES(QT_Q3_K)
+        QG_VALUES(QT_Q4_K)
+        QG_VALUES(QT_Q5_K)
+        QG_VALUES(QT_Q6_K)
+#undef QG_VALUES
+    default:
+        qg_unpack_values(q, src, type, nb);
+        break;
+    }
+}
+
 /* ---- the tile ------------------------------------------------------------------------- */
 
 /* out (MR, ldo) columns [0, nr) += or = the tile's rows . MR activation rows (xrb bytes
@@ -208,15 +239,18 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
                     s[r][i] = qs_zero();
             for (int g = 0; g < QK_K / 32; g++) {
                 QW w[QG_NR];
+                QC c[QG_NR];
 #pragma GCC unroll 8
-                for (int r = 0; r < QG_NR; r++)
+                for (int r = 0; r < QG_NR; r++) {
                     w[r] = qw_prep(qi_load(B->q[r] + QK_K * b + 32 * g), SGN);
+                    c[r] = qc_make(B->sc[r] + 16 * b + 2 * g);
+                }
 #pragma GCC unroll 8
                 for (int i = 0; i < MR; i++) {
                     QI av = qi_load(a[i][b].qs + 32 * g);
 #pragma GCC unroll 8
                     for (int r = 0; r < QG_NR; r++)
-                        s[r][i] = qs_dot_sc(s[r][i], w[r], av, B->sc[r] + QK_K / 2 * b + 16 * g, SGN);
+                        s[r][i] = qs_dot_sc(s[r][i], w[r], av, c[r], SGN);
                 }
             }
 #pragma GCC unroll 8

@@ -133,11 +133,19 @@ static inline QS qs_dot(QS acc, QW w, QI a, const int sgn)
     (void)sgn;
     return qs_dot16(qs_dot16(acc, w.lo, a.lo), w.hi, a.hi);
 }
-static inline QS qs_dot_sc(QS acc, QW w, QI a, const int16_t *sc, const int sgn)
+typedef struct QC {
+    int32_t lo, hi; /* the scales of elements 0..15 and 16..31 */
+} QC;
+static inline QC qc_make(const int16_t *sc)
+{
+    QC c = {sc[0], sc[1]};
+    return c;
+}
+static inline QS qs_dot_sc(QS acc, QW w, QI a, QC c, const int sgn)
 {
     (void)sgn;
-    acc = vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.lo, a.lo), sc[0]);
-    return vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.hi, a.hi), sc[8]);
+    acc = vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.lo, a.lo), c.lo);
+    return vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.hi, a.hi), c.hi);
 }
 static inline QS qs_mins(const int16_t *mn, const int16_t *bs)
 {
