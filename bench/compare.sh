@@ -57,7 +57,11 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 if [ ! -f "$model" ]; then
   echo "compare.sh: writing a synthetic stories110m to $model" >&2
-  "$tessera" synth --shape stories110m -o "$model" >&2
+  # The Llama-2 vocabulary where the workplace has it; else synth's built-in default.
+  vocab=()
+  spm=${TESSERA_SHARED:-../shared}/vocab/ggml-vocab-llama-spm.gguf
+  [ -f "$spm" ] && vocab=(--vocab "$spm")
+  "$tessera" synth --shape stories110m "${vocab[@]}" -o "$model" >&2
 fi
 
 keys=$out/keys.json

@@ -763,7 +763,8 @@ static void test_bench_rounds(void **state)
     assert_int_equal(tessera(&out, "bench -m %s --concurrency 2 -n 4 --prompt-len 8 --rounds 2 "
                                    "--bw-mem 0 --json %s", model, json), 0);
     assert_non_null(strstr(out, "median of 2 rounds"));
-    assert_non_null(strstr(out, "1.00x   1.00-1.00")); /* the baseline against itself */
+    assert_non_null(strstr(out, "1.00x  1.00-1.00")); /* the baseline against itself */
+    assert_null(strstr(out, " \n"));                  /* no trailing spaces */
     free(out);
     char *text = tu_read_file(json, NULL);
     assert_non_null(text);

@@ -51,7 +51,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
 
 #define CLI_ENGINE_HELP                                                                   \
     "engine:\n"                                                                            \
-    "  --threads N          OpenMP threads per step (default: all cores)\n"                \
+    "  --threads N          OpenMP threads per step (default: one per physical core)\n"    \
     "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts,\n" \
     "                       at most 1G)\n"                                                  \
     "  --kv-f16             store keys and values as f16 (half the memory)\n"               \
@@ -71,9 +71,8 @@ bool cli_load_option(const char *arg, ts_model_load_opts *o);
     "  --mlock              lock the mapped model file in RAM (RLIMIT_MEMLOCK must allow)\n" \
     "  --hugepages          advise transparent huge pages for the mapped model file\n"
 
-/* The model to use when none is named: $TESSERA_MODEL, else the first models/NAME.gguf in
- * the current directory, else ../shared/models/stories260K/stories260K.gguf. Returns a
- * static buffer. */
+/* The model to use when none is named: cli_model_path(NULL, NULL, ...) (models.h) in a
+ * static buffer; NULL, after printing every place it looked, when there is none. */
 const char *cli_default_model(void);
 
 /* Loads path (and tokenizer, for llama2.c checkpoints) with opts (borrowed; NULL for the

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/threads.h"
 
 static const cli_command commands[] = {
     {"generate", cli_generate, "complete prompts (one, or a file of them concurrently)"},
@@ -15,6 +16,7 @@ static const cli_command commands[] = {
     {"quantize", cli_quantize, "write an F32/F16/BF16 GGUF in a quantized type (Q4_K_M, ...)"},
     {"synth", cli_synth, "write a GGUF with random weights at a real model's shape"},
     {"loadgen", cli_loadgen, "load a server over HTTP: throughput, TTFT/ITL percentiles"},
+    {"pull", cli_pull, "fetch a GGUF from a Hugging Face repository into the model directory"},
     {NULL, NULL, NULL},
 };
 
@@ -28,6 +30,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    cli_threads_init(argv); /* may re-execute the binary: before anything else */
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -17,6 +17,7 @@
 
 #include "common/strbuf.h"
 #include "server/auth.h"
+#include "server/log.h"
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "tessera/server.h"
@@ -65,6 +66,9 @@ struct ts_server {
     srv_model models[SRV_MAX_MODELS];
     int n_models;
     struct MHD_Daemon *daemon;
+    int listen_fd;                /* bound by ts_server_listen (listen.c) until the daemon
+                                   * takes it at start; -1 otherwise */
+    int listen_family;            /* its address family */
     int port;
     long long started;            /* Unix seconds */
     int stop_efd;                 /* readable once shutdown cancels what is left */
@@ -76,6 +80,8 @@ struct ts_server {
     srv_job *jobs;                /* submitted requests, newest first (srv_job.next) */
     srv_cell *free_cells, *all_cells;
     atomic_ullong next_id;
+    atomic_ullong next_request;   /* with id_seed, makes request ids (log.c) */
+    uint64_t id_seed;
     atomic_int open_conns;        /* connections MHD holds open */
 };
 
@@ -95,6 +101,8 @@ typedef struct srv_conn {
     strbuf body;                  /* the accumulated upload */
     bool body_too_big;
     int status;                   /* HTTP status answered, 0 before */
+    char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
+    const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
 } srv_conn;
 

@@ -11,11 +11,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # start_server LOG ARGS...: tessera serve on a free loopback port; sets spid and port.
 start_server() {
   local log=$1; shift
+  : >"$log" # exists before the server's shell opens it, or the first sed could race it
   "$bin" serve -m "$model" --host 127.0.0.1 --port 0 "$@" 2>"$log" &
   spid=$!
   port=
   for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log" 2>/dev/null || true)
     [ -n "$port" ] && return 0
     sleep 0.1
   done
