@@ -72,16 +72,16 @@ static void assert_mapped(const ts_model *m)
 /* How far the batched pass may be from the reference, relative to the largest reference
  * logit of the row. The reference multiplies f32 activations by the decoded weights; the
  * batched pass multiplies int8 activations (one scale per 32 or 256) by the blocks, five
- * layers deep: measured 2.0e-2 .. 3.4e-2 for the types of 4 bits or more, 4.5e-2 (Q3_K_M)
- * and 6.7e-2 (Q2_K), whose coarse weights amplify the activations' rounding. F32, F16 and
- * BF16 keep f32 activations: rounding only (~1e-6). */
+ * layers deep: measured 1.7e-2 .. 3.9e-2 for the types of 4 bits or more, up to 4.5e-2
+ * (Q3_K_M) and 6.7e-2 (Q2_K) on other sequences, whose coarse weights amplify the
+ * activations' rounding. F32, F16 and BF16 keep f32 activations: rounding only (~1e-6). */
 static double tolerance(const char *type)
 {
     if (!strcmp(type, "f32") || !strcmp(type, "F16") || !strcmp(type, "BF16"))
         return 1e-5;
     if (!strcmp(type, "Q2_K") || !strcmp(type, "Q3_K_M"))
         return 9e-2;
-    return 4.5e-2;
+    return 5e-2;
 }
 
 static double max_abs(const float *x, int n)
