@@ -34,8 +34,11 @@ static double time_calls(const simd_kernels *k, fwd_gemm_path path, float *out, 
     double best = 1e30, spent = 0.0;
     for (int rep = 0; rep < 200 && (rep < 3 || spent < budget_s); rep++) {
         double t0 = omp_get_wtime();
-        for (int c = 0; c < n_copies; c++)
-            fwd_gemm(k, path, out, x, K, w + (size_t)c * N * K, M, N, K, 0.0f);
+        for (int c = 0; c < n_copies; c++) {
+            simd_qmat wm = model_qmat_f32(w + (size_t)c * N * K, N, K);
+            const simd_qmat *wp = &wm;
+            fwd_gemm(k, path, NULL, out, (size_t)N, x, K, &wp, 1, M, 0.0f);
+        }
         double t = (omp_get_wtime() - t0) / n_copies;
         spent += t * n_copies;
         best = t < best ? t : best;

@@ -8,6 +8,9 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "quant.h"
 
 typedef __m256i QI;
 typedef __m256i QS;
@@ -23,6 +26,25 @@ static inline QW qw_prep(QI w, const int sgn)
     QW r = {sgn ? _mm256_abs_epi8(w) : w, w};
     return r;
 }
+static inline void qi_store(int8_t *p, QI v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline QI qi_load_u(const uint8_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline QI qi_or(QI a, QI b) { return _mm256_or_si256(a, b); }
+static inline QI qi_bits(QI v, int s, int mask)
+{
+    return _mm256_and_si256(_mm256_srli_epi16(v, s), _mm256_set1_epi8((char)mask));
+}
+static inline QI qi_shl(QI v, int s) { return _mm256_slli_epi16(v, s); }
+static inline QI qi_nibbles16(const uint8_t *p)
+{
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0xF));
+}
+static inline QI qi_iq4(QI v)
+{
+    __m128i t = _mm_loadu_si128((const __m128i *)qt_iq4nl_values);
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), v);
+}
 static inline QS qs_zero(void) { return _mm256_setzero_si256(); }
 static inline QS qs_sub(QS a, QS b) { return _mm256_sub_epi32(a, b); }
 /* The activation with the weight's signs where the weight is signed. */
@@ -36,10 +58,19 @@ static inline QS qs_dot(QS acc, QW w, QI a, const int sgn)
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 #endif
 }
-static inline QS qs_dot_sc(QS acc, QW w, QI a, const int16_t *sc, const int sgn)
+/* sc[0] in the 8 int16 of the low half (the pairs of elements 0..15), sc[1] in the high. */
+typedef __m256i QC;
+static inline QC qc_make(const int16_t *sc)
+{
+    int32_t two;
+    memcpy(&two, sc, sizeof two);
+    const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
+                                          3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    return _mm256_shuffle_epi8(_mm256_set1_epi32(two), pick);
+}
+static inline QS qs_dot_sc(QS acc, QW w, QI a, QC s, const int sgn)
 {
     __m256i p = _mm256_maddubs_epi16(w.u, qi_signed(w, a, sgn));
-    __m256i s = _mm256_loadu_si256((const __m256i *)sc);
 #ifdef __AVX512VNNI__
     return _mm256_dpwssd_epi32(acc, p, s);
 #else

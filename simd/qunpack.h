@@ -5,9 +5,8 @@
  *
  * The form, for a weight row over a run of elements (a whole number of float blocks):
  *   q[e]     the element's integer value, int8 (signed only for Q8_0 / IQ4_NL / IQ4_XS)
- *   sc[16g + j]  the integer scale of element 32g + 16 * (j / 8) + (0..15), i.e. each group
- *            of 32 elements holds its two 16-element sub-block scales, each 8 times: the
- *            int16 pattern one maddubs/madd pair multiplies by (K types and IQ4_XS only)
+ *   sc[e / 16]   the integer scale of element e's 16-element sub-block (K types and IQ4_XS;
+ *            a 32-element sub-block has its scale twice)
  *   mn[16b + j]  integer minimum multiplier of elements 256b + 16j .. + 15 (K types)
  *   d[b], m[b]   float scale and float minimum of float block b (32 or 256 elements)
  * so that a weight row . activation row =
@@ -23,6 +22,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include "simd_internal.h"
 
@@ -66,113 +68,178 @@ static inline qg_traits qg_traits_of(uint32_t type)
     }
 }
 
-static inline float qg_h(uint16_t h) { return simd_f16_to_f32_scalar(h); }
-
-/* Sets the 16 sc entries of the 32-element group at e (elements e .. e + 31). */
-static inline void qg_set_sc(int16_t *sc, int e, int s_lo, int s_hi)
+/* f16 to f32 (exact on every path). */
+static inline float qg_h(uint16_t h)
 {
-    int16_t *p = sc + e / 2;
-    for (int j = 0; j < 8; j++)
-        p[j] = (int16_t)s_lo, p[8 + j] = (int16_t)s_hi;
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#elif defined(__aarch64__)
+    __fp16 f;
+    memcpy(&f, &h, sizeof f);
+    return (float)f;
+#else
+    return simd_f16_to_f32_scalar(h);
+#endif
 }
 
-/* ggml's 6-bit scale and minimum j (0..7) of a Q4_K / Q5_K block. */
-static inline void qg_scale_min_k4(int j, const uint8_t *s, int *sc, int *mn)
+/* Sets the scales of the two 16-element halves of the 32-element group at e. */
+static inline void qg_set_sc(int16_t *restrict sc, int e, int s_lo, int s_hi)
 {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    sc[e / 16] = (int16_t)s_lo, sc[e / 16 + 1] = (int16_t)s_hi;
+}
+
+/* The 32 low-then-high nibbles of 16 bytes (the _0/_1 types' element order). */
+static inline void qg_nibbles(int8_t *restrict o, const uint8_t *restrict qs)
+{
+    for (int j = 0; j < 16; j++) {
+        o[j] = (int8_t)(qs[j] & 0xF);
+        o[j + 16] = (int8_t)(qs[j] >> 4);
     }
 }
 
-/* Unpacks nb blocks of type (nb * block_elems elements) from src into the form above:
- * q (nb * block_elems), sc and mn (nb * block_elems / 2 and nb * 16, 256-element types),
- * d and m (one per float block). */
-static inline void qg_unpack(int8_t *q, int16_t *sc, int16_t *mn, float *d, float *m,
-                             const void *src, uint32_t type, int nb)
+/* IQ4_NL values of the 32 nibbles of 16 bytes. */
+static inline void qg_iq4(int8_t *restrict o, const uint8_t *restrict qs)
 {
-    switch (type) {
-    case QT_Q8_0:
-        for (int b = 0; b < nb; b++) {
-            const qb_q8_0 *x = (const qb_q8_0 *)src + b;
-            memcpy(q + 32 * b, x->qs, 32);
-            d[b] = qg_h(x->d), m[b] = 0.0f;
-        }
-        break;
-    case QT_Q4_0:
-    case QT_Q4_1:
-    case QT_IQ4_NL:
-        for (int b = 0; b < nb; b++) {
-            const uint8_t *qs;
-            float db, mb;
-            if (type == QT_Q4_1) {
-                const qb_q4_1 *x = (const qb_q4_1 *)src + b;
-                qs = x->qs, db = qg_h(x->d), mb = qg_h(x->m);
-            } else { /* qb_q4_0 and qb_iq4_nl share their layout */
-                const qb_q4_0 *x = (const qb_q4_0 *)src + b;
-                qs = x->qs, db = qg_h(x->d), mb = -8.0f * db;
-            }
-            int8_t *o = q + 32 * b;
-            for (int j = 0; j < 16; j++) {
-                int lo = qs[j] & 0xF, hi = qs[j] >> 4;
-                o[j] = (int8_t)(type == QT_IQ4_NL ? qt_iq4nl_values[lo] : lo);
-                o[j + 16] = (int8_t)(type == QT_IQ4_NL ? qt_iq4nl_values[hi] : hi);
-            }
-            d[b] = db, m[b] = type == QT_IQ4_NL ? 0.0f : mb;
-        }
-        break;
-    case QT_Q5_0:
-    case QT_Q5_1:
-        for (int b = 0; b < nb; b++) {
-            const uint8_t *qs, *qhp;
-            float db, mb;
-            if (type == QT_Q5_1) {
-                const qb_q5_1 *x = (const qb_q5_1 *)src + b;
-                qs = x->qs, qhp = x->qh, db = qg_h(x->d), mb = qg_h(x->m);
-            } else {
-                const qb_q5_0 *x = (const qb_q5_0 *)src + b;
-                qs = x->qs, qhp = x->qh, db = qg_h(x->d), mb = -16.0f * db;
-            }
-            uint32_t qh = (uint32_t)qhp[0] | (uint32_t)qhp[1] << 8 | (uint32_t)qhp[2] << 16 |
-                          (uint32_t)qhp[3] << 24;
-            int8_t *o = q + 32 * b;
-            for (int j = 0; j < 16; j++) {
-                o[j] = (int8_t)((qs[j] & 0xF) | ((qh >> j) & 1) << 4);
-                o[j + 16] = (int8_t)((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-            }
-            d[b] = db, m[b] = mb;
-        }
-        break;
-    case QT_Q2_K:
-        for (int b = 0; b < nb; b++) {
-            const qb_q2_k *x = (const qb_q2_k *)src + b;
-            int8_t *o = q + 256 * b;
+    for (int j = 0; j < 16; j++) {
+        o[j] = qt_iq4nl_values[qs[j] & 0xF];
+        o[j + 16] = qt_iq4nl_values[qs[j] >> 4];
+    }
+}
+
+/* Bit e of the 32 bits qh (little-endian) as bit 4 of element e (Q5_0 / Q5_1). */
+static inline void qg_fifth_bits(int8_t *restrict o, const uint8_t *restrict qh)
+{
+    for (int e = 0; e < 32; e++)
+        o[e] = (int8_t)(o[e] | ((qh[e / 8] >> (e % 8)) & 1) << 4);
+}
+
+/* The integer values of nb blocks of type into q (nb * block_elems); every ISA's fast
+ * path (vec_qgemm.h) writes exactly these bytes. */
+static inline void qg_unpack_values(int8_t *restrict q, const void *restrict src, uint32_t type,
+                                    int nb)
+{
+    const qtype_info *info = qtype_get(type);
+    for (int b = 0; b < nb; b++) {
+        const void *x = (const char *)src + (size_t)b * info->block_bytes;
+        int8_t *o = q + (size_t)b * info->block_elems;
+        switch (type) {
+        case QT_Q8_0:
+            memcpy(o, ((const qb_q8_0 *)x)->qs, 32);
+            break;
+        case QT_Q4_0:
+        case QT_IQ4_NL: /* the same layout */
+            if (type == QT_Q4_0)
+                qg_nibbles(o, ((const qb_q4_0 *)x)->qs);
+            else
+                qg_iq4(o, ((const qb_iq4_nl *)x)->qs);
+            break;
+        case QT_Q4_1:
+            qg_nibbles(o, ((const qb_q4_1 *)x)->qs);
+            break;
+        case QT_Q5_0:
+            qg_nibbles(o, ((const qb_q5_0 *)x)->qs);
+            qg_fifth_bits(o, ((const qb_q5_0 *)x)->qh);
+            break;
+        case QT_Q5_1:
+            qg_nibbles(o, ((const qb_q5_1 *)x)->qs);
+            qg_fifth_bits(o, ((const qb_q5_1 *)x)->qh);
+            break;
+        case QT_Q2_K: {
+            const qb_q2_k *y = x;
             for (int h = 0; h < 2; h++) /* half h, bit pair j of byte l */
                 for (int j = 0; j < 4; j++)
                     for (int l = 0; l < 32; l++)
-                        o[128 * h + 32 * j + l] = (int8_t)((x->qs[32 * h + l] >> (2 * j)) & 3);
-            for (int s = 0; s < 16; s += 2)
-                qg_set_sc(sc, 256 * b + 16 * s, x->scales[s] & 0xF, x->scales[s + 1] & 0xF);
-            for (int s = 0; s < 16; s++)
-                mn[16 * b + s] = (int16_t)(x->scales[s] >> 4);
-            d[b] = qg_h(x->d), m[b] = qg_h(x->dmin);
+                        o[128 * h + 32 * j + l] = (int8_t)((y->qs[32 * h + l] >> (2 * j)) & 3);
+            break;
         }
-        break;
-    case QT_Q3_K:
-        for (int b = 0; b < nb; b++) {
-            const qb_q3_k *x = (const qb_q3_k *)src + b;
-            const uint8_t *s = x->scales;
-            int8_t *o = q + 256 * b;
+        case QT_Q3_K: {
+            const qb_q3_k *y = x;
             for (int h = 0; h < 2; h++) /* value lo - 4 * !hb = o[e] - 4 */
                 for (int j = 0; j < 4; j++)
                     for (int l = 0; l < 32; l++) {
-                        int lo = (x->qs[32 * h + l] >> (2 * j)) & 3;
-                        int hb = (x->hmask[l] >> (4 * h + j)) & 1;
+                        int lo = (y->qs[32 * h + l] >> (2 * j)) & 3;
+                        int hb = (y->hmask[l] >> (4 * h + j)) & 1;
                         o[128 * h + 32 * j + l] = (int8_t)(lo | hb << 2);
                     }
+            break;
+        }
+        case QT_Q4_K:
+        case QT_Q5_K: {
+            const uint8_t *qs = type == QT_Q4_K ? ((const qb_q4_k *)x)->qs : ((const qb_q5_k *)x)->qs;
+            for (int c = 0; c < 4; c++) /* 64 elements: low nibbles, then high */
+                for (int l = 0; l < 32; l++) {
+                    o[64 * c + l] = (int8_t)(qs[32 * c + l] & 0xF);
+                    o[64 * c + 32 + l] = (int8_t)(qs[32 * c + l] >> 4);
+                }
+            if (type == QT_Q5_K)
+                for (int c = 0; c < 4; c++)
+                    for (int l = 0; l < 32; l++) {
+                        const uint8_t *qh = ((const qb_q5_k *)x)->qh;
+                        o[64 * c + l] |= (int8_t)(((qh[l] >> (2 * c)) & 1) << 4);
+                        o[64 * c + 32 + l] |= (int8_t)(((qh[l] >> (2 * c + 1)) & 1) << 4);
+                    }
+            break;
+        }
+        case QT_Q6_K: {
+            const qb_q6_k *y = x;
+            for (int h = 0; h < 2; h++) /* half h, quarter c, index l; value o[e] - 32 */
+                for (int c = 0; c < 4; c++)
+                    for (int l = 0; l < 32; l++) {
+                        int lo = (y->ql[64 * h + 32 * (c & 1) + l] >> (4 * (c >> 1))) & 0xF;
+                        int hb = (y->qh[32 * h + l] >> (2 * c)) & 3;
+                        o[128 * h + 32 * c + l] = (int8_t)(lo | hb << 4);
+                    }
+            break;
+        }
+        case QT_IQ4_XS:
+            for (int g = 0; g < 8; g++)
+                qg_iq4(o + 32 * g, ((const qb_iq4_xs *)x)->qs + 16 * g);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* The scales of block b of type (see qg_unpack_scales). */
+static inline __attribute__((always_inline)) void
+qg_scales_block(int16_t *restrict sc, int16_t *restrict mn, float *restrict d, float *restrict m,
+                const void *restrict src, const qtype_info *info, uint32_t type, int b)
+{
+    {
+        const void *x = (const char *)src + (size_t)b * info->block_bytes;
+        size_t kb = info->block_elems == QK_K ? (size_t)b : 0; /* sc, mn: K types only */
+        int16_t *scb = sc + kb * 16, *mnb = mn + kb * 16;
+        switch (type) {
+        case QT_Q8_0:
+        case QT_IQ4_NL: /* d first, as in Q4_0 */
+        case QT_Q4_0:
+        case QT_Q5_0: {
+            uint16_t h;
+            memcpy(&h, x, sizeof h);
+            d[b] = qg_h(h);
+            m[b] = type == QT_Q4_0 ? -8.0f * d[b] : type == QT_Q5_0 ? -16.0f * d[b] : 0.0f;
+            break;
+        }
+        case QT_Q4_1:
+        case QT_Q5_1: { /* d, m first */
+            uint16_t h[2];
+            memcpy(h, x, sizeof h);
+            d[b] = qg_h(h[0]), m[b] = qg_h(h[1]);
+            break;
+        }
+        case QT_Q2_K: {
+            const qb_q2_k *y = x;
+            for (int i = 0; i < 16; i += 2)
+                qg_set_sc(scb, 16 * i, y->scales[i] & 0xF, y->scales[i + 1] & 0xF);
+            for (int i = 0; i < 16; i++)
+                mnb[i] = (int16_t)(y->scales[i] >> 4);
+            d[b] = qg_h(y->d), m[b] = qg_h(y->dmin);
+            break;
+        }
+        case QT_Q3_K: {
+            const qb_q3_k *y = x;
+            const uint8_t *s = y->scales;
             int scl[16];
             for (int i = 0; i < 16; i++) { /* low 4 bits from bytes 0..7, high 2 from 8..11 */
                 int low = i < 8 ? s[i] & 0xF : s[i - 8] >> 4;
@@ -180,85 +247,100 @@ static inline void qg_unpack(int8_t *q, int16_t *sc, int16_t *mn, float *d, floa
                 scl[i] = (low | high << 4) - 32;
             }
             for (int i = 0; i < 16; i += 2)
-                qg_set_sc(sc, 256 * b + 16 * i, scl[i], scl[i + 1]);
+                qg_set_sc(scb, 16 * i, scl[i], scl[i + 1]);
             for (int i = 0; i < 16; i++)
-                mn[16 * b + i] = (int16_t)(4 * scl[i]);
-            d[b] = qg_h(x->d), m[b] = 0.0f;
+                mnb[i] = (int16_t)(4 * scl[i]);
+            d[b] = qg_h(y->d), m[b] = 0.0f;
+            break;
         }
-        break;
-    case QT_Q4_K:
-    case QT_Q5_K:
-        for (int b = 0; b < nb; b++) {
-            const uint8_t *scales, *qs, *qh = NULL;
-            float db, dm;
-            if (type == QT_Q4_K) {
-                const qb_q4_k *x = (const qb_q4_k *)src + b;
-                scales = x->scales, qs = x->qs, db = qg_h(x->d), dm = qg_h(x->dmin);
-            } else {
-                const qb_q5_k *x = (const qb_q5_k *)src + b;
-                scales = x->scales, qs = x->qs, qh = x->qh, db = qg_h(x->d), dm = qg_h(x->dmin);
-            }
-            int8_t *o = q + 256 * b;
-            for (int c = 0; c < 4; c++) /* 64 elements: low nibbles, then high */
-                for (int l = 0; l < 32; l++) {
-                    o[64 * c + l] = (int8_t)(qs[32 * c + l] & 0xF);
-                    o[64 * c + 32 + l] = (int8_t)(qs[32 * c + l] >> 4);
-                }
-            if (qh)
-                for (int c = 0; c < 4; c++)
-                    for (int l = 0; l < 32; l++) {
-                        o[64 * c + l] |= (int8_t)(((qh[l] >> (2 * c)) & 1) << 4);
-                        o[64 * c + 32 + l] |= (int8_t)(((qh[l] >> (2 * c + 1)) & 1) << 4);
-                    }
+        case QT_Q4_K:
+        case QT_Q5_K: { /* d, dmin, scales: the same offsets in both */
+            const qb_q4_k *y = x;
+            /* ggml's 6-bit scales and minimums, four at a time: bytes 0..3 hold scales 0..3
+             * (and the top bits of 4..7), bytes 4..7 minimums 0..3 (and the top bits of 4..7),
+             * bytes 8..11 the low nibbles of scales and minimums 4..7 */
+            uint32_t u[3];
+            memcpy(u, y->scales, sizeof u);
+            uint32_t sv[2] = {u[0] & 0x3f3f3f3fu, (u[2] & 0x0f0f0f0fu) | ((u[0] >> 6) & 0x03030303u) << 4};
+            uint32_t mv[2] = {u[1] & 0x3f3f3f3fu, ((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 6) & 0x03030303u) << 4};
             for (int j = 0; j < 8; j++) {
-                int s, mm;
-                qg_scale_min_k4(j, scales, &s, &mm);
-                qg_set_sc(sc, 256 * b + 32 * j, s, s);
-                mn[16 * b + 2 * j] = mn[16 * b + 2 * j + 1] = (int16_t)mm;
+                int16_t sj = (int16_t)((sv[j / 4] >> (8 * (j % 4))) & 0xFF);
+                int16_t mj = (int16_t)((mv[j / 4] >> (8 * (j % 4))) & 0xFF);
+                scb[2 * j] = scb[2 * j + 1] = sj;
+                mnb[2 * j] = mnb[2 * j + 1] = mj;
             }
-            d[b] = db, m[b] = dm;
+            d[b] = qg_h(y->d), m[b] = qg_h(y->dmin);
+            break;
         }
-        break;
-    case QT_Q6_K:
-        for (int b = 0; b < nb; b++) {
-            const qb_q6_k *x = (const qb_q6_k *)src + b;
-            int8_t *o = q + 256 * b;
-            for (int h = 0; h < 2; h++) /* half h, quarter c, index l; value o[e] - 32 */
-                for (int c = 0; c < 4; c++)
-                    for (int l = 0; l < 32; l++) {
-                        int lo = (x->ql[64 * h + 32 * (c & 1) + l] >> (4 * (c >> 1))) & 0xF;
-                        int hb = (x->qh[32 * h + l] >> (2 * c)) & 3;
-                        o[128 * h + 32 * c + l] = (int8_t)(lo | hb << 4);
-                    }
+        case QT_Q6_K: {
+            const qb_q6_k *y = x;
             for (int i = 0; i < 16; i += 2)
-                qg_set_sc(sc, 256 * b + 16 * i, x->scales[i], x->scales[i + 1]);
+                qg_set_sc(scb, 16 * i, y->scales[i], y->scales[i + 1]);
             for (int i = 0; i < 16; i++)
-                mn[16 * b + i] = (int16_t)(32 * x->scales[i]);
-            d[b] = qg_h(x->d), m[b] = 0.0f;
+                mnb[i] = (int16_t)(32 * y->scales[i]);
+            d[b] = qg_h(y->d), m[b] = 0.0f;
+            break;
         }
-        break;
-    case QT_IQ4_XS:
-        for (int b = 0; b < nb; b++) {
-            const qb_iq4_xs *x = (const qb_iq4_xs *)src + b;
-            int8_t *o = q + 256 * b;
+        case QT_IQ4_XS: {
+            const qb_iq4_xs *y = x;
             for (int g = 0; g < 8; g++) {
-                const uint8_t *qs = x->qs + 16 * g;
-                for (int j = 0; j < 16; j++) {
-                    o[32 * g + j] = qt_iq4nl_values[qs[j] & 0xF];
-                    o[32 * g + j + 16] = qt_iq4nl_values[qs[j] >> 4];
-                }
-                int ls = ((x->scales_l[g / 2] >> (4 * (g % 2))) & 0xF) |
-                         ((x->scales_h >> (2 * g)) & 3) << 4;
-                qg_set_sc(sc, 256 * b + 32 * g, ls - 32, ls - 32);
+                int ls = ((y->scales_l[g / 2] >> (4 * (g % 2))) & 0xF) |
+                         ((y->scales_h >> (2 * g)) & 3) << 4;
+                qg_set_sc(scb, 32 * g, ls - 32, ls - 32);
             }
             for (int i = 0; i < 16; i++)
-                mn[16 * b + i] = 0;
-            d[b] = qg_h(x->d), m[b] = 0.0f;
+                mnb[i] = 0;
+            d[b] = qg_h(y->d), m[b] = 0.0f;
+            break;
         }
+        default:
+            break;
+        }
+    }
+}
+
+/* The scales of nb blocks of type: sc and mn (nb * 16 each, 256-element types), d and m
+ * (one per float block). GCC's SLP vectorizer packed the int16 stores through the stack (a
+ * store-forwarding stall per block, 60% of an M = 1 Q4_K GEMM): plain stores instead. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-slp-vectorize")))
+#endif
+static inline void qg_unpack_scales(int16_t *restrict sc, int16_t *restrict mn, float *restrict d,
+                                    float *restrict m, const void *restrict src, uint32_t type,
+                                    int nb)
+{
+    const qtype_info *info = qtype_get(type);
+    switch (type) { /* outside the block loop: a constant type in each */
+#define QG_SCALES(T)                                              \
+    case T:                                                       \
+        for (int b = 0; b < nb; b++)                              \
+            qg_scales_block(sc, mn, d, m, src, info, T, b);       \
         break;
+        QG_SCALES(QT_Q8_0)
+        QG_SCALES(QT_Q4_0)
+        QG_SCALES(QT_Q4_1)
+        QG_SCALES(QT_Q5_0)
+        QG_SCALES(QT_Q5_1)
+        QG_SCALES(QT_IQ4_NL)
+        QG_SCALES(QT_IQ4_XS)
+        QG_SCALES(QT_Q2_K)
+        QG_SCALES(QT_Q3_K)
+        QG_SCALES(QT_Q4_K)
+        QG_SCALES(QT_Q5_K)
+        QG_SCALES(QT_Q6_K)
+#undef QG_SCALES
     default:
         break;
     }
+}
+
+/* Unpacks nb blocks of type (nb * block_elems elements) from src into the form above. */
+static inline void qg_unpack(int8_t *restrict q, int16_t *restrict sc, int16_t *restrict mn,
+                             float *restrict d, float *restrict m, const void *restrict src,
+                             uint32_t type, int nb)
+{
+    qg_unpack_values(q, src, type, nb);
+    qg_unpack_scales(sc, mn, d, m, src, type, nb);
 }
 
 /* ---- activations ---- */

@@ -7,11 +7,17 @@
  *   QS qs_zero() qs_sub(a, b)               int32 lanes
  *   QS qs_dot(QS acc, QW w, QI a, sgn)      acc + w . a spread over lanes (sgn: w may be
  *                                           negative, else 0 <= w <= 63)
- *   QS qs_dot_sc(acc, w, a, sc, sgn)        the same, each product times its sub-block scale
- *                                           (sc: 16 int16, 8 times the scale of elements 0..15
- *                                           then of 16..31, see qunpack.h)
+ *   QC qc_make(const int16_t *sc)           the scales of elements 0..15 and 16..31 (sc[0], sc[1])
+ *                                           in the form qs_dot_sc multiplies by
+ *   QS qs_dot_sc(acc, w, a, QC c, sgn)      the same as qs_dot, each product times its scale
  *   QS qs_mins(const int16_t *mn, const int16_t *bs)   16 products mn[j] * bs[j] over lanes
  *   QF qf_zero() qf_fma(QF acc, float x, QS s) = acc + x * float(s)   float qf_reduce(QF)
+ *   qi_store(int8_t *p, QI) qi_or(a, b)     the unpacking helpers: 32 int8 at p;
+ *   QI qi_nibbles16(const uint8_t *p)       16 bytes' low nibbles then their high nibbles
+ *   QI qi_load_u(const uint8_t *p)          32 bytes
+ *   QI qi_bits(QI v, s, mask)               (v >> s) & mask in each byte
+ *   QI qi_shl(QI v, s)                      v << s in each byte, for v < 2^(8 - s)
+ *   QI qi_iq4(QI v)                         qt_iq4nl_values[v] for v in 0..15
  *   QG_NR, QG_MR                            the tile: weight rows x activation rows
  *
  * A tile of QG_NR weight rows is unpacked (qunpack.h) once per QG_KC elements of K into a
@@ -27,7 +33,7 @@
 
 typedef struct qg_buf {
     int8_t q[QG_NR][QG_KC];
-    int16_t sc[QG_NR][QG_KC / 2];
+    int16_t sc[QG_NR][QG_KC / 16];
     int16_t mn[QG_NR][QG_KC / 16];
     float d[QG_NR][QG_KC / QK_32], m[QG_NR][QG_KC / QK_32];
 } qg_buf;
@@ -73,6 +79,110 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
                     ob->bsums[j] = (int16_t)qg_act_store(ob->qs + 16 * j, r + 16 * j, 16);
             }
         }
+    }
+}
+
+/* ---- unpacking ------------------------------------------------------------------------ */
+
+/* qg_unpack_values (qunpack.h) in the vocabulary for the common types: the same bytes.
+ * Block b; type is a constant after inlining. */
+ALWAYS_INLINE void qg_values_block(int8_t *restrict q, const void *restrict src, uint32_t type,
+                                   int b)
+{
+    {
+        switch (type) {
+        case QT_Q8_0:
+            qi_store(q + 32 * b, qi_load(((const qb_q8_0 *)src)[b].qs));
+            break;
+        case QT_Q4_0:
+            qi_store(q + 32 * b, qi_nibbles16(((const qb_q4_0 *)src)[b].qs));
+            break;
+        case QT_Q4_1:
+            qi_store(q + 32 * b, qi_nibbles16(((const qb_q4_1 *)src)[b].qs));
+            break;
+        case QT_IQ4_NL:
+            qi_store(q + 32 * b, qi_iq4(qi_nibbles16(((const qb_iq4_nl *)src)[b].qs)));
+            break;
+        case QT_IQ4_XS:
+            for (int g = 0; g < 8; g++)
+                qi_store(q + 256 * b + 32 * g,
+                         qi_iq4(qi_nibbles16(((const qb_iq4_xs *)src)[b].qs + 16 * g)));
+            break;
+        case QT_Q2_K:
+        case QT_Q3_K: {
+            const uint8_t *qs = type == QT_Q2_K ? ((const qb_q2_k *)src)[b].qs : ((const qb_q3_k *)src)[b].qs;
+            QI hm = type == QT_Q3_K ? qi_load_u(((const qb_q3_k *)src)[b].hmask) : qi_bits(qi_load_u(qs), 0, 0);
+            for (int h = 0; h < 2; h++) {
+                QI v = qi_load_u(qs + 32 * h);
+                for (int j = 0; j < 4; j++) {
+                    QI o = qi_bits(v, 2 * j, 3);
+                    if (type == QT_Q3_K)
+                        o = qi_or(o, qi_shl(qi_bits(hm, 4 * h + j, 1), 2));
+                    qi_store(q + 256 * b + 128 * h + 32 * j, o);
+                }
+            }
+            break;
+        }
+        case QT_Q4_K:
+        case QT_Q5_K: {
+            const uint8_t *qs = type == QT_Q4_K ? ((const qb_q4_k *)src)[b].qs : ((const qb_q5_k *)src)[b].qs;
+            for (int c = 0; c < 4; c++) {
+                QI v = qi_load_u(qs + 32 * c);
+                QI lo = qi_bits(v, 0, 0xF), hi = qi_bits(v, 4, 0xF);
+                if (type == QT_Q5_K) {
+                    QI h = qi_load_u(((const qb_q5_k *)src)[b].qh);
+                    lo = qi_or(lo, qi_shl(qi_bits(h, 2 * c, 1), 4));
+                    hi = qi_or(hi, qi_shl(qi_bits(h, 2 * c + 1, 1), 4));
+                }
+                qi_store(q + 256 * b + 64 * c, lo);
+                qi_store(q + 256 * b + 64 * c + 32, hi);
+            }
+            break;
+        }
+        case QT_Q6_K: {
+            const qb_q6_k *x = (const qb_q6_k *)src + b;
+            for (int h = 0; h < 2; h++) {
+                QI l0 = qi_load_u(x->ql + 64 * h), l1 = qi_load_u(x->ql + 64 * h + 32);
+                QI hb = qi_load_u(x->qh + 32 * h);
+                int8_t *o = q + 256 * b + 128 * h;
+                qi_store(o, qi_or(qi_bits(l0, 0, 0xF), qi_shl(qi_bits(hb, 0, 3), 4)));
+                qi_store(o + 32, qi_or(qi_bits(l1, 0, 0xF), qi_shl(qi_bits(hb, 2, 3), 4)));
+                qi_store(o + 64, qi_or(qi_bits(l0, 4, 0xF), qi_shl(qi_bits(hb, 4, 3), 4)));
+                qi_store(o + 96, qi_or(qi_bits(l1, 4, 0xF), qi_shl(qi_bits(hb, 6, 3), 4)));
+            }
+            break;
+        }
+        default:
+            qg_unpack_values(q + (size_t)b * qtype_get(type)->block_elems,
+                             (const char *)src + (size_t)b * qtype_get(type)->block_bytes, type, 1);
+            break;
+        }
+    }
+}
+
+/* The values of nb blocks, the type switch outside the block loop. */
+static void qg_values(int8_t *restrict q, const void *restrict src, uint32_t type, int nb)
+{
+    switch (type) {
+#define QG_VALUES(T)                         \
+    case T:                                  \
+        for (int b = 0; b < nb; b++)         \
+            qg_values_block(q, src, T, b);   \
+        break;
+        QG_VALUES(QT_Q8_0)
+        QG_VALUES(QT_Q4_0)
+        QG_VALUES(QT_Q4_1)
+        QG_VALUES(QT_IQ4_NL)
+        QG_VALUES(QT_IQ4_XS)
+        QG_VALUES(QT_Q2_K)
+        QG_VALUES(QT_Q3_K)
+        QG_VALUES(QT_Q4_K)
+        QG_VALUES(QT_Q5_K)
+        QG_VALUES(QT_Q6_K)
+#undef QG_VALUES
+    default:
+        qg_unpack_values(q, src, type, nb);
+        break;
     }
 }
 
@@ -129,15 +239,18 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
                     s[r][i] = qs_zero();
             for (int g = 0; g < QK_K / 32; g++) {
                 QW w[QG_NR];
+                QC c[QG_NR];
 #pragma GCC unroll 8
-                for (int r = 0; r < QG_NR; r++)
+                for (int r = 0; r < QG_NR; r++) {
                     w[r] = qw_prep(qi_load(B->q[r] + QK_K * b + 32 * g), SGN);
+                    c[r] = qc_make(B->sc[r] + 16 * b + 2 * g);
+                }
 #pragma GCC unroll 8
                 for (int i = 0; i < MR; i++) {
                     QI av = qi_load(a[i][b].qs + 32 * g);
 #pragma GCC unroll 8
                     for (int r = 0; r < QG_NR; r++)
-                        s[r][i] = qs_dot_sc(s[r][i], w[r], av, B->sc[r] + QK_K / 2 * b + 16 * g, SGN);
+                        s[r][i] = qs_dot_sc(s[r][i], w[r], av, c[r], SGN);
                 }
             }
 #pragma GCC unroll 8
@@ -210,7 +323,8 @@ ALWAYS_INLINE void qg_run(float *out, size_t ldo, const void *xq, const simd_qma
                 if (r < nr) {
                     const char *src = (const char *)w->data + (size_t)(n0 + r) * w->row_bytes +
                                       (size_t)(k0 / be) * info->block_bytes;
-                    qg_unpack(B.q[r], B.sc[r], B.mn[r], B.d[r], B.m[r], src, w->type, kn / be);
+                    qg_values(B.q[r], src, w->type, kn / be);
+                    qg_unpack_scales(B.sc[r], B.mn[r], B.d[r], B.m[r], src, w->type, kn / be);
                 } else { /* rows past the matrix multiply as zeros and are not stored */
                     memset(B.q[r], 0, (size_t)kn);
                     memset(B.sc[r], 0, sizeof B.sc[r]);

@@ -4,12 +4,15 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "cli/bench.h"
 #include "common/membw.h"
+#include "model/synth.h"
 #include "tessera/model.h"
+#include "tokenizer/vocab.h"
 #include "util.h"
 
 static void test_percentile_interpolates_between_ranks(void **state)
@@ -87,12 +90,31 @@ static void test_rounds_combine_to_medians_and_totals(void **state)
 static void test_weight_bytes_and_bandwidth(void **state)
 {
     (void)state;
-    /* stories260K: per layer qkv 128x64, wo 64x64, w13 344x64, w2 64x172, two norms of
-     * 64; then the 512x64 output and the final norm. */
-    ts_model_config c = {.dim = 64, .hidden_dim = 172, .n_layers = 5, .n_heads = 8,
-                         .n_kv_heads = 4, .head_dim = 8, .vocab_size = 512};
+    /* stories260K (F32): per layer qkv 128x64, wo 64x64, w13 344x64, w2 64x172, two norms
+     * of 64; then the 512x64 output and the final norm. */
+    ts_model *m = NULL;
+    assert_int_equal(ts_model_load(tu_shared("models/stories260K/stories260K.gguf"), NULL, &m,
+                                   NULL), TS_OK);
     double per_layer = 128 * 64 + 64 * 64 + 344 * 64 + 64 * 172 + 2 * 64;
-    assert_float_equal(bench_weight_bytes(&c), (5 * per_layer + 512 * 64 + 64) * 4, 0);
+    assert_float_equal(bench_weight_bytes(m), (5 * per_layer + 512 * 64 + 64) * 4, 0);
+    ts_model_free(m);
+    /* The same shapes in Q8_0 (34 bytes per 32 weights), norms still f32: test-tiny, dim 64,
+     * ffn 128, 2 layers, 4 heads, 2 kv heads, vocab 512, untied. */
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
+    gguf_close(f);
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "test-tiny"));
+    const char *path = tu_tmp_path("bench-q8.gguf");
+    assert_int_equal(model_synth_write(path, &c, "Q8_0", &v, 3, NULL), TS_OK);
+    vocab_clear(&v);
+    assert_int_equal(ts_model_load(path, NULL, &m, NULL), TS_OK);
+    double weights = 2 * (128 * 64 + 64 * 64 + 256 * 64 + 64 * 128) + 512 * 64;
+    assert_float_equal(bench_weight_bytes(m), weights / 32 * 34 + (2 * 2 * 64 + 64) * 4, 0);
+    ts_model_free(m);
+    remove(path);
     assert_true(membw_read((size_t)1 << 20, 2) > 0);
     assert_float_equal(membw_read(0, 1), 0.0, 0);
 }

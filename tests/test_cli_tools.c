@@ -124,6 +124,8 @@ static void test_info_gguf_model(void **state)
     assert_non_null(strstr(out, "chat template: none"));
     /* 2 * 512 * 64 + 64 + 5 * (2*64 + 128*64 + 64*64 + 3*172*64) */
     assert_non_null(strstr(out, "parameters: 292800 "));
+    /* the matrices as mapped: 292800 less the 704 norm weights, 4 bytes each */
+    assert_non_null(strstr(out, "weight matrices as loaded: 1.1 MiB, 32.00 bits per weight"));
     assert_non_null(strstr(out, "tokenizer.ggml.tokens = string[512]"));
     assert_non_null(strstr(out, "llama.block_count = 5"));
     assert_non_null(strstr(out, "tensors (48):"));
@@ -357,17 +359,22 @@ static void assert_same_floats(const float *a, const float *b, size_t n)
 static void assert_same_weights(const ts_model *a, const ts_model *b)
 {
     const ts_model_config *c = &a->cfg;
-    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
-    size_t vocab = (size_t)c->vocab_size, q_dim = (size_t)c->n_heads * c->head_dim;
-    assert_same_floats(a->w.tok_embd, b->w.tok_embd, vocab * dim);
-    assert_same_floats(a->w.output, b->w.output, vocab * dim);
+    size_t dim = (size_t)c->dim, L = (size_t)c->n_layers;
+    tu_assert_same_matrix(&a->w.tok_embd, &b->w.tok_embd);
+    tu_assert_same_matrix(&a->w.output, &b->w.output);
     assert_same_floats(a->w.rms_final, b->w.rms_final, dim);
     assert_same_floats(a->w.rms_att, b->w.rms_att, L * dim);
     assert_same_floats(a->w.rms_ffn, b->w.rms_ffn, L * dim);
-    assert_same_floats(a->w.wqkv, b->w.wqkv, L * (size_t)model_qkv_rows(c) * dim);
-    assert_same_floats(a->w.wo, b->w.wo, L * dim * q_dim);
-    assert_same_floats(a->w.w13, b->w.w13, L * 2 * ffn * dim);
-    assert_same_floats(a->w.w2, b->w.w2, L * dim * ffn);
+    for (size_t l = 0; l < L; l++) {
+        const model_layer *x = &a->w.layers[l], *y = &b->w.layers[l];
+        tu_assert_same_matrix(&x->wq, &y->wq);
+        tu_assert_same_matrix(&x->wk, &y->wk);
+        tu_assert_same_matrix(&x->wv, &y->wv);
+        tu_assert_same_matrix(&x->wo, &y->wo);
+        tu_assert_same_matrix(&x->w1, &y->w1);
+        tu_assert_same_matrix(&x->w3, &y->w3);
+        tu_assert_same_matrix(&x->w2, &y->w2);
+    }
     assert_same_floats(a->w.rope_freq, b->w.rope_freq, (size_t)c->head_dim / 2);
 }
 
@@ -602,8 +609,10 @@ static void test_synth_cli(void **state)
     assert_non_null(strstr(text, "general.file_type = 7"));
     assert_non_null(strstr(text, "blk.0.attn_q.weight          Q8_0"));
     assert_non_null(strstr(text, "blk.0.attn_norm.weight       F32"));
+    assert_non_null(strstr(text, "8.50 bits per weight")); /* run as Q8_0: 34 bytes per 32 */
     free(text);
-    assert_int_equal(tessera(&text, "generate -m %s -p 'Once upon a time' -n 8", out), 0);
+    assert_int_equal(tessera(&text, "generate -m %s -p 'Once upon a time' -n 8 --hugepages", out),
+                     0);
     assert_true(strncmp(text, "Once upon a time", 16) == 0);
     free(text);
     remove(out);

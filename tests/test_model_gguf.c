@@ -16,11 +16,6 @@
 #include "tokenizer/vocab.h"
 #include "util.h"
 
-static void alloc_weights(model_weights *w, const ts_model_config *c)
-{
-    assert_int_equal(model_weights_alloc(w, c, NULL), TS_OK);
-}
-
 static gguf_file *open_shared(const char *rel)
 {
     gguf_file *f = NULL;
@@ -66,7 +61,6 @@ static void test_weights_match_llama2c_checkpoint(void **state)
     model_weights w = {0};
     ts_error err = {0};
     assert_int_equal(model_gguf_read_config(&c, f, NULL, &err), TS_OK);
-    alloc_weights(&w, &c);
     if (model_gguf_read_weights(&w, &c, f, &err) != TS_OK)
         fail_msg("%s", err.msg);
 
@@ -74,32 +68,42 @@ static void test_weights_match_llama2c_checkpoint(void **state)
     char *bin = tu_read_file(tu_shared("models/stories260K/stories260K.bin"), &len);
     assert_non_null(bin);
     const float *p = (const float *)(bin + 28);
-    size_t dim = 64, L = 5, ffn = 172, kv = 32, qkv = 128, vocab = 512;
-    assert_memory_equal(w.tok_embd, p, vocab * dim * 4);
-    assert_memory_equal(w.output, p, vocab * dim * 4); /* output.weight == embedding */
+    size_t dim = 64, L = 5, ffn = 172, kv = 32, vocab = 512;
+    /* the matrices are the file's own F32 bytes, mapped, not copies */
+    const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
+    assert_ptr_equal(w.tok_embd.data, embd->data);
+    assert_int_equal(w.tok_embd.type, QT_F32);
+    assert_int_equal(w.tok_embd.N, vocab);
+    assert_int_equal(w.tok_embd.K, dim);
+    assert_int_equal(w.tok_embd.row_bytes, dim * 4);
+    assert_ptr_equal(w.layers[4].w2.data, gguf_find_tensor(f, "blk.4.ffn_down.weight")->data);
+    assert_memory_equal(w.tok_embd.data, p, vocab * dim * 4);
+    assert_memory_equal(w.output.data, p, vocab * dim * 4); /* output.weight == embedding */
     p += vocab * dim;
     assert_memory_equal(w.rms_att, p, L * dim * 4);
     p += L * dim;
     for (size_t l = 0; l < L; l++) /* wq */
-        assert_memory_equal(w.wqkv + l * qkv * dim, p + l * dim * dim, dim * dim * 4);
+        assert_memory_equal(w.layers[l].wq.data, p + l * dim * dim, dim * dim * 4);
     p += L * dim * dim;
     for (size_t l = 0; l < L; l++) /* wk */
-        assert_memory_equal(w.wqkv + (l * qkv + dim) * dim, p + l * kv * dim, kv * dim * 4);
+        assert_memory_equal(w.layers[l].wk.data, p + l * kv * dim, kv * dim * 4);
     p += L * kv * dim;
     for (size_t l = 0; l < L; l++) /* wv */
-        assert_memory_equal(w.wqkv + (l * qkv + dim + kv) * dim, p + l * kv * dim, kv * dim * 4);
+        assert_memory_equal(w.layers[l].wv.data, p + l * kv * dim, kv * dim * 4);
     p += L * kv * dim;
-    assert_memory_equal(w.wo, p, L * dim * dim * 4);
+    for (size_t l = 0; l < L; l++) /* wo */
+        assert_memory_equal(w.layers[l].wo.data, p + l * dim * dim, dim * dim * 4);
     p += L * dim * dim;
     assert_memory_equal(w.rms_ffn, p, L * dim * 4);
     p += L * dim;
     for (size_t l = 0; l < L; l++) /* w1 */
-        assert_memory_equal(w.w13 + l * 2 * ffn * dim, p + l * ffn * dim, ffn * dim * 4);
+        assert_memory_equal(w.layers[l].w1.data, p + l * ffn * dim, ffn * dim * 4);
     p += L * ffn * dim;
-    assert_memory_equal(w.w2, p, L * dim * ffn * 4);
+    for (size_t l = 0; l < L; l++) /* w2 */
+        assert_memory_equal(w.layers[l].w2.data, p + l * dim * ffn, dim * ffn * 4);
     p += L * dim * ffn;
     for (size_t l = 0; l < L; l++) /* w3 */
-        assert_memory_equal(w.w13 + (l * 2 + 1) * ffn * dim, p + l * ffn * dim, ffn * dim * 4);
+        assert_memory_equal(w.layers[l].w3.data, p + l * ffn * dim, ffn * dim * 4);
     p += L * ffn * dim;
     assert_memory_equal(w.rms_final, p, dim * 4);
     free(bin);
@@ -481,7 +485,6 @@ static ts_status weights_of_rope(const char *skip, const char *odd, uint32_t odd
     ts_model_config c;
     model_weights w = {0};
     assert_int_equal(model_gguf_read_config(&c, f, NULL, err), TS_OK);
-    alloc_weights(&w, &c);
     ts_status st = model_gguf_read_weights(&w, &c, f, err);
     model_weights_free(&w);
     gguf_close(f);
@@ -650,29 +653,33 @@ static void test_write_round_trip(void **state)
     model_weights w = {0}, w2 = {0};
     tokenizer_vocab v, v2;
     ts_error err = {0};
+    gguf_file *src = f;
     assert_int_equal(model_gguf_read_config(&c, f, "stories", &err), TS_OK);
-    alloc_weights(&w, &c);
     assert_int_equal(model_gguf_read_weights(&w, &c, f, &err), TS_OK);
     assert_int_equal(vocab_read_gguf(&v, f, &err), TS_OK);
-    gguf_close(f);
 
     const char *path = tu_tmp_path("stories-copy.gguf");
     assert_int_equal(model_gguf_write(path, &c, &w, &v, "{{ messages }}", &err), TS_OK);
     assert_int_equal(gguf_open(path, &f, &err), TS_OK);
     assert_int_equal(model_gguf_read_config(&c2, f, NULL, &err), TS_OK);
     assert_memory_equal(&c, &c2, sizeof c);
-    alloc_weights(&w2, &c2);
     assert_int_equal(model_gguf_read_weights(&w2, &c2, f, &err), TS_OK);
-    size_t dim = 64, L = 5, ffn = 172;
-    assert_memory_equal(w.tok_embd, w2.tok_embd, 512 * dim * 4);
-    assert_memory_equal(w.output, w2.output, 512 * dim * 4);
+    size_t dim = 64, L = 5;
+    tu_assert_same_matrix(&w.tok_embd, &w2.tok_embd);
+    tu_assert_same_matrix(&w.output, &w2.output);
     assert_memory_equal(w.rms_final, w2.rms_final, dim * 4);
     assert_memory_equal(w.rms_att, w2.rms_att, L * dim * 4);
     assert_memory_equal(w.rms_ffn, w2.rms_ffn, L * dim * 4);
-    assert_memory_equal(w.wqkv, w2.wqkv, L * 128 * dim * 4);
-    assert_memory_equal(w.wo, w2.wo, L * dim * dim * 4);
-    assert_memory_equal(w.w13, w2.w13, L * 2 * ffn * dim * 4);
-    assert_memory_equal(w.w2, w2.w2, L * dim * ffn * 4);
+    for (size_t l = 0; l < L; l++) {
+        const model_layer *a = &w.layers[l], *b = &w2.layers[l];
+        tu_assert_same_matrix(&a->wq, &b->wq);
+        tu_assert_same_matrix(&a->wk, &b->wk);
+        tu_assert_same_matrix(&a->wv, &b->wv);
+        tu_assert_same_matrix(&a->wo, &b->wo);
+        tu_assert_same_matrix(&a->w1, &b->w1);
+        tu_assert_same_matrix(&a->w3, &b->w3);
+        tu_assert_same_matrix(&a->w2, &b->w2);
+    }
     assert_int_equal(vocab_read_gguf(&v2, f, &err), TS_OK);
     tu_assert_same_vocab(&v, &v2);
     gguf_str tmpl;
@@ -693,6 +700,7 @@ static void test_write_round_trip(void **state)
     gguf_close(f);
     vocab_clear(&v);
     model_weights_free(&w);
+    gguf_close(src);
 }
 
 int main(void)

@@ -47,26 +47,59 @@ static ts_model *load(const char *path)
     return m;
 }
 
-/* Flat arrays of the matrices and of the norms, in model.h's layout. */
+/* Flat f32 arrays (decoded from the matrices' types, owned) of the embedding and of each
+ * kind of layer matrix over all layers (wq|wk|wv, wo, w1|w3, w2 per layer), and of the
+ * norms (borrowed). */
 typedef struct views {
-    const float *mat[5];
+    float *mat[5];
     size_t mat_n[5];
     const float *norm[3];
     size_t norm_n[3];
 } views;
+
+/* Appends matrix m decoded to f32 at *dst and moves *dst past it. */
+static void append(float **dst, const simd_qmat *m)
+{
+    float *f = tu_dequant_matrix(m);
+    size_t n = (size_t)m->N * m->K;
+    memcpy(*dst, f, n * sizeof(float));
+    *dst += n;
+    free(f);
+}
 
 static views views_of(const ts_model *m)
 {
     const ts_model_config *c = &m->cfg;
     size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
     views v = {
-        .mat = {m->w.tok_embd, m->w.wqkv, m->w.wo, m->w.w13, m->w.w2},
         .mat_n = {(size_t)c->vocab_size * dim, L * (size_t)model_qkv_rows(c) * dim,
                   L * dim * (size_t)c->n_heads * c->head_dim, L * 2 * ffn * dim, L * dim * ffn},
         .norm = {m->w.rms_final, m->w.rms_att, m->w.rms_ffn},
         .norm_n = {dim, L * dim, L * dim},
     };
+    float *p[5];
+    for (int k = 0; k < 5; k++)
+        assert_non_null(p[k] = v.mat[k] = malloc(v.mat_n[k] * sizeof(float)));
+    append(&p[0], &m->w.tok_embd);
+    for (size_t l = 0; l < L; l++) {
+        const model_layer *ly = &m->w.layers[l];
+        append(&p[1], &ly->wq);
+        append(&p[1], &ly->wk);
+        append(&p[1], &ly->wv);
+        append(&p[2], &ly->wo);
+        append(&p[3], &ly->w1);
+        append(&p[3], &ly->w3);
+        append(&p[4], &ly->w2);
+    }
+    for (int k = 0; k < 5; k++)
+        assert_true(p[k] == v.mat[k] + v.mat_n[k]);
     return v;
+}
+
+static void views_free(views *v)
+{
+    for (int k = 0; k < 5; k++)
+        free(v->mat[k]);
 }
 
 static void test_shapes(void **state)
@@ -166,8 +199,9 @@ static void test_f32_model_loads_with_the_config_and_distribution(void **state)
         assert_true(fabs(mean) < 0.002);
         assert_true(sd > 0.018 && sd < 0.022);
     }
+    views_free(&w);
     /* The untied output matrix is drawn apart from the embedding. */
-    assert_memory_not_equal(m->w.output, m->w.tok_embd, 64 * sizeof(float));
+    assert_memory_not_equal(m->w.output.data, m->w.tok_embd.data, 64 * sizeof(float));
     ts_model_free(m);
     remove(path);
     vocab_clear(&v);
@@ -240,6 +274,7 @@ static void test_q8_0_within_quantisation_error_of_f32(void **state)
     assert_int_equal(model_synth_write(pf, &c, "F32", &v, 9, NULL), TS_OK);
     assert_int_equal(model_synth_write(pq, &c, "Q8_0", &v, 9, NULL), TS_OK);
     ts_model *f = load(pf), *q = load(pq);
+    assert_int_equal(q->w.layers[0].wq.type, QT_Q8_0); /* computed on as Q8_0, not expanded */
     views wf = views_of(f), wq = views_of(q);
     for (int k = 0; k < 3; k++)
         assert_memory_equal(wf.norm[k], wq.norm[k], wf.norm_n[k] * sizeof(float));
@@ -270,6 +305,8 @@ static void test_q8_0_within_quantisation_error_of_f32(void **state)
     size_t lf = 0, lq = 0;
     char *bf = tu_read_file(pf, &lf), *bq = tu_read_file(pq, &lq);
     assert_true(lq * 3 < lf); /* 34 bytes per 32 weights instead of 128 */
+    views_free(&wf);
+    views_free(&wq);
     free(bf);
     free(bq);
     ts_model_free(f);

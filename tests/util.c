@@ -82,11 +82,9 @@ ts_model *tu_stories_with_rope(const float *factors, float rope_scale)
     ts_error err = {0};
     if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
         model_gguf_read_config(&c, f, "stories260K", &err) != TS_OK ||
-        model_weights_alloc(&w, &c, &err) != TS_OK ||
         model_gguf_read_weights(&w, &c, f, &err) != TS_OK ||
         vocab_read_gguf(&v, f, &err) != TS_OK)
         fail_msg("stories260K: %s", err.msg);
-    gguf_close(f);
     assert_false(c.rope_factors); /* the file has none to replace */
     size_t half = (size_t)c.head_dim / 2;
     if (factors) {
@@ -99,6 +97,7 @@ ts_model *tu_stories_with_rope(const float *factors, float rope_scale)
     if (model_gguf_write(path, &c, &w, &v, NULL, &err) != TS_OK)
         fail_msg("writing %s: %s", path, err.msg);
     model_weights_free(&w);
+    gguf_close(f); /* after the writer: w's matrices point into it */
     vocab_clear(&v);
     ts_model *m = NULL;
     if (ts_model_load(path, NULL, &m, &err) != TS_OK)
@@ -119,4 +118,23 @@ float *tu_reference_logits(const struct ts_model *m, const int32_t *tokens, int 
                (size_t)vocab * sizeof(float));
     ref_forward_free(&rf);
     return out;
+}
+
+float *tu_dequant_matrix(const simd_qmat *m)
+{
+    float *out = malloc((size_t)m->N * m->K * sizeof(float));
+    assert_non_null(out);
+    for (int n = 0; n < m->N; n++)
+        qtype_dequant_row(out + (size_t)n * m->K, (const char *)m->data + (size_t)n * m->row_bytes,
+                          m->type, m->K);
+    return out;
+}
+
+void tu_assert_same_matrix(const simd_qmat *a, const simd_qmat *b)
+{
+    assert_int_equal(a->type, b->type);
+    assert_int_equal(a->N, b->N);
+    assert_int_equal(a->K, b->K);
+    assert_int_equal(a->row_bytes, b->row_bytes);
+    assert_memory_equal(a->data, b->data, (size_t)a->N * a->row_bytes);
 }

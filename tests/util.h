@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quant.h"
+
 /* Path of rel inside the shared data folder ($TESSERA_SHARED, else ../shared beside the
  * source tree). Returns a static buffer overwritten by the next call. */
 const char *tu_shared(const char *rel);
@@ -32,5 +34,10 @@ struct ts_model *tu_stories_with_rope(const float *factors, float rope_scale);
 /* The reference forward pass's logits of m at every position of tokens (n, vocab_size),
  * malloc'd. */
 float *tu_reference_logits(const struct ts_model *m, const int32_t *tokens, int n);
+
+/* Every weight of m decoded to f32: (N, K) malloc'd. */
+float *tu_dequant_matrix(const simd_qmat *m);
+/* Fails unless a and b have the same type, shape and bytes. */
+void tu_assert_same_matrix(const simd_qmat *a, const simd_qmat *b);
 
 #endif

@@ -1,9 +1,11 @@
-/* tessera/model.h: loading a Llama-family model (GGUF or llama2.c checkpoint) into
- * memory as f32 weights, and writing it back out as GGUF. */
+/* tessera/model.h: loading a Llama-family model (GGUF or llama2.c checkpoint), its weights
+ * kept in the file's own types (a GGUF is mapped, not copied), and writing it back out as
+ * GGUF. */
 #ifndef TESSERA_MODEL_H
 #define TESSERA_MODEL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tessera/status.h"
 #include "tessera/tokenizer.h"
@@ -30,9 +32,25 @@ typedef struct ts_model_config {
     bool tied_output;     /* the LM head is the token embedding */
 } ts_model_config;
 
-/* Loads path: a .gguf file, or a llama2.c checkpoint with tokenizer_path naming its
- * tokenizer.bin (borrowed; ignored for GGUF, may be NULL). On success *out owns the
- * model; free it with ts_model_free(). On failure err says what was wrong. */
+/* How a model is loaded. A zeroed struct is the default. */
+typedef struct ts_model_load_opts {
+    const char *tokenizer_path; /* borrowed, read during the call only: a llama2.c
+                                 * checkpoint's tokenizer.bin; ignored for GGUF, may be NULL */
+    bool mlock;     /* lock a GGUF's mapping in RAM (mlock) so its pages are never evicted;
+                     * failing (RLIMIT_MEMLOCK) is an error naming the limit */
+    bool hugepages; /* advise transparent huge pages for a GGUF's mapping (madvise
+                     * MADV_HUGEPAGE: fewer TLB misses while streaming weights); advice
+                     * the kernel refuses is ignored */
+} ts_model_load_opts;
+
+/* Loads path (borrowed): a .gguf file, kept mapped read-only for the model's life with
+ * every weight matrix in its own type, or a llama2.c checkpoint (read into owned f32
+ * buffers) whose tokenizer opts->tokenizer_path names. opts is borrowed for the call and
+ * may be NULL (defaults). On success *out owns the model; free it with ts_model_free().
+ * On failure err says what was wrong. */
+ts_status ts_model_load_with(const char *path, const ts_model_load_opts *opts, ts_model **out,
+                             ts_error *err);
+/* ts_model_load_with() with only a tokenizer path (borrowed, may be NULL). */
 ts_status ts_model_load(const char *path, const char *tokenizer_path, ts_model **out,
                         ts_error *err);
 
@@ -45,7 +63,12 @@ const ts_tokenizer *ts_model_get_tokenizer(const ts_model *model);
 /* The GGUF tokenizer.chat_template (Jinja text), or NULL when the file has none. */
 const char *ts_model_get_chat_template(const ts_model *model);
 
-/* Writes the model with its vocabulary as a GGUF v3 file with F32 tensors. */
+/* Bytes of the weight matrices as loaded (in their own types; a tied output matrix counted
+ * once) and the number of weights they hold. */
+void ts_model_weight_bytes(const ts_model *model, uint64_t *bytes, uint64_t *params);
+
+/* Writes the model with its vocabulary as a GGUF v3 file with F32 tensors (every type
+ * dequantised). */
 ts_status ts_model_save_gguf(const ts_model *model, const char *path, ts_error *err);
 
 #endif /* TESSERA_MODEL_H */

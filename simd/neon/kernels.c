@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "quant.h"
+
 typedef float32x4_t V;
 #define VW 4
 #define V_ACCS 16 /* accumulators a kernel may keep live (of 32 registers) */
@@ -80,6 +82,40 @@ static inline QW qw_prep(QI w, const int sgn)
     (void)sgn; /* signed by nature */
     return w;
 }
+static inline void qi_store(int8_t *p, QI v) { vst1q_s8(p, v.lo), vst1q_s8(p + 16, v.hi); }
+static inline QI qi_load_u(const uint8_t *p) { return qi_load((const int8_t *)p); }
+static inline QI qi_or(QI a, QI b)
+{
+    QI r = {vorrq_s8(a.lo, b.lo), vorrq_s8(a.hi, b.hi)};
+    return r;
+}
+static inline int8x16_t qi_bits16(int8x16_t v, int s, int mask)
+{
+    uint8x16_t u = vshlq_u8(vreinterpretq_u8_s8(v), vdupq_n_s8((int8_t)-s));
+    return vreinterpretq_s8_u8(vandq_u8(u, vdupq_n_u8((uint8_t)mask)));
+}
+static inline QI qi_bits(QI v, int s, int mask)
+{
+    QI r = {qi_bits16(v.lo, s, mask), qi_bits16(v.hi, s, mask)};
+    return r;
+}
+static inline QI qi_shl(QI v, int s)
+{
+    QI r = {vshlq_s8(v.lo, vdupq_n_s8((int8_t)s)), vshlq_s8(v.hi, vdupq_n_s8((int8_t)s))};
+    return r;
+}
+static inline QI qi_nibbles16(const uint8_t *p)
+{
+    uint8x16_t b = vld1q_u8(p);
+    QI r = {vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0xF))), vreinterpretq_s8_u8(vshrq_n_u8(b, 4))};
+    return r;
+}
+static inline QI qi_iq4(QI v)
+{
+    int8x16_t t = vld1q_s8(qt_iq4nl_values);
+    QI r = {vqtbl1q_s8(t, vreinterpretq_u8_s8(v.lo)), vqtbl1q_s8(t, vreinterpretq_u8_s8(v.hi))};
+    return r;
+}
 static inline QS qs_zero(void) { return vdupq_n_s32(0); }
 static inline QS qs_sub(QS a, QS b) { return vsubq_s32(a, b); }
 /* 16 products of w and a summed into 4 lanes. */
@@ -97,11 +133,19 @@ static inline QS qs_dot(QS acc, QW w, QI a, const int sgn)
     (void)sgn;
     return qs_dot16(qs_dot16(acc, w.lo, a.lo), w.hi, a.hi);
 }
-static inline QS qs_dot_sc(QS acc, QW w, QI a, const int16_t *sc, const int sgn)
+typedef struct QC {
+    int32_t lo, hi; /* the scales of elements 0..15 and 16..31 */
+} QC;
+static inline QC qc_make(const int16_t *sc)
+{
+    QC c = {sc[0], sc[1]};
+    return c;
+}
+static inline QS qs_dot_sc(QS acc, QW w, QI a, QC c, const int sgn)
 {
     (void)sgn;
-    acc = vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.lo, a.lo), sc[0]);
-    return vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.hi, a.hi), sc[8]);
+    acc = vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.lo, a.lo), c.lo);
+    return vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.hi, a.hi), c.hi);
 }
 static inline QS qs_mins(const int16_t *mn, const int16_t *bs)
 {

@@ -45,7 +45,7 @@ static float ref_dot_q(const void *w, uint32_t type, int nb, const void *xa)
     qg_traits t = qg_traits_of(type);
     const qtype_info *info = qtype_get(type);
     int8_t q[QK_K];
-    int16_t sc[QK_K / 2], mn[16];
+    int16_t sc[16] = {0}, mn[16] = {0};
     float d[QK_K / QK_32] = {0}, m[QK_K / QK_32] = {0};
     float acc = 0.0f;
     for (int b = 0; b < nb; b++) {
@@ -62,7 +62,7 @@ static float ref_dot_q(const void *w, uint32_t type, int nb, const void *xa)
             const qa_q8_k *a = (const qa_q8_k *)xa + b;
             int isum = 0, imin = 0;
             for (int i = 0; i < QK_K; i++)
-                isum += sc[i / 32 * 16 + (i % 32) / 16 * 8] * q[i] * a->qs[i];
+                isum += sc[i / 16] * q[i] * a->qs[i];
             for (int j = 0; j < QK_K / 16; j++)
                 imin += mn[j] * a->bsums[j];
             if (t.min == QG_MIN_SAME_D)

@@ -104,11 +104,27 @@ const char *cli_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
-ts_model *cli_load_model(const char *path, const char *tokenizer_path)
+bool cli_load_option(const char *arg, ts_model_load_opts *o)
+{
+    if (!strcmp(arg, "--mlock"))
+        o->mlock = true;
+    else if (!strcmp(arg, "--hugepages"))
+        o->hugepages = true;
+    else
+        return false;
+    return true;
+}
+
+ts_model *cli_load_model(const char *path, const char *tokenizer_path,
+                         const ts_model_load_opts *opts)
 {
     ts_model *m = NULL;
     ts_error err = {0};
-    if (ts_model_load(path, tokenizer_path, &m, &err) != TS_OK) {
+    ts_model_load_opts o = {0};
+    if (opts)
+        o = *opts;
+    o.tokenizer_path = tokenizer_path;
+    if (ts_model_load_with(path, &o, &m, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         return NULL;
     }
@@ -182,6 +198,8 @@ int cli_parse(int argc, char **argv, const cli_spec *s)
         int taken = s->engine ? cli_engine_option(argc, argv, &i, s->engine) : 0;
         if (taken == 0)
             taken = model_option(argc, argv, &i, s);
+        if (taken == 0 && s->load)
+            taken = cli_load_option(a, s->load);
         if (taken == 0) {
             if (!is_flag(s, a) && !(v = cli_value(argc, argv, &i)))
                 return 2;

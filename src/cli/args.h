@@ -37,6 +37,7 @@ typedef struct cli_spec {
      * options, -1 after printing why v is bad. NULL: it has none. */
     int (*own)(void *ctx, const char *a, const char *v);
     void *ctx;
+    ts_model_load_opts *load;        /* cli_load_option's land here; NULL: not taken */
 } cli_spec;
 
 /* Runs a command's option loop over argv[1..argc-1]: -1 when all were taken, 0 after
@@ -61,13 +62,24 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
     "  --aging R            priority levels a waiting request gains per second (0.1)\n"     \
     "  --no-prefix-cache    never share KV blocks between requests\n"
 
+/* Model-loading options of the commands that run models: --mlock, --hugepages (help
+ * below). Returns true when arg was one of them (they take no value). */
+bool cli_load_option(const char *arg, ts_model_load_opts *o);
+
+#define CLI_LOAD_HELP                                                                     \
+    "model memory:\n"                                                                      \
+    "  --mlock              lock the mapped model file in RAM (RLIMIT_MEMLOCK must allow)\n" \
+    "  --hugepages          advise transparent huge pages for the mapped model file\n"
+
 /* The model to use when none is named: cli_model_path(NULL, NULL, ...) (models.h) in a
  * static buffer; NULL, after printing every place it looked, when there is none. */
 const char *cli_default_model(void);
 
-/* Loads path (and tokenizer, for llama2.c checkpoints) and logs one line to stderr; on
- * failure prints the error and returns NULL. */
-ts_model *cli_load_model(const char *path, const char *tokenizer_path);
+/* Loads path (and tokenizer, for llama2.c checkpoints) with opts (borrowed; NULL for the
+ * defaults; its tokenizer_path is ignored) and logs one line to stderr; on failure prints
+ * the error and returns NULL. */
+ts_model *cli_load_model(const char *path, const char *tokenizer_path,
+                         const ts_model_load_opts *opts);
 
 /* The engine options the environment sets, for the library reads none itself:
  * TESSERA_GEMM (auto, blas or kernel: the step's GEMM; unset or empty: o's) and

@@ -129,8 +129,9 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
  * 5% are left out: microseconds vary by more than 2x without meaning anything. */
 bool bench_phases_vary(const bench_level *rounds, int n);
 
-/* Bytes of weights one decode step reads (every matrix and norm but the embedding table,
- * of which it reads one row per token). */
-double bench_weight_bytes(const ts_model_config *c);
+/* Bytes of weights one decode step reads, in the matrices' own types: every matrix and
+ * norm but the embedding table, of which it reads one row per token (the tied output reads
+ * the whole table). */
+double bench_weight_bytes(const ts_model *m);
 
 #endif

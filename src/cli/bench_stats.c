@@ -96,12 +96,23 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
 }
 #undef ROUNDS_MEDIAN
 
-double bench_weight_bytes(const ts_model_config *c)
+static double qmat_bytes(const simd_qmat *m)
 {
-    double dim = c->dim, ffn = c->hidden_dim, q_dim = (double)c->n_heads * c->head_dim;
-    double per_layer = (double)model_qkv_rows(c) * dim + dim * q_dim + 2 * ffn * dim +
-                       dim * ffn + 2 * dim;
-    return ((double)c->n_layers * per_layer + (double)c->vocab_size * dim + dim) * sizeof(float);
+    return (double)m->N * (double)m->row_bytes;
+}
+
+double bench_weight_bytes(const ts_model *m)
+{
+    const ts_model_config *c = &m->cfg;
+    const model_weights *w = &m->w;
+    double bytes = qmat_bytes(&w->output) + (double)c->dim * sizeof(float);
+    for (int l = 0; l < c->n_layers; l++) {
+        const model_layer *ly = &w->layers[l];
+        bytes += qmat_bytes(&ly->wq) + qmat_bytes(&ly->wk) + qmat_bytes(&ly->wv) +
+                 qmat_bytes(&ly->wo) + qmat_bytes(&ly->w1) + qmat_bytes(&ly->w3) +
+                 qmat_bytes(&ly->w2) + 2.0 * c->dim * sizeof(float);
+    }
+    return bytes;
 }
 
 static cJSON *pair(double p50, double p99)

@@ -19,6 +19,7 @@ typedef struct bench_opts {
     bench_config cfg;
     size_t bw_bytes;
     ts_engine_options engine;
+    ts_model_load_opts load;
 } bench_opts;
 
 static void usage(FILE *out)
@@ -42,7 +43,7 @@ static void usage(FILE *out)
             "                      noisy machines)\n"
             "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
             "  --json FILE         also write the results as JSON\n"
-            CLI_ENGINE_HELP
+            CLI_ENGINE_HELP CLI_LOAD_HELP
             "  (bench's default --kv-mem: enough for the largest level without preemption)\n"
             "metrics (per level; times on CLOCK_MONOTONIC as each event arrives):\n"
             "  decode tok/s   TOKEN events while every request of the level is decoding (from\n"
@@ -97,7 +98,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->bw_bytes = (size_t)1 << 30;
     ts_engine_options_default(&o->engine);
     cli_spec spec = {"bench", usage, NULL, &o->model, &o->tokenizer, &o->engine,
-                     bench_option, o};
+                     bench_option, o, &o->load};
     int rc = cli_parse(argc, argv, &spec);
     if (rc >= 0)
         return rc;
@@ -107,9 +108,10 @@ static int parse(int argc, char **argv, bench_opts *o)
     return -1;
 }
 
-static void print_report(const bench_result *r, const bench_opts *o, const ts_model_config *c,
+static void print_report(const bench_result *r, const bench_opts *o, const ts_model *m,
                          double bw, int threads)
 {
+    const ts_model_config *c = ts_model_get_config(m);
     printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d thread%s; prompt %d, "
            "n %d\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
@@ -175,7 +177,7 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
         cli_table_cell(&t, "%.3f", 1e3 * total / steps);
     }
     cli_table_print(stdout, &t, "");
-    double wbytes = bench_weight_bytes(c), single = 0.0;
+    double wbytes = bench_weight_bytes(m), single = 0.0;
     for (int i = 0; i < r->n_levels && single == 0.0; i++)
         if (r->levels[i].concurrency == 1)
             single = r->levels[i].decode_tok_s;
@@ -193,13 +195,13 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
                r->cached_tokens, r->ttft_cached_ms > 0 ? r->ttft_cold_ms / r->ttft_cached_ms : 0.0);
 }
 
-static int write_json(const bench_result *r, const bench_opts *o, const ts_model_config *c,
+static int write_json(const bench_result *r, const bench_opts *o, const ts_model *m,
                       double bw, int threads)
 {
     cJSON *root = bench_result_json(r, &o->cfg, o->model, threads);
     if (root && bw > 0) {
         cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
-        cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(c));
+        cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(m));
     }
     char *s = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
@@ -219,7 +221,7 @@ int cli_bench(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    ts_model *m = cli_load_model(o.model, o.tokenizer);
+    ts_model *m = cli_load_model(o.model, o.tokenizer, &o.load);
     if (!m)
         return 1;
     const ts_model_config *c = ts_model_get_config(m);
@@ -242,8 +244,8 @@ int cli_bench(int argc, char **argv)
         fprintf(stderr, "tessera: %s\n", err.msg);
         goto out;
     }
-    print_report(&r, &o, c, bw, threads);
-    rc = o.json ? write_json(&r, &o, c, bw, threads) : 0;
+    print_report(&r, &o, m, bw, threads);
+    rc = o.json ? write_json(&r, &o, m, bw, threads) : 0;
 out:
     bench_result_free(&r);
     ts_engine_destroy(e);

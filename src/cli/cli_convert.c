@@ -74,7 +74,8 @@ static int convert_quantized(const char *dir, const char *tmp, const char *out,
 int cli_convert(int argc, char **argv)
 {
     const char *model = NULL, *tokenizer = NULL, *own[2] = {NULL, "f32"};
-    cli_spec spec = {"convert", usage, NULL, &model, &tokenizer, NULL, output_option, own};
+    cli_spec spec = {"convert", usage, NULL, &model, &tokenizer, NULL, output_option, own,
+                     NULL};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
         return parsed;
@@ -106,7 +107,7 @@ int cli_convert(int argc, char **argv)
     }
     if (quantize)
         return convert_quantized(model, tmp, out, ft);
-    ts_model *m = hf ? NULL : cli_load_model(model, tokenizer);
+    ts_model *m = hf ? NULL : cli_load_model(model, tokenizer, NULL);
     if (!hf && !m)
         return 1;
     ts_error err = {0};

@@ -20,6 +20,7 @@ typedef struct gen_opts {
     bool json, no_bos, no_parse_special;
     ts_sampling_params sampling;
     ts_engine_options engine;
+    ts_model_load_opts load;
 } gen_opts;
 
 static void usage(FILE *out)
@@ -41,7 +42,7 @@ static void usage(FILE *out)
             "                      as those special tokens\n"
             "sampling (default greedy, so output is reproducible):\n"
             "  --temp T  --top-k K  --top-p P  --min-p M  --repeat-penalty R  --seed S\n"
-            CLI_ENGINE_HELP);
+            CLI_ENGINE_HELP CLI_LOAD_HELP);
 }
 
 /* One of generate's own options (cli_spec.own). */
@@ -91,7 +92,7 @@ static int parse(int argc, char **argv, gen_opts *o)
     o->engine.max_queue = 0; /* not given: cli_generate sizes it to the prompts */
     static const char *const flags[] = {"--json", "--no-bos", "--no-parse-special", NULL};
     cli_spec spec = {"generate", usage, flags, &o->model, &o->tokenizer, &o->engine,
-                     gen_option, o};
+                     gen_option, o, &o->load};
     int rc = cli_parse(argc, argv, &spec);
     if (rc >= 0)
         return rc;
@@ -254,7 +255,7 @@ int cli_generate(int argc, char **argv)
         o.engine.max_queue = n_prompts > d.max_queue ? n_prompts : d.max_queue;
     }
     completion *c = calloc((size_t)(n_prompts ? n_prompts : 1), sizeof *c);
-    ts_model *m = c ? cli_load_model(o.model, o.tokenizer) : NULL;
+    ts_model *m = c ? cli_load_model(o.model, o.tokenizer, &o.load) : NULL;
     ts_engine *e = m ? cli_make_engine(m, &o.engine) : NULL;
     rc = 1;
     if (!e)

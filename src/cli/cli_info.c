@@ -186,6 +186,11 @@ static void print_model(const ts_model *m)
     uint64_t n = param_count(c);
     printf("parameters: %" PRIu64 " (%.1f M); f32 weights %.1f MiB\n", n, (double)n / 1e6,
            (double)n * 4.0 / (1024.0 * 1024.0));
+    uint64_t bytes, weights;
+    ts_model_weight_bytes(m, &bytes, &weights);
+    printf("weight matrices as loaded: %.1f MiB, %.2f bits per weight\n",
+           (double)bytes / (1024.0 * 1024.0),
+           weights ? 8.0 * (double)bytes / (double)weights : 0.0);
     print_vocab(tokenizer_get_vocab(ts_model_get_tokenizer(m)));
 }
 
@@ -210,7 +215,7 @@ static int print_vocab_only(const gguf_file *f)
 int cli_info(int argc, char **argv)
 {
     const char *model = NULL, *tokenizer = NULL;
-    cli_spec spec = {"info", usage, NULL, &model, &tokenizer, NULL, NULL, NULL};
+    cli_spec spec = {"info", usage, NULL, &model, &tokenizer, NULL, NULL, NULL, NULL};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
         return parsed;
@@ -240,7 +245,7 @@ int cli_info(int argc, char **argv)
     if (f && f->n_tensors == 0) {
         rc = print_vocab_only(f);
     } else {
-        ts_model *m = cli_load_model(model, tokenizer);
+        ts_model *m = cli_load_model(model, tokenizer, NULL);
         if (m)
             print_model(m);
         else

@@ -49,7 +49,7 @@ static void usage(FILE *out)
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
             "  --log-format text|json  request log lines on stderr: text (default) or one JSON\n"
             "                          object per line\n"
-            CLI_ENGINE_HELP "(engine options apply to each model's engine)\n");
+            CLI_ENGINE_HELP "(engine options apply to each model's engine)\n" CLI_LOAD_HELP);
 }
 
 static void log_line(void *user, const char *line)
@@ -65,6 +65,7 @@ typedef struct serve_args {
     const char *tokenizer;
     ts_server_options srv;
     ts_engine_options eng;
+    ts_model_load_opts load;
     int grace_s;
 } serve_args;
 
@@ -106,6 +107,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 65535, &a->srv.port);
         } else if (!strcmp(o, "--api-keys")) {
             ok = (a->srv.api_keys_path = cli_value(argc, argv, &i)) != NULL;
+        } else if (cli_load_option(o, &a->load)) {
+            continue;
         } else if ((eng = cli_engine_option(argc, argv, &i, &a->eng)) != 0) {
             ok = eng > 0;
         } else if (!strcmp(o, "--chat-template")) {
@@ -256,7 +259,7 @@ static int serve(int argc, char **argv)
                          a.eng.n_threads > 0 ? a.eng.n_threads : omp_get_max_threads());
     fprintf(stderr, "tessera serve: %s\n", threads);
     for (int i = 0; i < a.n_models; i++) {
-        if (!(models[i] = cli_load_model(paths[i], a.tokenizer))) {
+        if (!(models[i] = cli_load_model(paths[i], a.tokenizer, &a.load))) {
             snprintf(err.msg, sizeof err.msg, "cannot load %s", paths[i]);
             goto done;
         }

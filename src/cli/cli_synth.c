@@ -82,7 +82,7 @@ int cli_synth(int argc, char **argv)
 {
     synth_args o = {.vocab = NULL, .type = "f32", .seed = 1};
     char builtin[4096];
-    cli_spec spec = {"synth", usage, NULL, NULL, NULL, NULL, synth_option, &o};
+    cli_spec spec = {"synth", usage, NULL, NULL, NULL, NULL, synth_option, &o, NULL};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
         return parsed;

@@ -154,7 +154,7 @@ int cli_template(int argc, char **argv)
 {
     const char *model = NULL;
     template_args t = {0};
-    cli_spec spec = {"template", usage, NULL, &model, NULL, NULL, template_option, &t};
+    cli_spec spec = {"template", usage, NULL, &model, NULL, NULL, template_option, &t, NULL};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
         return parsed;

@@ -80,7 +80,7 @@ int cli_tokenize(int argc, char **argv)
     const char *model = NULL, *tokenizer = NULL;
     tok_args t = {.bos = true, .parse_special = true};
     static const char *const flags[] = {"--no-bos", "--no-parse-special", NULL};
-    cli_spec spec = {"tokenize", usage, flags, &model, &tokenizer, NULL, tok_option, &t};
+    cli_spec spec = {"tokenize", usage, flags, &model, &tokenizer, NULL, tok_option, &t, NULL};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
         return parsed;

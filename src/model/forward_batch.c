@@ -1,14 +1,34 @@
 /* forward_batch.c: the batched forward pass over the paged KV cache. Each weight matrix
- * is read once per step by one GEMM over all rows (the SIMD skinny GEMM up to the
- * kernel table's gemm_nt_max_rows, cblas_sgemm above); attention runs per (sequence, kv head) in
- * parallel through the SIMD kernels. */
-#include <cblas.h>
-#include <omp.h>
+ * is read once per step by one GEMM over all rows in its own type (forward_gemm.c);
+ * attention runs per (sequence, kv head) in parallel through the SIMD kernels. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "model/forward_batch.h"
+
+/* Activation buffers for the forms the model's matrices take, for the longest input. */
+static ts_status state_qbuf_init(fwd_state *s, const ts_model *m, ts_error *err)
+{
+    const ts_model_config *c = &m->cfg;
+    int L = c->n_layers, n = 0;
+    const simd_qmat **mats = malloc((size_t)(7 * L + 1) * sizeof *mats);
+    if (!mats)
+        return ts_error_set(err, TS_ERR_NOMEM, "matrix list of %d layers", L);
+    mats[n++] = &m->w.output;
+    for (int l = 0; l < L; l++) {
+        const model_layer *ly = &m->w.layers[l];
+        const simd_qmat *lm[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
+        for (size_t i = 0; i < sizeof lm / sizeof *lm; i++)
+            mats[n++] = lm[i];
+    }
+    int q_dim = c->n_heads * c->head_dim, max_k = c->dim > q_dim ? c->dim : q_dim;
+    max_k = c->hidden_dim > max_k ? c->hidden_dim : max_k;
+    int rows = s->max_rows > s->max_logits ? s->max_rows : s->max_logits;
+    ts_status st = fwd_qbuf_init(&s->qbuf, mats, n, rows, max_k, err);
+    free(mats);
+    return st;
+}
 
 ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_logits,
                          ts_error *err)
@@ -28,6 +48,11 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->rope = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
     s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
+    ts_status st = state_qbuf_init(s, m, err);
+    if (st != TS_OK) {
+        fwd_state_free(s);
+        return st;
+    }
     if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->rope || !s->xs ||
         !s->logits) {
         fwd_state_free(s);
@@ -48,6 +73,7 @@ void fwd_state_free(fwd_state *s)
     free(s->rope);
     free(s->xs);
     free(s->logits);
+    fwd_qbuf_free(&s->qbuf);
     memset(s, 0, sizeof *s);
 }
 
@@ -61,41 +87,6 @@ static double lap(fwd_state *s, ts_step_phase phase, double t0)
 
 /* Below this many floats of work a parallel region costs more than it saves. */
 enum { PARALLEL_MIN_WORK = 1 << 15 };
-
-/* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
- * weight rows) and whole 64-byte lines of out, so threads never share one. */
-enum { GEMM_ALIGN = 48 };
-
-/* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
- * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
-enum { GEMM_CHUNKS_PER_THREAD = 4 };
-
-void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, float *out, const float *a, int lda,
-              const float *w, int M, int N, int K, float beta)
-{
-    if (path == FWD_GEMM_KERNEL || (path == FWD_GEMM_AUTO && M <= k->gemm_nt_max_rows)) {
-        int threads = (long)N * K >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
-        int chunk = (N + threads * GEMM_CHUNKS_PER_THREAD - 1) / (threads * GEMM_CHUNKS_PER_THREAD);
-        chunk = (chunk + GEMM_ALIGN - 1) / GEMM_ALIGN * GEMM_ALIGN;
-        int n_chunks = (N + chunk - 1) / chunk;
-        /* each chunk is a contiguous range of weight rows, streamed once with the next
-         * tile prefetched */
-#pragma omp parallel for schedule(dynamic, 1) if (threads > 1)
-        for (int i = 0; i < n_chunks; i++) {
-            int nb = i * chunk, ne = nb + chunk < N ? nb + chunk : N;
-            k->gemm_nt(out, (size_t)N, a, (size_t)lda, w, M, N, K, beta, nb, ne);
-        }
-        return;
-    }
-    /* OpenBLAS 0.3.21's sgemm packs W even for M = 1, which costs a copy of every weight
-     * and made single-stream decode ~3x slower than streaming W once: sgemv instead. */
-    if (M == 1) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, w, K, a, 1, beta, out, 1);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a, lda, w, K, beta,
-                out, N);
-}
 
 static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
                          int rows, int dim, float eps)
@@ -181,7 +172,6 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     const ts_model_config *c = &m->cfg;
     const model_weights *w = &m->w;
     int T = b->n_rows, dim = c->dim, ffn = c->hidden_dim;
-    int q_dim = c->n_heads * c->head_dim;
     int qkv_rows = model_qkv_rows(c);
     fwd_gemm_path gp = s->gemm_path;
     kv_layout lay = kv_pool_layout(pool);
@@ -199,16 +189,22 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
                                 b->tokens[r]);
-        memcpy(s->x + (size_t)r * dim, w->tok_embd + (size_t)b->tokens[r] * dim,
-               (size_t)dim * sizeof(float));
+        /* the lookup decodes only the rows the step needs */
+        qtype_dequant_row(s->x + (size_t)r * dim,
+                          (const char *)w->tok_embd.data +
+                              (size_t)b->tokens[r] * w->tok_embd.row_bytes,
+                          w->tok_embd.type, dim);
     }
 
+    const fwd_qbuf *qb = &s->qbuf;
     for (int l = 0; l < c->n_layers; l++) {
+        const model_layer *ly = &w->layers[l];
+        const simd_qmat *qkv[] = {&ly->wq, &ly->wk, &ly->wv}, *wo[] = {&ly->wo};
+        const simd_qmat *w13[] = {&ly->w1, &ly->w3}, *w2[] = {&ly->w2};
         /* attention block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_att + (size_t)l * dim, T, dim, c->rms_eps);
         t = lap(s, TS_PHASE_ROWWISE, t);
-        fwd_gemm(k, gp, s->qkv, s->xn, dim, w->wqkv + (size_t)l * qkv_rows * dim, T, qkv_rows, dim,
-                 0.0f);
+        fwd_gemm(k, gp, qb, s->qkv, (size_t)qkv_rows, s->xn, dim, qkv, 3, T, 0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
         ts_status st = rope_and_store(s, c, k, pool, b, rope_style, l, err);
         if (st != TS_OK)
@@ -216,14 +212,13 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         t = lap(s, TS_PHASE_ROWWISE, t);
         attention(k, c, &lay, b, s->att, s->qkv, l);
         t = lap(s, TS_PHASE_ATTENTION, t);
-        fwd_gemm(k, gp, s->x, s->att, q_dim, w->wo + (size_t)l * dim * q_dim, T, dim, q_dim, 1.0f);
+        fwd_gemm(k, gp, qb, s->x, (size_t)dim, s->att, ly->wo.K, wo, 1, T, 1.0f);
         t = lap(s, TS_PHASE_GEMM, t);
 
         /* feed-forward block */
         rmsnorm_rows(k, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T, dim, c->rms_eps);
         t = lap(s, TS_PHASE_ROWWISE, t);
-        fwd_gemm(k, gp, s->gu, s->xn, dim, w->w13 + (size_t)l * 2 * ffn * dim, T, 2 * ffn, dim,
-                 0.0f);
+        fwd_gemm(k, gp, qb, s->gu, 2 * (size_t)ffn, s->xn, dim, w13, 2, T, 0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
         /* an exp per element: parallel from less work than the other row kernels */
 #pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK / 8)
@@ -232,7 +227,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
             k->silu_mul(g, g, g + ffn, (size_t)ffn);
         }
         t = lap(s, TS_PHASE_ROWWISE, t);
-        fwd_gemm(k, gp, s->x, s->gu, 2 * ffn, w->w2 + (size_t)l * dim * ffn, T, dim, ffn, 1.0f);
+        fwd_gemm(k, gp, qb, s->x, (size_t)dim, s->gu, 2 * ffn, w2, 1, T, 1.0f);
         t = lap(s, TS_PHASE_GEMM, t);
     }
 
@@ -245,7 +240,9 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     }
     if (b->n_logits > 0) {
         rmsnorm_rows(k, s->xs, s->xs, w->rms_final, b->n_logits, dim, c->rms_eps);
-        fwd_gemm(k, gp, s->logits, s->xs, dim, w->output, b->n_logits, c->vocab_size, dim, 0.0f);
+        const simd_qmat *out[] = {&w->output};
+        fwd_gemm(k, gp, qb, s->logits, (size_t)c->vocab_size, s->xs, dim, out, 1, b->n_logits,
+                 0.0f);
     }
     lap(s, TS_PHASE_LM_HEAD, t);
     return TS_OK;

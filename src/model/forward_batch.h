@@ -36,6 +36,19 @@ typedef enum fwd_gemm_path {
     FWD_GEMM_KERNEL, /* the SIMD skinny GEMM always */
 } fwd_gemm_path;
 
+/* A step's activations in the forms its weight types multiply with (indexed by qact), each
+ * row_cap[form] bytes per row; NULL for forms no matrix of the model takes. */
+typedef struct fwd_qbuf {
+    void *form[3];
+    size_t row_cap[3];
+} fwd_qbuf;
+
+/* Sizes buffers for max_rows rows of up to max_k inputs for the forms mats (n_mats,
+ * borrowed for the call) need: none for f32 matrices. */
+ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, int max_rows,
+                        int max_k, ts_error *err);
+void fwd_qbuf_free(fwd_qbuf *q); /* accepts a zeroed one */
+
 /* Scratch for steps of up to max_rows rows, max_logits of which sample. */
 typedef struct fwd_state {
     int max_rows, max_logits;
@@ -49,6 +62,7 @@ typedef struct fwd_state {
     float *rope;    /* (max_rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) RoPE terms of the step */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
+    fwd_qbuf qbuf;  /* (max(max_rows, max_logits), max K) quantized activations */
     double seconds[TS_PHASE_COUNT]; /* wall time forward_batch spent per phase (rowwise,
                                      * gemm, attention, lm_head), added up; the caller
                                      * reads and resets it */
@@ -60,11 +74,19 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
 /* Accepts a zeroed or half-built state. */
 void fwd_state_free(fwd_state *s);
 
-/* out (M, N) = a (M, K; row stride lda) . w^T + beta * out, w (N, K) row-major, through
- * `path` (FWD_GEMM_AUTO picks by M). The kernel path splits N over the OpenMP threads.
- * All pointers borrowed; out must not overlap a or w. */
-void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, float *out, const float *a, int lda,
-              const float *w, int M, int N, int K, float beta);
+/* Most matrices one fwd_gemm() call covers. */
+enum { FWD_MAX_PARTS = 4 };
+
+/* One pass over n_w (1..FWD_MAX_PARTS) matrices that share the input a (M, K; row stride
+ * lda), each w[i] (N_i, K) in its own type: out (M, ldo) gets w[0]'s N_0 columns first,
+ * then w[1]'s, ...: out[m][col_i + n] = a[m] . w[i][n] + beta * out[m][col_i + n].
+ * f32 matrices go through `path` (FWD_GEMM_AUTO picks by M); the others quantize a once
+ * per activation form into qb (sized by fwd_qbuf_init for M rows; may be NULL when every
+ * matrix is f32) and run qgemm. Chunks of every matrix's rows share one parallel region.
+ * All pointers borrowed; out must not overlap a, qb or the weights. */
+void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
+              size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
+              float beta);
 
 /* Runs the batch. K/V of every row are written into the pool (the tables must be
  * reserved and their blocks unshared for those positions); logits land in s->logits. */

@@ -1,17 +1,26 @@
-/* forward_ref.c: the single-sequence reference forward pass, after llama2.c's run.c. */
+/* forward_ref.c: the single-sequence reference forward pass, after llama2.c's run.c, on
+ * weights of any type (each row decoded to f32 as it is used). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/forward_ref.h"
 
-/* out (d) = W (d, n) . x (n) */
-static void matvec(float *out, const float *x, const float *w, int n, int d)
+/* out (N) = W (N, K) . x (K), W in any type: each row is decoded to the exact f32 values
+ * it stands for (into row, K floats of scratch; F32 rows are read in place), then summed
+ * in order as llama2.c does. */
+static void matvec(float *out, const float *x, const simd_qmat *w, float *row)
 {
-    for (int i = 0; i < d; i++) {
+    const uint8_t *data = w->data;
+    for (int i = 0; i < w->N; i++) {
+        const float *wr = row;
+        if (w->type == QT_F32)
+            wr = (const float *)(const void *)(data + (size_t)i * w->row_bytes);
+        else
+            qtype_dequant_row(row, data + (size_t)i * w->row_bytes, w->type, w->K);
         float sum = 0.0f;
-        for (int j = 0; j < n; j++)
-            sum += w[(size_t)i * n + j] * x[j];
+        for (int j = 0; j < w->K; j++)
+            sum += wr[j] * x[j];
         out[i] = sum;
     }
 }
@@ -79,8 +88,11 @@ ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, t
     f->key_cache = calloc(cache, sizeof(float));
     f->value_cache = calloc(cache, sizeof(float));
     f->logits = calloc((size_t)c->vocab_size, sizeof(float));
+    size_t max_k = (size_t)c->dim > q_dim ? (size_t)c->dim : q_dim;
+    max_k = (size_t)c->hidden_dim > max_k ? (size_t)c->hidden_dim : max_k;
+    f->wrow = calloc(max_k, sizeof(float));
     if (!f->x || !f->xb || !f->qkv || !f->att || !f->hb || !f->key_cache || !f->value_cache ||
-        !f->logits) {
+        !f->logits || !f->wrow) {
         ref_forward_free(f);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate reference state for %d positions",
                             max_pos);
@@ -98,6 +110,7 @@ void ref_forward_free(ref_forward *f)
     free(f->key_cache);
     free(f->value_cache);
     free(f->logits);
+    free(f->wrow);
     memset(f, 0, sizeof *f);
 }
 
@@ -106,17 +119,21 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
     const ts_model_config *c = &f->model->cfg;
     const model_weights *w = &f->model->w;
     int dim = c->dim, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
-    int ffn = c->hidden_dim, q_dim = nh * hd, kv_dim = nkv * hd, qkv_rows = model_qkv_rows(c);
+    int ffn = c->hidden_dim, q_dim = nh * hd, kv_dim = nkv * hd;
     int group = nh / nkv;
     float *x = f->x, *xb = f->xb;
 
-    memcpy(x, w->tok_embd + (size_t)token * dim, (size_t)dim * sizeof(float));
+    qtype_dequant_row(x, (const uint8_t *)w->tok_embd.data + (size_t)token * w->tok_embd.row_bytes,
+                      w->tok_embd.type, dim);
 
     for (int l = 0; l < c->n_layers; l++) {
         /* attention: norm, q/k/v, rope, cache, scores, weighted sum, projection */
         rmsnorm(xb, x, w->rms_att + (size_t)l * dim, dim, c->rms_eps);
-        matvec(f->qkv, xb, w->wqkv + (size_t)l * qkv_rows * dim, dim, qkv_rows);
+        const model_layer *ly = &w->layers[l];
         float *q = f->qkv, *k = f->qkv + q_dim, *v = f->qkv + q_dim + kv_dim;
+        matvec(q, xb, &ly->wq, f->wrow);
+        matvec(k, xb, &ly->wk, f->wrow);
+        matvec(v, xb, &ly->wv, f->wrow);
         rope(q, w->rope_freq, nh, hd, pos, c->rope_neox);
         rope(k, w->rope_freq, nkv, hd, pos, c->rope_neox);
 
@@ -145,23 +162,24 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
             }
         }
         float *proj = f->qkv; /* q/k/v are no longer needed: reuse for the projection */
-        matvec(proj, xb, w->wo + (size_t)l * dim * q_dim, q_dim, dim);
+        matvec(proj, xb, &ly->wo, f->wrow);
         for (int i = 0; i < dim; i++)
             x[i] += proj[i];
 
         /* feed-forward: norm, gate and up, silu(gate) * up, down, residual */
         rmsnorm(xb, x, w->rms_ffn + (size_t)l * dim, dim, c->rms_eps);
-        matvec(f->hb, xb, w->w13 + (size_t)l * 2 * ffn * dim, dim, 2 * ffn);
         float *gate = f->hb, *up = f->hb + ffn;
+        matvec(gate, xb, &ly->w1, f->wrow);
+        matvec(up, xb, &ly->w3, f->wrow);
         for (int i = 0; i < ffn; i++)
             gate[i] = gate[i] * (1.0f / (1.0f + expf(-gate[i]))) * up[i];
         float *down = f->qkv;
-        matvec(down, gate, w->w2 + (size_t)l * dim * ffn, ffn, dim);
+        matvec(down, gate, &ly->w2, f->wrow);
         for (int i = 0; i < dim; i++)
             x[i] += down[i];
     }
 
     rmsnorm(x, x, w->rms_final, dim, c->rms_eps);
-    matvec(f->logits, x, w->output, dim, c->vocab_size);
+    matvec(f->logits, x, &w->output, f->wrow);
     return f->logits;
 }

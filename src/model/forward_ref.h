@@ -19,6 +19,7 @@ typedef struct ref_forward {
     float *key_cache;      /* (layer, max_pos, nkv*hd) */
     float *value_cache;    /* (layer, max_pos, nkv*hd) */
     float *logits;         /* (vocab) */
+    float *wrow;           /* (max(dim, nh*hd, ffn)) one weight row decoded to f32 */
 } ref_forward;
 
 /* Prepares caches for positions 0..max_pos-1 (max_pos <= the model's context). */

@@ -1,9 +1,11 @@
-/* model.c: format detection, config validation, weight allocation and the model's
- * lifecycle. The readers live in model_gguf.c and model_llama2c.c. */
+/* model.c: format detection, config validation, weight allocation (layer tables, norms,
+ * f32 matrices of in-memory models) and the model's lifecycle. The readers live in
+ * model_gguf.c and model_llama2c.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "model/model.h"
 
@@ -55,45 +57,96 @@ static float *alloc_floats(size_t n)
     return calloc(n, sizeof(float));
 }
 
-ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, ts_error *err)
+simd_qmat model_qmat_f32(const float *data, int n, int k)
+{
+    return (simd_qmat){.type = QT_F32, .N = n, .K = k, .row_bytes = (size_t)k * sizeof(float),
+                       .data = data};
+}
+
+/* Points m at n x k floats of the store at *cursor and moves the cursor past them. */
+static void carve(simd_qmat *m, float **cursor, int n, int k)
+{
+    *m = model_qmat_f32(*cursor, n, k);
+    *cursor += (size_t)n * (size_t)k;
+}
+
+ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool with_matrices,
+                              ts_error *err)
 {
     size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
     size_t vocab = (size_t)c->vocab_size, q_dim = (size_t)c->n_heads * c->head_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
 
-    w->tok_embd = alloc_floats(vocab * dim);
-    w->output = c->tied_output ? w->tok_embd : alloc_floats(vocab * dim);
+    w->layers = calloc(L, sizeof *w->layers);
     w->rms_final = alloc_floats(dim);
     w->rms_att = alloc_floats(L * dim);
     w->rms_ffn = alloc_floats(L * dim);
-    w->wqkv = alloc_floats(L * (size_t)model_qkv_rows(c) * dim);
-    w->wo = alloc_floats(L * dim * q_dim);
-    w->w13 = alloc_floats(L * 2 * ffn * dim);
-    w->w2 = alloc_floats(L * dim * ffn);
     w->rope_factors = c->rope_factors ? alloc_floats((size_t)c->head_dim / 2) : NULL;
     w->rope_freq = alloc_floats((size_t)c->head_dim / 2);
-    if (!w->tok_embd || !w->output || !w->rms_final || !w->rms_att || !w->rms_ffn ||
-        !w->wqkv || !w->wo || !w->w13 || !w->w2 || (c->rope_factors && !w->rope_factors) ||
-        !w->rope_freq)
+    if (with_matrices) {
+        size_t per_layer = (q_dim + 2 * kv_dim) * dim + dim * q_dim + 3 * ffn * dim;
+        w->store = alloc_floats(vocab * dim * (c->tied_output ? 1 : 2) + L * per_layer);
+    }
+    if (!w->layers || !w->rms_final || !w->rms_att || !w->rms_ffn ||
+        (c->rope_factors && !w->rope_factors) || !w->rope_freq || (with_matrices && !w->store))
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate weights for %s (dim %d, %d layers)",
                             c->name, c->dim, c->n_layers);
+    if (!with_matrices)
+        return TS_OK;
+    float *p = w->store;
+    carve(&w->tok_embd, &p, c->vocab_size, c->dim);
+    if (c->tied_output)
+        w->output = w->tok_embd;
+    else
+        carve(&w->output, &p, c->vocab_size, c->dim);
+    for (int l = 0; l < c->n_layers; l++) {
+        model_layer *ly = &w->layers[l];
+        carve(&ly->wq, &p, (int)q_dim, c->dim);
+        carve(&ly->wk, &p, (int)kv_dim, c->dim);
+        carve(&ly->wv, &p, (int)kv_dim, c->dim);
+        carve(&ly->wo, &p, c->dim, (int)q_dim);
+        carve(&ly->w1, &p, c->hidden_dim, c->dim);
+        carve(&ly->w3, &p, c->hidden_dim, c->dim);
+        carve(&ly->w2, &p, c->dim, c->hidden_dim);
+    }
     return TS_OK;
 }
 
 void model_weights_free(model_weights *w)
 {
-    if (w->output != w->tok_embd)
-        free(w->output);
-    free(w->tok_embd);
+    free(w->layers);
+    free(w->store);
     free(w->rms_final);
     free(w->rms_att);
     free(w->rms_ffn);
-    free(w->wqkv);
-    free(w->wo);
-    free(w->w13);
-    free(w->w2);
     free(w->rope_factors);
     free(w->rope_freq);
     memset(w, 0, sizeof *w);
+}
+
+static uint64_t qmat_bytes(const simd_qmat *m)
+{
+    return (uint64_t)m->N * m->row_bytes;
+}
+
+void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64_t *bytes,
+                        uint64_t *params)
+{
+    uint64_t b = qmat_bytes(&w->tok_embd), n = (uint64_t)w->tok_embd.N * (uint64_t)w->tok_embd.K;
+    if (!c->tied_output) {
+        b += qmat_bytes(&w->output);
+        n += (uint64_t)w->output.N * (uint64_t)w->output.K;
+    }
+    for (int l = 0; w->layers && l < c->n_layers; l++) {
+        const model_layer *ly = &w->layers[l];
+        const simd_qmat *m[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
+        for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+            b += qmat_bytes(m[i]);
+            n += (uint64_t)m[i]->N * (uint64_t)m[i]->K;
+        }
+    }
+    *bytes = b;
+    *params = n;
 }
 
 void model_rope_init(model_weights *w, const ts_model_config *c)
@@ -121,16 +174,20 @@ static int is_gguf_file(const char *path, ts_error *err, ts_status *st)
     return got == 4 && memcmp(magic, "GGUF", 4) == 0;
 }
 
-ts_status ts_model_load(const char *path, const char *tokenizer_path, ts_model **out,
-                        ts_error *err)
+ts_status ts_model_load_with(const char *path, const ts_model_load_opts *opts, ts_model **out,
+                             ts_error *err)
 {
     *out = NULL;
+    static const ts_model_load_opts defaults = {0};
+    if (!opts)
+        opts = &defaults;
+    const char *tokenizer_path = opts->tokenizer_path;
     ts_status st = TS_OK;
     int gguf = is_gguf_file(path, err, &st);
     if (gguf < 0)
         return st;
     if (gguf)
-        return model_load_gguf(path, out, err);
+        return model_load_gguf(path, opts, out, err);
     if (!tokenizer_path)
         return ts_error_set(err, TS_ERR_INVALID_ARG,
                             "%s is not GGUF; a llama2.c checkpoint needs its tokenizer file",
@@ -138,11 +195,21 @@ ts_status ts_model_load(const char *path, const char *tokenizer_path, ts_model *
     return model_load_llama2c(path, tokenizer_path, out, err);
 }
 
+ts_status ts_model_load(const char *path, const char *tokenizer_path, ts_model **out,
+                        ts_error *err)
+{
+    ts_model_load_opts opts = {.tokenizer_path = tokenizer_path};
+    return ts_model_load_with(path, &opts, out, err);
+}
+
 void ts_model_free(ts_model *m)
 {
     if (!m)
         return;
     model_weights_free(&m->w);
+    if (m->locked_bytes)
+        munlock(m->file->base, m->locked_bytes);
+    gguf_close(m->file);
     ts_tokenizer_free(m->tokenizer);
     free(m->chat_template);
     free(m);
@@ -151,6 +218,11 @@ void ts_model_free(ts_model *m)
 const ts_model_config *ts_model_get_config(const ts_model *m)
 {
     return &m->cfg;
+}
+
+void ts_model_weight_bytes(const ts_model *m, uint64_t *bytes, uint64_t *params)
+{
+    model_weight_bytes(&m->w, &m->cfg, bytes, params);
 }
 
 const ts_tokenizer *ts_model_get_tokenizer(const ts_model *m)

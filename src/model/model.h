@@ -1,29 +1,44 @@
 /* model.h: the in-memory model, shared by the loaders, the writer and the forward passes.
- * Weights are f32, immutable after loading, and laid out for batched GEMMs: Q, K, V are
- * concatenated per layer, as are the FFN gate (W1) and up (W3) projections. */
+ * Every weight matrix is a simd_qmat in its file's own type: a GGUF model's matrices point
+ * into the file's read-only mapping (nothing quantised is expanded or copied), while
+ * models built in memory (llama2.c checkpoints, tests) hold owned f32 buffers wrapped as
+ * QT_F32 matrices. Norms and RoPE factors are small f32 arrays converted at load. */
 #ifndef TESSERA_MODEL_MODEL_H
 #define TESSERA_MODEL_MODEL_H
 
+#include "gguf/gguf.h"
+#include "quant.h"
 #include "tessera/model.h"
 
-/* Every matrix is row-major (out, in): y = x . W^T, as ggml and llama2.c store them. */
+/* One layer's matrices, row-major (out, in): y = x . W^T, as ggml and llama2.c store them.
+ * Each may have its own type (a Q4_K_M file keeps some attn_v and ffn_down in Q6_K). */
+typedef struct model_layer {
+    simd_qmat wq; /* (nh*hd, dim) */
+    simd_qmat wk; /* (nkv*hd, dim) */
+    simd_qmat wv; /* (nkv*hd, dim) */
+    simd_qmat wo; /* (dim, nh*hd) */
+    simd_qmat w1; /* (ffn, dim) gate */
+    simd_qmat w3; /* (ffn, dim) up */
+    simd_qmat w2; /* (dim, ffn) down */
+} model_layer;
+
 typedef struct model_weights {
-    float *tok_embd;  /* (vocab, dim) */
-    float *output;    /* (vocab, dim); == tok_embd when cfg.tied_output */
-    float *rms_final; /* (dim) */
-    float *rms_att;   /* (layer, dim) */
-    float *rms_ffn;   /* (layer, dim) */
-    float *wqkv;      /* (layer, (nh + 2*nkv)*hd, dim): Wq rows, then Wk, then Wv */
-    float *wo;        /* (layer, dim, nh*hd) */
-    float *w13;       /* (layer, 2*ffn, dim): W1 (gate) rows, then W3 (up) rows */
-    float *w2;        /* (layer, dim, ffn) */
+    simd_qmat tok_embd;  /* (vocab, dim) */
+    simd_qmat output;    /* (vocab, dim); the same bytes as tok_embd when cfg.tied_output */
+    model_layer *layers; /* (layer) owned */
+    float *rms_final;    /* (dim) */
+    float *rms_att;      /* (layer, dim) */
+    float *rms_ffn;      /* (layer, dim) */
     float *rope_factors; /* (hd/2) rope_freqs.weight when cfg.rope_factors, else NULL */
     float *rope_freq;    /* (hd/2) RoPE angle per position of each pair: model_rope_init() */
+    float *store;        /* owned f32 bytes of every matrix of an in-memory model, else NULL */
 } model_weights;
 
 struct ts_model {
     ts_model_config cfg;
     model_weights w;
+    gguf_file *file;         /* owned: the mapping the matrices point into, or NULL */
+    size_t locked_bytes;     /* bytes of the mapping mlock()ed (munlocked at free) */
     ts_tokenizer *tokenizer; /* owned */
     char *chat_template;     /* owned; tokenizer.chat_template from GGUF, or NULL */
 };
@@ -34,12 +49,23 @@ static inline int model_qkv_rows(const ts_model_config *c)
     return (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
 }
 
-/* Allocates zeroed weight arrays for config c (filled and validated) into w. Untied
- * models get a separate output matrix, models with rope_factors their factors. On
- * failure w may be half built: free it. */
-ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, ts_error *err);
-/* Frees what model_weights_alloc made (a zeroed or half-built w too) and zeroes w. */
+/* Allocates the layer table and zeroed f32 norm arrays for config c (filled and validated)
+ * into w (zeroed on entry); with_matrices also allocates every matrix as a zeroed QT_F32
+ * buffer in w->store (the in-memory models), else the matrices are left for a loader to
+ * point at its bytes. On failure w may be half built: free it. */
+ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool with_matrices,
+                              ts_error *err);
+/* Frees what model_weights_alloc made (a zeroed or half-built w too) and zeroes w; borrowed
+ * matrix bytes are left alone. */
 void model_weights_free(model_weights *w);
+
+/* A QT_F32 matrix of n rows of k floats at data (borrowed). */
+simd_qmat model_qmat_f32(const float *data, int n, int k);
+
+/* Bytes of every matrix of w as stored (the tied output counted once), and the weights
+ * they hold: what one token's pass reads. */
+void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64_t *bytes,
+                        uint64_t *params);
 
 /* Fills w->rope_freq from c's base and linear scale and w->rope_factors (read by then):
  * pair i turns by pos * base^(-2i/hd) / (factor[i] * scale), as llama.cpp's rope does with
@@ -50,8 +76,9 @@ void model_rope_init(model_weights *w, const ts_model_config *c);
 /* Checks a config read from an untrusted file: positive sizes, divisibility, caps. */
 ts_status model_config_validate(const ts_model_config *c, ts_error *err);
 
-/* Format-specific loaders behind ts_model_load(). */
-ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err);
+/* Format-specific loaders behind ts_model_load_with(); opts borrowed, never NULL. */
+ts_status model_load_gguf(const char *path, const ts_model_load_opts *opts, ts_model **out,
+                          ts_error *err);
 ts_status model_load_llama2c(const char *path, const char *tokenizer_path, ts_model **out,
                              ts_error *err);
 

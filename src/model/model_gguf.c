@@ -1,5 +1,7 @@
-/* model_gguf.c: a Llama config and its f32 weights from a parsed GGUF file. */
+/* model_gguf.c: a Llama config from a parsed GGUF file, and its weights mapped in their
+ * own types (norms converted to f32). */
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -135,9 +137,9 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     return TS_OK;
 }
 
-/* Dequantises the tensor called name, which must have shape (ne0, ne1), into dst. */
-static ts_status load(float *dst, const gguf_file *f, const char *name, uint64_t ne0,
-                      uint64_t ne1, ts_error *err)
+/* The tensor called name, which must have ggml shape (ne0, ne1): a refusal names it. */
+static ts_status find_shaped(const gguf_tensor **out, const gguf_file *f, const char *name,
+                             uint64_t ne0, uint64_t ne1, ts_error *err)
 {
     const gguf_tensor *t = gguf_find_tensor(f, name);
     if (!t)
@@ -148,35 +150,94 @@ static ts_status load(float *dst, const gguf_file *f, const char *name, uint64_t
                             name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
                             (unsigned long long)t->ne[2], (unsigned long long)t->ne[3],
                             (unsigned long long)ne0, (unsigned long long)ne1);
-    return gguf_tensor_to_f32(dst, t, (size_t)(ne0 * ne1), err);
+    *out = t;
+    return TS_OK;
 }
 
-static ts_status load_layer(float *dst, const gguf_file *f, int layer, const char *suffix,
-                            uint64_t ne0, uint64_t ne1, ts_error *err)
+/* Checks t's type: one tessera computes on, rows of whole blocks, exactly the bytes its
+ * shape needs, and (for the plain float types, which kernels load as such) data aligned
+ * to its element. */
+static ts_status check_type(const gguf_tensor *t, const char *name, ts_error *err)
 {
-    char name[96];
-    snprintf(name, sizeof name, "blk.%d.%s.weight", layer, suffix);
-    return load(dst, f, name, ne0, ne1, err);
+    const qtype_info *q = qtype_get(t->type);
+    if (!q) {
+        const char *tn = qtype_name(t->type);
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "tensor '%s' has type %s (%u), which tessera does not support", name,
+                            tn ? tn : "unknown", t->type);
+    }
+    size_t row = qtype_row_bytes(t->type, (int64_t)t->ne[0]);
+    if (row == 0)
+        return ts_error_set(err, TS_ERR_FORMAT,
+                            "tensor '%s': rows of %llu elements are not whole %s blocks of %u",
+                            name, (unsigned long long)t->ne[0], q->name, q->block_elems);
+    if (t->nbytes != (uint64_t)row * t->ne[1])
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s' holds %llu bytes, its %s shape %llu",
+                            name, (unsigned long long)t->nbytes, q->name,
+                            (unsigned long long)((uint64_t)row * t->ne[1]));
+    size_t align = q->block_elems == 1 ? q->block_bytes : 1;
+    if ((uintptr_t)t->data % align != 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s': %s data not aligned to %zu bytes",
+                            name, q->name, align);
+    return TS_OK;
+}
+
+/* Points m at the matrix called name, of n rows of k inputs (ggml shape (k, n)), in the
+ * file's bytes: nothing is copied. */
+static ts_status map_matrix(simd_qmat *m, const gguf_file *f, const char *name, uint64_t k,
+                            uint64_t n, ts_error *err)
+{
+    const gguf_tensor *t = NULL;
+    ts_status st;
+    if ((st = find_shaped(&t, f, name, k, n, err)) != TS_OK ||
+        (st = check_type(t, name, err)) != TS_OK)
+        return st;
+    *m = (simd_qmat){.type = t->type, .N = (int)n, .K = (int)k,
+                     .row_bytes = qtype_row_bytes(t->type, (int64_t)k), .data = t->data};
+    return TS_OK;
+}
+
+/* Converts the vector called name, of n elements in any supported type, into dst (n). */
+static ts_status load_vector(float *dst, const gguf_file *f, const char *name, uint64_t n,
+                             ts_error *err)
+{
+    const gguf_tensor *t = NULL;
+    ts_status st;
+    if ((st = find_shaped(&t, f, name, n, 1, err)) != TS_OK ||
+        (st = check_type(t, name, err)) != TS_OK)
+        return st;
+    qtype_dequant_row(dst, t->data, t->type, (int64_t)n);
+    return TS_OK;
+}
+
+static const char *layer_name(char *buf, size_t cap, int layer, const char *suffix)
+{
+    snprintf(buf, cap, "blk.%d.%s.weight", layer, suffix);
+    return buf;
 }
 
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err)
 {
     /* ggml shapes are (in, out): ne[0] is the row length of our (out, in) matrices. */
-    size_t dim = (size_t)c->dim, ffn = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
-    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    size_t qkv = (size_t)model_qkv_rows(c);
+    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim, vocab = (uint64_t)c->vocab_size;
+    uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim;
+    uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     ts_status st;
-    if ((st = load(w->tok_embd, f, "token_embd.weight", dim, vocab, err)) != TS_OK ||
-        (st = load(w->rms_final, f, "output_norm.weight", dim, 1, err)) != TS_OK)
+    if ((st = model_weights_alloc(w, c, false, err)) != TS_OK ||
+        (st = map_matrix(&w->tok_embd, f, "token_embd.weight", dim, vocab, err)) != TS_OK ||
+        (st = load_vector(w->rms_final, f, "output_norm.weight", dim, err)) != TS_OK)
         return st;
-    if (!c->tied_output && (st = load(w->output, f, "output.weight", dim, vocab, err)) != TS_OK)
+    if (c->tied_output)
+        w->output = w->tok_embd;
+    else if ((st = map_matrix(&w->output, f, "output.weight", dim, vocab, err)) != TS_OK)
         return st;
     if (c->rope_factors) {
         /* Llama 3.1's long-context scaling, worked out by the converter: one divisor of
          * each dimension pair's frequency (llama.cpp's freq_factors) */
         int half = c->head_dim / 2;
-        if ((st = load(w->rope_factors, f, "rope_freqs.weight", (uint64_t)half, 1, err)) != TS_OK)
+        if ((st = load_vector(w->rope_factors, f, "rope_freqs.weight", (uint64_t)half, err)) !=
+            TS_OK)
             return st;
         for (int i = 0; i < half; i++)
             if (!(w->rope_factors[i] > 0.0f) || !isfinite(w->rope_factors[i]))
@@ -184,21 +245,27 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                     "tensor 'rope_freqs.weight': factor %d is %g, not a "
                                     "positive number", i, (double)w->rope_factors[i]);
     }
+    char n[96];
     for (int l = 0; l < c->n_layers; l++) {
-        float *wqkv = w->wqkv + (size_t)l * qkv * dim;
-        float *w13 = w->w13 + (size_t)l * 2 * ffn * dim;
-        if ((st = load_layer(w->rms_att + l * dim, f, l, "attn_norm", dim, 1, err)) != TS_OK ||
-            (st = load_layer(w->rms_ffn + l * dim, f, l, "ffn_norm", dim, 1, err)) != TS_OK ||
-            (st = load_layer(wqkv, f, l, "attn_q", dim, q_dim, err)) != TS_OK ||
-            (st = load_layer(wqkv + q_dim * dim, f, l, "attn_k", dim, kv_dim, err)) != TS_OK ||
-            (st = load_layer(wqkv + (q_dim + kv_dim) * dim, f, l, "attn_v", dim, kv_dim,
+        model_layer *ly = &w->layers[l];
+        if ((st = load_vector(w->rms_att + l * dim, f, layer_name(n, sizeof n, l, "attn_norm"),
+                              dim, err)) != TS_OK ||
+            (st = load_vector(w->rms_ffn + l * dim, f, layer_name(n, sizeof n, l, "ffn_norm"),
+                              dim, err)) != TS_OK ||
+            (st = map_matrix(&ly->wq, f, layer_name(n, sizeof n, l, "attn_q"), dim, q_dim,
                              err)) != TS_OK ||
-            (st = load_layer(w->wo + (size_t)l * dim * q_dim, f, l, "attn_output", q_dim, dim,
+            (st = map_matrix(&ly->wk, f, layer_name(n, sizeof n, l, "attn_k"), dim, kv_dim,
                              err)) != TS_OK ||
-            (st = load_layer(w13, f, l, "ffn_gate", dim, ffn, err)) != TS_OK ||
-            (st = load_layer(w13 + ffn * dim, f, l, "ffn_up", dim, ffn, err)) != TS_OK ||
-            (st = load_layer(w->w2 + (size_t)l * dim * ffn, f, l, "ffn_down", ffn, dim, err)) !=
-                TS_OK)
+            (st = map_matrix(&ly->wv, f, layer_name(n, sizeof n, l, "attn_v"), dim, kv_dim,
+                             err)) != TS_OK ||
+            (st = map_matrix(&ly->wo, f, layer_name(n, sizeof n, l, "attn_output"), q_dim, dim,
+                             err)) != TS_OK ||
+            (st = map_matrix(&ly->w1, f, layer_name(n, sizeof n, l, "ffn_gate"), dim, ffn,
+                             err)) != TS_OK ||
+            (st = map_matrix(&ly->w3, f, layer_name(n, sizeof n, l, "ffn_up"), dim, ffn,
+                             err)) != TS_OK ||
+            (st = map_matrix(&ly->w2, f, layer_name(n, sizeof n, l, "ffn_down"), ffn, dim,
+                             err)) != TS_OK)
             return st;
     }
     return TS_OK;

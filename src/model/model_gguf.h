@@ -17,23 +17,27 @@
 ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                                  const char *name_fallback, ts_error *err);
 
-/* The whole model of a parsed file (borrowed; the model copies what it keeps): config,
- * vocabulary, weights and chat template, as model_load_gguf() reads them from a path.
+/* The whole model of a parsed file: config, vocabulary, weights and chat template, as
+ * model_load_gguf() reads them from a path. f is borrowed and must outlive the model: its
+ * weight matrices point into f's bytes (model_load_gguf() hands the model its file).
  * name (borrowed) names the model when general.name is absent, and errors. On success
  * *out owns the model. */
 ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model **out,
                                  ts_error *err);
 
-/* Dequantises f's tensors into w, whose arrays are allocated for c (a validated config),
- * as model_weights_alloc() lays them out: Wq|Wk|Wv and W1|W3 concatenated per layer.
- * A missing tensor, a wrong shape or an unsupported type is an error naming the tensor,
- * as is a RoPE factor that is not a positive number. w->rope_freq is left to
- * model_rope_init(). */
+/* Fills w (zeroed on entry; free it with model_weights_free() whatever the result) from
+ * f's tensors for c (a validated config): every matrix points into f's bytes in the
+ * tensor's own type (f borrowed, must outlive w), norms and RoPE factors are converted to
+ * owned f32 arrays. A missing tensor, a wrong shape, a byte size that does not match the
+ * type and shape, or a type tessera does not compute on (refused by name) is an error
+ * naming the tensor, as is a RoPE factor that is not a positive number. w->rope_freq is
+ * left to model_rope_init(). */
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err);
 
 /* Writes config c, weights w, vocabulary v and chat_template (all borrowed; the template
- * may be NULL) to path as GGUF v3 with F32 tensors under llama.cpp's names, RoPE factors
+ * may be NULL) to path as GGUF v3 with F32 tensors (every type dequantised) under
+ * llama.cpp's names, RoPE factors
  * (rope_freqs.weight) and linear scaling included. */
 ts_status model_gguf_write(const char *path, const ts_model_config *c, const model_weights *w,
                            const tokenizer_vocab *v, const char *chat_template, ts_error *err);

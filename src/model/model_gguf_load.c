@@ -1,7 +1,10 @@
-/* model_gguf_load.c: ts_model from a GGUF file and back (model_load_gguf behind
- * ts_model_load, and ts_model_save_gguf). */
+/* model_gguf_load.c: ts_model from a GGUF file, kept mapped, and back
+ * (model_load_gguf behind ts_model_load_with, and ts_model_save_gguf). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "model/model_gguf.h"
 
@@ -77,7 +80,6 @@ ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model 
         goto fail;
     }
     if ((st = check_weights_fit(&m->cfg, f, name, err)) != TS_OK ||
-        (st = model_weights_alloc(&m->w, &m->cfg, err)) != TS_OK ||
         (st = model_gguf_read_weights(&m->w, &m->cfg, f, err)) != TS_OK)
         goto fail;
     model_rope_init(&m->w, &m->cfg);
@@ -93,7 +95,34 @@ fail:
     return st;
 }
 
-ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
+/* Applies opts to the model's mapping: huge-page advice first (mlock faults the pages in),
+ * then the lock, which the model undoes when freed. */
+static ts_status apply_map_opts(ts_model *m, const ts_model_load_opts *opts, const char *path,
+                                ts_error *err)
+{
+    const gguf_file *f = m->file;
+    if (!f->map)
+        return TS_OK;
+#ifdef MADV_HUGEPAGE
+    if (opts->hugepages)
+        (void)madvise(f->map, f->size, MADV_HUGEPAGE); /* advice: a refusal changes nothing */
+#endif
+    if (opts->mlock) {
+        if (mlock(f->map, f->size) != 0) {
+            struct rlimit lim = {0};
+            getrlimit(RLIMIT_MEMLOCK, &lim);
+            return ts_error_set(err, TS_ERR_IO,
+                                "cannot lock %s (%zu bytes) in RAM: %s (RLIMIT_MEMLOCK %llu "
+                                "bytes; raise it with ulimit -l)", path, f->size,
+                                strerror(errno), (unsigned long long)lim.rlim_cur);
+        }
+        m->locked_bytes = f->size;
+    }
+    return TS_OK;
+}
+
+ts_status model_load_gguf(const char *path, const ts_model_load_opts *opts, ts_model **out,
+                          ts_error *err)
 {
     *out = NULL;
     gguf_file *f = NULL;
@@ -102,8 +131,15 @@ ts_status model_load_gguf(const char *path, ts_model **out, ts_error *err)
     if (st != TS_OK)
         return st;
     base_name(name, sizeof name, path);
-    st = model_gguf_load_parsed(f, name, out, err);
-    gguf_close(f);
+    if ((st = model_gguf_load_parsed(f, name, out, err)) != TS_OK) {
+        gguf_close(f);
+        return st;
+    }
+    (*out)->file = f; /* the model's matrices point into it */
+    if ((st = apply_map_opts(*out, opts, path, err)) != TS_OK) {
+        ts_model_free(*out);
+        *out = NULL;
+    }
     return st;
 }
 

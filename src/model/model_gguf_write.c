@@ -1,5 +1,5 @@
-/* model_gguf_write.c: a model (config, f32 weights, vocabulary) written out as a GGUF v3
- * file that llama.cpp and model_gguf_read_* load. */
+/* model_gguf_write.c: a model (config, weights of any type, vocabulary) written out as a
+ * GGUF v3 file of F32 tensors that llama.cpp and model_gguf_read_* load. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -83,37 +83,66 @@ static void add_f32(gguf_writer *g, const char *name, const float *data, uint64_
     gguf_writer_add_tensor(g, name, GGUF_TENSOR_F32, ne1 ? 2 : 1, ne, data, n * sizeof(float));
 }
 
-static void add_layer(gguf_writer *g, int layer, const char *suffix, const float *data,
-                      uint64_t ne0, uint64_t ne1)
+/* Rows [row0, row0 + n_rows) of a matrix of any type (user: its simd_qmat) as f32. */
+static ts_status fill_f32_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_rows,
+                               ts_error *err)
+{
+    (void)err;
+    const simd_qmat *m = user;
+    const uint8_t *src = (const uint8_t *)m->data;
+    for (uint64_t r = 0; r < n_rows; r++)
+        qtype_dequant_row((float *)(void *)(dst + r * (uint64_t)m->K * sizeof(float)),
+                          src + (row0 + r) * m->row_bytes, m->type, m->K);
+    return TS_OK;
+}
+
+/* Matrix m (borrowed until the file is written) as an F32 tensor of ggml shape (K, N):
+ * F32 bytes as they are, any other type dequantised row by row as the writer asks. */
+static void add_matrix(gguf_writer *g, const char *name, const simd_qmat *m)
+{
+    if (m->type == QT_F32) {
+        add_f32(g, name, m->data, (uint64_t)m->K, (uint64_t)m->N);
+        return;
+    }
+    const uint64_t ne[2] = {(uint64_t)m->K, (uint64_t)m->N};
+    gguf_writer_add_tensor_fill(g, name, GGUF_TENSOR_F32, 2, ne, fill_f32_rows, (void *)m);
+}
+
+static void add_layer(gguf_writer *g, int layer, const char *suffix, const simd_qmat *m)
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%d.%s.weight", layer, suffix);
-    add_f32(g, name, data, ne0, ne1);
+    add_matrix(g, name, m);
+}
+
+static void add_norm(gguf_writer *g, int layer, const char *suffix, const float *data,
+                     uint64_t n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.%s.weight", layer, suffix);
+    add_f32(g, name, data, n, 0);
 }
 
 static void add_weights(gguf_writer *g, const ts_model_config *c, const model_weights *w)
 {
-    size_t dim = (size_t)c->dim, ffn = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
-    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    size_t qkv = (size_t)model_qkv_rows(c);
+    size_t dim = (size_t)c->dim;
     if (c->rope_factors) /* first, where llama.cpp's converter puts it */
         add_f32(g, "rope_freqs.weight", w->rope_factors, (uint64_t)c->head_dim / 2, 0);
-    add_f32(g, "token_embd.weight", w->tok_embd, dim, vocab);
+    add_matrix(g, "token_embd.weight", &w->tok_embd);
     add_f32(g, "output_norm.weight", w->rms_final, dim, 0);
     if (!c->tied_output)
-        add_f32(g, "output.weight", w->output, dim, vocab);
+        add_matrix(g, "output.weight", &w->output);
     for (int l = 0; l < c->n_layers; l++) {
-        const float *wqkv = w->wqkv + (size_t)l * qkv * dim;
-        const float *w13 = w->w13 + (size_t)l * 2 * ffn * dim;
-        add_layer(g, l, "attn_norm", w->rms_att + l * dim, dim, 0);
-        add_layer(g, l, "attn_q", wqkv, dim, q_dim);
-        add_layer(g, l, "attn_k", wqkv + q_dim * dim, dim, kv_dim);
-        add_layer(g, l, "attn_v", wqkv + (q_dim + kv_dim) * dim, dim, kv_dim);
-        add_layer(g, l, "attn_output", w->wo + (size_t)l * dim * q_dim, q_dim, dim);
-        add_layer(g, l, "ffn_norm", w->rms_ffn + l * dim, dim, 0);
-        add_layer(g, l, "ffn_gate", w13, dim, ffn);
-        add_layer(g, l, "ffn_up", w13 + ffn * dim, dim, ffn);
-        add_layer(g, l, "ffn_down", w->w2 + (size_t)l * dim * ffn, ffn, dim);
+        const model_layer *ly = &w->layers[l];
+        add_norm(g, l, "attn_norm", w->rms_att + l * dim, dim);
+        add_layer(g, l, "attn_q", &ly->wq);
+        add_layer(g, l, "attn_k", &ly->wk);
+        add_layer(g, l, "attn_v", &ly->wv);
+        add_layer(g, l, "attn_output", &ly->wo);
+        add_norm(g, l, "ffn_norm", w->rms_ffn + l * dim, dim);
+        add_layer(g, l, "ffn_gate", &ly->w1);
+        add_layer(g, l, "ffn_up", &ly->w3);
+        add_layer(g, l, "ffn_down", &ly->w2);
     }
 }
 

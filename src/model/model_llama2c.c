@@ -1,5 +1,6 @@
 /* model_llama2c.c: reads a llama2.c checkpoint (7 x int32 header, then f32 tensors in
- * run.c's order) and its tokenizer.bin into a ts_model. */
+ * run.c's order) and its tokenizer.bin into a ts_model whose matrices are owned QT_F32
+ * buffers. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,34 +40,39 @@ static ts_status skip_floats(l2c_reader *r, size_t n, const char *what, ts_error
     return TS_OK;
 }
 
-/* The per-layer tensors, read into the fused layout of model.h. */
+/* The floats of a matrix the model owns (model_weights_alloc's store): writable. */
+static float *owned_f32(const simd_qmat *m)
+{
+    return (float *)m->data;
+}
+
+/* The per-layer tensors, in run.c's order: all layers' wq, then all wk, ... */
 static ts_status read_layers(l2c_reader *r, ts_model *m, ts_error *err)
 {
     const ts_model_config *c = &m->cfg;
     model_weights *w = &m->w;
     size_t L = (size_t)c->n_layers, dim = (size_t)c->dim, ffn = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    size_t qkv = (size_t)model_qkv_rows(c);
     ts_status st;
     char what[64];
 
-#define READ(dst, rows, cols, stride, name)                                      \
+#define READ(dst, rows, cols, name)                                              \
     do {                                                                         \
         snprintf(what, sizeof what, "%s (layer %zu)", name, l);                  \
-        if ((st = read_matrix(r, dst, rows, cols, stride, what, err)) != TS_OK) \
+        if ((st = read_matrix(r, dst, rows, cols, cols, what, err)) != TS_OK)   \
             return st;                                                           \
     } while (0)
 
     size_t l = 0;
-    for (l = 0; l < L; l++) READ(w->rms_att + l * dim, 1, dim, dim, "rms_att");
-    for (l = 0; l < L; l++) READ(w->wqkv + l * qkv * dim, q_dim, dim, dim, "wq");
-    for (l = 0; l < L; l++) READ(w->wqkv + (l * qkv + q_dim) * dim, kv_dim, dim, dim, "wk");
-    for (l = 0; l < L; l++) READ(w->wqkv + (l * qkv + q_dim + kv_dim) * dim, kv_dim, dim, dim, "wv");
-    for (l = 0; l < L; l++) READ(w->wo + l * dim * q_dim, dim, q_dim, q_dim, "wo");
-    for (l = 0; l < L; l++) READ(w->rms_ffn + l * dim, 1, dim, dim, "rms_ffn");
-    for (l = 0; l < L; l++) READ(w->w13 + l * 2 * ffn * dim, ffn, dim, dim, "w1");
-    for (l = 0; l < L; l++) READ(w->w2 + l * dim * ffn, dim, ffn, ffn, "w2");
-    for (l = 0; l < L; l++) READ(w->w13 + (l * 2 * ffn + ffn) * dim, ffn, dim, dim, "w3");
+    for (l = 0; l < L; l++) READ(w->rms_att + l * dim, 1, dim, "rms_att");
+    for (l = 0; l < L; l++) READ(owned_f32(&w->layers[l].wq), q_dim, dim, "wq");
+    for (l = 0; l < L; l++) READ(owned_f32(&w->layers[l].wk), kv_dim, dim, "wk");
+    for (l = 0; l < L; l++) READ(owned_f32(&w->layers[l].wv), kv_dim, dim, "wv");
+    for (l = 0; l < L; l++) READ(owned_f32(&w->layers[l].wo), dim, q_dim, "wo");
+    for (l = 0; l < L; l++) READ(w->rms_ffn + l * dim, 1, dim, "rms_ffn");
+    for (l = 0; l < L; l++) READ(owned_f32(&w->layers[l].w1), ffn, dim, "w1");
+    for (l = 0; l < L; l++) READ(owned_f32(&w->layers[l].w2), dim, ffn, "w2");
+    for (l = 0; l < L; l++) READ(owned_f32(&w->layers[l].w3), ffn, dim, "w3");
 #undef READ
     return TS_OK;
 }
@@ -137,17 +143,18 @@ ts_status model_load_llama2c(const char *path, const char *tokenizer_path, ts_mo
                           path, need, r.remaining);
         goto fail;
     }
-    if ((st = model_weights_alloc(&m->w, &m->cfg, err)) != TS_OK)
+    if ((st = model_weights_alloc(&m->w, &m->cfg, true, err)) != TS_OK)
         goto fail;
 
     model_weights *w = &m->w;
-    if ((st = read_matrix(&r, w->tok_embd, vocab, dim, dim, "token_embedding", err)) != TS_OK ||
+    if ((st = read_matrix(&r, owned_f32(&w->tok_embd), vocab, dim, dim, "token_embedding",
+                          err)) != TS_OK ||
         (st = read_layers(&r, m, err)) != TS_OK ||
         (st = read_matrix(&r, w->rms_final, 1, dim, dim, "rms_final", err)) != TS_OK ||
         (st = skip_floats(&r, (size_t)c->context_len * c->head_dim, "freq_cis", err)) != TS_OK)
         goto fail;
     if (!c->tied_output &&
-        (st = read_matrix(&r, w->output, vocab, dim, dim, "classifier", err)) != TS_OK)
+        (st = read_matrix(&r, owned_f32(&w->output), vocab, dim, dim, "classifier", err)) != TS_OK)
         goto fail;
     model_rope_init(w, c);
 

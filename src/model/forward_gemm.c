@@ -1,0 +1,145 @@
+/* forward_gemm.c: the step's weight GEMM on matrices in their file's types. f32 matrices
+ * take the skinny SIMD GEMM or OpenBLAS by rows; the others quantize the activations once
+ * per form and run the kernel table's qgemm. Matrices that share an input run as one pass
+ * over their concatenated output columns (Wq|Wk|Wv, W1|W3): one parallel region, one
+ * output buffer, no concatenated copy of the weights. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/forward_batch.h"
+
+/* Below this many multiply-adds of work a parallel region costs more than it saves. */
+enum { PARALLEL_MIN_WORK = 1 << 15 };
+
+/* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
+ * weight rows) and whole 64-byte lines of out, so threads never share one. */
+enum { GEMM_ALIGN = 48 };
+
+/* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
+ * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
+enum { GEMM_CHUNKS_PER_THREAD = 4 };
+
+static qact act_form(const simd_qmat *w)
+{
+    return qtype_get(w->type)->act;
+}
+
+static size_t round_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, int max_rows,
+                        int max_k, ts_error *err)
+{
+    memset(q, 0, sizeof *q);
+    bool need[3] = {false, false, false};
+    for (int i = 0; i < n_mats; i++)
+        if (mats[i]->type != QT_F32)
+            need[act_form(mats[i])] = true;
+    for (int a = 0; a < 3; a++) {
+        if (!need[a])
+            continue;
+        q->row_cap[a] = qact_row_bytes((qact)a, (int64_t)round_up((size_t)max_k, QK_K));
+        size_t bytes = round_up(q->row_cap[a] * (size_t)max_rows, 64);
+        if (!(q->form[a] = aligned_alloc(64, bytes))) {
+            fwd_qbuf_free(q);
+            return ts_error_set(err, TS_ERR_NOMEM, "activation blocks for %d rows", max_rows);
+        }
+    }
+    return TS_OK;
+}
+
+void fwd_qbuf_free(fwd_qbuf *q)
+{
+    for (int a = 0; a < 3; a++)
+        free(q->form[a]);
+    memset(q, 0, sizeof *q);
+}
+
+/* Quantizes a (M, K; stride lda) into form f, rows split over the threads when worth it. */
+static void quantize_rows(const simd_kernels *k, void *out, const float *a, int lda, int M,
+                          int K, qact f)
+{
+    size_t row = qact_row_bytes(f, K);
+    int threads = (long)M * K >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+    threads = threads < M ? threads : M;
+#pragma omp parallel for schedule(static) if (threads > 1) num_threads(threads)
+    for (int t = 0; t < threads; t++) {
+        int r0 = (int)((long)M * t / threads), r1 = (int)((long)M * (t + 1) / threads);
+        k->quantize_act((char *)out + (size_t)r0 * row, a + (size_t)r0 * lda, (size_t)lda,
+                        r1 - r0, K, f);
+    }
+}
+
+/* out[:, col0 ..] (M, N; stride ldo) = a . w^T + beta * out through OpenBLAS (f32 only);
+ * sgemv for one row: OpenBLAS 0.3.21's sgemm packs W even for M = 1, which costs a copy
+ * of every weight and made single-stream decode ~3x slower than streaming W once. */
+static void blas_gemm(float *out, size_t ldo, const float *a, int lda, const simd_qmat *w,
+                      int M, float beta)
+{
+    const float *wf = w->data;
+    if (M == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, w->N, w->K, 1.0f, wf, w->K, a, 1, beta, out, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, w->N, w->K, 1.0f, a, lda, wf,
+                    w->K, beta, out, (int)ldo);
+}
+
+void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
+              size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
+              float beta)
+{
+    /* the matrices the kernel region runs, their first output column and first chunk */
+    const simd_qmat *part[FWD_MAX_PARTS];
+    int col0[FWD_MAX_PARTS], chunk0[FWD_MAX_PARTS + 1], n_parts = 0;
+    const void *xq[3] = {NULL, NULL, NULL};
+    bool blas = path == FWD_GEMM_BLAS || (path == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
+    long work = 0;
+    int col = 0, K = w[0]->K;
+    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++) {
+        if (w[i]->type == QT_F32 && blas) {
+            blas_gemm(out + col, ldo, a, lda, w[i], M, beta);
+            continue;
+        }
+        if (w[i]->type != QT_F32) {
+            /* each activation form once for all the matrices that take it */
+            qact f = act_form(w[i]);
+            if (!xq[f] && f == QACT_F32 && lda == K) {
+                xq[f] = a;
+            } else if (!xq[f]) {
+                quantize_rows(k, qb->form[f], a, lda, M, K, f);
+                xq[f] = qb->form[f];
+            }
+        }
+        part[n_parts] = w[i];
+        col0[n_parts++] = col;
+        work += (long)w[i]->N * K;
+    }
+    if (n_parts == 0)
+        return;
+    int threads = work >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+    int chunk = (int)((work / K + threads * GEMM_CHUNKS_PER_THREAD - 1) /
+                      (threads * GEMM_CHUNKS_PER_THREAD));
+    chunk = (chunk + GEMM_ALIGN - 1) / GEMM_ALIGN * GEMM_ALIGN;
+    chunk0[0] = 0;
+    for (int p = 0; p < n_parts; p++)
+        chunk0[p + 1] = chunk0[p] + (part[p]->N + chunk - 1) / chunk;
+    int n_chunks = chunk0[n_parts];
+    /* each chunk is a contiguous range of one matrix's rows, streamed once */
+#pragma omp parallel for schedule(dynamic, 1) if (threads > 1)
+    for (int i = 0; i < n_chunks; i++) {
+        int p = 0;
+        while (i >= chunk0[p + 1])
+            p++;
+        const simd_qmat *m = part[p];
+        int nb = (i - chunk0[p]) * chunk, ne = nb + chunk < m->N ? nb + chunk : m->N;
+        float *o = out + col0[p];
+        if (m->type == QT_F32)
+            k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
+        else
+            k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
+    }
+}

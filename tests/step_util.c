@@ -1,0 +1,98 @@
+/* step_util.c: stepping models through the batched forward pass in tests, and the paths
+ * of the stories260K-k files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "step_util.h"
+
+const char *const su_types[SU_N_TYPES] = {"f32",  "F16",    "BF16",   "Q8_0",   "Q4_0",
+                                          "Q4_1", "Q5_0",   "Q5_1",   "Q2_K",   "Q3_K_M",
+                                          "Q4_K_S", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL",
+                                          "IQ4_XS"};
+
+const char *su_kpath(const char *fmt, const char *type)
+{
+    static char buf[4096], rel[256];
+    snprintf(rel, sizeof rel, fmt, type);
+    snprintf(buf, sizeof buf, "%s/stories260K-k/%s", TS_BUILD_DIR, rel);
+    return buf;
+}
+
+ts_model *su_load_path(const char *path)
+{
+    ts_model *m = NULL;
+    ts_error err = {0};
+    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
+        fail_msg("loading %s: %s", path, err.msg);
+    return m;
+}
+
+ts_model *su_load_type(const char *type)
+{
+    return su_load_path(su_kpath("stories260K-k-%s.gguf", type));
+}
+
+int su_argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+void su_runner_init(su_runner *r, const ts_model *m, const simd_kernels *k, int max_rows)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->k = k;
+    kv_config kc = {.n_layers = m->cfg.n_layers, .n_kv_heads = m->cfg.n_kv_heads,
+                    .head_dim = m->cfg.head_dim, .dtype = KV_DTYPE_F32, .n_blocks = 64};
+    assert_int_equal(kv_pool_init(&r->pool, &kc, NULL), TS_OK);
+    for (int s = 0; s < SU_MAX_SEQS; s++)
+        kv_table_init(&r->tables[s]);
+    assert_int_equal(fwd_state_init(&r->fs, m, max_rows, SU_MAX_SEQS, NULL), TS_OK);
+}
+
+void su_runner_free(su_runner *r)
+{
+    for (int s = 0; s < SU_MAX_SEQS; s++)
+        kv_table_free(r->pool, &r->tables[s]);
+    fwd_state_free(&r->fs);
+    kv_pool_free(r->pool);
+}
+
+void su_runner_step(su_runner *r, int32_t *const *toks, const int *cnt, float **out)
+{
+    fwd_seq seqs[SU_MAX_SEQS];
+    int32_t rows_tok[512];
+    int n = 0, rows = 0;
+    for (int s = 0; s < SU_MAX_SEQS; s++) {
+        if (cnt[s] == 0)
+            continue;
+        assert_true(rows + cnt[s] <= (int)(sizeof rows_tok / sizeof *rows_tok));
+        assert_int_equal(kv_table_reserve(r->pool, &r->tables[s], cnt[s], NULL), TS_OK);
+        memcpy(rows_tok + rows, toks[s], (size_t)cnt[s] * sizeof(int32_t));
+        seqs[n] = (fwd_seq){.row0 = rows, .n_rows = cnt[s], .pos0 = r->pos[s],
+                            .table = &r->tables[s], .logits_row = n};
+        rows += cnt[s];
+        n++;
+    }
+    fwd_batch b = {.n_rows = rows, .tokens = rows_tok, .n_seqs = n, .seqs = seqs, .n_logits = n};
+    ts_error err = {0};
+    if (forward_batch(&r->fs, r->m, r->pool, r->k, &b, &err) != TS_OK)
+        fail_msg("forward_batch: %s", err.msg);
+    int vocab = r->m->cfg.vocab_size;
+    for (int i = 0, s = 0; s < SU_MAX_SEQS; s++) {
+        if (cnt[s] == 0)
+            continue;
+        memcpy(out[s], r->fs.logits + (size_t)i++ * vocab, (size_t)vocab * sizeof(float));
+        r->pos[s] += cnt[s];
+    }
+}
+

@@ -1,0 +1,43 @@
+/* step_util.h: helpers for tests that run models step by step through the batched forward
+ * pass, and the stories260K-k files (../shared's archive, extracted into the build folder
+ * by tests/CMakeLists.txt) they run. */
+#ifndef TESSERA_TESTS_STEP_UTIL_H
+#define TESSERA_TESTS_STEP_UTIL_H
+
+#include "kv/kv.h"
+#include "model/forward_batch.h"
+
+/* Every stories260K-k file's type, as its name spells it ("f32", "Q4_K_M", ...). */
+enum { SU_N_TYPES = 16 };
+extern const char *const su_types[SU_N_TYPES];
+
+/* TS_BUILD_DIR/stories260K-k/ followed by fmt with its one %s replaced by type. Returns a
+ * static buffer overwritten by the next call. */
+const char *su_kpath(const char *fmt, const char *type);
+/* Loads a model, failing the test on error. */
+ts_model *su_load_path(const char *path);
+ts_model *su_load_type(const char *type); /* stories260K-k-TYPE.gguf */
+
+int su_argmax(const float *x, int n);
+
+enum { SU_MAX_SEQS = 4 };
+
+/* A KV pool of 64 f32 blocks, one table per sequence and the forward scratch. */
+typedef struct su_runner {
+    const ts_model *m;
+    const simd_kernels *k;
+    kv_pool *pool;
+    fwd_state fs;
+    kv_table tables[SU_MAX_SEQS];
+    int pos[SU_MAX_SEQS]; /* positions computed so far */
+} su_runner;
+
+/* m and k borrowed; steps of up to max_rows rows. */
+void su_runner_init(su_runner *r, const ts_model *m, const simd_kernels *k, int max_rows);
+void su_runner_free(su_runner *r);
+
+/* One step: sequence s takes cnt[s] rows (0: not in this step), tokens toks[s][0 ..), at
+ * its next positions; the logits of its last row are copied to out[s] (vocab). */
+void su_runner_step(su_runner *r, int32_t *const *toks, const int *cnt, float **out);
+
+#endif
