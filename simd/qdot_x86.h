@@ -94,4 +94,62 @@ static inline float qf_reduce(QF v)
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
 }
 
+#if defined(__AVX512BW__) && !defined(QG_NARROW) /* -DQG_NARROW: 32 wide, for tuning runs */
+/* The 256-element types 64 elements a vector (vec_qgemm.h's wide set): twice the work of
+ * each instruction. AVX-512 has no vpsignb: a masked negation gives the signs. */
+#define QG_KW 64
+typedef __m512i QIW;
+typedef __m512i QSW;
+typedef __m512i QCW;
+typedef __m512 QFW;
+typedef struct QWW {
+    __m512i u;      /* |w| */
+    __mmask64 neg;  /* w < 0 */
+} QWW;
+static inline QIW qiw_load(const int8_t *p) { return _mm512_loadu_si512(p); }
+static inline QWW qww_prep(QIW w, const int sgn)
+{
+    QWW r = {sgn ? _mm512_abs_epi8(w) : w, sgn ? _mm512_movepi8_mask(w) : 0};
+    return r;
+}
+/* sc[0..3]: the scales of elements 0..15, .., 48..63, each in the int16 of its 128-bit lane. */
+static inline QCW qcw_make(const int16_t *sc)
+{
+    int64_t four;
+    memcpy(&four, sc, sizeof four);
+    const __m512i pick = _mm512_set_epi64(0x0706070607060706, 0x0706070607060706,
+                                          0x0504050405040504, 0x0504050405040504,
+                                          0x0302030203020302, 0x0302030203020302,
+                                          0x0100010001000100, 0x0100010001000100);
+    return _mm512_shuffle_epi8(_mm512_set1_epi64(four), pick);
+}
+static inline QSW qsw_zero(void) { return _mm512_setzero_si512(); }
+static inline QSW qsw_sub(QSW a, QSW b) { return _mm512_sub_epi32(a, b); }
+static inline QSW qsw_dot_sc(QSW acc, QWW w, QIW a, QCW s, const int sgn)
+{
+    if (sgn)
+        a = _mm512_mask_sub_epi8(a, w.neg, _mm512_setzero_si512(), a);
+    __m512i p = _mm512_maddubs_epi16(w.u, a);
+#ifdef __AVX512VNNI__
+    return _mm512_dpwssd_epi32(acc, p, s);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+#endif
+}
+static inline QSW qsw_mins(const int16_t *mn, const int16_t *bs)
+{
+    return _mm512_zextsi256_si512(qs_mins(mn, bs));
+}
+static inline QFW qfw_zero(void) { return _mm512_setzero_ps(); }
+static inline QFW qfw_fma(QFW acc, float x, QSW s)
+{
+    return _mm512_fmadd_ps(_mm512_set1_ps(x), _mm512_cvtepi32_ps(s), acc);
+}
+static inline float qfw_reduce(QFW v)
+{
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    return qf_reduce(h);
+}
+#endif
+
 #endif

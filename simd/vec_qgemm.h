@@ -19,6 +19,10 @@
  *   QI qi_shl(QI v, s)                      v << s in each byte, for v < 2^(8 - s)
  *   QI qi_iq4(QI v)                         qt_iq4nl_values[v] for v in 0..15
  *   QG_NR, QG_MR                            the tile: weight rows x activation rows
+ * and may define a wider set for the 256-element types (QG_KW elements a vector: QIW QWW
+ * QSW QCW QFW, qiw_load qww_prep qcw_make qsw_zero qsw_sub qsw_dot_sc qsw_mins qfw_zero
+ * qfw_fma qfw_reduce, as above with qcw_make reading QG_KW / 16 scales); by default the
+ * 32-element set.
  *
  * A tile of QG_NR weight rows is unpacked (qunpack.h) once per QG_KC elements of K into a
  * buffer in L1, then multiplied with every activation row, QG_MR at a time. Integer block
@@ -28,6 +32,25 @@
  * or the n range. K past QG_KC is done in chunks fixed by K alone, each chunk's sum added
  * to out. */
 #include "qunpack.h"
+
+#ifndef QG_KW
+#define QG_KW 32
+typedef QI QIW;
+typedef QW QWW;
+typedef QS QSW;
+typedef QC QCW;
+typedef QF QFW;
+#define qiw_load qi_load
+#define qww_prep qw_prep
+#define qcw_make qc_make
+#define qsw_zero qs_zero
+#define qsw_sub qs_sub
+#define qsw_dot_sc qs_dot_sc
+#define qsw_mins qs_mins
+#define qfw_zero qf_zero
+#define qfw_fma qf_fma
+#define qfw_reduce qf_reduce
+#endif
 
 #define QG_KC 2048 /* elements of K unpacked at a time */
 
@@ -196,13 +219,14 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
                            int nr, int nfb, int fb0, float beta, int first, const int FB,
                            const int SGN, const int MIN, const int MR)
 {
-    QF acc[QG_NR][QG_MR];
+    QF acc[QG_NR][QG_MR];   /* 32-element types */
+    QFW accw[QG_NR][QG_MR]; /* 256-element types */
     float fm[QG_NR][QG_MR];
 #pragma GCC unroll 8
     for (int r = 0; r < QG_NR; r++)
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++)
-            acc[r][i] = qf_zero(), fm[r][i] = 0.0f;
+            acc[r][i] = qf_zero(), accw[r][i] = qfw_zero(), fm[r][i] = 0.0f;
     if (FB == QK_32) {
         const qa_q8_32 *a[QG_MR];
 #pragma GCC unroll 8
@@ -231,26 +255,26 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
         for (int i = 0; i < MR; i++)
             a[i] = (const qa_q8_k *)(xa + (size_t)i * xrb) + fb0;
         for (int b = 0; b < nfb; b++) {
-            QS s[QG_NR][QG_MR];
+            QSW s[QG_NR][QG_MR];
 #pragma GCC unroll 8
             for (int r = 0; r < QG_NR; r++)
 #pragma GCC unroll 8
                 for (int i = 0; i < MR; i++)
-                    s[r][i] = qs_zero();
-            for (int g = 0; g < QK_K / 32; g++) {
-                QW w[QG_NR];
-                QC c[QG_NR];
+                    s[r][i] = qsw_zero();
+            for (int g = 0; g < QK_K / QG_KW; g++) {
+                QWW w[QG_NR];
+                QCW c[QG_NR];
 #pragma GCC unroll 8
                 for (int r = 0; r < QG_NR; r++) {
-                    w[r] = qw_prep(qi_load(B->q[r] + QK_K * b + 32 * g), SGN);
-                    c[r] = qc_make(B->sc[r] + 16 * b + 2 * g);
+                    w[r] = qww_prep(qiw_load(B->q[r] + QK_K * b + QG_KW * g), SGN);
+                    c[r] = qcw_make(B->sc[r] + 16 * b + QG_KW / 16 * g);
                 }
 #pragma GCC unroll 8
                 for (int i = 0; i < MR; i++) {
-                    QI av = qi_load(a[i][b].qs + 32 * g);
+                    QIW av = qiw_load(a[i][b].qs + QG_KW * g);
 #pragma GCC unroll 8
                     for (int r = 0; r < QG_NR; r++)
-                        s[r][i] = qs_dot_sc(s[r][i], w[r], av, c[r], SGN);
+                        s[r][i] = qsw_dot_sc(s[r][i], w[r], av, c[r], SGN);
                 }
             }
 #pragma GCC unroll 8
@@ -258,20 +282,20 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
 #pragma GCC unroll 8
                 for (int r = 0; r < QG_NR; r++) {
                     float da = a[i][b].d;
-                    QS si = s[r][i];
+                    QSW si = s[r][i];
                     if (MIN == QG_MIN_SAME_D)
-                        si = qs_sub(si, qs_mins(B->mn[r] + 16 * b, a[i][b].bsums));
-                    acc[r][i] = qf_fma(acc[r][i], B->d[r][b] * da, si);
+                        si = qsw_sub(si, qsw_mins(B->mn[r] + 16 * b, a[i][b].bsums));
+                    accw[r][i] = qfw_fma(accw[r][i], B->d[r][b] * da, si);
                     if (MIN == QG_MIN_DMIN)
-                        acc[r][i] = qf_fma(acc[r][i], -(B->m[r][b] * da),
-                                           qs_mins(B->mn[r] + 16 * b, a[i][b].bsums));
+                        accw[r][i] = qfw_fma(accw[r][i], -(B->m[r][b] * da),
+                                             qsw_mins(B->mn[r] + 16 * b, a[i][b].bsums));
                 }
         }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
         for (int r = 0; r < nr; r++) {
-            float v = qf_reduce(acc[r][i]) + fm[r][i];
+            float v = (FB == QK_32 ? qf_reduce(acc[r][i]) : qfw_reduce(accw[r][i])) + fm[r][i];
             float *o = out + (size_t)i * ldo + r;
             *o = !first ? *o + v : beta == 0.0f ? v : v + beta * *o; /* beta 0 never reads out */
         }
