@@ -269,7 +269,7 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
                             p->n_prompt, p->n, p->max_tokens, (long long)need,
                             e->kv_blocks_total);
     ts_error serr;
-    if (ts_sampling_params_validate(&p->sampling, &serr) != TS_OK)
+    if (ts_sampling_params_check_vocab(&p->sampling, c->vocab_size, NULL, &serr) != TS_OK)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "%s", serr.msg);
     for (int i = 0; i < p->n_stop; i++) {
         size_t len = p->stop[i] ? strlen(p->stop[i]) : 0;

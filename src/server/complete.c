@@ -351,7 +351,12 @@ static void unlist_job(srv_job *j)
 static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, oai_error *e)
 {
     const oai_request *r = &j->oreq;
-    int ctx = ts_model_get_config(ts_engine_get_model(j->model->engine))->context_len;
+    const ts_model_config *cfg = ts_model_get_config(ts_engine_get_model(j->model->engine));
+    int ctx = cfg->context_len;
+    const char *field = NULL;
+    ts_error verr = {0};
+    if (ts_sampling_params_check_vocab(&r->sampling, cfg->vocab_size, &field, &verr) != TS_OK)
+        return oai_error_set(e, 400, field, "invalid_value", "%s", verr.msg);
     if (n == 0 || (long long)n >= ctx)
         return oai_error_set(e, 400, r->kind == OAI_CHAT ? "messages" : "prompt",
                              "context_length_exceeded",
