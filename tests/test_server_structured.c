@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
@@ -90,6 +91,25 @@ static void answer_free(answer *a)
     strbuf_free(&a->body);
     strbuf_free(&a->headers);
     cJSON_Delete(a->json);
+}
+
+/* The value of header name in a (malloc'd, without CRLF), or NULL when absent. */
+static char *header(const answer *a, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *l = a->headers.s; l && *l;) {
+        const char *end = strstr(l, "\r\n");
+        if (!end)
+            break;
+        if (!strncasecmp(l, name, n) && l[n] == ':') {
+            const char *v = l + n + 1;
+            while (*v == ' ')
+                v++;
+            return strndup(v, (size_t)(end - v));
+        }
+        l = end + 2;
+    }
+    return NULL;
 }
 
 /* The text of a 200 answer's first choice (malloc'd). */
@@ -216,12 +236,101 @@ static void test_logit_bias_refused(void **state)
                "\"logit_bias\": {\"99999\": 1}}", "logit_bias");
 }
 
+/* Ignored fields are named in the header, streamed or not; known fields, no-ops included,
+ * are not; a name cannot break the header line. */
+static void test_unknown_fields_listed(void **state)
+{
+    (void)state;
+    answer a;
+    request("/v1/completions", COMPLETION(", \"user\": \"u1\", \"frobnicate\": 1, "
+                                          "\"n_probs\": [2], \"a\\r\\nX-Evil: 1\": 0"), &a);
+    assert_int_equal(a.status, 200);
+    char *h = header(&a, "X-Tessera-Ignored-Fields");
+    assert_non_null(h);
+    assert_string_equal(h, "frobnicate, n_probs, a__X-Evil__1");
+    assert_null(header(&a, "X-Evil"));
+    free(h);
+    answer_free(&a);
+
+    request("/v1/chat/completions",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 3, "
+            "\"user\": \"u\", \"metadata\": {\"k\": \"v\"}, \"store\": false, "
+            "\"service_tier\": \"auto\", \"prompt_cache_key\": \"p\", \"modalities\": [\"text\"], "
+            "\"response_format\": {\"type\": \"text\"}, \"tool_choice\": \"none\", "
+            "\"parallel_tool_calls\": true, \"safety_identifier\": \"s\"}", &a);
+    assert_int_equal(a.status, 200);
+    assert_null(header(&a, "X-Tessera-Ignored-Fields"));
+    answer_free(&a);
+
+    request("/v1/chat/completions",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 3, "
+            "\"stream\": true, \"prompt\": \"x\"}", &a);
+    assert_int_equal(a.status, 200);
+    h = header(&a, "X-Tessera-Ignored-Fields");
+    assert_non_null(h);
+    assert_string_equal(h, "prompt"); /* a completions field on the chat route */
+    free(h);
+    answer_free(&a);
+}
+
+/* Fields tessera cannot honour are 400 naming them; no-ops of the wrong type too. */
+static void test_unsupported_fields_refused(void **state)
+{
+    (void)state;
+    static const char *const chat[][2] = {
+        {"\"audio\": {\"voice\": \"x\"}", "audio"},
+        {"\"functions\": []", "functions"},
+        {"\"function_call\": \"auto\"", "function_call"},
+        {"\"prediction\": {}", "prediction"},
+        {"\"web_search_options\": {}", "web_search_options"},
+        {"\"store\": \"yes\"", "store"},
+        {"\"metadata\": 3", "metadata"},
+        {"\"modalities\": [\"text\", \"audio\"]", "modalities"},
+        {"\"response_format\": {\"type\": \"xml\"}", "response_format"},
+        {"\"response_format\": \"json\"", "response_format"},
+        {"\"tool_choice\": \"sometimes\"", "tool_choice"},
+        {"\"parallel_tool_calls\": 1", "parallel_tool_calls"},
+    };
+    char body[512];
+    for (size_t i = 0; i < sizeof chat / sizeof chat[0]; i++) {
+        snprintf(body, sizeof body,
+                 "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s}", chat[i][0]);
+        expect_400("/v1/chat/completions", body, chat[i][1]);
+    }
+    expect_400("/v1/completions", COMPLETION(", \"best_of\": 3"), "best_of");
+    expect_400("/v1/completions", COMPLETION(", \"suffix\": \"end\""), "suffix");
+    expect_400("/v1/completions", COMPLETION(", \"echo\": true"), "echo");
+    char *t = ok_text("/v1/completions", COMPLETION(", \"best_of\": 1, \"suffix\": \"\""));
+    free(t);
+}
+
+/* GET /v1/models/{id}: the model object; an unknown id is 404. */
+static void test_model_retrieve(void **state)
+{
+    (void)state;
+    answer a;
+    request("/v1/models/stories", NULL, &a);
+    assert_int_equal(a.status, 200);
+    assert_string_equal(cJSON_GetObjectItem(a.json, "id")->valuestring, "stories");
+    assert_string_equal(cJSON_GetObjectItem(a.json, "object")->valuestring, "model");
+    answer_free(&a);
+    request("/v1/models/nope", NULL, &a);
+    assert_int_equal(a.status, 404);
+    answer_free(&a);
+    request("/v1/models/stories", "{}", &a);
+    assert_int_equal(a.status, 405);
+    answer_free(&a);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logit_bias_moves_greedy_text),
         cmocka_unit_test(test_logit_bias_refused),
+        cmocka_unit_test(test_unknown_fields_listed),
+        cmocka_unit_test(test_unsupported_fields_refused),
+        cmocka_unit_test(test_model_retrieve),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();

@@ -420,6 +420,8 @@ static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    if (c->ignored[0])
+        MHD_add_response_header(r, SRV_HEADER_IGNORED, c->ignored);
     enum MHD_Result ok = MHD_queue_response(mc, 200, r);
     MHD_destroy_response(r);
     if (ok == MHD_YES)
@@ -483,6 +485,7 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     j->client_fd = -1;
     if (oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
+    memcpy(c->ignored, j->oreq.ignored, sizeof c->ignored);
     j->model = srv_find_model(srv, j->oreq.model, &e);
     if (!j->model)
         return srv_send_error(mc, c, &e);

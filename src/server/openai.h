@@ -19,6 +19,7 @@ enum {
     OAI_MAX_TOP_LOGPROBS = TS_SAMPLING_MAX_TOP_LOGPROBS,
     OAI_MAX_MESSAGES = 4096,
     OAI_MAX_PROMPT_TOKENS = 1 << 20,
+    OAI_IGNORED_LEN = 256,
 };
 
 typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;
@@ -65,13 +66,22 @@ typedef struct oai_request {
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
     char *user;                   /* owned; recorded, not used */
+    char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
+                                    * and header-safe (X-Tessera-Ignored-Fields); "" none */
 } oai_request;
 
 /* Parses and validates a request body of len bytes (borrowed). Unknown fields are
- * ignored; a field of the wrong type or out of range gives 400 naming it; malformed JSON
+ * listed in out->ignored; a field of the wrong type or out of range gives 400 naming it; malformed JSON
  * or invalid UTF-8 gives 400. On failure *out is left cleared. */
 ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *out,
                             oai_error *err);
+
+struct cJSON;
+/* openai_fields.c: every top-level field of root (borrowed, an object) is looked up in
+ * the table of OpenAI's fields for kind: a refused one is a 400 naming it, a documented
+ * no-op of the wrong type a 400, an unknown one is added to r->ignored. */
+ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request *r,
+                           oai_error *err);
 
 /* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
 void oai_request_clear(oai_request *r);

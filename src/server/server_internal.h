@@ -90,6 +90,7 @@ typedef struct srv_conn {
     bool body_too_big;
     int status;                   /* HTTP status answered, 0 before */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
+    char ignored[OAI_IGNORED_LEN]; /* the body's unknown fields: X-Tessera-Ignored-Fields */
 } srv_conn;
 
 struct cJSON;
@@ -100,7 +101,11 @@ typedef enum MHD_Result srv_handler(struct MHD_Connection *mc, srv_conn *c);
 
 /* ---- reply.c */
 
-/* Queues body (malloc'd; ownership passes to MHD) with a status and content type. */
+/* The header naming the request fields tessera did not know (their values ignored). */
+#define SRV_HEADER_IGNORED "X-Tessera-Ignored-Fields"
+
+/* Queues body (malloc'd; ownership passes to MHD) with a status and content type, and
+ * c->ignored when set. */
 enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
                          const char *content_type, char *body, size_t len);
 
@@ -124,7 +129,11 @@ void srv_cell_put(ts_server *srv, srv_cell *cell);
 void srv_cell_notify(void *cell);
 
 /* ---- routes.c: the routes that need no engine step */
-srv_handler routes_health, routes_metrics, routes_models, routes_tokenize, routes_detokenize;
+srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_tokenize,
+    routes_detokenize;
+
+/* The path prefix of GET /v1/models/{id}. */
+#define SRV_MODEL_ROUTE "/v1/models/"
 
 /* ---- prompt.c */
 
