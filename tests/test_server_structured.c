@@ -16,6 +16,7 @@
 #include "common/strbuf.h"
 #include "engine_util.h"
 #include "tessera/server.h"
+#include "tessera/tokenizer.h"
 
 static ts_engine *g_engine;
 static ts_server *g_server;
@@ -322,6 +323,44 @@ static void test_model_retrieve(void **state)
     answer_free(&a);
 }
 
+/* response_format json_object: with '}' lifted, the answer is "{}" with finish_reason
+ * stop; sampled answers are JSON objects or, cut at max_tokens, their beginnings. */
+static void test_json_object_format(void **state)
+{
+    (void)state;
+    const ts_tokenizer *tok = ts_model_get_tokenizer(eu_model);
+    int32_t close = -1;
+    for (int32_t id = 0; id < ts_tokenizer_vocab_size(tok) && close < 0; id++) {
+        size_t len = 0;
+        const char *b = ts_token_bytes(tok, id, &len);
+        if (len == 1 && b[0] == '}')
+            close = id;
+    }
+    assert_true(close >= 0);
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"JSON please\"}], "
+             "\"max_tokens\": 30, \"response_format\": {\"type\": \"json_object\"}, "
+             "\"logit_bias\": {\"%d\": 100}}", (int)close);
+    answer a;
+    request("/v1/chat/completions", body, &a);
+    assert_int_equal(a.status, 200);
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(a.json, "choices"), 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "content")
+                            ->valuestring, "{}");
+    assert_string_equal(cJSON_GetObjectItem(c, "finish_reason")->valuestring, "stop");
+    answer_free(&a);
+    for (int seed = 1; seed <= 3; seed++) {
+        snprintf(body, sizeof body,
+                 "{\"messages\": [{\"role\": \"user\", \"content\": \"JSON please\"}], "
+                 "\"max_tokens\": 30, \"seed\": %d, \"response_format\": "
+                 "{\"type\": \"json_object\"}}", seed);
+        char *text = ok_text("/v1/chat/completions", body);
+        assert_true(text[0] == '{');
+        free(text);
+    }
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -331,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_unknown_fields_listed),
         cmocka_unit_test(test_unsupported_fields_refused),
         cmocka_unit_test(test_model_retrieve),
+        cmocka_unit_test(test_json_object_format),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();

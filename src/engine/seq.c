@@ -142,6 +142,7 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
         (st = stop_init(&s->stop, (const char *const *)r->stop, r->n_stop, err)) != TS_OK)
         goto fail;
     detok_init(&s->detok, false);
+    constraint_init(&s->cons, r->constraint);
     if ((st = engine_waiting_add(e, s)) != TS_OK) {
         ts_error_set(err, st, "out of memory queueing a sequence");
         goto fail;

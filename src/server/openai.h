@@ -43,6 +43,9 @@ ts_status oai_error_set(oai_error *e, int http_status, const char *param, const 
 #endif
     ;
 
+/* response_format's type. */
+typedef enum oai_format { OAI_FORMAT_TEXT, OAI_FORMAT_JSON_OBJECT } oai_format;
+
 typedef struct oai_message {
     char *role;    /* owned; "system", "user" or "assistant" ("developer" -> "system") */
     char *content; /* owned; text parts of an array content are joined */
@@ -65,6 +68,7 @@ typedef struct oai_request {
     bool stream;
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
+    oai_format format;            /* response_format (chat) */
     char *user;                   /* owned; recorded, not used */
     char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
                                     * and header-safe (X-Tessera-Ignored-Fields); "" none */

@@ -439,10 +439,9 @@ static ts_status read_completion_only(const cJSON *root, oai_request *r, oai_err
     return TS_OK;
 }
 
-/* modalities, and until structured output lands, response_format and tools. */
+/* modalities, response_format (text, json_object) and, until tool calls land, tools. */
 static ts_status read_chat_only(const cJSON *root, oai_request *r, oai_error *err)
 {
-    (void)r;
     const cJSON *m = field(root, "modalities"), *x;
     if (m) {
         if (!cJSON_IsArray(m))
@@ -457,7 +456,9 @@ static ts_status read_chat_only(const cJSON *root, oai_request *r, oai_error *er
         const cJSON *t = cJSON_IsObject(rf) ? field(rf, "type") : NULL;
         if (!cJSON_IsString(t))
             return bad_type(err, "response_format", "an object with a string 'type'");
-        if (strcmp(t->valuestring, "text"))
+        if (!strcmp(t->valuestring, "json_object"))
+            r->format = OAI_FORMAT_JSON_OBJECT;
+        else if (strcmp(t->valuestring, "text"))
             return oai_error_set(err, 400, "response_format", "unsupported_value",
                                  "response_format type '%.40s' is not supported",
                                  t->valuestring);
