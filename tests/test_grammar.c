@@ -23,6 +23,7 @@ static const char *const valid_docs[] = {
     "{}",
     "{\"name\": \"Zo\xC3\xAB \\u00e9\\n\\\"\", \"n\": [1, -0.5e+3, 0, 10E2, true, false, null, "
     "{}, []], \"o\": {\"k\": [[]]}}",
+    "{\"story\": \"Once upon a time there was a girl\"}",
     "{ \"a\" : 0 ,\n  \"b\":\"x\\\\y\\/\" , \"\xE2\x82\xAC\xF0\x9F\x98\x80\": -0.0}",
 };
 
@@ -98,8 +99,12 @@ static void check_mask(const ts_tokenizer *tok, const char *name)
     assert_int_equal(token_trie_build(&t, tok, &err), TS_OK);
     int V = ts_tokenizer_vocab_size(tok);
     assert_int_equal(t.vocab_size, V);
-    uint8_t *got = malloc((size_t)V);
+    uint8_t *got = malloc((size_t)V), *prev_mask = malloc((size_t)V);
     assert_non_null(got);
+    assert_non_null(prev_mask);
+    json_pda prev;
+    bool have_prev = false;
+    int reused = 0;
     int n_usable = 0, multi = 0, high_byte = 0, states = 0;
     for (int id = 0; id < V; id++)
         n_usable += token_trie_usable(tok, id);
@@ -129,6 +134,13 @@ static void check_mask(const ts_tokenizer *tok, const char *name)
                 high_byte += want && len == 1 && (uint8_t)b[0] >= 0x80;
             }
             assert_int_equal(n_allowed, n_brute);
+            if (have_prev && json_pda_same(&prev, &p)) { /* the engine reuses such masks */
+                assert_memory_equal(prev_mask, got, (size_t)V);
+                reused++;
+            }
+            memcpy(prev_mask, got, (size_t)V);
+            prev = p;
+            have_prev = true;
             states++;
             if (!s[i])
                 break;
@@ -136,13 +148,15 @@ static void check_mask(const ts_tokenizer *tok, const char *name)
         }
     }
     assert_true(states > 100);
+    assert_true(reused > 20); /* consecutive bytes of strings */
     if (strstr(name, "gpt-2")) /* tokens spanning several syntax elements occurred */
         assert_true(multi > 0);
     if (strstr(name, "spm") || strstr(name, "stories"))
         assert_true(high_byte > 0);    /* byte-fallback tokens allowed inside strings */
-    fprintf(stderr, "%s: %d usable tokens, %d trie nodes, %d states checked\n", name,
-            n_usable, t.n_nodes, states);
+    fprintf(stderr, "%s: %d usable tokens, %d trie nodes, %d states checked, %d reused\n",
+            name, n_usable, t.n_nodes, states, reused);
     free(got);
+    free(prev_mask);
     token_trie_free(&t);
 }
 

@@ -20,14 +20,23 @@ static bool samples_now(const seq *s)
 }
 
 /* Sets every logit (vocab) of a token s's constraint does not allow next to -inf, with
- * allowed (engine_mask_width bytes) as work space. False when no token is allowed. */
-static bool mask_constrained(const ts_engine *e, const seq *s, float *logits, uint8_t *allowed)
+ * allowed (engine_mask_width bytes) as work space; the trie is walked only when the state
+ * allows other tokens than the cached mask's. False when no token is allowed. */
+static bool mask_constrained(const ts_engine *e, seq *s, float *logits, uint8_t *allowed)
 {
-    if (constraint_allowed(&s->cons, &e->step.trie, allowed) == 0)
-        return false;
     int vocab = e->model->cfg.vocab_size, n_tok = e->step.trie.vocab_size;
+    uint8_t *bits = s->mask_bits;
+    if (!s->mask_valid || !constraint_same(&s->mask_state, &s->cons)) {
+        if (constraint_allowed(&s->cons, &e->step.trie, allowed) == 0)
+            return false;
+        memset(bits, 0, ((size_t)n_tok + 7) / 8);
+        for (int id = 0; id < n_tok; id++)
+            bits[id >> 3] |= (uint8_t)(allowed[id] << (id & 7));
+        s->mask_state = s->cons;
+        s->mask_valid = true;
+    }
     for (int id = 0; id < vocab; id++)
-        if (id >= n_tok || !allowed[id])
+        if (id >= n_tok || !((bits[id >> 3] >> (id & 7)) & 1))
             logits[id] = -INFINITY;
     return true;
 }

@@ -49,6 +49,11 @@ typedef struct seq {
     detok detok;
     stop_matcher stop;
     constraint cons;       /* what the generated text must be (its state so far) */
+    uint8_t *mask_bits;    /* (engine_mask_width bits) the allowed tokens of mask_state,
+                            * reused while cons allows the same (inside a string, token
+                            * after token); NULL when unconstrained */
+    constraint mask_state;
+    bool mask_valid;
     uint64_t admit_order;  /* latest admitted is preempted first among equals */
     int step_rows;         /* rows scheduled in the current step */
     bool done;             /* finished or failed: freed at the end of the step */

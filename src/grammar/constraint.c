@@ -42,3 +42,9 @@ bool constraint_done(const constraint *c)
 {
     return c->kind != TS_CONSTRAINT_NONE && json_pda_accepted(&c->json);
 }
+
+bool constraint_same(const constraint *a, const constraint *b)
+{
+    return a->kind == b->kind &&
+           (a->kind == TS_CONSTRAINT_NONE || json_pda_same(&a->json, &b->json));
+}

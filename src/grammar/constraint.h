@@ -29,6 +29,9 @@ int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowe
  * come next. */
 bool constraint_advance(constraint *c, const char *bytes, size_t len);
 
+/* True when a and b allow exactly the same continuations (same kind, equivalent state). */
+bool constraint_same(const constraint *a, const constraint *b);
+
 /* True when the text is complete and nothing more may follow. */
 bool constraint_done(const constraint *c);
 

@@ -40,6 +40,31 @@ bool json_pda_accepted(const json_pda *p)
     return p->mode == M_DONE;
 }
 
+/* p with the fields its mode does not read cleared. */
+static json_pda canonical(const json_pda *p)
+{
+    json_pda c = *p;
+    memset(c.stack + c.depth, 0, sizeof c.stack - c.depth);
+    bool in_string = c.mode == M_STR || c.mode == M_ESC || c.mode == M_HEX || c.mode == M_UTF8;
+    if (c.mode != M_HEX && c.mode != M_UTF8 && c.mode != M_NUM && c.mode != M_LIT)
+        c.sub = 0;
+    if (c.mode != M_LIT)
+        c.lit = 0;
+    if (c.mode != M_UTF8)
+        c.lo = c.hi = 0;
+    if (in_string)
+        c.ws = 0;
+    else
+        c.in_key = false;
+    return c;
+}
+
+bool json_pda_same(const json_pda *a, const json_pda *b)
+{
+    json_pda x = canonical(a), y = canonical(b);
+    return !memcmp(&x, &y, sizeof x);
+}
+
 static void end_value(json_pda *p)
 {
     p->mode = p->depth == 0 ? M_DONE : M_AFTER;

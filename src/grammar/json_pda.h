@@ -32,6 +32,11 @@ void json_pda_init(json_pda *p);
  * otherwise. Strings must be valid UTF-8 without control bytes. */
 bool json_pda_step(json_pda *p, uint8_t byte);
 
+/* True when a and b allow exactly the same continuations (fields a mode does not read
+ * are ignored): a mask computed for one serves the other. Inside a string this holds
+ * from token to token, so a sequence writing a string reuses its mask. */
+bool json_pda_same(const json_pda *a, const json_pda *b);
+
 /* True once the top-level object has closed: no byte may follow. */
 bool json_pda_accepted(const json_pda *p);
 
