@@ -75,8 +75,8 @@ typedef struct oai_request {
 } oai_request;
 
 /* Parses and validates a request body of len bytes (borrowed). Unknown fields are
- * listed in out->ignored; a field of the wrong type or out of range gives 400 naming it; malformed JSON
- * or invalid UTF-8 gives 400. On failure *out is left cleared. */
+ * listed in out->ignored; a field of the wrong type or out of range gives 400 naming it;
+ * malformed JSON or invalid UTF-8 gives 400. On failure *out is left cleared. */
 ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *out,
                             oai_error *err);
 
