@@ -9,7 +9,10 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config
           libopenblas-openmp-dev libopenblas0-openmp
           libcjson-dev libmicrohttpd-dev libcmocka-dev libcurl4-openssl-dev
-          curl jq python3 ${TESSERA_EXTRA_PACKAGES:-})
+          curl jq python3
+          chromium     # tests only: the chat page's browser test (tests/web/)
+          nginx-light  # tests only: scripts/cluster.sh's test (tests/cluster/)
+          ${TESSERA_EXTRA_PACKAGES:-})
 for arg in "$@"; do
   case $arg in
     --cross-aarch64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;

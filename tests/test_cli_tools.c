@@ -506,6 +506,86 @@ static void test_convert_refuses_and_leaves_no_file(void **state)
     free(src);
 }
 
+/* ---- quantize ---- */
+
+/* Where tests/CMakeLists.txt extracts ../shared/models/stories260K-k.tar.xz. */
+#define K_DIR TS_BUILD_DIR "/stories260K-k"
+
+/* Fails unless every tensor of the GGUF at path has the type the same-named tensor has in
+ * the GGUF at like. */
+static void assert_types_like(const char *path, const char *like)
+{
+    gguf_file *a = NULL, *b = NULL;
+    ts_error err = {0};
+    if (gguf_open(path, &a, &err) != TS_OK || gguf_open(like, &b, &err) != TS_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(a->n_tensors, b->n_tensors);
+    for (uint64_t i = 0; i < b->n_tensors; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)b->tensors[i].name.len, b->tensors[i].name.ptr);
+        const gguf_tensor *t = gguf_find_tensor(a, name);
+        assert_non_null(t);
+        if (t->type != b->tensors[i].type)
+            fail_msg("%s: %s is %s, %s in %s", path, name, qtype_name(t->type),
+                     qtype_name(b->tensors[i].type), like);
+    }
+    gguf_close(a);
+    gguf_close(b);
+}
+
+/* Fails unless the GGUF at path has tensor a of type ta and b of type tb. */
+static void assert_types_like_names(const char *path, const char *a, const char *ta,
+                                    const char *b, const char *tb)
+{
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open(path, &f, NULL), TS_OK);
+    assert_string_equal(qtype_name(gguf_find_tensor(f, a)->type), ta);
+    assert_string_equal(qtype_name(gguf_find_tensor(f, b)->type), tb);
+    gguf_close(f);
+}
+
+static void test_quantize_cli(void **state)
+{
+    (void)state;
+    char *out = strdup(tu_tmp_path("q4km.gguf")), *err = NULL, *text = NULL;
+    assert_int_equal(tessera_stderr(&err, "quantize --progress %s/stories260K-k-f32.gguf %s q4_k_m",
+                                    K_DIR, out), 0);
+    /* one progress line per tensor, with its index, name and type */
+    assert_non_null(strstr(err, "/  48] output.weight"));
+    assert_non_null(strstr(err, "blk.2.ffn_down.weight            Q6_K"));
+    assert_non_null(strstr(err, "[  48/  48]"));
+    free(err);
+    assert_types_like(out, K_DIR "/stories260K-k-Q4_K_M.gguf");
+    assert_int_equal(tessera(&text, "info -m %s", out), 0);
+    assert_non_null(strstr(text, "general.file_type = 15"));
+    free(text);
+    /* no --progress and stderr not a terminal: one line at the end */
+    assert_int_equal(tessera_stderr(&err, "quantize %s/stories260K-k-f32.gguf %s IQ4_XS", K_DIR,
+                                    out), 0);
+    assert_null(strstr(err, "output.weight"));
+    assert_non_null(strstr(err, "wrote"));
+    free(err);
+    assert_types_like(out, K_DIR "/stories260K-k-IQ4_XS.gguf");
+    remove(out);
+    /* a quantized input is refused naming a tensor and its type; nothing is written */
+    assert_int_equal(tessera_stderr(&err, "quantize %s/stories260K-k-Q4_0.gguf %s Q8_0", K_DIR,
+                                    out), 1);
+    assert_non_null(strstr(err, "has type Q"));
+    assert_non_null(strstr(err, ".weight"));
+    free(err);
+    assert_false(file_exists(out));
+    /* usage errors */
+    assert_int_equal(tessera(NULL, "quantize %s/stories260K-k-f32.gguf %s Q4_K_X", K_DIR, out), 2);
+    assert_int_equal(tessera(NULL, "quantize %s/stories260K-k-f32.gguf %s", K_DIR, out), 2);
+    assert_int_equal(tessera(NULL, "quantize --bogus a b Q4_0"), 2);
+    assert_int_equal(tessera(NULL, "quantize %s/stories260K-k-f32.gguf %s/stories260K-k-f32.gguf "
+                                   "Q4_0", K_DIR, K_DIR), 1);
+    assert_int_equal(tessera(&text, "quantize --help"), 0);
+    assert_non_null(strstr(text, "Q4_K_M"));
+    free(text);
+    free(out);
+}
+
 /* ---- synth ---- */
 
 static void test_synth_cli(void **state)
@@ -527,9 +607,14 @@ static void test_synth_cli(void **state)
     assert_true(strncmp(text, "Once upon a time", 16) == 0);
     free(text);
     remove(out);
+    /* --type takes the ftype names of quantize: K types fall back at dim 64 */
+    assert_int_equal(tessera(NULL, "synth --shape test-tiny --type Q4_K_M --vocab %s -o %s",
+                             vocab, out), 0);
+    assert_types_like_names(out, "blk.0.attn_q.weight", "Q5_0", "output.weight", "Q8_0");
+    remove(out);
     /* Usage errors, and a vocabulary larger than the shape: refused, no file. */
     assert_int_equal(tessera(NULL, "synth --shape nope -o %s", out), 2);
-    assert_int_equal(tessera(NULL, "synth --shape test-tiny --type q4_0 -o %s", out), 2);
+    assert_int_equal(tessera(NULL, "synth --shape test-tiny --type q4_2 -o %s", out), 2);
     assert_int_equal(tessera(NULL, "synth --shape test-tiny"), 2);
     char *big = shared("vocab/ggml-vocab-llama-spm.gguf");
     assert_int_equal(tessera(NULL, "synth --shape test-tiny --vocab %s -o %s", big, out), 1);
@@ -689,6 +774,45 @@ static void test_bench_rounds(void **state)
     free(model);
 }
 
+/* `tessera template` prints what the Jinja template makes of a messages file, exactly
+ * (granite's strftime_now showing $SOURCE_DATE_EPOCH's date), forces a family with
+ * --chat-template, and reports what a template raises. */
+static void test_template_command(void **state)
+{
+    (void)state;
+    const char *msgs = tu_tmp_path("template-msgs.json");
+    FILE *f = fopen(msgs, "w");
+    assert_non_null(f);
+    fputs("[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]", f);
+    fclose(f);
+    char *model = shared(STORIES_GGUF), *granite = shared("chat-templates/ibm-granite-granite-3.3-2B-Instruct.jinja");
+    char *gemma = shared("chat-templates/google-gemma-2-2b-it.jinja"), *out = NULL, *err = NULL;
+    setenv("SOURCE_DATE_EPOCH", "1795564800", 1);
+    assert_int_equal(tessera(&out, "template -m %s --messages %s --chat-template-file %s", model, msgs, granite), 0);
+    assert_string_equal(out, "<|start_of_role|>system<|end_of_role|>Be brief.<|end_of_text|>\n"
+                             "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n"
+                             "<|start_of_role|>assistant<|end_of_role|>");
+    free(out);
+    fputs("[{\"role\": \"user\", \"content\": \"Hi\"}]", (f = fopen(msgs, "w")));
+    fclose(f);
+    assert_int_equal(tessera(&out, "template -m %s --messages %s --chat-template-file %s", model, msgs, granite), 0);
+    assert_non_null(strstr(out, "Today's Date: November 25, 2026."));
+    free(out);
+    unsetenv("SOURCE_DATE_EPOCH");
+    assert_int_equal(tessera(&out, "template -m %s --messages %s --chat-template chatml", model, msgs), 0);
+    assert_string_equal(out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    free(out);
+    fputs("[{\"role\": \"system\", \"content\": \"x\"}, {\"role\": \"user\", \"content\": \"Hi\"}]",
+          (f = fopen(msgs, "w")));
+    fclose(f);
+    assert_int_equal(tessera_stderr(&err, "template -m %s --messages %s --chat-template-file %s", model, msgs, gemma), 1);
+    assert_non_null(strstr(err, "System role not supported"));
+    free(err);
+    free(model);
+    free(granite);
+    free(gemma);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -702,10 +826,12 @@ int main(void)
         cmocka_unit_test(test_convert_llama2c_round_trip),
         cmocka_unit_test(test_convert_gguf_to_gguf),
         cmocka_unit_test(test_convert_refuses_and_leaves_no_file),
+        cmocka_unit_test(test_quantize_cli),
         cmocka_unit_test(test_synth_cli),
         cmocka_unit_test(test_generate_prompts_file_and_json),
         cmocka_unit_test(test_generate_more_prompts_than_queue),
         cmocka_unit_test(test_tokenize_special_tokens),
+        cmocka_unit_test(test_template_command),
         cmocka_unit_test(test_read_error_is_not_empty_input),
         cmocka_unit_test(test_bench_rounds),
     };

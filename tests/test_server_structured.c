@@ -290,6 +290,8 @@ static void test_unsupported_fields_refused(void **state)
         {"\"response_format\": {\"type\": \"xml\"}", "response_format"},
         {"\"response_format\": \"json\"", "response_format"},
         {"\"tool_choice\": \"sometimes\"", "tool_choice"},
+        {"\"tool_choice\": \"required\"", "tool_choice"},
+        {"\"tools\": {}", "tools"},
         {"\"parallel_tool_calls\": 1", "parallel_tool_calls"},
     };
     char body[512];

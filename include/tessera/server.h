@@ -16,8 +16,13 @@ typedef struct ts_server_options {
     int port;                  /* default 8080; 0 = any free port (see ts_server_port) */
     const char *api_keys_path; /* JSON key file; NULL = no authentication; borrowed */
     bool protect_metrics;      /* /metrics needs a key too (when keys are set) */
+    bool no_ui;                /* no chat page at GET / (404 like any unknown path) */
     size_t max_body;           /* request body limit in bytes (default 1 MiB) */
     const char *chat_template; /* family name forced on every model; NULL = detect; copied */
+    const char *chat_template_file; /* Jinja chat template for every model, read at create;
+                                * NULL = each model's own; borrowed */
+    long long template_time;   /* the time templates' strftime_now shows (Unix seconds);
+                                * 0 = the clock */
     int max_connections;       /* open connections, one thread each (default 256); the
                                 * next 16 are answered 503 (except /health), later ones
                                 * are closed unanswered */

@@ -13,10 +13,16 @@ typedef struct cli_command {
 int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_template(int argc, char **argv);
+
+/* The time chat templates' strftime_now shows: $SOURCE_DATE_EPOCH (reproducible output,
+ * as in reproducible builds) when set, else 0 (the clock). */
+long long cli_template_time(void);
 int cli_serve(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_synth(int argc, char **argv);
+int cli_quantize(int argc, char **argv);
 int cli_loadgen(int argc, char **argv);
 
 /* serve's route for a model: its general.name, or, when one of the n_taken routes already

@@ -28,7 +28,11 @@ static void usage(FILE *out)
             "  --port N                port (8080; 0 = any free port)\n"
             "  --api-keys FILE         JSON {\"KEY\": {\"tier\": \"high|normal|low\", \"name\": \"...\"}}\n"
             "  --protect-metrics       /metrics needs a key too\n"
-            "  --chat-template NAME    plain, chatml, llama2, llama3, mistral, zephyr, phi3, gemma\n"
+            "  --no-ui                 no chat page at http://HOST:PORT/\n"
+            "  --chat-template NAME    force a built-in family: plain, chatml, llama2, llama3,\n"
+            "                          mistral, zephyr, phi3, gemma (default: the model's own\n"
+            "                          Jinja template, else the family its markers name)\n"
+            "  --chat-template-file F  a Jinja chat template for every model\n"
             "  --max-body BYTES        request body limit (1048576)\n"
             "  --max-connections N     open connections, one thread each (256); 16 more\n"
             "                          are answered 503\n"
@@ -67,6 +71,10 @@ static int parse_args(int argc, char **argv, serve_args *a)
             a->srv.protect_metrics = true;
             continue;
         }
+        if (!strcmp(o, "--no-ui")) {
+            a->srv.no_ui = true;
+            continue;
+        }
         bool ok = true;
         int eng;
         if (!strcmp(o, "-m") || !strcmp(o, "--model")) {
@@ -89,6 +97,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = eng > 0;
         } else if (!strcmp(o, "--chat-template")) {
             ok = (a->srv.chat_template = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--chat-template-file")) {
+            ok = (a->srv.chat_template_file = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--max-body")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_body);
         } else if (!strcmp(o, "--max-connections")) {
@@ -107,6 +117,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
     }
     a->srv.grace_ms = a->grace_s * 1000;
     a->srv.log = log_line;
+    a->srv.template_time = cli_template_time();
     return 0;
 }
 

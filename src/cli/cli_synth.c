@@ -9,18 +9,23 @@
 #include "cli/cli.h"
 #include "model/model_gguf.h"
 #include "model/synth.h"
+#include "quant/quantize.h"
 
 #define SYNTH_DEFAULT_VOCAB "../shared/vocab/ggml-vocab-llama-spm.gguf"
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tessera synth --shape SHAPE [--type f32|q8_0] [--vocab FILE.gguf]\n"
+    fprintf(out, "usage: tessera synth --shape SHAPE [--type TYPE] [--vocab FILE.gguf]\n"
                  "                     [--seed S] -o OUT.gguf\n"
                  "  SHAPE:");
     for (int i = 0; model_synth_shape_name(i); i++)
         fprintf(out, " %s", model_synth_shape_name(i));
+    fprintf(out, "\n  TYPE:");
+    for (int i = 0; quant_ftype_name(i); i++)
+        fprintf(out, " %s", quant_ftype_name(i));
     fprintf(out, "\n"
-                 "  --type     tensor type of the matrices (default f32; norms stay f32)\n"
+                 "  --type     the file's type, as `tessera quantize` writes it: each matrix\n"
+                 "             gets llama.cpp's type for it (default F32; norms stay F32)\n"
                  "  --vocab    GGUF whose tokenizer.ggml.* vocabulary is copied (default\n"
                  "             " SYNTH_DEFAULT_VOCAB "); one smaller than the\n"
                  "             shape's is padded with <unused_N> tokens, a larger one refused\n"
@@ -94,13 +99,10 @@ int cli_synth(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    uint32_t ttype;
-    if (!strcmp(type, "f32")) {
-        ttype = GGUF_TENSOR_F32;
-    } else if (!strcmp(type, "q8_0")) {
-        ttype = GGUF_TENSOR_Q8_0;
-    } else {
-        fprintf(stderr, "tessera synth: --type wants f32 or q8_0, not '%s'\n", type);
+    quant_ftype ftype;
+    if (!quant_ftype_parse(&ftype, type)) { /* a usage error here, before reading anything */
+        fprintf(stderr, "tessera synth: unknown --type '%s'\n", type);
+        usage(stderr);
         return 2;
     }
     tokenizer_vocab v;
@@ -109,7 +111,7 @@ int cli_synth(int argc, char **argv)
     double t0 = seconds();
     ts_error err = {0};
     int rc = 0;
-    if (model_synth_write(out, &cfg, ttype, &v, seed, &err) != TS_OK) {
+    if (model_synth_write(out, &cfg, type, &v, seed, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         rc = 1;
     } else {

@@ -1,5 +1,5 @@
 /* synth.c: random-weight GGUF models at real shapes, generated row by row as the writer
- * streams them, in F32 or Q8_0. */
+ * streams them, in F32 or any of llama.cpp's ftypes (each tensor in its mix's type). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +7,8 @@
 
 #include "model/model_gguf.h"
 #include "model/synth.h"
+#include "quant.h"
+#include "quant/quantize.h"
 
 typedef struct synth_shape {
     const char *name;
@@ -14,24 +16,30 @@ typedef struct synth_shape {
     int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, context_len;
     float rope_freq_base;
     bool tied_output;
-    bool rope_llama3; /* Llama 3.2's rope_scaling, written as rope_freqs.weight */
+    float llama3_factor; /* rope_scaling llama3's factor, as rope_freqs.weight; 0: none */
 } synth_shape;
 
 /* From each model's published config.json (llama2.c's README for stories110m, whose
- * checkpoint shares the classifier with the embedding: 110M parameters with it tied). */
+ * checkpoint shares the classifier with the embedding: 110M parameters with it tied).
+ * mistral-7b is v0.1 (vocabulary 32000, base 10000), mistral-7b-v0.3 its 32768-token,
+ * base 1e6 successor; both untied, 32768 positions. */
 static const synth_shape shapes[] = {
-    {"stories110m", false, 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true, false},
-    {"smollm2-360m", false, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true, false},
-    {"tinyllama-1.1b", false, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false, false},
-    {"llama3.2-1b", false, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true, true},
-    {"test-tiny", true, 64, 128, 2, 4, 2, 512, 128, 10000.0f, false, false},
+    {"stories110m", false, 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true, 0.0f},
+    {"smollm2-360m", false, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true, 0.0f},
+    {"tinyllama-1.1b", false, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false, 0.0f},
+    {"llama3.2-1b", false, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true, 32.0f},
+    {"llama3.1-8b", false, 4096, 14336, 32, 32, 8, 128256, 131072, 500000.0f, false, 8.0f},
+    {"mistral-7b", false, 4096, 14336, 32, 32, 8, 32000, 32768, 10000.0f, false, 0.0f},
+    {"mistral-7b-v0.3", false, 4096, 14336, 32, 32, 8, 32768, 32768, 1000000.0f, false, 0.0f},
+    {"test-tiny", true, 64, 128, 2, 4, 2, 512, 128, 10000.0f, false, 0.0f},
 };
 
-/* Llama 3.2's rope_scaling in its config.json: rope_type llama3. */
+/* Llama 3's rope_scaling (rope_type llama3) but for its factor, which is the shape's: 32
+ * in Llama 3.2, 8 in Llama 3.1. */
 static const struct {
-    float factor, low_freq_factor, high_freq_factor;
+    float low_freq_factor, high_freq_factor;
     int original_context;
-} llama3_scaling = {32.0f, 1.0f, 4.0f, 8192};
+} llama3_scaling = {1.0f, 4.0f, 8192};
 
 bool model_synth_shape(ts_model_config *out, const char *name)
 {
@@ -53,7 +61,7 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         out->rope_freq_base = s->rope_freq_base;
         out->rope_scale = 1.0f;
         out->rms_eps = 1e-5f;
-        out->rope_factors = s->rope_llama3;
+        out->rope_factors = s->llama3_factor > 0.0f;
         out->tied_output = s->tied_output;
         return true;
     }
@@ -68,13 +76,24 @@ const char *model_synth_shape_name(int i)
     return NULL;
 }
 
+/* The llama3 factor of the shape c was made from (its name is "synth-SHAPE"), else Llama
+ * 3.2's. */
+static float llama3_factor(const ts_model_config *c)
+{
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        if (!strncmp(c->name, "synth-", 6) && !strcmp(c->name + 6, shapes[i].name) &&
+            shapes[i].llama3_factor > 0.0f)
+            return shapes[i].llama3_factor;
+    return 32.0f;
+}
+
 void model_synth_llama3_factors(float *out, const ts_model_config *c)
 {
     /* llama.cpp's convert_hf_to_gguf.py, in float as it computes them: frequencies whose
      * wavelength is under original_context / high_freq_factor are kept (factor 1), those
      * over original_context / low_freq_factor slowed by the full factor, and the band
      * between blended smoothly. */
-    float factor = llama3_scaling.factor, low = llama3_scaling.low_freq_factor;
+    float factor = llama3_factor(c), low = llama3_scaling.low_freq_factor;
     float high = llama3_scaling.high_freq_factor, old_ctx = (float)llama3_scaling.original_context;
     float low_freq_wavelen = old_ctx / low, high_freq_wavelen = old_ctx / high;
     for (int i = 0; i < c->head_dim / 2; i++) {
@@ -88,20 +107,6 @@ void model_synth_llama3_factors(float *out, const ts_model_config *c)
             float smooth = (old_ctx / wavelen - low) / (high - low);
             out[i] = 1.0f / ((1.0f - smooth) / factor + smooth);
         }
-    }
-}
-
-void model_quantize_q8_0(uint8_t *dst, const float *src, uint64_t n)
-{
-    for (uint64_t b = 0; b < n / 32; b++, src += 32, dst += 34) {
-        float amax = 0.0f;
-        for (int i = 0; i < 32; i++)
-            amax = fmaxf(amax, fabsf(src[i]));
-        float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        uint16_t h = gguf_f32_to_f16(d);
-        memcpy(dst, &h, 2);
-        for (int i = 0; i < 32; i++)
-            dst[2 + i] = (uint8_t)(int8_t)roundf(src[i] * id);
     }
 }
 
@@ -154,38 +159,40 @@ static float normal(normal_rng *r)
 
 typedef struct synth_tensor {
     uint64_t seed, index; /* the rows' streams */
-    uint32_t type;        /* GGUF_TENSOR_F32 or _Q8_0 */
+    uint32_t type;        /* qtype */
     uint64_t ne0;         /* row length */
+    uint64_t row_bytes;   /* of one row in type */
     float std;            /* 0: every element is 1 (norm weights) */
 } synth_tensor;
 
-static void fill_row(const synth_tensor *t, uint8_t *dst, uint64_t row)
+/* One row: its f32 values into buf (ne0), then quantized into dst. */
+static void fill_row(const synth_tensor *t, uint8_t *dst, float *buf, uint64_t row)
 {
     normal_rng r;
     rng_init(&r, t->seed, t->index, row);
-    float block[32];
-    for (uint64_t i = 0; i < t->ne0; i += 32) {
-        uint64_t n = t->ne0 - i < 32 ? t->ne0 - i : 32;
-        for (uint64_t k = 0; k < n; k++)
-            block[k] = t->std > 0.0f ? t->std * normal(&r) : 1.0f;
-        if (t->type == GGUF_TENSOR_Q8_0)
-            model_quantize_q8_0(dst + i / 32 * 34, block, 32); /* ne0 % 32 == 0 checked */
-        else
-            memcpy(dst + i * sizeof(float), block, (size_t)n * sizeof(float));
-    }
+    for (uint64_t i = 0; i < t->ne0; i++)
+        buf[i] = t->std > 0.0f ? t->std * normal(&r) : 1.0f;
+    quant_row(dst, buf, t->type, (int64_t)t->ne0);
 }
 
 static ts_status fill_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_rows,
                            ts_error *err)
 {
-    (void)err;
     const synth_tensor *t = user;
-    uint64_t row_bytes = t->type == GGUF_TENSOR_Q8_0 ? t->ne0 / 32 * 34 : t->ne0 * sizeof(float);
     long long n = (long long)n_rows;
-#pragma omp parallel for schedule(static)
-    for (long long r = 0; r < n; r++)
-        fill_row(t, dst + (uint64_t)r * row_bytes, row0 + (uint64_t)r);
-    return TS_OK;
+    bool ok = true;
+#pragma omp parallel reduction(&& : ok)
+    {
+        float *buf = malloc((size_t)t->ne0 * sizeof *buf); /* a row per thread */
+        ok = buf != NULL;
+#pragma omp for schedule(static)
+        for (long long r = 0; r < n; r++)
+            if (buf)
+                fill_row(t, dst + (uint64_t)r * t->row_bytes, buf, row0 + (uint64_t)r);
+        free(buf);
+    }
+    return ok ? TS_OK : ts_error_set(err, TS_ERR_NOMEM, "a row of %llu floats",
+                                     (unsigned long long)t->ne0);
 }
 
 /* The vocabulary padded to n tokens: the first tokens are borrowed from v, the padding is
@@ -228,7 +235,10 @@ typedef struct synth_plan {
     synth_tensor *tensors; /* (n) */
     int n;
     uint64_t seed;
-    uint32_t type;
+    quant_ftype ftype;
+    quant_model_info info;
+    const char *unfit; /* the first tensor no type of the ftype fits, with its row length */
+    uint64_t unfit_ne0;
 } synth_plan;
 
 /* Records one tensor of ggml shape (ne0, ne1), 1-D when ne1 is 0; norms are F32 ones. */
@@ -239,8 +249,16 @@ static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1
     t->seed = p->seed;
     t->index = (uint64_t)p->n++;
     t->ne0 = ne0;
-    t->type = ne1 ? p->type : GGUF_TENSOR_F32;
+    t->type = quant_mix_type(p->ftype, &p->info, name, ne1 ? 2 : 1, ne0);
     t->std = ne1 ? MODEL_SYNTH_STD : 0.0f;
+    if (t->type == QUANT_TYPE_NONE) {
+        if (!p->unfit) {
+            p->unfit = strdup(name);
+            p->unfit_ne0 = ne0;
+        }
+        t->type = QT_F32; /* the file is refused; keep the writer's state consistent */
+    }
+    t->row_bytes = qtype_row_bytes(t->type, (int64_t)ne0);
     gguf_writer_add_tensor_fill(p->g, name, t->type, ne1 ? 2 : 1, ne, fill_rows, t);
 }
 
@@ -275,23 +293,23 @@ static void plan_tensors(synth_plan *p, const ts_model_config *c)
     }
 }
 
-ts_status model_synth_write(const char *path, const ts_model_config *c, uint32_t type,
+ts_status model_synth_write(const char *path, const ts_model_config *c, const char *type,
                             const tokenizer_vocab *v, uint64_t seed, ts_error *err)
 {
-    synth_plan p = {.seed = seed, .type = type};
+    synth_plan p = {.seed = seed};
     float *rope_factors = NULL;
     tokenizer_vocab padded;
     memset(&padded, 0, sizeof padded);
     ts_status st = model_config_validate(c, err);
     if (st != TS_OK)
         return st;
-    if (type != GGUF_TENSOR_F32 && type != GGUF_TENSOR_Q8_0)
-        return ts_error_set(err, TS_ERR_UNSUPPORTED, "synthetic weights of type %s (F32 and "
-                            "Q8_0 are supported)", gguf_tensor_type_name(type) ?
-                            gguf_tensor_type_name(type) : "unknown");
-    if (type == GGUF_TENSOR_Q8_0 && (c->dim % 32 || c->hidden_dim % 32))
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "Q8_0 needs dim %d and feed-forward length "
-                            "%d to be multiples of 32", c->dim, c->hidden_dim);
+    if (!quant_ftype_parse(&p.ftype, type))
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "synthetic weights of type '%s' (give F32, "
+                            "F16, BF16 or one of llama.cpp's quantized types)", type);
+    quant_ftype ftype = p.ftype;
+    p.info.n_layers = c->n_layers;
+    p.info.n_gqa = c->n_heads / c->n_kv_heads;
+    p.info.has_output = !c->tied_output;
     if ((st = pad_vocab(&padded, v, c->vocab_size, err)) != TS_OK)
         goto done;
     if (!(p.tensors = calloc((size_t)(3 + 9 * c->n_layers), sizeof *p.tensors))) {
@@ -300,8 +318,10 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, uint32_t
     }
     if ((st = gguf_writer_create(0, &p.g, err)) != TS_OK)
         goto done;
-    model_gguf_add_config(p.g, c, type == GGUF_TENSOR_Q8_0 ? MODEL_GGUF_FILE_Q8_0
-                                                           : MODEL_GGUF_FILE_F32);
+    model_gguf_add_config(p.g, c, (uint32_t)ftype);
+    if (quant_ftype_base(ftype) != QT_F32 && quant_ftype_base(ftype) != QT_F16 &&
+        quant_ftype_base(ftype) != QT_BF16)
+        gguf_writer_add_u32(p.g, "general.quantization_version", 2);
     if ((st = model_gguf_add_vocab(p.g, &padded, err)) != TS_OK)
         goto done;
     if (c->rope_factors) { /* real factors, not random ones: they shape every position */
@@ -315,11 +335,18 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, uint32_t
                                ne[0] * sizeof *rope_factors);
     }
     plan_tensors(&p, c);
+    if (p.unfit) {
+        st = ts_error_set(err, TS_ERR_INVALID_ARG, "%s needs row lengths that are multiples of "
+                          "32: %s has %llu", qtype_name(quant_ftype_base(ftype)), p.unfit,
+                          (unsigned long long)p.unfit_ne0);
+        goto done;
+    }
     st = gguf_writer_write_file(p.g, path, err);
 done:
     gguf_writer_free(p.g);
     free(rope_factors);
     free(p.tensors);
+    free((char *)p.unfit);
     free_padding(&padded, v->n_tokens);
     return st;
 }

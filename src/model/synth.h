@@ -13,14 +13,16 @@
 #define MODEL_SYNTH_STD 0.02f
 
 /* Fills *out with the named shape's config ("stories110m", "smollm2-360m",
- * "tinyllama-1.1b", "llama3.2-1b"; also the small "test-tiny" for tests). name borrowed.
- * Returns false for an unknown name. llama3.2-1b has rope_factors set: its files carry
- * the rope_freqs.weight of Llama 3.2's long-context scaling, as real ones do. */
+ * "tinyllama-1.1b", "llama3.2-1b", "llama3.1-8b", "mistral-7b", "mistral-7b-v0.3"; also
+ * the small "test-tiny" for tests). name borrowed. Returns false for an unknown name. The
+ * Llama 3 shapes have rope_factors set: their files carry the rope_freqs.weight of the
+ * model's long-context scaling, as real ones do. */
 bool model_synth_shape(ts_model_config *out, const char *name);
 
-/* The RoPE factors (c->head_dim / 2 floats into out) of Llama 3.2's rope_scaling (rope_type
- * llama3: factor 32, low_freq_factor 1, high_freq_factor 4, original context 8192) for c's
- * base and head dimension, as llama.cpp's converter works them out. */
+/* The RoPE factors (c->head_dim / 2 floats into out) of Llama 3's rope_scaling (rope_type
+ * llama3: low_freq_factor 1, high_freq_factor 4, original context 8192, and factor 8 for a
+ * config model_synth_shape() made for llama3.1-8b, else Llama 3.2's 32) for c's base and
+ * head dimension, as llama.cpp's converter works them out. */
 void model_synth_llama3_factors(float *out, const ts_model_config *c);
 
 /* Name of the i-th public shape (test-tiny is not listed); NULL past the end. */
@@ -28,17 +30,16 @@ const char *model_synth_shape_name(int i);
 
 /* Writes a GGUF v3 file at path (borrowed) with config c (borrowed, must validate), the
  * vocabulary v (borrowed) and random weights from seed; with c->rope_factors, the
- * model_synth_llama3_factors() of c as rope_freqs.weight. type is GGUF_TENSOR_F32 or
- * GGUF_TENSOR_Q8_0 (matrices quantised, norms kept F32, as llama.cpp does). A vocabulary
- * smaller than c->vocab_size is padded with "<unused_N>" tokens of type UNUSED; a larger
- * one is refused (cutting it would orphan ids and merges). Tensors are generated in
+ * model_synth_llama3_factors() of c as rope_freqs.weight. type (borrowed) names the file's
+ * type as `tessera quantize` takes it: "F32", "F16", "BF16" or one of llama.cpp's ftypes
+ * ("Q8_0", "Q4_K_M", ...; any case; TS_ERR_UNSUPPORTED for another name); each matrix gets
+ * the type llama.cpp's mix gives it (quant_mix_type), norms stay F32; TS_ERR_INVALID_ARG
+ * when a row fits no type of the ftype. Each row is drawn in f32 and quantized on its own.
+ * A vocabulary smaller than c->vocab_size is padded with "<unused_N>" tokens of type
+ * UNUSED; a larger one is refused (cutting it would orphan ids and merges). Tensors are generated in
  * chunks as they are written: memory stays at a few MiB whatever the model's size. The
  * same arguments give the same bytes. On failure no file is left at path. */
-ts_status model_synth_write(const char *path, const ts_model_config *c, uint32_t type,
+ts_status model_synth_write(const char *path, const ts_model_config *c, const char *type,
                             const tokenizer_vocab *v, uint64_t seed, ts_error *err);
-
-/* Quantises n floats (n a multiple of 32) at src into Q8_0 blocks at dst
- * (n / 32 * 34 bytes), as ggml's reference quantiser does. */
-void model_quantize_q8_0(uint8_t *dst, const float *src, uint64_t n);
 
 #endif /* TESSERA_MODEL_SYNTH_H */

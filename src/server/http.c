@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "server/server_internal.h"
+#include "server/ui.h"
 
 /* ---- routes */
 
@@ -56,6 +57,8 @@ static const http_route routes[] = {
      routes_tokenize},
     {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE, ROUTE_BODY, AUTH_KEY, false, false,
      routes_detokenize},
+    {"/apply-template", "POST", METRICS_ROUTE_OTHER, ROUTE_BODY, AUTH_KEY, false, false,
+     routes_apply_template},
 };
 
 /* The row of path (up to a '?'), or NULL. */
@@ -119,6 +122,8 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
 {
     const http_route *r = c->entry;
     oai_error e;
+    if (!r && !srv->opts.no_ui && ui_find(c->path))
+        return ui_handle(mc, c, method); /* the chat page: open to all, it asks for the key */
     if (!r) {
         oai_error_set(&e, 404, NULL, "not_found", "no route %.60s %.60s", method, c->path);
         return srv_send_error(mc, c, &e);
@@ -295,6 +300,10 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
     chat_template_kind kind;
     if (srv->template_name && (st = chat_template_from_name(srv->template_name, &kind, err)) != TS_OK)
         goto fail;
+    if (opts->chat_template_file && !opts->chat_template &&
+        (st = srv_template_load(srv, opts->chat_template_file, err)) != TS_OK)
+        goto fail;
+    srv->opts.chat_template_file = NULL;
     if (opts->api_keys_path && (st = auth_keys_load(opts->api_keys_path, &srv->keys, err)) != TS_OK)
         goto fail;
     if ((st = metrics_create(&srv->metrics, err)) != TS_OK)
@@ -326,9 +335,12 @@ ts_status ts_server_add_model(ts_server *srv, const char *name, ts_engine *engin
     if (!m->name)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot copy model name");
     m->engine = engine;
-    if (!srv->template_name ||
-        chat_template_from_name(srv->template_name, &m->template, NULL) != TS_OK)
-        m->template = chat_template_detect(ts_model_get_chat_template(ts_engine_get_model(engine)));
+    ts_status st = srv_template_setup(srv, m, err);
+    if (st != TS_OK) {
+        free(m->name);
+        memset(m, 0, sizeof *m);
+        return st;
+    }
     srv->n_models++;
     return TS_OK;
 }
@@ -419,8 +431,11 @@ void ts_server_destroy(ts_server *srv)
         close(c->efd);
         free(c);
     }
-    for (int i = 0; i < srv->n_models; i++)
+    for (int i = 0; i < srv->n_models; i++) {
         free(srv->models[i].name);
+        srv_template_free(&srv->models[i]);
+    }
+    free(srv->template_src);
     if (srv->stop_efd >= 0)
         close(srv->stop_efd);
     metrics_free(srv->metrics);

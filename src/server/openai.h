@@ -72,6 +72,8 @@ typedef struct oai_request {
     char *user;                   /* owned; recorded, not used */
     char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
                                     * and header-safe (X-Tessera-Ignored-Fields); "" none */
+    struct cJSON *chat_vars;      /* owned; chat only: what a Jinja template reads
+                                   * (oai_chat_vars) */
 } oai_request;
 
 /* Parses and validates a request body of len bytes (borrowed). Unknown fields are
@@ -83,9 +85,17 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
 struct cJSON;
 /* openai_fields.c: every top-level field of root (borrowed, an object) is looked up in
  * the table of OpenAI's fields for kind: a refused one is a 400 naming it, a documented
- * no-op of the wrong type a 400, an unknown one is added to r->ignored. */
+ * no-op of the wrong type a 400, an unknown one is added to r->ignored. Then the fields
+ * accepted only in some values (echo, best_of against r->n, suffix, modalities,
+ * tool_choice) are checked and response_format sets r->format. */
 ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request *r,
                            oai_error *err);
+/* A chat request's variables for a Jinja chat template (chat_vars.c), from its parsed
+ * body root (borrowed, its messages already checked): messages (content parts joined,
+ * "developer" as "system", tool_calls' arguments parsed from their JSON string), tools,
+ * add_generation_prompt (default true) and the members of chat_template_kwargs. *out is
+ * the caller's to cJSON_Delete. */
+ts_status oai_chat_vars(const struct cJSON *root, struct cJSON **out, oai_error *err);
 
 /* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
 void oai_request_clear(oai_request *r);

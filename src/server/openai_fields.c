@@ -58,6 +58,8 @@ static const field_row fields[] = {
     {"tools", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
     {"tool_choice", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
     {"parallel_tool_calls", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"chat_template_kwargs", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL}, /* chat_vars.c */
+    {"add_generation_prompt", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
     {"user", KIND_BOTH, FIELD_NOOP, TYPE_STRING, "an end-user id for abuse tracking"},
     {"safety_identifier", KIND_CHAT, FIELD_NOOP, TYPE_STRING, "an end-user id"},
     {"metadata", KIND_CHAT, FIELD_NOOP, TYPE_OBJECT, "tags for stored completions"},
@@ -132,6 +134,82 @@ static void list_ignored(char *list, size_t cap, const char *name)
     list[o] = '\0';
 }
 
+/* A member of o that is given (absent and null are not). */
+static const cJSON *given(const cJSON *o, const char *name)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNull(f) ? NULL : f;
+}
+
+static ts_status wrong_type(oai_error *err, const char *name, const char *want)
+{
+    return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
+}
+
+/* echo, best_of and suffix: accepted where they change nothing. */
+static ts_status check_completion_values(const cJSON *root, const oai_request *r,
+                                         oai_error *err)
+{
+    const cJSON *echo = given(root, "echo"), *best = given(root, "best_of");
+    const cJSON *suffix = given(root, "suffix");
+    if (echo && !cJSON_IsBool(echo))
+        return wrong_type(err, "echo", "a boolean");
+    if (cJSON_IsTrue(echo))
+        return oai_error_set(err, 400, "echo", "unsupported_value", "'echo' is not supported");
+    if (best && (!cJSON_IsNumber(best) || best->valuedouble != (double)r->n))
+        return oai_error_set(err, 400, "best_of", "unsupported_value",
+                             "'best_of' must equal 'n' (%d): tessera returns every completion",
+                             r->n);
+    if (suffix && !cJSON_IsString(suffix))
+        return wrong_type(err, "suffix", "a string");
+    if (suffix && *suffix->valuestring)
+        return oai_error_set(err, 400, "suffix", "unsupported_value",
+                             "'suffix' (text insertion) is not supported");
+    return TS_OK;
+}
+
+/* modalities, response_format (text, json_object), tools and tool_choice. */
+static ts_status check_chat_values(const cJSON *root, oai_request *r, oai_error *err)
+{
+    const cJSON *m = given(root, "modalities"), *x;
+    if (m) {
+        if (!cJSON_IsArray(m))
+            return wrong_type(err, "modalities", "an array of strings");
+        cJSON_ArrayForEach(x, m)
+            if (!cJSON_IsString(x) || strcmp(x->valuestring, "text"))
+                return oai_error_set(err, 400, "modalities", "unsupported_value",
+                                     "only the \"text\" modality is supported");
+    }
+    const cJSON *rf = given(root, "response_format");
+    if (rf) {
+        const cJSON *t = cJSON_IsObject(rf) ? given(rf, "type") : NULL;
+        if (!cJSON_IsString(t))
+            return wrong_type(err, "response_format", "an object with a string 'type'");
+        if (!strcmp(t->valuestring, "json_object"))
+            r->format = OAI_FORMAT_JSON_OBJECT;
+        else if (strcmp(t->valuestring, "text"))
+            return oai_error_set(err, 400, "response_format", "unsupported_value",
+                                 "response_format type '%.40s' is not supported",
+                                 t->valuestring);
+    }
+    /* tools reach a Jinja chat template (chat_vars.c); the answer's tool calls are not
+     * parsed yet, so a choice that forces a call is refused. */
+    const cJSON *tools = given(root, "tools");
+    if (tools && !cJSON_IsArray(tools))
+        return wrong_type(err, "tools", "an array");
+    const cJSON *tc = given(root, "tool_choice");
+    if (tc && (!cJSON_IsString(tc) ||
+               (strcmp(tc->valuestring, "none") && strcmp(tc->valuestring, "auto"))))
+        return oai_error_set(err, 400, "tool_choice", "unsupported_value",
+                             "'tool_choice' must be \"none\" or \"auto\": forcing a tool call "
+                             "is not supported yet");
+    const cJSON *ptc = given(root, "parallel_tool_calls");
+    if (ptc && !cJSON_IsBool(ptc))
+        return wrong_type(err, "parallel_tool_calls", "a boolean");
+    return TS_OK;
+}
+
+
 ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai_error *err)
 {
     r->ignored[0] = '\0';
@@ -151,5 +229,6 @@ ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai
             return oai_error_set(err, 400, row->name, "invalid_type", "'%s' must be %s",
                                  row->name, type_name(row->type));
     }
-    return TS_OK;
+    return kind == OAI_COMPLETION ? check_completion_values(root, r, err)
+                                  : check_chat_values(root, r, err);
 }

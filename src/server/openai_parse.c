@@ -201,18 +201,21 @@ static ts_status read_messages(const cJSON *root, oai_request *r, oai_error *err
         const char *rs = role->valuestring;
         if (!strcmp(rs, "developer"))
             rs = "system";
-        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
+            strcmp(rs, "tool"))
             return oai_error_set(err, 400, name, "invalid_value",
-                                 "'%s' must be system, user, developer or assistant", name);
+                                 "'%s' must be system, user, developer, assistant or tool", name);
         out->role = strdup(rs);
         if (!out->role)
             return oai_error_set(err, 500, NULL, NULL, "out of memory");
         snprintf(name, sizeof name, "messages[%d].content", i);
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (!content)
+        /* An assistant turn that calls tools may leave its content out or null. */
+        bool calls = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
+        if (!content && !(calls && !strcmp(rs, "assistant")))
             return oai_error_set(err, 400, name, "missing_required_parameter",
                                  "'%s' is required", name);
-        if (cJSON_IsNull(content) && !strcmp(rs, "assistant"))
+        if ((!content || cJSON_IsNull(content)) && !strcmp(rs, "assistant"))
             out->content = strdup("");
         else if (read_content(content, name, &out->content, err) != TS_OK)
             return TS_ERR_INVALID_ARG;
@@ -415,66 +418,6 @@ static ts_status read_stream(const cJSON *root, oai_request *r, oai_error *err)
     return TS_OK;
 }
 
-/* echo, best_of and suffix: accepted where they change nothing. */
-static ts_status read_completion_only(const cJSON *root, oai_request *r, oai_error *err)
-{
-    bool echo = false;
-    int best_of = r->n;
-    char *suffix = NULL;
-    if (read_bool(root, "echo", &echo, err) != TS_OK ||
-        read_int(root, "best_of", 1, OAI_MAX_N, &best_of, err) != TS_OK ||
-        read_string(root, "suffix", &suffix, err) != TS_OK)
-        return TS_ERR_INVALID_ARG;
-    bool insert = suffix && *suffix;
-    free(suffix);
-    if (echo)
-        return oai_error_set(err, 400, "echo", "unsupported_value", "'echo' is not supported");
-    if (best_of != r->n)
-        return oai_error_set(err, 400, "best_of", "unsupported_value",
-                             "'best_of' must equal 'n' (%d): tessera returns every completion",
-                             r->n);
-    if (insert)
-        return oai_error_set(err, 400, "suffix", "unsupported_value",
-                             "'suffix' (text insertion) is not supported");
-    return TS_OK;
-}
-
-/* modalities, response_format (text, json_object) and, until tool calls land, tools. */
-static ts_status read_chat_only(const cJSON *root, oai_request *r, oai_error *err)
-{
-    const cJSON *m = field(root, "modalities"), *x;
-    if (m) {
-        if (!cJSON_IsArray(m))
-            return bad_type(err, "modalities", "an array of strings");
-        cJSON_ArrayForEach(x, m)
-            if (!cJSON_IsString(x) || strcmp(x->valuestring, "text"))
-                return oai_error_set(err, 400, "modalities", "unsupported_value",
-                                     "only the \"text\" modality is supported");
-    }
-    const cJSON *rf = field(root, "response_format");
-    if (rf) {
-        const cJSON *t = cJSON_IsObject(rf) ? field(rf, "type") : NULL;
-        if (!cJSON_IsString(t))
-            return bad_type(err, "response_format", "an object with a string 'type'");
-        if (!strcmp(t->valuestring, "json_object"))
-            r->format = OAI_FORMAT_JSON_OBJECT;
-        else if (strcmp(t->valuestring, "text"))
-            return oai_error_set(err, 400, "response_format", "unsupported_value",
-                                 "response_format type '%.40s' is not supported",
-                                 t->valuestring);
-    }
-    const cJSON *tools = field(root, "tools");
-    if (tools && (!cJSON_IsArray(tools) || cJSON_GetArraySize(tools) > 0))
-        return oai_error_set(err, 400, "tools", "unsupported_value", "'tools' is not supported");
-    const cJSON *tc = field(root, "tool_choice");
-    if (tc && (!cJSON_IsString(tc) ||
-               (strcmp(tc->valuestring, "none") && strcmp(tc->valuestring, "auto"))))
-        return oai_error_set(err, 400, "tool_choice", "unsupported_value",
-                             "'tool_choice' must be \"none\" or \"auto\" without tools");
-    bool parallel = true;
-    return read_bool(root, "parallel_tool_calls", &parallel, err);
-}
-
 ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *r,
                             oai_error *err)
 {
@@ -487,6 +430,7 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         goto fail;
     if (read_string(root, "model", &r->model, err) != TS_OK ||
         (kind == OAI_CHAT ? read_messages(root, r, err) : read_prompt(root, r, err)) != TS_OK ||
+        (kind == OAI_CHAT && oai_chat_vars(root, &r->chat_vars, err) != TS_OK) ||
         read_max_tokens(root, r, err) != TS_OK ||
         read_sampling(root, r, err) != TS_OK || read_stop(root, r, err) != TS_OK ||
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
@@ -494,9 +438,7 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
         read_string(root, "user", &r->user, err) != TS_OK)
         goto fail;
-    if (oai_check_fields(kind, root, r, err) != TS_OK ||
-        (kind == OAI_COMPLETION ? read_completion_only(root, r, err)
-                                : read_chat_only(root, r, err)) != TS_OK)
+    if (oai_check_fields(kind, root, r, err) != TS_OK)
         goto fail;
     cJSON_Delete(root);
     return TS_OK;
@@ -508,6 +450,7 @@ fail:
 
 void oai_request_clear(oai_request *r)
 {
+    cJSON_Delete(r->chat_vars);
     free(r->model);
     for (size_t i = 0; i < r->n_messages; i++) {
         free(r->messages[i].role);

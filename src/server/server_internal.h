@@ -20,7 +20,8 @@
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "tessera/server.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_jinja.h"
+#include "template/chat_template.h"
 
 enum {
     SRV_MAX_MODELS = 16,
@@ -36,6 +37,9 @@ typedef struct srv_model {
     char *name;                  /* owned */
     ts_engine *engine;           /* borrowed */
     chat_template_kind template; /* detected or forced */
+    chat_jinja jinja;            /* the Jinja template rendering its chats; .t NULL: the
+                                  * family above does (template.c) */
+    long long template_time;     /* the server's opts.template_time */
 } srv_model;
 
 /* A wake-up cell: the engine's notify callback writes its eventfd. Cells are recycled,
@@ -54,6 +58,8 @@ struct ts_server {
     ts_server_options opts;
     char *host;                   /* owned copy of opts.host */
     char *template_name;          /* owned copy of opts.chat_template */
+    char *template_src;           /* owned; opts.chat_template_file's text, or NULL */
+    size_t template_len;
     auth_keys *keys;              /* owned; NULL = open */
     metrics *metrics;             /* owned */
     srv_model models[SRV_MAX_MODELS];
@@ -134,6 +140,21 @@ srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_t
 
 /* The path prefix of GET /v1/models/{id}. */
 #define SRV_MODEL_ROUTE "/v1/models/"
+
+/* ---- template.c */
+
+/* Reads the Jinja template file at path into srv->template_src. */
+ts_status srv_template_load(ts_server *srv, const char *path, ts_error *err);
+/* Picks model m's chat template (m->engine set): a forced family, else the template file
+ * or the model's own Jinja template, else the detected family. The model's own template
+ * failing to load is logged and the family used; the file failing is an error. */
+ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err);
+void srv_template_free(srv_model *m);
+/* Chat request r rendered by m's Jinja template (m->jinja.t set) into *text (malloc'd);
+ * a template that raises, or fails on the request's values, gives 400 with its message. */
+ts_status srv_template_render(const srv_model *m, const oai_request *r, char **text,
+                              oai_error *e);
+srv_handler routes_apply_template;
 
 /* ---- prompt.c */
 
