@@ -343,14 +343,16 @@ static void test_json_object_format(void **state)
     snprintf(body, sizeof body,
              "{\"messages\": [{\"role\": \"user\", \"content\": \"JSON please\"}], "
              "\"max_tokens\": 30, \"response_format\": {\"type\": \"json_object\"}, "
-             "\"logit_bias\": {\"%d\": 100}}", (int)close);
+             "\"n\": 2, \"logit_bias\": {\"%d\": 100}}", (int)close);
     answer a;
     request("/v1/chat/completions", body, &a);
     assert_int_equal(a.status, 200);
-    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(a.json, "choices"), 0);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "content")
-                            ->valuestring, "{}");
-    assert_string_equal(cJSON_GetObjectItem(c, "finish_reason")->valuestring, "stop");
+    for (int i = 0; i < 2; i++) { /* each completion of n has its own constraint state */
+        const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(a.json, "choices"), i);
+        assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "content")
+                                ->valuestring, "{}");
+        assert_string_equal(cJSON_GetObjectItem(c, "finish_reason")->valuestring, "stop");
+    }
     answer_free(&a);
     for (int seed = 1; seed <= 3; seed++) {
         snprintf(body, sizeof body,
