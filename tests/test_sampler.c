@@ -916,6 +916,68 @@ static void test_logprobs(void **state)
     sampler_scratch_free(&f.sc);
 }
 
+/* logit_bias: -100 bans the greedy token, +100 lifts a poor one above it, small biases add
+ * to the logit; bad entries are refused naming the field, ids past the vocabulary only by
+ * the vocabulary check. */
+static void test_logit_bias(void **state)
+{
+    (void)state;
+    enum { V = 8 };
+    const float logits[V] = {0.5f, 3.0f, 1.0f, -2.0f, 2.5f, 0.0f, 0.1f, -1.0f};
+    ts_sampling_params p = ts_sampling_params_default();
+    p.temperature = 0.0f;
+    int32_t tok = -1;
+    float work[V];
+    fixture f;
+
+    p.n_logit_bias = 1;
+    p.logit_bias[0] = (ts_logit_bias){1, -100.0f};
+    setup_sampler(&f, &p, V);
+    memcpy(work, logits, sizeof work);
+    assert_int_equal(sampler_sample(&f.s, &f.sc, &tok, NULL, work, NULL, 0, 0, NULL), TS_OK);
+    assert_int_equal(tok, 4); /* the runner-up */
+    assert_true(isinf(work[1]) && work[1] < 0);
+    sampler_scratch_free(&f.sc);
+
+    p.logit_bias[0] = (ts_logit_bias){3, 100.0f};
+    setup_sampler(&f, &p, V);
+    memcpy(work, logits, sizeof work);
+    assert_int_equal(sampler_sample(&f.s, &f.sc, &tok, NULL, work, NULL, 0, 0, NULL), TS_OK);
+    assert_int_equal(tok, 3);
+    sampler_scratch_free(&f.sc);
+
+    p.n_logit_bias = 2; /* 0.5 + 2.6 = 3.1 beats 3.0; 1.0 - 99.9 stays finite */
+    p.logit_bias[0] = (ts_logit_bias){0, 2.6f};
+    p.logit_bias[1] = (ts_logit_bias){2, -99.9f};
+    setup_sampler(&f, &p, V);
+    memcpy(work, logits, sizeof work);
+    assert_int_equal(sampler_sample(&f.s, &f.sc, &tok, NULL, work, NULL, 0, 0, NULL), TS_OK);
+    assert_int_equal(tok, 0);
+    assert_true(isfinite(work[2]) && fabsf(work[2] - (1.0f - 99.9f)) < 1e-4f);
+    sampler_scratch_free(&f.sc);
+
+    const char *field = NULL;
+    p.n_logit_bias = 1;
+    p.logit_bias[0] = (ts_logit_bias){5, 100.5f};
+    assert_int_equal(ts_sampling_params_check(&p, &field, NULL), TS_ERR_INVALID_ARG);
+    assert_string_equal(field, "logit_bias");
+    p.logit_bias[0] = (ts_logit_bias){5, NAN};
+    assert_int_equal(ts_sampling_params_check(&p, &field, NULL), TS_ERR_INVALID_ARG);
+    p.logit_bias[0] = (ts_logit_bias){-1, 1.0f};
+    field = NULL;
+    assert_int_equal(ts_sampling_params_check(&p, &field, NULL), TS_ERR_INVALID_ARG);
+    assert_string_equal(field, "logit_bias");
+    p.logit_bias[0] = (ts_logit_bias){V, 1.0f};
+    assert_int_equal(ts_sampling_params_check(&p, &field, NULL), TS_OK);
+    assert_int_equal(ts_sampling_params_check_vocab(&p, V + 1, &field, NULL), TS_OK);
+    ts_error err = {0};
+    assert_int_equal(ts_sampling_params_check_vocab(&p, V, &field, &err), TS_ERR_INVALID_ARG);
+    assert_string_equal(field, "logit_bias");
+    assert_non_null(strstr(err.msg, "outside the vocabulary"));
+    p.n_logit_bias = TS_SAMPLING_MAX_LOGIT_BIAS + 1;
+    assert_int_equal(ts_sampling_params_check(&p, &field, NULL), TS_ERR_INVALID_ARG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -937,6 +999,7 @@ int main(void)
         cmocka_unit_test(test_repetition_penalty),
         cmocka_unit_test(test_presence_frequency_penalties),
         cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_logit_bias),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }

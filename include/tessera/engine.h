@@ -62,6 +62,14 @@ typedef struct ts_engine_options {
 /* Fills the defaults above. */
 void ts_engine_options_default(ts_engine_options *opts);
 
+/* What a request's generated text must be: the engine masks, before sampling, every
+ * token that cannot continue it, and ends a completion (TS_FINISH_STOP) once the text is
+ * complete. max_tokens may still cut it short (TS_FINISH_LENGTH). */
+typedef enum ts_constraint_kind {
+    TS_CONSTRAINT_NONE = 0,
+    TS_CONSTRAINT_JSON_OBJECT, /* one JSON object, no text before or after */
+} ts_constraint_kind;
+
 typedef struct ts_request_params {
     const int32_t *prompt;   /* (n_prompt) token ids, BOS included; copied */
     size_t n_prompt;
@@ -72,6 +80,7 @@ typedef struct ts_request_params {
     ts_priority priority;
     int n;                   /* completions sharing the prompt's KV blocks, 1..TS_MAX_N */
     bool ignore_eos;         /* keep generating past end-of-generation tokens */
+    ts_constraint_kind constraint; /* default TS_CONSTRAINT_NONE */
     /* Bounded buffering for slow readers: when the events not yet read hold more than
      * this many bytes (text plus TS_EVENT_OVERHEAD per event), the engine ends the
      * request with an ERROR event of status TS_ERR_CANCELLED. 0 = unbounded. */

@@ -12,6 +12,19 @@
  * limit (engine.h's TS_MAX_TOP_LOGPROBS and the server's follow it). */
 #define TS_SAMPLING_MAX_TOP_LOGPROBS 20
 
+/* The most logit_bias entries one request may give (OpenAI's own limit is 300). */
+#define TS_SAMPLING_MAX_LOGIT_BIAS 300
+
+/* A logit_bias bias at or below this bans the token outright (its logit becomes -inf),
+ * as OpenAI documents -100 to do. */
+#define TS_SAMPLING_BIAS_BAN -100.0f
+
+/* One logit_bias entry: bias is added to the token's logit. */
+typedef struct ts_logit_bias {
+    int32_t token;
+    float bias;
+} ts_logit_bias;
+
 /* Accepted ranges (ts_sampling_params_validate() rejects anything else, NaN included):
  *   temperature         [0, 2]      0 = greedy (argmax, first maximal id); OpenAI's range;
  *                                   one so small that 1/T overflows float acts as 0
@@ -23,8 +36,12 @@
  *   presence_penalty    [-2, 2]     OpenAI's range
  *   frequency_penalty   [-2, 2]     OpenAI's range
  *   top_logprobs        [0, 20]     > 0 requires logprobs, as in OpenAI's API
+ *   n_logit_bias        [0, 300]    logit_bias[i].token >= 0 (and below the vocabulary
+ *                                   size: ts_sampling_params_check_vocab), .bias in
+ *                                   [-100, 100]
  *
  * Order of application: repetition penalty, then presence/frequency penalties, then
+ * logit_bias (each entry added; -100 sets -inf; an id given twice gets both), then
  * greedy (temperature 0) or temperature -> top-k -> softmax -> min-p -> top-p -> draw.
  * The repetition penalty is llama.cpp's: each distinct token among the last
  * repeat_last_n tokens of prompt + generated text has its logit divided by the penalty
@@ -43,6 +60,8 @@ typedef struct ts_sampling_params {
     bool has_seed;
     bool logprobs;     /* report the chosen token's log-probability */
     int top_logprobs;  /* and this many most likely alternatives */
+    int n_logit_bias;  /* entries of logit_bias in use */
+    ts_logit_bias logit_bias[TS_SAMPLING_MAX_LOGIT_BIAS]; /* (n_logit_bias) */
 } ts_sampling_params;
 
 /* OpenAI's defaults: temperature 1, every filter and penalty off, repeat_last_n 64, no
@@ -58,5 +77,11 @@ ts_status ts_sampling_params_validate(const ts_sampling_params *params, ts_error
  * that failed ("top_p"), a static string, or NULL when none did. */
 ts_status ts_sampling_params_check(const ts_sampling_params *params, const char **field,
                                    ts_error *err);
+
+/* ts_sampling_params_check, and every logit_bias token below vocab_size (*field is
+ * "logit_bias" when one is not). The engine applies it at submit, where the model is
+ * known; the HTTP layer too, once it has picked the model, to name the field. */
+ts_status ts_sampling_params_check_vocab(const ts_sampling_params *params, int vocab_size,
+                                         const char **field, ts_error *err);
 
 #endif /* TESSERA_SAMPLING_H */

@@ -137,8 +137,9 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     e->step.seqs = malloc((size_t)o->max_seqs * sizeof *e->step.seqs);
     e->step.order = malloc((size_t)o->max_seqs * sizeof *e->step.order);
     e->step.logits_copy = malloc((size_t)model->cfg.vocab_size * sizeof(float));
+    e->step.allowed = malloc((size_t)e->step.n_scratch * (size_t)engine_mask_width(e));
     if (!e->step.running || !e->step.tokens || !e->step.seqs || !e->step.order ||
-        !e->step.logits_copy) {
+        !e->step.logits_copy || !e->step.allowed) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for engine buffers");
         goto fail;
     }
@@ -198,6 +199,8 @@ void ts_engine_destroy(ts_engine *e)
     free(e->step.seqs);
     free(e->step.order);
     free(e->step.logits_copy);
+    free(e->step.allowed);
+    token_trie_free(&e->step.trie);
     for (int i = 0; i < e->step.n_scratch; i++)
         sampler_scratch_free(&e->step.scratch[i]);
     free(e->step.scratch);
@@ -250,6 +253,8 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
     if (p->n_stop < 0 || p->n_stop > TS_MAX_STOP)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "at most %d stop strings (got %d)",
                             TS_MAX_STOP, p->n_stop);
+    if (p->constraint != TS_CONSTRAINT_NONE && p->constraint != TS_CONSTRAINT_JSON_OBJECT)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "unknown constraint %d", (int)p->constraint);
     if ((unsigned)p->priority >= TS_PRIORITY_COUNT)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "unknown priority %d", (int)p->priority);
     for (size_t i = 0; i < p->n_prompt; i++)
@@ -269,7 +274,7 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
                             p->n_prompt, p->n, p->max_tokens, (long long)need,
                             e->kv_blocks_total);
     ts_error serr;
-    if (ts_sampling_params_validate(&p->sampling, &serr) != TS_OK)
+    if (ts_sampling_params_check_vocab(&p->sampling, c->vocab_size, NULL, &serr) != TS_OK)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "%s", serr.msg);
     for (int i = 0; i < p->n_stop; i++) {
         size_t len = p->stop[i] ? strlen(p->stop[i]) : 0;

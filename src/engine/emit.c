@@ -1,5 +1,6 @@
 /* emit.c: the step's stages after the forward pass: sampling (rows in parallel),
  * appending and emitting tokens, and the fork of an n > 1 request into its completions. */
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,22 +19,79 @@ static bool samples_now(const seq *s)
     return s->job->forked || s->job->req->n == 1;
 }
 
-/* Draws s's next token from logits (vocab; modified) with scratch sc. Touches only s's
- * sampler and sc, so several sequences may sample at once on separate scratches. */
-static void sample_one(seq *s, float *logits, sampler_scratch *sc, sampled *out)
+/* Sets every logit (vocab) of a token s's constraint does not allow next to -inf, with
+ * allowed (engine_mask_width bytes) as work space; the trie is walked only when the state
+ * allows other tokens than the cached mask's. False when no token is allowed. */
+static bool mask_constrained(const ts_engine *e, seq *s, float *logits, uint8_t *allowed)
+{
+    int vocab = e->model->cfg.vocab_size, n_tok = e->step.trie.vocab_size;
+    uint8_t *bits = s->mask_bits;
+    if (!s->mask_valid || !constraint_same(&s->mask_state, &s->cons)) {
+        if (constraint_allowed(&s->cons, &e->step.trie, allowed) == 0)
+            return false;
+        memset(bits, 0, ((size_t)n_tok + 7) / 8);
+        for (int id = 0; id < n_tok; id++)
+            bits[id >> 3] |= (uint8_t)(allowed[id] << (id & 7));
+        s->mask_state = s->cons;
+        s->mask_valid = true;
+    }
+    for (int id = 0; id < vocab; id++)
+        if (id >= n_tok || !((bits[id >> 3] >> (id & 7)) & 1))
+            logits[id] = -INFINITY;
+    return true;
+}
+
+/* Draws s's next token from logits (vocab; modified) with scratch sc and mask space
+ * allowed. Touches only s's sampler, sc and allowed, so several sequences may sample at
+ * once on separate scratches. */
+static void sample_one(const ts_engine *e, seq *s, float *logits, sampler_scratch *sc,
+                       uint8_t *allowed, sampled *out)
 {
     const ts_request *r = s->job->req;
     out->want_logprobs = r->sampling.logprobs || r->sampling.top_logprobs > 0;
     out->err = (ts_error){0};
+    if (s->cons.kind != TS_CONSTRAINT_NONE && !mask_constrained(e, s, logits, allowed)) {
+        out->status = ts_error_set(&out->err, TS_ERR_INTERNAL,
+                                   "no token of the vocabulary can continue the constrained "
+                                   "output");
+        return;
+    }
     out->status = sampler_sample(&s->smp, sc, &out->token, out->want_logprobs ? &out->lp : NULL,
                                  logits, s->tokens, s->n_tokens, s->n_generated, &out->err);
+}
+
+/* The vocabulary's token trie, built the first time a constrained sequence samples (on
+ * the step thread, before the parallel region). False when it cannot be built: the
+ * constrained requests of the step fail. */
+static bool ensure_trie(ts_engine *e, int n)
+{
+    if (e->step.trie_built)
+        return true;
+    bool need = false;
+    for (int i = 0; i < n && !need; i++)
+        need = e->step.order[i]->cons.kind != TS_CONSTRAINT_NONE;
+    if (!need)
+        return true;
+    ts_error err = {0};
+    if (token_trie_build(&e->step.trie, e->model->tokenizer, &err) == TS_OK) {
+        e->step.trie_built = true;
+        return true;
+    }
+    for (int i = 0; i < n; i++) {
+        seq *s = e->step.order[i];
+        if (s->cons.kind != TS_CONSTRAINT_NONE && !s->done)
+            engine_fail_request(e, s->job, TS_ERR_NOMEM, err.msg);
+    }
+    return false;
 }
 
 void emit_sample(ts_engine *e, const fwd_batch *b, int n)
 {
     int vocab = e->model->cfg.vocab_size, rows = 0;
+    size_t width = (size_t)engine_mask_width(e);
     for (int i = 0; i < n; i++)
         rows += b->seqs[i].logits_row >= 0;
+    ensure_trie(e, n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(e->step.n_scratch) \
     if (rows >= PARALLEL_SAMPLE_MIN_ROWS)
     for (int i = 0; i < n; i++) {
@@ -41,8 +99,9 @@ void emit_sample(ts_engine *e, const fwd_batch *b, int n)
         const fwd_seq *fs = &b->seqs[i];
         if (fs->logits_row < 0 || s->done || !samples_now(s))
             continue;
-        sample_one(s, e->step.fwd.logits + (size_t)fs->logits_row * vocab,
-                   &e->step.scratch[omp_get_thread_num()], &e->step.picks[i]);
+        int t = omp_get_thread_num();
+        sample_one(e, s, e->step.fwd.logits + (size_t)fs->logits_row * vocab,
+                   &e->step.scratch[t], e->step.allowed + (size_t)t * width, &e->step.picks[i]);
     }
 }
 
@@ -116,6 +175,16 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
         if (s->stop.stopped)
             why = TS_FINISH_STOP;
     }
+    if (s->cons.kind != TS_CONSTRAINT_NONE) {
+        size_t len = 0;
+        const char *bytes = ts_token_bytes(tok, token, &len);
+        if (!constraint_advance(&s->cons, bytes ? bytes : "", bytes ? len : 0)) {
+            engine_fail_request(e, j, TS_ERR_INTERNAL, "a sampled token broke the constraint");
+            return;
+        }
+        if (why == TS_FINISH_NONE && constraint_done(&s->cons))
+            why = TS_FINISH_STOP; /* the constrained text is complete */
+    }
     if (why == TS_FINISH_NONE &&
         (s->n_generated >= r->max_tokens || s->n_tokens >= e->model->cfg.context_len))
         why = TS_FINISH_LENGTH;
@@ -173,7 +242,8 @@ static void fork_and_emit(ts_engine *e, seq *s, const float *row)
             continue;
         memcpy(e->step.logits_copy, row, (size_t)vocab * sizeof(float));
         sampled pick;
-        sample_one(mine[k], e->step.logits_copy, &e->step.scratch[0], &pick);
+        sample_one(e, mine[k], e->step.logits_copy, &e->step.scratch[0], e->step.allowed,
+                   &pick);
         emit_one(e, mine[k], &pick);
     }
 }

@@ -23,6 +23,7 @@ struct ts_request {
     int max_tokens;
     int n;
     bool ignore_eos;
+    ts_constraint_kind constraint;
     ts_priority priority;
     ts_sampling_params sampling;
     char *stop[TS_MAX_STOP];

@@ -537,6 +537,20 @@ static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratc
 
 /* ---------------------------------------------------------------- sampling */
 
+/* logit_bias after the penalties; ids outside the vocabulary are skipped (submit refuses
+ * them). */
+static void apply_logit_bias(const sampler *s, float *logits)
+{
+    const ts_sampling_params *p = &s->params;
+    for (int i = 0; i < p->n_logit_bias; i++) {
+        const ts_logit_bias *b = &p->logit_bias[i];
+        if (b->token < 0 || b->token >= s->vocab_size)
+            continue;
+        logits[b->token] = b->bias <= TS_SAMPLING_BIAS_BAN ? -INFINITY
+                                                           : logits[b->token] + b->bias;
+    }
+}
+
 ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
                          sampler_logprobs *lp, float *logits, const int32_t *tokens,
                          int n_tokens, int n_gen, ts_error *err)
@@ -544,6 +558,7 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
     ts_status st = sampler_apply_penalties(s, sc, logits, tokens, n_tokens, n_gen, err);
     if (st != TS_OK)
         return st;
+    apply_logit_bias(s, logits);
     int n = 0;
     st = sampler_candidates(s, sc, &n, logits, err);
     if (st != TS_OK)

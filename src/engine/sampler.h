@@ -83,9 +83,9 @@ ts_status sampler_apply_penalties(const sampler *s, sampler_scratch *sc, float *
 ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
                              const float *logits, ts_error *err);
 
-/* Samples one token: penalties (logits are modified in place), filtering, then one draw
- * from the request's generator (every call draws once, greedy included, so the stream
- * position is the number of tokens sampled). lp (may be NULL) receives logprobs.
+/* Samples one token: penalties and logit_bias (logits are modified in place), filtering,
+ * then one draw from the request's generator (every call draws once, greedy included, so
+ * the stream position is the number of tokens sampled). lp (may be NULL) receives logprobs.
  * tokens / n_tokens / n_gen as for sampler_apply_penalties(). */
 ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
                          sampler_logprobs *lp, float *logits, const int32_t *tokens,

@@ -16,6 +16,7 @@ ts_sampling_params ts_sampling_params_default(void)
         .has_seed = false,
         .logprobs = false,
         .top_logprobs = 0,
+        .n_logit_bias = 0,
     };
 }
 
@@ -63,5 +64,35 @@ ts_status ts_sampling_params_check(const ts_sampling_params *p, const char **fie
         return ts_error_set(err, TS_ERR_INVALID_ARG,
                             "top_logprobs = %d requires logprobs to be true", p->top_logprobs);
     }
+    CHECK_RANGE(p->n_logit_bias >= 0 && p->n_logit_bias <= TS_SAMPLING_MAX_LOGIT_BIAS,
+                "logit_bias", "[0, " STR(TS_SAMPLING_MAX_LOGIT_BIAS) "] entries",
+                p->n_logit_bias);
+    for (int i = 0; i < p->n_logit_bias; i++) {
+        const ts_logit_bias *b = &p->logit_bias[i];
+        if (b->token < 0) {
+            *bad = "logit_bias";
+            return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                "logit_bias token ids must be >= 0, got %d", (int)b->token);
+        }
+        CHECK_RANGE(b->bias >= -100.0f && b->bias <= 100.0f, "logit_bias", "[-100, 100]",
+                    b->bias);
+    }
+    return TS_OK;
+}
+
+ts_status ts_sampling_params_check_vocab(const ts_sampling_params *p, int vocab_size,
+                                         const char **field, ts_error *err)
+{
+    ts_status st = ts_sampling_params_check(p, field, err);
+    if (st != TS_OK)
+        return st;
+    for (int i = 0; i < p->n_logit_bias; i++)
+        if (p->logit_bias[i].token >= vocab_size) {
+            if (field)
+                *field = "logit_bias";
+            return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                "logit_bias token %d is outside the vocabulary of %d tokens",
+                                (int)p->logit_bias[i].token, vocab_size);
+        }
     return TS_OK;
 }

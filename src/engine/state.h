@@ -16,6 +16,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop.h"
+#include "grammar/constraint.h"
 #include "kv/kv.h"
 #include "model/forward_batch.h"
 #include "model/model.h"
@@ -47,6 +48,12 @@ typedef struct seq {
     sampler smp;
     detok detok;
     stop_matcher stop;
+    constraint cons;       /* what the generated text must be (its state so far) */
+    uint8_t *mask_bits;    /* (engine_mask_width bits) the allowed tokens of mask_state,
+                            * reused while cons allows the same (inside a string, token
+                            * after token); NULL when unconstrained */
+    constraint mask_state;
+    bool mask_valid;
     uint64_t admit_order;  /* latest admitted is preempted first among equals */
     int step_rows;         /* rows scheduled in the current step */
     bool done;             /* finished or failed: freed at the end of the step */
@@ -83,6 +90,9 @@ typedef struct engine_step_state {
     fwd_seq *seqs;          /* (max_seqs) the step's sequences */
     seq **order;            /* (max_seqs) sequence of each fwd_seq */
     float *logits_copy;     /* (vocab) a row to sample from, for forks */
+    token_trie trie;        /* the vocabulary's, built at the first constrained sample */
+    bool trie_built;
+    uint8_t *allowed;       /* (n_scratch, vocab) a constrained row's allowed tokens */
     seq **dead;             /* finished sequences, freed at the end of the step so that
                              * pointers held during the step stay valid */
     int n_dead, cap_dead;
@@ -118,6 +128,13 @@ typedef struct sampled {
 static inline int engine_blocks_for(int64_t tokens)
 {
     return (int)((tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK);
+}
+
+/* Bytes of one row of step.allowed: the model's vocabulary or the tokenizer's, the larger. */
+static inline int engine_mask_width(const ts_engine *e)
+{
+    int v = ts_tokenizer_vocab_size(e->model->tokenizer);
+    return v > e->model->cfg.vocab_size ? v : e->model->cfg.vocab_size;
 }
 
 #endif /* TESSERA_ENGINE_STATE_H */

@@ -351,7 +351,12 @@ static void unlist_job(srv_job *j)
 static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, oai_error *e)
 {
     const oai_request *r = &j->oreq;
-    int ctx = ts_model_get_config(ts_engine_get_model(j->model->engine))->context_len;
+    const ts_model_config *cfg = ts_model_get_config(ts_engine_get_model(j->model->engine));
+    int ctx = cfg->context_len;
+    const char *field = NULL;
+    ts_error verr = {0};
+    if (ts_sampling_params_check_vocab(&r->sampling, cfg->vocab_size, &field, &verr) != TS_OK)
+        return oai_error_set(e, 400, field, "invalid_value", "%s", verr.msg);
     if (n == 0 || (long long)n >= ctx)
         return oai_error_set(e, 400, r->kind == OAI_CHAT ? "messages" : "prompt",
                              "context_length_exceeded",
@@ -385,6 +390,8 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.n = r->n;
     p.ignore_eos = r->ignore_eos;
+    p.constraint = r->format == OAI_FORMAT_JSON_OBJECT ? TS_CONSTRAINT_JSON_OBJECT
+                                                        : TS_CONSTRAINT_NONE;
     /* The bound is for clients that read a stream slowly. A non-streamed answer is read
      * by this server as the engine writes it; bounding that would cancel requests
      * whenever the connection's thread waited for a core. */
@@ -416,6 +423,8 @@ static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Request-Id", c->request_id);
+    if (c->ignored[0])
+        MHD_add_response_header(r, SRV_HEADER_IGNORED, c->ignored);
     enum MHD_Result ok = MHD_queue_response(mc, 200, r);
     MHD_destroy_response(r);
     if (ok == MHD_YES)
@@ -480,6 +489,7 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     j->request_id = c->request_id;
     if (oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
+    memcpy(c->ignored, j->oreq.ignored, sizeof c->ignored);
     j->model = srv_find_model(srv, j->oreq.model, &e);
     if (!j->model)
         return srv_send_error(mc, c, &e);

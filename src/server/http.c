@@ -47,6 +47,8 @@ static const http_route routes[] = {
      true, true, complete_text},
     {"/v1/models", "GET", METRICS_ROUTE_MODELS, ROUTE_HEADERS, AUTH_KEY, false, false,
      routes_models},
+    {SRV_MODEL_ROUTE, "GET", METRICS_ROUTE_MODELS, ROUTE_HEADERS, AUTH_KEY, false, false,
+     routes_model},
     {"/health", "GET", METRICS_ROUTE_HEALTH, ROUTE_FIRST, AUTH_OPEN, false, false,
      routes_health},
     {"/metrics", "GET", METRICS_ROUTE_METRICS, ROUTE_HEADERS, AUTH_METRICS, false, false,
@@ -63,9 +65,12 @@ static const http_route routes[] = {
 static const http_route *find_route(const char *path)
 {
     size_t n = strcspn(path, "?");
-    for (size_t r = 0; r < sizeof routes / sizeof routes[0]; r++)
-        if (strlen(routes[r].path) == n && !strncmp(path, routes[r].path, n))
+    for (size_t r = 0; r < sizeof routes / sizeof routes[0]; r++) {
+        size_t len = strlen(routes[r].path);
+        bool prefix = routes[r].path[len - 1] == '/'; /* the rest of the path is an argument */
+        if ((len == n || (prefix && len < n)) && !strncmp(path, routes[r].path, len))
             return &routes[r];
+    }
     return NULL;
 }
 

@@ -19,6 +19,7 @@ enum {
     OAI_MAX_TOP_LOGPROBS = TS_SAMPLING_MAX_TOP_LOGPROBS,
     OAI_MAX_MESSAGES = 4096,
     OAI_MAX_PROMPT_TOKENS = 1 << 20,
+    OAI_IGNORED_LEN = 256,
 };
 
 typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;
@@ -42,6 +43,9 @@ ts_status oai_error_set(oai_error *e, int http_status, const char *param, const 
 #endif
     ;
 
+/* response_format's type. */
+typedef enum oai_format { OAI_FORMAT_TEXT, OAI_FORMAT_JSON_OBJECT } oai_format;
+
 typedef struct oai_message {
     char *role;    /* owned; "system", "user" or "assistant" ("developer" -> "system") */
     char *content; /* owned; text parts of an array content are joined */
@@ -64,17 +68,28 @@ typedef struct oai_request {
     bool stream;
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
+    oai_format format;            /* response_format (chat) */
     char *user;                   /* owned; recorded, not used */
+    char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
+                                    * and header-safe (X-Tessera-Ignored-Fields); "" none */
     struct cJSON *chat_vars;      /* owned; chat only: what a Jinja template reads
                                    * (oai_chat_vars) */
 } oai_request;
 
 /* Parses and validates a request body of len bytes (borrowed). Unknown fields are
- * ignored; a field of the wrong type or out of range gives 400 naming it; malformed JSON
- * or invalid UTF-8 gives 400. On failure *out is left cleared. */
+ * listed in out->ignored; a field of the wrong type or out of range gives 400 naming it;
+ * malformed JSON or invalid UTF-8 gives 400. On failure *out is left cleared. */
 ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *out,
                             oai_error *err);
 
+struct cJSON;
+/* openai_fields.c: every top-level field of root (borrowed, an object) is looked up in
+ * the table of OpenAI's fields for kind: a refused one is a 400 naming it, a documented
+ * no-op of the wrong type a 400, an unknown one is added to r->ignored. Then the fields
+ * accepted only in some values (echo, best_of against r->n, suffix, modalities,
+ * tool_choice) are checked and response_format sets r->format. */
+ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request *r,
+                           oai_error *err);
 /* A chat request's variables for a Jinja chat template (chat_vars.c), from its parsed
  * body root (borrowed, its messages already checked): messages (content parts joined,
  * "developer" as "system", tool_calls' arguments parsed from their JSON string), tools,

@@ -339,6 +339,35 @@ static ts_status read_seed(const cJSON *root, oai_request *r, oai_error *err)
     return TS_OK;
 }
 
+/* {"token id": bias, ...}: keys decimal ids, values numbers; their ranges are the
+ * engine's to check with the other sampling fields. */
+static ts_status read_logit_bias(const cJSON *root, ts_sampling_params *p, oai_error *err)
+{
+    const cJSON *f = field(root, "logit_bias");
+    if (!f)
+        return TS_OK;
+    if (!cJSON_IsObject(f))
+        return bad_type(err, "logit_bias", "an object mapping token ids to numbers");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f) {
+        if (p->n_logit_bias == TS_SAMPLING_MAX_LOGIT_BIAS)
+            return oai_error_set(err, 400, "logit_bias", "out_of_range",
+                                 "'logit_bias' may hold at most %d entries",
+                                 TS_SAMPLING_MAX_LOGIT_BIAS);
+        const char *k = e->string;
+        char *end = NULL;
+        long id = k && *k >= '0' && *k <= '9' ? strtol(k, &end, 10) : -1;
+        if (id < 0 || *end || id > INT32_MAX)
+            return oai_error_set(err, 400, "logit_bias", "invalid_value",
+                                 "'logit_bias' keys must be token ids (got \"%.40s\")",
+                                 k ? k : "");
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
+            return bad_type(err, "logit_bias", "an object mapping token ids to numbers");
+        p->logit_bias[p->n_logit_bias++] = (ts_logit_bias){(int32_t)id, (float)e->valuedouble};
+    }
+    return TS_OK;
+}
+
 /* The sampling fields by type; their ranges are checked once, by the engine's contract
  * (ts_sampling_params_check), whose field name becomes the error's param. */
 static ts_status read_sampling(const cJSON *root, oai_request *r, oai_error *err)
@@ -351,7 +380,8 @@ static ts_status read_sampling(const cJSON *root, oai_request *r, oai_error *err
         read_number(root, "presence_penalty", &p->presence_penalty, err) != TS_OK ||
         read_number(root, "frequency_penalty", &p->frequency_penalty, err) != TS_OK ||
         read_number(root, "repetition_penalty", &p->repetition_penalty, err) != TS_OK ||
-        read_seed(root, r, err) != TS_OK || read_logprobs(root, r, err) != TS_OK)
+        read_seed(root, r, err) != TS_OK || read_logprobs(root, r, err) != TS_OK ||
+        read_logit_bias(root, p, err) != TS_OK)
         return TS_ERR_INVALID_ARG;
     const char *name = NULL;
     ts_error e = {0};
@@ -408,15 +438,8 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
         read_string(root, "user", &r->user, err) != TS_OK)
         goto fail;
-    if (kind == OAI_COMPLETION) {
-        bool echo = false;
-        if (read_bool(root, "echo", &echo, err) != TS_OK)
-            goto fail;
-        if (echo) {
-            oai_error_set(err, 400, "echo", "unsupported_value", "'echo' is not supported");
-            goto fail;
-        }
-    }
+    if (oai_check_fields(kind, root, r, err) != TS_OK)
+        goto fail;
     cJSON_Delete(root);
     return TS_OK;
 fail:

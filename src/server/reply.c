@@ -36,6 +36,8 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == 405)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, c->allow ? c->allow : "GET");
+    if (c->ignored[0])
+        MHD_add_response_header(r, SRV_HEADER_IGNORED, c->ignored);
     enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, r);
     MHD_destroy_response(r);
     if (ok == MHD_YES)

@@ -33,6 +33,27 @@ enum MHD_Result routes_metrics(struct MHD_Connection *mc, srv_conn *c)
                     text ? strlen(text) : 0);
 }
 
+/* The model object of OpenAI's models list and retrieve, or NULL when out of memory. */
+static cJSON *model_json(const ts_server *srv, int i)
+{
+    const ts_model *m = ts_engine_get_model(srv->models[i].engine);
+    cJSON *e = cJSON_CreateObject();
+    bool ok = e && cJSON_AddStringToObject(e, "id", srv->models[i].name) &&
+              cJSON_AddStringToObject(e, "object", "model") &&
+              cJSON_AddNumberToObject(e, "created", (double)srv->started) &&
+              cJSON_AddStringToObject(e, "owned_by", "tessera") &&
+              cJSON_AddNumberToObject(e, "context_length", ts_model_get_config(m)->context_len) &&
+              cJSON_AddStringToObject(e, "chat_template",
+                                      srv->models[i].jinja.t
+                                          ? "jinja"
+                                          : chat_template_name(srv->models[i].template));
+    if (!ok) {
+        cJSON_Delete(e);
+        return NULL;
+    }
+    return e;
+}
+
 enum MHD_Result routes_models(struct MHD_Connection *mc, srv_conn *c)
 {
     ts_server *srv = c->srv;
@@ -40,27 +61,28 @@ enum MHD_Result routes_models(struct MHD_Connection *mc, srv_conn *c)
     cJSON *data = j ? cJSON_AddArrayToObject(j, "data") : NULL;
     bool ok = data && cJSON_AddStringToObject(j, "object", "list");
     for (int i = 0; ok && i < srv->n_models; i++) {
-        const ts_model *m = ts_engine_get_model(srv->models[i].engine);
-        cJSON *e = cJSON_CreateObject();
+        cJSON *e = model_json(srv, i);
         ok = e && cJSON_AddItemToArray(data, e);
-        if (!ok) {
+        if (!ok)
             cJSON_Delete(e);
-            break;
-        }
-        ok = cJSON_AddStringToObject(e, "id", srv->models[i].name) &&
-             cJSON_AddStringToObject(e, "object", "model") &&
-             cJSON_AddNumberToObject(e, "created", (double)srv->started) &&
-             cJSON_AddStringToObject(e, "owned_by", "tessera") &&
-             cJSON_AddNumberToObject(e, "context_length", ts_model_get_config(m)->context_len) &&
-             cJSON_AddStringToObject(e, "chat_template",
-                                     srv->models[i].jinja.t ? "jinja"
-                                     : chat_template_name(srv->models[i].template));
     }
     if (!ok) {
         cJSON_Delete(j);
         j = NULL;
     }
     return srv_send_json(mc, c, 200, j);
+}
+
+/* GET /v1/models/{id}: the client's models.retrieve; 404 for a model not served. */
+enum MHD_Result routes_model(struct MHD_Connection *mc, srv_conn *c)
+{
+    const char *id = c->path + strlen(SRV_MODEL_ROUTE);
+    for (int i = 0; i < c->srv->n_models; i++)
+        if (!strcmp(c->srv->models[i].name, id))
+            return srv_send_json(mc, c, 200, model_json(c->srv, i));
+    oai_error e;
+    oai_error_set(&e, 404, "model", "model_not_found", "the model '%.200s' does not exist", id);
+    return srv_send_error(mc, c, &e);
 }
 
 enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)

@@ -104,6 +104,7 @@ typedef struct srv_conn {
     char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
     const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
+    char ignored[OAI_IGNORED_LEN]; /* the body's unknown fields: X-Tessera-Ignored-Fields */
 } srv_conn;
 
 struct cJSON;
@@ -114,7 +115,11 @@ typedef enum MHD_Result srv_handler(struct MHD_Connection *mc, srv_conn *c);
 
 /* ---- reply.c */
 
-/* Queues body (malloc'd; ownership passes to MHD) with a status and content type. */
+/* The header naming the request fields tessera did not know (their values ignored). */
+#define SRV_HEADER_IGNORED "X-Tessera-Ignored-Fields"
+
+/* Queues body (malloc'd; ownership passes to MHD) with a status and content type, and
+ * c->ignored when set. */
 enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
                          const char *content_type, char *body, size_t len);
 
@@ -138,7 +143,11 @@ void srv_cell_put(ts_server *srv, srv_cell *cell);
 void srv_cell_notify(void *cell);
 
 /* ---- routes.c: the routes that need no engine step */
-srv_handler routes_health, routes_metrics, routes_models, routes_tokenize, routes_detokenize;
+srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_tokenize,
+    routes_detokenize;
+
+/* The path prefix of GET /v1/models/{id}. */
+#define SRV_MODEL_ROUTE "/v1/models/"
 
 /* ---- template.c */
 

@@ -123,6 +123,16 @@ static void check_request(const oai_request *r, oai_kind kind)
     FUZZ_CHECK(p->top_logprobs >= 0 && p->top_logprobs <= OAI_MAX_TOP_LOGPROBS,
                "top_logprobs %d", p->top_logprobs);
     FUZZ_CHECK(p->top_logprobs == 0 || p->logprobs, "top_logprobs without logprobs");
+    FUZZ_CHECK(p->n_logit_bias >= 0 && p->n_logit_bias <= TS_SAMPLING_MAX_LOGIT_BIAS,
+               "%d logit_bias entries", p->n_logit_bias);
+    for (int i = 0; i < p->n_logit_bias; i++)
+        FUZZ_CHECK(p->logit_bias[i].token >= 0 && in(p->logit_bias[i].bias, -100, 100),
+                   "logit_bias entry %d out of range", i);
+    size_t n_ign = strnlen(r->ignored, sizeof r->ignored);
+    FUZZ_CHECK(n_ign < sizeof r->ignored, "the ignored-field list is not terminated");
+    for (size_t i = 0; i < n_ign; i++) /* it goes into a response header */
+        FUZZ_CHECK(r->ignored[i] >= 0x20 && r->ignored[i] < 0x7f,
+                   "the ignored-field list holds byte 0x%02x", (unsigned char)r->ignored[i]);
     FUZZ_CHECK(r->n_stop >= 0 && r->n_stop <= OAI_MAX_STOP, "%d stop strings", r->n_stop);
     for (int i = 0; i < r->n_stop; i++) {
         size_t n = r->stop[i] ? strlen(r->stop[i]) : 0;

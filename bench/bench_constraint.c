@@ -1,0 +1,161 @@
+/* bench_constraint.c: what constrained decoding costs: the decode step time of S streams
+ * under the JSON-object constraint against S free streams (the engine's own step profile),
+ * and the time of one mask (a token-trie walk) in typical automaton states.
+ * Usage: bench_constraint MODEL.gguf [streams 16] [tokens 64] [threads 0 = all] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "grammar/constraint.h"
+#include "tessera/engine.h"
+#include "tessera/model.h"
+#include "tessera/tokenizer.h"
+
+typedef struct run_result {
+    double step_ms, emit_ms;
+    uint64_t steps, tokens;
+} run_result;
+
+/* S streams of tokens each (8 random ordinary prompt tokens, temperature 1, own seed),
+ * constrained or free, on a fresh engine; the decode steps' mean time and emit share. */
+static int run(const ts_model *m, int S, int tokens, int threads, ts_constraint_kind kind,
+               run_result *out)
+{
+    ts_engine_options eo;
+    ts_engine_options_default(&eo);
+    eo.max_seqs = S;
+    eo.n_threads = threads;
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    if (ts_engine_create(m, &eo, &e, &err) != TS_OK) {
+        fprintf(stderr, "engine: %s\n", err.msg);
+        return 1;
+    }
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    int V = ts_tokenizer_vocab_size(tok);
+    ts_request **reqs = calloc((size_t)S, sizeof *reqs);
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < S; i++) {
+        int32_t prompt[9];
+        int n = 0;
+        if (ts_tokenizer_add_bos(tok) && ts_tokenizer_bos(tok) >= 0)
+            prompt[n++] = ts_tokenizer_bos(tok);
+        while (n < 9) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int32_t id = (int32_t)(x % (uint64_t)V);
+            if (ts_token_is_plain(tok, id))
+                prompt[n++] = id;
+        }
+        ts_request_params p;
+        ts_request_params_default(&p);
+        p.prompt = prompt;
+        p.n_prompt = (size_t)n;
+        p.max_tokens = tokens;
+        p.ignore_eos = true;
+        p.sampling.temperature = 1.0f;
+        p.sampling.seed = (uint64_t)i + 1;
+        p.sampling.has_seed = true;
+        p.constraint = kind;
+        if (ts_engine_submit(e, &p, &reqs[i], &err) != TS_OK) {
+            fprintf(stderr, "submit: %s\n", err.msg);
+            return 1;
+        }
+    }
+    out->tokens = 0;
+    for (int i = 0; i < S; i++) {
+        ts_event ev;
+        while (ts_request_next_event(reqs[i], &ev, -1) == TS_OK) {
+            ts_event_kind k = ev.kind;
+            out->tokens += k == TS_EVENT_TOKEN;
+            ts_event_clear(&ev);
+            if (k != TS_EVENT_TOKEN)
+                break;
+        }
+        ts_request_release(reqs[i]);
+    }
+    ts_engine_wait_idle(e, -1);
+    ts_engine_stats st;
+    ts_engine_get_stats(e, &st);
+    const ts_step_profile *d = &st.decode_steps;
+    double total = 0;
+    for (int p = 0; p < TS_PHASE_COUNT; p++)
+        total += d->seconds[p];
+    out->steps = d->steps;
+    out->step_ms = d->steps ? total / (double)d->steps * 1e3 : 0;
+    out->emit_ms = d->steps ? d->seconds[TS_PHASE_EMIT] / (double)d->steps * 1e3 : 0;
+    free(reqs);
+    ts_engine_destroy(e);
+    return 0;
+}
+
+/* Mean microseconds of one mask in the state after text. */
+static double mask_us(const token_trie *t, const char *text, uint8_t *allowed, int *n_allowed)
+{
+    constraint c;
+    constraint_init(&c, TS_CONSTRAINT_JSON_OBJECT);
+    if (!constraint_advance(&c, text, strlen(text)))
+        return -1;
+    int iters = 50;
+    double t0 = clock_now_s();
+    for (int i = 0; i < iters; i++)
+        *n_allowed = constraint_allowed(&c, t, allowed);
+    return (clock_now_s() - t0) / iters * 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_constraint MODEL.gguf [streams] [tokens] [threads]\n");
+        return 1;
+    }
+    int S = argc > 2 ? atoi(argv[2]) : 16, tokens = argc > 3 ? atoi(argv[3]) : 64;
+    int threads = argc > 4 ? atoi(argv[4]) : 0;
+    ts_model *m = NULL;
+    ts_error err = {0};
+    if (S < 1 || tokens < 1 || ts_model_load(argv[1], NULL, &m, &err) != TS_OK) {
+        fprintf(stderr, "bench_constraint: %s\n", S < 1 || tokens < 1 ? "bad counts" : err.msg);
+        return 1;
+    }
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    token_trie t;
+    double t0 = clock_now_s();
+    if (token_trie_build(&t, tok, &err) != TS_OK) {
+        fprintf(stderr, "trie: %s\n", err.msg);
+        return 1;
+    }
+    printf("vocabulary %d tokens, trie of %d tokens / %d nodes built in %.1f ms\n",
+           t.vocab_size, t.n_tokens, t.n_nodes, (clock_now_s() - t0) * 1e3);
+    uint8_t *allowed = malloc((size_t)t.vocab_size);
+    static const char *const states[][2] = {
+        {"", "start (only '{')"},
+        {"{\"name\"", "after a key (':')"},
+        {"{\"name\": ", "a value"},
+        {"{\"name\": \"Ti", "inside a string"},
+        {"{\"n\": 12", "inside a number"},
+    };
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
+        int n = 0;
+        double us = mask_us(&t, states[i][0], allowed, &n);
+        printf("mask %-18s %8.1f us, %6d tokens allowed\n", states[i][1], us, n);
+    }
+    free(allowed);
+    token_trie_free(&t);
+
+    run_result free_r, json_r; /* a short run first warms the caches and the pages */
+    if (run(m, S, 4, threads, TS_CONSTRAINT_NONE, &free_r) ||
+        run(m, S, tokens, threads, TS_CONSTRAINT_NONE, &free_r) ||
+        run(m, S, tokens, threads, TS_CONSTRAINT_JSON_OBJECT, &json_r))
+        return 1;
+    printf("%d streams x %d tokens   decode steps   step ms   emit ms   tokens\n", S, tokens);
+    printf("free                     %12llu  %8.3f  %8.3f  %7llu\n",
+           (unsigned long long)free_r.steps, free_r.step_ms, free_r.emit_ms,
+           (unsigned long long)free_r.tokens);
+    printf("json_object              %12llu  %8.3f  %8.3f  %7llu\n",
+           (unsigned long long)json_r.steps, json_r.step_ms, json_r.emit_ms,
+           (unsigned long long)json_r.tokens);
+    printf("constrained / free step time: %.2fx\n",
+           free_r.step_ms > 0 ? json_r.step_ms / free_r.step_ms : 0.0);
+    ts_model_free(m);
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* constraint.h: one sequence's output constraint (a byte automaton and its state): which
+ * tokens may come next (through the vocabulary's token trie), advancing by a token, and
+ * whether the text is complete. Knows nothing of requests or HTTP. */
+#ifndef TESSERA_GRAMMAR_CONSTRAINT_H
+#define TESSERA_GRAMMAR_CONSTRAINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grammar/json_pda.h"
+#include "grammar/token_trie.h"
+#include "tessera/engine.h"
+
+/* A plain value: copy it to fork a sequence's state. */
+typedef struct constraint {
+    ts_constraint_kind kind; /* TS_CONSTRAINT_NONE: every token allowed */
+    json_pda json;           /* TS_CONSTRAINT_JSON_OBJECT */
+} constraint;
+
+/* The state before any text. */
+void constraint_init(constraint *c, ts_constraint_kind kind);
+
+/* allowed (t->vocab_size bytes) gets 1 for each token that may come next, 0 otherwise;
+ * returns their count (0: nothing may follow). c is not changed. */
+int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowed);
+
+/* Advances c by a token's bytes (borrowed, len); false (c unchanged) when they cannot
+ * come next. */
+bool constraint_advance(constraint *c, const char *bytes, size_t len);
+
+/* True when a and b allow exactly the same continuations (same kind, equivalent state). */
+bool constraint_same(const constraint *a, const constraint *b);
+
+/* True when the text is complete and nothing more may follow. */
+bool constraint_done(const constraint *c);
+
+#endif /* TESSERA_GRAMMAR_CONSTRAINT_H */

@@ -1,0 +1,51 @@
+/* token_trie.h: a vocabulary's token texts (as bytes: SentencePiece's '▁' a space, <0xNN>
+ * its byte) in a prefix trie, so the tokens a byte automaton allows from a state are found
+ * by one walk that abandons a prefix as soon as the automaton rejects it, instead of
+ * testing every token's string. Built once per tokenizer; read-only after. */
+#ifndef TESSERA_GRAMMAR_TOKEN_TRIE_H
+#define TESSERA_GRAMMAR_TOKEN_TRIE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tessera/status.h"
+#include "tessera/tokenizer.h"
+
+enum {
+    TOKEN_TRIE_MAX_BYTES = 256, /* longer tokens are left out (never allowed) */
+    TOKEN_TRIE_MAX_STATE = 128, /* the largest automaton state a walk copies */
+};
+
+typedef struct token_trie {
+    int n_nodes;           /* node 0 is the root (the empty prefix) */
+    int32_t *first_child;  /* (n_nodes) a node's first child, -1 for none */
+    int32_t *next_sibling; /* (n_nodes) the next child of the same parent, -1 for none */
+    uint8_t *byte;         /* (n_nodes) the byte on the edge into the node */
+    int32_t *first_token;  /* (n_nodes) a token whose text ends here, -1 for none */
+    int32_t *next_token;   /* (vocab_size) the next token with the same text, -1 */
+    int vocab_size;
+    int n_tokens;          /* tokens in the trie */
+} token_trie;
+
+/* Whether a token may ever be produced under a constraint: it has text, is not longer
+ * than TOKEN_TRIE_MAX_BYTES, does not end generation, and is ordinary text or one byte
+ * (a byte-fallback token). Control and special tokens are never allowed. */
+bool token_trie_usable(const ts_tokenizer *tok, int32_t id);
+
+/* Builds the trie of tok's usable tokens (tok borrowed, only during the call). On
+ * failure t is left freeable. */
+ts_status token_trie_build(token_trie *t, const ts_tokenizer *tok, ts_error *err);
+void token_trie_free(token_trie *t);
+
+/* A byte automaton: step advances *state (state_size bytes) by byte and says whether it
+ * was allowed (a refused byte may leave *state changed: the walk discards it). */
+typedef bool (*token_trie_step_fn)(void *state, uint8_t byte);
+
+/* allowed (vocab_size bytes) gets 1 for every token whose whole text the automaton
+ * accepts from *start, 0 for the others. start is borrowed and not changed;
+ * state_size <= TOKEN_TRIE_MAX_STATE. Returns the number of allowed tokens. */
+int token_trie_allowed(const token_trie *t, token_trie_step_fn step, const void *start,
+                       size_t state_size, uint8_t *allowed);
+
+#endif /* TESSERA_GRAMMAR_TOKEN_TRIE_H */

@@ -1,0 +1,234 @@
+/* openai_fields.c: what tessera does with every top-level field of OpenAI's chat and
+ * completions requests: used, accepted as a documented no-op, or refused by name; a field
+ * outside the table is listed in the request's ignored names (X-Tessera-Ignored-Fields). */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "server/openai.h"
+
+enum { KIND_CHAT = 1, KIND_COMPLETION = 2, KIND_BOTH = 3 };
+
+typedef enum field_use {
+    FIELD_USED,    /* read by openai_parse.c */
+    FIELD_NOOP,    /* accepted (its type checked) and documented as having no effect */
+    FIELD_REFUSED, /* any non-null value is a 400 naming it */
+} field_use;
+
+/* The JSON type a no-op field must have (null always passes). */
+typedef enum field_type { TYPE_ANY, TYPE_STRING, TYPE_BOOL, TYPE_OBJECT, TYPE_ARRAY } field_type;
+
+typedef struct field_row {
+    const char *name;
+    unsigned kinds;
+    field_use use;
+    field_type type; /* for FIELD_NOOP */
+    const char *why; /* a no-op's reason or a refusal's message */
+} field_row;
+
+/* docs/API.md's field table says the same; keep them together. */
+static const field_row fields[] = {
+    {"model", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"messages", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"prompt", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
+    {"max_tokens", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"max_completion_tokens", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"temperature", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"top_p", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"top_k", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"min_p", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"presence_penalty", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"frequency_penalty", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"repetition_penalty", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"logit_bias", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"seed", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"stop", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"n", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"logprobs", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"top_logprobs", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"stream", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"stream_options", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"ignore_eos", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"echo", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
+    {"best_of", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
+    {"suffix", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
+    {"modalities", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"response_format", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"tools", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"tool_choice", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"parallel_tool_calls", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"chat_template_kwargs", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL}, /* chat_vars.c */
+    {"add_generation_prompt", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"user", KIND_BOTH, FIELD_NOOP, TYPE_STRING, "an end-user id for abuse tracking"},
+    {"safety_identifier", KIND_CHAT, FIELD_NOOP, TYPE_STRING, "an end-user id"},
+    {"metadata", KIND_CHAT, FIELD_NOOP, TYPE_OBJECT, "tags for stored completions"},
+    {"store", KIND_CHAT, FIELD_NOOP, TYPE_BOOL, "tessera stores no completions"},
+    {"service_tier", KIND_CHAT, FIELD_NOOP, TYPE_STRING,
+     "the API key's tier sets the priority"},
+    {"prompt_cache_key", KIND_CHAT, FIELD_NOOP, TYPE_STRING,
+     "the prefix cache needs no key"},
+    {"reasoning_effort", KIND_CHAT, FIELD_NOOP, TYPE_STRING, "no reasoning mode"},
+    {"verbosity", KIND_CHAT, FIELD_NOOP, TYPE_STRING, "length is max_tokens'"},
+    {"audio", KIND_CHAT, FIELD_REFUSED, TYPE_ANY, "audio output is not supported"},
+    {"prediction", KIND_CHAT, FIELD_REFUSED, TYPE_ANY,
+     "predicted outputs are not supported"},
+    {"web_search_options", KIND_CHAT, FIELD_REFUSED, TYPE_ANY, "web search is not supported"},
+    {"functions", KIND_CHAT, FIELD_REFUSED, TYPE_ANY,
+     "'functions' is deprecated; send 'tools'"},
+    {"function_call", KIND_CHAT, FIELD_REFUSED, TYPE_ANY,
+     "'function_call' is deprecated; send 'tool_choice'"},
+};
+
+static const field_row *find_field(const char *name, oai_kind kind)
+{
+    unsigned k = kind == OAI_CHAT ? KIND_CHAT : KIND_COMPLETION;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if ((fields[i].kinds & k) && !strcmp(fields[i].name, name))
+            return &fields[i];
+    return NULL;
+}
+
+static bool type_ok(const cJSON *v, field_type t)
+{
+    switch (t) {
+    case TYPE_STRING: return cJSON_IsString(v);
+    case TYPE_BOOL: return cJSON_IsBool(v);
+    case TYPE_OBJECT: return cJSON_IsObject(v);
+    case TYPE_ARRAY: return cJSON_IsArray(v);
+    default: return true;
+    }
+}
+
+static const char *type_name(field_type t)
+{
+    return t == TYPE_STRING   ? "a string"
+           : t == TYPE_BOOL   ? "a boolean"
+           : t == TYPE_OBJECT ? "an object"
+                              : "an array";
+}
+
+/* Appends name to the comma-separated list (size cap) as a header can carry it: bytes
+ * other than letters, digits and _-.$ become '_' (a name must not end the header line);
+ * past the cap the list ends in "...". */
+static void list_ignored(char *list, size_t cap, const char *name)
+{
+    size_t o = strlen(list);
+    if (o + 4 >= cap || (o >= 3 && !strcmp(list + o - 3, "...")))
+        return;
+    size_t n = strlen(name);
+    if (o + (o ? 2 : 0) + n + 4 >= cap) {
+        snprintf(list + o, cap - o, "%s...", o ? ", " : "");
+        return;
+    }
+    if (o) {
+        memcpy(list + o, ", ", 2);
+        o += 2;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || strchr("_-.$", ch);
+        list[o++] = plain && ch ? ch : '_';
+    }
+    list[o] = '\0';
+}
+
+/* A member of o that is given (absent and null are not). */
+static const cJSON *given(const cJSON *o, const char *name)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNull(f) ? NULL : f;
+}
+
+static ts_status wrong_type(oai_error *err, const char *name, const char *want)
+{
+    return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
+}
+
+/* echo, best_of and suffix: accepted where they change nothing. */
+static ts_status check_completion_values(const cJSON *root, const oai_request *r,
+                                         oai_error *err)
+{
+    const cJSON *echo = given(root, "echo"), *best = given(root, "best_of");
+    const cJSON *suffix = given(root, "suffix");
+    if (echo && !cJSON_IsBool(echo))
+        return wrong_type(err, "echo", "a boolean");
+    if (cJSON_IsTrue(echo))
+        return oai_error_set(err, 400, "echo", "unsupported_value", "'echo' is not supported");
+    if (best && (!cJSON_IsNumber(best) || best->valuedouble != (double)r->n))
+        return oai_error_set(err, 400, "best_of", "unsupported_value",
+                             "'best_of' must equal 'n' (%d): tessera returns every completion",
+                             r->n);
+    if (suffix && !cJSON_IsString(suffix))
+        return wrong_type(err, "suffix", "a string");
+    if (suffix && *suffix->valuestring)
+        return oai_error_set(err, 400, "suffix", "unsupported_value",
+                             "'suffix' (text insertion) is not supported");
+    return TS_OK;
+}
+
+/* modalities, response_format (text, json_object), tools and tool_choice. */
+static ts_status check_chat_values(const cJSON *root, oai_request *r, oai_error *err)
+{
+    const cJSON *m = given(root, "modalities"), *x;
+    if (m) {
+        if (!cJSON_IsArray(m))
+            return wrong_type(err, "modalities", "an array of strings");
+        cJSON_ArrayForEach(x, m)
+            if (!cJSON_IsString(x) || strcmp(x->valuestring, "text"))
+                return oai_error_set(err, 400, "modalities", "unsupported_value",
+                                     "only the \"text\" modality is supported");
+    }
+    const cJSON *rf = given(root, "response_format");
+    if (rf) {
+        const cJSON *t = cJSON_IsObject(rf) ? given(rf, "type") : NULL;
+        if (!cJSON_IsString(t))
+            return wrong_type(err, "response_format", "an object with a string 'type'");
+        if (!strcmp(t->valuestring, "json_object"))
+            r->format = OAI_FORMAT_JSON_OBJECT;
+        else if (strcmp(t->valuestring, "text"))
+            return oai_error_set(err, 400, "response_format", "unsupported_value",
+                                 "response_format type '%.40s' is not supported",
+                                 t->valuestring);
+    }
+    /* tools reach a Jinja chat template (chat_vars.c); the answer's tool calls are not
+     * parsed yet, so a choice that forces a call is refused. */
+    const cJSON *tools = given(root, "tools");
+    if (tools && !cJSON_IsArray(tools))
+        return wrong_type(err, "tools", "an array");
+    const cJSON *tc = given(root, "tool_choice");
+    if (tc && (!cJSON_IsString(tc) ||
+               (strcmp(tc->valuestring, "none") && strcmp(tc->valuestring, "auto"))))
+        return oai_error_set(err, 400, "tool_choice", "unsupported_value",
+                             "'tool_choice' must be \"none\" or \"auto\": forcing a tool call "
+                             "is not supported yet");
+    const cJSON *ptc = given(root, "parallel_tool_calls");
+    if (ptc && !cJSON_IsBool(ptc))
+        return wrong_type(err, "parallel_tool_calls", "a boolean");
+    return TS_OK;
+}
+
+
+ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai_error *err)
+{
+    r->ignored[0] = '\0';
+    const cJSON *f;
+    cJSON_ArrayForEach(f, root) {
+        const char *name = f->string ? f->string : "";
+        const field_row *row = find_field(name, kind);
+        if (!row) {
+            list_ignored(r->ignored, sizeof r->ignored, name);
+            continue;
+        }
+        if (cJSON_IsNull(f) || row->use == FIELD_USED)
+            continue;
+        if (row->use == FIELD_REFUSED)
+            return oai_error_set(err, 400, row->name, "unsupported_parameter", "%s", row->why);
+        if (!type_ok(f, row->type))
+            return oai_error_set(err, 400, row->name, "invalid_type", "'%s' must be %s",
+                                 row->name, type_name(row->type));
+    }
+    return kind == OAI_COMPLETION ? check_completion_values(root, r, err)
+                                  : check_chat_values(root, r, err);
+}
