@@ -37,6 +37,15 @@ double bench_percentile(double *v, size_t n, double p)
         out->f = bench_percentile(v, (size_t)n, 50);                      \
     } while (0)
 
+static void profile_add(ts_step_profile *sum, const ts_step_profile *p)
+{
+    sum->steps += p->steps;
+    sum->rows += p->rows;
+    sum->decode_rows += p->decode_rows;
+    for (int i = 0; i < TS_PHASE_COUNT; i++)
+        sum->seconds[i] += p->seconds[i];
+}
+
 void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds)
 {
     double v[BENCH_MAX_ROUNDS];
@@ -60,10 +69,8 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
         out->speedup_max = l->speedup > out->speedup_max ? l->speedup : out->speedup_max;
         out->wall_s += l->wall_s;
         out->generated += l->generated;
-        out->decode.steps += l->decode.steps;
-        out->decode.rows += l->decode.rows;
-        for (int p = 0; p < TS_PHASE_COUNT; p++)
-            out->decode.seconds[p] += l->decode.seconds[p];
+        profile_add(&out->decode, &l->decode);
+        profile_add(&out->prompt, &l->prompt);
     }
 }
 #undef ROUNDS_MEDIAN
@@ -86,13 +93,15 @@ static cJSON *pair(double p50, double p99)
     return o;
 }
 
-/* {"steps", "rows_per_step", "ms_per_step": {phase: ms...}} of the decode steps. */
+/* {"steps", "rows_per_step", "decode_rows_per_step", "ms_per_step": {phase: ms...}} of a
+ * kind of step. */
 static cJSON *profile_json(const ts_step_profile *p)
 {
     cJSON *o = cJSON_CreateObject(), *ms = NULL;
     double steps = p->steps ? (double)p->steps : 1.0;
     if (!o || !cJSON_AddNumberToObject(o, "steps", (double)p->steps) ||
         !cJSON_AddNumberToObject(o, "rows_per_step", (double)p->rows / steps) ||
+        !cJSON_AddNumberToObject(o, "decode_rows_per_step", (double)p->decode_rows / steps) ||
         !(ms = cJSON_AddObjectToObject(o, "ms_per_step"))) {
         cJSON_Delete(o);
         return NULL;
@@ -135,6 +144,9 @@ static cJSON *level_json(const bench_level *l)
     if (!prof)
         goto fail;
     cJSON_AddItemToObject(o, "decode_steps", prof);
+    if (!(prof = profile_json(&l->prompt)))
+        goto fail;
+    cJSON_AddItemToObject(o, "mixed_steps", prof);
     return o;
 
 fail:

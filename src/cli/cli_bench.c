@@ -106,6 +106,33 @@ static int parse(int argc, char **argv, bench_opts *o)
     return -1;
 }
 
+/* The engine's timing of the levels' decode-only steps, or of their steps with prompt rows
+ * (rows/step split into the decode rows beside the prompt rows). */
+static void print_profiles(const bench_result *r, bool mixed)
+{
+    printf(mixed ? "\nsteps with prompt rows (engine timing, ms per step):\n%5s %6s %15s"
+                 : "\ndecode steps (engine timing, ms per step):\n%5s %6s %9s",
+           "conc", "steps", mixed ? "decode+prompt" : "rows/step");
+    for (int p = 0; p < TS_PHASE_COUNT; p++)
+        printf(" %9s", ts_step_phase_name((ts_step_phase)p));
+    printf(" %9s\n", "total");
+    for (int i = 0; i < r->n_levels; i++) {
+        const ts_step_profile *d = mixed ? &r->levels[i].prompt : &r->levels[i].decode;
+        double steps = d->steps ? (double)d->steps : 1.0, total = 0.0;
+        printf("%5d %6llu", r->levels[i].concurrency, (unsigned long long)d->steps);
+        if (mixed)
+            printf(" %7.1f+%-7.1f", (double)d->decode_rows / steps,
+                   (double)(d->rows - d->decode_rows) / steps);
+        else
+            printf(" %9.1f", (double)d->rows / steps);
+        for (int p = 0; p < TS_PHASE_COUNT; p++) {
+            printf(" %9.3f", 1e3 * d->seconds[p] / steps);
+            total += d->seconds[p];
+        }
+        printf(" %9.3f\n", 1e3 * total / steps);
+    }
+}
+
 static void print_report(const bench_result *r, const bench_opts *o, const ts_model_config *c,
                          double bw, int threads)
 {
@@ -135,22 +162,8 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
         printf("* in some round no moment had every request of the level decoding (the first "
                "finished before\n  the last prompt was done): tokens after each first token / "
                "whole span, prefill steps\n  included; raise -n to measure steady decoding\n");
-    printf("\ndecode steps (engine timing, ms per step):\n%5s %6s %9s", "conc", "steps",
-           "rows/step");
-    for (int p = 0; p < TS_PHASE_COUNT; p++)
-        printf(" %9s", ts_step_phase_name((ts_step_phase)p));
-    printf(" %9s\n", "total");
-    for (int i = 0; i < r->n_levels; i++) {
-        const ts_step_profile *d = &r->levels[i].decode;
-        double steps = d->steps ? (double)d->steps : 1.0, total = 0.0;
-        printf("%5d %6llu %9.1f", r->levels[i].concurrency, (unsigned long long)d->steps,
-               (double)d->rows / steps);
-        for (int p = 0; p < TS_PHASE_COUNT; p++) {
-            printf(" %9.3f", 1e3 * d->seconds[p] / steps);
-            total += d->seconds[p];
-        }
-        printf(" %9.3f\n", 1e3 * total / steps);
-    }
+    print_profiles(r, false);
+    print_profiles(r, true);
     double wbytes = bench_weight_bytes(c), single = 0.0;
     for (int i = 0; i < r->n_levels && single == 0.0; i++)
         if (r->levels[i].concurrency == 1)
