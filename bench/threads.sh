@@ -64,9 +64,8 @@ for t in counts:
     for l in runs[t]["levels"]:
         b = next(x for x in base["levels"] if x["concurrency"] == l["concurrency"])
         sp = l["decode_tok_s"] / b["decode_tok_s"] if b["decode_tok_s"] > 0 else 0.0
-        m = l.get("mixed_steps", {})
-        mixed = f"{m.get('decode_rows_per_step', 0):.1f}+" \
-                f"{m.get('rows_per_step', 0) - m.get('decode_rows_per_step', 0):.1f}"
+        m = l["prompt_steps"]["mixed"]
+        mixed = f"{m['decode_rows_per_step']:.1f}+{m['prompt_rows_per_step']:.1f}"
         print(f"{t:>7} {l['concurrency']:>5} {l['decode_tok_s']:>12.1f} {sp:>7.2f}x "
               f"{l['prefill_tok_s']:>13.1f} {l['itl_ms']['p50']:>8.2f}/{l['itl_ms']['p99']:<8.2f} "
               f"{mixed:>15}")

@@ -171,6 +171,8 @@ void ts_request_release(ts_request *req);
 typedef struct ts_step_profile {
     uint64_t steps, rows;
     uint64_t decode_rows; /* of rows: those of sequences decoding (one token each) */
+    uint64_t mixed_steps, mixed_rows; /* of steps: those with decode and prompt rows both,
+                                       * and their rows */
     double seconds[TS_PHASE_COUNT];
 } ts_step_profile;
 

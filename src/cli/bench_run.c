@@ -298,6 +298,8 @@ static void profile_diff(ts_step_profile *d, const ts_step_profile *a, const ts_
     d->steps = a->steps - b->steps;
     d->rows = a->rows - b->rows;
     d->decode_rows = a->decode_rows - b->decode_rows;
+    d->mixed_steps = a->mixed_steps - b->mixed_steps;
+    d->mixed_rows = a->mixed_rows - b->mixed_rows;
     for (int i = 0; i < TS_PHASE_COUNT; i++)
         d->seconds[i] = a->seconds[i] - b->seconds[i];
 }

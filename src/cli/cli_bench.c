@@ -107,12 +107,16 @@ static int parse(int argc, char **argv, bench_opts *o)
 }
 
 /* The engine's timing of the levels' decode-only steps, or of their steps with prompt rows
- * (rows/step split into the decode rows beside the prompt rows). */
+ * (with the rows per step of those that also decoded: decode rows + prompt rows). */
 static void print_profiles(const bench_result *r, bool mixed)
 {
-    printf(mixed ? "\nsteps with prompt rows (engine timing, ms per step):\n%5s %6s %15s"
-                 : "\ndecode steps (engine timing, ms per step):\n%5s %6s %9s",
-           "conc", "steps", mixed ? "decode+prompt" : "rows/step");
+    if (mixed)
+        printf("\nsteps with prompt rows (engine timing, ms per step; mixed: those that also "
+               "decoded,\ntheir decode + prompt rows per step):\n%5s %6s %6s %15s", "conc",
+               "steps", "mixed", "rows/mixed");
+    else
+        printf("\ndecode steps (engine timing, ms per step):\n%5s %6s %9s", "conc", "steps",
+               "rows/step");
     for (int p = 0; p < TS_PHASE_COUNT; p++)
         printf(" %9s", ts_step_phase_name((ts_step_phase)p));
     printf(" %9s\n", "total");
@@ -120,9 +124,11 @@ static void print_profiles(const bench_result *r, bool mixed)
         const ts_step_profile *d = mixed ? &r->levels[i].prompt : &r->levels[i].decode;
         double steps = d->steps ? (double)d->steps : 1.0, total = 0.0;
         printf("%5d %6llu", r->levels[i].concurrency, (unsigned long long)d->steps);
+        double n_mixed = d->mixed_steps ? (double)d->mixed_steps : 1.0;
         if (mixed)
-            printf(" %7.1f+%-7.1f", (double)d->decode_rows / steps,
-                   (double)(d->rows - d->decode_rows) / steps);
+            printf(" %6llu %7.1f+%-7.1f", (unsigned long long)d->mixed_steps,
+                   (double)d->decode_rows / n_mixed,
+                   (double)(d->mixed_rows - d->decode_rows) / n_mixed);
         else
             printf(" %9.1f", (double)d->rows / steps);
         for (int p = 0; p < TS_PHASE_COUNT; p++) {

@@ -258,7 +258,7 @@ int sched_pack(ts_engine *e, fwd_batch *b)
         };
         e->step.order[n++] = s;
         rows += s->step_rows;
-        n_decode += s->n_tokens - s->n_computed == 1;
+        n_decode += s->step_rows == 1 && s->n_generated > 0; /* not a prompt's last token */
     }
     e->step.step_decode = n_decode;
     *b = (fwd_batch){.n_rows = rows, .tokens = e->step.tokens, .n_seqs = n,

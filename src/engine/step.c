@@ -58,6 +58,10 @@ static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, doubl
     p->steps++;
     p->rows += (uint64_t)b->n_rows;
     p->decode_rows += (uint64_t)e->step.step_decode;
+    if (e->step.step_decode > 0 && e->step.step_decode < b->n_rows) {
+        p->mixed_steps++;
+        p->mixed_rows += (uint64_t)b->n_rows;
+    }
     cost_observe(&e->step.cost, e->step.step_decode, b->n_rows - e->step.step_decode,
                  t_end - t_start);
 }
