@@ -1,7 +1,8 @@
 /* sched.c: the step's stages before the forward pass: cancellation, admission by
  * effective priority (level minus aging), the step's rows under a token budget (every
- * decode, then prefill chunks sized by the step cost model), KV reservation with preemption of the worst sequence when
- * blocks run out, and packing the rows into the forward batch. */
+ * decode, then prefill chunks sized by the step cost model), KV reservation with
+ * preemption of the worst sequence when blocks run out, and packing the rows into the
+ * forward batch. */
 #include <string.h>
 
 #include "engine/sched.h"
