@@ -1,6 +1,7 @@
 /* test_engine_sched.c: the scheduler: priority order and aging, preemption with
  * recompute, cancellation (queued, running, released handles), waiting for idle, the
- * queue limit, and errors that fail only the requests they touch. */
+ * queue limit, errors that fail only the requests they touch, and steady arrivals that
+ * never hold a decoding sequence back a step. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -495,6 +496,105 @@ static void test_forks_keep_their_slots(void **state)
     free(long_prompt);
 }
 
+/* Steady arrivals: STREAMS requests run at once, each replaced by a new one as it ends, so
+ * prompts keep arriving while the others decode. Each request's events record the engine
+ * step they came in (its notify runs on the step thread during the step; the step thread
+ * publishes its stats after each step, so the snapshot then counts the steps before). */
+enum { STEADY_MAX_TOKENS = 12 };
+typedef struct step_trace {
+    ts_engine *e;
+    uint64_t steps[STEADY_MAX_TOKENS + 2]; /* distinct steps of its events, in order */
+    int n;
+    bool overflow;
+} step_trace;
+
+static void on_event_step(void *user)
+{
+    step_trace *t = user;
+    ts_engine_stats st;
+    ts_engine_get_stats(t->e, &st);
+    if (t->n > 0 && t->steps[t->n - 1] == st.steps)
+        return; /* another event of the same step (DONE after the last token) */
+    if (t->n == STEADY_MAX_TOKENS + 2)
+        t->overflow = true;
+    else
+        t->steps[t->n++] = st.steps;
+}
+
+static void test_steady_arrivals_keep_every_decoder_in_every_step(void **state)
+{
+    (void)state;
+    enum { STREAMS = 6, TOTAL = 30, MAXLEN = 120 };
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 8;
+    o.step_tokens = 64; /* prompts of 50-110 tokens take a few chunks */
+    o.prefill_min = 8;
+    o.prefix_cache = false;
+    ts_engine *e = eu_start(eu_model, &o);
+    int32_t *ids = malloc((size_t)TOTAL * MAXLEN * sizeof *ids);
+    step_trace *trace = calloc(TOTAL, sizeof *trace);
+    assert_non_null(ids);
+    assert_non_null(trace);
+    unsigned rng = 5;
+    ts_request *slot[STREAMS] = {0};
+    int submitted = 0, finished = 0;
+    while (finished < TOTAL) {
+        for (int k = 0; k < STREAMS; k++) {
+            if (!slot[k] && submitted < TOTAL) {
+                int i = submitted++, len = 50 + (i * 37) % 61;
+                int32_t *p = ids + (size_t)i * MAXLEN;
+                p[0] = 1;
+                for (int t = 1; t < len; t++) {
+                    rng = rng * 1103515245u + 12345u;
+                    p[t] = 3 + (int32_t)((rng >> 8) % 509u);
+                }
+                trace[i].e = e;
+                ts_request_params rp = eu_greedy(p, len, STEADY_MAX_TOKENS);
+                rp.ignore_eos = true;
+                rp.notify = on_event_step;
+                rp.notify_user = &trace[i];
+                assert_int_equal(ts_engine_submit(e, &rp, &slot[k], NULL), TS_OK);
+            }
+            if (!slot[k])
+                continue;
+            ts_event ev;
+            ts_status st;
+            while ((st = ts_request_next_event(slot[k], &ev, 1)) == TS_OK) {
+                assert_int_not_equal(ev.kind, TS_EVENT_ERROR);
+                ts_event_clear(&ev);
+            }
+            if (st == TS_ERR_NOT_FOUND) { /* every event read: the slot takes the next one */
+                ts_request_release(slot[k]);
+                slot[k] = NULL;
+                finished++;
+            }
+        }
+    }
+    assert_int_equal(ts_engine_wait_idle(e, 10000), TS_OK);
+    ts_engine_stats st;
+    ts_engine_get_stats(e, &st);
+    for (int i = 0; i < TOTAL; i++) {
+        /* first token when the prompt is done, then one token in every following step */
+        assert_false(trace[i].overflow);
+        assert_int_equal(trace[i].n, STEADY_MAX_TOKENS);
+        for (int k = 1; k < trace[i].n; k++)
+            if (trace[i].steps[k] != trace[i].steps[k - 1] + 1)
+                fail_msg("request %d: token %d came %llu steps after token %d", i, k,
+                         (unsigned long long)(trace[i].steps[k] - trace[i].steps[k - 1]), k - 1);
+    }
+    /* Every token after a request's first came from a decode row, and every decode row
+     * gave a token: decode rows per step = the sequences decoding. Prompts arrived while
+     * others decoded, so steps mixed both. */
+    assert_int_equal(st.decode_steps.decode_rows + st.prompt_steps.decode_rows,
+                     (uint64_t)TOTAL * (STEADY_MAX_TOKENS - 1));
+    assert_true(st.prompt_steps.decode_rows > st.prompt_steps.steps);
+    assert_int_equal(st.preemptions, 0);
+    free(trace);
+    free(ids);
+    ts_engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_allocation_failure_fails_one_request),
         cmocka_unit_test(test_destroy_with_requests_in_flight),
         cmocka_unit_test(test_forks_keep_their_slots),
+        cmocka_unit_test(test_steady_arrivals_keep_every_decoder_in_every_step),
     };
     return cmocka_run_group_tests_name("engine_sched", tests, setup, teardown);
 }

@@ -45,9 +45,15 @@ typedef struct ts_engine_options {
     bool kv_f16;           /* store K and V as f16 */
     int max_seqs;          /* sequences decoding at once (default 64) */
     int step_tokens;       /* token budget of one step: decodes + prefill chunks (512) */
-    int prefill_cap;       /* prompt tokens in a step that also decodes (128): bounds how
-                            * long arriving prompts delay running streams; a step with
-                            * nothing to decode uses the whole budget */
+    int prefill_cap;       /* prompt tokens in a step that also decodes (128) when
+                            * itl_target is 0, and until the engine has timed a few steps;
+                            * a step with nothing to decode uses the whole budget */
+    double itl_target;     /* adaptive prefill (2.0): a step that decodes takes as many
+                            * prompt tokens as keep it within this many times the time of a
+                            * step decoding the whole batch alone (the engine's running
+                            * estimate); 0 = the fixed prefill_cap */
+    int prefill_min;       /* prompt tokens a step that also decodes takes at least (32), so
+                            * waiting prompts always progress */
     int max_queue;         /* waiting requests before submit answers TS_ERR_QUEUE_FULL */
     double aging_per_s;    /* priority levels a waiting request gains per second (0.1) */
     int n_threads;         /* OpenMP threads in a step; 0 = all cores */
@@ -173,6 +179,9 @@ void ts_request_release(ts_request *req);
 /* Cumulative time of a kind of step. */
 typedef struct ts_step_profile {
     uint64_t steps, rows;
+    uint64_t decode_rows; /* of rows: those of sequences decoding (one token each) */
+    uint64_t mixed_steps, mixed_rows; /* of steps: those with decode and prompt rows both,
+                                       * and their rows */
     double seconds[TS_PHASE_COUNT];
 } ts_step_profile;
 

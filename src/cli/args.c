@@ -228,7 +228,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         return 1;
     }
     static const char *const valued[] = {"--threads", "--kv-mem", "--max-seqs", "--max-queue",
-                                         "--step-tokens", "--prefill-cap", "--aging"};
+                                         "--step-tokens", "--prefill-cap", "--aging",
+                                         "--itl-target", "--prefill-min"};
     size_t k = 0;
     while (k < sizeof valued / sizeof *valued && strcmp(a, valued[k]))
         k++;
@@ -237,7 +238,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
     const char *v = cli_value(argc, argv, i);
     if (!v)
         return -1;
-    float aging = 0;
+    float aging = 0, itl = 0;
     bool ok = true;
     switch (k) {
     case 0: ok = cli_int(a, v, 0, 4096, &o->n_threads); break;
@@ -250,6 +251,11 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         ok = cli_float(a, v, 0, 1e6, &aging);
         o->aging_per_s = aging;
         break;
+    case 7:
+        ok = cli_float(a, v, 0, 1000, &itl);
+        o->itl_target = itl;
+        break;
+    case 8: ok = cli_int(a, v, 0, 1 << 16, &o->prefill_min); break;
     }
     return ok ? 1 : -1;
 }

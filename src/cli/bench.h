@@ -30,6 +30,8 @@
  *               level (ts_engine_stats.decode_steps, difference of the snapshots before
  *               the level and once the engine is idle after it): mean rows per step and
  *               milliseconds per step in each phase.
+ *   mixed step profile  likewise for the steps with prompt rows: per step, the rows that
+ *               decoded beside the prompt chunks and the prompt rows.
  */
 #ifndef TESSERA_CLI_BENCH_H
 #define TESSERA_CLI_BENCH_H
@@ -73,6 +75,8 @@ typedef struct bench_level {
     long generated;      /* TOKEN events of the level, all rounds */
     ts_step_profile decode; /* the engine's decode-only steps during the level, all rounds
                              * (where their time went; ramp-up and tail steps included) */
+    ts_step_profile prompt; /* its steps with prompt rows likewise (decode_rows of them:
+                             * the streams that decoded beside the prefill chunks) */
 } bench_level;
 
 typedef struct bench_result {

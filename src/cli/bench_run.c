@@ -292,6 +292,18 @@ static ts_status probe_set_init(probe_set *s, ts_engine *e, int n, int prompt_le
     return TS_OK;
 }
 
+/* d = a - b, the steps of a profile between two snapshots. */
+static void profile_diff(ts_step_profile *d, const ts_step_profile *a, const ts_step_profile *b)
+{
+    d->steps = a->steps - b->steps;
+    d->rows = a->rows - b->rows;
+    d->decode_rows = a->decode_rows - b->decode_rows;
+    d->mixed_steps = a->mixed_steps - b->mixed_steps;
+    d->mixed_rows = a->mixed_rows - b->mixed_rows;
+    for (int i = 0; i < TS_PHASE_COUNT; i++)
+        d->seconds[i] = a->seconds[i] - b->seconds[i];
+}
+
 static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
                            const bench_config *cfg, ts_error *err)
 {
@@ -312,11 +324,8 @@ static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
         st = ts_error_set(err, TS_ERR_TIMEOUT, "the engine stayed busy after the level");
     if (st == TS_OK) {
         ts_engine_get_stats(e, &after);
-        ts_step_profile *d = &l->decode;
-        d->steps = after.decode_steps.steps - before.decode_steps.steps;
-        d->rows = after.decode_steps.rows - before.decode_steps.rows;
-        for (int i = 0; i < TS_PHASE_COUNT; i++)
-            d->seconds[i] = after.decode_steps.seconds[i] - before.decode_steps.seconds[i];
+        profile_diff(&l->decode, &after.decode_steps, &before.decode_steps);
+        profile_diff(&l->prompt, &after.prompt_steps, &before.prompt_steps);
     }
     probe_set_free(&s);
     return st;

@@ -64,6 +64,17 @@ bool bench_phases_vary(const bench_level *rounds, int n)
     return false;
 }
 
+static void profile_add(ts_step_profile *sum, const ts_step_profile *p)
+{
+    sum->steps += p->steps;
+    sum->rows += p->rows;
+    sum->decode_rows += p->decode_rows;
+    sum->mixed_steps += p->mixed_steps;
+    sum->mixed_rows += p->mixed_rows;
+    for (int i = 0; i < TS_PHASE_COUNT; i++)
+        sum->seconds[i] += p->seconds[i];
+}
+
 void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds)
 {
     double v[BENCH_MAX_ROUNDS];
@@ -87,10 +98,8 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
         out->speedup_max = l->speedup > out->speedup_max ? l->speedup : out->speedup_max;
         out->wall_s += l->wall_s;
         out->generated += l->generated;
-        out->decode.steps += l->decode.steps;
-        out->decode.rows += l->decode.rows;
-        for (int p = 0; p < TS_PHASE_COUNT; p++)
-            out->decode.seconds[p] += l->decode.seconds[p];
+        profile_add(&out->decode, &l->decode);
+        profile_add(&out->prompt, &l->prompt);
     }
     out->noisy = bench_phases_vary(rounds, n);
 }
@@ -125,14 +134,23 @@ static cJSON *pair(double p50, double p99)
     return o;
 }
 
-/* {"steps", "rows_per_step", "ms_per_step": {phase: ms...}} of the decode steps. */
+/* {"steps", "rows_per_step", "ms_per_step": {phase: ms...}, "mixed": {"steps",
+ * "decode_rows_per_step", "prompt_rows_per_step"}} of a kind of step; "mixed" counts its
+ * steps that decoded beside prompt rows. */
 static cJSON *profile_json(const ts_step_profile *p)
 {
-    cJSON *o = cJSON_CreateObject(), *ms = NULL;
+    cJSON *o = cJSON_CreateObject(), *ms = NULL, *mixed = NULL;
     double steps = p->steps ? (double)p->steps : 1.0;
+    double n_mixed = p->mixed_steps ? (double)p->mixed_steps : 1.0;
     if (!o || !cJSON_AddNumberToObject(o, "steps", (double)p->steps) ||
         !cJSON_AddNumberToObject(o, "rows_per_step", (double)p->rows / steps) ||
-        !(ms = cJSON_AddObjectToObject(o, "ms_per_step"))) {
+        !(ms = cJSON_AddObjectToObject(o, "ms_per_step")) ||
+        !(mixed = cJSON_AddObjectToObject(o, "mixed")) ||
+        !cJSON_AddNumberToObject(mixed, "steps", (double)p->mixed_steps) ||
+        !cJSON_AddNumberToObject(mixed, "decode_rows_per_step",
+                                 (double)p->decode_rows / n_mixed) ||
+        !cJSON_AddNumberToObject(mixed, "prompt_rows_per_step",
+                                 (double)(p->mixed_rows - p->decode_rows) / n_mixed)) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -175,6 +193,9 @@ static cJSON *level_json(const bench_level *l)
     if (!prof)
         goto fail;
     cJSON_AddItemToObject(o, "decode_steps", prof);
+    if (!(prof = profile_json(&l->prompt)))
+        goto fail;
+    cJSON_AddItemToObject(o, "prompt_steps", prof);
     return o;
 
 fail:

@@ -108,6 +108,48 @@ static int parse(int argc, char **argv, bench_opts *o)
     return -1;
 }
 
+/* The engine's timing of the levels' decode-only steps, or of their steps with prompt rows
+ * (with the rows per step of those that also decoded: decode rows + prompt rows). */
+static void print_profiles(const bench_result *r, bool mixed)
+{
+    const char *heads[TS_PHASE_COUNT + 5] = {"conc", "steps"};
+    int n = 2;
+    if (mixed) {
+        printf("\nsteps with prompt rows (engine timing, ms per step; mixed: those that also "
+               "decoded,\ntheir decode + prompt rows per step):\n");
+        heads[n++] = "mixed";
+        heads[n++] = "rows/mixed";
+    } else {
+        printf("\ndecode steps (engine timing, ms per step):\n");
+        heads[n++] = "rows/step";
+    }
+    for (int p = 0; p < TS_PHASE_COUNT; p++)
+        heads[n++] = ts_step_phase_name((ts_step_phase)p);
+    heads[n++] = "total";
+    cli_table t;
+    cli_table_init(&t, n, heads);
+    for (int i = 0; i < r->n_levels; i++) {
+        const ts_step_profile *d = mixed ? &r->levels[i].prompt : &r->levels[i].decode;
+        double steps = d->steps ? (double)d->steps : 1.0, total = 0.0;
+        double n_mixed = d->mixed_steps ? (double)d->mixed_steps : 1.0;
+        cli_table_cell(&t, "%d", r->levels[i].concurrency);
+        cli_table_cell(&t, "%llu", (unsigned long long)d->steps);
+        if (mixed) {
+            cli_table_cell(&t, "%llu", (unsigned long long)d->mixed_steps);
+            cli_table_cell(&t, "%.1f+%.1f", (double)d->decode_rows / n_mixed,
+                           (double)(d->mixed_rows - d->decode_rows) / n_mixed);
+        } else {
+            cli_table_cell(&t, "%.1f", (double)d->rows / steps);
+        }
+        for (int p = 0; p < TS_PHASE_COUNT; p++) {
+            cli_table_cell(&t, "%.3f", 1e3 * d->seconds[p] / steps);
+            total += d->seconds[p];
+        }
+        cli_table_cell(&t, "%.3f", 1e3 * total / steps);
+    }
+    cli_table_print(stdout, &t, "");
+}
+
 static void print_report(const bench_result *r, const bench_opts *o, const ts_model *m,
                          double bw, int threads)
 {
@@ -158,25 +200,8 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
     if (superlinear)
         printf("^ the speedup exceeds the concurrency, which batching cannot give: the "
                "baseline or this level\n  met a noisy spell (more --rounds tell)\n");
-    printf("\ndecode steps (engine timing, ms per step):\n");
-    const char *pheads[TS_PHASE_COUNT + 4] = {"conc", "steps", "rows/step"};
-    for (int p = 0; p < TS_PHASE_COUNT; p++)
-        pheads[3 + p] = ts_step_phase_name((ts_step_phase)p);
-    pheads[3 + TS_PHASE_COUNT] = "total";
-    cli_table_init(&t, TS_PHASE_COUNT + 4, pheads);
-    for (int i = 0; i < r->n_levels; i++) {
-        const ts_step_profile *d = &r->levels[i].decode;
-        double steps = d->steps ? (double)d->steps : 1.0, total = 0.0;
-        cli_table_cell(&t, "%d", r->levels[i].concurrency);
-        cli_table_cell(&t, "%llu", (unsigned long long)d->steps);
-        cli_table_cell(&t, "%.1f", (double)d->rows / steps);
-        for (int p = 0; p < TS_PHASE_COUNT; p++) {
-            cli_table_cell(&t, "%.3f", 1e3 * d->seconds[p] / steps);
-            total += d->seconds[p];
-        }
-        cli_table_cell(&t, "%.3f", 1e3 * total / steps);
-    }
-    cli_table_print(stdout, &t, "");
+    print_profiles(r, false);
+    print_profiles(r, true);
     double wbytes = bench_weight_bytes(m), single = 0.0;
     for (int i = 0; i < r->n_levels && single == 0.0; i++)
         if (r->levels[i].concurrency == 1)

@@ -26,6 +26,8 @@ void ts_engine_options_default(ts_engine_options *o)
     o->max_seqs = 64;
     o->step_tokens = 512;
     o->prefill_cap = 128;
+    o->itl_target = 2.0;
+    o->prefill_min = 32;
     o->max_queue = 1024;
     o->aging_per_s = 0.1;
     o->prefix_cache = true;
@@ -116,7 +118,8 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         ts_engine_options_default(&e->opts);
     const ts_engine_options *o = &e->opts;
     if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->prefill_cap < 1 ||
-        o->max_queue < 1 ||
+        o->max_queue < 1 || !(o->itl_target >= 0 && o->itl_target <= 1000) ||
+        o->prefill_min < 0 ||
         o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue %d)",

@@ -1,7 +1,8 @@
 /* sched.c: the step's stages before the forward pass: cancellation, admission by
  * effective priority (level minus aging), the step's rows under a token budget (every
- * decode, then prefill chunks), KV reservation with preemption of the worst sequence when
- * blocks run out, and packing the rows into the forward batch. */
+ * decode, then prefill chunks sized by the step cost model), KV reservation with
+ * preemption of the worst sequence when blocks run out, and packing the rows into the
+ * forward batch. */
 #include <string.h>
 
 #include "engine/sched.h"
@@ -171,6 +172,30 @@ static void order_running(ts_engine *e, double now)
     }
 }
 
+/* Prompt rows of a step with n_decode decode rows. Decodes always go, whatever prompts
+ * wait: a decoding sequence is in every step. A step with nothing to decode takes the whole
+ * token budget. Otherwise the cost model sizes the chunk so the step lasts at most
+ * itl_target times a step that decodes the batch being filled (the running and waiting
+ * sequences, up to max_seqs) alone, never under prefill_min; with itl_target 0, or while
+ * the model has seen too few steps, prefill_cap tokens. */
+static int prefill_budget(const ts_engine *e, int n_decode)
+{
+    const ts_engine_options *o = &e->opts;
+    int room = o->step_tokens - n_decode;
+    if (n_decode == 0 || room <= 0)
+        return room;
+    int rows = -1;
+    if (o->itl_target > 0) {
+        int full = e->step.n_running + e->step.n_waiting;
+        full = full < o->max_seqs ? full : o->max_seqs;
+        int min_rows = o->prefill_min > 1 ? o->prefill_min : 1;
+        rows = cost_prefill_budget(&e->step.cost, n_decode, full, o->itl_target, min_rows, room);
+    }
+    if (rows < 0)
+        rows = o->prefill_cap < room ? o->prefill_cap : room;
+    return rows;
+}
+
 void sched_plan(ts_engine *e, double now)
 {
     int n_decode = 0;
@@ -180,11 +205,8 @@ void sched_plan(ts_engine *e, double now)
         if (s->step_rows == 1)
             n_decode++;
     }
-    /* Prefill chunks share what the decodes leave of the budget, in admission order;
-     * while streams decode, at most prefill_cap prompt tokens join a step. */
-    int budget = e->opts.step_tokens - n_decode;
-    if (n_decode > 0 && budget > e->opts.prefill_cap)
-        budget = e->opts.prefill_cap;
+    /* Prefill chunks share what the decodes leave of the budget, in admission order. */
+    int budget = prefill_budget(e, n_decode);
     for (int i = 0; i < e->step.n_running; i++) {
         seq *s = e->step.running[i];
         if (s->step_rows > 1) {
@@ -220,7 +242,7 @@ void sched_plan(ts_engine *e, double now)
 
 int sched_pack(ts_engine *e, fwd_batch *b)
 {
-    int rows = 0, n = 0, n_logits = 0;
+    int rows = 0, n = 0, n_logits = 0, n_decode = 0;
     for (int i = 0; i < e->step.n_running; i++) {
         seq *s = e->step.running[i];
         if (s->step_rows == 0)
@@ -237,7 +259,9 @@ int sched_pack(ts_engine *e, fwd_batch *b)
         };
         e->step.order[n++] = s;
         rows += s->step_rows;
+        n_decode += s->step_rows == 1 && s->n_generated > 0; /* not a prompt's last token */
     }
+    e->step.step_decode = n_decode;
     *b = (fwd_batch){.n_rows = rows, .tokens = e->step.tokens, .n_seqs = n,
                      .seqs = e->step.seqs, .n_logits = n_logits};
     return n;

@@ -15,8 +15,8 @@ void sched_admit(ts_engine *e, double now);
  * preempting the worst sequences when the pool runs dry. */
 void sched_plan(ts_engine *e, double now);
 
-/* Packs the scheduled rows into b (the sequence of b->seqs[i] is step.order[i]); returns
- * the number of sequences. */
+/* Packs the scheduled rows into b (the sequence of b->seqs[i] is step.order[i]) and counts
+ * the decode rows among them (step.step_decode); returns the number of sequences. */
 int sched_pack(ts_engine *e, fwd_batch *b);
 
 #endif /* TESSERA_ENGINE_SCHED_H */

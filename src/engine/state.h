@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "engine/cost.h"
 #include "engine/detok.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -100,6 +101,9 @@ typedef struct engine_step_state {
     int n_dead_jobs, cap_dead_jobs;
     int allocs_left;        /* fault injection countdown; 0 = off (see fail_alloc_at) */
     uint64_t admit_counter;
+    step_cost cost;         /* what steps cost, learnt from their times (sched_plan's budget) */
+    int step_decode;        /* the current step's rows of decoding sequences, those that
+                             * generated a token already (sched_pack) */
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */
 } engine_step_state;
 

@@ -40,7 +40,7 @@ static void publish(ts_engine *e, int n)
 }
 
 /* Adds a step's phase times (the forward pass's from e->step.fwd, which is reset) to the
- * profile of its kind. */
+ * profile of its kind, and its duration to the cost model that sizes prefill chunks. */
 static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
                          double t_end)
 {
@@ -57,6 +57,13 @@ static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, doubl
     p->seconds[TS_PHASE_EMIT] += t_end - t_packed - forward;
     p->steps++;
     p->rows += (uint64_t)b->n_rows;
+    p->decode_rows += (uint64_t)e->step.step_decode;
+    if (e->step.step_decode > 0 && e->step.step_decode < b->n_rows) {
+        p->mixed_steps++;
+        p->mixed_rows += (uint64_t)b->n_rows;
+    }
+    cost_observe(&e->step.cost, e->step.step_decode, b->n_rows - e->step.step_decode,
+                 t_end - t_start);
 }
 
 void engine_publish_stats_locked(ts_engine *e)
