@@ -23,6 +23,13 @@ typedef struct ts_server_options {
                                 * are closed unanswered */
     size_t max_buffered;       /* unread output per request before the engine cancels it
                                 * (default 1 MiB; 0 = unbounded), see max_unread_bytes */
+    int read_timeout_ms;       /* a request's headers and body must be in within this
+                                * time of the connection's opening (or of the previous
+                                * answer's end), else the connection is closed (30000;
+                                * 0 = no deadline) */
+    int max_per_address;       /* connections from one client address (128; 0 = no cap):
+                                * past it answered 503 (except /health), and a new one
+                                * closes that address's oldest still-reading connection */
     int grace_ms;              /* ts_server_stop waits this long for requests (10000) */
     /* One line per request (method, route, status, tokens, duration), without a newline.
      * NULL = no request log. Called from HTTP threads; must be thread-safe. */

@@ -34,6 +34,9 @@ static void usage(FILE *out)
             "                          are answered 503\n"
             "  --max-buffered BYTES    unread output per stream before it is cancelled\n"
             "                          (1048576; 0 = unbounded)\n"
+            "  --read-timeout SECONDS  a request's headers and body must arrive within this\n"
+            "                          time of the connection's opening (30; 0 = none)\n"
+            "  --max-per-address N     connections from one client address (128; 0 = no cap)\n"
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
             CLI_ENGINE_HELP "(engine options apply to each model's engine)\n");
 }
@@ -51,6 +54,7 @@ typedef struct serve_args {
     ts_server_options srv;
     ts_engine_options eng;
     int grace_s;
+    int read_timeout_s;
 } serve_args;
 
 /* 0: parsed; 1: --help; 2: bad usage (printed). */
@@ -59,6 +63,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
     ts_server_options_default(&a->srv);
     ts_engine_options_default(&a->eng);
     a->grace_s = a->srv.grace_ms / 1000;
+    a->read_timeout_s = a->srv.read_timeout_ms / 1000;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help"))
@@ -96,6 +101,11 @@ static int parse_args(int argc, char **argv, serve_args *a)
                  cli_int(o, v, 1, 65536, &a->srv.max_connections);
         } else if (!strcmp(o, "--max-buffered")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_buffered);
+        } else if (!strcmp(o, "--read-timeout")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 86400, &a->read_timeout_s);
+        } else if (!strcmp(o, "--max-per-address")) {
+            ok = (v = cli_value(argc, argv, &i)) &&
+                 cli_int(o, v, 0, 65536, &a->srv.max_per_address);
         } else if (!strcmp(o, "--grace")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 3600, &a->grace_s);
         } else {
@@ -106,6 +116,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
             return 2;
     }
     a->srv.grace_ms = a->grace_s * 1000;
+    a->srv.read_timeout_ms = a->read_timeout_s * 1000;
     a->srv.log = log_line;
     return 0;
 }

@@ -63,14 +63,18 @@ static cJSON *byte_array(const char *s, size_t n)
 
 char *oai_error_json(const oai_error *e)
 {
-    cJSON *root = cJSON_CreateObject();
+    /* A message quotes request bytes (a path, a model name) and may be cut inside a
+     * character: repaired here, so every error body is valid UTF-8. */
+    char *msg = utf8_sanitize(e->message, strlen(e->message));
+    cJSON *root = msg ? cJSON_CreateObject() : NULL;
     cJSON *o = root ? cJSON_AddObjectToObject(root, "error") : NULL;
-    bool ok = o && cJSON_AddStringToObject(o, "message", e->message) &&
+    bool ok = o && cJSON_AddStringToObject(o, "message", msg) &&
          cJSON_AddStringToObject(o, "type", e->type) &&
          (e->param[0] ? cJSON_AddStringToObject(o, "param", e->param) != NULL
                       : cJSON_AddNullToObject(o, "param") != NULL) &&
          (e->code[0] ? cJSON_AddStringToObject(o, "code", e->code) != NULL
                      : cJSON_AddNullToObject(o, "code") != NULL);
+    free(msg);
     return finish(root, ok);
 }
 

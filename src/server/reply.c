@@ -31,7 +31,7 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (status == 429 || status == 503)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (status == 503) /* overloaded or stopping: free the connection's thread at once */
+    if (status == 503 || c->close) /* overloaded, stopping or unframed: free the thread */
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == 405)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, c->allow ? c->allow : "GET");

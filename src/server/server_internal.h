@@ -17,6 +17,7 @@
 
 #include "common/strbuf.h"
 #include "server/auth.h"
+#include "server/guard.h"
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "tessera/server.h"
@@ -27,6 +28,9 @@ enum {
     SRV_CONN_SPARE = 16,          /* connections past max_connections answered 503 */
     SRV_CONN_MEMORY = 32 * 1024,  /* MHD's per-connection buffer: request line + headers
                                    * must fit (431 otherwise) */
+    SRV_MAX_HEADERS = 100,        /* header lines of a request (431 past it): MHD keeps
+                                   * each in the connection's memory, which the answer
+                                   * needs too */
     SRV_SHUTDOWN_WAIT_MS = 5000,  /* after cancelling at shutdown, a request waits this
                                    * long at most for its end, and the server as long for
                                    * the answers to go out */
@@ -56,6 +60,7 @@ struct ts_server {
     char *template_name;          /* owned copy of opts.chat_template */
     auth_keys *keys;              /* owned; NULL = open */
     metrics *metrics;             /* owned */
+    guard *guard;                 /* owned: read deadlines, per-address cap */
     srv_model models[SRV_MAX_MODELS];
     int n_models;
     struct MHD_Daemon *daemon;
@@ -80,14 +85,17 @@ typedef struct srv_conn {
     const struct http_route *entry; /* its row of http.c's route table; NULL: none */
     const char *allow;            /* the route's method (a 405's Allow header); static */
     bool in_flight;               /* counted in srv->in_flight */
+    bool read_done;               /* the request is in: dispatched to its handler */
+    guard_conn *guard;            /* the connection's guard entry (MHD's socket context) */
     metrics_route route;
-    char method[8];
-    char path[64];
+    char method[16];              /* escaped (utf8_escape_controls), cut */
+    char path[128];               /* escaped, cut */
     bool batch;                   /* /v1/batch/...: always LOW priority */
     ts_priority priority;         /* from the API key's tier */
     double t_start;               /* monotonic seconds */
     strbuf body;                  /* the accumulated upload */
     bool body_too_big;
+    bool close;                   /* answer with Connection: close (broken framing) */
     int status;                   /* HTTP status answered, 0 before */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
 } srv_conn;
