@@ -34,6 +34,9 @@ static void usage(FILE *out)
             "                          are answered 503\n"
             "  --max-buffered BYTES    unread output per stream before it is cancelled\n"
             "                          (1048576; 0 = unbounded)\n"
+            "  --max-answer BYTES      a non-streamed answer's size (8388608; 0 = unbounded)\n"
+            "  --max-answers-total BYTES  non-streamed answers held over all clients\n"
+            "                          (67108864; 0 = unbounded)\n"
             "  --read-timeout SECONDS  a request's headers and body must arrive within this\n"
             "                          time of the connection's opening (30; 0 = none)\n"
             "  --max-per-address N     connections from one client address (128; 0 = no cap)\n"
@@ -101,6 +104,10 @@ static int parse_args(int argc, char **argv, serve_args *a)
                  cli_int(o, v, 1, 65536, &a->srv.max_connections);
         } else if (!strcmp(o, "--max-buffered")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_buffered);
+        } else if (!strcmp(o, "--max-answer")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_answer);
+        } else if (!strcmp(o, "--max-answers-total")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_answers_total);
         } else if (!strcmp(o, "--read-timeout")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 86400, &a->read_timeout_s);
         } else if (!strcmp(o, "--max-per-address")) {

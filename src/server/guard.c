@@ -12,6 +12,7 @@ struct guard_conn {
     int fd;
     struct sockaddr_storage addr;
     bool reading;
+    bool sending;     /* a whole answer is queued: it must be read by the deadline too */
     bool evicted;     /* shut down by the guard; waits for MHD's close */
     bool over_cap;
     double since;     /* monotonic seconds: when reading began */
@@ -83,7 +84,7 @@ static void *sweep(void *arg)
     while (!g->stop) {
         double now = clock_now_s(), next = now + 3600;
         for (guard_conn *c = g->all; c; c = c->next) {
-            if (!c->reading || c->evicted)
+            if (!(c->reading || c->sending) || c->evicted)
                 continue;
             double due = c->since + g->timeout_s;
             if (due <= now)
@@ -207,8 +208,21 @@ void guard_request_done(guard *g, guard_conn *c)
         return;
     pthread_mutex_lock(&g->mu);
     c->reading = true;
+    c->sending = false;
     c->since = clock_now_s();
     c->over_cap = false; /* judged once, at the opening */
+    pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->mu);
+}
+
+void guard_answer_queued(guard *g, guard_conn *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&g->mu);
+    c->reading = false;
+    c->sending = true;
+    c->since = clock_now_s();
     pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->mu);
 }

@@ -29,6 +29,9 @@ void guard_close(guard *g, guard_conn *c); /* accepts NULL; before the socket cl
 
 /* The request on c is in (no more reading); its answer is going out. */
 void guard_request_in(guard *g, guard_conn *c);
+/* A whole (not streamed) answer is queued on c: the client must read it within the
+ * read deadline, counted from now, else the connection is shut and the answer freed. */
+void guard_answer_queued(guard *g, guard_conn *c);
 /* The answer on c went out: the connection reads its next request from now. */
 void guard_request_done(guard *g, guard_conn *c);
 bool guard_over_cap(guard *g, const guard_conn *c);

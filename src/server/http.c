@@ -335,6 +335,8 @@ void ts_server_options_default(ts_server_options *o)
     o->max_buffered = 1 << 20;
     o->grace_ms = 10000;
     o->read_timeout_ms = 30000;
+    o->max_answer = 8u << 20;
+    o->max_answers_total = 64u << 20;
     o->max_per_address = 128;
 }
 

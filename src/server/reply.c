@@ -37,8 +37,10 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, c->allow ? c->allow : "GET");
     enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, r);
     MHD_destroy_response(r);
-    if (ok == MHD_YES)
+    if (ok == MHD_YES) {
         c->status = status;
+        guard_answer_queued(c->srv->guard, c->guard);
+    }
     return ok;
 }
 

@@ -31,6 +31,8 @@ enum {
     SRV_MAX_HEADERS = 100,        /* header lines of a request (431 past it): MHD keeps
                                    * each in the connection's memory, which the answer
                                    * needs too */
+    SRV_DRAIN_MS = 2000,          /* a finished request's last events (usage) are waited
+                                   * for this long each, after cancelling it */
     SRV_SHUTDOWN_WAIT_MS = 5000,  /* after cancelling at shutdown, a request waits this
                                    * long at most for its end, and the server as long for
                                    * the answers to go out */
@@ -76,6 +78,7 @@ struct ts_server {
     srv_cell *free_cells, *all_cells;
     atomic_ullong next_id;
     atomic_int open_conns;        /* connections MHD holds open */
+    atomic_size_t answer_bytes;   /* whole answers being built or waiting to be read */
 };
 
 

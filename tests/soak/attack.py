@@ -6,6 +6,7 @@ import argparse
 import json
 import select
 import socket
+import threading
 import time
 
 import common
@@ -175,7 +176,92 @@ def framing(args, checks):
         srv.stop()
 
 
-SECTIONS = {"slowloris": slowloris, "framing": framing}
+def http_req(path, body, headers=K, close=True):
+    data = json.dumps(body).encode()
+    h = {"Host": "127.0.0.1", "Content-Type": "application/json",
+         "Content-Length": str(len(data))}
+    if close:
+        h["Connection"] = "close"
+    h.update(headers)
+    return ("POST %s HTTP/1.1\r\n" % path + "".join("%s: %s\r\n" % kv for kv in h.items()) +
+            "\r\n").encode() + data
+
+
+def small_socket(port):
+    """A client whose receive window is tiny: what it does not read stays on the server."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def answers(args, checks):
+    big = {"prompt": "Once", "max_tokens": 400, "n": 16, "logprobs": 20, "ignore_eos": True}
+    srv = common.Server(args.binary, args.model,
+                        ["--max-answer", "250000", "--max-answers-total", "400000",
+                         "--read-timeout", "3"])
+    port = srv.port
+    try:
+        st, _, payload = raw(port, http_req("/v1/completions", big), 30)
+        err = json.loads(payload).get("error", {}) if valid_json(payload) else {}
+        checks.check("a non-streamed answer past --max-answer -> 400 response_too_large",
+                     st == 400 and err.get("code") == "response_too_large", "%d %r" % (st, payload[:120]))
+
+        # Two answers built at once hold more than --max-answers-total: one is refused.
+        mid = {"prompt": "Once", "max_tokens": 200, "n": 4, "logprobs": 5, "ignore_eos": True}
+        res = []
+        ts = [threading.Thread(target=lambda: res.append(raw(port, http_req("/v1/completions", mid), 60)))
+              for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        codes = sorted(r[0] for r in res)
+        checks.check("two answers past --max-answers-total at once -> a 503 server_busy",
+                     503 in codes and any(b"server_busy" in r[2] for r in res), repr(codes))
+        st, _, _ = raw(port, http_req("/v1/completions", mid), 60)
+        checks.check("their bytes are released: the same answer alone -> 200", st == 200, "%d" % st)
+
+        # Half-close: the request is in, the client shuts its write side, the answer comes.
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(http_req("/v1/completions", {"prompt": "Once", "max_tokens": 8}))
+        s.shutdown(socket.SHUT_WR)
+        buf = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        s.close()
+        st, _, payload = common.parse_response(buf)
+        checks.check("half-close after the request -> the answer (200)", st == 200,
+                     "%d %r" % (st, payload[:80]))
+
+        # A stream's client that hangs up: usage counts what was generated anyway.
+        s = small_socket(port)
+        s.sendall(http_req("/v1/completions", {"prompt": "Once", "max_tokens": 480, "stream": True,
+                                               "logprobs": 5, "ignore_eos": True}))
+        got = b""
+        while got.count(b"data: ") < 3:
+            got += s.recv(2048)
+        time.sleep(1.0)
+        s.close()
+        time.sleep(2.5)
+        lines = [l for l in srv.stderr().splitlines() if "stream" not in l and
+                 l.startswith("POST /v1/completions 200") and "closed early" in l]
+        toks = [int(l.split("completion_tokens=")[1].split()[0]) for l in lines]
+        m = common.metrics(port)
+        gen = common.metric_sum(m, "tessera_generated_tokens_total")
+        checks.check("a hung-up stream logs its generated tokens", toks and toks[-1] > 3,
+                     repr(lines[-1:]))
+        checks.check("tessera_generated_tokens_total counts them", gen >= (toks[-1] if toks else 1),
+                     "%r" % gen)
+    finally:
+        srv.stop()
+
+
+SECTIONS = {"slowloris": slowloris, "framing": framing, "answers": answers}
 
 
 def main():
