@@ -37,6 +37,7 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->max_tokens = p->max_tokens;
     req->n = p->n;
     req->ignore_eos = p->ignore_eos;
+    req->cache_ns = p->cache_namespace;
     req->priority = p->priority;
     req->sampling = p->sampling;
     req->notify = p->notify;

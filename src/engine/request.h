@@ -23,6 +23,7 @@ struct ts_request {
     int max_tokens;
     int n;
     bool ignore_eos;
+    uint64_t cache_ns;                /* ts_request_params.cache_namespace */
     ts_priority priority;
     ts_sampling_params sampling;
     char *stop[TS_MAX_STOP];

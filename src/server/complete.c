@@ -417,6 +417,13 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.n = r->n;
     p.ignore_eos = r->ignore_eos;
+    /* One namespace per API key (or per cache_namespace of the key file); a cache_salt
+     * narrows it. Without keys and salt everything shares namespace 0. */
+    p.cache_namespace = c->cache_ns;
+    if (r->cache_salt)
+        p.cache_namespace = auth_ns_hash(auth_ns_hash(c->cache_ns ? c->cache_ns : AUTH_NS_SEED,
+                                                      "s:", 2),
+                                         r->cache_salt, strlen(r->cache_salt));
     /* The bound is for clients that read a stream slowly. A non-streamed answer is read
      * by this server as the engine writes it; bounding that would cancel requests
      * whenever the connection's thread waited for a core. */

@@ -97,6 +97,7 @@ static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
     if (!k)
         return false;
     c->priority = k->tier;
+    c->cache_ns = k->cache_ns;
     return true;
 }
 

@@ -65,6 +65,7 @@ typedef struct oai_request {
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
     char *user;                   /* owned; recorded, not used */
+    char *cache_salt;             /* owned or NULL: narrows the prefix-cache namespace */
 } oai_request;
 
 /* Parses and validates a request body of len bytes (borrowed). Unknown fields are

@@ -402,7 +402,8 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
         read_stream(root, r, err) != TS_OK ||
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
-        read_string(root, "user", &r->user, err) != TS_OK)
+        read_string(root, "user", &r->user, err) != TS_OK ||
+        read_string(root, "cache_salt", &r->cache_salt, err) != TS_OK)
         goto fail;
     if (kind == OAI_COMPLETION) {
         bool echo = false;
@@ -434,6 +435,7 @@ void oai_request_clear(oai_request *r)
     for (int i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     free(r->user);
+    free(r->cache_salt);
     memset(r, 0, sizeof *r);
 }
 

@@ -95,6 +95,7 @@ typedef struct srv_conn {
     char path[128];               /* escaped, cut */
     bool batch;                   /* /v1/batch/...: always LOW priority */
     ts_priority priority;         /* from the API key's tier */
+    uint64_t cache_ns;            /* from the API key (0 without keys) */
     double t_start;               /* monotonic seconds */
     strbuf body;                  /* the accumulated upload */
     bool body_too_big;

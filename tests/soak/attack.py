@@ -261,7 +261,41 @@ def answers(args, checks):
         srv.stop()
 
 
-SECTIONS = {"slowloris": slowloris, "framing": framing, "answers": answers}
+def tenants(args, checks):
+    import os
+    import tempfile
+    d = tempfile.mkdtemp(prefix="tessera-attack-")
+    path = os.path.join(d, "keys.json")
+    with open(path, "w") as f:
+        json.dump({"sk-a": {"name": "a"}, "sk-b": {"name": "b"},
+                   "sk-org1": {"cache_namespace": "org"}, "sk-org2": {"cache_namespace": "org"}}, f)
+    srv = common.Server(args.binary, args.model, ["--api-keys", path], keys=False)
+    secret = "The patient has diabetes and takes insulin every morning before school. " * 3
+
+    def cached(key, prompt, salt=None):
+        body = {"prompt": prompt, "max_tokens": 1}
+        if salt:
+            body["cache_salt"] = salt
+        st, _, payload = raw(srv.port, http_req("/v1/completions", body,
+                                                 {"Authorization": "Bearer " + key}), 30)
+        usage = json.loads(payload).get("usage", {}) if st == 200 else {}
+        return (usage.get("prompt_tokens_details") or {}).get("cached_tokens", -1)
+
+    try:
+        cached("sk-a", secret)
+        a2, b1 = cached("sk-a", secret), cached("sk-b", secret)
+        checks.check("the same key hits its own cached prompt", a2 > 0, "%d" % a2)
+        checks.check("another key's cached_tokens for it is 0", b1 == 0, "%d" % b1)
+        s1 = cached("sk-a", secret, "s1")
+        checks.check("a cache_salt narrows the namespace", s1 == 0, "%d" % s1)
+        cached("sk-org1", secret + " org")
+        o2 = cached("sk-org2", secret + " org")
+        checks.check("keys of one cache_namespace share", o2 > 0, "%d" % o2)
+    finally:
+        srv.stop()
+
+
+SECTIONS = {"slowloris": slowloris, "framing": framing, "answers": answers, "tenants": tenants}
 
 
 def main():
