@@ -295,7 +295,24 @@ def tenants(args, checks):
         srv.stop()
 
 
-SECTIONS = {"slowloris": slowloris, "framing": framing, "answers": answers, "tenants": tenants}
+def pool(args, checks):
+    # --max-seqs 1: the default KV pool holds one full context (a 2-token prompt and
+    # max_tokens up to the context) with the partial blocks it needs.
+    ctx = common.model_config(args.binary, args.model)["context_len"]
+    srv = common.Server(args.binary, args.model, ["--max-seqs", "1"])
+    try:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        s.sendall(http_req("/v1/completions", {"prompt": "Once", "max_tokens": ctx - 8,
+                                               "stream": True}))
+        st, _, payload = common.parse_response(s.recv(4096))
+        s.close()
+        checks.check("--max-seqs 1 fits a prompt + max_tokens of %d -> 200" % (ctx - 6), st == 200,
+                     "%d %r" % (st, payload[:160]))
+    finally:
+        srv.stop()
+
+
+SECTIONS = {"pool": pool, "slowloris": slowloris, "framing": framing, "answers": answers, "tenants": tenants}
 
 
 def main():
