@@ -142,6 +142,10 @@ typedef struct oai_usage {
 
 char *oai_error_json(const oai_error *e);
 
+/* A JSON string item of n bytes (borrowed; ill-formed UTF-8 repaired, NUL bytes written as
+ * \u0000 rather than cutting the text); NULL out of memory. */
+struct cJSON *oai_bytes_string(const char *s, size_t n);
+
 /* The whole answer of a non-streamed request. */
 char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_choices,
                         const oai_usage *usage);

@@ -312,7 +312,51 @@ def pool(args, checks):
         srv.stop()
 
 
-SECTIONS = {"pool": pool, "slowloris": slowloris, "framing": framing, "answers": answers, "tenants": tenants}
+def parsing(args, checks):
+    srv = common.Server(args.binary, args.model)
+    port = srv.port
+
+    def post(body, path="/v1/completions", ctype="application/json"):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            st, _, payload = common.request(port, "POST", path, data,
+                                            dict(K, **{"Content-Type": ctype}), 30)
+        except socket.timeout:
+            return 0, None, b""
+        try:
+            j = json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            j = None
+        return st, j, payload
+
+    def refused(name, got, param):
+        st, j, payload = got
+        err = (j or {}).get("error", {})
+        checks.check(name, st == 400 and err.get("param") == param, "%d %r" % (st, payload[:160]))
+
+    try:
+        refused("a NUL in a prompt -> 400 naming prompt", post({"prompt": "a\u0000b"}), "prompt")
+        refused("a NUL in chat content -> 400 naming content",
+                post({"messages": [{"role": "user", "content": "a\u0000b"}]},
+                     "/v1/chat/completions"), "content")
+        refused("a NUL in a model name -> 400 naming model",
+                post({"model": "stories260K\u0000x", "prompt": "a"}), "model")
+        st, j, payload = post({"tokens": [1, 3, 3]}, "/detokenize")
+        checks.check("/detokenize of NUL tokens keeps them, escaped",
+                     st == 200 and j is not None and "\u0000" in j.get("prompt", "") and
+                     b"\\u0000" in payload, "%d %r" % (st, payload[:160]))
+        st, j, _ = post(b'{"prompt": "a", "max_tokens": 1} {"x": 1}')
+        checks.check("JSON followed by trailing garbage -> 400", st == 400, "%d" % st)
+        refused("content parts checked for UTF-8 one by one",
+                post(b'{"messages": [{"role": "user", "content": [{"type": "text", "text": "\xc3"}, '
+                     b'{"type": "text", "text": "\xa9"}]}]}', "/v1/chat/completions"),
+                "messages[0].content")
+        refused("top_p 1e-50 -> 400 naming top_p", post({"prompt": "a", "top_p": 1e-50}), "top_p")
+    finally:
+        srv.stop()
+
+
+SECTIONS = {"parsing": parsing, "pool": pool, "slowloris": slowloris, "framing": framing, "answers": answers, "tenants": tenants}
 
 
 def main():
