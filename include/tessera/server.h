@@ -35,6 +35,12 @@ typedef struct ts_server_options {
     int max_per_address;       /* connections from one client address (128; 0 = no cap):
                                 * past it answered 503 (except /health), and a new one
                                 * closes that address's oldest still-reading connection */
+    const char *allowed_hosts; /* Host names served besides loopback ones when bound to
+                                * a loopback address (comma-separated, "*" = any; NULL =
+                                * none): others get 403 (DNS rebinding); copied */
+    const char *cors;          /* origins a browser page may call from (comma-separated,
+                                * "*" = any; NULL = same origin only): others get 403;
+                                * copied */
     int grace_ms;              /* ts_server_stop waits this long for requests (10000) */
     /* One line per request (method, route, status, tokens, duration), without a newline.
      * NULL = no request log. Called from HTTP threads; must be thread-safe. */

@@ -37,6 +37,10 @@ static void usage(FILE *out)
             "  --max-answer BYTES      a non-streamed answer's size (8388608; 0 = unbounded)\n"
             "  --max-answers-total BYTES  non-streamed answers held over all clients\n"
             "                          (67108864; 0 = unbounded)\n"
+            "  --allowed-hosts LIST    Host names served besides loopback ones on a loopback\n"
+            "                          bind (comma-separated; * = any)\n"
+            "  --cors LIST             origins browser pages may call from (comma-separated;\n"
+            "                          * = any; default: same origin only)\n"
             "  --read-timeout SECONDS  a request's headers and body must arrive within this\n"
             "                          time of the connection's opening (30; 0 = none)\n"
             "  --max-per-address N     connections from one client address (128; 0 = no cap)\n"
@@ -108,6 +112,10 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_answer);
         } else if (!strcmp(o, "--max-answers-total")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_answers_total);
+        } else if (!strcmp(o, "--allowed-hosts")) {
+            ok = (a->srv.allowed_hosts = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--cors")) {
+            ok = (a->srv.cors = cli_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(o, "--read-timeout")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 86400, &a->read_timeout_s);
         } else if (!strcmp(o, "--max-per-address")) {

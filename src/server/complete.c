@@ -454,6 +454,7 @@ static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    srv_add_cors_headers(r, c);
     enum MHD_Result ok = MHD_queue_response(mc, 200, r);
     MHD_destroy_response(r);
     if (ok == MHD_YES)

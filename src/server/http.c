@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "server/origin.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
 
@@ -150,6 +151,47 @@ static bool framing_ok(struct MHD_Connection *mc, srv_conn *c, oai_error *e)
     return true;
 }
 
+/* Browser-driven requests: a Host that is no loopback name on a loopback bind (DNS
+ * rebinding), a cross-site Origin, a JSON route's body of a form's type. An allowed
+ * cross-origin preflight (OPTIONS) is answered here. 0: go on; else answered. */
+static int browser_check(struct MHD_Connection *mc, srv_conn *c, const char *method,
+                         enum MHD_Result *rc)
+{
+    ts_server *srv = c->srv;
+    oai_error e;
+    const char *host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
+    if (!origin_host_ok(srv->host, srv->opts.allowed_hosts, host)) {
+        oai_error_set(&e, 403, NULL, "host_not_allowed",
+                      "the Host header names no loopback address; see --allowed-hosts");
+        *rc = srv_send_error(mc, c, &e);
+        return 1;
+    }
+    origin_verdict v = origin_check(srv->opts.cors, host, origin);
+    if (v == ORIGIN_REFUSED) {
+        oai_error_set(&e, 403, NULL, "origin_not_allowed",
+                      "cross-origin requests are refused unless --cors names the origin");
+        *rc = srv_send_error(mc, c, &e);
+        return 1;
+    }
+    if (v == ORIGIN_CORS)
+        c->cors_origin = origin; /* MHD's copy: valid until the request completes */
+    if (!strcmp(method, "OPTIONS") && v != ORIGIN_NONE && c->entry) {
+        *rc = srv_send(mc, c, 204, "text/plain", strdup(""), 0);
+        return 1;
+    }
+    const char *ctype =
+        MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (c->entry && c->entry->when == ROUTE_BODY && !strcmp(method, c->entry->method) &&
+        !origin_content_type_ok(ctype, origin != NULL)) {
+        oai_error_set(&e, 415, NULL, "unsupported_media_type",
+                      "send the body as Content-Type: application/json");
+        *rc = srv_send_error(mc, c, &e);
+        return 1;
+    }
+    return 0;
+}
+
 /* First call for a request: route, method, auth and declared size are checked at once. */
 static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
                                      const char *method)
@@ -158,6 +200,9 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
     oai_error e;
     if (!framing_ok(mc, c, &e))
         return srv_send_error(mc, c, &e);
+    enum MHD_Result rc;
+    if (browser_check(mc, c, method, &rc))
+        return rc;
     if (!r) {
         oai_error_set(&e, 404, NULL, "not_found", "no route %s %s", c->method, c->path);
         return srv_send_error(mc, c, &e);
@@ -365,6 +410,12 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
         goto fail;
     }
     srv->opts.host = srv->host;
+    srv->opts.allowed_hosts = srv->allowed_hosts = opts->allowed_hosts ? strdup(opts->allowed_hosts) : NULL;
+    srv->opts.cors = srv->cors = opts->cors ? strdup(opts->cors) : NULL;
+    if ((opts->allowed_hosts && !srv->allowed_hosts) || (opts->cors && !srv->cors)) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "cannot copy server options");
+        goto fail;
+    }
     srv->opts.chat_template = srv->template_name;
     srv->opts.api_keys_path = NULL;
     chat_template_kind kind;
@@ -508,6 +559,8 @@ void ts_server_destroy(ts_server *srv)
     metrics_free(srv->metrics);
     auth_keys_free(srv->keys);
     free(srv->host);
+    free(srv->allowed_hosts);
+    free(srv->cors);
     free(srv->template_name);
     pthread_cond_destroy(&srv->idle);
     pthread_mutex_destroy(&srv->mu);

@@ -35,6 +35,7 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == 405)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, c->allow ? c->allow : "GET");
+    srv_add_cors_headers(r, c);
     enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, r);
     MHD_destroy_response(r);
     if (ok == MHD_YES) {
@@ -42,6 +43,16 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
         guard_answer_queued(c->srv->guard, c->guard);
     }
     return ok;
+}
+
+void srv_add_cors_headers(struct MHD_Response *r, const srv_conn *c)
+{
+    if (!c->cors_origin)
+        return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", c->cors_origin);
+    MHD_add_response_header(r, "Vary", "Origin");
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
 }
 
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e)

@@ -60,6 +60,7 @@ struct ts_server {
     ts_server_options opts;
     char *host;                   /* owned copy of opts.host */
     char *template_name;          /* owned copy of opts.chat_template */
+    char *allowed_hosts, *cors;   /* owned copies of opts.allowed_hosts, opts.cors */
     auth_keys *keys;              /* owned; NULL = open */
     metrics *metrics;             /* owned */
     guard *guard;                 /* owned: read deadlines, per-address cap */
@@ -100,6 +101,7 @@ typedef struct srv_conn {
     strbuf body;                  /* the accumulated upload */
     bool body_too_big;
     bool close;                   /* answer with Connection: close (broken framing) */
+    const char *cors_origin;      /* MHD's; set when --cors lets this request's Origin in */
     int status;                   /* HTTP status answered, 0 before */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
 } srv_conn;
@@ -115,6 +117,9 @@ typedef enum MHD_Result srv_handler(struct MHD_Connection *mc, srv_conn *c);
 /* Queues body (malloc'd; ownership passes to MHD) with a status and content type. */
 enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
                          const char *content_type, char *body, size_t len);
+
+/* Adds the CORS headers to r when c's Origin is let in by --cors. */
+void srv_add_cors_headers(struct MHD_Response *r, const srv_conn *c);
 
 /* Queues an OpenAI error body (adds Retry-After on 429). */
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e);

@@ -356,7 +356,50 @@ def parsing(args, checks):
         srv.stop()
 
 
-SECTIONS = {"parsing": parsing, "pool": pool, "slowloris": slowloris, "framing": framing, "answers": answers, "tenants": tenants}
+def browser(args, checks):
+    srv = common.Server(args.binary, args.model, ["--allowed-hosts", "tessera.internal",
+                                                  "--cors", "https://app.example"])
+    port = srv.port
+    body = json.dumps({"prompt": "a", "max_tokens": 1})
+
+    def post(headers):
+        h = dict(K)
+        h.update(headers)
+        return common.request(port, "POST", "/v1/completions", body, h, 30)
+
+    try:
+        st, _, _ = post({"Host": "evil.example"})
+        checks.check("a Host that is no loopback name -> 403 (DNS rebinding)", st == 403, "%d" % st)
+        st, _, _ = post({"Host": "localhost:%d" % port})
+        checks.check("Host localhost:PORT -> 200", st == 200, "%d" % st)
+        st, _, _ = post({"Host": "tessera.internal"})
+        checks.check("a Host named by --allowed-hosts -> 200", st == 200, "%d" % st)
+        st, _, _ = post({"Origin": "https://evil.example"})
+        checks.check("a cross-origin request -> 403", st == 403, "%d" % st)
+        own = "127.0.0.1:%d" % port
+        st, _, _ = post({"Host": own, "Origin": "http://" + own})
+        checks.check("a same-origin page's request -> 200", st == 200, "%d" % st)
+        st, h, _ = post({"Origin": "https://app.example"})
+        checks.check("an origin named by --cors -> 200 with Access-Control-Allow-Origin",
+                     st == 200 and h.get("access-control-allow-origin") == "https://app.example",
+                     "%d %r" % (st, h))
+        st, h, _ = common.request(port, "OPTIONS", "/v1/completions", None,
+                                  {"Origin": "https://app.example",
+                                   "Access-Control-Request-Method": "POST"}, 10)
+        checks.check("its preflight -> 204 with the CORS headers",
+                     st == 204 and "access-control-allow-headers" in h, "%d %r" % (st, h))
+        st, _, _ = post({"Content-Type": "text/plain"})
+        checks.check("a text/plain body on a JSON route -> 415", st == 415, "%d" % st)
+        st, _, _ = post({"Content-Type": "application/x-www-form-urlencoded",
+                         "Origin": "http://" + own, "Host": own})
+        checks.check("a form body from a browser page -> 415", st == 415, "%d" % st)
+        st, _, _ = post({"Content-Type": "application/x-www-form-urlencoded"})
+        checks.check("curl -d's form type without Origin -> 200", st == 200, "%d" % st)
+    finally:
+        srv.stop()
+
+
+SECTIONS = {"browser": browser, "parsing": parsing, "pool": pool, "slowloris": slowloris, "framing": framing, "answers": answers, "tenants": tenants}
 
 
 def main():
