@@ -225,3 +225,11 @@ uint64_t auth_ns_hash(uint64_t h, const char *s, size_t n)
     }
     return h ? h : 1;
 }
+
+uint64_t auth_request_ns(uint64_t key_ns, const char *salt)
+{
+    if (!salt)
+        return key_ns;
+    uint64_t h = auth_ns_hash(key_ns ? key_ns : AUTH_NS_SEED, "s:", 2);
+    return auth_ns_hash(h, salt, strlen(salt));
+}

@@ -30,6 +30,10 @@ typedef struct auth_keys auth_keys;
 #define AUTH_NS_SEED UINT64_C(0xcbf29ce484222325)
 uint64_t auth_ns_hash(uint64_t h, const char *s, size_t n);
 
+/* A request's prefix-cache namespace: its key's (0 without keys), narrowed by salt
+ * (NULL: none) to a namespace of its own. */
+uint64_t auth_request_ns(uint64_t key_ns, const char *salt);
+
 /* Parses len bytes of JSON (borrowed). Rejects, with err saying where: malformed JSON, a
  * top level that is not an object, no keys, an empty, over-long or non-printable key, an
  * entry that is not an object, a tier other than high/normal/low (default normal), a

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "server/budget.h"
 #include "server/server_internal.h"
 
 _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
@@ -53,7 +54,7 @@ struct srv_job {
     srv_job *next, **prev;    /* in srv->jobs while it has a request */
     int tokens_seen;          /* TOKEN events read: usage when no DONE comes */
     size_t held;              /* bytes reserved in srv->answer_bytes (a whole answer) */
-    int over;                 /* a whole answer past max_answer (1) or the total (2) */
+    budget_verdict over;      /* a whole answer past max_answer or the total */
     char *out;                /* stream bytes not yet handed to MHD: [out_off, out_len) */
     size_t out_len, out_off, out_cap;
     bool out_failed;
@@ -99,9 +100,7 @@ static int job_wait(srv_job *j, ts_event *ev)
             return 0;
         struct pollfd p[3] = {
             {.fd = j->cell->efd, .events = POLLIN},
-            /* No events asked: POLLHUP and POLLERR (a reset, a failed write) still come,
-             * while a half-close (the client shut its write side) is no hang-up. */
-            {.fd = j->client_fd, .events = 0},
+            {.fd = j->client_fd, .events = 0}, /* POLLHUP/POLLERR only: no half-close */
             {.fd = j->srv->stop_efd, .events = POLLIN},
         };
         int nfds = j->client_fd >= 0 ? 2 : 1;
@@ -200,24 +199,14 @@ static bool append_text(choice_acc *a, const char *text, size_t len)
     return true;
 }
 
-/* Reserves n more bytes of a whole answer against max_answer and the total over clients;
- * past either the request is cancelled and j->over says which. */
+/* Reserves n more bytes of a whole answer; past a bound the request is cancelled. */
 static void reserve(srv_job *j, size_t n)
 {
     const ts_server_options *o = &j->srv->opts;
-    if (j->over)
-        return;
-    size_t total = atomic_fetch_add(&j->srv->answer_bytes, n) + n;
-    j->held += n;
-    if (o->max_answer && j->held > o->max_answer)
-        j->over = 1;
-    else if (o->max_answers_total && total > o->max_answers_total)
-        j->over = 2;
-    if (j->over) { /* its bytes go at once: the answers still growing may use them */
+    if (j->over == BUDGET_OK &&
+        (j->over = budget_reserve(&j->srv->answer_bytes, &j->held, n, o->max_answer,
+                                  o->max_answers_total)) != BUDGET_OK)
         ts_request_cancel(j->req);
-        atomic_fetch_sub(&j->srv->answer_bytes, j->held);
-        j->held = 0;
-    }
 }
 
 /* Non-streamed: append to the choice's text and logprobs. A DONE event's text is what the
@@ -417,13 +406,7 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.n = r->n;
     p.ignore_eos = r->ignore_eos;
-    /* One namespace per API key (or per cache_namespace of the key file); a cache_salt
-     * narrows it. Without keys and salt everything shares namespace 0. */
-    p.cache_namespace = c->cache_ns;
-    if (r->cache_salt)
-        p.cache_namespace = auth_ns_hash(auth_ns_hash(c->cache_ns ? c->cache_ns : AUTH_NS_SEED,
-                                                      "s:", 2),
-                                         r->cache_salt, strlen(r->cache_salt));
+    p.cache_namespace = auth_request_ns(c->cache_ns, r->cache_salt);
     /* The bound is for clients that read a stream slowly. A non-streamed answer is read
      * by this server as the engine writes it; bounding that would cancel requests
      * whenever the connection's thread waited for a core. */
@@ -478,17 +461,8 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
         oai_error_set(&e, 500, NULL, NULL, "out of memory");
         return srv_send_error(mc, c, &e);
     }
-    if (j->over == 1) {
-        oai_error_set(&e, 400, "max_tokens", "response_too_large",
-                      "the answer grew past the limit of %zu bytes and was cancelled; ask for "
-                      "fewer tokens, completions or logprobs, or stream it",
-                      j->srv->opts.max_answer);
-        return srv_send_error(mc, c, &e);
-    }
-    if (j->over == 2) {
-        oai_error_set(&e, 503, NULL, "server_busy",
-                      "answers waiting to be read hold over %zu bytes; the request was "
-                      "cancelled; retry or stream it", j->srv->opts.max_answers_total);
+    if (j->over != BUDGET_OK) {
+        budget_error(&e, j->over, j->srv->opts.max_answer, j->srv->opts.max_answers_total);
         return srv_send_error(mc, c, &e);
     }
     if (j->failed) {
@@ -594,9 +568,8 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
 {
     if (!j)
         return;
-    /* What the client never read (it left, or read too slowly) still counts: the request
-     * is cancelled and its last events read (the engine ends it at its next step), so an
-     * error is logged and usage counts every token generated. */
+    /* What the client never read still counts: the request is cancelled and its last
+     * events read (it ends at the next step), for the error log and the usage. */
     ts_event ev = {0};
     if (j->req)
         ts_request_cancel(j->req);
@@ -610,7 +583,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
             j->tokens_seen++;
         ts_event_clear(&ev);
     }
-    atomic_fetch_sub(&j->srv->answer_bytes, j->held);
+    budget_release(&j->srv->answer_bytes, &j->held);
     *prompt_tokens = j->prompt_tokens;
     *completion_tokens = j->completion_tokens > j->tokens_seen ? j->completion_tokens
                                                                : j->tokens_seen;
