@@ -7,7 +7,9 @@
 # a directory for bench/plot.sh.
 #
 # usage: bench/compare.sh [-n N] [-o DIR] [-m MODEL] [--prompt-len L] [--max-tokens M]
-#                         [--levels LIST] [--build DIR]
+#                         [--levels LIST] [--build DIR] [--cluster [--replicas R]]
+# --cluster instead measures replicas behind nginx (bench/cluster_bench.sh, 1..R replicas
+# each on its own cores, N streams per replica).
 # Defaults fit 10 minutes on 2 cores: N 16, prompt 32 tokens, 64 generated tokens,
 # levels 1,2,4,8,N, results in build/compare/.
 set -euo pipefail
@@ -19,6 +21,8 @@ model=""
 prompt_len=32
 max_tokens=64
 levels=""
+cluster=0
+replicas=3
 while (($#)); do
   case $1 in
     -n) conc=$2; shift 2 ;;
@@ -28,12 +32,18 @@ while (($#)); do
     --max-tokens) max_tokens=$2; shift 2 ;;
     --levels) levels=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --cluster) cluster=1; shift ;;
+    --replicas) replicas=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [[ $conc =~ ^[0-9]+$ ]] && ((conc >= 2 && conc <= 256)) || { echo "compare.sh: -n wants 2..256" >&2; exit 2; }
 out=${out:-$build/compare}
+if ((cluster)); then
+  exec "$root/bench/cluster_bench.sh" -n "$conc" -o "$out/cluster" --prompt-len "$prompt_len" \
+    --max-tokens "$max_tokens" --replicas "$replicas" --build "$build" ${model:+-m "$model"}
+fi
 levels=${levels:-$(for l in 1 2 4 8; do ((l < conc)) && printf '%s,' "$l"; done)$conc}
 tessera=$build/tessera
 model=${model:-$build/stories110m-synth.gguf}
@@ -47,7 +57,11 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 if [ ! -f "$model" ]; then
   echo "compare.sh: writing a synthetic stories110m to $model" >&2
-  "$tessera" synth --shape stories110m -o "$model" >&2
+  # The Llama-2 vocabulary where the workplace has it; else synth's built-in default.
+  vocab=()
+  spm=${TESSERA_SHARED:-../shared}/vocab/ggml-vocab-llama-spm.gguf
+  [ -f "$spm" ] && vocab=(--vocab "$spm")
+  "$tessera" synth --shape stories110m "${vocab[@]}" -o "$model" >&2
 fi
 
 keys=$out/keys.json

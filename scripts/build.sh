@@ -4,5 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 shift || true
-cmake -S . -B "$dir" -DTESSERA_NATIVE=ON "$@" >/dev/null
+# Tests and benchmarks on unless the options say otherwise: scripts/run.sh may have
+# configured this directory without them.
+cmake -S . -B "$dir" -DTESSERA_NATIVE=ON -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_BENCH=ON "$@" >/dev/null
 cmake --build "$dir" -j "$(nproc)"

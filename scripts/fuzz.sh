@@ -85,6 +85,10 @@ make_corpus() {
       done ;;
     fuzz_chat_template)
       seed models/tinystories-656k/tokenizer_config.json "$dir" ;;
+    fuzz_jinja)
+      for f in "$shared"/chat-templates/*.jinja; do
+        [ -f "$f" ] && seed "chat-templates/$(basename "$f")" "$dir"
+      done ;;
     fuzz_detok_stop)
       for f in "$shared"/reference/stories260K-greedy/*.out; do
         [ -f "$f" ] && { printf '\x02\x01\n\x02. '; cat "$f"; } >"$dir/shared-$(basename "$f")"

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Installs what tessera needs to build and test on Debian 12, if it is missing.
 # Idempotent and non-interactive; safe to run before every build.
-# --cross-aarch64 also installs the aarch64 cross compiler and qemu-user, with which
-# scripts/test.sh runs the NEON kernel tests. --fuzz installs clang and the sanitizer
-# and libFuzzer runtimes that scripts/fuzz.sh builds with.
+# --serve installs only what building and running the tessera binary needs (scripts/run.sh);
+# without it, what the tests need too. --cross-aarch64 also installs the aarch64 cross
+# compiler and qemu-user, with which scripts/test.sh runs the NEON kernel tests. --fuzz
+# installs clang and the sanitizer and libFuzzer runtimes that scripts/fuzz.sh builds with.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config
           libopenblas-openmp-dev libopenblas0-openmp
-          libcjson-dev libmicrohttpd-dev libcmocka-dev libcurl4-openssl-dev
-          curl jq python3 ${TESSERA_EXTRA_PACKAGES:-})
+          libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev ${TESSERA_EXTRA_PACKAGES:-})
+test_packages=(libcmocka-dev curl jq python3
+               chromium     # tests only: the chat page's browser test (tests/web/)
+               nginx-light) # tests only: scripts/cluster.sh's test (tests/cluster/)
+serve_only=0
 for arg in "$@"; do
   case $arg in
+    --serve) serve_only=1 ;;
     --cross-aarch64) packages+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
     --fuzz) packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "setup: unknown option $arg" >&2; exit 2 ;;
@@ -19,8 +24,11 @@ for arg in "$@"; do
 done
 
 missing=()
-# The HTTP tests drive the server with the official OpenAI Node client.
-command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+if ((!serve_only)); then
+  packages+=("${test_packages[@]}")
+  # The HTTP tests drive the server with the official OpenAI Node client.
+  command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+fi
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")

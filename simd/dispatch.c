@@ -57,6 +57,11 @@ static int cpu_has(simd_isa isa)
                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                cpu_has_f16c();
 #endif
+#if defined(TS_HAVE_AVX512VNNI) && (defined(__x86_64__) || defined(__i386__))
+    case SIMD_ISA_AVX512VNNI:
+        __builtin_cpu_init();
+        return cpu_has(SIMD_ISA_AVX512) && __builtin_cpu_supports("avx512vnni");
+#endif
 #if defined(TS_HAVE_NEON) && defined(__aarch64__)
     case SIMD_ISA_NEON:
 #if defined(__linux__)
@@ -87,6 +92,10 @@ static const simd_kernels *table_of(simd_isa isa)
     case SIMD_ISA_NEON:
         return &simd_neon_table;
 #endif
+#if defined(TS_HAVE_AVX512VNNI)
+    case SIMD_ISA_AVX512VNNI:
+        return &simd_avx512vnni_table;
+#endif
     default:
         return NULL;
     }
@@ -106,7 +115,8 @@ const simd_kernels *simd_init(void)
     const char *force = getenv("TESSERA_FORCE_REF");
     if (force && strcmp(force, "1") == 0)
         return &simd_ref_table;
-    static const simd_isa best_first[] = {SIMD_ISA_AVX512, SIMD_ISA_AVX2, SIMD_ISA_NEON};
+    static const simd_isa best_first[] = {SIMD_ISA_AVX512VNNI, SIMD_ISA_AVX512, SIMD_ISA_AVX2,
+                                          SIMD_ISA_NEON};
     for (size_t i = 0; i < sizeof best_first / sizeof best_first[0]; i++) {
         const simd_kernels *t = simd_kernels_for(best_first[i]);
         if (t)
@@ -118,6 +128,7 @@ const simd_kernels *simd_init(void)
 
 const char *simd_isa_name(simd_isa isa)
 {
-    static const char *const names[SIMD_ISA_COUNT] = {"ref", "avx2", "avx512", "neon"};
+    static const char *const names[SIMD_ISA_COUNT] = {"ref", "avx2", "avx512", "neon",
+                                                       "avx512vnni"};
     return (unsigned)isa < SIMD_ISA_COUNT ? names[isa] : "unknown";
 }

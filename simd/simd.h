@@ -52,7 +52,7 @@ typedef struct simd_attn_shape {
 /* One implementation of every kernel. All pointers are borrowed for the call only.
  * Kernels work on the row or head range they are given; threads split work outside. */
 typedef struct simd_kernels {
-    const char *name; /* "ref", "avx2", "avx512", "neon" */
+    const char *name; /* "ref", "avx2", "avx512", "neon", "avx512vnni" */
 
     /* out[r] = x[r] * weight / sqrt(mean(x[r]^2) + eps); x, out (rows, n); weight (n).
      * out may equal x. */
@@ -128,6 +128,7 @@ typedef enum simd_isa {
     SIMD_ISA_AVX2,   /* AVX2 + FMA + F16C */
     SIMD_ISA_AVX512, /* AVX-512 F/VL/BW/DQ, with OS support for the zmm state */
     SIMD_ISA_NEON,
+    SIMD_ISA_AVX512VNNI, /* SIMD_ISA_AVX512 plus AVX512_VNNI (the quantized GEMM's dots) */
     SIMD_ISA_COUNT,
 } simd_isa;
 
@@ -140,7 +141,7 @@ const simd_kernels *simd_init(void);
  * else NULL. SIMD_ISA_REF always succeeds. Ignores TESSERA_FORCE_REF. */
 const simd_kernels *simd_kernels_for(simd_isa isa);
 
-/* "ref", "avx2", "avx512", "neon"; "unknown" outside the enum. */
+/* "ref", "avx2", "avx512", "neon", "avx512vnni"; "unknown" outside the enum. */
 const char *simd_isa_name(simd_isa isa);
 
 #endif

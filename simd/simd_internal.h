@@ -11,6 +11,7 @@ extern const simd_kernels simd_ref_table;
 extern const simd_kernels simd_avx2_table;
 extern const simd_kernels simd_avx512_table;
 extern const simd_kernels simd_neon_table;
+extern const simd_kernels simd_avx512vnni_table;
 
 /* Scalar IEEE binary16 <-> binary32, round to nearest even (ref/f16.c). */
 uint16_t simd_f32_to_f16_scalar(float f);
@@ -23,5 +24,10 @@ void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
 /* The reference skinny GEMM (ref/gemm.c), for the reference table. */
 void simd_ref_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, const float *w,
                       int M, int N, int K, float beta, int n_begin, int n_end);
+
+/* The reference activation quantization and quantized GEMM (ref/qgemm.c). */
+void simd_ref_quantize_act(void *out, const float *x, size_t lda, int M, int K, qact a);
+void simd_ref_qgemm(float *out, size_t ldo, const void *xq, const simd_qmat *w, int M,
+                    float beta, int n_begin, int n_end);
 
 #endif

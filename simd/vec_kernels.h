@@ -392,6 +392,7 @@ static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
 }
 
 #include "vec_gemm.h"
+#include "vec_qgemm.h"
 
 const simd_kernels SIMD_TABLE = {
     .name = SIMD_NAME,
@@ -404,4 +405,6 @@ const simd_kernels SIMD_TABLE = {
     .attention = vec_attention,
     .gemm_nt = vec_gemm_nt,
     .gemm_nt_max_rows = GEMM_MAX_ROWS,
+    .quantize_act = vec_quantize_act,
+    .qgemm = vec_qgemm,
 };

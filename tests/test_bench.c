@@ -68,6 +68,7 @@ static void test_rounds_combine_to_medians_and_totals(void **state)
     assert_float_equal(c.speedup_min, 2.0, 0);
     assert_float_equal(c.speedup_max, 7.0, 0);
     assert_false(c.all_decoding); /* one round without a window marks the level */
+    assert_true(c.noisy);         /* gemm took 0.05, 0.023 and 0.010 s per step */
     assert_float_equal(c.wall_s, 7.0, 0);
     assert_int_equal(c.generated, 300);
     assert_int_equal(c.decode.steps, 33);
@@ -286,11 +287,35 @@ static void test_baseline_is_added_and_bad_configs_refused(void **state)
     ts_model_free(m);
 }
 
+static void test_phase_variation(void **state)
+{
+    (void)state;
+    /* per step: gemm 1.0 ms / 1.9 ms, attention 0.5 ms both, lm_head 0.01 ms / 0.1 ms */
+    bench_level r[2] = {
+        {.decode = {.steps = 10, .seconds = {[TS_PHASE_GEMM] = 0.010,
+                                             [TS_PHASE_ATTENTION] = 0.005,
+                                             [TS_PHASE_LM_HEAD] = 0.0001}}},
+        {.decode = {.steps = 20, .seconds = {[TS_PHASE_GEMM] = 0.038,
+                                             [TS_PHASE_ATTENTION] = 0.010,
+                                             [TS_PHASE_LM_HEAD] = 0.002}}},
+    };
+    /* lm_head varied 10x but is under 5% of the step: not a sign of a busy machine */
+    assert_false(bench_phases_vary(r, 2));
+    r[1].decode.seconds[TS_PHASE_GEMM] = 0.041; /* 2.05 ms per step: over twice 1.0 */
+    assert_true(bench_phases_vary(r, 2));
+    assert_false(bench_phases_vary(r, 1)); /* one round cannot vary */
+    r[1].decode.steps = 0;                 /* a round without decode steps says nothing */
+    assert_false(bench_phases_vary(r, 2));
+    bench_level idle[2] = {{.concurrency = 1}, {.concurrency = 1}};
+    assert_false(bench_phases_vary(idle, 2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentile_interpolates_between_ranks),
         cmocka_unit_test(test_rounds_combine_to_medians_and_totals),
+        cmocka_unit_test(test_phase_variation),
         cmocka_unit_test(test_weight_bytes_and_bandwidth),
         cmocka_unit_test(test_engine_options_fit_the_largest_level),
         cmocka_unit_test(test_tiny_run_has_the_json_shape),

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 static const chat_message conv[] = {
     {"system", "Be brief."},

@@ -754,7 +754,8 @@ static void test_bench_rounds(void **state)
     assert_int_equal(tessera(&out, "bench -m %s --concurrency 2 -n 4 --prompt-len 8 --rounds 2 "
                                    "--bw-mem 0 --json %s", model, json), 0);
     assert_non_null(strstr(out, "median of 2 rounds"));
-    assert_non_null(strstr(out, "1.00x   1.00-1.00")); /* the baseline against itself */
+    assert_non_null(strstr(out, "1.00x  1.00-1.00")); /* the baseline against itself */
+    assert_null(strstr(out, " \n"));                  /* no trailing spaces */
     free(out);
     char *text = tu_read_file(json, NULL);
     assert_non_null(text);
@@ -772,6 +773,45 @@ static void test_bench_rounds(void **state)
     assert_int_equal(tessera(NULL, "bench -m %s --rounds 0", model), 2);
     assert_int_equal(tessera(NULL, "bench -m %s --rounds 65", model), 2);
     free(model);
+}
+
+/* `tessera template` prints what the Jinja template makes of a messages file, exactly
+ * (granite's strftime_now showing $SOURCE_DATE_EPOCH's date), forces a family with
+ * --chat-template, and reports what a template raises. */
+static void test_template_command(void **state)
+{
+    (void)state;
+    const char *msgs = tu_tmp_path("template-msgs.json");
+    FILE *f = fopen(msgs, "w");
+    assert_non_null(f);
+    fputs("[{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]", f);
+    fclose(f);
+    char *model = shared(STORIES_GGUF), *granite = shared("chat-templates/ibm-granite-granite-3.3-2B-Instruct.jinja");
+    char *gemma = shared("chat-templates/google-gemma-2-2b-it.jinja"), *out = NULL, *err = NULL;
+    setenv("SOURCE_DATE_EPOCH", "1795564800", 1);
+    assert_int_equal(tessera(&out, "template -m %s --messages %s --chat-template-file %s", model, msgs, granite), 0);
+    assert_string_equal(out, "<|start_of_role|>system<|end_of_role|>Be brief.<|end_of_text|>\n"
+                             "<|start_of_role|>user<|end_of_role|>Hi<|end_of_text|>\n"
+                             "<|start_of_role|>assistant<|end_of_role|>");
+    free(out);
+    fputs("[{\"role\": \"user\", \"content\": \"Hi\"}]", (f = fopen(msgs, "w")));
+    fclose(f);
+    assert_int_equal(tessera(&out, "template -m %s --messages %s --chat-template-file %s", model, msgs, granite), 0);
+    assert_non_null(strstr(out, "Today's Date: November 25, 2026."));
+    free(out);
+    unsetenv("SOURCE_DATE_EPOCH");
+    assert_int_equal(tessera(&out, "template -m %s --messages %s --chat-template chatml", model, msgs), 0);
+    assert_string_equal(out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    free(out);
+    fputs("[{\"role\": \"system\", \"content\": \"x\"}, {\"role\": \"user\", \"content\": \"Hi\"}]",
+          (f = fopen(msgs, "w")));
+    fclose(f);
+    assert_int_equal(tessera_stderr(&err, "template -m %s --messages %s --chat-template-file %s", model, msgs, gemma), 1);
+    assert_non_null(strstr(err, "System role not supported"));
+    free(err);
+    free(model);
+    free(granite);
+    free(gemma);
 }
 
 int main(void)
@@ -792,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_generate_prompts_file_and_json),
         cmocka_unit_test(test_generate_more_prompts_than_queue),
         cmocka_unit_test(test_tokenize_special_tokens),
+        cmocka_unit_test(test_template_command),
         cmocka_unit_test(test_read_error_is_not_empty_input),
         cmocka_unit_test(test_bench_rounds),
     };

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "gguf/gguf.h"
+#include "template/jinja.h"
 #include "model/model_gguf.h"
 #include "tiny_gguf.h"
 #include "util.h"
@@ -133,12 +134,29 @@ static void test_gguf_tensors_sharing_bytes_are_refused(void **state)
     free(bytes);
 }
 
+/* ---- fuzz_jinja: select with no test name -----------------------------------------------
+ * `range(3) | select` gave the test no arguments, and the filter offset the NULL argument
+ * array by one (UBSan: applying zero offset to null pointer). It selects the truthy items. */
+static void test_jinja_select_without_a_test(void **state)
+{
+    (void)state;
+    static const char src[] = "{{ range(3) | select | list }}{{ [0, 'a'] | reject | list }}";
+    jinja_template *t = NULL;
+    char *out = NULL;
+    assert_int_equal(jinja_parse(&t, src, sizeof src - 1, NULL, NULL), TS_OK);
+    assert_int_equal(jinja_render(t, NULL, 0, &out, NULL), TS_OK);
+    assert_string_equal(out, "[1, 2][0]");
+    free(out);
+    jinja_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_honest_tiny_model_loads),
         cmocka_unit_test(test_gguf_weights_beyond_the_tensors_are_refused_before_allocating),
         cmocka_unit_test(test_gguf_tensors_sharing_bytes_are_refused),
+        cmocka_unit_test(test_jinja_select_without_a_test),
     };
     return cmocka_run_group_tests_name("fuzz_regressions", tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* test_server_metrics.c: Prometheus text: counters by route and status, cumulative
  * histogram buckets with _sum and _count, per-model engine gauges. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <cmocka.h>
 
 #include "server/metrics.h"
+
+static void assert_prometheus_names(const char *t);
 
 /* The value of the sample line that starts with `series ` (exact series text). */
 static double sample(const char *text, const char *series)
@@ -36,6 +39,7 @@ static void test_request_counters(void **state)
     metrics_add_tokens(m, 5, 1);
     char *t = metrics_render(m, NULL, 0);
     assert_non_null(t);
+    assert_prometheus_names(t);
     assert_non_null(strstr(t, "# TYPE tessera_requests_total counter\n"));
     assert_true(sample(t, "tessera_requests_total{route=\"chat_completions\",status=\"200\"}") == 2);
     assert_true(sample(t, "tessera_requests_total{route=\"chat_completions\",status=\"400\"}") == 1);
@@ -95,6 +99,39 @@ static void test_histogram_cumulative(void **state)
     metrics_free(m);
 }
 
+/* Prometheus' naming rule, which promtool checks: a counter's name ends in _total and
+ * nothing else's does; every sample belongs to a family with a TYPE line. */
+static void assert_prometheus_names(const char *t)
+{
+    char types[64][96];
+    int n = 0;
+    for (const char *line = t; *line; line = strchr(line, '\n') + 1) {
+        char name[96], type[32];
+        if (sscanf(line, "# TYPE %95s %31s", name, type) == 2) {
+            size_t len = strlen(name);
+            bool total = len > 6 && !strcmp(name + len - 6, "_total");
+            if (total != !strcmp(type, "counter"))
+                fail_msg("%s is a %s", name, type);
+            assert_true(n < 64);
+            snprintf(types[n++], sizeof types[0], "%s", name);
+        } else if (line[0] != '#') {
+            size_t len = strcspn(line, "{ ");
+            bool known = false;
+            for (int i = 0; i < n && !known; i++) {
+                size_t tl = strlen(types[i]);
+                /* a histogram's samples add _bucket, _sum or _count to its name */
+                known = len >= tl && !strncmp(line, types[i], tl) &&
+                        (len == tl || !strncmp(line + tl, "_bucket", 7) ||
+                         !strncmp(line + tl, "_sum", 4) || !strncmp(line + tl, "_count", 6));
+            }
+            if (!known)
+                fail_msg("no TYPE for %.*s", (int)len, line);
+        }
+        if (!strchr(line, '\n'))
+            break;
+    }
+}
+
 static void test_model_gauges(void **state)
 {
     (void)state;
@@ -120,6 +157,8 @@ static void test_model_gauges(void **state)
     assert_true(sample(t, "tessera_kv_blocks{model=\"stories\",state=\"free\"}") == 90);
     assert_true(sample(t, "tessera_kv_blocks{model=\"stories\",state=\"used\"}") == 7);
     assert_true(sample(t, "tessera_kv_blocks{model=\"stories\",state=\"cached\"}") == 3);
+    assert_true(sample(t, "tessera_kv_pool_blocks{model=\"stories\"}") == 100);
+    assert_prometheus_names(t);
     assert_true(sample(t, "tessera_prefix_cache_hit_ratio{model=\"stories\"}") == 0.25);
     assert_true(sample(t, "tessera_preemptions_total{model=\"stories\"}") == 5);
     assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"decode\","

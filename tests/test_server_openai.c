@@ -130,7 +130,7 @@ static void test_chat_wrong_types(void **state)
         {"{\"messages\":\"hi\"}", "messages"},
         {"{\"messages\":[3]}", "messages[0]"},
         {"{\"messages\":[{\"content\":\"x\"}]}", "messages[0].role"},
-        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"tool\",\"content\":\"y\"}]}",
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"robot\",\"content\":\"y\"}]}",
          "messages[1].role"},
         {"{\"messages\":[{\"role\":\"user\"}]}", "messages[0].content"},
         {"{\"messages\":[{\"role\":\"user\",\"content\":null}]}", "messages[0].content"},

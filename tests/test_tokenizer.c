@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 
 #include "tessera/tokenizer.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "tokenizer/vocab.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "util.h"

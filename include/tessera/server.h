@@ -16,8 +16,13 @@ typedef struct ts_server_options {
     int port;                  /* default 8080; 0 = any free port (see ts_server_port) */
     const char *api_keys_path; /* JSON key file; NULL = no authentication; borrowed */
     bool protect_metrics;      /* /metrics needs a key too (when keys are set) */
+    bool no_ui;                /* no chat page at GET / (404 like any unknown path) */
     size_t max_body;           /* request body limit in bytes (default 1 MiB) */
     const char *chat_template; /* family name forced on every model; NULL = detect; copied */
+    const char *chat_template_file; /* Jinja chat template for every model, read at create;
+                                * NULL = each model's own; borrowed */
+    long long template_time;   /* the time templates' strftime_now shows (Unix seconds);
+                                * 0 = the clock */
     int max_connections;       /* open connections, one thread each (default 256); the
                                 * next 16 are answered 503 (except /health), later ones
                                 * are closed unanswered */
@@ -42,10 +47,12 @@ typedef struct ts_server_options {
                                 * "*" = any; NULL = same origin only): others get 403;
                                 * copied */
     int grace_ms;              /* ts_server_stop waits this long for requests (10000) */
-    /* One line per request (method, route, status, tokens, duration), without a newline.
-     * NULL = no request log. Called from HTTP threads; must be thread-safe. */
+    /* One line per request (UTC time, request id, model, method, route, status, tokens,
+     * duration) and per failed request, without a newline. NULL = no request log. Called
+     * from HTTP threads; must be thread-safe. */
     void (*log)(void *user, const char *line);
     void *log_user;            /* borrowed */
+    bool log_json;             /* each line a JSON object instead of text (false) */
 } ts_server_options;
 
 void ts_server_options_default(ts_server_options *opts);
@@ -58,10 +65,15 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
 ts_status ts_server_add_model(ts_server *srv, const char *name, ts_engine *engine,
                               ts_error *err);
 
-/* Binds and starts answering on the server's own threads. */
+/* Binds host:port and listens now, so that a port in use is reported before models load;
+ * connections wait in the backlog until ts_server_start. Optional (ts_server_start binds
+ * when it was not called); once only. */
+ts_status ts_server_listen(ts_server *srv, ts_error *err);
+
+/* Binds (unless ts_server_listen did) and starts answering on the server's own threads. */
 ts_status ts_server_start(ts_server *srv, ts_error *err);
 
-/* The bound port (useful with port 0); 0 before start. */
+/* The bound port (useful with port 0); 0 before ts_server_listen or ts_server_start. */
 int ts_server_port(const ts_server *srv);
 
 /* Stops accepting connections, lets requests in flight finish for up to grace_ms, then

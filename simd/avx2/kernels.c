@@ -71,4 +71,9 @@ static inline V v_in_reg(V v)
     return v;
 }
 
+/* Quantized GEMM tile: 4 weight rows x 2 activation rows (8 int accumulators of 16). */
+#define QG_NR 4
+#define QG_MR 2
+#include "qdot_x86.h"
+
 #include "vec_kernels.h"

@@ -5,8 +5,10 @@
 typedef __m512 V;
 #define VW 16
 #define V_ACCS 16 /* accumulators a kernel may keep live (of 32 registers) */
+#ifndef SIMD_TABLE /* avx512vnni/kernels.c builds this file again under its own name */
 #define SIMD_TABLE simd_avx512_table
 #define SIMD_NAME "avx512"
+#endif
 /* Skinny GEMM for every step of the default engine (step_tokens 512 + 64 decodes): on the
  * 16-core Xeon it beat OpenBLAS at every M measured, prefill steps included
  * (docs/BENCHMARKS.md, "Skinny GEMM"). */
@@ -85,5 +87,10 @@ static inline V v_in_reg(V v)
     __asm__("" : "+v"(v));
     return v;
 }
+
+/* Quantized GEMM tile: 4 weight rows x 4 activation rows (16 int accumulators of 32). */
+#define QG_NR 4
+#define QG_MR 4
+#include "qdot_x86.h"
 
 #include "vec_kernels.h"

@@ -59,4 +59,61 @@ static inline V v_in_reg(V v)
     return v;
 }
 
+/* ---- int8 dot products for vec_qgemm.h: sdot where the build targets it (dotprod),
+ * else widening multiplies with pairwise accumulation ---- */
+typedef struct QI {
+    int8x16_t lo, hi; /* elements 0..15, 16..31 */
+} QI;
+typedef QI QW;
+typedef int32x4_t QS;
+typedef float32x4_t QF;
+#define QG_NR 4
+#define QG_MR 4
+
+static inline QI qi_load(const int8_t *p)
+{
+    QI r = {vld1q_s8(p), vld1q_s8(p + 16)};
+    return r;
+}
+static inline QW qw_prep(QI w, const int sgn)
+{
+    (void)sgn; /* signed by nature */
+    return w;
+}
+static inline QS qs_zero(void) { return vdupq_n_s32(0); }
+static inline QS qs_sub(QS a, QS b) { return vsubq_s32(a, b); }
+/* 16 products of w and a summed into 4 lanes. */
+static inline int32x4_t qs_dot16(int32x4_t acc, int8x16_t w, int8x16_t a)
+{
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(acc, w, a);
+#else
+    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(w), vget_low_s8(a)));
+    return vpadalq_s16(acc, vmull_high_s8(w, a));
+#endif
+}
+static inline QS qs_dot(QS acc, QW w, QI a, const int sgn)
+{
+    (void)sgn;
+    return qs_dot16(qs_dot16(acc, w.lo, a.lo), w.hi, a.hi);
+}
+static inline QS qs_dot_sc(QS acc, QW w, QI a, const int16_t *sc, const int sgn)
+{
+    (void)sgn;
+    acc = vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.lo, a.lo), sc[0]);
+    return vmlaq_n_s32(acc, qs_dot16(vdupq_n_s32(0), w.hi, a.hi), sc[8]);
+}
+static inline QS qs_mins(const int16_t *mn, const int16_t *bs)
+{
+    int16x8_t m0 = vld1q_s16(mn), m1 = vld1q_s16(mn + 8);
+    int16x8_t b0 = vld1q_s16(bs), b1 = vld1q_s16(bs + 8);
+    int32x4_t r = vmull_s16(vget_low_s16(m0), vget_low_s16(b0));
+    r = vmlal_high_s16(r, m0, b0);
+    r = vmlal_s16(r, vget_low_s16(m1), vget_low_s16(b1));
+    return vmlal_high_s16(r, m1, b1);
+}
+static inline QF qf_zero(void) { return vdupq_n_f32(0.0f); }
+static inline QF qf_fma(QF acc, float x, QS s) { return vfmaq_n_f32(acc, vcvtq_f32_s32(s), x); }
+static inline float qf_reduce(QF v) { return vaddvq_f32(v); }
+
 #include "vec_kernels.h"

@@ -1,6 +1,5 @@
-/* args.c: option values, the default model rule, and model loading for the CLI. */
+/* args.c: option values and model loading for the CLI (the model search: models.c). */
 #include <errno.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -103,25 +102,6 @@ const char *cli_value(int argc, char **argv, int *i)
         return NULL;
     }
     return argv[++*i];
-}
-
-const char *cli_default_model(void)
-{
-    static char path[4096];
-    const char *env = getenv("TESSERA_MODEL");
-    if (env && *env) {
-        snprintf(path, sizeof path, "%s", env);
-        return path;
-    }
-    glob_t g;
-    if (glob("models/*.gguf", 0, NULL, &g) == 0 && g.gl_pathc > 0) {
-        snprintf(path, sizeof path, "%s", g.gl_pathv[0]);
-        globfree(&g);
-        return path;
-    }
-    globfree(&g);
-    snprintf(path, sizeof path, "../shared/models/stories260K/stories260K.gguf");
-    return path;
 }
 
 ts_model *cli_load_model(const char *path, const char *tokenizer_path)

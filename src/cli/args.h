@@ -50,7 +50,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
 
 #define CLI_ENGINE_HELP                                                                   \
     "engine:\n"                                                                            \
-    "  --threads N          OpenMP threads per step (default: all cores)\n"                \
+    "  --threads N          OpenMP threads per step (default: one per physical core)\n"    \
     "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts\n" \
     "                       + 2 blocks each, at most 1G, at least one context)\n"         \
     "  --kv-f16             store keys and values as f16 (half the memory)\n"               \
@@ -61,9 +61,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
     "  --aging R            priority levels a waiting request gains per second (0.1)\n"     \
     "  --no-prefix-cache    never share KV blocks between requests\n"
 
-/* The model to use when none is named: $TESSERA_MODEL, else the first models/NAME.gguf in
- * the current directory, else ../shared/models/stories260K/stories260K.gguf. Returns a
- * static buffer. */
+/* The model to use when none is named: cli_model_path(NULL, NULL, ...) (models.h) in a
+ * static buffer; NULL, after printing every place it looked, when there is none. */
 const char *cli_default_model(void);
 
 /* Loads path (and tokenizer, for llama2.c checkpoints) and logs one line to stderr; on

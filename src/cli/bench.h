@@ -67,6 +67,8 @@ typedef struct bench_level {
     double itl_p50_ms, itl_p99_ms;
     double speedup;
     double speedup_min, speedup_max; /* range of the rounds' speedups */
+    bool noisy;          /* a phase of the decode steps took over 2x longer per step in one
+                          * round than another (bench_phases_vary) */
     double wall_s;       /* first submit -> last event, summed over the rounds */
     long generated;      /* TOKEN events of the level, all rounds */
     ts_step_profile decode; /* the engine's decode-only steps during the level, all rounds
@@ -99,8 +101,8 @@ ts_status bench_run(bench_result *out, ts_engine *engine, const bench_config *cf
 void bench_result_free(bench_result *r);
 
 /* {"model", "threads", "prompt_len", "n_tokens", "rounds", "levels": [{"concurrency",
- * "decode_tok_s", "all_decoding", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50", "p99"},
- * "itl_ms": {"p50", "p99"}, "speedup", "speedup_range": [min, max]}...], "prefix":
+ * "decode_tok_s", "all_decoding", "noisy", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50",
+ * "p99"}, "itl_ms": {"p50", "p99"}, "speedup", "speedup_range": [min, max]}...], "prefix":
  * {"tokens", "ttft_cold_ms", "ttft_cached_ms", "cached_tokens"} when measured}. cfg is the
  * config bench_run ran r with: prompt_len, n_tokens, rounds and the prefix's tokens come
  * from it. The caller owns the result (cJSON_Delete); NULL when out of memory. model is
@@ -117,8 +119,15 @@ double bench_percentile(double *v, size_t n, double p);
 
 /* One level of the result from its n_rounds rounds (1..BENCH_MAX_ROUNDS; any past that
  * are ignored), each with its speedup set: the medians, the speedups' range and the
- * totals that bench.h describes; all_decoding when every round had it. */
+ * totals that bench.h describes; all_decoding when every round had it; noisy from
+ * bench_phases_vary. */
 void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds);
+
+/* True when, across the n rounds, some phase of the decode steps that takes at least 5%
+ * of the step time took more than twice as long per step in one round as in another:
+ * on a busy machine, a level's figures then say more about its neighbours. Phases under
+ * 5% are left out: microseconds vary by more than 2x without meaning anything. */
+bool bench_phases_vary(const bench_level *rounds, int n);
 
 /* Bytes of weights one decode step reads (every matrix and norm but the embedding table,
  * of which it reads one row per token). */

@@ -37,6 +37,33 @@ double bench_percentile(double *v, size_t n, double p)
         out->f = bench_percentile(v, (size_t)n, 50);                      \
     } while (0)
 
+bool bench_phases_vary(const bench_level *rounds, int n)
+{
+    double total = 0.0, share[TS_PHASE_COUNT] = {0};
+    for (int r = 0; r < n; r++)
+        for (int p = 0; p < TS_PHASE_COUNT; p++) {
+            share[p] += rounds[r].decode.seconds[p];
+            total += rounds[r].decode.seconds[p];
+        }
+    for (int p = 0; p < TS_PHASE_COUNT && total > 0; p++) {
+        if (share[p] < 0.05 * total)
+            continue;
+        double lo = 0.0, hi = 0.0;
+        bool any = false;
+        for (int r = 0; r < n; r++) {
+            if (!rounds[r].decode.steps)
+                continue;
+            double ms = rounds[r].decode.seconds[p] / (double)rounds[r].decode.steps;
+            lo = !any || ms < lo ? ms : lo;
+            hi = !any || ms > hi ? ms : hi;
+            any = true;
+        }
+        if (any && hi > 2.0 * lo)
+            return true;
+    }
+    return false;
+}
+
 void bench_level_combine(bench_level *out, const bench_level *rounds, int n_rounds)
 {
     double v[BENCH_MAX_ROUNDS];
@@ -65,6 +92,7 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
         for (int p = 0; p < TS_PHASE_COUNT; p++)
             out->decode.seconds[p] += l->decode.seconds[p];
     }
+    out->noisy = bench_phases_vary(rounds, n);
 }
 #undef ROUNDS_MEDIAN
 
@@ -115,6 +143,7 @@ static cJSON *level_json(const bench_level *l)
     if (!cJSON_AddNumberToObject(o, "concurrency", l->concurrency) ||
         !cJSON_AddNumberToObject(o, "decode_tok_s", l->decode_tok_s) ||
         !cJSON_AddBoolToObject(o, "all_decoding", l->all_decoding) ||
+        !cJSON_AddBoolToObject(o, "noisy", l->noisy) ||
         !cJSON_AddNumberToObject(o, "prefill_tok_s", l->prefill_tok_s) ||
         !cJSON_AddNumberToObject(o, "e2e_tok_s", l->e2e_tok_s))
         goto fail;

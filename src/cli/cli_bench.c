@@ -9,6 +9,7 @@
 #include "cli/bench.h"
 #include "common/membw.h"
 #include "cli/cli.h"
+#include "cli/table.h"
 
 enum { MAX_LEVELS = 32 };
 
@@ -101,56 +102,79 @@ static int parse(int argc, char **argv, bench_opts *o)
     if (rc >= 0)
         return rc;
     o->cfg.levels = o->levels;
-    if (!o->model)
-        o->model = cli_default_model();
+    if (!o->model && !(o->model = cli_default_model()))
+        return 1;
     return -1;
 }
 
 static void print_report(const bench_result *r, const bench_opts *o, const ts_model_config *c,
                          double bw, int threads)
 {
-    printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d threads; prompt %d, "
+    printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d thread%s; prompt %d, "
            "n %d\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
-           o->cfg.prompt_len, o->cfg.n_tokens);
+           threads == 1 ? "" : "s", o->cfg.prompt_len, o->cfg.n_tokens);
     bool ranges = o->cfg.rounds > 1;
     if (ranges)
         printf("median of %d rounds; speedup range: the rounds' lowest and highest ratio\n\n",
                o->cfg.rounds);
-    printf("%5s %12s %8s%s %12s %10s %19s %19s\n", "conc", "decode tok/s", "speedup",
-           ranges ? "      range   " : "", "prefill tok/s", "e2e tok/s", "TTFT p50/p99 ms",
-           "ITL p50/p99 ms");
-    bool fallback = false;
+    static const char *const heads[] = {"conc", "decode tok/s", "speedup", "range",
+                                        "prefill tok/s", "e2e tok/s", "TTFT p50/p99 ms",
+                                        "ITL p50/p99 ms", "note"};
+    static const char *const heads_1[] = {"conc", "decode tok/s", "speedup", "prefill tok/s",
+                                          "e2e tok/s", "TTFT p50/p99 ms", "ITL p50/p99 ms",
+                                          "note"};
+    cli_table t;
+    cli_table_init(&t, ranges ? 9 : 8, ranges ? heads : heads_1);
+    bool fallback = false, noisy = false, superlinear = false;
     for (int i = 0; i < r->n_levels; i++) {
         const bench_level *l = &r->levels[i];
-        printf("%5d %11.1f%c %7.2fx", l->concurrency, l->decode_tok_s,
-               l->all_decoding ? ' ' : '*', l->speedup);
+        bool above = l->speedup > 1.05 * l->concurrency; /* more than linear: suspicious */
+        cli_table_cell(&t, "%d", l->concurrency);
+        cli_table_cell(&t, "%.1f", l->decode_tok_s);
+        cli_table_cell(&t, "%.2fx", l->speedup);
         if (ranges)
-            printf(" %6.2f-%-6.2f", l->speedup_min, l->speedup_max);
-        printf(" %13.1f %10.1f %9.1f/%-9.1f %9.2f/%-9.2f\n", l->prefill_tok_s, l->e2e_tok_s,
-               l->ttft_p50_ms, l->ttft_p99_ms, l->itl_p50_ms, l->itl_p99_ms);
+            cli_table_cell(&t, "%.2f-%.2f", l->speedup_min, l->speedup_max);
+        cli_table_cell(&t, "%.1f", l->prefill_tok_s);
+        cli_table_cell(&t, "%.1f", l->e2e_tok_s);
+        cli_table_cell(&t, "%.1f/%.1f", l->ttft_p50_ms, l->ttft_p99_ms);
+        cli_table_cell(&t, "%.2f/%.2f", l->itl_p50_ms, l->itl_p99_ms);
+        cli_table_cell(&t, "%s%s%s", l->all_decoding ? "" : "*", l->noisy ? "!" : "",
+                       above ? "^" : "");
         fallback |= !l->all_decoding;
+        noisy |= l->noisy;
+        superlinear |= above;
     }
+    cli_table_print(stdout, &t, "");
     if (fallback)
         printf("* in some round no moment had every request of the level decoding (the first "
                "finished before\n  the last prompt was done): tokens after each first token / "
                "whole span, prefill steps\n  included; raise -n to measure steady decoding\n");
-    printf("\ndecode steps (engine timing, ms per step):\n%5s %6s %9s", "conc", "steps",
-           "rows/step");
+    if (noisy)
+        printf("! a phase of this level's decode steps took more than 2x longer in one round "
+               "than in another:\n  the machine was busy; its figures are unreliable\n");
+    if (superlinear)
+        printf("^ the speedup exceeds the concurrency, which batching cannot give: the "
+               "baseline or this level\n  met a noisy spell (more --rounds tell)\n");
+    printf("\ndecode steps (engine timing, ms per step):\n");
+    const char *pheads[TS_PHASE_COUNT + 4] = {"conc", "steps", "rows/step"};
     for (int p = 0; p < TS_PHASE_COUNT; p++)
-        printf(" %9s", ts_step_phase_name((ts_step_phase)p));
-    printf(" %9s\n", "total");
+        pheads[3 + p] = ts_step_phase_name((ts_step_phase)p);
+    pheads[3 + TS_PHASE_COUNT] = "total";
+    cli_table_init(&t, TS_PHASE_COUNT + 4, pheads);
     for (int i = 0; i < r->n_levels; i++) {
         const ts_step_profile *d = &r->levels[i].decode;
         double steps = d->steps ? (double)d->steps : 1.0, total = 0.0;
-        printf("%5d %6llu %9.1f", r->levels[i].concurrency, (unsigned long long)d->steps,
-               (double)d->rows / steps);
+        cli_table_cell(&t, "%d", r->levels[i].concurrency);
+        cli_table_cell(&t, "%llu", (unsigned long long)d->steps);
+        cli_table_cell(&t, "%.1f", (double)d->rows / steps);
         for (int p = 0; p < TS_PHASE_COUNT; p++) {
-            printf(" %9.3f", 1e3 * d->seconds[p] / steps);
+            cli_table_cell(&t, "%.3f", 1e3 * d->seconds[p] / steps);
             total += d->seconds[p];
         }
-        printf(" %9.3f\n", 1e3 * total / steps);
+        cli_table_cell(&t, "%.3f", 1e3 * total / steps);
     }
+    cli_table_print(stdout, &t, "");
     double wbytes = bench_weight_bytes(c), single = 0.0;
     for (int i = 0; i < r->n_levels && single == 0.0; i++)
         if (r->levels[i].concurrency == 1)

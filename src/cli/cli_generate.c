@@ -8,12 +8,14 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "common/clock.h"
 #include "common/strbuf.h"
 #include "tessera/engine.h"
 
 typedef struct gen_opts {
-    const char *model, *tokenizer, *prompt, *prompts_file;
+    const char *model, *model_dir, *tokenizer, *prompt, *prompts_file;
+    char model_path[4096];
     int n_tokens;
     bool json, no_bos, no_parse_special;
     ts_sampling_params sampling;
@@ -25,7 +27,9 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: tessera generate [-m MODEL] [--tokenizer TOK] (-p PROMPT | --prompts FILE)\n"
             "                        [-n N] [--json] [sampling] [engine]\n"
-            "  -m MODEL            .gguf, or llama2.c .bin with --tokenizer (default: see README)\n"
+            "  -m MODEL            .gguf, or llama2.c .bin with --tokenizer, or a model's name\n"
+            "                      in the model directories (default: see README, \"Models\")\n"
+            "  --model-dir DIR     look for models here first, then in $TESSERA_MODELS, models/\n"
             "  -p PROMPT           the prompt; its continuation is printed after it\n"
             "  --prompts FILE      one prompt per line, all run concurrently, printed in order\n"
             "                      (the waiting queue holds every line unless --max-queue)\n"
@@ -51,6 +55,8 @@ static int gen_option(void *ctx, const char *a, const char *v)
         o->no_bos = true;
     else if (!strcmp(a, "--no-parse-special"))
         o->no_parse_special = true;
+    else if (!strcmp(a, "--model-dir"))
+        o->model_dir = v;
     else if (!strcmp(a, "-p") || !strcmp(a, "--prompt"))
         o->prompt = v;
     else if (!strcmp(a, "--prompts"))
@@ -93,8 +99,9 @@ static int parse(int argc, char **argv, gen_opts *o)
         fprintf(stderr, "tessera generate: give exactly one of -p and --prompts\n");
         return 2;
     }
-    if (!o->model)
-        o->model = cli_default_model();
+    if (!cli_model_path(o->model, o->model_dir, o->model_path, sizeof o->model_path))
+        return 1;
+    o->model = o->model_path;
     return -1;
 }
 

@@ -214,8 +214,8 @@ int cli_info(int argc, char **argv)
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
         return parsed;
-    if (!model)
-        model = cli_default_model();
+    if (!model && !(model = cli_default_model()))
+        return 1;
 
     /* GGUF files parse first: their metadata is printed even when the model won't load. */
     gguf_file *f = NULL;

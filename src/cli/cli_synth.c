@@ -7,11 +7,10 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/models.h"
 #include "model/model_gguf.h"
 #include "model/synth.h"
 #include "quant/quantize.h"
-
-#define SYNTH_DEFAULT_VOCAB "../shared/vocab/ggml-vocab-llama-spm.gguf"
 
 static void usage(FILE *out)
 {
@@ -26,8 +25,8 @@ static void usage(FILE *out)
     fprintf(out, "\n"
                  "  --type     the file's type, as `tessera quantize` writes it: each matrix\n"
                  "             gets llama.cpp's type for it (default F32; norms stay F32)\n"
-                 "  --vocab    GGUF whose tokenizer.ggml.* vocabulary is copied (default\n"
-                 "             " SYNTH_DEFAULT_VOCAB "); one smaller than the\n"
+                 "  --vocab    GGUF whose tokenizer.ggml.* vocabulary is copied (default: the\n"
+                 "             built-in stories260K.gguf, 512 tokens); one smaller than the\n"
                  "             shape's is padded with <unused_N> tokens, a larger one refused\n"
                  "  --seed     random seed (default 1); the same arguments give the same bytes\n"
                  "  weights are normal with std %g, norm weights 1.\n", (double)MODEL_SYNTH_STD);
@@ -81,7 +80,8 @@ static int synth_option(void *ctx, const char *a, const char *v)
 
 int cli_synth(int argc, char **argv)
 {
-    synth_args o = {.vocab = SYNTH_DEFAULT_VOCAB, .type = "f32", .seed = 1};
+    synth_args o = {.vocab = NULL, .type = "f32", .seed = 1};
+    char builtin[4096];
     cli_spec spec = {"synth", usage, NULL, NULL, NULL, NULL, synth_option, &o};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
@@ -105,8 +105,16 @@ int cli_synth(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    bool is_default = !vocab;
+    if (is_default && !cli_builtin_model(builtin, sizeof builtin)) {
+        fprintf(stderr, "tessera synth: the built-in model is not installed; name a "
+                        "vocabulary with --vocab FILE.gguf\n");
+        return 1;
+    }
+    if (is_default)
+        vocab = builtin;
     tokenizer_vocab v;
-    if (!read_vocab(&v, vocab, !strcmp(vocab, SYNTH_DEFAULT_VOCAB)))
+    if (!read_vocab(&v, vocab, is_default))
         return 1;
     double t0 = seconds();
     ts_error err = {0};

@@ -89,8 +89,8 @@ int cli_tokenize(int argc, char **argv)
         fprintf(stderr, "tessera tokenize: give exactly one of -p and --file\n");
         return 2;
     }
-    if (!model)
-        model = cli_default_model();
+    if (!model && !(model = cli_default_model()))
+        return 1;
 
     ts_tokenizer *tok = NULL;
     ts_error err = {0};

@@ -3,17 +3,20 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/threads.h"
 
 static const cli_command commands[] = {
     {"generate", cli_generate, "complete prompts (one, or a file of them concurrently)"},
     {"bench", cli_bench, "engine throughput and latency at several concurrency levels"},
     {"tokenize", cli_tokenize, "print the token ids of a text"},
+    {"template", cli_template, "print the prompt a model's chat template makes of a chat"},
     {"serve", cli_serve, "serve models over an OpenAI-compatible HTTP API"},
     {"info", cli_info, "describe a model file: config, vocabulary, metadata, tensors"},
     {"convert", cli_convert, "write a model (GGUF or llama2.c) as an F32 GGUF file"},
     {"quantize", cli_quantize, "write an F32/F16/BF16 GGUF in a quantized type (Q4_K_M, ...)"},
     {"synth", cli_synth, "write a GGUF with random weights at a real model's shape"},
     {"loadgen", cli_loadgen, "load a server over HTTP: throughput, TTFT/ITL percentiles"},
+    {"pull", cli_pull, "fetch a GGUF from a Hugging Face repository into the model directory"},
     {NULL, NULL, NULL},
 };
 
@@ -27,6 +30,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    cli_threads_init(argv); /* may re-execute the binary: before anything else */
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -36,6 +36,7 @@ typedef struct choice_acc {
 struct srv_job {
     ts_server *srv;
     srv_model *model;
+    const char *request_id;   /* the connection's; borrowed (it outlives the job) */
     const ts_tokenizer *tok;
     ts_request *req;
     srv_cell *cell;
@@ -181,12 +182,11 @@ static void record_error(srv_job *j, const ts_event *ev)
     j->failed = true;
     j->fail_status = ev->status;
     snprintf(j->fail_msg, sizeof j->fail_msg, "%s", ev->message);
-    if (j->srv->opts.log) {
-        char line[400];
-        snprintf(line, sizeof line, "%s: request failed (%s): %s", j->id,
-                 ts_status_str(ev->status), ev->message);
-        j->srv->opts.log(j->srv->opts.log_user, line);
-    }
+    char line[400];
+    snprintf(line, sizeof line, "%s: request failed (%s): %s", j->id, ts_status_str(ev->status),
+             ev->message);
+    srv_log(&j->srv->opts, &(srv_log_entry){.request_id = j->request_id,
+                                            .model = j->model->name, .message = line});
 }
 
 static bool append_text(choice_acc *a, const char *text, size_t len)
@@ -438,6 +438,7 @@ static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     srv_add_cors_headers(r, c);
+    MHD_add_response_header(r, "X-Request-Id", c->request_id);
     enum MHD_Result ok = MHD_queue_response(mc, 200, r);
     MHD_destroy_response(r);
     if (ok == MHD_YES)
@@ -508,11 +509,13 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     j->srv = srv;
     j->t_start = c->t_start;
     j->client_fd = -1;
+    j->request_id = c->request_id;
     if (oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
     j->model = srv_find_model(srv, j->oreq.model, &e);
     if (!j->model)
         return srv_send_error(mc, c, &e);
+    c->model = j->model->name;
     j->tok = ts_model_get_tokenizer(ts_engine_get_model(j->model->engine));
     j->cell = srv_cell_get(srv);
     if (!j->cell) {

@@ -15,6 +15,7 @@
 #include "server/origin.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
+#include "server/ui.h"
 
 /* ---- routes */
 
@@ -57,6 +58,8 @@ static const http_route routes[] = {
      routes_tokenize},
     {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE, ROUTE_BODY, AUTH_KEY, false, false,
      routes_detokenize},
+    {"/apply-template", "POST", METRICS_ROUTE_OTHER, ROUTE_BODY, AUTH_KEY, false, false,
+     routes_apply_template},
 };
 
 /* The row of path (up to a '?'), or NULL. */
@@ -203,6 +206,8 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
     enum MHD_Result rc;
     if (browser_check(mc, c, method, &rc))
         return rc;
+    if (!r && !srv->opts.no_ui && ui_find(c->path))
+        return ui_handle(mc, c, method); /* the chat page: open to all, it asks for the key */
     if (!r) {
         oai_error_set(&e, 404, NULL, "not_found", "no route %s %s", c->method, c->path);
         return srv_send_error(mc, c, &e);
@@ -278,6 +283,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         c->srv = srv;
         c->t_start = clock_now_s();
         c->priority = TS_PRIORITY_NORMAL;
+        srv_request_id(c->request_id,
+                       MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "X-Request-Id"),
+                       srv->id_seed + atomic_fetch_add(&srv->next_request, 1));
         /* Escaped: they go into log lines and JSON messages (a path may hold any byte). */
         utf8_escape_controls(c->method, sizeof c->method, method);
         char path[sizeof c->path];
@@ -352,13 +360,11 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     metrics_count_request(srv->metrics, c->route, c->status);
     metrics_observe(srv->metrics, METRICS_HIST_DURATION, dur);
     metrics_add_tokens(srv->metrics, prompt_tokens, completion_tokens);
-    if (srv->opts.log) {
-        char line[256];
-        snprintf(line, sizeof line, "%s %s %d prompt_tokens=%d completion_tokens=%d %.1fms%s",
-                 c->method, c->path, c->status, prompt_tokens, completion_tokens, dur * 1e3,
-                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
-        srv->opts.log(srv->opts.log_user, line);
-    }
+    srv_log(&srv->opts, &(srv_log_entry){
+        .request_id = c->request_id, .model = c->model, .method = c->method, .path = c->path,
+        .status = c->status, .prompt_tokens = prompt_tokens,
+        .completion_tokens = completion_tokens, .duration_ms = dur * 1e3,
+        .message = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? NULL : "connection closed early"});
     strbuf_free(&c->body);
     free(c);
     if (in_flight) {
@@ -394,6 +400,8 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
     if (!srv)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the server");
     srv->stop_efd = -1;
+    srv->listen_fd = -1;
+    srv->id_seed = (uint64_t)clock_now_s() * 1000003u ^ ((uint64_t)getpid() << 32);
     pthread_mutex_init(&srv->mu, NULL);
     clock_cond_init(&srv->idle);
     srv->opts = *opts;
@@ -421,6 +429,10 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
     chat_template_kind kind;
     if (srv->template_name && (st = chat_template_from_name(srv->template_name, &kind, err)) != TS_OK)
         goto fail;
+    if (opts->chat_template_file && !opts->chat_template &&
+        (st = srv_template_load(srv, opts->chat_template_file, err)) != TS_OK)
+        goto fail;
+    srv->opts.chat_template_file = NULL;
     if (opts->api_keys_path && (st = auth_keys_load(opts->api_keys_path, &srv->keys, err)) != TS_OK)
         goto fail;
     if ((st = metrics_create(&srv->metrics, err)) != TS_OK)
@@ -457,9 +469,12 @@ ts_status ts_server_add_model(ts_server *srv, const char *name, ts_engine *engin
     if (!m->name)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot copy model name");
     m->engine = engine;
-    if (!srv->template_name ||
-        chat_template_from_name(srv->template_name, &m->template, NULL) != TS_OK)
-        m->template = chat_template_detect(ts_model_get_chat_template(ts_engine_get_model(engine)));
+    ts_status st = srv_template_setup(srv, m, err);
+    if (st != TS_OK) {
+        free(m->name);
+        memset(m, 0, sizeof *m);
+        return st;
+    }
     srv->n_models++;
     return TS_OK;
 }
@@ -470,34 +485,25 @@ ts_status ts_server_start(ts_server *srv, ts_error *err)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "the server is already started");
     if (!srv->n_models)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "the server has no model to serve");
-    char port[16];
-    snprintf(port, sizeof port, "%d", srv->opts.port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    int rc = getaddrinfo(srv->host, port, &hints, &ai);
-    if (rc != 0)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "cannot resolve host '%s': %s", srv->host,
-                            gai_strerror(rc));
+    ts_status st;
+    if (srv->listen_fd < 0 && (st = ts_server_listen(srv, err)) != TS_OK)
+        return st;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_ITC | MHD_USE_POLL;
-    if (ai->ai_family == AF_INET6)
+    if (srv->listen_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->started = (long long)time(NULL); /* before any connection thread can read it */
     srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)srv->opts.port, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR,
-        ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        flags, (uint16_t)srv->port, NULL, NULL, on_access, srv, MHD_OPTION_LISTEN_SOCKET,
+        srv->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->opts.max_connections + SRV_CONN_SPARE,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONN_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
         MHD_OPTION_END);
-    freeaddrinfo(ai);
     if (!srv->daemon)
-        return ts_error_set(err, TS_ERR_IO, "cannot listen on %s port %d (in use?)", srv->host,
-                            srv->opts.port);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info ? info->port : srv->opts.port;
+        return ts_error_set(err, TS_ERR_IO, "cannot serve on %s port %d", srv->host, srv->port);
+    srv->listen_fd = -1; /* the daemon's now: ts_server_stop closes it */
     return TS_OK;
 }
 
@@ -551,11 +557,16 @@ void ts_server_destroy(ts_server *srv)
         close(c->efd);
         free(c);
     }
-    for (int i = 0; i < srv->n_models; i++)
+    for (int i = 0; i < srv->n_models; i++) {
         free(srv->models[i].name);
+        srv_template_free(&srv->models[i]);
+    }
+    free(srv->template_src);
     if (srv->stop_efd >= 0)
         close(srv->stop_efd);
     guard_destroy(srv->guard);
+    if (srv->listen_fd >= 0) /* bound but never started */
+        close(srv->listen_fd);
     metrics_free(srv->metrics);
     auth_keys_free(srv->keys);
     free(srv->host);

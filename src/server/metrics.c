@@ -148,9 +148,10 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
             strbuf_addf(b, "tessera_kv_blocks{model=\"%s\",state=\"%s\"} %d\n", names[i],
                         state[k], blocks[k]);
     }
-    header(b, "tessera_kv_blocks_total", "gauge", "KV cache blocks in the pool.");
+    /* Not _total: Prometheus keeps that suffix for counters (promtool refuses a gauge). */
+    header(b, "tessera_kv_pool_blocks", "gauge", "KV cache blocks in the pool.");
     for (size_t i = 0; i < n; i++)
-        strbuf_addf(b, "tessera_kv_blocks_total{model=\"%s\"} %d\n", names[i],
+        strbuf_addf(b, "tessera_kv_pool_blocks{model=\"%s\"} %d\n", names[i],
                     models[i].stats.kv_blocks_total);
     header(b, "tessera_prefix_cache_hit_ratio", "gauge",
            "Prompt blocks found in the prefix cache over blocks looked up.");

@@ -66,6 +66,8 @@ typedef struct oai_request {
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
     char *user;                   /* owned; recorded, not used */
     char *cache_salt;             /* owned or NULL: narrows the prefix-cache namespace */
+    struct cJSON *chat_vars;      /* owned; chat only: what a Jinja template reads
+                                   * (oai_chat_vars) */
 } oai_request;
 
 /* Parses and validates a request body of len bytes (borrowed). Unknown fields are
@@ -73,6 +75,13 @@ typedef struct oai_request {
  * or invalid UTF-8 gives 400. On failure *out is left cleared. */
 ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_request *out,
                             oai_error *err);
+
+/* A chat request's variables for a Jinja chat template (chat_vars.c), from its parsed
+ * body root (borrowed, its messages already checked): messages (content parts joined,
+ * "developer" as "system", tool_calls' arguments parsed from their JSON string), tools,
+ * add_generation_prompt (default true) and the members of chat_template_kwargs. *out is
+ * the caller's to cJSON_Delete. */
+ts_status oai_chat_vars(const struct cJSON *root, struct cJSON **out, oai_error *err);
 
 /* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
 void oai_request_clear(oai_request *r);

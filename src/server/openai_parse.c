@@ -251,18 +251,21 @@ static ts_status read_messages(const cJSON *root, oai_request *r, oai_error *err
         const char *rs = role->valuestring;
         if (!strcmp(rs, "developer"))
             rs = "system";
-        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") &&
+            strcmp(rs, "tool"))
             return oai_error_set(err, 400, name, "invalid_value",
-                                 "'%s' must be system, user, developer or assistant", name);
+                                 "'%s' must be system, user, developer, assistant or tool", name);
         out->role = strdup(rs);
         if (!out->role)
             return oai_error_set(err, 500, NULL, NULL, "out of memory");
         snprintf(name, sizeof name, "messages[%d].content", i);
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (!content)
+        /* An assistant turn that calls tools may leave its content out or null. */
+        bool calls = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
+        if (!content && !(calls && !strcmp(rs, "assistant")))
             return oai_error_set(err, 400, name, "missing_required_parameter",
                                  "'%s' is required", name);
-        if (cJSON_IsNull(content) && !strcmp(rs, "assistant"))
+        if ((!content || cJSON_IsNull(content)) && !strcmp(rs, "assistant"))
             out->content = strdup("");
         else if (read_content(content, name, &out->content, err) != TS_OK)
             return TS_ERR_INVALID_ARG;
@@ -447,6 +450,7 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         goto fail;
     if (read_string(root, "model", &r->model, err) != TS_OK ||
         (kind == OAI_CHAT ? read_messages(root, r, err) : read_prompt(root, r, err)) != TS_OK ||
+        (kind == OAI_CHAT && oai_chat_vars(root, &r->chat_vars, err) != TS_OK) ||
         read_max_tokens(root, r, err) != TS_OK ||
         read_sampling(root, r, err) != TS_OK || read_stop(root, r, err) != TS_OK ||
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
@@ -474,6 +478,7 @@ fail:
 
 void oai_request_clear(oai_request *r)
 {
+    cJSON_Delete(r->chat_vars);
     free(r->model);
     for (size_t i = 0; i < r->n_messages; i++) {
         free(r->messages[i].role);

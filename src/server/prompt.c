@@ -25,6 +25,20 @@ ts_status prompt_tokens(const oai_request *r, const srv_model *m, const ts_token
     chat_rendering chat = {0};
     ts_tokenize_opts opts = {.add_special = true, .parse_special = true};
     const char *text = r->prompt;
+    if (r->kind == OAI_CHAT && m->jinja.t) {
+        /* The template writes BOS itself where the model wants one (bos_token), as Hugging
+         * Face renders and tokenizes chats: no BOS added, special tokens read as such. */
+        char *rendered = NULL;
+        if (srv_template_render(m, r, &rendered, e) != TS_OK)
+            return TS_ERR_INVALID_ARG;
+        opts.add_special = false;
+        ts_status st = ts_tokenize_alloc(tok, rendered, strlen(rendered), &opts, ids, n);
+        free(rendered);
+        if (st != TS_OK)
+            return oai_error_set(e, 500, NULL, NULL, "cannot tokenize the prompt: %s",
+                                 ts_status_str(st));
+        return TS_OK;
+    }
     if (r->kind == OAI_CHAT) {
         chat_message *msgs = calloc(r->n_messages, sizeof *msgs);
         if (!msgs)

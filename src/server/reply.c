@@ -29,6 +29,7 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(r, "X-Request-Id", c->request_id);
     if (status == 429 || status == 503)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (status == 503 || c->close) /* overloaded, stopping or unframed: free the thread */

@@ -53,7 +53,8 @@ enum MHD_Result routes_models(struct MHD_Connection *mc, srv_conn *c)
              cJSON_AddStringToObject(e, "owned_by", "tessera") &&
              cJSON_AddNumberToObject(e, "context_length", ts_model_get_config(m)->context_len) &&
              cJSON_AddStringToObject(e, "chat_template",
-                                     chat_template_name(srv->models[i].template));
+                                     srv->models[i].jinja.t ? "jinja"
+                                     : chat_template_name(srv->models[i].template));
     }
     if (!ok) {
         cJSON_Delete(j);

@@ -18,10 +18,12 @@
 #include "common/strbuf.h"
 #include "server/auth.h"
 #include "server/guard.h"
+#include "server/log.h"
 #include "server/metrics.h"
 #include "server/openai.h"
 #include "tessera/server.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_jinja.h"
+#include "template/chat_template.h"
 
 enum {
     SRV_MAX_MODELS = 16,
@@ -42,6 +44,9 @@ typedef struct srv_model {
     char *name;                  /* owned */
     ts_engine *engine;           /* borrowed */
     chat_template_kind template; /* detected or forced */
+    chat_jinja jinja;            /* the Jinja template rendering its chats; .t NULL: the
+                                  * family above does (template.c) */
+    long long template_time;     /* the server's opts.template_time */
 } srv_model;
 
 /* A wake-up cell: the engine's notify callback writes its eventfd. Cells are recycled,
@@ -61,12 +66,17 @@ struct ts_server {
     char *host;                   /* owned copy of opts.host */
     char *template_name;          /* owned copy of opts.chat_template */
     char *allowed_hosts, *cors;   /* owned copies of opts.allowed_hosts, opts.cors */
+    char *template_src;           /* owned; opts.chat_template_file's text, or NULL */
+    size_t template_len;
     auth_keys *keys;              /* owned; NULL = open */
     metrics *metrics;             /* owned */
     guard *guard;                 /* owned: read deadlines, per-address cap */
     srv_model models[SRV_MAX_MODELS];
     int n_models;
     struct MHD_Daemon *daemon;
+    int listen_fd;                /* bound by ts_server_listen (listen.c) until the daemon
+                                   * takes it at start; -1 otherwise */
+    int listen_family;            /* its address family */
     int port;
     long long started;            /* Unix seconds */
     int stop_efd;                 /* readable once shutdown cancels what is left */
@@ -78,6 +88,8 @@ struct ts_server {
     srv_job *jobs;                /* submitted requests, newest first (srv_job.next) */
     srv_cell *free_cells, *all_cells;
     atomic_ullong next_id;
+    atomic_ullong next_request;   /* with id_seed, makes request ids (log.c) */
+    uint64_t id_seed;
     atomic_int open_conns;        /* connections MHD holds open */
     atomic_size_t answer_bytes;   /* whole answers being built or waiting to be read */
 };
@@ -103,6 +115,8 @@ typedef struct srv_conn {
     bool close;                   /* answer with Connection: close (broken framing) */
     const char *cors_origin;      /* MHD's; set when --cors lets this request's Origin in */
     int status;                   /* HTTP status answered, 0 before */
+    char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
+    const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
 } srv_conn;
 
@@ -142,6 +156,21 @@ void srv_cell_notify(void *cell);
 
 /* ---- routes.c: the routes that need no engine step */
 srv_handler routes_health, routes_metrics, routes_models, routes_tokenize, routes_detokenize;
+
+/* ---- template.c */
+
+/* Reads the Jinja template file at path into srv->template_src. */
+ts_status srv_template_load(ts_server *srv, const char *path, ts_error *err);
+/* Picks model m's chat template (m->engine set): a forced family, else the template file
+ * or the model's own Jinja template, else the detected family. The model's own template
+ * failing to load is logged and the family used; the file failing is an error. */
+ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err);
+void srv_template_free(srv_model *m);
+/* Chat request r rendered by m's Jinja template (m->jinja.t set) into *text (malloc'd);
+ * a template that raises, or fails on the request's values, gives 400 with its message. */
+ts_status srv_template_render(const srv_model *m, const oai_request *r, char **text,
+                              oai_error *e);
+srv_handler routes_apply_template;
 
 /* ---- prompt.c */
 

@@ -13,7 +13,7 @@
 
 #include "common.h"
 #include "server/utf8.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

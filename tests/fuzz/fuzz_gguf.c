@@ -16,7 +16,7 @@
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
 #include "quant.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -6,15 +6,19 @@
  * the body, in a buffer of exactly its size (no NUL after it), as the server holds it.
  * Checked: a refusal carries a message, a type and a 4xx/5xx status; an accepted request
  * has every field inside its documented range and every string valid UTF-8; rendering a
- * parsed chat succeeds, yields valid UTF-8 and contains every message's content. */
+ * parsed chat succeeds (a chat with a tool message is refused, with a message: the
+ * families have no tool role), yields valid UTF-8 and contains every message's content;
+ * the Jinja template variables hold every message and add_generation_prompt. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "common.h"
 #include "server/openai.h"
 #include "server/utf8.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -51,6 +55,15 @@ static void render_chat(const oai_request *r, chat_template_kind kind)
     chat_rendering out = {0};
     ts_error err = {0};
     ts_status st = chat_template_render(kind, msgs, r->n_messages, &out, &err);
+    bool tool = false; /* the families have no tool role: they refuse it, saying so */
+    for (size_t i = 0; i < r->n_messages; i++)
+        tool |= !strcmp(msgs[i].role, "tool");
+    if (tool) {
+        FUZZ_CHECK(st == TS_ERR_INVALID_ARG && err.msg[0], "a tool message rendered in %s",
+                   chat_template_name(kind));
+        free(msgs);
+        return;
+    }
     FUZZ_CHECK(st == TS_OK, "rendering a parsed chat with %s failed: %s",
                chat_template_name(kind), err.msg);
     FUZZ_CHECK(utf8_valid(out.text, strlen(out.text)), "the %s rendering is not valid UTF-8",
@@ -72,12 +85,19 @@ static void check_request(const oai_request *r, oai_kind kind)
     check_str(r->model, "model");
     check_str(r->user, "user");
     if (kind == OAI_CHAT) {
+        const cJSON *vm = cJSON_GetObjectItemCaseSensitive(r->chat_vars, "messages");
+        FUZZ_CHECK(cJSON_GetArraySize(vm) == (int)r->n_messages,
+                   "the template variables hold %d messages, the request %zu",
+                   cJSON_GetArraySize(vm), r->n_messages);
+        FUZZ_CHECK(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(r->chat_vars,
+                                                                  "add_generation_prompt")),
+                   "no add_generation_prompt among the template variables");
         FUZZ_CHECK(r->n_messages >= 1 && r->n_messages <= OAI_MAX_MESSAGES && r->messages,
                    "accepted %zu messages", r->n_messages);
         for (size_t i = 0; i < r->n_messages; i++) {
             const char *role = r->messages[i].role;
             FUZZ_CHECK(role && (!strcmp(role, "system") || !strcmp(role, "user") ||
-                                !strcmp(role, "assistant")),
+                                !strcmp(role, "assistant") || !strcmp(role, "tool")),
                        "message %zu has an unknown role", i);
             FUZZ_CHECK(r->messages[i].content != NULL, "message %zu has no content", i);
             check_str(r->messages[i].content, "content");

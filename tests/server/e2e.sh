@@ -23,11 +23,12 @@ check() { # check NAME CONDITION-COMMAND...
 # start_server LOGFILE ARGS...: sets $port and $spid
 start_server() {
   local log=$1; shift
+  : >"$log" # exists before the server's shell opens it, or the first sed could race it
   "$bin" serve -m "$model" --host 127.0.0.1 --port 0 "$@" 2>"$log" &
   spid=$!
   pids+=("$spid")
   for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log")
+    port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log" 2>/dev/null || true)
     [ -n "$port" ] && return 0
     sleep 0.1
   done
@@ -51,6 +52,12 @@ check "wrong key 401" test "$(code -H 'Authorization: Bearer nope' "$A/v1/models
 check "models 200" test "$(code "${K[@]}" "$A/v1/models")" = 200
 check "models list" jqb '.object == "list" and (.data | length) == 1 and .data[0].object == "model"'
 name=$(jq -r '.data[0].id' "$tmp/body")
+# --- request ids: the client's when sane, else a fresh one, in the header and the log
+rid() { curl -s -D - -o /dev/null "$@" | tr -d '\r' | sed -n 's/^[Xx]-[Rr]equest-[Ii]d: //p'; }
+check "X-Request-Id echoed" test "$(rid "${K[@]}" -H 'X-Request-Id: e2e-req.1' "$A/v1/completions" -d '{"prompt": "a", "max_tokens": 2}')" = e2e-req.1
+fresh=$(rid "${K[@]}" -H 'X-Request-Id: bad id' "$A/v1/completions" -d '{"prompt": "a", "max_tokens": 2, "stream": true}')
+check "X-Request-Id fresh for a bad one" grep -qE '^[0-9a-f]{16}$' <<<"$fresh"
+check "X-Request-Id on errors" grep -qE '^[0-9a-f]{16}$' <<<"$(rid "$A/v1/models")"
 
 # --- greedy parity with tessera generate
 prompt="Once upon a time"
@@ -175,7 +182,7 @@ second=second.v2
 start_server "$tmp/c.log" -m "$tmp/$second.gguf" --max-seqs 2
 C="http://127.0.0.1:$port"
 cpid=$spid
-check "two models split the cores" grep -q '^tessera serve: 2 models share [0-9]* cores: [0-9]* threads each' "$tmp/c.log"
+check "two models split the cores" grep -qE '^tessera serve: 2 models share [0-9]+ cores: (1 thread|[0-9]+ threads) each' "$tmp/c.log"
 curl -s "$C/v1/models" >"$tmp/body"
 check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("'"$second"'")) != null'
 first=$(jq -r '[.data[].id | select(. != "'"$second"'")][0]' "$tmp/body")
@@ -220,7 +227,9 @@ kill -TERM "${pids[0]}"
 status=0
 wait "${pids[0]}" || status=$?
 check "first server exits 0" test "$status" = 0
-check "one log line per request" grep -q '^POST /v1/completions 200 prompt_tokens=' "$tmp/a.log"
+check "log line with the client's id and model" grep -q "Z req=e2e-req.1 model=$name POST /v1/completions 200 prompt_tokens=" "$tmp/a.log"
+check "log line with the fresh id" grep -q "Z req=$fresh model=$name POST /v1/completions 200 " "$tmp/a.log"
+check "one log line per request" grep -qE '^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z req=[0-9a-f]{16} model=[^ ]+ POST /v1/completions 200 prompt_tokens=' "$tmp/a.log"
 
 echo "$fails failures"
 [ "$fails" = 0 ]

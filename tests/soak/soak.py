@@ -399,7 +399,7 @@ def load_phase(args, checks):
           (srv.proc.pid, srv.port, kv_mem, cfg["block_bytes"]), flush=True)
     try:
         m0 = common.metrics(srv.port)
-        blocks = int(common.metric_sum(m0, "tessera_kv_blocks_total"))
+        blocks = int(common.metric_sum(m0, "tessera_kv_pool_blocks"))
         checks.check("KV pool holds %d blocks" % args.kv_blocks, blocks == args.kv_blocks,
                      "got %d" % blocks)
         rss_start = srv.rss_kib()

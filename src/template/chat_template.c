@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/strbuf.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 static const char *const kind_names[CHAT_TEMPLATE_COUNT] = {
     [CHAT_TEMPLATE_PLAIN] = "plain",     [CHAT_TEMPLATE_CHATML] = "chatml",

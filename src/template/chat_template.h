@@ -1,8 +1,8 @@
 /* chat_template.h: renders chat messages into prompt text in a model family's native
  * format, picked from the GGUF tokenizer.chat_template string by characteristic markers
  * (no Jinja interpreter). */
-#ifndef TESSERA_TOKENIZER_CHAT_TEMPLATE_H
-#define TESSERA_TOKENIZER_CHAT_TEMPLATE_H
+#ifndef TESSERA_TEMPLATE_CHAT_TEMPLATE_H
+#define TESSERA_TEMPLATE_CHAT_TEMPLATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,4 +61,4 @@ ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs
 /* Accepts a zeroed or freed rendering. */
 void chat_rendering_free(chat_rendering *r);
 
-#endif /* TESSERA_TOKENIZER_CHAT_TEMPLATE_H */
+#endif /* TESSERA_TEMPLATE_CHAT_TEMPLATE_H */

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# pull.sh TESSERA MODEL: `tessera pull` against a loopback hub (hub.py): picks the quant
+# from the file list, follows the redirect, resumes after a dropped connection and from a
+# partial file, checks the sha256 (a wrong one fails and leaves nothing), refuses split
+# files, unknown quants, missing repositories and bad references. Loopback only.
+set -euo pipefail
+bin=$1 model=$2
+tmp=$(mktemp -d)
+hub=
+trap '[ -n "$hub" ] && kill "$hub" 2>/dev/null; rm -rf "$tmp"' EXIT
+fails=0
+check() { # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+python3 "$(dirname "$0")/hub.py" "$model" "$tmp/port" "$tmp/hub.log" &
+hub=$!
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+ep=http://127.0.0.1:$(cat "$tmp/port")
+m=$tmp/models
+pull() { "$bin" pull --endpoint "$ep" --model-dir "$m" "$@"; }
+
+st=0; pull test/tiny-GGUF >"$tmp/out" 2>"$tmp/err" || st=$?
+check "pull exits 0" test "$st" = 0
+check "prints the path" test "$(cat "$tmp/out")" = "$m/tiny.Q4_K_M.gguf"
+check "the default quant's file, byte for byte" cmp -s "$m/tiny.Q4_K_M.gguf" "$model"
+check "resumed after the dropped connection" grep -qE '^tiny.Q4_K_M.gguf bytes=[0-9]+-$' "$tmp/hub.log"
+check "no .part left" test ! -e "$m/tiny.Q4_K_M.gguf.part"
+check "served by name from the model directory" bash -c \
+  "TESSERA_MODELS='$m' '$bin' generate -m tiny.Q4_K_M -p 'Once upon a time' -n 4 2>/dev/null | grep -q 'Once upon a time,'"
+
+python3 -c "import sys; sys.stdout.buffer.write(open(sys.argv[1],'rb').read()[:1000])" "$model" >"$m/tiny.Q8_0.gguf.part"
+st=0; pull test/tiny-GGUF:q8_0 --quiet >/dev/null 2>"$tmp/err" || st=$?
+check "pull :q8_0 exits 0" test "$st" = 0
+check "resumed from the partial file" grep -qx 'tiny.Q8_0.gguf bytes=1000-' "$tmp/hub.log"
+check "the resumed file is whole" test "$(stat -c %s "$m/tiny.Q8_0.gguf")" = $((4096 + 256 * 64))
+st=0; pull test/tiny-GGUF:Q8_0 --quiet >/dev/null 2>"$tmp/err" || st=$?
+check "a file there already is not fetched again" test "$(grep -c '^tiny.Q8_0' "$tmp/hub.log")" = 1
+
+st=0; pull test/badsum-GGUF >/dev/null 2>"$tmp/err" || st=$?
+check "wrong sha256 fails" test "$st" = 1
+check "wrong sha256 says so" grep -q "sha256 .* the repository says 0000" "$tmp/err"
+check "wrong sha256 leaves nothing" test ! -e "$m/bad.Q4_K_M.gguf" -a ! -e "$m/bad.Q4_K_M.gguf.part"
+
+st=0; pull test/split-GGUF >/dev/null 2>"$tmp/err" || st=$?
+check "split files refused" bash -c "test $st = 1 && grep -q 'split into parts' '$tmp/err'"
+st=0; pull test/tiny-GGUF:Q5_K_S >/dev/null 2>"$tmp/err" || st=$?
+check "unknown quant lists the files" bash -c "test $st = 1 && grep -q 'no Q5_K_S GGUF.*tiny.Q4_K_M.gguf, tiny.Q8_0.gguf' '$tmp/err'"
+st=0; pull test/missing >/dev/null 2>"$tmp/err" || st=$?
+check "missing repository fails" bash -c "test $st = 1 && grep -q 'tree/main' '$tmp/err'"
+st=0; pull not-a-repo >/dev/null 2>&1 || st=$?
+check "a bad reference is bad usage" test "$st" = 2
+
+echo "$fails failures"
+[ "$fails" = 0 ]
