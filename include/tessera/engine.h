@@ -87,6 +87,10 @@ typedef struct ts_request_params {
     int n;                   /* completions sharing the prompt's KV blocks, 1..TS_MAX_N */
     bool ignore_eos;         /* keep generating past end-of-generation tokens */
     ts_constraint_kind constraint; /* default TS_CONSTRAINT_NONE */
+    /* Prefix-cache namespace: the request reuses and publishes cached KV blocks only
+     * among requests of the same value (a server gives each tenant its own, so that
+     * cached_tokens and timing tell no tenant about another's prompts). 0 = shared. */
+    uint64_t cache_namespace;
     /* Bounded buffering for slow readers: when the events not yet read hold more than
      * this many bytes (text plus TS_EVENT_OVERHEAD per event), the engine ends the
      * request with an ERROR event of status TS_ERR_CANCELLED. 0 = unbounded. */

@@ -28,6 +28,24 @@ typedef struct ts_server_options {
                                 * are closed unanswered */
     size_t max_buffered;       /* unread output per request before the engine cancels it
                                 * (default 1 MiB; 0 = unbounded), see max_unread_bytes */
+    size_t max_answer;         /* bytes a non-streamed answer may grow to before it is
+                                * cancelled with a 400 (default 8 MiB; 0 = unbounded) */
+    size_t max_answers_total;  /* bytes of non-streamed answers held at once over all
+                                * clients, built or unread, past which a growing one is
+                                * cancelled with a 503 (default 64 MiB; 0 = unbounded) */
+    int read_timeout_ms;       /* a request's headers and body must be in within this
+                                * time of the connection's opening (or of the previous
+                                * answer's end), else the connection is closed; a whole
+                                * answer must be read within as long (30000; 0 = none) */
+    int max_per_address;       /* connections from one client address (128; 0 = no cap):
+                                * past it answered 503 (except /health), and a new one
+                                * closes that address's oldest still-reading connection */
+    const char *allowed_hosts; /* Host names served besides loopback ones when bound to
+                                * a loopback address (comma-separated, "*" = any; NULL =
+                                * none): others get 403 (DNS rebinding); copied */
+    const char *cors;          /* origins a browser page may call from (comma-separated,
+                                * "*" = any; NULL = same origin only): others get 403;
+                                * copied */
     int grace_ms;              /* ts_server_stop waits this long for requests (10000) */
     /* One line per request (UTC time, request id, model, method, route, status, tokens,
      * duration) and per failed request, without a newline. NULL = no request log. Called

@@ -52,8 +52,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
 #define CLI_ENGINE_HELP                                                                   \
     "engine:\n"                                                                            \
     "  --threads N          OpenMP threads per step (default: one per physical core)\n"    \
-    "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts,\n" \
-    "                       at most 1G)\n"                                                  \
+    "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts\n" \
+    "                       + 2 blocks each, at most 1G, at least one context)\n"         \
     "  --kv-f16             store keys and values as f16 (half the memory)\n"               \
     "  --max-seqs N         sequences decoding at once (64)\n"                              \
     "  --max-queue N        waiting requests before new ones are refused (1024)\n"          \

@@ -46,6 +46,16 @@ static void usage(FILE *out)
             "                          are answered 503\n"
             "  --max-buffered BYTES    unread output per stream before it is cancelled\n"
             "                          (1048576; 0 = unbounded)\n"
+            "  --max-answer BYTES      a non-streamed answer's size (8388608; 0 = unbounded)\n"
+            "  --max-answers-total BYTES  non-streamed answers held over all clients\n"
+            "                          (67108864; 0 = unbounded)\n"
+            "  --allowed-hosts LIST    Host names served besides loopback ones on a loopback\n"
+            "                          bind (comma-separated; * = any)\n"
+            "  --cors LIST             origins browser pages may call from (comma-separated;\n"
+            "                          * = any; default: same origin only)\n"
+            "  --read-timeout SECONDS  a request's headers and body must arrive within this\n"
+            "                          time of the connection's opening (30; 0 = none)\n"
+            "  --max-per-address N     connections from one client address (128; 0 = no cap)\n"
             "  --grace SECONDS         on shutdown, wait this long for requests (10)\n"
             "  --log-format text|json  request log lines on stderr: text (default) or one JSON\n"
             "                          object per line\n"
@@ -67,6 +77,7 @@ typedef struct serve_args {
     ts_engine_options eng;
     ts_model_load_opts load;
     int grace_s;
+    int read_timeout_s;
 } serve_args;
 
 /* 0: parsed; 1: --help; 2: bad usage (printed). */
@@ -75,6 +86,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
     ts_server_options_default(&a->srv);
     ts_engine_options_default(&a->eng);
     a->grace_s = a->srv.grace_ms / 1000;
+    a->read_timeout_s = a->srv.read_timeout_ms / 1000;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help"))
@@ -122,6 +134,19 @@ static int parse_args(int argc, char **argv, serve_args *a)
                  cli_int(o, v, 1, 65536, &a->srv.max_connections);
         } else if (!strcmp(o, "--max-buffered")) {
             ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_buffered);
+        } else if (!strcmp(o, "--max-answer")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_answer);
+        } else if (!strcmp(o, "--max-answers-total")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_size(o, v, &a->srv.max_answers_total);
+        } else if (!strcmp(o, "--allowed-hosts")) {
+            ok = (a->srv.allowed_hosts = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--cors")) {
+            ok = (a->srv.cors = cli_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(o, "--read-timeout")) {
+            ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 86400, &a->read_timeout_s);
+        } else if (!strcmp(o, "--max-per-address")) {
+            ok = (v = cli_value(argc, argv, &i)) &&
+                 cli_int(o, v, 0, 65536, &a->srv.max_per_address);
         } else if (!strcmp(o, "--log-format")) {
             ok = (v = cli_value(argc, argv, &i)) && (!strcmp(v, "text") || !strcmp(v, "json"));
             if (v && !ok)
@@ -137,6 +162,7 @@ static int parse_args(int argc, char **argv, serve_args *a)
             return 2;
     }
     a->srv.grace_ms = a->grace_s * 1000;
+    a->srv.read_timeout_ms = a->read_timeout_s * 1000;
     a->srv.log = log_line;
     a->srv.template_time = cli_template_time();
     return 0;

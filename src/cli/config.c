@@ -33,6 +33,8 @@ static const config_key top_keys[] = {
     {"api_keys", "--api-keys", VALUE_PATH},
     {"protect_metrics", "--protect-metrics", VALUE_FLAG},
     {"log_format", "--log-format", VALUE_STRING},
+    {"allowed_hosts", "--allowed-hosts", VALUE_STRING},
+    {"cors", "--cors", VALUE_STRING},
     {NULL, NULL, VALUE_STRING},
 };
 
@@ -41,6 +43,10 @@ static const config_key limit_keys[] = {
     {"max_connections", "--max-connections", VALUE_NUMBER},
     {"max_buffered", "--max-buffered", VALUE_SIZE},
     {"grace", "--grace", VALUE_NUMBER},
+    {"max_answer", "--max-answer", VALUE_SIZE},
+    {"max_answers_total", "--max-answers-total", VALUE_SIZE},
+    {"read_timeout", "--read-timeout", VALUE_NUMBER},
+    {"max_per_address", "--max-per-address", VALUE_NUMBER},
     {NULL, NULL, VALUE_STRING},
 };
 

@@ -72,9 +72,16 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
     };
     if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
         size_t per_block = kv_block_bytes(&kc);
-        int64_t want = (int64_t)e->opts.max_seqs * engine_blocks_for(c->context_len);
+        /* A sequence of a full context may need one block more than the context's (a
+         * prompt and its completion each end in a partial block) and admission counts one
+         * block of slack per completion (worst_case_blocks): each sequence gets two more,
+         * and the 1 GiB cap never cuts the pool below one full context. */
+        int64_t one = engine_blocks_for(c->context_len) + 2;
+        int64_t want = (int64_t)e->opts.max_seqs * one;
         int64_t cap = per_block ? (int64_t)(DEFAULT_KV_CAP_BYTES / per_block) : 0;
         kc.n_blocks = want < cap ? want : cap;
+        if (kc.n_blocks < one)
+            kc.n_blocks = one;
     }
     return kv_pool_init(&e->step.pool, &kc, err);
 }

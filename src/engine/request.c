@@ -38,6 +38,7 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->n = p->n;
     req->ignore_eos = p->ignore_eos;
     req->constraint = p->constraint;
+    req->cache_ns = p->cache_namespace;
     req->priority = p->priority;
     req->sampling = p->sampling;
     req->notify = p->notify;

@@ -24,6 +24,7 @@ struct ts_request {
     int n;
     bool ignore_eos;
     ts_constraint_kind constraint;
+    uint64_t cache_ns;                /* ts_request_params.cache_namespace */
     ts_priority priority;
     ts_sampling_params sampling;
     char *stop[TS_MAX_STOP];

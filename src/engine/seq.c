@@ -122,6 +122,7 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
     s->cap = n_tokens + r->max_tokens;
     s->tokens = malloc((size_t)s->cap * sizeof(int32_t));
     kv_table_init(&s->table);
+    s->table.ns = r->cache_ns;
     ts_status st;
     if (!s->tokens) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence's tokens");

@@ -97,6 +97,8 @@ typedef struct kv_table {
     int32_t n_blocks;
     int32_t cap;
     int64_t n_tokens; /* positions held; n_blocks == ceil(n_tokens / TS_KV_BLOCK) */
+    uint64_t ns;      /* prefix-cache namespace: its blocks are published to, and found
+                       * by, tables of the same ns only (0 = the shared one) */
 } kv_table;
 
 typedef struct kv_pool kv_pool;
@@ -203,7 +205,8 @@ ts_status kv_prefix_publish(kv_pool *pool, kv_table *t, int32_t i, const int32_t
 ts_status kv_prefix_lookup(kv_pool *pool, kv_table *t, const int32_t *tokens, int64_t n_tokens,
                            int64_t *n_matched, ts_error *err);
 
-/* The number of tokens kv_prefix_lookup would match, without mapping or counting. */
+/* The number of tokens kv_prefix_lookup would match for a table of namespace 0, without
+ * mapping or counting. */
 int64_t kv_prefix_match(const kv_pool *pool, const int32_t *tokens, int64_t n_tokens);
 
 #endif /* TESSERA_KV_KV_H */

@@ -23,6 +23,7 @@ typedef struct kv_block_meta {
     uint32_t parent_gen; /* parent's gen when this block was published */
     uint32_t gen;        /* bumped on unpublish */
     uint64_t key;        /* chain hash; valid while published */
+    uint64_t ns;         /* namespace of the table that published it */
     bool published;
 } kv_block_meta;
 

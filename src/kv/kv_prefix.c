@@ -25,6 +25,13 @@ static uint64_t default_hash(uint64_t parent_key, const int32_t *tokens)
     return h;
 }
 
+/* The parent key of a chain's first block: the namespace is mixed in (0 keeps the seed),
+ * and find() compares it too, so no collision crosses namespaces. */
+static uint64_t root_key(uint64_t ns)
+{
+    return ns ? mix64(KV_HASH_SEED ^ ns) : KV_HASH_SEED;
+}
+
 static uint64_t block_hash(const kv_pool *pool, uint64_t parent_key, const int32_t *tokens)
 {
     if (pool->cfg.hash_fn)
@@ -40,11 +47,11 @@ static const int32_t *block_tokens(const kv_pool *pool, int32_t b)
 /* The published block with this key whose parent is (parent, parent_gen) and whose
  * tokens equal tokens; -1 when none. */
 static int32_t find(const kv_pool *pool, uint64_t key, int32_t parent, uint32_t parent_gen,
-                    const int32_t *tokens)
+                    uint64_t ns, const int32_t *tokens)
 {
     for (int32_t b = pool->buckets[key & pool->bucket_mask]; b >= 0; b = pool->meta[b].hnext) {
         const kv_block_meta *m = &pool->meta[b];
-        if (m->key == key && m->parent == parent && m->parent_gen == parent_gen &&
+        if (m->key == key && m->parent == parent && m->parent_gen == parent_gen && m->ns == ns &&
             memcmp(block_tokens(pool, b), tokens, TS_KV_BLOCK * sizeof *tokens) == 0)
             return b;
     }
@@ -106,11 +113,11 @@ ts_status kv_prefix_publish(kv_pool *pool, kv_table *t, int32_t i, const int32_t
     int32_t parent = i > 0 ? t->blocks[i - 1] : -1;
     if (parent >= 0 && !pool->meta[parent].published)
         return TS_OK; /* broken chain: nothing could find this block */
-    uint64_t parent_key = parent >= 0 ? pool->meta[parent].key : KV_HASH_SEED;
+    uint64_t parent_key = parent >= 0 ? pool->meta[parent].key : root_key(t->ns);
     uint32_t parent_gen = parent >= 0 ? pool->meta[parent].gen : 0;
     uint64_t key = block_hash(pool, parent_key, tokens);
 
-    int32_t same = find(pool, key, parent, parent_gen, tokens);
+    int32_t same = find(pool, key, parent, parent_gen, t->ns, tokens);
     if (same >= 0) { /* computed twice side by side: share the published copy */
         kv_block_ref(pool, same);
         kv_block_unref(pool, b);
@@ -121,6 +128,7 @@ ts_status kv_prefix_publish(kv_pool *pool, kv_table *t, int32_t i, const int32_t
     m->key = key;
     m->parent = parent;
     m->parent_gen = parent_gen;
+    m->ns = t->ns;
     m->published = true;
     memcpy(pool->tokens + (size_t)b * TS_KV_BLOCK, tokens, TS_KV_BLOCK * sizeof *tokens);
     int32_t *head = &pool->buckets[key & pool->bucket_mask];
@@ -132,15 +140,16 @@ ts_status kv_prefix_publish(kv_pool *pool, kv_table *t, int32_t i, const int32_t
 
 /* Walks the chain of published blocks matching tokens; fills found[] (may be NULL) with up
  * to max_blocks ids and returns how many matched. */
-static int64_t walk(const kv_pool *pool, int32_t *found, const int32_t *tokens, int64_t max_blocks)
+static int64_t walk(const kv_pool *pool, uint64_t ns, int32_t *found, const int32_t *tokens,
+                    int64_t max_blocks)
 {
     int32_t parent = -1;
-    uint64_t parent_key = KV_HASH_SEED;
+    uint64_t parent_key = root_key(ns);
     uint32_t parent_gen = 0;
     int64_t i = 0;
     for (; i < max_blocks; i++) {
         const int32_t *tok = tokens + i * TS_KV_BLOCK;
-        int32_t b = find(pool, block_hash(pool, parent_key, tok), parent, parent_gen, tok);
+        int32_t b = find(pool, block_hash(pool, parent_key, tok), parent, parent_gen, ns, tok);
         if (b < 0)
             break;
         if (found)
@@ -156,7 +165,7 @@ int64_t kv_prefix_match(const kv_pool *pool, const int32_t *tokens, int64_t n_to
 {
     if (n_tokens <= 0)
         return 0;
-    return walk(pool, NULL, tokens, n_tokens / TS_KV_BLOCK) * TS_KV_BLOCK;
+    return walk(pool, 0, NULL, tokens, n_tokens / TS_KV_BLOCK) * TS_KV_BLOCK;
 }
 
 ts_status kv_prefix_lookup(kv_pool *pool, kv_table *t, const int32_t *tokens, int64_t n_tokens,
@@ -174,7 +183,7 @@ ts_status kv_prefix_lookup(kv_pool *pool, kv_table *t, const int32_t *tokens, in
     ts_status st = kv_table_grow(t, max_blocks, err);
     if (st != TS_OK)
         return st;
-    int64_t n = walk(pool, t->blocks, tokens, max_blocks);
+    int64_t n = walk(pool, t->ns, t->blocks, tokens, max_blocks);
     for (int64_t i = 0; i < n; i++)
         kv_block_ref(pool, t->blocks[i]);
     t->n_blocks = (int32_t)n;

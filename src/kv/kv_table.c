@@ -11,6 +11,7 @@ void kv_table_init(kv_table *t)
     t->n_blocks = 0;
     t->cap = 0;
     t->n_tokens = 0;
+    t->ns = 0;
 }
 
 void kv_table_release(kv_pool *pool, kv_table *t)
@@ -130,6 +131,7 @@ ts_status kv_table_fork(kv_pool *pool, kv_table *dst, const kv_table *src, ts_er
     }
     dst->n_blocks = src->n_blocks;
     dst->n_tokens = src->n_tokens;
+    dst->ns = src->ns;
     return TS_OK;
 }
 

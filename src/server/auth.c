@@ -117,6 +117,16 @@ ts_status auth_keys_parse(const char *json, size_t len, auth_keys **out, ts_erro
                               label);
             goto fail;
         }
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(e, "cache_namespace");
+        if (ns && (!cJSON_IsString(ns) || !ns->valuestring[0])) {
+            st = ts_error_set(err, TS_ERR_FORMAT,
+                              "api key %s: \"cache_namespace\" must be a non-empty string", label);
+            goto fail;
+        }
+        /* "k:" and "n:" keep a key from naming another key's own namespace. */
+        k->cache_ns = ns ? auth_ns_hash(auth_ns_hash(AUTH_NS_SEED, "n:", 2), ns->valuestring,
+                                        strlen(ns->valuestring))
+                         : auth_ns_hash(auth_ns_hash(AUTH_NS_SEED, "k:", 2), e->string, klen);
         for (size_t j = 0; j < ks->n; j++)
             if (ks->keys[j].key_len == klen && !memcmp(ks->keys[j].key, e->string, klen)) {
                 st = ts_error_set(err, TS_ERR_FORMAT, "api key %s repeats key #%zu", label,
@@ -205,4 +215,21 @@ const auth_key *auth_check(const auth_keys *ks, const char *authorization)
         if (auth_equal_ct(p, n, ks->keys[i].key, ks->keys[i].key_len))
             found = &ks->keys[i];
     return found;
+}
+
+uint64_t auth_ns_hash(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h ? h : 1;
+}
+
+uint64_t auth_request_ns(uint64_t key_ns, const char *salt)
+{
+    if (!salt)
+        return key_ns;
+    uint64_t h = auth_ns_hash(key_ns ? key_ns : AUTH_NS_SEED, "s:", 2);
+    return auth_ns_hash(h, salt, strlen(salt));
 }

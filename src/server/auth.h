@@ -1,10 +1,11 @@
-/* auth.h: API keys from a JSON file ({"KEY": {"tier": "high|normal|low", "name": "..."}})
- * and constant-time checks of "Authorization: Bearer KEY" headers. */
+/* auth.h: API keys from a JSON file ({"KEY": {"tier": "high|normal|low", "name": "...",
+ * "cache_namespace": "..."}}) and constant-time checks of "Authorization: Bearer KEY" headers. */
 #ifndef TESSERA_SERVER_AUTH_H
 #define TESSERA_SERVER_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tessera/engine.h"
 
@@ -18,9 +19,20 @@ typedef struct auth_key {
     size_t key_len;
     ts_priority tier;     /* priority of this key's requests */
     char *name;           /* owned; "" when the file gives none */
+    uint64_t cache_ns;    /* prefix-cache namespace: a hash of "cache_namespace" (keys
+                           * naming the same one share cached prompts), else of the key
+                           * itself; never 0 (the namespace of a server without keys) */
 } auth_key;
 
 typedef struct auth_keys auth_keys;
+
+/* A 64-bit FNV-1a hash of n bytes continuing from h (start with AUTH_NS_SEED); never 0. */
+#define AUTH_NS_SEED UINT64_C(0xcbf29ce484222325)
+uint64_t auth_ns_hash(uint64_t h, const char *s, size_t n);
+
+/* A request's prefix-cache namespace: its key's (0 without keys), narrowed by salt
+ * (NULL: none) to a namespace of its own. */
+uint64_t auth_request_ns(uint64_t key_ns, const char *salt);
 
 /* Parses len bytes of JSON (borrowed). Rejects, with err saying where: malformed JSON, a
  * top level that is not an object, no keys, an empty, over-long or non-printable key, an

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "server/budget.h"
 #include "server/server_internal.h"
 
 _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
@@ -52,6 +53,9 @@ struct srv_job {
     char fail_msg[256];
     atomic_bool cancelled_for_shutdown; /* set by this thread or complete_cancel_all */
     srv_job *next, **prev;    /* in srv->jobs while it has a request */
+    int tokens_seen;          /* TOKEN events read: usage when no DONE comes */
+    size_t held;              /* bytes reserved in srv->answer_bytes (a whole answer) */
+    budget_verdict over;      /* a whole answer past max_answer or the total */
     char *out;                /* stream bytes not yet handed to MHD: [out_off, out_len) */
     size_t out_len, out_off, out_cap;
     bool out_failed;
@@ -97,7 +101,7 @@ static int job_wait(srv_job *j, ts_event *ev)
             return 0;
         struct pollfd p[3] = {
             {.fd = j->cell->efd, .events = POLLIN},
-            {.fd = j->client_fd, .events = POLLRDHUP},
+            {.fd = j->client_fd, .events = 0}, /* POLLHUP/POLLERR only: no half-close */
             {.fd = j->srv->stop_efd, .events = POLLIN},
         };
         int nfds = j->client_fd >= 0 ? 2 : 1;
@@ -114,7 +118,7 @@ static int job_wait(srv_job *j, ts_event *ev)
             ssize_t r = read(j->cell->efd, &v, sizeof v);
             (void)r;
         }
-        if (j->client_fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        if (j->client_fd >= 0 && (p[1].revents & (POLLHUP | POLLERR))) {
             ts_request_cancel(j->req);
             return -1;
         }
@@ -195,6 +199,16 @@ static bool append_text(choice_acc *a, const char *text, size_t len)
     return true;
 }
 
+/* Reserves n more bytes of a whole answer; past a bound the request is cancelled. */
+static void reserve(srv_job *j, size_t n)
+{
+    const ts_server_options *o = &j->srv->opts;
+    if (j->over == BUDGET_OK &&
+        (j->over = budget_reserve(&j->srv->answer_bytes, &j->held, n, o->max_answer,
+                                  o->max_answers_total)) != BUDGET_OK)
+        ts_request_cancel(j->req);
+}
+
 /* Non-streamed: append to the choice's text and logprobs. A DONE event's text is what the
  * engine held back to the end (a possible stop string, a partial character): it belongs
  * to the completion as much as a token's. */
@@ -203,7 +217,13 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     if (ev->index < 0 || ev->index >= j->oreq.n)
         return true;
     choice_acc *a = &j->acc[ev->index];
+    /* What the event costs in the JSON answer: text escaped, a logprob entry per token. */
+    size_t cost = 2 * ev->text_len;
+    if (ev->kind == TS_EVENT_TOKEN && j->oreq.sampling.logprobs)
+        cost += 48 + 48 * (size_t)ev->n_top;
+    reserve(j, cost);
     if (ev->kind == TS_EVENT_TOKEN) {
+        j->tokens_seen++;
         note_token_time(j, a);
         if (j->oreq.sampling.logprobs) {
             if (!grow((void **)&a->lps, &a->cap_lps, a->n_lps + 1, sizeof *a->lps))
@@ -271,6 +291,7 @@ static void stream_event(srv_job *j, const ts_event *ev)
         out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL));
         return;
     }
+    j->tokens_seen++;
     note_token_time(j, a);
     if (ev->text_len == 0 && !j->oreq.sampling.logprobs)
         return; /* text held back (partial character or possible stop string) */
@@ -392,6 +413,7 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.ignore_eos = r->ignore_eos;
     p.constraint = r->format == OAI_FORMAT_JSON_OBJECT ? TS_CONSTRAINT_JSON_OBJECT
                                                         : TS_CONSTRAINT_NONE;
+    p.cache_namespace = auth_request_ns(c->cache_ns, r->cache_salt);
     /* The bound is for clients that read a stream slowly. A non-streamed answer is read
      * by this server as the engine writes it; bounding that would cancel requests
      * whenever the connection's thread waited for a core. */
@@ -422,6 +444,7 @@ static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_
         return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    srv_add_cors_headers(r, c);
     MHD_add_response_header(r, "X-Request-Id", c->request_id);
     if (c->ignored[0])
         MHD_add_response_header(r, SRV_HEADER_IGNORED, c->ignored);
@@ -448,6 +471,10 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
         oai_error_set(&e, 500, NULL, NULL, "out of memory");
         return srv_send_error(mc, c, &e);
     }
+    if (j->over != BUDGET_OK) {
+        budget_error(&e, j->over, j->srv->opts.max_answer, j->srv->opts.max_answers_total);
+        return srv_send_error(mc, c, &e);
+    }
     if (j->failed) {
         srv_status_error(&e, j->fail_status, j->fail_msg);
         return srv_send_error(mc, c, &e);
@@ -470,7 +497,12 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     }
     oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
     char *json = oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
-    return srv_send(mc, c, 200, "application/json", json, json ? strlen(json) : 0);
+    size_t len = json ? strlen(json) : 0;
+    if (len > j->held) { /* the estimate was low: the total counts the real size */
+        atomic_fetch_add(&j->srv->answer_bytes, len - j->held);
+        j->held = len;
+    }
+    return srv_send(mc, c, 200, "application/json", json, len);
 }
 
 static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
@@ -549,15 +581,25 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
 {
     if (!j)
         return;
-    /* An error the client never read (it left, or read too slowly) is still logged. */
+    /* What the client never read still counts: the request is cancelled and its last
+     * events read (it ends at the next step), for the error log and the usage. */
     ts_event ev = {0};
-    while (j->req && !j->failed && ts_request_next_event(j->req, &ev, 0) == TS_OK) {
+    if (j->req)
+        ts_request_cancel(j->req);
+    while (j->req && !j->failed &&
+           ts_request_next_event(j->req, &ev, SRV_DRAIN_MS) == TS_OK) {
         if (ev.kind == TS_EVENT_ERROR)
             record_error(j, &ev);
+        else if (ev.kind == TS_EVENT_DONE)
+            record_done(j, &ev);
+        else
+            j->tokens_seen++;
         ts_event_clear(&ev);
     }
+    budget_release(&j->srv->answer_bytes, &j->held);
     *prompt_tokens = j->prompt_tokens;
-    *completion_tokens = j->completion_tokens;
+    *completion_tokens = j->completion_tokens > j->tokens_seen ? j->completion_tokens
+                                                               : j->tokens_seen;
     unlist_job(j); /* before the handle goes: complete_cancel_all may be reading it */
     ts_request_release(j->req);
     srv_cell_put(j->srv, j->cell);

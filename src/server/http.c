@@ -6,12 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "server/origin.h"
 #include "server/server_internal.h"
+#include "server/utf8.h"
 #include "server/ui.h"
 
 /* ---- routes */
@@ -78,6 +81,7 @@ static const http_route *find_route(const char *path)
 static enum MHD_Result dispatch(struct MHD_Connection *mc, srv_conn *c)
 {
     const http_route *r = c->entry;
+    c->read_done = true;
     if (r->in_flight) {
         pthread_mutex_lock(&c->srv->mu);
         c->srv->in_flight++;
@@ -102,6 +106,7 @@ static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
     if (!k)
         return false;
     c->priority = k->tier;
+    c->cache_ns = k->cache_ns;
     return true;
 }
 
@@ -116,21 +121,105 @@ static void accumulate(srv_conn *c, const char *data, size_t n, size_t limit)
         c->body_too_big = true; /* out of memory: answered as too large rather than crashing */
 }
 
+typedef struct header_count {
+    int lines, content_length;
+} header_count;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    (void)value;
+    header_count *hc = cls;
+    hc->lines++;
+    hc->content_length += !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return MHD_YES;
+}
+
+/* The framing checks, before anything else: two Content-Length headers let a request
+ * hide in a body (answered 400 and closed); more header lines than SRV_MAX_HEADERS are
+ * answered 431 while the connection's memory still holds an answer. */
+static bool framing_ok(struct MHD_Connection *mc, srv_conn *c, oai_error *e)
+{
+    header_count hc = {0, 0};
+    MHD_get_connection_values(mc, MHD_HEADER_KIND, count_header, &hc);
+    if (hc.content_length > 1) {
+        c->close = true;
+        oai_error_set(e, 400, NULL, "invalid_request",
+                      "the request has %d Content-Length headers; one at most", hc.content_length);
+        return false;
+    }
+    if (hc.lines > SRV_MAX_HEADERS) {
+        c->close = true;
+        oai_error_set(e, 431, NULL, "request_header_fields_too_large",
+                      "the request has %d header lines, over the limit of %d", hc.lines,
+                      SRV_MAX_HEADERS);
+        return false;
+    }
+    return true;
+}
+
+/* Browser-driven requests: a Host that is no loopback name on a loopback bind (DNS
+ * rebinding), a cross-site Origin, a JSON route's body of a form's type. An allowed
+ * cross-origin preflight (OPTIONS) is answered here. 0: go on; else answered. */
+static int browser_check(struct MHD_Connection *mc, srv_conn *c, const char *method,
+                         enum MHD_Result *rc)
+{
+    ts_server *srv = c->srv;
+    oai_error e;
+    const char *host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin");
+    if (!origin_host_ok(srv->host, srv->opts.allowed_hosts, host)) {
+        oai_error_set(&e, 403, NULL, "host_not_allowed",
+                      "the Host header names no loopback address; see --allowed-hosts");
+        *rc = srv_send_error(mc, c, &e);
+        return 1;
+    }
+    origin_verdict v = origin_check(srv->opts.cors, host, origin);
+    if (v == ORIGIN_REFUSED) {
+        oai_error_set(&e, 403, NULL, "origin_not_allowed",
+                      "cross-origin requests are refused unless --cors names the origin");
+        *rc = srv_send_error(mc, c, &e);
+        return 1;
+    }
+    if (v == ORIGIN_CORS)
+        c->cors_origin = origin; /* MHD's copy: valid until the request completes */
+    if (!strcmp(method, "OPTIONS") && v != ORIGIN_NONE && c->entry) {
+        *rc = srv_send(mc, c, 204, "text/plain", strdup(""), 0);
+        return 1;
+    }
+    const char *ctype =
+        MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (c->entry && c->entry->when == ROUTE_BODY && !strcmp(method, c->entry->method) &&
+        !origin_content_type_ok(ctype, origin != NULL)) {
+        oai_error_set(&e, 415, NULL, "unsupported_media_type",
+                      "send the body as Content-Type: application/json");
+        *rc = srv_send_error(mc, c, &e);
+        return 1;
+    }
+    return 0;
+}
+
 /* First call for a request: route, method, auth and declared size are checked at once. */
 static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
                                      const char *method)
 {
     const http_route *r = c->entry;
     oai_error e;
+    if (!framing_ok(mc, c, &e))
+        return srv_send_error(mc, c, &e);
+    enum MHD_Result rc;
+    if (browser_check(mc, c, method, &rc))
+        return rc;
     if (!r && !srv->opts.no_ui && ui_find(c->path))
         return ui_handle(mc, c, method); /* the chat page: open to all, it asks for the key */
     if (!r) {
-        oai_error_set(&e, 404, NULL, "not_found", "no route %.60s %.60s", method, c->path);
+        oai_error_set(&e, 404, NULL, "not_found", "no route %s %s", c->method, c->path);
         return srv_send_error(mc, c, &e);
     }
     if (strcmp(method, r->method)) {
-        oai_error_set(&e, 405, NULL, "method_not_allowed", "%s wants %s, not %.10s", r->path,
-                      r->method, method);
+        oai_error_set(&e, 405, NULL, "method_not_allowed", "%s wants %s, not %s", r->path,
+                      r->method, c->method);
         return srv_send_error(mc, c, &e);
     }
     if (!authorized(srv, mc, c, r)) {
@@ -140,6 +229,12 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
     }
     if (r->when == ROUTE_FIRST)
         return dispatch(mc, c);
+    if (guard_over_cap(srv->guard, c->guard)) {
+        oai_error_set(&e, 503, NULL, "too_many_connections",
+                      "this address holds more than %d connections; retry",
+                      srv->opts.max_per_address);
+        return srv_send_error(mc, c, &e);
+    }
     int open = atomic_load(&srv->open_conns);
     if (open > srv->opts.max_connections) {
         oai_error_set(&e, 503, NULL, "too_many_connections",
@@ -196,14 +291,23 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         srv_request_id(c->request_id,
                        MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "X-Request-Id"),
                        srv->id_seed + atomic_fetch_add(&srv->next_request, 1));
-        snprintf(c->method, sizeof c->method, "%s", method);
-        snprintf(c->path, sizeof c->path, "%.*s", (int)strcspn(url, "?"), url);
+        /* Escaped: they go into log lines and JSON messages (a path may hold any byte). */
+        utf8_escape_controls(c->method, sizeof c->method, method);
+        char path[sizeof c->path];
+        snprintf(path, sizeof path, "%.*s", (int)strcspn(url, "?"), url);
+        utf8_escape_controls(c->path, sizeof c->path, path);
         const http_route *r = find_route(c->path);
         c->entry = r;
         c->allow = r ? r->method : NULL;
         c->route = r ? r->metric : METRICS_ROUTE_OTHER;
         c->batch = r && r->batch;
-        return begin_request(srv, mc, c, method);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        c->guard = ci ? ci->socket_context : NULL;
+        enum MHD_Result rc = begin_request(srv, mc, c, method);
+        if (c->status || c->read_done)
+            guard_request_in(srv->guard, c->guard);
+        return rc;
     }
     if (c->status)
         return MHD_YES; /* answered early; MHD drops whatever body follows */
@@ -212,19 +316,35 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         *upload_data_size = 0;
         return MHD_YES;
     }
+    guard_request_in(srv->guard, c->guard);
     return end_request(mc, c);
+}
+
+static size_t on_unescape(void *cls, struct MHD_Connection *mc, char *s)
+{
+    (void)cls;
+    (void)mc;
+    return utf8_unescape_url(s);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    (void)mc;
-    (void)socket_context;
     ts_server *srv = cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         atomic_fetch_add(&srv->open_conns, 1);
-    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *addr =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (fd) /* out of memory: the connection goes unguarded */
+            *socket_context = guard_open(srv->guard, fd->connect_fd,
+                                         addr ? addr->client_addr : NULL);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        guard_close(srv->guard, *socket_context);
+        *socket_context = NULL;
         atomic_fetch_sub(&srv->open_conns, 1);
+    }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
@@ -236,6 +356,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     if (!c)
         return;
     *req_cls = NULL;
+    guard_request_done(srv->guard, c->guard);
     int prompt_tokens = 0, completion_tokens = 0;
     bool in_flight = c->in_flight;
     if (c->job)
@@ -270,6 +391,10 @@ void ts_server_options_default(ts_server_options *o)
     o->max_connections = 256;
     o->max_buffered = 1 << 20;
     o->grace_ms = 10000;
+    o->read_timeout_ms = 30000;
+    o->max_answer = 8u << 20;
+    o->max_answers_total = 64u << 20;
+    o->max_per_address = 128;
 }
 
 ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_error *err)
@@ -298,6 +423,12 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
         goto fail;
     }
     srv->opts.host = srv->host;
+    srv->opts.allowed_hosts = srv->allowed_hosts = opts->allowed_hosts ? strdup(opts->allowed_hosts) : NULL;
+    srv->opts.cors = srv->cors = opts->cors ? strdup(opts->cors) : NULL;
+    if ((opts->allowed_hosts && !srv->allowed_hosts) || (opts->cors && !srv->cors)) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "cannot copy server options");
+        goto fail;
+    }
     srv->opts.chat_template = srv->template_name;
     srv->opts.api_keys_path = NULL;
     chat_template_kind kind;
@@ -310,6 +441,11 @@ ts_status ts_server_create(const ts_server_options *opts, ts_server **out, ts_er
     if (opts->api_keys_path && (st = auth_keys_load(opts->api_keys_path, &srv->keys, err)) != TS_OK)
         goto fail;
     if ((st = metrics_create(&srv->metrics, err)) != TS_OK)
+        goto fail;
+    /* Readers may fill the table but one slot: a new connection always finds room, and
+     * shuts the oldest reader down to keep it so (/health answers under slowloris). */
+    if ((st = guard_create(&srv->guard, opts->max_connections + SRV_CONN_SPARE - 1,
+                           opts->max_per_address, opts->read_timeout_ms, err)) != TS_OK)
         goto fail;
     srv->stop_efd = eventfd(0, EFD_CLOEXEC);
     if (srv->stop_efd < 0) {
@@ -368,7 +504,8 @@ ts_status ts_server_start(ts_server *srv, ts_error *err)
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->opts.max_connections + SRV_CONN_SPARE,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONN_MEMORY,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
+        MHD_OPTION_END);
     if (!srv->daemon)
         return ts_error_set(err, TS_ERR_IO, "cannot serve on %s port %d", srv->host, srv->port);
     srv->listen_fd = -1; /* the daemon's now: ts_server_stop closes it */
@@ -432,11 +569,14 @@ void ts_server_destroy(ts_server *srv)
     free(srv->template_src);
     if (srv->stop_efd >= 0)
         close(srv->stop_efd);
+    guard_destroy(srv->guard);
     if (srv->listen_fd >= 0) /* bound but never started */
         close(srv->listen_fd);
     metrics_free(srv->metrics);
     auth_keys_free(srv->keys);
     free(srv->host);
+    free(srv->allowed_hosts);
+    free(srv->cors);
     free(srv->template_name);
     pthread_cond_destroy(&srv->idle);
     pthread_mutex_destroy(&srv->mu);

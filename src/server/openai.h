@@ -72,6 +72,7 @@ typedef struct oai_request {
     char *user;                   /* owned; recorded, not used */
     char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
                                     * and header-safe (X-Tessera-Ignored-Fields); "" none */
+    char *cache_salt;             /* owned or NULL: narrows the prefix-cache namespace */
     struct cJSON *chat_vars;      /* owned; chat only: what a Jinja template reads
                                    * (oai_chat_vars) */
 } oai_request;
@@ -164,6 +165,10 @@ typedef struct oai_usage {
 } oai_usage;
 
 char *oai_error_json(const oai_error *e);
+
+/* A JSON string item of n bytes (borrowed; ill-formed UTF-8 repaired, NUL bytes written as
+ * \u0000 rather than cutting the text); NULL out of memory. */
+struct cJSON *oai_bytes_string(const char *s, size_t n);
 
 /* The whole answer of a non-streamed request. */
 char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_choices,

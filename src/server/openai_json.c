@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/strbuf.h"
 #include "server/openai.h"
 #include "server/utf8.h"
 
@@ -17,16 +18,49 @@ static char *finish(cJSON *obj, bool ok)
     return s;
 }
 
-/* A JSON string from n bytes that may not be NUL-terminated or even valid UTF-8. */
-static cJSON *bytes_string(const char *s, size_t n)
+/* The JSON literal of the NUL-free n bytes at s (ill-formed UTF-8 repaired) without its
+ * quotes, appended to out; false out of memory. */
+static bool append_literal(strbuf *out, const char *s, size_t n)
 {
-    char *copy = utf8_sanitize(s ? s : "", s ? n : 0);
-    if (!copy)
-        return NULL;
-    cJSON *j = cJSON_CreateString(copy);
+    char *copy = utf8_sanitize(s, n);
+    cJSON *j = copy ? cJSON_CreateString(copy) : NULL;
+    char *lit = j ? cJSON_PrintUnformatted(j) : NULL;
+    bool ok = lit && strbuf_add(out, lit + 1, strlen(lit) - 2);
+    free(lit);
+    cJSON_Delete(j);
     free(copy);
+    return ok;
+}
+
+cJSON *oai_bytes_string(const char *s, size_t n)
+{
+    if (!s)
+        s = "", n = 0;
+    if (!memchr(s, 0, n)) {
+        char *copy = utf8_sanitize(s, n);
+        if (!copy)
+            return NULL;
+        cJSON *j = cJSON_CreateString(copy);
+        free(copy);
+        return j;
+    }
+    /* cJSON's strings end at a NUL: text holding one (a token whose text is U+0000) is
+     * written as a raw literal with \u0000 escapes, never cut. */
+    strbuf out = {0};
+    bool ok = strbuf_add(&out, "\"", 1);
+    for (size_t i = 0; ok && i <= n;) {
+        const char *z = memchr(s + i, 0, n - i);
+        size_t k = z ? (size_t)(z - (s + i)) : n - i;
+        ok = append_literal(&out, s + i, k) &&
+             (z ? strbuf_add(&out, "\\u0000", 6) : strbuf_add(&out, "\"", 1));
+        i += k + 1;
+    }
+    cJSON *j = ok ? cJSON_CreateRaw(out.s) : NULL;
+    strbuf_free(&out);
     return j;
 }
+
+#define bytes_string oai_bytes_string
 
 static bool add(cJSON *obj, const char *name, cJSON *item)
 {
@@ -63,14 +97,18 @@ static cJSON *byte_array(const char *s, size_t n)
 
 char *oai_error_json(const oai_error *e)
 {
-    cJSON *root = cJSON_CreateObject();
+    /* A message quotes request bytes (a path, a model name) and may be cut inside a
+     * character: repaired here, so every error body is valid UTF-8. */
+    char *msg = utf8_sanitize(e->message, strlen(e->message));
+    cJSON *root = msg ? cJSON_CreateObject() : NULL;
     cJSON *o = root ? cJSON_AddObjectToObject(root, "error") : NULL;
-    bool ok = o && cJSON_AddStringToObject(o, "message", e->message) &&
+    bool ok = o && cJSON_AddStringToObject(o, "message", msg) &&
          cJSON_AddStringToObject(o, "type", e->type) &&
          (e->param[0] ? cJSON_AddStringToObject(o, "param", e->param) != NULL
                       : cJSON_AddNullToObject(o, "param") != NULL) &&
          (e->code[0] ? cJSON_AddStringToObject(o, "code", e->code) != NULL
                      : cJSON_AddNullToObject(o, "code") != NULL);
+    free(msg);
     return finish(root, ok);
 }
 

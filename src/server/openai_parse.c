@@ -113,6 +113,42 @@ static ts_status read_string(const cJSON *obj, const char *name, char **out, oai
     return copy_string(f, name, out, err);
 }
 
+/* True when a JSON string of body[0..len) holds a \u0000 escape (cJSON would cut the
+ * string there); field gets the name of the last object key before it. */
+static bool has_nul_escape(const char *body, size_t len, char *field, size_t cap)
+{
+    size_t key_at = 0, key_len = 0, str_at = 0;
+    bool in_str = false;
+    field[0] = '\0';
+    for (size_t i = 0; i < len; i++) {
+        char ch = body[i];
+        if (!in_str) {
+            if (ch == '"') {
+                in_str = true;
+                str_at = i + 1;
+            } else if (ch == ':' && str_at) { /* the string before a colon is a key */
+                key_at = str_at;
+                key_len = 0;
+                while (key_at + key_len < len && body[key_at + key_len] != '"')
+                    key_len++;
+                str_at = 0;
+            } else if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') {
+                str_at = 0;
+            }
+        } else if (ch == '\\') {
+            if (i + 5 < len && !memcmp(body + i + 1, "u0000", 5)) {
+                snprintf(field, cap, "%.*s", (int)(key_len < cap ? key_len : cap - 1),
+                         body + key_at);
+                return true;
+            }
+            i++; /* the escaped character */
+        } else if (ch == '"') {
+            in_str = false;
+        }
+    }
+    return false;
+}
+
 static ts_status parse_body(const char *body, size_t len, cJSON **root, oai_error *err)
 {
     /* The Opts variant reports where parsing stopped without cJSON's global error pointer,
@@ -123,6 +159,16 @@ static ts_status parse_body(const char *body, size_t len, cJSON **root, oai_erro
         return oai_error_set(err, 400, NULL, "invalid_json",
                              "the request body is not valid JSON (near byte %zu)",
                              end && end >= body ? (size_t)(end - body) : (size_t)0);
+    for (const char *p = end; p && p < body + len; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+            return oai_error_set(err, 400, NULL, "invalid_json",
+                                 "the request body has bytes after its JSON value (at byte %zu)",
+                                 (size_t)(p - body));
+    char name[64];
+    if (has_nul_escape(body, len, name, sizeof name))
+        return oai_error_set(err, 400, name[0] ? name : NULL, "invalid_value",
+                             "'%s' holds a NUL character (\\u0000), which is not accepted",
+                             name[0] ? name : "a string");
     if (!cJSON_IsObject(*root))
         return oai_error_set(err, 400, NULL, "invalid_json",
                              "the request body must be a JSON object");
@@ -147,6 +193,10 @@ static ts_status read_content(const cJSON *c, const char *name, char **out, oai_
             return oai_error_set(err, 400, name, "invalid_type",
                                  "'%s' parts must be {\"type\": \"text\", \"text\": string}",
                                  name);
+        /* Each part is checked alone: two halves of a character in two parts are not one. */
+        if (!utf8_valid(text->valuestring, strlen(text->valuestring)))
+            return oai_error_set(err, 400, name, "invalid_utf8",
+                                 "a text part of '%s' is not valid UTF-8", name);
         total += strlen(text->valuestring);
     }
     char *s = malloc(total + 1);
@@ -436,7 +486,8 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
         read_stream(root, r, err) != TS_OK ||
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
-        read_string(root, "user", &r->user, err) != TS_OK)
+        read_string(root, "user", &r->user, err) != TS_OK ||
+        read_string(root, "cache_salt", &r->cache_salt, err) != TS_OK)
         goto fail;
     if (oai_check_fields(kind, root, r, err) != TS_OK)
         goto fail;
@@ -462,6 +513,7 @@ void oai_request_clear(oai_request *r)
     for (int i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     free(r->user);
+    free(r->cache_salt);
     memset(r, 0, sizeof *r);
 }
 

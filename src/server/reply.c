@@ -32,17 +32,30 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
     MHD_add_response_header(r, "X-Request-Id", c->request_id);
     if (status == 429 || status == 503)
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (status == 503) /* overloaded or stopping: free the connection's thread at once */
+    if (status == 503 || c->close) /* overloaded, stopping or unframed: free the thread */
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (status == 405)
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, c->allow ? c->allow : "GET");
     if (c->ignored[0])
         MHD_add_response_header(r, SRV_HEADER_IGNORED, c->ignored);
+    srv_add_cors_headers(r, c);
     enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, r);
     MHD_destroy_response(r);
-    if (ok == MHD_YES)
+    if (ok == MHD_YES) {
         c->status = status;
+        guard_answer_queued(c->srv->guard, c->guard);
+    }
     return ok;
+}
+
+void srv_add_cors_headers(struct MHD_Response *r, const srv_conn *c)
+{
+    if (!c->cors_origin)
+        return;
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", c->cors_origin);
+    MHD_add_response_header(r, "Vary", "Origin");
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
 }
 
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e)

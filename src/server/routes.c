@@ -149,14 +149,15 @@ enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
     cJSON *j = NULL;
     if (text) {
         ts_detokenize(tok, d.tokens, d.n_tokens, text, need);
-        char *clean = utf8_sanitize(text, need);
-        j = clean ? cJSON_CreateObject() : NULL;
-        if (j && (!cJSON_AddStringToObject(j, "model", m->name) ||
-                  !cJSON_AddStringToObject(j, "prompt", clean))) {
+        cJSON *prompt = oai_bytes_string(text, need); /* a NUL token's text is kept */
+        j = prompt ? cJSON_CreateObject() : NULL;
+        if (!j || !cJSON_AddStringToObject(j, "model", m->name) ||
+            !cJSON_AddItemToObject(j, "prompt", prompt)) {
+            if (!j || !cJSON_GetObjectItem(j, "prompt"))
+                cJSON_Delete(prompt);
             cJSON_Delete(j);
             j = NULL;
         }
-        free(clean);
         free(text);
     }
     oai_detokenize_request_clear(&d);

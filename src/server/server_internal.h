@@ -17,6 +17,7 @@
 
 #include "common/strbuf.h"
 #include "server/auth.h"
+#include "server/guard.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/openai.h"
@@ -29,6 +30,11 @@ enum {
     SRV_CONN_SPARE = 16,          /* connections past max_connections answered 503 */
     SRV_CONN_MEMORY = 32 * 1024,  /* MHD's per-connection buffer: request line + headers
                                    * must fit (431 otherwise) */
+    SRV_MAX_HEADERS = 100,        /* header lines of a request (431 past it): MHD keeps
+                                   * each in the connection's memory, which the answer
+                                   * needs too */
+    SRV_DRAIN_MS = 2000,          /* a finished request's last events (usage) are waited
+                                   * for this long each, after cancelling it */
     SRV_SHUTDOWN_WAIT_MS = 5000,  /* after cancelling at shutdown, a request waits this
                                    * long at most for its end, and the server as long for
                                    * the answers to go out */
@@ -59,10 +65,12 @@ struct ts_server {
     ts_server_options opts;
     char *host;                   /* owned copy of opts.host */
     char *template_name;          /* owned copy of opts.chat_template */
+    char *allowed_hosts, *cors;   /* owned copies of opts.allowed_hosts, opts.cors */
     char *template_src;           /* owned; opts.chat_template_file's text, or NULL */
     size_t template_len;
     auth_keys *keys;              /* owned; NULL = open */
     metrics *metrics;             /* owned */
+    guard *guard;                 /* owned: read deadlines, per-address cap */
     srv_model models[SRV_MAX_MODELS];
     int n_models;
     struct MHD_Daemon *daemon;
@@ -83,6 +91,7 @@ struct ts_server {
     atomic_ullong next_request;   /* with id_seed, makes request ids (log.c) */
     uint64_t id_seed;
     atomic_int open_conns;        /* connections MHD holds open */
+    atomic_size_t answer_bytes;   /* whole answers being built or waiting to be read */
 };
 
 
@@ -92,14 +101,19 @@ typedef struct srv_conn {
     const struct http_route *entry; /* its row of http.c's route table; NULL: none */
     const char *allow;            /* the route's method (a 405's Allow header); static */
     bool in_flight;               /* counted in srv->in_flight */
+    bool read_done;               /* the request is in: dispatched to its handler */
+    guard_conn *guard;            /* the connection's guard entry (MHD's socket context) */
     metrics_route route;
-    char method[8];
-    char path[64];
+    char method[16];              /* escaped (utf8_escape_controls), cut */
+    char path[128];               /* escaped, cut */
     bool batch;                   /* /v1/batch/...: always LOW priority */
     ts_priority priority;         /* from the API key's tier */
+    uint64_t cache_ns;            /* from the API key (0 without keys) */
     double t_start;               /* monotonic seconds */
     strbuf body;                  /* the accumulated upload */
     bool body_too_big;
+    bool close;                   /* answer with Connection: close (broken framing) */
+    const char *cors_origin;      /* MHD's; set when --cors lets this request's Origin in */
     int status;                   /* HTTP status answered, 0 before */
     char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
     const char *model;            /* the route that served it, for the log; borrowed */
@@ -122,6 +136,9 @@ typedef enum MHD_Result srv_handler(struct MHD_Connection *mc, srv_conn *c);
  * c->ignored when set. */
 enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
                          const char *content_type, char *body, size_t len);
+
+/* Adds the CORS headers to r when c's Origin is let in by --cors. */
+void srv_add_cors_headers(struct MHD_Response *r, const srv_conn *c);
 
 /* Queues an OpenAI error body (adds Retry-After on 429). */
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e);

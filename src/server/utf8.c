@@ -69,3 +69,57 @@ char *utf8_sanitize(const char *s, size_t n)
     out[o] = '\0';
     return out;
 }
+
+void utf8_escape_controls(char *out, size_t cap, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = seq_len(p + i, n - i);
+        bool esc = !k || p[i] < 0x20 || p[i] == 0x7f || p[i] == '\\';
+        if (esc)
+            k = 1;
+        if (o + (esc ? 4 : k) >= cap)
+            break;
+        if (esc) {
+            static const char hex[] = "0123456789abcdef";
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[p[i] >> 4];
+            out[o++] = hex[p[i] & 15];
+        } else {
+            memcpy(out + o, p + i, k);
+            o += k;
+        }
+        i += k;
+    }
+    out[o] = '\0';
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+size_t utf8_unescape_url(char *s)
+{
+    size_t o = 0;
+    for (size_t i = 0; s[i];) {
+        int hi, lo;
+        if (s[i] == '%' && (hi = hex_value(s[i + 1])) >= 0 && (lo = hex_value(s[i + 2])) >= 0 &&
+            (hi | lo) != 0) {
+            s[o++] = (char)(hi << 4 | lo);
+            i += 3;
+        } else {
+            s[o++] = s[i++];
+        }
+    }
+    s[o] = '\0';
+    return o;
+}

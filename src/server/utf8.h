@@ -13,4 +13,13 @@ bool utf8_valid(const char *s, size_t n);
  * replaced by U+FFFD, so it can go into JSON; NULL when out of memory. */
 char *utf8_sanitize(const char *s, size_t n);
 
+/* Copies the NUL-terminated s into out (cap >= 1 bytes, always terminated), control
+ * bytes (< 0x20, 0x7f), backslashes and ill-formed UTF-8 written as \xNN, for a log line
+ * or a message: what comes out is one line of valid UTF-8, cut only between characters. */
+void utf8_escape_controls(char *out, size_t cap, const char *s);
+
+/* Decodes %XX escapes of s in place (MHD's unescape callback); %00 stays as it is, so
+ * that a NUL never cuts a path or an argument short. Returns the new length. */
+size_t utf8_unescape_url(char *s);
+
 #endif /* TESSERA_SERVER_UTF8_H */

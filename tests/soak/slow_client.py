@@ -56,7 +56,7 @@ def main():
         s.connect(("127.0.0.1", srv.port))
         body = json.dumps({"prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": True,
                            "stream": True, "logprobs": 5}).encode()
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-high\r\n"
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sk-high\r\n"
                   b"Content-Length: %d\r\n\r\n" % len(body) + body)
         got = b""
         t_slow = time.time()

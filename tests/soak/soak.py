@@ -223,7 +223,7 @@ class Client(threading.Thread):
     def send_and_drop(self, path, body, after):
         data = json.dumps(body).encode()
         s = socket.create_connection(("127.0.0.1", self.port), timeout=self.deadline)
-        s.sendall(("POST %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer "
+        s.sendall(("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer "
                    "%s\r\nContent-Length: %d\r\n\r\n" % (path, self.key(), len(data))).encode()
                   + data)
         s.settimeout(after if after > 0 else 0.001)
