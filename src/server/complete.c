@@ -1,197 +1,21 @@
 /* complete.c: one chat or text completion: validated body -> prompt tokens -> engine
- * request -> events -> a whole JSON answer or a Server-Sent-Event stream. Each HTTP
- * connection has its own thread, so waiting blocks in poll() on the request's wake-up
- * eventfd, the client socket (hang-up cancels the request) and the shutdown eventfd. */
-#include <poll.h>
+ * request -> events (job.c) -> a whole JSON answer, or a Server-Sent-Event stream
+ * (stream.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "common/clock.h"
-#include "server/budget.h"
-#include "server/server_internal.h"
+#include "server/job.h"
 
 _Static_assert((int)OAI_MAX_STOP == (int)TS_MAX_STOP &&
                    (int)OAI_MAX_STOP_LEN == (int)TS_MAX_STOP_LEN && (int)OAI_MAX_N == (int)TS_MAX_N,
                "openai.h limits must match engine.h");
 
-enum {
-    STREAM_SNDBUF = 64 * 1024, /* kernel send buffer of a stream (Linux doubles it) */
-};
-
-typedef struct choice_acc {
-    char *text;               /* (len) non-streamed text */
-    size_t len, cap;
-    oai_token_logprob *lps;   /* (n_lps) when logprobs were asked for */
-    size_t n_lps, cap_lps;
-    const char *finish;       /* static; NULL until DONE */
-    size_t text_off;          /* streamed bytes so far (a whole answer has len) */
-    double t_last;            /* time of the previous token (inter-token latency) */
-} choice_acc;
-
-struct srv_job {
-    ts_server *srv;
-    srv_model *model;
-    const char *request_id;   /* the connection's; borrowed (it outlives the job) */
-    const ts_tokenizer *tok;
-    ts_request *req;
-    srv_cell *cell;
-    int client_fd;
-    double t_start;
-    oai_request oreq;
-    char id[48];
-    oai_meta meta;
-    choice_acc acc[OAI_MAX_N];
-    int prompt_tokens, cached_tokens, completion_tokens;
-    atomic_bool first_token_seen; /* read by ts_server_stop to order its cancellations */
-    bool failed;
-    ts_status fail_status;
-    char fail_msg[256];
-    atomic_bool cancelled_for_shutdown; /* set by this thread or complete_cancel_all */
-    srv_job *next, **prev;    /* in srv->jobs while it has a request */
-    int tokens_seen;          /* TOKEN events read: usage when no DONE comes */
-    size_t held;              /* bytes reserved in srv->answer_bytes (a whole answer) */
-    budget_verdict over;      /* a whole answer past max_answer or the total */
-    char *out;                /* stream bytes not yet handed to MHD: [out_off, out_len) */
-    size_t out_len, out_off, out_cap;
-    bool out_failed;
-    bool stream_ended;
-};
-
-static const char *finish_name(ts_finish_reason r)
-{
-    switch (r) {
-    case TS_FINISH_STOP: return "stop";
-    case TS_FINISH_LENGTH: return "length";
-    case TS_FINISH_CANCELLED: return "cancelled";
-    default: return "stop";
-    }
-}
-
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
-
-/* ---- waiting for events */
-
-/* 1: an event is in *ev; 0: no more events; -1: the client left (or shutdown gave up).
- * The request is cancelled when the client leaves or the server shuts down. */
-static int job_wait(srv_job *j, ts_event *ev)
-{
-    for (;;) {
-        ts_status st = ts_request_next_event(j->req, ev, 0);
-        if (st == TS_OK)
-            return 1;
-        if (st == TS_ERR_NOT_FOUND)
-            return 0;
-        struct pollfd p[3] = {
-            {.fd = j->cell->efd, .events = POLLIN},
-            {.fd = j->client_fd, .events = 0}, /* POLLHUP/POLLERR only: no half-close */
-            {.fd = j->srv->stop_efd, .events = POLLIN},
-        };
-        int nfds = j->client_fd >= 0 ? 2 : 1;
-        bool for_shutdown = atomic_load(&j->cancelled_for_shutdown);
-        if (!for_shutdown)
-            p[nfds++] = p[2];
-        int rc = poll(p, (nfds_t)nfds, for_shutdown ? SRV_SHUTDOWN_WAIT_MS : -1);
-        if (rc == 0)
-            return -1; /* the engine did not wind the request down in time */
-        if (rc < 0)
-            continue; /* EINTR */
-        if (p[0].revents & POLLIN) {
-            uint64_t v;
-            ssize_t r = read(j->cell->efd, &v, sizeof v);
-            (void)r;
-        }
-        if (j->client_fd >= 0 && (p[1].revents & (POLLHUP | POLLERR))) {
-            ts_request_cancel(j->req);
-            return -1;
-        }
-        int last = nfds - 1;
-        if (!for_shutdown && p[last].fd == j->srv->stop_efd &&
-            (p[last].revents & POLLIN)) {
-            atomic_store(&j->cancelled_for_shutdown, true);
-            ts_request_cancel(j->req);
-        }
-    }
-}
-
-/* ---- recording events */
-
-/* The token's log-probabilities; its text starts at text_off, the bytes emitted before. */
-static void fill_logprob(const srv_job *j, const ts_event *ev, size_t text_off,
-                         oai_token_logprob *lp)
-{
-    memset(lp, 0, sizeof *lp);
-    lp->bytes = ts_token_bytes(j->tok, ev->token, &lp->len);
-    lp->text_offset = text_off;
-    lp->logprob = ev->logprob;
-    lp->n_top = ev->n_top < OAI_MAX_TOP_LOGPROBS ? ev->n_top : OAI_MAX_TOP_LOGPROBS;
-    for (int k = 0; k < lp->n_top; k++) {
-        lp->top[k].bytes = ts_token_bytes(j->tok, ev->top[k].token, &lp->top[k].len);
-        lp->top[k].logprob = ev->top[k].logprob;
-    }
-    if (!lp->bytes) {
-        lp->bytes = "";
-        lp->len = 0;
-    }
-    for (int k = 0; k < lp->n_top; k++)
-        if (!lp->top[k].bytes) {
-            lp->top[k].bytes = "";
-            lp->top[k].len = 0;
-        }
-}
-
-static void note_token_time(srv_job *j, choice_acc *a)
-{
-    double now = clock_now_s();
-    if (!atomic_load(&j->first_token_seen)) {
-        atomic_store(&j->first_token_seen, true);
-        metrics_observe(j->srv->metrics, METRICS_HIST_TTFT, now - j->t_start);
-    } else if (a->t_last > 0) {
-        metrics_observe(j->srv->metrics, METRICS_HIST_ITL, now - a->t_last);
-    }
-    a->t_last = now;
-}
-
-static void record_done(srv_job *j, const ts_event *ev)
-{
-    j->acc[ev->index].finish = finish_name(ev->finish);
-    j->prompt_tokens = ev->prompt_tokens;
-    j->cached_tokens = ev->cached_tokens;
-    j->completion_tokens += ev->completion_tokens;
-}
-
-static void record_error(srv_job *j, const ts_event *ev)
-{
-    j->failed = true;
-    j->fail_status = ev->status;
-    snprintf(j->fail_msg, sizeof j->fail_msg, "%s", ev->message);
-    char line[400];
-    snprintf(line, sizeof line, "%s: request failed (%s): %s", j->id, ts_status_str(ev->status),
-             ev->message);
-    srv_log(&j->srv->opts, &(srv_log_entry){.request_id = j->request_id,
-                                            .model = j->model->name, .message = line});
-}
-
 static bool append_text(choice_acc *a, const char *text, size_t len)
 {
-    if (!grow((void **)&a->text, &a->cap, a->len + len + 1, 1))
+    if (!job_grow((void **)&a->text, &a->cap, a->len + len + 1, 1))
         return false;
     memcpy(a->text + a->len, text, len);
     a->len += len;
@@ -224,122 +48,22 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     reserve(j, cost);
     if (ev->kind == TS_EVENT_TOKEN) {
         j->tokens_seen++;
-        note_token_time(j, a);
+        job_note_token_time(j, a);
         if (j->oreq.sampling.logprobs) {
-            if (!grow((void **)&a->lps, &a->cap_lps, a->n_lps + 1, sizeof *a->lps))
+            if (!job_grow((void **)&a->lps, &a->cap_lps, a->n_lps + 1, sizeof *a->lps))
                 return false;
-            fill_logprob(j, ev, a->len, &a->lps[a->n_lps++]);
+            job_fill_logprob(j, ev, a->len, &a->lps[a->n_lps++]);
         }
         if (!append_text(a, ev->text, ev->text_len))
             return false;
     } else if (ev->kind == TS_EVENT_DONE) {
         if (!append_text(a, ev->text, ev->text_len))
             return false;
-        record_done(j, ev);
+        job_record_done(j, ev);
     } else {
-        record_error(j, ev);
+        job_record_error(j, ev);
     }
     return true;
-}
-
-/* ---- streaming */
-
-static void out_put(srv_job *j, const char *s, size_t n)
-{
-    if (j->out_failed || !grow((void **)&j->out, &j->out_cap, j->out_len + n, 1)) {
-        j->out_failed = true;
-        return;
-    }
-    memcpy(j->out + j->out_len, s, n);
-    j->out_len += n;
-}
-
-/* Appends "data: JSON\n\n" and frees json (NULL marks a failure). */
-static void out_event(srv_job *j, char *json)
-{
-    if (!json) {
-        j->out_failed = true;
-        return;
-    }
-    out_put(j, "data: ", 6);
-    out_put(j, json, strlen(json));
-    out_put(j, "\n\n", 2);
-    free(json);
-}
-
-static void stream_event(srv_job *j, const ts_event *ev)
-{
-    if (ev->kind == TS_EVENT_ERROR) {
-        record_error(j, ev);
-        oai_error e;
-        srv_status_error(&e, j->fail_status, j->fail_msg);
-        out_event(j, oai_error_json(&e));
-        return;
-    }
-    if (ev->index < 0 || ev->index >= j->oreq.n)
-        return;
-    choice_acc *a = &j->acc[ev->index];
-    if (ev->kind == TS_EVENT_DONE) {
-        /* Text held back to the end comes in a chunk of its own before the finish chunk;
-         * no token goes with it, so its logprobs are null. */
-        if (ev->text_len > 0) {
-            out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len,
-                                        NULL, NULL));
-            a->text_off += ev->text_len;
-        }
-        record_done(j, ev);
-        out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL));
-        return;
-    }
-    j->tokens_seen++;
-    note_token_time(j, a);
-    if (ev->text_len == 0 && !j->oreq.sampling.logprobs)
-        return; /* text held back (partial character or possible stop string) */
-    oai_token_logprob lp;
-    if (j->oreq.sampling.logprobs)
-        fill_logprob(j, ev, a->text_off, &lp);
-    out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len, NULL,
-                                j->oreq.sampling.logprobs ? &lp : NULL));
-    a->text_off += ev->text_len;
-}
-
-static void stream_finish(srv_job *j)
-{
-    if (j->oreq.include_usage) {
-        oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
-        out_event(j, oai_usage_chunk_json(&j->meta, &u));
-    }
-    out_put(j, "data: [DONE]\n\n", 14);
-    j->stream_ended = true;
-}
-
-/* MHD's content reader: hands out what is buffered, else blocks for the next event. */
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    srv_job *j = cls;
-    while (j->out_off == j->out_len) {
-        j->out_off = j->out_len = 0;
-        if (j->stream_ended)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        ts_event ev = {0};
-        int r = job_wait(j, &ev);
-        if (r < 0)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (r == 0)
-            stream_finish(j);
-        else
-            stream_event(j, &ev);
-        ts_event_clear(&ev);
-        if (j->out_failed)
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-    }
-    size_t n = j->out_len - j->out_off;
-    if (n > max)
-        n = max;
-    memcpy(buf, j->out + j->out_off, n);
-    j->out_off += n;
-    return (ssize_t)n;
 }
 
 /* ---- the request */
@@ -426,33 +150,6 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
         return srv_status_error(e, st, err.msg);
     list_job(j);
     return TS_OK;
-}
-
-static enum MHD_Result start_stream(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
-{
-    /* Bounded buffering: a fixed kernel send buffer (no autotuning to megabytes) so that a
-     * slow reader backs up into the engine's queue, where max_buffered cancels it. */
-    int sndbuf = STREAM_SNDBUF;
-    if (j->client_fd >= 0)
-        setsockopt(j->client_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    if (j->oreq.kind == OAI_CHAT)
-        for (int i = 0; i < j->oreq.n; i++)
-            out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL));
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j, NULL);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    srv_add_cors_headers(r, c);
-    MHD_add_response_header(r, "X-Request-Id", c->request_id);
-    if (c->ignored[0])
-        MHD_add_response_header(r, SRV_HEADER_IGNORED, c->ignored);
-    enum MHD_Result ok = MHD_queue_response(mc, 200, r);
-    MHD_destroy_response(r);
-    if (ok == MHD_YES)
-        c->status = 200;
-    return ok;
 }
 
 static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
@@ -548,7 +245,7 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     free(ids);
     if (st != TS_OK)
         return srv_send_error(mc, c, &e);
-    return j->oreq.stream ? start_stream(mc, c, j) : answer_whole(mc, c, j);
+    return j->oreq.stream ? stream_start(mc, c, j) : answer_whole(mc, c, j);
 }
 
 enum MHD_Result complete_chat(struct MHD_Connection *mc, srv_conn *c)
@@ -589,9 +286,9 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     while (j->req && !j->failed &&
            ts_request_next_event(j->req, &ev, SRV_DRAIN_MS) == TS_OK) {
         if (ev.kind == TS_EVENT_ERROR)
-            record_error(j, &ev);
+            job_record_error(j, &ev);
         else if (ev.kind == TS_EVENT_DONE)
-            record_done(j, &ev);
+            job_record_done(j, &ev);
         else
             j->tokens_seen++;
         ts_event_clear(&ev);

@@ -58,7 +58,7 @@ typedef struct srv_cell {
     struct srv_cell *next_all;
 } srv_cell;
 
-/* What a completion request keeps between MHD callbacks (complete.c). */
+/* What a completion request keeps between MHD callbacks (job.h). */
 typedef struct srv_job srv_job;
 
 struct ts_server {

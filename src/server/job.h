@@ -1,0 +1,81 @@
+/* job.h: one completion request's state (srv_job) and job.c's helpers, shared by
+ * complete.c (submitting, whole answers) and stream.c (Server-Sent-Event streams). */
+#ifndef TESSERA_SERVER_JOB_H
+#define TESSERA_SERVER_JOB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/budget.h"
+#include "server/server_internal.h"
+
+typedef struct choice_acc {
+    char *text;               /* (len) non-streamed text */
+    size_t len, cap;
+    oai_token_logprob *lps;   /* (n_lps) when logprobs were asked for */
+    size_t n_lps, cap_lps;
+    const char *finish;       /* static; NULL until DONE */
+    size_t text_off;          /* streamed bytes so far (a whole answer has len) */
+    double t_last;            /* time of the previous token (inter-token latency) */
+} choice_acc;
+
+struct srv_job {
+    ts_server *srv;
+    srv_model *model;
+    const char *request_id;   /* the connection's; borrowed (it outlives the job) */
+    const ts_tokenizer *tok;
+    ts_request *req;
+    srv_cell *cell;
+    int client_fd;
+    double t_start;
+    oai_request oreq;
+    char id[48];
+    oai_meta meta;
+    choice_acc acc[OAI_MAX_N];
+    int prompt_tokens, cached_tokens, completion_tokens;
+    atomic_bool first_token_seen; /* read by ts_server_stop to order its cancellations */
+    bool failed;
+    ts_status fail_status;
+    char fail_msg[256];
+    atomic_bool cancelled_for_shutdown; /* set by this thread or complete_cancel_all */
+    srv_job *next, **prev;    /* in srv->jobs while it has a request */
+    int tokens_seen;          /* TOKEN events read: usage when no DONE comes */
+    size_t held;              /* bytes reserved in srv->answer_bytes (a whole answer) */
+    budget_verdict over;      /* a whole answer past max_answer or the total */
+    char *out;                /* stream bytes not yet handed to MHD: [out_off, out_len) */
+    size_t out_len, out_off, out_cap;
+    bool out_failed;
+    bool stream_ended;
+};
+
+/* ---- job.c */
+
+/* Grows *p (*cap elements of elem bytes) to hold need elements; false (unchanged) when
+ * out of memory. */
+bool job_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* 1: an event is in *ev; 0: no more events; -1: the client left (or shutdown gave up).
+ * The request is cancelled when the client leaves or the server shuts down. */
+int job_wait(srv_job *j, ts_event *ev);
+
+/* The token's log-probabilities; its text starts at text_off, the bytes emitted before. */
+void job_fill_logprob(const srv_job *j, const ts_event *ev, size_t text_off,
+                      oai_token_logprob *lp);
+
+/* A token of choice a came now: observes time to first token or inter-token latency. */
+void job_note_token_time(srv_job *j, choice_acc *a);
+
+/* A DONE event: the choice's finish reason and the usage. */
+void job_record_done(srv_job *j, const ts_event *ev);
+
+/* An ERROR event: the job fails with its status and message, logged. */
+void job_record_error(srv_job *j, const ts_event *ev);
+
+/* ---- stream.c */
+
+/* Queues a 200 text/event-stream answer fed by the job's events as MHD reads it (a
+ * chat's first chunk per choice buffered at once); MHD_NO when no response was queued. */
+enum MHD_Result stream_start(struct MHD_Connection *mc, srv_conn *c, srv_job *j);
+
+#endif /* TESSERA_SERVER_JOB_H */

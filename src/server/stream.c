@@ -1,0 +1,139 @@
+/* stream.c: a completion's answer as a Server-Sent-Event stream: the engine's events,
+ * read as MHD asks for more bytes, become "data: JSON" chunks, then "data: [DONE]". */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "server/job.h"
+
+enum {
+    STREAM_SNDBUF = 64 * 1024, /* kernel send buffer of a stream (Linux doubles it) */
+};
+
+/* Appends to the bytes MHD has yet to read; out of memory fails the stream. */
+static void out_put(srv_job *j, const char *s, size_t n)
+{
+    if (j->out_failed || !job_grow((void **)&j->out, &j->out_cap, j->out_len + n, 1)) {
+        j->out_failed = true;
+        return;
+    }
+    memcpy(j->out + j->out_len, s, n);
+    j->out_len += n;
+}
+
+/* Appends "data: JSON\n\n" and frees json (NULL marks a failure). */
+static void out_event(srv_job *j, char *json)
+{
+    if (!json) {
+        j->out_failed = true;
+        return;
+    }
+    out_put(j, "data: ", 6);
+    out_put(j, json, strlen(json));
+    out_put(j, "\n\n", 2);
+    free(json);
+}
+
+/* One engine event as its chunks (an ERROR as an error event). */
+static void stream_event(srv_job *j, const ts_event *ev)
+{
+    if (ev->kind == TS_EVENT_ERROR) {
+        job_record_error(j, ev);
+        oai_error e;
+        srv_status_error(&e, j->fail_status, j->fail_msg);
+        out_event(j, oai_error_json(&e));
+        return;
+    }
+    if (ev->index < 0 || ev->index >= j->oreq.n)
+        return;
+    choice_acc *a = &j->acc[ev->index];
+    if (ev->kind == TS_EVENT_DONE) {
+        /* Text held back to the end comes in a chunk of its own before the finish chunk;
+         * no token goes with it, so its logprobs are null. */
+        if (ev->text_len > 0) {
+            out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len,
+                                        NULL, NULL));
+            a->text_off += ev->text_len;
+        }
+        job_record_done(j, ev);
+        out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL));
+        return;
+    }
+    j->tokens_seen++;
+    job_note_token_time(j, a);
+    if (ev->text_len == 0 && !j->oreq.sampling.logprobs)
+        return; /* text held back (partial character or possible stop string) */
+    oai_token_logprob lp;
+    if (j->oreq.sampling.logprobs)
+        job_fill_logprob(j, ev, a->text_off, &lp);
+    out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len, NULL,
+                                j->oreq.sampling.logprobs ? &lp : NULL));
+    a->text_off += ev->text_len;
+}
+
+/* No more events: the usage chunk when asked for, then [DONE]. */
+static void stream_finish(srv_job *j)
+{
+    if (j->oreq.include_usage) {
+        oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
+        out_event(j, oai_usage_chunk_json(&j->meta, &u));
+    }
+    out_put(j, "data: [DONE]\n\n", 14);
+    j->stream_ended = true;
+}
+
+/* MHD's content reader: hands out what is buffered, else blocks for the next event. */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    srv_job *j = cls;
+    while (j->out_off == j->out_len) {
+        j->out_off = j->out_len = 0;
+        if (j->stream_ended)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        ts_event ev = {0};
+        int r = job_wait(j, &ev);
+        if (r < 0)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (r == 0)
+            stream_finish(j);
+        else
+            stream_event(j, &ev);
+        ts_event_clear(&ev);
+        if (j->out_failed)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = j->out_len - j->out_off;
+    if (n > max)
+        n = max;
+    memcpy(buf, j->out + j->out_off, n);
+    j->out_off += n;
+    return (ssize_t)n;
+}
+
+enum MHD_Result stream_start(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
+{
+    /* Bounded buffering: a fixed kernel send buffer (no autotuning to megabytes) so that a
+     * slow reader backs up into the engine's queue, where max_buffered cancels it. */
+    int sndbuf = STREAM_SNDBUF;
+    if (j->client_fd >= 0)
+        setsockopt(j->client_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    if (j->oreq.kind == OAI_CHAT)
+        for (int i = 0; i < j->oreq.n; i++)
+            out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL));
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j, NULL);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    srv_add_cors_headers(r, c);
+    MHD_add_response_header(r, "X-Request-Id", c->request_id);
+    if (c->ignored[0])
+        MHD_add_response_header(r, SRV_HEADER_IGNORED, c->ignored);
+    enum MHD_Result ok = MHD_queue_response(mc, 200, r);
+    MHD_destroy_response(r);
+    if (ok == MHD_YES)
+        c->status = 200;
+    return ok;
+}
