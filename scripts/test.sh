@@ -33,7 +33,7 @@ cc_arm=(aarch64-linux-gnu-gcc -std=c11 -O2 -static -Wall -Wextra -Wshadow -Wstri
 # ref.c stays scalar, as in simd/CMakeLists.txt (it must equal llama2.c bit for bit)
 "${cc_arm[@]}" -fno-tree-vectorize -c simd/ref/ref.c -o build-aarch64/ref.o
 ref_rest=$(ls simd/ref/*.c | grep -v '/ref\.c$')
-for t in test_simd test_simd_attention test_simd_gemm test_simd_qgemm; do
+for t in test_simd test_simd_attention test_simd_gemm test_simd_qgemm test_simd_amx; do
   # shellcheck disable=SC2086
   "${cc_arm[@]}" simd/*.c $ref_rest build-aarch64/ref.o simd/neon/*.c "tests/$t.c" -lm \
     -o "build-aarch64/$t"

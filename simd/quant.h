@@ -136,7 +136,8 @@ void qtype_dequant_row(float *out, const void *row, uint32_t type, int64_t k);
 
 /* A weight matrix of N rows of K inputs as the file stores it: row n is row_bytes bytes at
  * data + n * row_bytes, in type's blocks. data is borrowed (a mapping, or a buffer the
- * model owns). */
+ * model owns). On CPUs with AMX, qpack.h repacks one once at load (simd_qpack_make) into
+ * the tile kernels' layout, which then serves every step in place of data. */
 typedef struct simd_qmat {
     uint32_t type; /* qtype */
     int N, K;

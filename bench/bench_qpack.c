@@ -1,0 +1,146 @@
+/* bench_qpack.c: the GEMM on packed quantized weights (simd/qpack.h; AMX tiles where usable)
+ * against the best kernel table's qgemm on the file's blocks and its f32 skinny GEMM on the
+ * same shape, split over the OpenMP threads in chunks of 64 weight rows; also the pack's
+ * time and size. QP_NO_QGEMM=1 / QP_NO_F32=1 skip the comparisons.
+ * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
+ * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tests/qpack_data.h"
+#include "qpack.h"
+#include "simd.h"
+
+static int chunk_rows = 64; /* weight rows per task; QP_CHUNK in the environment overrides */
+
+typedef struct job {
+    const simd_qpack *pack;
+    const simd_qmat *w;
+    const void *xq, *xq_file; /* activations for the pack, for qgemm on the file's blocks */
+    const simd_kernels *k;
+    const float *x, *wf;
+    float *out;
+    int M, N, K;
+} job;
+
+static void run_qpack(const job *j)
+{
+    int chunks = (j->N + chunk_rows - 1) / chunk_rows;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < chunks; c++) {
+        int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
+        simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
+    }
+}
+
+static void run_qgemm(const job *j)
+{
+    int chunks = (j->N + chunk_rows - 1) / chunk_rows;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < chunks; c++) {
+        int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
+        j->k->qgemm(j->out, (size_t)j->N, j->xq_file, j->w, j->M, 0.0f, c * chunk_rows, ne);
+    }
+}
+
+static void run_f32(const job *j)
+{
+    int chunks = (j->N + chunk_rows - 1) / chunk_rows;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int c = 0; c < chunks; c++) {
+        int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
+        j->k->gemm_nt(j->out, (size_t)j->N, j->x, (size_t)j->K, j->wf, j->M, j->N, j->K, 0.0f,
+                      c * chunk_rows, ne);
+    }
+}
+
+/* Best seconds per call over about budget seconds (at least 3 calls after a warm-up). */
+static double best_time(void (*f)(const job *), const job *j, double budget)
+{
+    f(j);
+    double best = 1e30, spent = 0.0;
+    for (int rep = 0; rep < 3 || (spent < budget && rep < 200); rep++) {
+        double t0 = omp_get_wtime();
+        f(j);
+        double t = omp_get_wtime() - t0;
+        spent += t;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
+    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_BF16};
+    static const char *names[] = {"Q4_K", "Q8_0", "Q6_K", "BF16"};
+    static const int Ms[] = {1, 16, 64, 512};
+    const simd_kernels *k = simd_init();
+    if (getenv("QP_CHUNK"))
+        chunk_rows = atoi(getenv("QP_CHUNK")) > 0 ? atoi(getenv("QP_CHUNK")) : chunk_rows;
+    printf("bench_qpack: N=%d K=%d threads=%d chunk=%d amx=%s table=%s\n", N, K,
+           omp_get_max_threads(), chunk_rows, simd_amx_usable() ? "yes" : "no", k->name);
+    float *wf = malloc(sizeof(float) * (size_t)N * K);
+    float *x = malloc(sizeof(float) * (size_t)512 * K);
+    float *out = malloc(sizeof(float) * (size_t)512 * N);
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        wf[i] = qd_unit(-1.0f, 1.0f);
+    for (size_t i = 0; i < (size_t)512 * K; i++)
+        x[i] = qd_unit(-1.0f, 1.0f);
+    for (int t = 0; t < 4; t++) {
+        size_t wrow, xrow;
+        uint8_t *w, *xq;
+        const void *xq_file;
+        if (types[t] == QT_BF16) { /* bf16 weights: the top halves of the f32 ones */
+            wrow = (size_t)K * 2;
+            w = malloc(wrow * N);
+            for (size_t i = 0; i < (size_t)N * K; i++)
+                memcpy(w + 2 * i, (const uint8_t *)&wf[i] + 2, 2);
+            xq = malloc((size_t)512 * K * 2);
+            double c0 = omp_get_wtime();
+            simd_qpack_bf16_rows((uint16_t *)xq, x, (size_t)K, 512, K);
+            printf("BF16: activations to bf16, 512 rows, one thread: %.3f ms\n",
+                   (omp_get_wtime() - c0) * 1e3);
+            xq_file = x; /* qgemm takes F16 / BF16 activations as f32 */
+        } else {
+            w = qd_weights(types[t], N, K, &wrow);
+            xq = qd_acts(types[t], 512, K, NULL, &xrow);
+            xq_file = xq;
+        }
+        simd_qmat qm = {.type = types[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
+        double t0 = omp_get_wtime();
+        simd_qpack *p = simd_qpack_make(&qm);
+        double pack_s = omp_get_wtime() - t0;
+        if (!p) {
+            printf("%s: pack refused\n", names[t]);
+            return 1;
+        }
+        printf("%s: pack %.1f ms (one thread), %.1f MB for %.1f MB of blocks (%.2fx)\n",
+               names[t], pack_s * 1e3, simd_qpack_bytes(p) / 1e6, (double)wrow * N / 1e6,
+               simd_qpack_bytes(p) / ((double)wrow * N));
+        for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
+            job j = {.pack = p, .w = &qm, .xq = xq, .xq_file = xq_file, .k = k, .x = x,
+                     .wf = wf, .out = out, .M = Ms[i], .N = N, .K = K};
+            double flop = 2.0 * Ms[i] * (double)N * K;
+            double tp = best_time(run_qpack, &j, 0.5);
+            printf("  M=%4d  packed %8.3f ms %6.0f GOP/s", Ms[i], tp * 1e3, flop / tp / 1e9);
+            if (!getenv("QP_NO_QGEMM")) {
+                double tq = best_time(run_qgemm, &j, 0.5);
+                printf("   %s qgemm %8.3f ms %6.0f GOP/s (%.2fx)", k->name, tq * 1e3,
+                       flop / tq / 1e9, tq / tp);
+            }
+            if (!getenv("QP_NO_F32")) {
+                double tf = best_time(run_f32, &j, 0.5);
+                printf("   f32 %8.3f ms %6.0f GFLOP/s (%.2fx)", tf * 1e3, flop / tf / 1e9,
+                       tf / tp);
+            }
+            printf("\n");
+        }
+        simd_qpack_free(p);
+        free(w), free(xq);
+    }
+    free(wf), free(x), free(out);
+    return 0;
+}

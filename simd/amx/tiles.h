@@ -1,0 +1,54 @@
+/* tiles.h: the tile configuration and the masked output store of the AMX bf16 kernel. The
+ * int8 kernel (qgemm_amx.c) still has its own copy of both, kept as measured on the AMX
+ * host; fold it onto these at its next measured change. */
+#ifndef TESSERA_SIMD_AMX_TILES_H
+#define TESSERA_SIMD_AMX_TILES_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "../qpack_internal.h"
+
+typedef struct tile_cfg {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_cfg;
+
+/* Tiles of a 2 x 2 block: C[i][h] = 2i + h (activation tile i, weight group h), A[i] =
+ * 4 + i, B[h] = 6 + h. Activation tile i has mr[i] rows (0: unused) of a_bytes bytes; B
+ * has a_bytes / 4 rows of 64 bytes (the VNNI order of 4 int8 or 2 bf16 per int32). */
+static inline void tiles_config(const int mr[2], int a_bytes)
+{
+    tile_cfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int i = 0; i < 2; i++) {
+        int rows = mr[i] > 0 ? mr[i] : 1;
+        c.rows[2 * i] = c.rows[2 * i + 1] = c.rows[4 + i] = (uint8_t)rows;
+        c.colsb[2 * i] = c.colsb[2 * i + 1] = QP_ROWS * 4;
+        c.colsb[4 + i] = (uint16_t)a_bytes;
+        c.rows[6 + i] = (uint8_t)(a_bytes / 4);
+        c.colsb[6 + i] = QP_ROWS * 4;
+    }
+    _tile_loadconfig(&c);
+}
+
+/* out[r][lo .. hi) = acc[r] (+ beta * out) for r < rows: columns outside [lo, hi) of the
+ * 16 at out are neither read nor written. */
+static inline void tiles_write(float *out, size_t ldo, const float acc[QP_ROWS][QP_ROWS],
+                               int rows, int lo, int hi, float beta)
+{
+    __mmask16 mask = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    __m512 vbeta = _mm512_set1_ps(beta);
+    for (int r = 0; r < rows; r++) {
+        float *o = out + (size_t)r * ldo;
+        __m512 a = _mm512_load_ps(acc[r]);
+        if (beta != 0.0f)
+            a = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(mask, o), a);
+        _mm512_mask_storeu_ps(o, mask, a);
+    }
+}
+
+#endif

@@ -1,0 +1,99 @@
+/* qpack.h: weight matrices repacked once at load into the layout of the AMX tile kernels
+ * (simd/amx: int8 tiles for the quantized types, bf16 tiles for F16 / BF16), the GEMM on
+ * that layout, and its plain-C twin.
+ *
+ * How the model uses it (steps of 16 rows or more are compute-bound; AMX multiplies
+ * 16x16x64 int8 per instruction):
+ *
+ *     if (simd_amx_usable() && simd_qpack_supports(w.type))
+ *         pack = simd_qpack_make(&w);          // once per matrix at load; NULL = keep w
+ *     ...                                      // per step, once per GEMM input:
+ *     if (w.type == QT_F16 || w.type == QT_BF16) simd_qpack_bf16_rows(xq, x, lda, M, K);
+ *     else k->quantize_act(xq, x, lda, M, K, qtype_get(w.type)->act);  // as for qgemm
+ *     ...                                      // per thread, its n range:
+ *     if (pack) simd_qpack_gemm(out, ldo, xq, pack, M, beta, n_begin, n_end);
+ *     else      k->qgemm(out, ldo, xq, &w, M, beta, n_begin, n_end);
+ *
+ * The pack serves every M (a step's last M % 16 rows run through the same tiles, their
+ * tile rows configured short), so once a matrix is packed the file's blocks of it are
+ * never read again and the mapping's pages can be dropped (madvise MADV_DONTNEED, or
+ * munmap of the tensor's pages). Sizes: 4/5/6-bit weights are unpacked to one int8 each
+ * (so the int8 tiles serve every type with one kernel), scales stay per block: per 16x256
+ * unit Q4_K and Q5_K take 4608 bytes (2.0x resp. 1.6x the file's blocks), Q6_K 4416
+ * (1.3x), per 16x32 unit Q8_0 576 (1.06x), Q4_0 576 (2.0x); F16 and BF16 as bf16 (1.0x).
+ *
+ * F16 / BF16 weights run on bf16 tiles (TDPBF16PS, f32 sums): their activations are bf16
+ * rows from simd_qpack_bf16_rows() instead of quantize_act()'s. bf16 keeps 8 significant
+ * bits, so results differ from the f32 path by about 1e-3 relative (activations rounded;
+ * F16 weights rounded too); the model should pack F16 only where that is acceptable.
+ *
+ * Arithmetic of the int8 types (the tile kernel and the twin agree bit for bit; the bf16
+ * tiles agree with their twin, a double sum, to f32 rounding): for output (m, n) and
+ * activation block b, with dx = the activation block's d,
+ *     isum = sum_j sc[n][j] * dot_j(m, n)          int32, exact (dot_j over sub-block j)
+ *     acc  = fmaf(d[n] * dx, (float)isum, acc)
+ *     acc  = fmaf(-(dmin[n] * dx), (float)msum, acc)    Q4_K, Q5_K only:
+ *            msum = sum_j min[n][j] * (bsums[2j] + bsums[2j+1]), int32, exact
+ * over b = 0, 1, ... in order, from acc = 0; then out = acc (beta 0) or
+ * fmaf(beta, out, acc). sc = 1 for Q8_0 / Q4_0; d[n], dmin[n] are the block's f16
+ * scales as f32. Each output element is computed alone, in the same order whatever M and
+ * the n range: a row's result does not depend on the rows beside it. */
+#ifndef TESSERA_SIMD_QPACK_H
+#define TESSERA_SIMD_QPACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant.h"
+
+typedef struct simd_qpack simd_qpack;
+
+/* True where the tile kernels can run: they were built (x86-64, a compiler with AMX),
+ * CPUID shows AMX-TILE, AMX-INT8 and AVX-512 F/BW/VL, XCR0 enables the AVX-512 and tile
+ * state, and Linux granted this process the tile data state (arch_prctl
+ * ARCH_REQ_XCOMP_PERM, asked once). False when TESSERA_FORCE_REF=1 or TESSERA_NO_AMX=1.
+ * Thread-safe; the answer is computed once. */
+bool simd_amx_usable(void);
+
+/* Whether simd_qpack_make() takes weights of this qtype: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
+ * (int8 tiles), F16, BF16 (bf16 tiles; K a multiple of 32). */
+bool simd_qpack_supports(uint32_t type);
+
+/* Repacks w (a supported type, K a whole number of its blocks, N >= 1) into the tile
+ * layout: rows in groups of 16 (the last one padded with zero weights), each 16-row group
+ * a run of units, one per activation block, of int8 weights in the tile's VNNI order
+ * followed by that block's scales. Plain C, on any CPU (the twin computes on it too).
+ * w->data is borrowed for the call only. Returns an owned pack to free with
+ * simd_qpack_free(), or NULL for an unsupported type or shape or when out of memory.
+ * The gemm it will run (tiles or the twin) is chosen here, once. */
+simd_qpack *simd_qpack_make(const simd_qmat *w);
+
+/* Frees a pack; NULL is fine. */
+void simd_qpack_free(simd_qpack *p);
+
+/* Bytes the pack holds (its weights and scales). */
+size_t simd_qpack_bytes(const simd_qpack *p);
+
+/* out[m][n] = sum_k x[m][k] * w[n][k] + beta * out[m][n] for m < M and n in
+ * [n_begin, n_end) (0 <= n_begin <= n_end <= N), computed as the comment at the top
+ * says: xq holds the M rows quantize_act() made for qtype_get(type)->act, row m at
+ * xq + m * qact_row_bytes(act, K) (for F16 / BF16 the rows of simd_qpack_bf16_rows());
+ * out is (M, ldo), ldo >= N. beta == 0 never reads out.
+ * Runs the tile kernel where simd_amx_usable() was true when the pack was made, else the
+ * twin. out must not overlap xq. Threads split [0, N) outside, best in multiples of 16
+ * (a 16-row group split between two calls is computed by both). */
+void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                     float beta, int n_begin, int n_end);
+
+/* Activations for a pack of F16 or BF16 weights: x (M, lda) rounded to bf16 (nearest
+ * even), out (M, K) row-major. simd_qpack_gemm takes these rows as xq for such a pack (in
+ * place of quantize_act's QACT_F32 copy). Call it once per GEMM input, not per n range.
+ * Plain C. */
+void simd_qpack_bf16_rows(uint16_t *out, const float *x, size_t lda, int M, int K);
+
+/* The plain-C twin of the tile kernel, same contract, same results bit for bit. */
+void simd_qpack_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                         float beta, int n_begin, int n_end);
+
+#endif

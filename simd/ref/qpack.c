@@ -1,0 +1,327 @@
+/* qpack.c: repacks quantized weights into the AMX tile layout (qpack_internal.h), the
+ * plain-C twin of the tile kernel, and the run-time check that AMX may be used. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../qpack_internal.h"
+#include "../simd_internal.h"
+
+#if defined(TS_HAVE_AMX) && defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+#define XCR0_AVX512 0xe6u
+#define XCR0_TILE (3u << 17) /* XTILECFG, XTILEDATA */
+
+static int amx_probe(void)
+{
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE))
+        return 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+        return 0;
+    unsigned amx_bf16 = edx & (1u << 22), amx_tile = edx & (1u << 24),
+             amx_int8 = edx & (1u << 25);
+    if (!amx_tile)
+        return 0;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("fma"))
+        return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & XCR0_AVX512) != XCR0_AVX512 || (lo & XCR0_TILE) != XCR0_TILE)
+        return 0;
+    /* Linux (5.16+) hands out the 8 KiB tile data state only to processes that ask. */
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+        return 0;
+    return (amx_int8 ? QP_CAP_INT8 : 0) | (amx_bf16 ? QP_CAP_BF16 : 0);
+}
+#else
+static int amx_probe(void) { return 0; }
+#endif
+
+static bool env_is_1(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "1") == 0;
+}
+
+int qpack_amx_caps(void)
+{
+    static atomic_int state; /* 0 unknown, else 4 | caps */
+    int s = atomic_load(&state);
+    if (s == 0) {
+        /* Racing first callers both probe; the request is idempotent. */
+        bool off = env_is_1("TESSERA_FORCE_REF") || env_is_1("TESSERA_NO_AMX");
+        s = 4 | (off ? 0 : amx_probe());
+        atomic_store(&state, s);
+    }
+    return s & 3;
+}
+
+bool simd_amx_usable(void) { return (qpack_amx_caps() & QP_CAP_INT8) != 0; }
+
+bool simd_qpack_supports(uint32_t type)
+{
+    return type == QT_Q8_0 || type == QT_Q4_0 || type == QT_Q4_K || type == QT_Q5_K ||
+           type == QT_Q6_K || type == QT_F16 || type == QT_BF16;
+}
+
+/* ---- unpacking one block of the file into integers ---- */
+
+/* One weight row's block: q[i] integers (weight i = d * sc[i / sub] * q[i] - dmin *
+ * mn[i / sub]), as the GGUF layouts define them. */
+typedef struct unpacked {
+    int8_t q[QK_K];
+    int sc[QK_K / 16], mn[QK_K / 16];
+    float d, dmin;
+} unpacked;
+
+/* Q4_K / Q5_K: eight 6-bit scales and minimums in 12 bytes. */
+static void k_scale_min(int j, const uint8_t *s, int *sc, int *mn)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+static void unpack_block(unpacked *u, uint32_t type, const uint8_t *blk)
+{
+    u->dmin = 0.0f;
+    switch (type) {
+    case QT_Q8_0: {
+        const qb_q8_0 *b = (const qb_q8_0 *)blk;
+        u->d = simd_f16_to_f32_scalar(b->d);
+        memcpy(u->q, b->qs, QK_32);
+        u->sc[0] = 1;
+        break;
+    }
+    case QT_Q4_0: {
+        const qb_q4_0 *b = (const qb_q4_0 *)blk;
+        u->d = simd_f16_to_f32_scalar(b->d);
+        for (int i = 0; i < QK_32 / 2; i++) {
+            u->q[i] = (int8_t)((b->qs[i] & 0x0f) - 8);
+            u->q[i + QK_32 / 2] = (int8_t)((b->qs[i] >> 4) - 8);
+        }
+        u->sc[0] = 1;
+        break;
+    }
+    case QT_Q4_K:
+    case QT_Q5_K: {
+        /* Each 64 elements: 32 low nibbles (sub-block 2c), then 32 high (2c + 1); Q5_K's
+         * fifth bit of element 32 * s + l is bit s of qh[l]. */
+        const qb_q4_k *b4 = (const qb_q4_k *)blk;
+        const qb_q5_k *b5 = (const qb_q5_k *)blk;
+        bool five = type == QT_Q5_K;
+        const uint8_t *scales = five ? b5->scales : b4->scales;
+        const uint8_t *qs = five ? b5->qs : b4->qs;
+        u->d = simd_f16_to_f32_scalar(five ? b5->d : b4->d);
+        u->dmin = simd_f16_to_f32_scalar(five ? b5->dmin : b4->dmin);
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                int lo = qs[32 * c + l] & 0x0f, hi = qs[32 * c + l] >> 4;
+                if (five) {
+                    lo |= ((b5->qh[l] >> (2 * c)) & 1) << 4;
+                    hi |= ((b5->qh[l] >> (2 * c + 1)) & 1) << 4;
+                }
+                u->q[64 * c + l] = (int8_t)lo;
+                u->q[64 * c + 32 + l] = (int8_t)hi;
+            }
+        for (int j = 0; j < 8; j++)
+            k_scale_min(j, scales, &u->sc[j], &u->mn[j]);
+        break;
+    }
+    case QT_Q6_K: {
+        /* Each 128 elements h: ql[64h ..] low nibbles then high nibbles, two bits each from
+         * qh[32h + l] at shifts 0, 2, 4, 6 for the four runs of 32; value - 32. */
+        const qb_q6_k *b = (const qb_q6_k *)blk;
+        u->d = simd_f16_to_f32_scalar(b->d);
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *ql = b->ql + 64 * h;
+                int qh = b->qh[32 * h + l];
+                int8_t *q = u->q + 128 * h;
+                q[l] = (int8_t)(((ql[l] & 0x0f) | ((qh & 3) << 4)) - 32);
+                q[l + 32] = (int8_t)(((ql[l + 32] & 0x0f) | (((qh >> 2) & 3) << 4)) - 32);
+                q[l + 64] = (int8_t)(((ql[l] >> 4) | (((qh >> 4) & 3) << 4)) - 32);
+                q[l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh >> 6) & 3) << 4)) - 32);
+            }
+        for (int j = 0; j < 16; j++)
+            u->sc[j] = b->scales[j];
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Writes weight row n (0..15 in its group) of block u into unit. */
+static void unit_put(uint8_t *unit, const simd_qpack *p, int n, const unpacked *u)
+{
+    int8_t *q = (int8_t *)unit;
+    for (int j = 0; j < p->n_sub; j++)
+        for (int e = 0; e < p->sub; e++) {
+            size_t r = (size_t)e / 4, i = (size_t)e % 4;
+            q[(size_t)j * p->sub * QP_ROWS + (r * QP_ROWS + n) * 4 + i] = u->q[j * p->sub + e];
+        }
+    ((float *)(unit + p->off_d))[n] = u->d;
+    if (p->has_min)
+        ((float *)(unit + p->off_dmin))[n] = u->dmin;
+    if (p->n_sub > 1)
+        for (int j = 0; j < p->n_sub; j++)
+            ((int8_t *)(unit + p->off_sc))[j * QP_ROWS + n] = (int8_t)u->sc[j];
+    if (p->has_min)
+        for (int j = 0; j < p->n_sub; j++)
+            ((int16_t *)(unit + p->off_mn))[(j / 2) * QP_ROWS * 2 + n * 2 + j % 2] =
+                (int16_t)u->mn[j];
+}
+
+static size_t round_up(size_t x) { return (x + QP_ALIGN - 1) / QP_ALIGN * QP_ALIGN; }
+
+simd_qpack *simd_qpack_make(const simd_qmat *w)
+{
+    if (w->type == QT_F16 || w->type == QT_BF16)
+        return qpack_bf16_make(w);
+    const qtype_info *info = qtype_get(w->type);
+    if (!simd_qpack_supports(w->type) || w->N < 1 || w->K < 1 ||
+        w->row_bytes != qtype_row_bytes(w->type, w->K) || w->row_bytes == 0)
+        return NULL;
+    int elems = (int)info->block_elems;
+    size_t block_bytes = info->block_bytes;
+    simd_qpack *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->type = w->type;
+    p->N = w->N;
+    p->K = w->K;
+    p->blk = elems;
+    p->n_blk = w->K / p->blk;
+    p->sub = w->type == QT_Q6_K ? 16 : 32;
+    p->n_sub = p->blk / p->sub;
+    p->has_min = w->type == QT_Q4_K || w->type == QT_Q5_K;
+    p->act = info->act;
+    p->act_blk_bytes = p->blk == QK_K ? sizeof(qa_q8_k) : sizeof(qa_q8_32);
+    p->act_qs_off = p->blk == QK_K ? offsetof(qa_q8_k, qs) : offsetof(qa_q8_32, qs);
+    size_t off = (size_t)p->blk * QP_ROWS;
+    p->off_d = off;
+    off += sizeof(float) * QP_ROWS;
+    p->off_dmin = off;
+    off += p->has_min ? sizeof(float) * QP_ROWS : 0;
+    p->off_sc = off;
+    off += p->n_sub > 1 ? (size_t)p->n_sub * QP_ROWS : 0;
+    p->off_mn = off;
+    off += p->has_min ? sizeof(int16_t) * (size_t)p->n_sub * QP_ROWS : 0;
+    p->unit_bytes = round_up(off);
+    size_t groups = ((size_t)w->N + QP_ROWS - 1) / QP_ROWS;
+    p->bytes = groups * p->n_blk * p->unit_bytes;
+    p->data = aligned_alloc(QP_ALIGN, p->bytes);
+    if (!p->data) {
+        free(p);
+        return NULL;
+    }
+    memset(p->data, 0, p->bytes); /* padding rows: zero weights and scales */
+    unpacked u;
+    memset(&u, 0, sizeof u);
+    for (int n = 0; n < w->N; n++) {
+        const uint8_t *row = (const uint8_t *)w->data + (size_t)n * w->row_bytes;
+        for (int b = 0; b < p->n_blk; b++) {
+            unpack_block(&u, w->type, row + (size_t)b * block_bytes);
+            unit_put((uint8_t *)qpack_unit(p, n / QP_ROWS, b), p, n % QP_ROWS, &u);
+        }
+    }
+#if defined(TS_HAVE_AMX)
+    p->gemm = qpack_amx_caps() & QP_CAP_INT8 ? simd_amx_qpack_gemm : simd_qpack_gemm_ref;
+#else
+    p->gemm = simd_qpack_gemm_ref;
+#endif
+    return p;
+}
+
+void simd_qpack_free(simd_qpack *p)
+{
+    if (!p)
+        return;
+    free(p->data);
+    free(p);
+}
+
+size_t simd_qpack_bytes(const simd_qpack *p) { return p ? p->bytes : 0; }
+
+bool qpack_on_tiles(const simd_qpack *p)
+{
+    return p->gemm != simd_qpack_gemm_ref && p->gemm != qpack_bf16_gemm_ref;
+}
+
+void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                     float beta, int n_begin, int n_end)
+{
+    p->gemm(out, ldo, xq, p, M, beta, n_begin, n_end);
+}
+
+/* ---- the twin ---- */
+
+/* Output (m, n) as the header's comment says; ublk[b] are n's units. */
+static float twin_one(const uint8_t *xrow, const simd_qpack *p, int group, int n)
+{
+    float acc = 0.0f;
+    for (int b = 0; b < p->n_blk; b++) {
+        const uint8_t *unit = qpack_unit(p, group, b);
+        const uint8_t *xb = xrow + (size_t)b * p->act_blk_bytes;
+        const int8_t *xs = (const int8_t *)(xb + p->act_qs_off);
+        float dx;
+        memcpy(&dx, xb, sizeof dx); /* d leads both activation blocks */
+        const int8_t *q = (const int8_t *)unit;
+        int32_t isum = 0;
+        for (int j = 0; j < p->n_sub; j++) {
+            int32_t dot = 0;
+            for (int e = 0; e < p->sub; e++) {
+                int r = e / 4, i = e % 4;
+                dot += (int32_t)xs[j * p->sub + e] *
+                       q[(size_t)j * p->sub * QP_ROWS + ((size_t)r * QP_ROWS + n) * 4 + i];
+            }
+            int sc = p->n_sub > 1 ? ((const int8_t *)(unit + p->off_sc))[j * QP_ROWS + n] : 1;
+            isum += sc * dot;
+        }
+        float dw = ((const float *)(unit + p->off_d))[n];
+        acc = fmaf(dw * dx, (float)isum, acc);
+        if (p->has_min) {
+            const qa_q8_k *xk = (const qa_q8_k *)xb;
+            const int16_t *mn = (const int16_t *)(unit + p->off_mn);
+            int32_t msum = 0;
+            for (int j = 0; j < p->n_sub; j++)
+                msum += mn[(j / 2) * QP_ROWS * 2 + n * 2 + j % 2] *
+                        (xk->bsums[2 * j] + xk->bsums[2 * j + 1]);
+            float dmin = ((const float *)(unit + p->off_dmin))[n];
+            acc = fmaf(-(dmin * dx), (float)msum, acc);
+        }
+    }
+    return acc;
+}
+
+void simd_qpack_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                         float beta, int n_begin, int n_end)
+{
+    if (p->type == QT_F16 || p->type == QT_BF16) {
+        qpack_bf16_gemm_ref(out, ldo, xq, p, M, beta, n_begin, n_end);
+        return;
+    }
+    size_t xrow_bytes = (size_t)p->n_blk * p->act_blk_bytes;
+    for (int m = 0; m < M; m++) {
+        const uint8_t *xrow = (const uint8_t *)xq + (size_t)m * xrow_bytes;
+        for (int n = n_begin; n < n_end; n++) {
+            float acc = twin_one(xrow, p, n / QP_ROWS, n % QP_ROWS);
+            float *o = out + (size_t)m * ldo + n;
+            *o = beta == 0.0f ? acc : fmaf(beta, *o, acc);
+        }
+    }
+}

@@ -1,0 +1,94 @@
+/* qpack_bf16.c: F16 / BF16 weights packed as bf16 for the AMX bf16 tiles (TDPBF16PS), the
+ * activations' bf16 rows, and the plain-C twin of that kernel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../qpack_internal.h"
+#include "../simd_internal.h"
+
+enum { BF_STEP = 32, BF_UNIT = QP_ROWS * BF_STEP * 2 }; /* elements of K per unit; bytes */
+
+/* Round to nearest even; NaN stays NaN (quiet). */
+static uint16_t bf16_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+static float f32_of_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+void simd_qpack_bf16_rows(uint16_t *out, const float *x, size_t lda, int M, int K)
+{
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++)
+            out[(size_t)m * K + k] = bf16_of(x[(size_t)m * lda + k]);
+}
+
+simd_qpack *qpack_bf16_make(const simd_qmat *w)
+{
+    if (w->N < 1 || w->K < 1 || w->K % BF_STEP != 0 || w->row_bytes != (size_t)w->K * 2)
+        return NULL;
+    simd_qpack *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->type = w->type;
+    p->N = w->N;
+    p->K = w->K;
+    p->blk = p->sub = BF_STEP;
+    p->n_sub = 1;
+    p->n_blk = w->K / BF_STEP;
+    p->act = QACT_F32;
+    p->act_blk_bytes = BF_STEP * 2;
+    p->unit_bytes = BF_UNIT;
+    size_t groups = ((size_t)w->N + QP_ROWS - 1) / QP_ROWS;
+    p->bytes = groups * p->n_blk * p->unit_bytes;
+    p->data = aligned_alloc(QP_ALIGN, p->bytes);
+    if (!p->data) {
+        free(p);
+        return NULL;
+    }
+    memset(p->data, 0, p->bytes);
+    for (int n = 0; n < w->N; n++) {
+        const uint16_t *row = (const uint16_t *)((const uint8_t *)w->data + (size_t)n * w->row_bytes);
+        for (int k = 0; k < w->K; k++) {
+            uint16_t v = w->type == QT_BF16 ? row[k] : bf16_of(simd_f16_to_f32_scalar(row[k]));
+            uint16_t *u = (uint16_t *)qpack_unit(p, n / QP_ROWS, k / BF_STEP);
+            int e = k % BF_STEP;
+            u[((e / 2) * QP_ROWS + n % QP_ROWS) * 2 + e % 2] = v;
+        }
+    }
+#if defined(TS_HAVE_AMX)
+    p->gemm = qpack_amx_caps() & QP_CAP_BF16 ? simd_amx_qpack_gemm_bf16 : qpack_bf16_gemm_ref;
+#else
+    p->gemm = qpack_bf16_gemm_ref;
+#endif
+    return p;
+}
+
+/* out[m][n] = the sum of the bf16 products in double, rounded once; then beta. */
+void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                         float beta, int n_begin, int n_end)
+{
+    const uint16_t *x = xq;
+    for (int m = 0; m < M; m++)
+        for (int n = n_begin; n < n_end; n++) {
+            double s = 0.0;
+            for (int k = 0; k < p->K; k++) {
+                const uint16_t *u = (const uint16_t *)qpack_unit(p, n / QP_ROWS, k / BF_STEP);
+                int e = k % BF_STEP;
+                s += (double)f32_of_bf16(x[(size_t)m * p->K + k]) *
+                     f32_of_bf16(u[((e / 2) * QP_ROWS + n % QP_ROWS) * 2 + e % 2]);
+            }
+            float *o = out + (size_t)m * ldo + n;
+            *o = beta == 0.0f ? (float)s : (float)s + beta * *o;
+        }
+}

@@ -1,0 +1,91 @@
+/* qpack_data.h: random quantized weights and activations for the packed-GEMM test and
+ * benchmark. Header-only: the stand-alone builds compile one .c file. */
+#ifndef TESSERA_TESTS_QPACK_DATA_H
+#define TESSERA_TESTS_QPACK_DATA_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "simd_internal.h"
+
+/* xorshift64*, its own state so the benchmark and the test draw alike. */
+static uint64_t qd_state = 0x2545f4914f6cdd1dull;
+static inline uint32_t qd_u32(void)
+{
+    qd_state ^= qd_state >> 12;
+    qd_state ^= qd_state << 25;
+    qd_state ^= qd_state >> 27;
+    return (uint32_t)((qd_state * 0x2545f4914f6cdd1dull) >> 32);
+}
+static inline float qd_unit(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(qd_u32() >> 8) * (1.0f / 16777216.0f);
+}
+
+static inline int qd_block_elems(uint32_t t) { return t == QT_Q8_0 || t == QT_Q4_0 ? 32 : 256; }
+static inline size_t qd_block_bytes(uint32_t t) { return qtype_get(t)->block_bytes; }
+
+/* N rows of K weights of type t: random bytes, with scales in a sane f16 range. Owned. */
+static inline uint8_t *qd_weights(uint32_t t, int N, int K, size_t *row_bytes)
+{
+    size_t bb = qd_block_bytes(t), nb = (size_t)N * (K / qd_block_elems(t));
+    *row_bytes = (size_t)(K / qd_block_elems(t)) * bb;
+    uint8_t *w = malloc(nb * bb);
+    for (size_t i = 0; i < nb * bb; i++)
+        w[i] = (uint8_t)qd_u32();
+    for (size_t i = 0; i < nb; i++) {
+        uint8_t *blk = w + i * bb;
+        uint16_t d = simd_f32_to_f16_scalar(qd_unit(0.0005f, 0.01f));
+        uint16_t dmin = simd_f32_to_f16_scalar(qd_unit(0.0005f, 0.01f));
+        switch (t) {
+        case QT_Q8_0: ((qb_q8_0 *)blk)->d = d; break;
+        case QT_Q4_0: ((qb_q4_0 *)blk)->d = d; break;
+        case QT_Q4_K: ((qb_q4_k *)blk)->d = d, ((qb_q4_k *)blk)->dmin = dmin; break;
+        case QT_Q5_K: ((qb_q5_k *)blk)->d = d, ((qb_q5_k *)blk)->dmin = dmin; break;
+        default: ((qb_q6_k *)blk)->d = d; break;
+        }
+    }
+    return w;
+}
+
+/* M rows of K activations in the blocks type t multiplies with (random int8, d, sums),
+ * and their values xf (M, K). Owned. */
+static inline uint8_t *qd_acts(uint32_t t, int M, int K, float *xf, size_t *row_bytes)
+{
+    int kblk = qd_block_elems(t) == 32;
+    size_t bsz = kblk ? sizeof(qa_q8_32) : sizeof(qa_q8_k);
+    int nb = K / qd_block_elems(t);
+    *row_bytes = (size_t)nb * bsz;
+    uint8_t *x = calloc((size_t)M, *row_bytes);
+    for (int m = 0; m < M; m++)
+        for (int b = 0; b < nb; b++) {
+            uint8_t *blk = x + (size_t)m * *row_bytes + (size_t)b * bsz;
+            float d = qd_unit(0.001f, 0.02f);
+            int8_t *qs = kblk ? ((qa_q8_32 *)blk)->qs : ((qa_q8_k *)blk)->qs;
+            int n = qd_block_elems(t), sum = 0;
+            for (int i = 0; i < n; i++) {
+                qs[i] = (int8_t)((int)(qd_u32() % 255) - 127);
+                sum += qs[i];
+                if (xf)
+                    xf[(size_t)m * K + (size_t)b * n + i] = d * qs[i];
+            }
+            if (kblk) {
+                ((qa_q8_32 *)blk)->d = d;
+                ((qa_q8_32 *)blk)->s = d * (float)sum;
+            } else {
+                qa_q8_k *k = (qa_q8_k *)blk;
+                k->d = d;
+                for (int j = 0; j < 16; j++) {
+                    int s = 0;
+                    for (int i = 0; i < 16; i++)
+                        s += qs[16 * j + i];
+                    k->bsums[j] = (int16_t)s;
+                }
+            }
+        }
+    return x;
+}
+
+#endif
