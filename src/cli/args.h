@@ -71,9 +71,10 @@ int cli_load_option(int argc, char **argv, int *i, ts_model_load_opts *o);
     "model memory:\n"                                                                      \
     "  --mlock              lock the mapped model file in RAM (RLIMIT_MEMLOCK must allow)\n" \
     "  --hugepages          advise transparent huge pages for the mapped model file\n"     \
-    "  --amx MODE           repack matrices for AMX tiles at load: auto (Q8_0, F16, BF16:\n" \
-    "                       about the file's size), all (K types too: up to 2x their\n"   \
-    "                       bytes, faster prefill), off, force (even without AMX; tests)\n"
+    "  --amx MODE           repack matrices for AMX tiles at load: off (default; the\n"    \
+    "                       packs are slower at one row), auto (Q8_0, F16, BF16: about\n"  \
+    "                       the file's size), all (K types too: up to 2x their bytes,\n"   \
+    "                       faster prefill), force (even without AMX; tests)\n"
 
 /* The model to use when none is named: $TESSERA_MODEL, else the first models/NAME.gguf in
  * the current directory, else ../shared/models/stories260K/stories260K.gguf. Returns a

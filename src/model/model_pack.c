@@ -10,7 +10,7 @@
 
 bool ts_amx_mode_parse(const char *s, ts_amx_mode *out)
 {
-    static const char *const names[] = {"auto", "off", "all", "force"};
+    static const char *const names[] = {"off", "auto", "all", "force"};
     for (int i = 0; i < 4; i++)
         if (!strcmp(s, names[i])) {
             *out = (ts_amx_mode)i;
