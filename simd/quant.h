@@ -143,6 +143,9 @@ typedef struct simd_qmat {
     int N, K;
     size_t row_bytes;
     const void *data;
+    struct simd_qpack *pack; /* NULL, or data repacked for the tile kernels (qpack.h): the
+                              * GEMM then reads only the pack, for every M; its owner
+                              * frees it */
 } simd_qmat;
 
 #endif /* TESSERA_SIMD_QUANT_H */

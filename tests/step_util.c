@@ -19,7 +19,8 @@ const char *su_kpath(const char *fmt, const char *type)
 {
     static char buf[4096], rel[256];
     snprintf(rel, sizeof rel, fmt, type);
-    snprintf(buf, sizeof buf, "%s/stories260K-k/%s", TS_BUILD_DIR, rel);
+    const char *dir = getenv("TESSERA_BUILD_DIR"); /* binaries run elsewhere (a bench host) */
+    snprintf(buf, sizeof buf, "%s/stories260K-k/%s", dir && *dir ? dir : TS_BUILD_DIR, rel);
     return buf;
 }
 

@@ -49,9 +49,11 @@ char *tu_read_file(const char *path, size_t *len)
 const char *tu_tmp_path(const char *name)
 {
     static char buf[4096];
-    snprintf(buf, sizeof buf, "%s/tmp", TS_BUILD_DIR);
+    const char *dir = getenv("TESSERA_BUILD_DIR"); /* binaries run elsewhere (a bench host) */
+    dir = dir && *dir ? dir : TS_BUILD_DIR;
+    snprintf(buf, sizeof buf, "%s/tmp", dir);
     mkdir(buf, 0755);
-    snprintf(buf, sizeof buf, "%s/tmp/%d-%s", TS_BUILD_DIR, (int)getpid(), name);
+    snprintf(buf, sizeof buf, "%s/tmp/%d-%s", dir, (int)getpid(), name);
     return buf;
 }
 

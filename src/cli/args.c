@@ -104,15 +104,22 @@ const char *cli_value(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
-bool cli_load_option(const char *arg, ts_model_load_opts *o)
+int cli_load_option(int argc, char **argv, int *i, ts_model_load_opts *o)
 {
+    const char *arg = argv[*i], *v;
     if (!strcmp(arg, "--mlock"))
         o->mlock = true;
     else if (!strcmp(arg, "--hugepages"))
         o->hugepages = true;
-    else
-        return false;
-    return true;
+    else if (strcmp(arg, "--amx"))
+        return 0;
+    else if (!(v = cli_value(argc, argv, i)))
+        return -1;
+    else if (!ts_amx_mode_parse(v, &o->amx)) {
+        fprintf(stderr, "tessera: --amx takes auto, off, all or force, not '%s'\n", v);
+        return -1;
+    }
+    return 1;
 }
 
 ts_model *cli_load_model(const char *path, const char *tokenizer_path,
@@ -132,6 +139,12 @@ ts_model *cli_load_model(const char *path, const char *tokenizer_path,
     fprintf(stderr, "tessera: loaded %s (%s, dim %d, %d layers, %d heads, %d kv heads, vocab %d, context %d)\n",
             path, c->name, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->vocab_size,
             c->context_len);
+    int packed, matrices;
+    uint64_t bytes;
+    ts_model_packed(m, &packed, &matrices, &bytes);
+    if (packed)
+        fprintf(stderr, "tessera: AMX packs: %d of %d matrices, %.1f MiB\n", packed, matrices,
+                (double)bytes / (1024.0 * 1024.0));
     return m;
 }
 
@@ -199,7 +212,7 @@ int cli_parse(int argc, char **argv, const cli_spec *s)
         if (taken == 0)
             taken = model_option(argc, argv, &i, s);
         if (taken == 0 && s->load)
-            taken = cli_load_option(a, s->load);
+            taken = cli_load_option(argc, argv, &i, s->load);
         if (taken == 0) {
             if (!is_flag(s, a) && !(v = cli_value(argc, argv, &i)))
                 return 2;

@@ -119,8 +119,8 @@ static int parse_args(int argc, char **argv, serve_args *a)
             ok = (v = cli_value(argc, argv, &i)) && cli_int(o, v, 0, 65535, &a->srv.port);
         } else if (!strcmp(o, "--api-keys")) {
             ok = (a->srv.api_keys_path = cli_value(argc, argv, &i)) != NULL;
-        } else if (cli_load_option(o, &a->load)) {
-            continue;
+        } else if ((eng = cli_load_option(argc, argv, &i, &a->load)) != 0) {
+            ok = eng > 0;
         } else if ((eng = cli_engine_option(argc, argv, &i, &a->eng)) != 0) {
             ok = eng > 0;
         } else if (!strcmp(o, "--chat-template")) {

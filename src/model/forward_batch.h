@@ -36,11 +36,14 @@ typedef enum fwd_gemm_path {
     FWD_GEMM_KERNEL, /* the SIMD skinny GEMM always */
 } fwd_gemm_path;
 
-/* A step's activations in the forms its weight types multiply with (indexed by qact), each
- * row_cap[form] bytes per row; NULL for forms no matrix of the model takes. */
+/* Activation forms: the qact values, then bf16 rows for F16/BF16 matrices packed for AMX. */
+enum { FWD_ACT_BF16 = 3, FWD_ACT_FORMS = 4 };
+
+/* A step's activations in the forms its weight types multiply with (indexed by qact or
+ * FWD_ACT_BF16), each row_cap[form] bytes per row; NULL for forms no matrix takes. */
 typedef struct fwd_qbuf {
-    void *form[3];
-    size_t row_cap[3];
+    void *form[FWD_ACT_FORMS];
+    size_t row_cap[FWD_ACT_FORMS];
 } fwd_qbuf;
 
 /* Sizes buffers for max_rows rows of up to max_k inputs for the forms mats (n_mats,
@@ -82,7 +85,7 @@ enum { FWD_MAX_PARTS = 4 };
  * then w[1]'s, ...: out[m][col_i + n] = a[m] . w[i][n] + beta * out[m][col_i + n].
  * f32 matrices go through `path` (FWD_GEMM_AUTO picks by M); the others quantize a once
  * per activation form into qb (sized by fwd_qbuf_init for M rows; may be NULL when every
- * matrix is f32) and run qgemm. Chunks of every matrix's rows share one parallel region.
+ * matrix is f32) and run qgemm, or simd_qpack_gemm for a matrix with a pack. Chunks of every matrix's rows share one parallel region.
  * All pointers borrowed; out must not overlap a, qb or the weights. */
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
               size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,

@@ -2,13 +2,17 @@
  * take the skinny SIMD GEMM or OpenBLAS by rows; the others quantize the activations once
  * per form and run the kernel table's qgemm. Matrices that share an input run as one pass
  * over their concatenated output columns (Wq|Wk|Wv, W1|W3): one parallel region, one
- * output buffer, no concatenated copy of the weights. */
+ * output buffer, no concatenated copy of the weights. A matrix packed for AMX (its
+ * simd_qmat.pack) runs simd_qpack_gemm for every M, so each row's result is the same
+ * whatever the step holds; int8 packs take the same activation blocks as qgemm, F16/BF16
+ * packs bf16 rows (FWD_ACT_BF16). */
 #include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/forward_batch.h"
+#include "qpack.h"
 
 /* Below this many multiply-adds of work a parallel region costs more than it saves. */
 enum { PARALLEL_MIN_WORK = 1 << 15 };
@@ -16,14 +20,25 @@ enum { PARALLEL_MIN_WORK = 1 << 15 };
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
 enum { GEMM_ALIGN = 48 };
+/* The same for a pass with a packed matrix: also whole pairs of the pack's 16-row groups
+ * (a group split between chunks would be computed twice). */
+enum { GEMM_ALIGN_PACKED = 96 };
 
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
  * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
 enum { GEMM_CHUNKS_PER_THREAD = 4 };
 
-static qact act_form(const simd_qmat *w)
+/* The activation form w multiplies with: a qact, or FWD_ACT_BF16. */
+static int act_form(const simd_qmat *w)
 {
-    return qtype_get(w->type)->act;
+    if (w->pack && (w->type == QT_F16 || w->type == QT_BF16))
+        return FWD_ACT_BF16;
+    return (int)qtype_get(w->type)->act;
+}
+
+static size_t form_row_bytes(int f, int K)
+{
+    return f == FWD_ACT_BF16 ? (size_t)K * sizeof(uint16_t) : qact_row_bytes((qact)f, K);
 }
 
 static size_t round_up(size_t n, size_t a)
@@ -35,14 +50,14 @@ ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, i
                         int max_k, ts_error *err)
 {
     memset(q, 0, sizeof *q);
-    bool need[3] = {false, false, false};
+    bool need[FWD_ACT_FORMS] = {false};
     for (int i = 0; i < n_mats; i++)
         if (mats[i]->type != QT_F32)
             need[act_form(mats[i])] = true;
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < FWD_ACT_FORMS; a++) {
         if (!need[a])
             continue;
-        q->row_cap[a] = qact_row_bytes((qact)a, (int64_t)round_up((size_t)max_k, QK_K));
+        q->row_cap[a] = form_row_bytes(a, (int)round_up((size_t)max_k, QK_K));
         size_t bytes = round_up(q->row_cap[a] * (size_t)max_rows, 64);
         if (!(q->form[a] = aligned_alloc(64, bytes))) {
             fwd_qbuf_free(q);
@@ -54,23 +69,27 @@ ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, i
 
 void fwd_qbuf_free(fwd_qbuf *q)
 {
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < FWD_ACT_FORMS; a++)
         free(q->form[a]);
     memset(q, 0, sizeof *q);
 }
 
 /* Quantizes a (M, K; stride lda) into form f, rows split over the threads when worth it. */
 static void quantize_rows(const simd_kernels *k, void *out, const float *a, int lda, int M,
-                          int K, qact f)
+                          int K, int f)
 {
-    size_t row = qact_row_bytes(f, K);
+    size_t row = form_row_bytes(f, K);
     int threads = (long)M * K >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
     threads = threads < M ? threads : M;
 #pragma omp parallel for schedule(static) if (threads > 1) num_threads(threads)
     for (int t = 0; t < threads; t++) {
         int r0 = (int)((long)M * t / threads), r1 = (int)((long)M * (t + 1) / threads);
-        k->quantize_act((char *)out + (size_t)r0 * row, a + (size_t)r0 * lda, (size_t)lda,
-                        r1 - r0, K, f);
+        if (f == FWD_ACT_BF16)
+            simd_qpack_bf16_rows((uint16_t *)((char *)out + (size_t)r0 * row),
+                                 a + (size_t)r0 * lda, (size_t)lda, r1 - r0, K);
+        else
+            k->quantize_act((char *)out + (size_t)r0 * row, a + (size_t)r0 * lda,
+                            (size_t)lda, r1 - r0, K, (qact)f);
     }
 }
 
@@ -95,7 +114,8 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     /* the matrices the kernel region runs, their first output column and first chunk */
     const simd_qmat *part[FWD_MAX_PARTS];
     int col0[FWD_MAX_PARTS], chunk0[FWD_MAX_PARTS + 1], n_parts = 0;
-    const void *xq[3] = {NULL, NULL, NULL};
+    const void *xq[FWD_ACT_FORMS] = {NULL};
+    bool packed = false;
     bool blas = path == FWD_GEMM_BLAS || (path == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
     long work = 0;
     int col = 0, K = w[0]->K;
@@ -106,7 +126,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
         }
         if (w[i]->type != QT_F32) {
             /* each activation form once for all the matrices that take it */
-            qact f = act_form(w[i]);
+            int f = act_form(w[i]);
             if (!xq[f] && f == QACT_F32 && lda == K) {
                 xq[f] = a;
             } else if (!xq[f]) {
@@ -114,6 +134,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
                 xq[f] = qb->form[f];
             }
         }
+        packed |= w[i]->pack != NULL;
         part[n_parts] = w[i];
         col0[n_parts++] = col;
         work += (long)w[i]->N * K;
@@ -123,7 +144,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     int threads = work >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
     int chunk = (int)((work / K + threads * GEMM_CHUNKS_PER_THREAD - 1) /
                       (threads * GEMM_CHUNKS_PER_THREAD));
-    chunk = (chunk + GEMM_ALIGN - 1) / GEMM_ALIGN * GEMM_ALIGN;
+    chunk = (int)round_up((size_t)chunk, packed ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
     chunk0[0] = 0;
     for (int p = 0; p < n_parts; p++)
         chunk0[p + 1] = chunk0[p] + (part[p]->N + chunk - 1) / chunk;
@@ -139,6 +160,8 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
         float *o = out + col0[p];
         if (m->type == QT_F32)
             k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
+        else if (m->pack)
+            simd_qpack_gemm(o, ldo, xq[act_form(m)], m->pack, M, beta, nb, ne);
         else
             k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
     }

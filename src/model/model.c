@@ -206,6 +206,7 @@ void ts_model_free(ts_model *m)
 {
     if (!m)
         return;
+    model_pack_free(&m->w, m->cfg.n_layers);
     model_weights_free(&m->w);
     if (m->locked_bytes)
         munlock(m->file->base, m->locked_bytes);

@@ -73,6 +73,14 @@ void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64
  * passes read only the table. */
 void model_rope_init(model_weights *w, const ts_model_config *c);
 
+/* Repacks m's matrices (not the token embedding) per mode into simd/qpack.h's layout,
+ * their packs in simd_qmat.pack, and gives back the mapped pages of each packed matrix
+ * (a tied output's excepted: the embedding lookup reads them). GGUF models only; a matrix
+ * the pack refuses stays as it was. Never fails. */
+void model_pack(ts_model *m, ts_amx_mode mode);
+/* Frees every pack of w (n_layers layers) and clears the pointers. */
+void model_pack_free(model_weights *w, int n_layers);
+
 /* Checks a config read from an untrusted file: positive sizes, divisibility, caps. */
 ts_status model_config_validate(const ts_model_config *c, ts_error *err);
 

@@ -139,8 +139,10 @@ ts_status model_load_gguf(const char *path, const ts_model_load_opts *opts, ts_m
     if ((st = apply_map_opts(*out, opts, path, err)) != TS_OK) {
         ts_model_free(*out);
         *out = NULL;
+        return st;
     }
-    return st;
+    model_pack(*out, opts->amx); /* after the lock: a locked mapping keeps its pages */
+    return TS_OK;
 }
 
 ts_status ts_model_save_gguf(const ts_model *m, const char *path, ts_error *err)

@@ -1,0 +1,97 @@
+/* model_pack.c: repacking a loaded model's matrices into the AMX tile layout (simd/qpack.h)
+ * per ts_amx_mode, giving the mapped pages of each packed matrix back, and freeing the
+ * packs. */
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "model/model.h"
+#include "qpack.h"
+
+bool ts_amx_mode_parse(const char *s, ts_amx_mode *out)
+{
+    static const char *const names[] = {"off", "auto", "all", "force"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, names[i])) {
+            *out = (ts_amx_mode)i;
+            return true;
+        }
+    return false;
+}
+
+/* Whether mode packs a matrix of this type (tile kernels usable or not aside). */
+static bool mode_packs(ts_amx_mode mode, uint32_t type)
+{
+    if (mode == TS_AMX_OFF || !simd_qpack_supports(type))
+        return false;
+    if (mode == TS_AMX_AUTO)
+        return type == QT_Q8_0 || type == QT_F16 || type == QT_BF16;
+    return true;
+}
+
+/* The packable matrices of w, the token embedding excluded: i = 0 is the output, then
+ * 7 per layer (n_layers * 7 + 1 in all). */
+static simd_qmat *matrix_at(const model_weights *w, int i)
+{
+    if (i == 0)
+        return (simd_qmat *)&w->output;
+    model_layer *ly = &w->layers[(i - 1) / 7];
+    simd_qmat *lm[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
+    return lm[(i - 1) % 7];
+}
+
+/* Gives back the whole pages inside [p, p + n) of the read-only mapping; they fault back
+ * in from the file if read again. Advice: a refusal (a locked mapping) changes nothing. */
+static void drop_pages(const void *p, size_t n)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t b = ((uintptr_t)p + page - 1) / page * page, e = ((uintptr_t)p + n) / page * page;
+    if (e > b)
+        (void)madvise((void *)b, e - b, MADV_DONTNEED);
+}
+
+void model_pack(ts_model *m, ts_amx_mode mode)
+{
+    if (mode == TS_AMX_OFF || (mode != TS_AMX_FORCE && !simd_amx_usable()) || !m->file)
+        return;
+    int n = 7 * m->cfg.n_layers + 1;
+    /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < n; i++) {
+        simd_qmat *w = matrix_at(&m->w, i);
+        if (mode_packs(mode, w->type))
+            w->pack = simd_qpack_make(w);
+    }
+    const uint8_t *map = m->file->map, *end = map + m->file->size;
+    for (int i = 0; i < n; i++) {
+        const simd_qmat *w = matrix_at(&m->w, i);
+        const uint8_t *b = w->data, *e = b + (size_t)w->N * w->row_bytes;
+        /* only a read-only file mapping's pages come back as they were; a tied output's
+         * bytes are also the embedding table the lookup reads */
+        if (w->pack && map && b >= map && e <= end && !(i == 0 && m->cfg.tied_output))
+            drop_pages(b, (size_t)(e - b));
+    }
+}
+
+void model_pack_free(model_weights *w, int n_layers)
+{
+    for (int i = 0; w->layers && i < 7 * n_layers + 1; i++) {
+        simd_qmat *q = matrix_at(w, i);
+        simd_qpack_free(q->pack);
+        q->pack = NULL;
+    }
+}
+
+void ts_model_packed(const ts_model *m, int *packed, int *matrices, uint64_t *bytes)
+{
+    *packed = 0;
+    *bytes = 0;
+    *matrices = 7 * m->cfg.n_layers + 1;
+    for (int i = 0; m->w.layers && i < *matrices; i++) {
+        const simd_qpack *p = matrix_at(&m->w, i)->pack;
+        if (p) {
+            (*packed)++;
+            *bytes += simd_qpack_bytes(p);
+        }
+    }
+}

@@ -1,0 +1,379 @@
+/* test_model_amx.c: models whose matrices are repacked for the AMX tile kernels at load
+ * (ts_amx_mode, simd/qpack.h). TS_AMX_FORCE packs without AMX too, the GEMM then running
+ * the tile kernel's plain-C twin (bit for bit the same), so the wiring is tested on any
+ * machine; where AMX is usable the same tests run the tiles. Checked: which matrices
+ * pack, the batched pass on packs against the reference forward and against the unpacked
+ * pass (logits and greedy tokens), packed and unpacked matrices mixed in one pass, batch
+ * invariance, and the RSS of a packed Q8_0 model. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "model/forward_batch.h"
+#include "model/forward_ref.h"
+#include "model/synth.h"
+#include "qpack.h"
+#include "qpack_internal.h"
+#include "step_util.h"
+#include "util.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MA_ASAN 1
+#endif
+#endif
+#ifndef MA_ASAN
+#define MA_ASAN 0
+#endif
+
+static ts_model *load_amx(const char *path, ts_amx_mode mode)
+{
+    ts_model *m = NULL;
+    ts_error err = {0};
+    ts_model_load_opts o = {.amx = mode};
+    if (ts_model_load_with(path, &o, &m, &err) != TS_OK)
+        fail_msg("loading %s: %s", path, err.msg);
+    return m;
+}
+
+static double max_abs(const float *x, int n)
+{
+    double m = 0;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+/* Drops the pack of layer 0's attn_k and ffn_up (they then run qgemm on the file's
+ * blocks), so Wq|Wk|Wv and W1|W3 each mix a packed and an unpacked matrix. */
+static void unpack_some(ts_model *m)
+{
+    model_layer *ly = &m->w.layers[0];
+    simd_qpack_free(ly->wk.pack);
+    simd_qpack_free(ly->w3.pack);
+    ly->wk.pack = ly->w3.pack = NULL;
+}
+
+/* ---- which matrices pack ---- */
+
+static void test_modes_choose_matrices(void **state)
+{
+    (void)state;
+    int packed, n;
+    uint64_t bytes;
+    ts_amx_mode mode;
+    assert_true(ts_amx_mode_parse("force", &mode) && mode == TS_AMX_FORCE);
+    assert_true(ts_amx_mode_parse("off", &mode) && mode == TS_AMX_OFF);
+    assert_false(ts_amx_mode_parse("tiles", &mode));
+    /* a zeroed ts_model_load_opts packs nothing */
+
+    ts_model *m = load_amx(su_kpath("stories260K-k-%s.gguf", "Q8_0"), (ts_amx_mode)0);
+    ts_model_packed(m, &packed, &n, &bytes);
+    assert_int_equal(packed, 0);
+    assert_int_equal(n, 7 * m->cfg.n_layers + 1);
+    ts_model_free(m);
+
+    /* auto packs only where AMX runs, and of the Q4_K_M file's types none */
+    m = load_amx(su_kpath("stories260K-k-%s.gguf", "Q8_0"), TS_AMX_AUTO);
+    ts_model_packed(m, &packed, &n, &bytes);
+    assert_int_equal(packed, simd_amx_usable() ? n : 0);
+    ts_model_free(m);
+    m = load_amx(su_kpath("stories260K-k-%s.gguf", "Q4_K_M"), TS_AMX_AUTO);
+    ts_model_packed(m, &packed, &n, &bytes);
+    assert_int_equal(packed, 0);
+    ts_model_free(m);
+
+    /* force packs every matrix of a type the pack takes (any file's), nothing else */
+    for (int t = 0; t < SU_N_TYPES; t++) {
+        m = load_amx(su_kpath("stories260K-k-%s.gguf", su_types[t]), TS_AMX_FORCE);
+        int want = 0;
+        for (int i = 0; i < n; i++) {
+            const model_layer *ly = &m->w.layers[i < 1 ? 0 : (i - 1) / 7];
+            const simd_qmat *lm[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
+            const simd_qmat *w = i == 0 ? &m->w.output : lm[(i - 1) % 7];
+            bool ok = simd_qpack_supports(w->type);
+            want += ok;
+            if ((w->pack != NULL) != ok)
+                fail_msg("%s: matrix %d (%s) %s", su_types[t], i, qtype_get(w->type)->name,
+                         ok ? "not packed" : "packed");
+            if (w->pack)
+                assert_true(qpack_on_tiles(w->pack) == simd_amx_usable());
+        }
+        ts_model_packed(m, &packed, &n, &bytes);
+        assert_int_equal(packed, want);
+        assert_null(m->w.tok_embd.pack);
+        ts_model_free(m);
+    }
+}
+
+/* ---- the packed pass against the reference and the unpacked pass ---- */
+
+enum { PROMPT = 20, GEN = 12 };
+
+/* Greedy decoding from a fixed prompt: the prompt in one step, then one token a step,
+ * beside a second sequence that prefills 7 rows a step. tokens (GEN) get the choices,
+ * logits (GEN + 1, vocab) every step's logits of the first sequence. */
+static void greedy(const ts_model *m, int32_t *tokens, float *logits)
+{
+    int vocab = m->cfg.vocab_size;
+    int32_t seq[PROMPT + GEN], other[7 * (GEN + 1)];
+    for (int i = 0; i < PROMPT; i++)
+        seq[i] = i == 0 ? 1 : 3 + (i * 37) % (vocab - 3);
+    for (int i = 0; i < 7 * (GEN + 1); i++)
+        other[i] = i == 0 ? 1 : 3 + (i * 53 + 11) % (vocab - 3);
+    su_runner r;
+    su_runner_init(&r, m, simd_init(), PROMPT + 8);
+    float *out[SU_MAX_SEQS] = {logits, malloc((size_t)vocab * sizeof(float))};
+    assert_non_null(out[1]);
+    for (int step = 0; step <= GEN; step++) {
+        int cnt[SU_MAX_SEQS] = {step == 0 ? PROMPT : 1, 7};
+        int32_t *toks[SU_MAX_SEQS] = {step == 0 ? seq : seq + PROMPT + step - 1,
+                                      other + 7 * step};
+        out[0] = logits + (size_t)step * vocab;
+        su_runner_step(&r, toks, cnt, out);
+        if (step < GEN)
+            seq[PROMPT + step] = tokens[step] = su_argmax(out[0], vocab);
+    }
+    free(out[1]);
+    su_runner_free(&r);
+}
+
+/* Largest |a - b| over rows of vocab, relative to the largest |b| of the row. */
+static double rel_err(const float *a, const float *b, int rows, int vocab)
+{
+    double worst = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *x = a + (size_t)r * vocab, *y = b + (size_t)r * vocab;
+        double d = 0;
+        for (int i = 0; i < vocab; i++)
+            d = fmax(d, fabs((double)x[i] - y[i]));
+        worst = fmax(worst, d / fmax(1.0, max_abs(y, vocab)));
+    }
+    return worst;
+}
+
+/* The reference forward's logits at the rows greedy() sampled (GEN + 1, vocab), on its
+ * prompt followed by tokens (GEN). */
+static float *reference(const ts_model *m, const int32_t *tokens)
+{
+    int vocab = m->cfg.vocab_size;
+    int32_t seq[PROMPT + GEN];
+    for (int i = 0; i < PROMPT; i++)
+        seq[i] = i == 0 ? 1 : 3 + (i * 37) % (vocab - 3);
+    memcpy(seq + PROMPT, tokens, GEN * sizeof *tokens);
+    float *all = tu_reference_logits(m, seq, PROMPT + GEN), *rows = malloc((size_t)(GEN + 1) *
+                                                                            vocab * sizeof(float));
+    assert_non_null(rows);
+    memcpy(rows, all + (size_t)(PROMPT - 1) * vocab, (size_t)(GEN + 1) * vocab * sizeof(float));
+    free(all);
+    return rows;
+}
+
+/* For each file: packed (all, then with some matrices unpacked) against the unpacked
+ * pass and the reference forward. Each packed GEMM is within ~1e-6 of qgemm (the same
+ * activation blocks, another summation order), but a difference that flips the rounding
+ * of one activation to int8 in a later layer moves the logits by that step: up to ~1e-2
+ * of the largest logit (3e-2 measured on Q4_0). The bf16 packs round activations (and F16 weights) to 8
+ * significant bits, so their greedy tokens may part from the unpacked pass's at a near
+ * tie. So: the same greedy tokens (int8), logits within vs_plain of the unpacked pass's,
+ * and as close to the reference as the unpacked pass is, within 1.5x + slack (bf16:
+ * 5.4e-3 measured where the f32 path is at 1.4e-6). */
+static void test_packed_pass_matches(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *type;
+        double vs_plain, slack;
+    } files[] = {{"Q8_0", 4e-2, 5e-3}, {"Q4_K_M", 4e-2, 5e-3}, {"Q4_0", 4e-2, 5e-3},
+                 {"F16", 1.5e-2, 1.5e-2}};
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        const char *path = su_kpath("stories260K-k-%s.gguf", files[f].type);
+        bool bf16 = files[f].type[0] != 'Q';
+        ts_model *plain = load_amx(path, TS_AMX_OFF);
+        int vocab = plain->cfg.vocab_size;
+        size_t n = (size_t)(GEN + 1) * vocab;
+        float *lp = malloc(n * sizeof(float)), *lq = malloc(n * sizeof(float));
+        int32_t tp[GEN], tq[GEN];
+        assert_true(lp && lq);
+        greedy(plain, tp, lp);
+        float *ref = reference(plain, tp);
+        double er_plain = rel_err(lp, ref, GEN + 1, vocab);
+        for (int mixed = 0; mixed < 2; mixed++) {
+            ts_model *m = load_amx(path, TS_AMX_FORCE);
+            if (mixed)
+                unpack_some(m);
+            greedy(m, tq, lq);
+            bool same = memcmp(tp, tq, sizeof tp) == 0;
+            /* once the tokens part, compare the prompt's step with the unpacked pass and
+             * every step with the reference on the packed pass's own tokens */
+            float *own = same ? ref : reference(m, tq);
+            double e = rel_err(lq, lp, same ? GEN + 1 : 1, vocab);
+            double er = rel_err(lq, own, GEN + 1, vocab), bound = 1.5 * er_plain + files[f].slack;
+            printf("  %-6s %s: vs unpacked %.2e, vs reference %.2e (unpacked %.2e), greedy %s\n",
+                   files[f].type, mixed ? "mixed " : "packed", e, er, er_plain,
+                   same ? "same" : "parts at a near tie");
+            if (!same && !bf16)
+                fail_msg("%s: greedy tokens differ with the pack", files[f].type);
+            if (e > files[f].vs_plain || er > bound)
+                fail_msg("%s: packed logits off by %g (bound %g) from unpacked, %g (bound %g) "
+                         "from the reference", files[f].type, e, files[f].vs_plain, er, bound);
+            if (own != ref)
+                free(own);
+            ts_model_free(m);
+        }
+        free(ref);
+        free(lp);
+        free(lq);
+        ts_model_free(plain);
+    }
+}
+
+/* ---- batch invariance ---- */
+
+/* Sequence A's logits at each step, alone or beside two others (test_model_quant's
+ * schedule): steps of 20 + 13 + 1 rows, then 1 + 1 + 1. */
+static float *logits_of_a(const ts_model *m, bool others)
+{
+    enum { LEN = 30, PREFILL = 20, STEPS = 1 + LEN - PREFILL };
+    int vocab = m->cfg.vocab_size;
+    int32_t tok[3][LEN];
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < LEN; i++)
+            tok[s][i] = i == 0 ? 1 : 3 + (i * 37 + s * 101) % (vocab - 3);
+    su_runner r;
+    su_runner_init(&r, m, simd_init(), 64);
+    float *got = malloc((size_t)STEPS * vocab * sizeof(float)), *out[SU_MAX_SEQS];
+    assert_non_null(got);
+    for (int s = 0; s < SU_MAX_SEQS; s++)
+        assert_non_null(out[s] = malloc((size_t)vocab * sizeof(float)));
+    for (int step = 0, done = 0; step < STEPS; step++) {
+        int cnt[SU_MAX_SEQS] = {0};
+        int32_t *toks[SU_MAX_SEQS] = {0};
+        cnt[0] = step == 0 ? PREFILL : 1;
+        toks[0] = tok[0] + done;
+        if (others) {
+            cnt[1] = step == 0 ? 13 : 1;
+            toks[1] = tok[1] + (step == 0 ? 0 : 12 + step);
+            cnt[2] = 1;
+            toks[2] = tok[2] + step;
+        }
+        su_runner_step(&r, toks, cnt, out);
+        memcpy(got + (size_t)step * vocab, out[0], (size_t)vocab * sizeof(float));
+        done += cnt[0];
+    }
+    for (int s = 0; s < SU_MAX_SEQS; s++)
+        free(out[s]);
+    su_runner_free(&r);
+    return got;
+}
+
+static void test_batch_invariance_with_packs(void **state)
+{
+    (void)state;
+    static const char *const types[] = {"Q8_0", "Q4_K_M", "BF16"};
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+        for (int mixed = t > 0; mixed < 2; mixed++) { /* Q8_0 alone, the others mixed */
+            ts_model *m = load_amx(su_kpath("stories260K-k-%s.gguf", types[t]), TS_AMX_FORCE);
+            if (mixed)
+                unpack_some(m);
+            float *alone = logits_of_a(m, false), *together = logits_of_a(m, true);
+            if (memcmp(alone, together, 11 * (size_t)m->cfg.vocab_size * sizeof(float)) != 0)
+                fail_msg("%s%s: a sequence's logits change when others share its steps",
+                         types[t], mixed ? " (mixed)" : "");
+            free(alone);
+            free(together);
+            ts_model_free(m);
+        }
+}
+
+/* ---- memory ---- */
+
+static long rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, resident = 0;
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%ld %ld", &size, &resident), 2);
+    fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* A packed Q8_0 model (about 27 MB) costs at most the file's size + 10% of RSS after a
+ * step beyond the KV pool: the packs (1.06x) replace the mapped pages they came from. */
+static void test_packed_q8_0_rss_is_the_file(void **state)
+{
+    (void)state;
+    const char *path = tu_tmp_path("rss-amx-q8_0.gguf");
+    ts_model_config c = {.arch = "llama", .name = "rss", .dim = 1024, .hidden_dim = 2816,
+                         .n_layers = 2, .n_heads = 8, .n_kv_heads = 4, .head_dim = 128,
+                         .vocab_size = 512, .context_len = 512, .rope_freq_base = 10000.0f,
+                         .rope_scale = 1.0f, .rms_eps = 1e-5f};
+    gguf_file *sf = NULL;
+    tokenizer_vocab v;
+    ts_error err = {0};
+    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &sf, NULL), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, sf, NULL), TS_OK);
+    gguf_close(sf);
+    if (model_synth_write(path, &c, "Q8_0", &v, 5, &err) != TS_OK)
+        fail_msg("writing %s: %s", path, err.msg);
+    vocab_clear(&v);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    double file_size = (double)ftell(fp);
+    fclose(fp);
+
+    long before = rss_bytes();
+    ts_model *m = load_amx(path, TS_AMX_FORCE);
+    int packed, n;
+    uint64_t pack_bytes;
+    ts_model_packed(m, &packed, &n, &pack_bytes);
+    assert_int_equal(packed, n);
+    su_runner r;
+    su_runner_init(&r, m, simd_init(), 8);
+    kv_pool_prefault(r.pool);
+    kv_config kc = {.n_layers = c.n_layers, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
+                    .dtype = KV_DTYPE_F32, .n_blocks = 64};
+    double kv_bytes = (double)kv_block_bytes(&kc) * kc.n_blocks;
+    int32_t tok[8] = {1, 20, 30, 40, 50, 60, 70, 80};
+    int32_t *toks[SU_MAX_SEQS] = {tok};
+    int cnt[SU_MAX_SEQS] = {8};
+    float *out[SU_MAX_SEQS] = {malloc(512 * sizeof(float))};
+    su_runner_step(&r, toks, cnt, out);
+    double cost = (double)(rss_bytes() - before) - kv_bytes;
+    printf("  Q8_0 file %.1f MB, packs %.1f MB: load + one step cost %.1f MB of RSS beyond "
+           "the KV pool, %.2f x the file\n", file_size / 1e6, (double)pack_bytes / 1e6,
+           cost / 1e6, cost / file_size);
+    if (MA_ASAN) {
+        print_message("RSS bound not checked under AddressSanitizer (its shadow memory)\n");
+    } else {
+        assert_true(cost <= 1.10 * file_size);
+        assert_true(cost >= 0.50 * file_size); /* the measure sees the packs */
+    }
+    free(out[0]);
+    su_runner_free(&r);
+    ts_model_free(m);
+    remove(path);
+}
+
+int main(void)
+{
+    printf("AMX tile kernels %s here\n",
+           simd_amx_usable() ? "usable: the packs run on tiles" : "not usable: the packs "
+                                                                  "run the plain-C twin");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_modes_choose_matrices),
+        cmocka_unit_test(test_packed_pass_matches),
+        cmocka_unit_test(test_batch_invariance_with_packs),
+        cmocka_unit_test(test_packed_q8_0_rss_is_the_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
