@@ -203,7 +203,8 @@ int main(int argc, char **argv)
             }
             fill(w, bytes * n_copies, type);
             for (int c = 0; c < n_copies; c++)
-                mats[c] = (simd_qmat){type, N, K, row, w + (size_t)c * bytes};
+                mats[c] = (simd_qmat){.type = type, .N = N, .K = K, .row_bytes = row,
+                                     .data = w + (size_t)c * bytes};
             for (int mi = 0; mi < n_ms; mi++) {
                 int M = ms[mi];
                 double t = time_calls(k, out, xq, x, mats, n_copies, M, quick ? 0.1 : 0.4);
