@@ -6,6 +6,7 @@
  * the construct, and a model's own unsupported template falls back to its family with a
  * log line. */
 #include <dirent.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -33,7 +34,15 @@ typedef struct served {
     strbuf log;
 } served;
 
-static void on_log(void *user, const char *line) { strbuf_addf(user, "%s\n", line); }
+/* The server calls its log from any HTTP thread (server.h asks for a thread-safe one). */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_log(void *user, const char *line)
+{
+    pthread_mutex_lock(&log_mu);
+    strbuf_addf(user, "%s\n", line);
+    pthread_mutex_unlock(&log_mu);
+}
 
 /* A server for the shared engine with a template file and/or a forced family (NULL: none);
  * false (err set) when the server refuses them. */
