@@ -1,6 +1,6 @@
 /* test_loadgen.c: the load generator's parts (percentiles, --mix, api keys, SSE split at
- * every byte and out of memory, URLs and the loopback rule) and whole runs against a
- * scripted HTTP peer. */
+ * every byte and out of memory, a BOM, the stream-format deviations, URLs and the loopback
+ * rule) and whole runs against a scripted HTTP peer. */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -358,6 +358,157 @@ static void test_sse_out_of_memory_and_lifetime(void **state)
     assert_string_equal(e.text, "first|second|");
     assert_string_equal(e.last, "second");
     loadgen_sse_free(&p);
+}
+
+/* A leading BOM is skipped wherever the feed cuts it; fields other than data are counted;
+ * an event the stream ends without a blank line after is dispatched by finish. */
+static void test_sse_bom_fields_and_finish(void **state)
+{
+    (void)state;
+    static const char s[] = "\xEF\xBB\xBF" "data: a\n\nevent: x\nid: 1\ndata: b\n\ndata: c";
+    size_t len = sizeof s - 1;
+    for (size_t cut = 0; cut <= len; cut++) {
+        loadgen_sse p;
+        events e;
+        bool pending = false;
+        loadgen_sse_init(&p, 1024);
+        memset(&e, 0, sizeof e);
+        assert_int_equal(loadgen_sse_feed(&p, s, cut, collect, &e, NULL), TS_OK);
+        assert_int_equal(loadgen_sse_feed(&p, s + cut, len - cut, collect, &e, NULL), TS_OK);
+        if (strcmp(e.text, "a|b|"))
+            fail_msg("cut at %zu: '%s'", cut, e.text);
+        assert_int_equal(p.other_fields, 2);
+        assert_int_equal(loadgen_sse_finish(&p, &pending, collect, &e, NULL), TS_OK);
+        assert_true(pending);
+        assert_string_equal(e.text, "a|b|c|");
+        assert_int_equal(loadgen_sse_finish(&p, &pending, collect, &e, NULL), TS_OK);
+        assert_false(pending); /* nothing twice */
+        loadgen_sse_free(&p);
+    }
+    /* Two bytes of a BOM and then something else: the bytes stay the line's. */
+    loadgen_sse p;
+    events e;
+    bool pending = true;
+    loadgen_sse_init(&p, 1024);
+    memset(&e, 0, sizeof e);
+    static const char half_bom[] = "\xEF\xBBxx: 1\n\ndata: d\n\n";
+    assert_int_equal(loadgen_sse_feed(&p, half_bom, sizeof half_bom - 1, collect, &e, NULL), TS_OK);
+    assert_string_equal(e.text, "d|");
+    assert_int_equal(p.other_fields, 1);
+    assert_int_equal(loadgen_sse_finish(&p, &pending, collect, &e, NULL), TS_OK);
+    assert_false(pending);
+    loadgen_sse_free(&p);
+}
+
+/* ---- Deviations ----------------------------------------------------------------- */
+
+/* A completions chunk with every field OpenAI sends and text as its delta. */
+static cJSON *full_chunk(const char *text)
+{
+    cJSON *j = cJSON_Parse("{\"id\":\"c\",\"object\":\"text_completion\",\"created\":1,"
+                           "\"model\":\"m\",\"choices\":[{\"index\":0,\"logprobs\":null,"
+                           "\"finish_reason\":null}]}");
+    assert_non_null(j);
+    cJSON_AddStringToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "text",
+                            text);
+    return j;
+}
+
+/* The deviation bits of a stream of these deltas (NULL-terminated), ended cleanly. */
+static uint32_t deltas_dev(const char *const *deltas)
+{
+    loadgen_check c;
+    loadgen_check_init(&c, false);
+    for (; *deltas; deltas++) {
+        cJSON *j = full_chunk(*deltas);
+        loadgen_check_chunk(&c, j, *deltas);
+        cJSON_Delete(j);
+    }
+    c.finish_seen = c.usage_seen = true;
+    loadgen_check_end(&c);
+    return c.dev;
+}
+
+static void test_check_utf8(void **state)
+{
+    (void)state;
+    const uint32_t split = 1u << LOADGEN_DEV_SPLIT_UTF8, bad = 1u << LOADGEN_DEV_INVALID_UTF8,
+                   repl = 1u << LOADGEN_DEV_REPLACEMENT;
+    static const struct {
+        const char *d[5];
+        int want; /* 0 none, 1 split, 2 invalid, 3 replacement */
+    } cases[] = {
+        {{"ab", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", NULL}, 0},
+        {{"caf\xC3", "\xA9 ok", NULL}, 1},
+        {{"\xE2\x82", "\xAC", NULL}, 1},
+        {{"x\xF0", "\x9F", "\x98", "\x80!", NULL}, 1}, /* one character over four deltas */
+        {{"\xC3", "\xA9\xE2", "\x82\xAC", NULL}, 1},   /* two characters, each split */
+        {{"up\xFFon", NULL}, 2},
+        {{"\xA9", NULL}, 2},                      /* a continuation byte alone */
+        {{"\xC3", "x", NULL}, 2},                 /* a lead byte never continued */
+        {{"ok", "\xC3", NULL}, 2},                /* ... or cut off at the end */
+        {{"\xED\xA0\x80", NULL}, 2},              /* a surrogate */
+        {{"\xC0\x80", NULL}, 2},                  /* an overlong NUL */
+        {{"\xF4\x90\x80\x80", NULL}, 2},          /* past U+10FFFF */
+        {{"\xE0", "\x80\x80", NULL}, 2},          /* overlong, split */
+        {{"a \xEF\xBF\xBD b", NULL}, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t want = cases[i].want == 1 ? split : cases[i].want == 2 ? bad
+                        : cases[i].want == 3 ? repl : 0;
+        uint32_t got = deltas_dev(cases[i].d);
+        if (got != want)
+            fail_msg("case %zu: deviations 0x%x, want 0x%x", i, got, want);
+    }
+}
+
+static void test_check_fields(void **state)
+{
+    (void)state;
+    loadgen_check c;
+    loadgen_check_init(&c, false);
+    cJSON *j = full_chunk("hi");
+    loadgen_check_chunk(&c, j, "hi");
+    assert_int_equal(c.dev, 0);
+    assert_false(c.finish_seen);
+    /* llama.cpp's final chunk: usage and its own timings */
+    cJSON_AddItemToObject(j, "timings", cJSON_CreateObject());
+    cJSON *u = cJSON_AddObjectToObject(j, "usage");
+    cJSON_AddNumberToObject(u, "completion_tokens", 3);
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0),
+                              "finish_reason", cJSON_CreateString("length"));
+    loadgen_check_chunk(&c, j, "");
+    assert_int_equal(c.dev, 1u << LOADGEN_DEV_EXTRA_FIELDS);
+    assert_string_equal(c.extra, "timings");
+    assert_true(c.finish_seen && c.usage_seen);
+    loadgen_check_end(&c);
+    assert_int_equal(c.dev, 1u << LOADGEN_DEV_EXTRA_FIELDS);
+    cJSON_Delete(j);
+
+    /* a chat chunk without created, a choice without index, an extra delta field */
+    loadgen_check_init(&c, true);
+    j = cJSON_Parse("{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\","
+                    "\"choices\":[{\"finish_reason\":null,\"delta\":{\"content\":\"a\","
+                    "\"reasoning_content\":\"\"}}]}");
+    loadgen_check_chunk(&c, j, "a");
+    cJSON_Delete(j);
+    assert_int_equal(c.dev, (1u << LOADGEN_DEV_MISSING_FIELDS) | (1u << LOADGEN_DEV_EXTRA_FIELDS));
+    assert_string_equal(c.extra, "choices[].delta.reasoning_content");
+    loadgen_check_end(&c);
+    assert_true(c.dev & (1u << LOADGEN_DEV_MISSING_FINISH));
+    assert_true(c.dev & (1u << LOADGEN_DEV_MISSING_USAGE));
+
+    /* an error event keeps its message, non-ASCII bytes as '?' */
+    loadgen_check_init(&c, false);
+    j = cJSON_Parse("{\"error\":{\"code\":500,\"message\":\"bad \xC3\xA9 byte\"}}");
+    loadgen_check_chunk(&c, j, NULL);
+    cJSON_Delete(j);
+    assert_int_equal(c.dev, 1u << LOADGEN_DEV_ERROR_EVENT);
+    assert_string_equal(c.error, "bad ?? byte");
+    for (int d = 0; d < LOADGEN_DEV_COUNT; d++)
+        assert_non_null(strchr(loadgen_dev_name((loadgen_dev)d), '_'));
+    assert_string_equal(loadgen_dev_name(LOADGEN_DEV_INVALID_UTF8), "invalid_utf8_in_delta");
+    assert_string_equal(loadgen_dev_name(LOADGEN_DEV_COUNT), "unknown");
 }
 
 /* ---- URLs ----------------------------------------------------------------------- */
@@ -796,7 +947,6 @@ static void test_run_failures(void **state)
     static const struct { peer_mode mode; int code; } cases[] = {
         {PEER_BAD, LOADGEN_ERR_BAD_RESPONSE},
         {PEER_STREAM_ERR, LOADGEN_ERR_STREAM},
-        {PEER_NO_USAGE, LOADGEN_ERR_BAD_RESPONSE},
         {PEER_SLOW, LOADGEN_ERR_TIMEOUT},
     };
     static const int levels[] = {2};
@@ -813,6 +963,10 @@ static void test_run_failures(void **state)
             fail_msg("case %zu: want 2 errors of kind %d", i, cases[i].code);
         assert_int_equal(r.levels[0].all.ok, 0);
         assert_int_equal(r.levels[0].all.output_tokens, 0);
+        if (cases[i].mode == PEER_STREAM_ERR) {
+            assert_int_equal(r.levels[0].dev_count[LOADGEN_DEV_ERROR_EVENT], 2);
+            assert_string_equal(r.levels[0].error_sample, "boom");
+        }
         peer_stop(p);
     }
 
@@ -829,6 +983,39 @@ static void test_run_failures(void **state)
     char buf[16];
     assert_string_equal(loadgen_error_name(LOADGEN_ERR_TRANSPORT, buf, sizeof buf), "transport");
     assert_string_equal(loadgen_error_name(503, buf, sizeof buf), "503");
+}
+
+/* A stream without usage is measured all the same: tokens are its content chunks, and the
+ * missing parts (usage, finish_reason, the chunk's id/object/...) are counted by name. */
+static void test_run_no_usage_measured(void **state)
+{
+    (void)state;
+    peer *p = peer_start(PEER_NO_USAGE);
+    static const int levels[] = {2};
+    loadgen_config cfg;
+    char url[64];
+    config_for(&cfg, url, sizeof url, p->port, levels, 1, 3);
+    cfg.stream = true;
+    loadgen_result r;
+    assert_int_equal(loadgen_run(&r, &cfg, NULL), TS_OK);
+    const loadgen_level *l = &r.levels[0];
+    assert_int_equal(l->all.ok, 3);
+    assert_int_equal(l->n_err_kinds, 0);
+    assert_int_equal(l->all.output_tokens, 9);
+    assert_true(l->all.itl_ms.p50 >= 19);
+    assert_int_equal(l->dev_count[LOADGEN_DEV_MISSING_USAGE], 3);
+    assert_int_equal(l->dev_count[LOADGEN_DEV_MISSING_FINISH], 3);
+    assert_int_equal(l->dev_count[LOADGEN_DEV_MISSING_FIELDS], 3);
+    assert_int_equal(l->dev_count[LOADGEN_DEV_MISSING_DONE], 0);
+    assert_int_equal(l->dev_count[LOADGEN_DEV_CONTENT_TYPE], 0);
+    cJSON *j = loadgen_result_json(&r, &cfg);
+    cJSON *lj = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "levels"), 0);
+    cJSON *devs = cJSON_GetObjectItem(lj, "deviations");
+    assert_int_equal(cJSON_GetObjectItem(devs, "missing_usage")->valueint, 3);
+    assert_null(cJSON_GetObjectItem(devs, "missing_done"));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(lj, "error_sample")));
+    cJSON_Delete(j);
+    peer_stop(p);
 }
 
 static void test_run_deadline(void **state)
@@ -902,11 +1089,15 @@ int main(void)
         cmocka_unit_test(test_sse_every_split),
         cmocka_unit_test(test_sse_limits_and_stop),
         cmocka_unit_test(test_sse_out_of_memory_and_lifetime),
+        cmocka_unit_test(test_sse_bom_fields_and_finish),
+        cmocka_unit_test(test_check_utf8),
+        cmocka_unit_test(test_check_fields),
         cmocka_unit_test(test_url_parse),
         cmocka_unit_test(test_url_loopback),
         cmocka_unit_test(test_run_stream),
         cmocka_unit_test(test_run_mixed_keys_and_statuses),
         cmocka_unit_test(test_run_failures),
+        cmocka_unit_test(test_run_no_usage_measured),
         cmocka_unit_test(test_run_deadline),
         cmocka_unit_test(test_run_refusals),
     };

@@ -1,9 +1,11 @@
 /* cli_loadgen.c: `tessera loadgen`: load an OpenAI-compatible server over HTTP at several
  * concurrency levels and report throughput, latency percentiles and errors. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -16,6 +18,7 @@ static void usage(FILE *out)
             "                       [--requests N] [--prompt-len L] [--max-tokens M] [--stream]\n"
             "                       [--shared-prefix P] [--mix high:0.2,normal:0.6,low:0.2\n"
             "                       --api-keys FILE] [--model NAME] [--timeout S] [--json FILE]\n"
+            "                       [--save-streams DIR]\n"
             "  --url URL           server base URL, with or without /v1 (default\n"
             "                      http://127.0.0.1:8080); loopback hosts only unless\n"
             "                      --allow-remote\n"
@@ -36,9 +39,16 @@ static void usage(FILE *out)
             "  --timeout S         per request (default 300)\n"
             "  --deadline S        the whole run (default 900): requests still out are aborted\n"
             "  --json FILE         also write the results as JSON\n"
+            "  --save-streams DIR  keep the raw responses (headers and body) of failed and\n"
+            "                      deviating requests there: 8 failed, 4 deviating per level\n"
             "metrics per level: req/s and output tok/s (usage.completion_tokens) over the wall\n"
             "time from the first request sent to the last complete; TTFT = sent -> first content\n"
             "chunk (non-stream: the whole latency); ITL = gaps between content chunks (stream).\n"
+            "Streams are checked against OpenAI's chunk format: each deviation (invalid UTF-8,\n"
+            "extra or missing fields, no [DONE], no usage, ...) is counted per request and\n"
+            "reported by name; only an error event inside the stream, or a stream that ends\n"
+            "with no [DONE], usage or finish_reason, fails the request. Without usage, tokens\n"
+            "are counted as content chunks.\n"
             "Exit status: 0 when every request succeeded, 1 when any failed, 2 on bad usage.\n");
 }
 
@@ -57,6 +67,27 @@ static void print_stats_row(const char *label, const loadgen_stats *s)
     print_pcts(&s->itl_ms);
     print_pcts(&s->latency_ms);
     printf("\n");
+}
+
+/* "  deviations: name:requests ..." and what was noted with them, when there were any. */
+static void print_deviations(const loadgen_level *l)
+{
+    bool any = false;
+    for (int d = 0; d < LOADGEN_DEV_COUNT; d++) {
+        if (!l->dev_count[d])
+            continue;
+        printf("%s %s:%d", any ? "" : "      deviations:", loadgen_dev_name((loadgen_dev)d),
+               l->dev_count[d]);
+        any = true;
+    }
+    if (any)
+        printf("\n");
+    for (int k = 0; k < l->n_extra; k++)
+        printf("%s %s", k ? "" : "      extra fields:", l->extra[k]);
+    if (l->n_extra)
+        printf("\n");
+    if (l->error_sample[0])
+        printf("      first error event: %s\n", l->error_sample);
 }
 
 static void print_result(const loadgen_result *r, const loadgen_config *cfg)
@@ -79,6 +110,7 @@ static void print_result(const loadgen_result *r, const loadgen_config *cfg)
             printf(" %s:%d", loadgen_error_name(l->err_code[k], buf, sizeof buf), l->err_count[k]);
         }
         printf(l->n_err_kinds ? "\n" : " none\n");
+        print_deviations(l);
         for (int c = 0; r->mixed && c < LOADGEN_CLASS_COUNT; c++)
             if (l->cls[c].sent)
                 print_stats_row(loadgen_class_name((loadgen_class)c), &l->cls[c]);
@@ -146,6 +178,8 @@ int cli_loadgen(int argc, char **argv)
             cfg.model = v;
         } else if (!strcmp(a, "--json")) {
             json = v;
+        } else if (!strcmp(a, "--save-streams")) {
+            cfg.save_dir = v;
         } else if (!strcmp(a, "--seed")) {
             ok = cli_u64(a, v, &cfg.seed);
         } else if (!strcmp(a, "--temperature")) {
@@ -166,6 +200,10 @@ int cli_loadgen(int argc, char **argv)
     }
     cfg.levels = levels;
     cfg.n_levels = n_levels;
+    if (cfg.save_dir && mkdir(cfg.save_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tessera loadgen: cannot create %s: %s\n", cfg.save_dir, strerror(errno));
+        return 2;
+    }
 
     ts_error err = {0};
     loadgen_mix mix;

@@ -83,6 +83,8 @@ static void summarise(loadgen_level *l, const loadgen_request *reqs, int n, load
             continue;
         t0 = r->t_send < t0 ? r->t_send : t0;
         t1 = r->t_done > t1 ? r->t_done : t1;
+        for (int d = 0; d < LOADGEN_DEV_COUNT; d++)
+            l->dev_count[d] += (r->dev >> d) & 1u;
         if (r->ok)
             continue;
         int k = 0;
@@ -94,6 +96,10 @@ static void summarise(loadgen_level *l, const loadgen_request *reqs, int n, load
             l->err_code[l->n_err_kinds++] = r->error;
         l->err_count[k]++;
     }
+    memcpy(l->extra, acc->extra, sizeof l->extra);
+    l->n_extra = acc->n_extra;
+    memcpy(l->error_sample, acc->error_sample, sizeof l->error_sample);
+    l->saved = acc->saved_failed + acc->saved_dev;
     stats_of(&l->all, reqs, n, -1, &acc->all, scratch);
     if (mixed)
         for (int c = 0; c < LOADGEN_CLASS_COUNT; c++)

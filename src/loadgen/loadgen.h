@@ -29,6 +29,8 @@ enum {
     LOADGEN_MAX_CONCURRENCY = 1024,
     LOADGEN_MAX_REQUESTS = 1000000,
     LOADGEN_MAX_ERROR_KINDS = 32,
+    LOADGEN_MAX_NOTES = 8,
+    LOADGEN_MAX_SAVED = 12,   /* raw responses saved per level: 8 failed, 4 deviating */
 };
 
 /* ---- URL ------------------------------------------------------------------------- */
@@ -67,17 +69,68 @@ typedef struct loadgen_sse {
     strbuf data;         /* the event's data so far (the last event's until a data field) */
     bool has_data;       /* a data field was seen since the last dispatch */
     bool after_cr;       /* the last byte was '\r': a '\n' right after it is the same EOL */
+    int bom;             /* bytes of a leading UTF-8 BOM matched so far; -1 once past it */
+    int other_fields;    /* field lines other than data (event:, id:, retry:, unknown) */
     size_t max_event;    /* bytes a line or an event may hold */
 } loadgen_sse;
 
 void loadgen_sse_init(loadgen_sse *p, size_t max_event);
 void loadgen_sse_free(loadgen_sse *p);
-/* Feeds any split of the stream (lines end in \n, \r\n or \r; "data:" fields, ':'
- * comments and other fields ignored; a blank line dispatches). TS_ERR_TOO_LONG when a
- * line or an event passes max_event, TS_ERR_NOMEM (the parser then stays failed: free
- * it). buf: borrowed. */
+/* Feeds any split of the stream (one leading BOM skipped; lines end in \n, \r\n or \r;
+ * "data:" fields joined by '\n'; ':' comments ignored, other fields counted and ignored;
+ * a blank line dispatches). TS_ERR_TOO_LONG when a line or an event passes max_event,
+ * TS_ERR_NOMEM (the parser then stays failed: free it). buf: borrowed. */
 ts_status loadgen_sse_feed(loadgen_sse *p, const char *buf, size_t len, loadgen_sse_fn fn,
                            void *ctx, ts_error *err);
+/* At the end of the stream: an unterminated last line or undispatched event (the spec
+ * drops it) is dispatched anyway, so a peer that omits the final blank line is still
+ * measured. *pending: whether there was one. Errors as feed. */
+ts_status loadgen_sse_finish(loadgen_sse *p, bool *pending, loadgen_sse_fn fn, void *ctx,
+                             ts_error *err);
+
+/* ---- Deviations from the OpenAI stream format ------------------------------------ */
+
+/* What a streamed response did that OpenAI's does not, counted once per request and kind.
+ * Only LOADGEN_DEV_ERROR_EVENT fails a request; with LOADGEN_DEV_MISSING_USAGE loadgen
+ * counts content chunks as tokens; the others are recorded and measured through. */
+typedef enum loadgen_dev {
+    LOADGEN_DEV_INVALID_UTF8,   /* a delta's text is not UTF-8, even joined to its neighbours */
+    LOADGEN_DEV_SPLIT_UTF8,     /* a character's bytes came in two deltas (raw, in JSON text) */
+    LOADGEN_DEV_REPLACEMENT,    /* U+FFFD in a delta: bytes the server replaced */
+    LOADGEN_DEV_INVALID_JSON,   /* a data event that is not JSON (skipped) */
+    LOADGEN_DEV_ERROR_EVENT,    /* {"error": ...} inside the 200 stream */
+    LOADGEN_DEV_MISSING_DONE,   /* the stream ended without data: [DONE] */
+    LOADGEN_DEV_MISSING_USAGE,  /* no usage although stream_options.include_usage asked */
+    LOADGEN_DEV_MISSING_FINISH, /* no choice carried a finish_reason */
+    LOADGEN_DEV_MISSING_FIELDS, /* a chunk without id, object, created, model or choices */
+    LOADGEN_DEV_EXTRA_FIELDS,   /* a field OpenAI's chunk does not have (llama.cpp: timings) */
+    LOADGEN_DEV_SSE_FIELD,      /* an SSE field other than data (event:, id:, retry:, ...) */
+    LOADGEN_DEV_AFTER_DONE,     /* an event after data: [DONE] */
+    LOADGEN_DEV_UNTERMINATED,   /* the last event had no blank line after it */
+    LOADGEN_DEV_CONTENT_TYPE,   /* the response is not text/event-stream */
+    LOADGEN_DEV_COUNT
+} loadgen_dev;
+
+/* "invalid_utf8_in_delta", "missing_finish_reason", ... (the names loadgen reports). */
+const char *loadgen_dev_name(loadgen_dev d);
+
+/* One stream's conformance, fed chunk by chunk. */
+typedef struct loadgen_check {
+    uint32_t dev;              /* bit (1u << loadgen_dev) per deviation seen */
+    bool chat;                 /* chat.completion.chunk deltas, else text_completion text */
+    bool finish_seen, usage_seen;
+    unsigned char carry[4];    /* (n_carry) a UTF-8 sequence a delta ended in the middle of */
+    size_t n_carry;
+    char extra[48];            /* the first extra field, as "timings" or "choices[].x" */
+    char error[160];           /* the first error event's message */
+} loadgen_check;
+
+void loadgen_check_init(loadgen_check *c, bool chat);
+/* One parsed chunk: error events, missing and extra fields, finish_reason, usage, and the
+ * delta text's UTF-8 (text: the content, NUL-terminated, or NULL). j, text: borrowed. */
+void loadgen_check_chunk(loadgen_check *c, const cJSON *j, const char *text);
+/* The stream is over: an unfinished UTF-8 sequence, no finish_reason, no usage. */
+void loadgen_check_end(loadgen_check *c);
 
 /* ---- Statistics ----------------------------------------------------------------- */
 
@@ -151,6 +204,8 @@ typedef struct loadgen_config {
     double timeout_s;         /* per request */
     double deadline_s;        /* the whole run; requests still out then are aborted */
     uint64_t seed;
+    const char *save_dir;     /* raw responses of failed and deviating requests go here
+                               * (headers and body as received), or NULL; borrowed */
 } loadgen_config;
 
 /* Fills defaults: one level of 1, 16 requests, prompt 64, no prefix, 64 tokens, stream
@@ -164,6 +219,7 @@ enum {
     LOADGEN_ERR_BAD_RESPONSE = -2, /* 200 but not the shape expected (no usage, bad JSON) */
     LOADGEN_ERR_STREAM = -3,      /* an error event inside a 200 stream */
     LOADGEN_ERR_DEADLINE = -4,    /* aborted at the global deadline */
+    LOADGEN_ERR_TRUNCATED = -5,   /* a 200 stream that ended with no [DONE], usage or finish */
 };
 /* "timeout", "transport", ..., or the status as text in buf (cap >= 8). */
 const char *loadgen_error_name(int code, char *buf, size_t cap);
@@ -182,6 +238,11 @@ typedef struct loadgen_level {
     int err_code[LOADGEN_MAX_ERROR_KINDS];  /* (n_err_kinds) distinct codes, in order seen */
     int err_count[LOADGEN_MAX_ERROR_KINDS];
     int n_err_kinds;
+    int dev_count[LOADGEN_DEV_COUNT];       /* requests that showed each deviation */
+    char extra[LOADGEN_MAX_NOTES][48];      /* (n_extra) distinct extra fields, first seen */
+    int n_extra;
+    char error_sample[160];                 /* the first error event's message, or "" */
+    int saved;                              /* raw responses written to save_dir */
 } loadgen_level;
 
 typedef struct loadgen_result {

@@ -25,6 +25,28 @@ static bool add_stats(cJSON *o, const loadgen_stats *s)
            add_pcts(o, "latency_ms", &s->latency_ms);
 }
 
+/* "deviations": {name: requests} (kinds seen only), "extra_fields": [names],
+ * "error_sample": the first error event's message or null, "saved": raw responses kept. */
+static bool dev_json(cJSON *o, const loadgen_level *l)
+{
+    cJSON *devs = cJSON_AddObjectToObject(o, "deviations"), *extra;
+    if (!devs || !(extra = cJSON_AddArrayToObject(o, "extra_fields")))
+        return false;
+    for (int d = 0; d < LOADGEN_DEV_COUNT; d++)
+        if (l->dev_count[d] && !add_num(devs, loadgen_dev_name((loadgen_dev)d), l->dev_count[d]))
+            return false;
+    for (int k = 0; k < l->n_extra; k++) {
+        cJSON *name = cJSON_CreateString(l->extra[k]);
+        if (!name || !cJSON_AddItemToArray(extra, name)) {
+            cJSON_Delete(name);
+            return false;
+        }
+    }
+    return (l->error_sample[0] ? cJSON_AddStringToObject(o, "error_sample", l->error_sample)
+                               : cJSON_AddNullToObject(o, "error_sample")) &&
+           add_num(o, "saved", l->saved);
+}
+
 static cJSON *level_json(const loadgen_level *l, bool mixed)
 {
     cJSON *o = cJSON_CreateObject(), *errs, *cls;
@@ -37,6 +59,8 @@ static cJSON *level_json(const loadgen_level *l, bool mixed)
         if (!add_num(errs, loadgen_error_name(l->err_code[k], buf, sizeof buf), l->err_count[k]))
             goto fail;
     }
+    if (!dev_json(o, l))
+        goto fail;
     if (mixed) {
         if (!(cls = cJSON_AddObjectToObject(o, "classes")))
             goto fail;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/clock.h"
 #include "common/strbuf.h"
@@ -37,6 +38,7 @@ const char *loadgen_error_name(int code, char *buf, size_t cap)
     case LOADGEN_ERR_BAD_RESPONSE: return "bad_response";
     case LOADGEN_ERR_STREAM: return "stream_error";
     case LOADGEN_ERR_DEADLINE: return "deadline";
+    case LOADGEN_ERR_TRUNCATED: return "truncated_stream";
     default: snprintf(buf, cap, "%d", code); return buf;
     }
 }
@@ -48,10 +50,14 @@ typedef struct transfer {
     struct curl_slist *headers;
     char *body;          /* request body; owned */
     loadgen_request *req;     /* its record in the level; borrowed */
-    loadgen_acc *acc;   /* where ITL gaps go; borrowed */
+    loadgen_acc *acc;   /* where ITL gaps and notes go; borrowed */
+    const loadgen_config *cfg; /* borrowed */
+    int index, conc;     /* request number in the level, the level's concurrency */
     bool stream, chat;
     loadgen_sse sse;
+    loadgen_check check; /* stream conformance */
     strbuf resp;         /* non-stream response body */
+    strbuf raw;          /* headers and body as received, when cfg->save_dir is set */
     bool too_big, got_done, got_usage, stream_error;
     double t_last;       /* the last content chunk */
 } transfer;
@@ -65,6 +71,7 @@ static void transfer_free(transfer *t)
     curl_slist_free_all(t->headers);
     free(t->body);
     strbuf_free(&t->resp);
+    strbuf_free(&t->raw);
     loadgen_sse_free(&t->sse);
     free(t);
 }
@@ -72,6 +79,12 @@ static void transfer_free(transfer *t)
 /* One parsed JSON chunk: content timestamps and usage. */
 static void on_chunk(transfer *t, const cJSON *j, double now)
 {
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0);
+    const cJSON *text = t->chat ? cJSON_GetObjectItemCaseSensitive(
+                                      cJSON_GetObjectItemCaseSensitive(c0, "delta"), "content")
+                                : cJSON_GetObjectItemCaseSensitive(c0, "text");
+    if (t->stream)
+        loadgen_check_chunk(&t->check, j, cJSON_IsString(text) ? text->valuestring : NULL);
     if (cJSON_GetObjectItemCaseSensitive(j, "error")) {
         t->stream_error = true;
         return;
@@ -84,10 +97,6 @@ static void on_chunk(transfer *t, const cJSON *j, double now)
         t->req->tokens = (long)ct->valuedouble;
         t->req->prompt_tokens = cJSON_IsNumber(pt) ? (long)pt->valuedouble : 0;
     }
-    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0);
-    const cJSON *text = t->chat ? cJSON_GetObjectItemCaseSensitive(
-                                      cJSON_GetObjectItemCaseSensitive(c0, "delta"), "content")
-                                : cJSON_GetObjectItemCaseSensitive(c0, "text");
     if (!cJSON_IsString(text) || !text->valuestring[0])
         return;
     if (t->req->t_first < 0)
@@ -101,14 +110,16 @@ static void on_chunk(transfer *t, const cJSON *j, double now)
 static bool on_event(void *ctx, const char *data, size_t len)
 {
     transfer *t = ctx;
+    if (t->got_done)
+        t->check.dev |= 1u << LOADGEN_DEV_AFTER_DONE;
     if (len == 6 && !memcmp(data, "[DONE]", 6)) {
         t->got_done = true;
         return true;
     }
     cJSON *j = cJSON_ParseWithLength(data, len);
     if (!j) {
-        t->stream_error = true;
-        return false;
+        t->check.dev |= 1u << LOADGEN_DEV_INVALID_JSON; /* skipped: the rest still counts */
+        return true;
     }
     on_chunk(t, j, clock_now_s());
     cJSON_Delete(j);
@@ -119,6 +130,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     transfer *t = ud;
     size_t n = size * nmemb;
+    if (t->cfg->save_dir && t->raw.len + n <= MAX_BODY)
+        strbuf_add(&t->raw, ptr, n); /* evidence only: a failed copy loses nothing else */
     long code = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
     if (t->stream && code == 200) {
@@ -133,6 +146,15 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
         t->too_big = true;
         return 0;
     }
+    return n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    transfer *t = ud;
+    size_t n = size * nmemb;
+    if (t->raw.len + n <= MAX_BODY)
+        strbuf_add(&t->raw, ptr, n);
     return n;
 }
 
@@ -183,7 +205,7 @@ done:
 }
 
 static transfer *transfer_start(const loadgen_runner *run, loadgen_request *req, loadgen_acc *acc,
-                                uint64_t seed, ts_error *err)
+                                int index, int conc, uint64_t seed, ts_error *err)
 {
     const loadgen_config *cfg = run->cfg;
     transfer *t = calloc(1, sizeof *t);
@@ -193,9 +215,13 @@ static transfer *transfer_start(const loadgen_runner *run, loadgen_request *req,
     }
     t->req = req;
     t->acc = acc;
+    t->cfg = cfg;
+    t->index = index;
+    t->conc = conc;
     t->stream = cfg->stream;
     t->chat = cfg->chat;
     loadgen_sse_init(&t->sse, MAX_EVENT);
+    loadgen_check_init(&t->check, cfg->chat);
     char auth[600];
     const char *key = run->key[req->cls];
     if (!(t->body = request_body(cfg, run->prefix, seed)) || !(t->easy = curl_easy_init()) ||
@@ -215,7 +241,9 @@ static transfer *transfer_start(const loadgen_runner *run, loadgen_request *req,
         curl_easy_setopt(e, CURLOPT_PRIVATE, t) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK)
+        curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK ||
+        (cfg->save_dir && (curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
+                           curl_easy_setopt(e, CURLOPT_HEADERDATA, t) != CURLE_OK)))
         goto fail;
     req->t_send = clock_now_s();
     if (curl_multi_add_handle(run->multi, e) != CURLM_OK)
@@ -225,6 +253,67 @@ fail:
     ts_error_set(err, TS_ERR_NOMEM, "loadgen: cannot set up a request (out of memory?)");
     transfer_free(t);
     return NULL;
+}
+
+/* The end of a 200 stream: what the parser still held, and the stream-wide checks. */
+static void stream_end(transfer *t, CURLcode rc)
+{
+    bool pending = false;
+    if (rc == CURLE_OK && loadgen_sse_finish(&t->sse, &pending, on_event, t, NULL) != TS_OK)
+        t->stream_error = true;
+    loadgen_check *c = &t->check;
+    if (pending)
+        c->dev |= 1u << LOADGEN_DEV_UNTERMINATED;
+    if (t->sse.other_fields > 0)
+        c->dev |= 1u << LOADGEN_DEV_SSE_FIELD;
+    if (!t->got_done)
+        c->dev |= 1u << LOADGEN_DEV_MISSING_DONE;
+    const char *ct = NULL;
+    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &ct);
+    if (!ct || strncasecmp(ct, "text/event-stream", 17))
+        c->dev |= 1u << LOADGEN_DEV_CONTENT_TYPE;
+    loadgen_check_end(c);
+    t->req->dev = c->dev;
+    loadgen_acc *a = t->acc;
+    if (c->error[0] && !a->error_sample[0])
+        snprintf(a->error_sample, sizeof a->error_sample, "%s", c->error);
+    if (c->extra[0]) {
+        int k = 0;
+        while (k < a->n_extra && strcmp(a->extra[k], c->extra))
+            k++;
+        if (k == a->n_extra && k < LOADGEN_MAX_NOTES)
+            snprintf(a->extra[a->n_extra++], sizeof a->extra[0], "%s", c->extra);
+    }
+}
+
+/* Writes the raw response of a failed or deviating request to save_dir as
+ * c<conc>-r<index>-<why>.txt: 8 failed and 4 deviating (only) per level. */
+static void save_raw(transfer *t)
+{
+    const loadgen_request *r = t->req;
+    loadgen_acc *a = t->acc;
+    char why[32], code[16], path[1024];
+    if (!r->ok) {
+        if (a->saved_failed >= 8)
+            return;
+        snprintf(why, sizeof why, "%s", loadgen_error_name(r->error, code, sizeof code));
+        a->saved_failed++;
+    } else {
+        int d = 0;
+        while (d < LOADGEN_DEV_COUNT && !(r->dev & (1u << d)))
+            d++;
+        if (d == LOADGEN_DEV_COUNT || a->saved_dev >= 4)
+            return;
+        snprintf(why, sizeof why, "%s", loadgen_dev_name((loadgen_dev)d));
+        a->saved_dev++;
+    }
+    snprintf(path, sizeof path, "%s/c%d-r%d-%s.txt", t->cfg->save_dir, t->conc, t->index, why);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return; /* evidence is best effort: the measurement stands without it */
+    if (t->raw.len)
+        fwrite(t->raw.s, 1, t->raw.len, f);
+    fclose(f);
 }
 
 /* Classifies a finished transfer into its record. */
@@ -239,14 +328,18 @@ static void transfer_finish(transfer *t, CURLcode rc)
         r->error = LOADGEN_ERR_TIMEOUT;
     } else if (code != 200) {
         r->error = code >= 100 ? (int)code : LOADGEN_ERR_TRANSPORT;
-    } else if (rc != CURLE_OK) {
-        r->error = t->stream_error ? LOADGEN_ERR_STREAM
-                   : t->too_big    ? LOADGEN_ERR_BAD_RESPONSE
-                                   : LOADGEN_ERR_TRANSPORT;
     } else if (t->stream) {
-        r->error = t->stream_error                ? LOADGEN_ERR_STREAM
-                   : t->got_done && t->got_usage ? 1
-                                                 : LOADGEN_ERR_BAD_RESPONSE;
+        stream_end(t, rc);
+        const loadgen_check *c = &t->check;
+        bool ended = t->got_done || c->finish_seen || c->usage_seen;
+        r->error = t->stream_error         ? LOADGEN_ERR_STREAM
+                   : rc != CURLE_OK        ? LOADGEN_ERR_TRANSPORT
+                   : !ended                ? LOADGEN_ERR_TRUNCATED
+                                           : 1;
+        if (r->error == 1 && !t->got_usage)
+            r->tokens = r->chunks; /* missing_usage: one token per content chunk */
+    } else if (rc != CURLE_OK) {
+        r->error = t->too_big ? LOADGEN_ERR_BAD_RESPONSE : LOADGEN_ERR_TRANSPORT;
     } else {
         cJSON *j = cJSON_ParseWithLength(t->resp.s ? t->resp.s : "", t->resp.len);
         if (j)
@@ -259,6 +352,8 @@ static void transfer_finish(transfer *t, CURLcode rc)
         r->ok = true;
         r->error = 0;
     }
+    if (t->cfg->save_dir && (!r->ok || r->dev))
+        save_raw(t);
 }
 
 /* ---- One level ------------------------------------------------------------------ */
@@ -283,7 +378,7 @@ ts_status loadgen_run_level(loadgen_runner *run, int level, loadgen_request *req
                             (uint64_t)started + 1;
             r->cls = run->mixed ? loadgen_mix_pick(cfg->mix, loadgen_uniform(seed)) : LOADGEN_CLASS_NORMAL;
             r->t_first = -1;
-            if (!(live[slot] = transfer_start(run, r, acc, seed, err))) {
+            if (!(live[slot] = transfer_start(run, r, acc, started, conc, seed, err))) {
                 st = err ? err->status : TS_ERR_NOMEM;
                 goto out;
             }

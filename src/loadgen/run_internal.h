@@ -13,6 +13,7 @@ typedef struct loadgen_request {
     long tokens, prompt_tokens;     /* from usage */
     int chunks;              /* content chunks seen */
     int error;               /* when done && !ok: HTTP status or LOADGEN_ERR_* */
+    uint32_t dev;            /* stream: bit (1u << loadgen_dev) per deviation */
     bool done, ok;
 } loadgen_request;
 
@@ -24,6 +25,10 @@ typedef struct loadgen_gaps {
 typedef struct loadgen_acc {
     loadgen_gaps all, cls[LOADGEN_CLASS_COUNT];
     bool nomem;              /* a gap was dropped for want of memory */
+    char extra[LOADGEN_MAX_NOTES][48]; /* (n_extra) distinct extra fields seen */
+    int n_extra;
+    char error_sample[160];  /* the first error event's message */
+    int saved_failed, saved_dev; /* raw responses written to save_dir */
 } loadgen_acc;
 
 /* Records one inter-token gap of a request of class cls. */

@@ -30,8 +30,11 @@ static ts_status end_line(loadgen_sse *p, loadgen_sse_fn fn, void *ctx, ts_error
         /* any data field, even an empty one, has allocated data.s */
         return fn(ctx, p->data.s, p->data.len) ? TS_OK : TS_ERR_CANCELLED;
     }
-    if (n < 4 || memcmp(l, "data", 4) || (n > 4 && l[4] != ':'))
-        return TS_OK; /* a comment (':'), another field, or "dataX" */
+    if (n < 4 || memcmp(l, "data", 4) || (n > 4 && l[4] != ':')) {
+        if (l[0] != ':')
+            p->other_fields++; /* "event:", "id:", "retry:", "dataX", ... */
+        return TS_OK;
+    }
     size_t v = n > 4 ? 5 : 4;
     if (v < n && l[v] == ' ')
         v++;
@@ -50,7 +53,22 @@ static ts_status end_line(loadgen_sse *p, loadgen_sse_fn fn, void *ctx, ts_error
 ts_status loadgen_sse_feed(loadgen_sse *p, const char *buf, size_t len, loadgen_sse_fn fn,
                            void *ctx, ts_error *err)
 {
-    for (size_t i = 0; i < len; i++) {
+    static const char bom[3] = {'\xEF', '\xBB', '\xBF'};
+    size_t start = 0;
+    /* A leading BOM may arrive split; bytes that turn out not to be one are the line's. */
+    while (p->bom >= 0 && start < len) {
+        if (buf[start] != bom[p->bom]) {
+            int held = p->bom;
+            p->bom = -1;
+            if (held && !strbuf_add(&p->line, bom, (size_t)held))
+                return ts_error_set(err, TS_ERR_NOMEM, "sse: out of memory");
+            break;
+        }
+        start++;
+        if (++p->bom == 3)
+            p->bom = -1;
+    }
+    for (size_t i = start; i < len; i++) {
         char c = buf[i];
         if (c == '\n' && p->after_cr) {
             p->after_cr = false;
@@ -76,4 +94,18 @@ ts_status loadgen_sse_feed(loadgen_sse *p, const char *buf, size_t len, loadgen_
         i = j - 1;
     }
     return TS_OK;
+}
+
+ts_status loadgen_sse_finish(loadgen_sse *p, bool *pending, loadgen_sse_fn fn, void *ctx,
+                             ts_error *err)
+{
+    *pending = p->line.len > 0 || p->has_data;
+    ts_status st = TS_OK;
+    if (p->line.len > 0) {
+        st = end_line(p, fn, ctx, err);
+        strbuf_reset(&p->line);
+    }
+    if (st == TS_OK)
+        st = end_line(p, fn, ctx, err); /* the blank line that never came */
+    return st;
 }
