@@ -2,7 +2,8 @@
  * model/safetensors.c): the logits of the converted model equal a forward pass written
  * here in Hugging Face's own conventions (RoPE on half-split pairs) that reads the
  * safetensors directly; its tokenizer gives the ids of tokenizer.json's BPE; F16 and BF16
- * outputs; bad directories and files refused by name. Uses TinyStories-656K from
+ * outputs; Llama 3's rope_scaling as rope_freqs.weight, its logits against the same pass
+ * with transformers' llama3 frequencies; bad directories and files refused by name. Uses TinyStories-656K from
  * ../shared (F32 safetensors, tied embeddings, BPE with byte fallback). */
 #include <math.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
@@ -55,12 +57,14 @@ static void rmsnorm(float *out, const float *x, const st_tensor *w, int d, float
 }
 
 /* transformers' apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, where pair i of a
- * head is (i, i + hd/2). */
-static void rope_half(float *v, int heads, int hd, int pos, float theta)
+ * head is (i, i + hd/2), turning by pos * inv_freq[i] (theta^(-2i/hd) when inv_freq is
+ * NULL). */
+static void rope_half(float *v, int heads, int hd, int pos, float theta, const float *inv_freq)
 {
     for (int h = 0; h < heads; h++)
         for (int i = 0; i < hd / 2; i++) {
-            float f = (float)pos * powf(theta, -2.0f * (float)i / (float)hd);
+            float f = (float)pos * (inv_freq ? inv_freq[i]
+                                             : powf(theta, -2.0f * (float)i / (float)hd));
             float c = cosf(f), s = sinf(f), *a = v + h * hd + i, *b = a + hd / 2;
             float x0 = *a, x1 = *b;
             *a = x0 * c - x1 * s;
@@ -70,7 +74,7 @@ static void rope_half(float *v, int heads, int hd, int pos, float theta)
 
 /* Hugging Face LlamaForCausalLM, causal, on tokens[0..n), logits (n, vocab) malloc'd. */
 static float *hf_forward(const st_file *f, const ts_model_config *c, const int32_t *tokens,
-                         int n)
+                         int n, const float *inv_freq)
 {
     int d = c->dim, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, ffn = c->hidden_dim;
     int V = c->vocab_size, L = c->n_layers;
@@ -97,8 +101,8 @@ static float *hf_forward(const st_file *f, const ts_model_config *c, const int32
             linear(q, W("model.layers.%d.self_attn.q_proj.weight", l), xn, nh * hd, d);
             linear(kp, W("model.layers.%d.self_attn.k_proj.weight", l), xn, nkv * hd, d);
             linear(vp, W("model.layers.%d.self_attn.v_proj.weight", l), xn, nkv * hd, d);
-            rope_half(q, nh, hd, p, c->rope_freq_base);
-            rope_half(kp, nkv, hd, p, c->rope_freq_base);
+            rope_half(q, nh, hd, p, c->rope_freq_base, inv_freq);
+            rope_half(kp, nkv, hd, p, c->rope_freq_base, inv_freq);
             for (int h = 0; h < nh; h++) {
                 int kh = h / (nh / nkv);
                 float mx = -INFINITY, sum = 0;
@@ -173,7 +177,7 @@ static void test_logits_equal_hf_forward(void **state)
     st_file f;
     char *st_path = strdup(tu_shared(HF_DIR "/model.safetensors"));
     assert_int_equal(st_open(&f, st_path, &err), TS_OK);
-    float *want = hf_forward(&f, c, tokens, n);
+    float *want = hf_forward(&f, c, tokens, n, NULL);
     float *got = tu_reference_logits(m, tokens, n);
     double worst = 0;
     for (size_t i = 0; i < (size_t)n * c->vocab_size; i++) {
@@ -392,6 +396,129 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err.msg, "Unigram"));
 }
 
+/* transformers' _compute_llama3_parameters, in frequency space: inv_freq (hd/2) of a
+ * Llama 3 rope_scaling. Written from the Hugging Face code's steps (divide the slow band,
+ * blend the middle one), not from the divisor form the converter uses. */
+static void llama3_inv_freq(float *out, int hd, double theta, double factor, double low,
+                            double high, double old_ctx)
+{
+    for (int i = 0; i < hd / 2; i++) {
+        double inv = 1.0 / pow(theta, (double)(2 * i) / hd), wavelen = 2 * 3.14159265358979323846 / inv;
+        double llama = wavelen > old_ctx / low ? inv / factor : inv;
+        double smooth = (old_ctx / wavelen - low) / (high - low);
+        bool medium = !(wavelen < old_ctx / high) && !(wavelen > old_ctx / low);
+        out[i] = (float)(medium ? (1 - smooth) * llama / factor + smooth * llama : llama);
+    }
+}
+
+/* TinyStories-656K with rope_scaling llama3 in its config.json: the converted GGUF holds
+ * rope_freqs.weight with the divisors of transformers' frequencies, the loaded model turns
+ * its pairs by those frequencies, and its logits equal the Hugging Face forward pass with
+ * them (and differ from the unscaled pass, so ignoring the tensor would fail). */
+static void test_llama3_rope_scaling(void **state)
+{
+    (void)state;
+    char dir[4096], path[4200], src[4200];
+    snprintf(dir, sizeof dir, "%s", tu_tmp_path("hf-llama3"));
+    mkdir(dir, 0755);
+    static const char *const links[] = {"model.safetensors", "tokenizer.json",
+                                        "tokenizer_config.json", "special_tokens_map.json"};
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, links[i]);
+        snprintf(src, sizeof src, "%s", tu_shared(HF_DIR));
+        snprintf(src + strlen(src), sizeof src - strlen(src), "/%s", links[i]);
+        remove(path);
+        assert_int_equal(symlink(src, path), 0);
+    }
+    char *cfg_text = tu_read_file(tu_shared(HF_DIR "/config.json"), NULL);
+    cJSON *cfg = cJSON_Parse(cfg_text);
+    assert_non_null(cfg);
+    /* original context 64: wavelengths under 16 keep their frequency, over 64 are divided
+     * by 8, and the pairs between (19.9 and 62.8 at head_dim 16) are blended */
+    cJSON_ReplaceItemInObject(cfg, "rope_scaling",
+                              cJSON_Parse("{\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                                          "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                                          "\"original_max_position_embeddings\": 64}"));
+    char *text = cJSON_Print(cfg);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    write_file(path, text, strlen(text));
+    free(text);
+    free(cfg_text);
+
+    char *out = strdup(tu_tmp_path("ts656-llama3.gguf"));
+    ts_error err = {0};
+    if (model_hf_convert(dir, out, GGUF_TENSOR_F32, &err) != TS_OK)
+        fail_msg("convert: %s", err.msg);
+    ts_model *m = NULL;
+    assert_int_equal(ts_model_load(out, NULL, &m, &err), TS_OK);
+    const ts_model_config *c = &m->cfg;
+    assert_true(c->rope_factors);
+    assert_float_equal(c->rope_scale, 1.0f, 0);
+    int hd = c->head_dim, bands[3] = {0};
+    assert_int_equal(hd, 16);
+    float inv[8], plain;
+    llama3_inv_freq(inv, hd, c->rope_freq_base, 8.0, 1.0, 4.0, 64.0);
+    for (int i = 0; i < hd / 2; i++) {
+        plain = 1.0f / powf(c->rope_freq_base, (float)(2 * i) / (float)hd);
+        double want_factor = (double)plain / inv[i];
+        if (fabs(m->w.rope_factors[i] - want_factor) > 1e-5 * want_factor)
+            fail_msg("pair %d: factor %g, want %g", i, (double)m->w.rope_factors[i], want_factor);
+        if (fabs(m->w.rope_freq[i] - inv[i]) > 1e-5 * inv[i])
+            fail_msg("pair %d: frequency %g, want %g", i, (double)m->w.rope_freq[i], (double)inv[i]);
+        bands[want_factor < 1.0001 ? 0 : want_factor > 7.9999 ? 2 : 1]++;
+    }
+    assert_int_equal(bands[0], 1);
+    assert_int_equal(bands[1], 2);
+    assert_int_equal(bands[2], 5);
+
+    static const int32_t tokens[] = {1, 80, 147, 201, 282, 215, 286, 598, 629, 10, 1288, 67};
+    int n = (int)(sizeof tokens / sizeof *tokens);
+    st_file f;
+    char *st_path = strdup(tu_shared(HF_DIR "/model.safetensors"));
+    assert_int_equal(st_open(&f, st_path, &err), TS_OK);
+    float *want = hf_forward(&f, c, tokens, n, inv), *unscaled = hf_forward(&f, c, tokens, n, NULL);
+    float *got = tu_reference_logits(m, tokens, n);
+    double worst = 0, moved = 0;
+    for (size_t i = 0; i < (size_t)n * c->vocab_size; i++) {
+        worst = fmax(worst, fabs((double)got[i] - want[i]) / (1.0 + fabs(want[i])));
+        moved = fmax(moved, fabs((double)unscaled[i] - want[i]));
+    }
+    if (worst > 1e-4 || moved < 1e-2)
+        fail_msg("logits: %g from the llama3 pass (relative), the unscaled pass %g away",
+                 worst, moved);
+    free(want);
+    free(unscaled);
+    free(got);
+    st_close(&f);
+    free(st_path);
+    ts_model_free(m);
+
+    /* bad llama3 numbers, and scaling types that are not converted, are refused by name */
+    ts_model_config cc;
+    cJSON_ReplaceItemInObject(cfg, "rope_scaling",
+                              cJSON_Parse("{\"rope_type\": \"llama3\", \"factor\": 8, "
+                                          "\"low_freq_factor\": 4, \"high_freq_factor\": 1}"));
+    text = cJSON_Print(cfg);
+    write_file(path, text, strlen(text));
+    free(text);
+    assert_int_equal(model_hf_read_config(&cc, dir, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "low_freq_factor < high_freq_factor"));
+    static const char *const refused[] = {"yarn", "dynamic", "longrope"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char rs[128];
+        snprintf(rs, sizeof rs, "{\"rope_type\": \"%s\", \"factor\": 4}", refused[i]);
+        cJSON_ReplaceItemInObject(cfg, "rope_scaling", cJSON_Parse(rs));
+        text = cJSON_Print(cfg);
+        write_file(path, text, strlen(text));
+        free(text);
+        assert_int_equal(model_hf_read_config(&cc, dir, &err), TS_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, refused[i]));
+        assert_non_null(strstr(err.msg, "linear and llama3 are"));
+    }
+    cJSON_Delete(cfg);
+    free(out);
+}
+
 /* GPT-2's vocabulary from llama.cpp's vocab GGUF written out as a tokenizer.json (vocab,
  * merges, ByteLevel) comes back as the same vocabulary: llama.cpp's test vectors for it
  * pass through the converted one. */
@@ -477,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_logits_equal_hf_forward),
         cmocka_unit_test(test_tokenizer_matches_tokenizer_json),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_llama3_rope_scaling),
         cmocka_unit_test(test_byte_level_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,7 +48,50 @@ static float get_float(const cJSON *o, const char *key, float fallback)
     return cJSON_IsNumber(v) ? (float)v->valuedouble : fallback;
 }
 
+/* rope_scaling {"rope_type": "llama3", ...} into p, checked; absent keys take the values
+ * Llama 3.1 ships with (factor 8, low 1, high 4, original context 8192). */
+static ts_status parse_llama3(model_hf_llama3 *p, const cJSON *rs, ts_error *err)
+{
+    p->factor = get_float(rs, "factor", 8.0f);
+    p->low_freq_factor = get_float(rs, "low_freq_factor", 1.0f);
+    p->high_freq_factor = get_float(rs, "high_freq_factor", 4.0f);
+    p->original_context = get_float(rs, "original_max_position_embeddings", 8192.0f);
+    if (!(p->factor >= 1.0f && p->factor <= 1e6f) || !(p->low_freq_factor > 0.0f) ||
+        !(p->high_freq_factor > p->low_freq_factor) || !(p->high_freq_factor <= 1e6f) ||
+        !(p->original_context >= 1.0f && p->original_context <= 1e9f))
+        return ts_error_set(err, TS_ERR_FORMAT, "config.json: rope_scaling llama3 wants factor "
+                            ">= 1, 0 < low_freq_factor < high_freq_factor and "
+                            "original_max_position_embeddings >= 1");
+    return TS_OK;
+}
+
+void model_hf_llama3_factors(float *out, int head_dim, float theta, const model_hf_llama3 *p)
+{
+    const double pi = 3.14159265358979323846;
+    double low_wavelen = p->original_context / p->low_freq_factor;
+    double high_wavelen = p->original_context / p->high_freq_factor;
+    for (int i = 0; i < head_dim / 2; i++) {
+        double wavelen = 2.0 * pi * pow((double)theta, (double)(2 * i) / head_dim);
+        if (wavelen < high_wavelen) {
+            out[i] = 1.0f; /* fast pairs keep their frequency */
+        } else if (wavelen > low_wavelen) {
+            out[i] = p->factor; /* slow pairs are slowed by the whole factor */
+        } else { /* between: the frequency blends the two linearly in context / wavelen */
+            double smooth = (p->original_context / wavelen - p->low_freq_factor) /
+                            (p->high_freq_factor - p->low_freq_factor);
+            out[i] = (float)(1.0 / ((1.0 - smooth) / p->factor + smooth));
+        }
+    }
+}
+
 ts_status model_hf_read_config(ts_model_config *c, const char *dir, ts_error *err)
+{
+    model_hf_llama3 unused;
+    return model_hf_read_config_rope(c, &unused, dir, err);
+}
+
+ts_status model_hf_read_config_rope(ts_model_config *c, model_hf_llama3 *llama3, const char *dir,
+                                    ts_error *err)
 {
     memset(c, 0, sizeof *c);
     cJSON *j = NULL;
@@ -93,12 +136,18 @@ ts_status model_hf_read_config(ts_model_config *c, const char *dir, ts_error *er
         if (!t)
             t = cJSON_GetObjectItemCaseSensitive(rs, "type");
         const char *type = cJSON_IsString(t) ? t->valuestring : "?";
-        if (strcmp(type, "linear")) {
+        if (!strcmp(type, "llama3")) {
+            /* per-pair divisors in rope_freqs.weight, as llama.cpp's converter writes them */
+            if ((st = parse_llama3(llama3, rs, err)) != TS_OK)
+                goto done;
+            c->rope_factors = true;
+        } else if (!strcmp(type, "linear")) {
+            c->rope_scale = get_float(rs, "factor", 1.0f);
+        } else {
             st = ts_error_set(err, TS_ERR_UNSUPPORTED, "config.json: rope_scaling type %s is "
-                              "not converted (linear is)", type);
+                              "not converted (linear and llama3 are)", type);
             goto done;
         }
-        c->rope_scale = get_float(rs, "factor", 1.0f);
     }
     snprintf(c->arch, sizeof c->arch, "llama");
     const char *base = strrchr(dir, '/');
@@ -212,6 +261,7 @@ typedef struct converter {
     out_tensor *outs; /* (cap) */
     int n_outs, cap;
     gguf_writer *g;
+    float *rope_factors; /* (head_dim / 2) rope_freqs.weight for llama3 scaling, or NULL */
 } converter;
 
 /* Adds GGUF tensor name from the Hugging Face tensor hf of shape (rows, cols), or (rows)
@@ -237,6 +287,7 @@ ts_status model_hf_convert(const char *dir, const char *out_path, uint32_t out_t
                            ts_error *err)
 {
     ts_model_config c;
+    model_hf_llama3 llama3;
     tokenizer_vocab v;
     memset(&v, 0, sizeof v);
     converter *cv = calloc(1, sizeof *cv);
@@ -249,7 +300,7 @@ ts_status model_hf_convert(const char *dir, const char *out_path, uint32_t out_t
         st = ts_error_set(err, TS_ERR_INVALID_ARG, "convert writes F32, F16 or BF16");
         goto done;
     }
-    if ((st = model_hf_read_config(&c, dir, err)) != TS_OK ||
+    if ((st = model_hf_read_config_rope(&c, &llama3, dir, err)) != TS_OK ||
         (st = model_hf_read_vocab(&v, &c, dir, err)) != TS_OK ||
         (st = shards_open(&cv->sh, dir, err)) != TS_OK ||
         (st = gguf_writer_create(0, &cv->g, err)) != TS_OK)
@@ -272,6 +323,17 @@ ts_status model_hf_convert(const char *dir, const char *out_path, uint32_t out_t
     uint64_t dim = (uint64_t)c.dim, ffn = (uint64_t)c.hidden_dim, vocab = (uint64_t)c.vocab_size;
     uint64_t q = (uint64_t)c.n_heads * c.head_dim, kv = (uint64_t)c.n_kv_heads * c.head_dim;
     uint32_t t = out_type;
+    if (c.rope_factors) { /* first, where llama.cpp's converter puts it */
+        uint64_t half = (uint64_t)c.head_dim / 2;
+        if (!(cv->rope_factors = malloc(half * sizeof(float)))) {
+            st = ts_error_set(err, TS_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        model_hf_llama3_factors(cv->rope_factors, c.head_dim, c.rope_freq_base, &llama3);
+        if ((st = gguf_writer_add_tensor(cv->g, "rope_freqs.weight", GGUF_TENSOR_F32, 1, &half,
+                                         cv->rope_factors, half * sizeof(float))) != TS_OK)
+            goto done;
+    }
     /* A tied model's one matrix may be saved under either name (safetensors keeps one of
      * tensors that share memory). */
     const char *embd = c.tied_output && !shards_find(&cv->sh, "model.embed_tokens.weight")
@@ -313,6 +375,7 @@ done:
     gguf_writer_free(cv->g);
     shards_close(&cv->sh);
     free(cv->outs);
+    free(cv->rope_factors);
     free(cv);
     vocab_clear(&v);
     return st;
