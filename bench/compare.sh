@@ -8,8 +8,11 @@
 #
 # usage: bench/compare.sh [-n N] [-o DIR] [-m MODEL] [--prompt-len L] [--max-tokens M]
 #                         [--levels LIST] [--build DIR] [--cluster [--replicas R]]
+#                         [--peer LLAMA_CPP_DIR [--threads T]]
 # --cluster instead measures replicas behind nginx (bench/cluster_bench.sh, 1..R replicas
-# each on its own cores, N streams per replica).
+# each on its own cores, N streams per replica). --peer instead runs the same loadgen levels
+# against tessera serve and llama-server on the same GGUF and threads (bench/compare_peer.sh,
+# N requests per level).
 # Defaults fit 10 minutes on 2 cores: N 16, prompt 32 tokens, 64 generated tokens,
 # levels 1,2,4,8,N, results in build/compare/.
 set -euo pipefail
@@ -23,6 +26,8 @@ max_tokens=64
 levels=""
 cluster=0
 replicas=3
+peer=""
+threads=$(nproc)
 while (($#)); do
   case $1 in
     -n) conc=$2; shift 2 ;;
@@ -34,7 +39,9 @@ while (($#)); do
     --build) build=$2; shift 2 ;;
     --cluster) cluster=1; shift ;;
     --replicas) replicas=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --peer) peer=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +52,11 @@ if ((cluster)); then
     --max-tokens "$max_tokens" --replicas "$replicas" --build "$build" ${model:+-m "$model"}
 fi
 levels=${levels:-$(for l in 1 2 4 8; do ((l < conc)) && printf '%s,' "$l"; done)$conc}
+if [ -n "$peer" ]; then
+  exec "$root/bench/compare_peer.sh" --peer "$peer" --threads "$threads" --levels "$levels" \
+    --requests "$conc" --prompt-len "$prompt_len" --max-tokens "$max_tokens" --build "$build" \
+    -o "$out/peer" ${model:+-m "$model"}
+fi
 tessera=$build/tessera
 model=${model:-$build/stories110m-synth.gguf}
 command -v jq >/dev/null || { echo "compare.sh: needs jq (scripts/setup.sh installs it)" >&2; exit 2; }

@@ -3,7 +3,8 @@
 # run. For each type it writes one synthetic model at a real shape (random weights: speed
 # depends on shapes and types, not values), then runs llama-batched-bench and
 # `tessera bench` on that file and prints decode tok/s at each level, prefill tok/s and
-# peak RSS side by side with their ratio. Every raw output stays in the output folder.
+# peak RSS side by side with their ratio. Every raw output stays in the output folder;
+# streams.tsv (decode tok/s per level) is drawn by bench/peer_plot.sh into streams.png.
 #
 # usage: bench/peer.sh --peer DIR [--build DIR] [--out DIR] [--threads N]
 #                      [--shape SHAPE] [--types LIST] [--levels LIST] [--vocab FILE]
@@ -41,7 +42,7 @@ while (($#)); do
     -n) n_gen=$2; shift 2 ;;
     --prefill-len) prefill_len=$2; shift 2 ;;
     --prefill-seqs) prefill_seqs=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "peer.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -134,6 +135,8 @@ def num(x):
     return f"{x:.1f}" if x is not None else "-"
 
 print(f"shape {shape}, {threads} threads\n")
+streams = open(f"{out}/streams.tsv", "w")  # bench/peer_plot.sh draws it
+streams.write("series\tstreams\ttessera_tok_s\tllama_cpp_tok_s\n")
 for t in types.split(","):
     pd = peer_table(f"{out}/{t}.peer-decode.txt")
     pp = peer_table(f"{out}/{t}.peer-prefill.txt")
@@ -146,6 +149,7 @@ for t in types.split(","):
         ts = td.get(b, {}).get("decode_tok_s")
         ps = pd.get(b, (None, None))[1]
         print(f"| decode tok/s, {b} streams | {num(ts)} | {num(ps)} | {ratio(ts, ps)} |")
+        streams.write(f"{t}\t{b}\t{num(ts)}\t{num(ps)}\n")
     for b in pf_seqs:
         ts = tp.get(b, {}).get("prefill_tok_s")
         ps = pp.get(b, (None, None))[0]
@@ -161,3 +165,9 @@ for t in types.split(","):
               f"| {100 * frac:.0f}% | - | |")
     print()
 EOF
+title="$shape, decode tok/s against concurrent streams, $threads threads, same GGUF"
+if command -v gnuplot >/dev/null; then
+  "$root/bench/peer_plot.sh" "$out/streams.tsv" "$out/streams.png" "$title"
+else
+  echo "no gnuplot here: bench/peer_plot.sh $out/streams.tsv draws tok/s against streams"
+fi

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # bench/plot.sh: draws the JSON results of bench/compare.sh (or of `tessera loadgen --json`)
 # as PNGs with gnuplot: throughput vs concurrency, TTFT/ITL percentiles vs concurrency,
-# and per-priority latency under mixed load. Installs gnuplot and jq (Debian) if missing.
+# and per-priority latency under mixed load; for compare.sh --peer, tessera and llama.cpp
+# on the same axes. Installs gnuplot and jq (Debian) if missing.
 #
 # usage: bench/plot.sh DIR [OUTDIR]
 #   DIR holds http.json (loadgen levels), and optionally inprocess.json (tessera bench)
-#   and mixed.json (loadgen --mix). PNGs go to OUTDIR (default DIR):
-#   throughput.png, latency.png, priority.png.
+#   and mixed.json (loadgen --mix); or peer-tessera.json and peer-llama.json (compare.sh
+#   --peer). PNGs go to OUTDIR (default DIR): throughput.png, latency.png, priority.png;
+#   peer_throughput.png and peer_latency.png.
 set -euo pipefail
 dir=${1:?usage: bench/plot.sh DIR [OUTDIR]}
 outdir=${2:-$dir}
-[ -f "$dir/http.json" ] || { echo "plot.sh: no $dir/http.json" >&2; exit 2; }
+peer=0
+[ -f "$dir/peer-tessera.json" ] && [ -f "$dir/peer-llama.json" ] && peer=1
+[ -f "$dir/http.json" ] || ((peer)) ||
+  { echo "plot.sh: no $dir/http.json, nor peer-tessera.json and peer-llama.json" >&2; exit 2; }
 mkdir -p "$outdir"
 
 missing=()
@@ -26,6 +31,61 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+
+if ((peer)); then
+  # One row per level: concurrency, tok/s, TTFT p50/p99, ITL p50/p99 ("?" = no samples).
+  for s in tessera llama; do
+    jq -r '.levels[] | [.concurrency, .output_tok_s, .ttft_ms.p50, .ttft_ms.p99, .itl_ms.p50,
+            .itl_ms.p99] | map(. // "?") | @tsv' "$dir/peer-$s.json" >"$tmp/peer-$s.dat"
+  done
+  ptitle=$(jq -r '"prompt \(.shared_prefix + .prompt_len) words, \(.max_tokens) tokens per request, \(.requests_per_level) requests per level, same GGUF and threads"' "$dir/peer-tessera.json")
+  pmax=$(jq -s '[.[].levels[].concurrency] | max * 1.3' "$dir/peer-tessera.json" "$dir/peer-llama.json")
+  gnuplot <<EOF
+set terminal pngcairo size 960,600 font 'sans,11'
+set output '$outdir/peer_throughput.png'
+set title "Output throughput vs concurrent streams: tessera serve and llama-server\n{/*0.8 $ptitle; $machine}"
+set xlabel 'concurrent streams'
+set ylabel 'output tokens/s'
+set logscale x 2
+set xrange [0.8:$pmax]
+set xtics (1, 2, 4, 8, 16, 32, 64, 128, 256)
+set grid
+set key top left box opaque
+set yrange [0:*]
+plot '$tmp/peer-tessera.dat' using 1:2 with linespoints lw 2 pt 7 ps 1.5 title 'tessera serve', \
+     '$tmp/peer-llama.dat' using 1:2 with linespoints lw 2 pt 5 ps 1.5 title 'llama-server (llama.cpp)'
+EOF
+  gnuplot <<EOF
+set terminal pngcairo size 1200,600 font 'sans,11'
+set output '$outdir/peer_latency.png'
+set multiplot layout 1,2 title "Latency vs concurrent streams: tessera serve and llama-server\n{/*0.8 $ptitle; $machine}"
+set logscale x 2
+set xrange [0.8:$pmax]
+set xtics (1, 2, 4, 8, 16, 32, 64, 128, 256)
+set xlabel 'concurrent streams'
+set grid
+set key top left box opaque
+set yrange [0:*]
+set title 'time to first token'
+set ylabel 'TTFT (ms)'
+plot '$tmp/peer-tessera.dat' using 1:3 with linespoints lw 2 pt 7 lc 1 title 'tessera p50', \
+     '' using 1:4 with linespoints lw 1 dt 2 pt 6 lc 1 title 'tessera p99', \
+     '$tmp/peer-llama.dat' using 1:3 with linespoints lw 2 pt 5 lc 2 title 'llama.cpp p50', \
+     '' using 1:4 with linespoints lw 1 dt 2 pt 4 lc 2 title 'llama.cpp p99'
+set title 'inter-token latency'
+set ylabel 'ITL (ms)'
+plot '$tmp/peer-tessera.dat' using 1:5 with linespoints lw 2 pt 7 lc 1 title 'tessera p50', \
+     '' using 1:6 with linespoints lw 1 dt 2 pt 6 lc 1 title 'tessera p99', \
+     '$tmp/peer-llama.dat' using 1:5 with linespoints lw 2 pt 5 lc 2 title 'llama.cpp p50', \
+     '' using 1:6 with linespoints lw 1 dt 2 pt 4 lc 2 title 'llama.cpp p99'
+unset multiplot
+EOF
+  if [ ! -f "$dir/http.json" ]; then
+    ls "$outdir"/peer_*.png
+    exit 0
+  fi
+fi
 
 # null (no samples) becomes gnuplot's missing-value marker "?".
 jq -r '.levels[] | [.concurrency, .output_tok_s, .req_s,
@@ -33,7 +93,6 @@ jq -r '.levels[] | [.concurrency, .output_tok_s, .req_s,
        | map(. // "?") | @tsv' "$dir/http.json" >"$tmp/http.dat"
 title=$(jq -r '"prompt \(.shared_prefix + .prompt_len) words, \(.max_tokens) tokens per request, \(.requests_per_level) requests per level\(if .stream then ", streaming" else "" end)"' "$dir/http.json")
 xmax=$(jq '[.levels[].concurrency] | max * 1.3' "$dir/http.json")
-machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 inproc=""
 if [ -f "$dir/inprocess.json" ]; then
   jq -r '.levels[] | [.concurrency, .e2e_tok_s, .decode_tok_s] | @tsv' "$dir/inprocess.json" >"$tmp/inproc.dat"
