@@ -31,7 +31,10 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+# The machine the numbers come from: this one unless PLOT_MACHINE names another (results
+# copied back from the benchmark host).
+machine=${PLOT_MACHINE:-"$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"}
+machine=${machine//_/'\\_'} # gnuplot's enhanced text would make "_K" a subscript
 
 if ((peer)); then
   # One row per level: concurrency, tok/s, TTFT p50/p99, ITL p50/p99 ("?" = no samples).
@@ -39,7 +42,7 @@ if ((peer)); then
     jq -r '.levels[] | [.concurrency, .output_tok_s, .ttft_ms.p50, .ttft_ms.p99, .itl_ms.p50,
             .itl_ms.p99] | map(. // "?") | @tsv' "$dir/peer-$s.json" >"$tmp/peer-$s.dat"
   done
-  ptitle=$(jq -r '"prompt \(.shared_prefix + .prompt_len) words, \(.max_tokens) tokens per request, \(.requests_per_level) requests per level, same GGUF and threads"' "$dir/peer-tessera.json")
+  ptitle=$(jq -r '"prompt \(.shared_prefix + .prompt_len) words, \(.max_tokens) tokens, \(.requests_per_level) requests per level"' "$dir/peer-tessera.json")
   pmax=$(jq -s '[.[].levels[].concurrency] | max * 1.3' "$dir/peer-tessera.json" "$dir/peer-llama.json")
   gnuplot <<EOF
 set terminal pngcairo size 960,600 font 'sans,11'

@@ -966,6 +966,7 @@ static void test_run_failures(void **state)
         if (cases[i].mode == PEER_STREAM_ERR) {
             assert_int_equal(r.levels[0].dev_count[LOADGEN_DEV_ERROR_EVENT], 2);
             assert_string_equal(r.levels[0].error_sample, "boom");
+            assert_int_equal(r.levels[0].all.failed_chunks, 6); /* 3 each before the error */
         }
         peer_stop(p);
     }

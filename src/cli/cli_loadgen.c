@@ -88,6 +88,9 @@ static void print_deviations(const loadgen_level *l)
         printf("\n");
     if (l->error_sample[0])
         printf("      first error event: %s\n", l->error_sample);
+    if (l->all.failed_chunks)
+        printf("      failed requests delivered %ld content chunks before failing\n",
+               l->all.failed_chunks);
 }
 
 static void print_result(const loadgen_result *r, const loadgen_config *cfg)

@@ -55,6 +55,7 @@ static void stats_of(loadgen_stats *s, const loadgen_request *reqs, int n, int c
         s->sent++;
         if (!r->ok) {
             s->failed++;
+            s->failed_chunks += r->chunks;
             continue;
         }
         s->ok++;

@@ -227,6 +227,7 @@ const char *loadgen_error_name(int code, char *buf, size_t cap);
 typedef struct loadgen_stats {
     int sent, ok, failed;
     long output_tokens, prompt_tokens;  /* of successful requests */
+    long failed_chunks;  /* content chunks failed requests delivered before they failed */
     loadgen_pcts ttft_ms, itl_ms, latency_ms;
 } loadgen_stats;
 

@@ -21,6 +21,7 @@ static bool add_stats(cJSON *o, const loadgen_stats *s)
     return add_num(o, "sent", s->sent) && add_num(o, "ok", s->ok) &&
            add_num(o, "failed", s->failed) && add_num(o, "output_tokens", (double)s->output_tokens) &&
            add_num(o, "prompt_tokens", (double)s->prompt_tokens) &&
+           add_num(o, "failed_chunks", (double)s->failed_chunks) &&
            add_pcts(o, "ttft_ms", &s->ttft_ms) && add_pcts(o, "itl_ms", &s->itl_ms) &&
            add_pcts(o, "latency_ms", &s->latency_ms);
 }

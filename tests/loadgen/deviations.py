@@ -111,6 +111,8 @@ def main():
     check("error_event: its message is kept, bytes outside ASCII as '?'",
           lv["error_sample"] == "boom ? in the middle", str(lv["error_sample"]))
     check("error_event: the summary shows it", "first error event: boom" in p.stdout, p.stdout)
+    check("error_event: the chunks before the error are counted", lv["failed_chunks"] == 2 * REQUESTS,
+          str(lv["failed_chunks"]))
     print(f"{len(fails)} failed" if fails else "all passed")
     return 1 if fails else 0
 
