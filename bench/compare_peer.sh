@@ -48,7 +48,6 @@ out=${out:-$build/compare-peer}
   { echo "compare_peer.sh: --peer must name a folder with llama-server" >&2; exit 2; }
 [[ $levels =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "compare_peer.sh: --levels wants 1,4,16" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "compare_peer.sh: needs python3" >&2; exit 2; }
-command -v curl >/dev/null || { echo "compare_peer.sh: needs curl" >&2; exit 2; }
 mkdir -p "$out"
 max_level=$(tr ',' '\n' <<<"$levels" | sort -n | tail -1)
 if [ -z "$model" ]; then
@@ -67,11 +66,17 @@ stop() {
 trap stop EXIT
 trap 'stop; exit 130' INT TERM
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# Waits until URL/health answers 200 (llama-server answers 503 while it loads).
+# Waits until URL/health answers 200 (llama-server answers 503 while it loads); python's
+# urllib, as the benchmark host may have no curl.
+healthy() {
+  python3 -c 'import sys, urllib.request
+try: sys.exit(0 if urllib.request.urlopen(sys.argv[1] + "/health", timeout=2).status == 200 else 1)
+except Exception: sys.exit(1)' "$1"
+}
 wait_up() {
   local url=$1 log=$2
   for _ in $(seq 1 1200); do
-    curl -sf "$url/health" >/dev/null 2>&1 && return 0
+    healthy "$url" && return 0
     kill -0 "$pid" 2>/dev/null || { tail -20 "$log" >&2; echo "compare_peer.sh: the server exited" >&2; return 1; }
     sleep 0.1
   done
