@@ -12,7 +12,7 @@
 #   -m MODEL     the GGUF both serve (default: a synthetic stories110m, written once)
 #   defaults: all cores, levels 1,4,16,64, 64 requests per level, prompt 64 words,
 #   64 tokens, build/, results in build/compare-peer/ (peer-tessera.json,
-#   peer-llama.json, peer-summary.md, streams-*/, the servers' logs).
+#   peer-llama.json, peer-summary.md, streams-*/ and streams.tar.gz, the servers' logs).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
@@ -154,4 +154,6 @@ for name, label in (("tessera", "tessera"), ("llama", "llama.cpp")):
         if bits:
             print(f"- {label} at {c} streams: " + "; ".join(bits))
 EOF
+# The raw streams also as one file, for hosts that send back only a few files.
+tar czf "$out/streams.tar.gz" -C "$out" streams-tessera streams-llama 2>/dev/null || true
 echo "results in $out (bench/plot.sh $out draws them)"
