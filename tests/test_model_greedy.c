@@ -162,8 +162,11 @@ static void run_greedy(const ts_model *m, const greedy_run *g, agreement *a)
  * all part at a near tie (the teacher-forced check bounds their gap): this 260K-parameter
  * model's greedy text, prompt 02's above all, walks through many tokens rated within a few
  * tenths of each other, and llama.cpp's activation rounding, f16 K/V and summation order
- * break such a tie one way where ours breaks it the other, after 5 to 70 tokens. F32, F16
- * and BF16 keep f32 activations and match for both prompts. */
+ * break such a tie one way where ours breaks it the other, after 5 to 70 tokens. Which
+ * ties break which way also depends on the kernel table's summation order: Q5_K_M's
+ * prompt 02 matched whole on one CPU and parts at token 148 of 150 on an AVX-512 VNNI
+ * one, so only pairs that matched on every table measured are required. F32, F16 and
+ * BF16 keep f32 activations and match for both prompts. */
 static const struct expect {
     const char *type;
     bool low_bits;
@@ -175,7 +178,7 @@ static const struct expect {
     {"Q5_0", false, {false, false}},  {"Q5_1", false, {false, true}},
     {"Q2_K", true, {false, false}},   {"Q3_K_M", true, {false, false}},
     {"Q4_K_S", false, {false, false}}, {"Q4_K_M", false, {false, false}},
-    {"Q5_K_M", false, {false, true}},  {"Q6_K", false, {false, false}},
+    {"Q5_K_M", false, {false, false}}, {"Q6_K", false, {false, false}},
     {"IQ4_NL", false, {false, false}}, {"IQ4_XS", false, {false, false}},
 };
 
