@@ -150,6 +150,49 @@ static inline float qfw_reduce(QFW v)
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
     return qf_reduce(h);
 }
+
+/* The direct set (vec_qgemm.h's few-row kernel): K-type blocks unpacked straight into
+ * registers, 64 elements at a time, and a block's 16 sub-block scales held as int16. */
+#define QG_DIRECT 1
+typedef __m256i QSC;
+static inline QIW qiw_load_u(const uint8_t *p) { return _mm512_loadu_si512(p); }
+static inline QIW qiw_or(QIW a, QIW b) { return _mm512_or_si512(a, b); }
+static inline QIW qiw_shl(QIW v, int s) { return _mm512_slli_epi16(v, (unsigned)s); }
+static inline QIW qiw_bits(QIW v, int s, int mask)
+{
+    return _mm512_and_si512(_mm512_srli_epi16(v, (unsigned)s), _mm512_set1_epi8((char)mask));
+}
+/* The 32 bytes at p in both halves, shifted right by s0 in the low half and s1 in the
+ * high, & mask in each byte. */
+static inline QIW qiw_dup_bits(const uint8_t *p, int s0, int s1, int mask)
+{
+    __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+    __m512i n = _mm512_inserti64x4(_mm512_set1_epi16((short)s0), _mm256_set1_epi16((short)s1), 1);
+    return _mm512_and_si512(_mm512_srlv_epi16(v, n), _mm512_set1_epi8((char)mask));
+}
+/* Byte j of b8 in int16 lanes 2j and 2j + 1. */
+static inline QSC qsc_pairs(uint64_t b8)
+{
+    __m128i v = _mm_cvtsi64_si128((long long)b8);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v));
+}
+/* 16 signed bytes. */
+static inline QSC qsc_i8(const int8_t *p) { return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)); }
+static inline QSC qsc_shl(QSC v, int s) { return _mm256_slli_epi16(v, s); }
+/* qcw_make of the four scales 4g .. 4g + 3 of s. */
+static inline QCW qcw_pick(QSC s, int g)
+{
+    __m512i idx = _mm512_add_epi16(_mm512_set1_epi16((short)(4 * g)),
+                                   _mm512_set_epi64(0x0003000300030003, 0x0003000300030003,
+                                                    0x0002000200020002, 0x0002000200020002,
+                                                    0x0001000100010001, 0x0001000100010001, 0, 0));
+    return _mm512_permutexvar_epi16(idx, _mm512_castsi256_si512(s));
+}
+/* qsw_mins with the minimums in a register. */
+static inline QSW qsw_mins_r(QSC mn, const int16_t *bs)
+{
+    return _mm512_zextsi256_si512(_mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)bs)));
+}
 #endif
 
 #endif

@@ -209,21 +209,146 @@ static void qg_values(int8_t *restrict q, const void *restrict src, uint32_t typ
     }
 }
 
+/* ---- few rows: weights unpacked straight into registers ------------------------------ */
+
+/* With few activation rows, unpacking into the buffer and reading it back costs more than
+ * the multiplications: the direct tile unpacks each block of the file into registers as it
+ * multiplies it, streaming every weight row once from start to end. It forms the same
+ * integer lanes and runs the same float operations per output as the buffered tile, so a
+ * row's result is the same bits whichever path M takes. The 32-element types need only
+ * the common vocabulary; the 256-element ones the direct set (QG_DIRECT). */
+static inline int qg_direct_type(uint32_t type)
+{
+    switch (type) {
+    case QT_Q8_0:
+    case QT_Q4_0:
+    case QT_Q4_1:
+    case QT_IQ4_NL:
+        return 1;
+#ifdef QG_DIRECT
+    case QT_Q4_K:
+    case QT_Q5_K:
+    case QT_Q6_K:
+        return 1;
+#endif
+    default:
+        return 0;
+    }
+}
+
+/* The values of a 32-element block x of type T, as qg_values_block stores them. */
+ALWAYS_INLINE QI qg_values32(const void *x, const uint32_t T)
+{
+    switch (T) {
+    case QT_Q8_0:
+        return qi_load(((const qb_q8_0 *)x)->qs);
+    case QT_Q4_0:
+        return qi_nibbles16(((const qb_q4_0 *)x)->qs);
+    case QT_Q4_1:
+        return qi_nibbles16(((const qb_q4_1 *)x)->qs);
+    default: /* QT_IQ4_NL */
+        return qi_iq4(qi_nibbles16(((const qb_iq4_nl *)x)->qs));
+    }
+}
+
+/* d and m of a 32-element block x of type T, as qg_scales_block gives them. */
+ALWAYS_INLINE void qg_scales32(const void *x, const uint32_t T, float *d, float *m)
+{
+    uint16_t h[2];
+    memcpy(h, x, T == QT_Q4_1 ? 4 : 2);
+    *d = qg_h(h[0]);
+    *m = T == QT_Q4_1 ? qg_h(h[1]) : T == QT_Q4_0 ? -8.0f * *d : 0.0f;
+}
+
+#ifdef QG_DIRECT
+/* One weight row's 256-element block as the tile multiplies it: the 16 sub-block scales
+ * and minimum multipliers, d and m, as qg_scales_block unpacks them. */
+typedef struct qg_kscales {
+    QSC sc, mn;
+    float d, m;
+} qg_kscales;
+
+ALWAYS_INLINE qg_kscales qg_kscales_of(const void *x, const uint32_t T)
+{
+    qg_kscales k;
+    if (T == QT_Q6_K) {
+        const qb_q6_k *y = x;
+        k.sc = qsc_i8(y->scales);
+        k.mn = qsc_shl(k.sc, 5); /* 32 * scale */
+        k.d = qg_h(y->d), k.m = 0.0f;
+        return k;
+    }
+    const qb_q4_k *y = x; /* Q5_K: d, dmin and scales at the same offsets */
+    uint32_t u[3]; /* the 6-bit fields as in qg_scales_block, eight bytes each */
+    memcpy(u, y->scales, sizeof u);
+    uint64_t sv = (uint64_t)(u[0] & 0x3f3f3f3fu) |
+                  (uint64_t)((u[2] & 0x0f0f0f0fu) | ((u[0] >> 6) & 0x03030303u) << 4) << 32;
+    uint64_t mv = (uint64_t)(u[1] & 0x3f3f3f3fu) |
+                  (uint64_t)(((u[2] >> 4) & 0x0f0f0f0fu) | ((u[1] >> 6) & 0x03030303u) << 4) << 32;
+    k.sc = qsc_pairs(sv), k.mn = qsc_pairs(mv);
+    k.d = qg_h(y->d), k.m = qg_h(y->dmin);
+    return k;
+}
+
+/* Elements QG_KW * g .. of 256-element block x of type T, as qg_values_block stores them. */
+ALWAYS_INLINE QIW qg_kvalues(const void *x, const uint32_t T, int g)
+{
+    _Static_assert(QG_KW == 64, "the direct set unpacks 64 elements at a time");
+    if (T == QT_Q6_K) { /* half h: low nibbles of ql, then high; two bits of qh each */
+        const qb_q6_k *y = x;
+        int h = g / 2, q = g % 2;
+        QIW lo = qiw_bits(qiw_load_u(y->ql + 64 * h), 4 * q, 0xF);
+        return qiw_or(lo, qiw_shl(qiw_dup_bits(y->qh + 32 * h, 4 * q, 4 * q + 2, 3), 4));
+    }
+    const uint8_t *qs = T == QT_Q4_K ? ((const qb_q4_k *)x)->qs : ((const qb_q5_k *)x)->qs;
+    QIW v = qiw_dup_bits(qs + 32 * g, 0, 4, 0xF);
+    if (T == QT_Q5_K)
+        v = qiw_or(v, qiw_shl(qiw_dup_bits(((const qb_q5_k *)x)->qh, 2 * g, 2 * g + 1, 1), 4));
+    return v;
+}
+#endif
+
 /* ---- the tile ------------------------------------------------------------------------- */
 
-/* out (MR, ldo) columns [0, nr) += or = the tile's rows . MR activation rows (xrb bytes
- * apart, at xa) over float blocks [fb0, fb0 + nfb) of the row, unpacked in B from block
- * fb0 on. first: the chunk at K = 0, which applies beta; later chunks add. FB, SGN, MIN:
- * qg_traits of the type; 256-element blocks have sub-block scales. */
-ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, const qg_buf *B,
-                           int nr, int nfb, int fb0, float beta, int first, const int FB,
-                           const int SGN, const int MIN, const int MR)
+/* Where a tile's NR weight rows come from: the unpacked buffer (B, rows r0 ..), or, for the
+ * direct tile, the blocks themselves (row r's first block at w[r], bb bytes a block). */
+typedef struct qg_src {
+    const qg_buf *B;
+    int r0;
+    const char *w[QG_NR];
+    size_t bb;
+} qg_src;
+
+#ifndef QG_PF_BYTES
+#define QG_PF_BYTES 1024
+#endif
+/* The direct tile's weight rows QG_PF_BYTES ahead of block b: every line of the block
+ * that far on, into L1. */
+ALWAYS_INLINE void qg_prefetch(const qg_src *S, const int NR, int b)
 {
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; r++)
+        for (size_t o = 0; o < S->bb; o += 64)
+            __builtin_prefetch(S->w[r] + (size_t)b * S->bb + QG_PF_BYTES + o, 0, 3);
+}
+
+/* out (MR, ldo) columns [0, nr) += or = NR weight rows . MR activation rows (xrb bytes
+ * apart, at xa) over float blocks [fb0, fb0 + nfb) of the row, the weights from S (block
+ * 0 of S is float block fb0). first: the chunk at K = 0, which applies beta; later chunks
+ * add. FB, SGN, MIN: qg_traits of the type; 256-element blocks have sub-block scales. DT:
+ * the type, unpacked directly, or 0 to read the buffer. */
+ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, const qg_src *S,
+                           int nr, int nfb, int fb0, float beta, int first, const int FB,
+                           const int SGN, const int MIN, const int MR, const int NR,
+                           const uint32_t DT)
+{
+    const qg_buf *B = S->B;
+    const int r0 = S->r0;
     QF acc[QG_NR][QG_MR];   /* 32-element types */
     QFW accw[QG_NR][QG_MR]; /* 256-element types */
     float fm[QG_NR][QG_MR];
 #pragma GCC unroll 8
-    for (int r = 0; r < QG_NR; r++)
+    for (int r = 0; r < NR; r++)
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++)
             acc[r][i] = qf_zero(), accw[r][i] = qfw_zero(), fm[r][i] = 0.0f;
@@ -234,18 +359,29 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
             a[i] = (const qa_q8_32 *)(xa + (size_t)i * xrb) + fb0;
         for (int b = 0; b < nfb; b++) {
             QW w[QG_NR];
+            float d[QG_NR], m[QG_NR];
+            if (DT)
+                qg_prefetch(S, NR, b);
 #pragma GCC unroll 8
-            for (int r = 0; r < QG_NR; r++)
-                w[r] = qw_prep(qi_load(B->q[r] + QK_32 * b), SGN);
+            for (int r = 0; r < NR; r++) {
+                if (DT) {
+                    const char *x = S->w[r] + (size_t)b * S->bb;
+                    w[r] = qw_prep(qg_values32(x, DT), SGN);
+                    qg_scales32(x, DT, &d[r], &m[r]);
+                } else {
+                    w[r] = qw_prep(qi_load(B->q[r0 + r] + QK_32 * b), SGN);
+                    d[r] = B->d[r0 + r][b], m[r] = B->m[r0 + r][b];
+                }
+            }
 #pragma GCC unroll 8
             for (int i = 0; i < MR; i++) {
                 QI av = qi_load(a[i][b].qs);
                 float da = a[i][b].d;
 #pragma GCC unroll 8
-                for (int r = 0; r < QG_NR; r++) {
-                    acc[r][i] = qf_fma(acc[r][i], B->d[r][b] * da, qs_dot(qs_zero(), w[r], av, SGN));
+                for (int r = 0; r < NR; r++) {
+                    acc[r][i] = qf_fma(acc[r][i], d[r] * da, qs_dot(qs_zero(), w[r], av, SGN));
                     if (MIN == QG_MIN_FLOAT)
-                        fm[r][i] += B->m[r][b] * a[i][b].s;
+                        fm[r][i] += m[r] * a[i][b].s;
                 }
             }
         }
@@ -255,78 +391,123 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
         for (int i = 0; i < MR; i++)
             a[i] = (const qa_q8_k *)(xa + (size_t)i * xrb) + fb0;
         for (int b = 0; b < nfb; b++) {
-            QSW s[QG_NR][QG_MR];
+            QSW s[QG_NR][QG_MR], mins[QG_NR][QG_MR];
+            float d[QG_NR], m[QG_NR];
+            if (DT)
+                qg_prefetch(S, NR, b);
+#ifdef QG_DIRECT
+            qg_kscales ks[QG_NR];
+            if (DT)
 #pragma GCC unroll 8
-            for (int r = 0; r < QG_NR; r++)
+                for (int r = 0; r < NR; r++)
+                    ks[r] = qg_kscales_of(S->w[r] + (size_t)b * S->bb, DT);
+#endif
+#pragma GCC unroll 8
+            for (int r = 0; r < NR; r++)
 #pragma GCC unroll 8
                 for (int i = 0; i < MR; i++)
                     s[r][i] = qsw_zero();
+#pragma GCC unroll 8
             for (int g = 0; g < QK_K / QG_KW; g++) {
                 QWW w[QG_NR];
                 QCW c[QG_NR];
 #pragma GCC unroll 8
-                for (int r = 0; r < QG_NR; r++) {
-                    w[r] = qww_prep(qiw_load(B->q[r] + QK_K * b + QG_KW * g), SGN);
-                    c[r] = qcw_make(B->sc[r] + 16 * b + QG_KW / 16 * g);
+                for (int r = 0; r < NR; r++) {
+#ifdef QG_DIRECT
+                    if (DT) {
+                        w[r] = qww_prep(qg_kvalues(S->w[r] + (size_t)b * S->bb, DT, g), SGN);
+                        c[r] = qcw_pick(ks[r].sc, g);
+                        continue;
+                    }
+#endif
+                    w[r] = qww_prep(qiw_load(B->q[r0 + r] + QK_K * b + QG_KW * g), SGN);
+                    c[r] = qcw_make(B->sc[r0 + r] + 16 * b + QG_KW / 16 * g);
                 }
 #pragma GCC unroll 8
                 for (int i = 0; i < MR; i++) {
                     QIW av = qiw_load(a[i][b].qs + QG_KW * g);
 #pragma GCC unroll 8
-                    for (int r = 0; r < QG_NR; r++)
+                    for (int r = 0; r < NR; r++)
                         s[r][i] = qsw_dot_sc(s[r][i], w[r], av, c[r], SGN);
                 }
             }
 #pragma GCC unroll 8
+            for (int r = 0; r < NR; r++) {
+#ifdef QG_DIRECT
+                if (DT) {
+                    d[r] = ks[r].d, m[r] = ks[r].m;
+                    if (MIN != QG_MIN_NONE)
+#pragma GCC unroll 8
+                        for (int i = 0; i < MR; i++)
+                            mins[r][i] = qsw_mins_r(ks[r].mn, a[i][b].bsums);
+                    continue;
+                }
+#endif
+                d[r] = B->d[r0 + r][b], m[r] = B->m[r0 + r][b];
+                if (MIN != QG_MIN_NONE)
+#pragma GCC unroll 8
+                    for (int i = 0; i < MR; i++)
+                        mins[r][i] = qsw_mins(B->mn[r0 + r] + 16 * b, a[i][b].bsums);
+            }
+#pragma GCC unroll 8
             for (int i = 0; i < MR; i++)
 #pragma GCC unroll 8
-                for (int r = 0; r < QG_NR; r++) {
+                for (int r = 0; r < NR; r++) {
                     float da = a[i][b].d;
                     QSW si = s[r][i];
                     if (MIN == QG_MIN_SAME_D)
-                        si = qsw_sub(si, qsw_mins(B->mn[r] + 16 * b, a[i][b].bsums));
-                    accw[r][i] = qfw_fma(accw[r][i], B->d[r][b] * da, si);
+                        si = qsw_sub(si, mins[r][i]);
+                    accw[r][i] = qfw_fma(accw[r][i], d[r] * da, si);
                     if (MIN == QG_MIN_DMIN)
-                        accw[r][i] = qfw_fma(accw[r][i], -(B->m[r][b] * da),
-                                             qsw_mins(B->mn[r] + 16 * b, a[i][b].bsums));
+                        accw[r][i] = qfw_fma(accw[r][i], -(m[r] * da), mins[r][i]);
                 }
         }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
-        for (int r = 0; r < nr; r++) {
+        for (int r = 0; r < NR && r < nr; r++) {
             float v = (FB == QK_32 ? qf_reduce(acc[r][i]) : qfw_reduce(accw[r][i])) + fm[r][i];
             float *o = out + (size_t)i * ldo + r;
             *o = !first ? *o + v : beta == 0.0f ? v : v + beta * *o; /* beta 0 never reads out */
         }
 }
 
-/* Every activation row against the unpacked tile, QG_MR rows at a time. */
+/* The buffered tile's shape for a type: QG_NR rows for the 32-element types; for the
+ * 256-element ones half as many, whose integer and float accumulators (two per output)
+ * then fit the registers beside the weights. */
+#define QG_NR_OF(FB) ((FB) == QK_32 ? QG_NR : QG_NR / 2)
+
+/* Every activation row against the unpacked buffer, QG_MR rows at a time. */
 ALWAYS_INLINE void qg_tiles(float *out, size_t ldo, const char *xq, size_t xrb, const qg_buf *B,
                             int M, int nr, int nfb, int fb0, float beta, int first, const int FB,
                             const int SGN, const int MIN)
 {
-    int m0 = 0;
-    for (; m0 + QG_MR <= M; m0 += QG_MR)
-        qg_tile(out + (size_t)m0 * ldo, ldo, xq + (size_t)m0 * xrb, xrb, B, nr, nfb, fb0, beta,
-                first, FB, SGN, MIN, QG_MR);
-    switch (M - m0) {
-#define QG_TAIL(MR)                                                                          \
-    case MR:                                                                                 \
-        if ((MR) < QG_MR)                                                                    \
-            qg_tile(out + (size_t)m0 * ldo, ldo, xq + (size_t)m0 * xrb, xrb, B, nr, nfb, fb0, \
-                    beta, first, FB, SGN, MIN, MR);                                          \
+    const int NR = QG_NR_OF(FB);
+    for (int r0 = 0; r0 < nr; r0 += NR) {
+        qg_src S = {.B = B, .r0 = r0};
+        float *o = out + r0;
+        int m0 = 0;
+        for (; m0 + QG_MR <= M; m0 += QG_MR)
+            qg_tile(o + (size_t)m0 * ldo, ldo, xq + (size_t)m0 * xrb, xrb, &S, nr - r0, nfb, fb0,
+                    beta, first, FB, SGN, MIN, QG_MR, NR, 0);
+        switch (M - m0) {
+#define QG_TAIL(MR)                                                                           \
+    case MR:                                                                                  \
+        if ((MR) < QG_MR)                                                                     \
+            qg_tile(o + (size_t)m0 * ldo, ldo, xq + (size_t)m0 * xrb, xrb, &S, nr - r0, nfb,  \
+                    fb0, beta, first, FB, SGN, MIN, MR, NR, 0);                               \
         break;
-        QG_TAIL(1)
-        QG_TAIL(2)
-        QG_TAIL(3)
-        QG_TAIL(4)
-        QG_TAIL(5)
-        QG_TAIL(6)
-        QG_TAIL(7)
+            QG_TAIL(1)
+            QG_TAIL(2)
+            QG_TAIL(3)
+            QG_TAIL(4)
+            QG_TAIL(5)
+            QG_TAIL(6)
+            QG_TAIL(7)
 #undef QG_TAIL
-    default:
-        break;
+        default:
+            break;
+        }
     }
 }
 
@@ -360,6 +541,58 @@ ALWAYS_INLINE void qg_run(float *out, size_t ldo, const void *xq, const simd_qma
             qg_tiles(out + n0, ldo, xq, xrb, &B, M, nr, kn / FB, k0 / FB, beta, k0 == 0, FB,
                      SGN, MIN);
         }
+    }
+}
+
+/* The direct tile over rows [n_begin, n_end) for M <= QG_MR rows, NR weight rows at a
+ * time, K in the buffered path's chunks (the same sums). */
+ALWAYS_INLINE void qg_run_direct_mr(float *out, size_t ldo, const void *xq, const simd_qmat *w,
+                                    float beta, int n_begin, int n_end, const uint32_t T,
+                                    const int MR, const int NR)
+{
+    const qtype_info *info = qtype_get(T);
+    const qg_traits t = qg_traits_of(T);
+    size_t xrb = qact_row_bytes(info->act, w->K);
+    int be = (int)info->block_elems;
+    for (int n0 = n_begin; n0 < n_end; n0 += NR) {
+        int nr = n_end - n0 < NR ? n_end - n0 : NR;
+        for (int k0 = 0; k0 < w->K; k0 += QG_KC) {
+            int kn = w->K - k0 < QG_KC ? w->K - k0 : QG_KC;
+            qg_src S = {.bb = info->block_bytes};
+            for (int r = 0; r < NR; r++) /* rows past the matrix repeat the last; not stored */
+                S.w[r] = (const char *)w->data + (size_t)(n0 + (r < nr ? r : nr - 1)) * w->row_bytes +
+                         (size_t)(k0 / be) * info->block_bytes;
+            qg_tile(out + n0, ldo, xq, xrb, &S, nr, kn / t.fblk, k0 / t.fblk, beta, k0 == 0,
+                    t.fblk, t.sgn, t.min, MR, NR, T);
+        }
+    }
+}
+
+#ifndef QG_DNR
+#define QG_DNR 1
+#endif
+#ifndef QG_DNR4
+#define QG_DNR4 1
+#endif
+/* The direct tile's shape: QG_NR weight rows for one or two activation rows, fewer beside
+ * more (the accumulators, two per output for the 256-element types, share the registers). */
+ALWAYS_INLINE void qg_run_direct(float *out, size_t ldo, const void *xq, const simd_qmat *w, int M,
+                                 float beta, int n_begin, int n_end, const uint32_t T)
+{
+    switch (M) {
+#define QG_DIRECT_M(MR)                                                                      \
+    case MR:                                                                                 \
+        if ((MR) <= QG_MR)                                                                   \
+            qg_run_direct_mr(out, ldo, xq, w, beta, n_begin, n_end, T, MR,                   \
+                             (MR) <= 2 ? QG_DNR : QG_DNR4);                                 \
+        break;
+        QG_DIRECT_M(1)
+        QG_DIRECT_M(2)
+        QG_DIRECT_M(3)
+        QG_DIRECT_M(4)
+#undef QG_DIRECT_M
+    default:
+        break;
     }
 }
 
@@ -397,6 +630,26 @@ static void qg_half(float *out, size_t ldo, const float *x, const simd_qmat *w, 
 static void vec_qgemm(float *out, size_t ldo, const void *xq, const simd_qmat *w, int M,
                       float beta, int n_begin, int n_end)
 {
+    if (M <= QG_MR && qg_direct_type(w->type)) {
+        switch (w->type) { /* the type a constant in each */
+#define QG_DIRECT_T(T)                                                  \
+    case T:                                                             \
+        qg_run_direct(out, ldo, xq, w, M, beta, n_begin, n_end, T);     \
+        return;
+            QG_DIRECT_T(QT_Q8_0)
+            QG_DIRECT_T(QT_Q4_0)
+            QG_DIRECT_T(QT_Q4_1)
+            QG_DIRECT_T(QT_IQ4_NL)
+#ifdef QG_DIRECT
+            QG_DIRECT_T(QT_Q4_K)
+            QG_DIRECT_T(QT_Q5_K)
+            QG_DIRECT_T(QT_Q6_K)
+#endif
+#undef QG_DIRECT_T
+        default:
+            break;
+        }
+    }
     switch (w->type) {
     case QT_F32:
         vec_gemm_nt(out, ldo, xq, (size_t)w->K, w->data, M, w->N, w->K, beta, n_begin, n_end);
