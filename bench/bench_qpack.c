@@ -1,7 +1,8 @@
-/* bench_qpack.c: the GEMM on packed quantized weights (simd/qpack.h; AMX tiles where usable)
- * against the best kernel table's qgemm on the file's blocks and its f32 skinny GEMM on the
- * same shape, split over the OpenMP threads in chunks of 64 weight rows; also the pack's
- * time and size. QP_NO_QGEMM=1 / QP_NO_F32=1 skip the comparisons.
+/* bench_qpack.c: the GEMM on packed quantized weights (simd/qpack.h: the vector kernel, AMX
+ * tiles from 16 rows where usable) against the best kernel table's qgemm on the file's
+ * blocks and its f32 skinny GEMM on the same shape, split over the OpenMP threads in chunks
+ * of 64 weight rows; also the pack's time and size. QP_NO_QGEMM=1 / QP_NO_F32=1 skip the
+ * comparisons; QP_VECTOR=1 times the vector kernel at every M (no tiles).
  * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
  * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
 #include <omp.h>
@@ -11,9 +12,11 @@
 
 #include "../tests/qpack_data.h"
 #include "qpack.h"
+#include "qpack_internal.h"
 #include "simd.h"
 
 static int chunk_rows = 64; /* weight rows per task; QP_CHUNK in the environment overrides */
+static int vector_only;     /* QP_VECTOR=1 */
 
 typedef struct job {
     const simd_qpack *pack;
@@ -31,7 +34,10 @@ static void run_qpack(const job *j)
 #pragma omp parallel for schedule(dynamic, 1)
     for (int c = 0; c < chunks; c++) {
         int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
-        simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
+        if (vector_only)
+            j->pack->gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
+        else
+            simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
     }
 }
 
@@ -76,8 +82,9 @@ int main(int argc, char **argv)
     int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
     static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_BF16};
     static const char *names[] = {"Q4_K", "Q8_0", "Q6_K", "BF16"};
-    static const int Ms[] = {1, 16, 64, 512};
+    static const int Ms[] = {1, 4, 16, 64, 512};
     const simd_kernels *k = simd_init();
+    vector_only = getenv("QP_VECTOR") && atoi(getenv("QP_VECTOR")) == 1;
     if (getenv("QP_CHUNK"))
         chunk_rows = atoi(getenv("QP_CHUNK")) > 0 ? atoi(getenv("QP_CHUNK")) : chunk_rows;
     printf("bench_qpack: N=%d K=%d threads=%d chunk=%d amx=%s table=%s\n", N, K,

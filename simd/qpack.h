@@ -60,6 +60,15 @@ bool simd_amx_usable(void);
  * (int8 tiles), F16, BF16 (bf16 tiles; K a multiple of 32). */
 bool simd_qpack_supports(uint32_t type);
 
+/* Whether a packed matrix of this (supported) type computes on a fast kernel here, not
+ * the twin: the int8 types where the CPU has AVX-512 VNNI (vector kernel) or AMX-INT8
+ * (tiles), F16 / BF16 where it has AMX-BF16. Thread-safe. */
+bool simd_qpack_fast(uint32_t type);
+
+/* What int8-type packs run on here: "AVX-512 VNNI + AMX tiles", "AVX-512 VNNI", "AMX
+ * tiles" or "plain C" (a static string). */
+const char *simd_qpack_kernels(void);
+
 /* Repacks w (a supported type, K a whole number of its blocks, N >= 1) into the tile
  * layout: rows in groups of 16 (the last one padded with zero weights), each 16-row group
  * a run of units, one per activation block, of int8 weights in the tile's VNNI order

@@ -14,13 +14,22 @@ typedef void (*qpack_gemm_fn)(float *out, size_t ldo, const void *xq, const simd
                               int M, float beta, int n_begin, int n_end);
 
 /* One unit = one 16-row group x one activation block (blk elements), at
- * data + (group * n_blk + b) * unit_bytes, 64-byte aligned:
- *   q     int8 [n_sub][sub / 4][16][4]: sub-block j's weights in the tile's VNNI order,
- *         q[j][r][n][i] = weight (n, j * sub + 4r + i), unpacked to a signed integer
+ * data + (group * n_blk + b) * unit_bytes, 64-byte aligned. Each weight is kept as an
+ * unsigned integer u = its signed integer q + off (off: 128 Q8_0, 8 Q4_0, 32 Q6_K, 0 Q4_K
+ * and Q5_K), in as many bits as the file gave it, in the tile's VNNI order: "B-row" r of
+ * a unit is the 64 bytes (16 rows n x 4 elements i) u(n, 4r + i), which one vpdpbusd
+ * multiplies with 4 activations, and 16 of which make an AMX B tile.
+ *   q     bits 8: u8 [blk / 4][16][4], the B-rows as they are;
+ *         bits 4, 5, 6: u8 [blk / 8][16][4] nibbles: the low nibble holds B-row r's low 4
+ *         bits, the high nibble B-row r + blk / 8's
+ *   hi    bits 5, 6: uint64 [bits - 4][blk / 4]: bit 4 + t of u(n, 4r + i) is bit 4n + i
+ *         of hi[t][r]
  *   d     f32 [16]: the block's scale per row (0 for padding rows)
  *   dmin  f32 [16]: the block's scale of the minimums (has_min)
  *   sc    int8 [n_sub][16]: sub-block scales (n_sub > 1)
- *   mn    int16 [n_sub / 2][16][2]: sub-block minimums, two per 32-bit lane (has_min) */
+ *   mn    int16 [n_sub / 2][16][2]: sub-block minimums, two per 32-bit lane (has_min)
+ * so that, per block, isum = sum_j sc[j] * (sum_{e in j} u_e x_e - off * sum_{e in j} x_e)
+ * is qpack.h's sum_j sc[j] * dot_j over the signed q, exactly. */
 struct simd_qpack {
     uint32_t type;
     int N, K;
@@ -28,16 +37,38 @@ struct simd_qpack {
     int sub;        /* elements per sub-block: 32, or 16 for Q6_K */
     int n_sub;      /* sub-blocks per activation block */
     int n_blk;      /* K / blk */
+    int bits;       /* bits a weight: 8, or 4, 5, 6 (nibbles and bit planes) */
+    int off;        /* u - q */
     int has_min;    /* Q4_K, Q5_K */
     int act;        /* qact of the activations */
     size_t act_blk_bytes; /* sizeof(qa_q8_32) or sizeof(qa_q8_k) */
     size_t act_qs_off;    /* offsetof the int8 quants in an activation block */
-    size_t off_d, off_dmin, off_sc, off_mn; /* offsets inside a unit */
+    size_t off_hi, off_d, off_dmin, off_sc, off_mn; /* offsets inside a unit */
     size_t unit_bytes;
     size_t bytes;         /* groups * n_blk * unit_bytes */
     uint8_t *data;        /* owned, 64-byte aligned */
-    qpack_gemm_fn gemm;
+    qpack_gemm_fn gemm;   /* every M: the vector kernel, or the twin */
+    qpack_gemm_fn tiles;  /* steps of QP_TILE_MIN_M rows or more: the tile kernel, or NULL */
 };
+
+/* Rows from which a step takes the tile kernel where there is one: below, one tile would
+ * hold mostly padding rows. Both kernels give the same bits, so the choice never shows. */
+enum { QP_TILE_MIN_M = 16 };
+
+/* The unsigned integer stored for weight (n, e) of a unit (n < 16, e < blk). */
+static inline int qpack_u(const simd_qpack *p, const uint8_t *unit, int n, int e)
+{
+    int r = e / 4, i = e % 4;
+    if (p->bits == 8)
+        return unit[(size_t)r * 64 + n * 4 + i];
+    int half = p->blk / 8;
+    int byte = unit[(size_t)(r % half) * 64 + n * 4 + i];
+    int u = r < half ? byte & 15 : byte >> 4;
+    const uint64_t *hi = (const uint64_t *)(unit + p->off_hi);
+    for (int t = 0; t < p->bits - 4; t++)
+        u |= (int)((hi[(size_t)t * (p->blk / 4) + r] >> (4 * n + i)) & 1) << (4 + t);
+    return u;
+}
 
 static inline const uint8_t *qpack_unit(const simd_qpack *p, int group, int b)
 {
@@ -56,6 +87,11 @@ void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpac
 
 /* Whether p's gemm is a tile kernel (not the twin). */
 bool qpack_on_tiles(const simd_qpack *p);
+
+/* The vector kernel on int8-type packs (avx512vnni/), built with TS_HAVE_AVX512VNNI: the
+ * twin's results for any M. */
+void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                          float beta, int n_begin, int n_end);
 
 /* The tile kernels (amx/), built only with TS_HAVE_AMX. */
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,

@@ -123,23 +123,31 @@ static void check_twin(void)
         }
 }
 
-/* The tile kernel equals the twin bit for bit: M over and around multiples of 16, K of
- * one to three blocks, N not a multiple of 16, ranges cut inside 16-row groups. */
-static void check_tiles(void)
+/* The pack's kernels equal the twin bit for bit: the vector kernel at every M (where the
+ * CPU has AVX-512 VNNI) and simd_qpack_gemm, which takes the tiles from QP_TILE_MIN_M rows
+ * (where AMX runs); M over and around multiples of 16 and 4, K of one to three blocks, N
+ * not a multiple of 16, ranges cut inside 16-row groups. */
+static void check_kernels(void)
 {
-    if (!simd_amx_usable()) {
+    problem probe;
+    problem_make(&probe, QT_Q8_0, 1, 16, 1, 0);
+    bool vector = probe.pack && probe.pack->gemm != simd_qpack_gemm_ref;
+    bool tiles = probe.pack && probe.pack->tiles;
+    problem_free(&probe);
+    if (!vector)
+        printf("[  SKIPPED ] vector kernel on packs: this CPU has no AVX-512 VNNI\n");
+    if (!tiles)
         printf("[  SKIPPED ] AMX tile kernels: this CPU or kernel has no AMX (or it was "
-               "refused); the twin is checked alone\n");
+               "refused)\n");
+    if (!vector && !tiles)
         return;
-    }
-    static const int Ms[] = {16, 17, 31, 32, 48, 67, 100, 1, 5};
+    static const int Ms[] = {16, 17, 31, 32, 48, 67, 100, 1, 2, 3, 5};
     for (int t = 0; t < N_TYPES; t++)
         for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
             int kb = 1 + (int)((i + t) % 3), N = i % 2 ? 53 : 40;
             problem p;
             problem_make(&p, TYPES[t], Ms[i], N, kb, 0);
-            SC_CHECK(p.pack && qpack_on_tiles(p.pack), "%s pack on tiles",
-                     type_name(p.type));
+            SC_CHECK(p.pack != NULL, "%s pack", type_name(p.type));
             if (!p.pack) {
                 problem_free(&p);
                 continue;
@@ -149,14 +157,20 @@ static void check_tiles(void)
             float *before = malloc(sizeof(float) * n_out);
             for (size_t k = 0; k < n_out; k++)
                 before[k] = qd_unit(-1.0f, 1.0f);
-            for (int beta = 0; beta < 2; beta++) {
-                run_split(a, simd_qpack_gemm, &p, (float)beta, before);
-                run_split(b, simd_qpack_gemm_ref, &p, (float)beta, before);
-                int bad = 0;
-                for (size_t k = 0; k < n_out; k++)
-                    bad += memcmp(&a[k], &b[k], sizeof(float)) != 0;
-                SC_CHECK(bad == 0, "%s M=%d N=%d K=%d beta %d: %d of %zu outputs differ",
-                         type_name(p.type), p.M, p.N, p.K, beta, bad, n_out);
+            for (int kernel = 0; kernel < 2; kernel++) {
+                if (kernel == 0 ? !vector : !tiles || p.M < QP_TILE_MIN_M)
+                    continue;
+                gemm_fn f = kernel == 0 ? p.pack->gemm : simd_qpack_gemm;
+                for (int beta = 0; beta < 2; beta++) {
+                    run_split(a, f, &p, (float)beta, before);
+                    run_split(b, simd_qpack_gemm_ref, &p, (float)beta, before);
+                    int bad = 0;
+                    for (size_t k = 0; k < n_out; k++)
+                        bad += memcmp(&a[k], &b[k], sizeof(float)) != 0;
+                    SC_CHECK(bad == 0, "%s %s M=%d N=%d K=%d beta %d: %d of %zu outputs differ",
+                             type_name(p.type), kernel ? "tiles" : "vector", p.M, p.N, p.K, beta,
+                             bad, n_out);
+                }
             }
             free(a), free(b), free(before);
             problem_free(&p);
@@ -188,7 +202,7 @@ static void check_rows_alone(void)
 /* Refusals, and the sizes qpack.h states per 16-row unit. */
 static void check_make(void)
 {
-    static const size_t unit[] = {576, 576, 4608, 4608, 4416};
+    static const size_t unit[] = {576, 576, 2560, 3072, 3392};
     for (int t = 0; t < N_TYPES; t++) {
         size_t wrow;
         int K = 2 * qd_block_elems(TYPES[t]), N = 33;
@@ -252,7 +266,8 @@ static void check_vs_qgemm(void)
             for (int k = 0; k < M * N; k++)
                 same += memcmp(&got[k], &want[k], sizeof(float)) == 0;
             printf("         %s: pack (%s) vs %s qgemm: error %.2g, %d of %d outputs equal\n",
-                   type_name(TYPES[t]), qpack_on_tiles(p) ? "tiles" : "twin", isas[i]->name,
+                   type_name(TYPES[t]), p->gemm != simd_qpack_gemm_ref ? "vector" : "twin",
+                   isas[i]->name,
                    err, same, M * N);
             SC_CHECK(err < 1e-5, "%s: pack vs %s qgemm error %g", type_name(TYPES[t]),
                      isas[i]->name, err);
@@ -402,6 +417,6 @@ static void check_bf16_tiles(void)
 }
 
 #define CHECKS(X)                                                                             \
-    X(check_make) X(check_twin) X(check_tiles) X(check_rows_alone) X(check_vs_qgemm)           \
+    X(check_make) X(check_twin) X(check_kernels) X(check_rows_alone) X(check_vs_qgemm)           \
         X(check_bf16_twin) X(check_bf16_tiles)
 SC_MAIN("simd_amx", CHECKS)

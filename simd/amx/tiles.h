@@ -1,6 +1,5 @@
-/* tiles.h: the tile configuration and the masked output store of the AMX bf16 kernel. The
- * int8 kernel (qgemm_amx.c) still has its own copy of both, kept as measured on the AMX
- * host; fold it onto these at its next measured change. */
+/* tiles.h: the tile configuration and the masked output store of the AMX kernels (int8,
+ * qgemm_amx.c, and bf16, qgemm_amx_bf16.c). */
 #ifndef TESSERA_SIMD_AMX_TILES_H
 #define TESSERA_SIMD_AMX_TILES_H
 

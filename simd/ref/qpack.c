@@ -165,15 +165,22 @@ static void unpack_block(unpacked *u, uint32_t type, const uint8_t *blk)
     }
 }
 
-/* Writes weight row n (0..15 in its group) of block u into unit. */
+/* Writes weight row n (0..15 in its group) of block u into unit, as u + off in the
+ * unit's bits (qpack_internal.h). */
 static void unit_put(uint8_t *unit, const simd_qpack *p, int n, const unpacked *u)
 {
-    int8_t *q = (int8_t *)unit;
-    for (int j = 0; j < p->n_sub; j++)
-        for (int e = 0; e < p->sub; e++) {
-            size_t r = (size_t)e / 4, i = (size_t)e % 4;
-            q[(size_t)j * p->sub * QP_ROWS + (r * QP_ROWS + n) * 4 + i] = u->q[j * p->sub + e];
+    int half = p->blk / 8;
+    uint64_t *hi = (uint64_t *)(unit + p->off_hi);
+    for (int e = 0; e < p->blk; e++) {
+        int v = u->q[e] + p->off, r = e / 4, i = e % 4;
+        if (p->bits == 8) {
+            unit[(size_t)r * 64 + n * 4 + i] = (uint8_t)v;
+            continue;
         }
+        unit[(size_t)(r % half) * 64 + n * 4 + i] |= (uint8_t)((v & 15) << (r < half ? 0 : 4));
+        for (int t = 0; t < p->bits - 4; t++)
+            hi[(size_t)t * (p->blk / 4) + r] |= (uint64_t)((v >> (4 + t)) & 1) << (4 * n + i);
+    }
     ((float *)(unit + p->off_d))[n] = u->d;
     if (p->has_min)
         ((float *)(unit + p->off_dmin))[n] = u->dmin;
@@ -187,6 +194,36 @@ static void unit_put(uint8_t *unit, const simd_qpack *p, int n, const unpacked *
 }
 
 static size_t round_up(size_t x) { return (x + QP_ALIGN - 1) / QP_ALIGN * QP_ALIGN; }
+
+/* Where the vector kernel runs: built, and the CPU has AVX-512 VNNI. */
+static bool vnni_usable(void)
+{
+#if defined(TS_HAVE_AVX512VNNI)
+    const char *v = getenv("TESSERA_FORCE_REF");
+    if (v && strcmp(v, "1") == 0)
+        return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+}
+
+bool simd_qpack_fast(uint32_t type)
+{
+    if (type == QT_F16 || type == QT_BF16)
+        return (qpack_amx_caps() & QP_CAP_BF16) != 0;
+    return simd_qpack_supports(type) && (vnni_usable() || (qpack_amx_caps() & QP_CAP_INT8));
+}
+
+const char *simd_qpack_kernels(void)
+{
+    bool tiles = (qpack_amx_caps() & QP_CAP_INT8) != 0;
+    if (vnni_usable())
+        return tiles ? "AVX-512 VNNI + AMX tiles" : "AVX-512 VNNI";
+    return tiles ? "AMX tiles" : "plain C";
+}
 
 simd_qpack *simd_qpack_make(const simd_qmat *w)
 {
@@ -208,11 +245,15 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
     p->n_blk = w->K / p->blk;
     p->sub = w->type == QT_Q6_K ? 16 : 32;
     p->n_sub = p->blk / p->sub;
+    p->bits = w->type == QT_Q4_K ? 4 : w->type == QT_Q5_K ? 5 : w->type == QT_Q6_K ? 6 : 8;
+    p->off = w->type == QT_Q8_0 ? 128 : w->type == QT_Q4_0 ? 8 : w->type == QT_Q6_K ? 32 : 0;
     p->has_min = w->type == QT_Q4_K || w->type == QT_Q5_K;
     p->act = info->act;
     p->act_blk_bytes = p->blk == QK_K ? sizeof(qa_q8_k) : sizeof(qa_q8_32);
     p->act_qs_off = p->blk == QK_K ? offsetof(qa_q8_k, qs) : offsetof(qa_q8_32, qs);
-    size_t off = (size_t)p->blk * QP_ROWS;
+    size_t off = (size_t)p->blk * QP_ROWS / (p->bits == 8 ? 1 : 2); /* q */
+    p->off_hi = off;
+    off += p->bits > 4 && p->bits < 8 ? (size_t)(p->bits - 4) * (p->blk / 4) * sizeof(uint64_t) : 0;
     p->off_d = off;
     off += sizeof(float) * QP_ROWS;
     p->off_dmin = off;
@@ -229,20 +270,24 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
         free(p);
         return NULL;
     }
-    memset(p->data, 0, p->bytes); /* padding rows: zero weights and scales */
-    unpacked u;
+    /* padding rows: weights u = off (q = 0) and zero scales; nibbles and planes are or-ed */
+    memset(p->data, 0, p->bytes);
+    unpacked u, zero;
     memset(&u, 0, sizeof u);
-    for (int n = 0; n < w->N; n++) {
-        const uint8_t *row = (const uint8_t *)w->data + (size_t)n * w->row_bytes;
-        for (int b = 0; b < p->n_blk; b++) {
-            unpack_block(&u, w->type, row + (size_t)b * block_bytes);
-            unit_put((uint8_t *)qpack_unit(p, n / QP_ROWS, b), p, n % QP_ROWS, &u);
+    memset(&zero, 0, sizeof zero);
+    for (size_t g = 0; g < groups; g++)
+        for (int n = (int)(g * QP_ROWS); n < (int)((g + 1) * QP_ROWS); n++) {
+            const uint8_t *row = (const uint8_t *)w->data + (size_t)n * w->row_bytes;
+            for (int b = 0; b < p->n_blk; b++) {
+                if (n < w->N)
+                    unpack_block(&u, w->type, row + (size_t)b * block_bytes);
+                unit_put((uint8_t *)qpack_unit(p, (int)g, b), p, n % QP_ROWS,
+                         n < w->N ? &u : &zero);
+            }
         }
-    }
+    p->gemm = vnni_usable() ? simd_vnni_qpack_gemm : simd_qpack_gemm_ref;
 #if defined(TS_HAVE_AMX)
-    p->gemm = qpack_amx_caps() & QP_CAP_INT8 ? simd_amx_qpack_gemm : simd_qpack_gemm_ref;
-#else
-    p->gemm = simd_qpack_gemm_ref;
+    p->tiles = qpack_amx_caps() & QP_CAP_INT8 ? simd_amx_qpack_gemm : NULL;
 #endif
     return p;
 }
@@ -259,13 +304,17 @@ size_t simd_qpack_bytes(const simd_qpack *p) { return p ? p->bytes : 0; }
 
 bool qpack_on_tiles(const simd_qpack *p)
 {
-    return p->gemm != simd_qpack_gemm_ref && p->gemm != qpack_bf16_gemm_ref;
+    return p->tiles || (p->gemm != simd_qpack_gemm_ref && p->gemm != qpack_bf16_gemm_ref &&
+                        (p->type == QT_F16 || p->type == QT_BF16));
 }
 
 void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                      float beta, int n_begin, int n_end)
 {
-    p->gemm(out, ldo, xq, p, M, beta, n_begin, n_end);
+    if (p->tiles && M >= QP_TILE_MIN_M)
+        p->tiles(out, ldo, xq, p, M, beta, n_begin, n_end);
+    else
+        p->gemm(out, ldo, xq, p, M, beta, n_begin, n_end);
 }
 
 /* ---- the twin ---- */
@@ -280,15 +329,11 @@ static float twin_one(const uint8_t *xrow, const simd_qpack *p, int group, int n
         const int8_t *xs = (const int8_t *)(xb + p->act_qs_off);
         float dx;
         memcpy(&dx, xb, sizeof dx); /* d leads both activation blocks */
-        const int8_t *q = (const int8_t *)unit;
         int32_t isum = 0;
         for (int j = 0; j < p->n_sub; j++) {
             int32_t dot = 0;
-            for (int e = 0; e < p->sub; e++) {
-                int r = e / 4, i = e % 4;
-                dot += (int32_t)xs[j * p->sub + e] *
-                       q[(size_t)j * p->sub * QP_ROWS + ((size_t)r * QP_ROWS + n) * 4 + i];
-            }
+            for (int e = j * p->sub; e < (j + 1) * p->sub; e++)
+                dot += (int32_t)xs[e] * (qpack_u(p, unit, n, e) - p->off);
             int sc = p->n_sub > 1 ? ((const int8_t *)(unit + p->off_sc))[j * QP_ROWS + n] : 1;
             isum += sc * dot;
         }

@@ -1,0 +1,169 @@
+/* qpack.c: the GEMM on the int8-type packs (qpack_internal.h) with AVX-512 VNNI, for any
+ * number of activation rows. A unit's B-row (16 weight rows x 4 elements, one 64-byte
+ * vector of unsigned integers) times 4 activations broadcast is one vpdpbusd, whose 16
+ * lanes are the 16 rows' sums: no horizontal sums, and the unpacking of 4-6 bit weights is
+ * done once for all the rows of a tile. Sub-block sums are scaled with vpmulld (exact
+ * integers), then each block's float terms are applied lane by lane in the twin's order,
+ * so the results are the twin's bits (ref/qpack.c). */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../qpack_x86.h"
+
+#define ALWAYS_INLINE QP_INLINE
+
+enum {
+    VQ_MR = 4,         /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
+    VQ_XSUM_MAX = 512, /* blocks of K whose activation sums fit the stack per row */
+};
+
+/* 4 activations at p as the int32 broadcast to every lane. */
+ALWAYS_INLINE __m512i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* isum[m] of one unit (qpack_internal.h) for MR activation rows; xb[m] is row m's
+ * activation block, xsum[m] the sum of its quants (bits 8). BITS: p->bits, a constant. */
+ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *unit,
+                             const uint8_t *const *xb, const int32_t *xsum, const int BITS,
+                             const int MR)
+{
+    if (BITS == 8) { /* 8 B-rows, one block of 32, u = q + off */
+        const int8_t *x[VQ_MR];
+        __m512i c[VQ_MR];
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; m++)
+            x[m] = (const int8_t *)(xb[m] + offsetof(qa_q8_32, qs)), c[m] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            __m512i w = _mm512_load_si512(unit + 64 * r);
+#pragma GCC unroll 8
+            for (int m = 0; m < MR; m++)
+                c[m] = _mm512_dpbusd_epi32(c[m], w, bcast4(x[m] + 4 * r));
+        }
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; m++)
+            isum[m] = _mm512_sub_epi32(c[m], _mm512_set1_epi32(p->off * xsum[m]));
+        return;
+    }
+    /* 256 elements in nibbles: byte row t holds B-rows t (low) and t + 32 (high) */
+    const int8_t *x[VQ_MR];
+    const int16_t *bs[VQ_MR];
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; m++) {
+        x[m] = ((const qa_q8_k *)xb[m])->qs;
+        bs[m] = ((const qa_q8_k *)xb[m])->bsums;
+        isum[m] = _mm512_setzero_si512();
+    }
+    const int RS = BITS == 6 ? 4 : 8; /* B-rows a sub-block: 16 or 32 elements */
+    for (int j = 0; j < 32 / RS; j++) { /* sub-blocks j (low nibbles) and j + 32 / RS (high) */
+        __m512i clo[VQ_MR], chi[VQ_MR];
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; m++)
+            clo[m] = chi[m] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int r = j * RS; r < (j + 1) * RS; r++) {
+            __m512i lo, hi;
+            qp_brows(p, unit, r, &lo, &hi, BITS);
+#pragma GCC unroll 8
+            for (int m = 0; m < MR; m++) {
+                clo[m] = _mm512_dpbusd_epi32(clo[m], lo, bcast4(x[m] + 4 * r));
+                chi[m] = _mm512_dpbusd_epi32(chi[m], hi, bcast4(x[m] + 128 + 4 * r));
+            }
+        }
+        int jh = j + 32 / RS;
+        __m512i slo = qp_scales(p, unit, j), shi = qp_scales(p, unit, jh);
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; m++) {
+            if (BITS == 6) { /* u = q + 32 over 16 elements: less 32 times their sum */
+                clo[m] = _mm512_sub_epi32(clo[m], _mm512_set1_epi32(32 * bs[m][j]));
+                chi[m] = _mm512_sub_epi32(chi[m], _mm512_set1_epi32(32 * bs[m][jh]));
+            }
+            isum[m] = _mm512_add_epi32(isum[m], _mm512_add_epi32(_mm512_mullo_epi32(clo[m], slo),
+                                                                 _mm512_mullo_epi32(chi[m], shi)));
+        }
+    }
+}
+
+/* MR activation rows from x0 (xrow bytes apart) against groups [g0, g1), the columns of
+ * [n_begin, n_end) stored. xsum[m][b]: row m's block sums (bits 8). */
+ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xrow,
+                            const int32_t *xsum, const simd_qpack *p, float beta, int n_begin,
+                            int n_end, const int BITS, const int MR)
+{
+    __m512 vbeta = _mm512_set1_ps(beta);
+    for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
+        __m512 acc[VQ_MR];
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; m++)
+            acc[m] = _mm512_setzero_ps();
+        const uint8_t *unit = qpack_unit(p, g, 0);
+        for (int b = 0; b < p->n_blk; b++, unit += p->unit_bytes) {
+            const uint8_t *xb[VQ_MR];
+            int32_t xs[VQ_MR] = {0};
+#pragma GCC unroll 8
+            for (int m = 0; m < MR; m++) {
+                xb[m] = x0 + (size_t)m * xrow + (size_t)b * p->act_blk_bytes;
+                if (BITS == 8)
+                    xs[m] = xsum[m * p->n_blk + b];
+            }
+            __m512i isum[VQ_MR];
+            unit_isum(isum, p, unit, xb, xs, BITS, MR);
+#pragma GCC unroll 8
+            for (int m = 0; m < MR; m++)
+                acc[m] = qp_f32_row(acc[m], isum[m], p, unit, xb[m]);
+        }
+        int n0 = g * QP_ROWS;
+        int lo = n_begin > n0 ? n_begin - n0 : 0;
+        int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
+        __mmask16 mask = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; m++) {
+            float *o = out + (size_t)m * ldo + n0;
+            __m512 a = acc[m];
+            if (beta != 0.0f)
+                a = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(mask, o), a);
+            _mm512_mask_storeu_ps(o, mask, a);
+        }
+    }
+}
+
+void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                          float beta, int n_begin, int n_end)
+{
+    if (M <= 0 || n_begin >= n_end)
+        return;
+    size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
+    int32_t stack_sums[VQ_MR * VQ_XSUM_MAX], *xsum = stack_sums;
+    if (p->bits == 8 && p->n_blk > VQ_XSUM_MAX && !(xsum = malloc(sizeof(int32_t) * VQ_MR * p->n_blk)))
+        abort(); /* K beyond 16384 elements of a 32-element type; a few KiB */
+    for (int m0 = 0; m0 < M; m0 += VQ_MR) {
+        int mr = M - m0 < VQ_MR ? M - m0 : VQ_MR;
+        const uint8_t *x0 = (const uint8_t *)xq + (size_t)m0 * xrow;
+        float *o = out + (size_t)m0 * ldo;
+        if (p->bits == 8)
+            qp_block_sums(xsum, x0, xrow, p, mr);
+#define VQ_RUN(BITS, MR) rows_run(o, ldo, x0, xrow, xsum, p, beta, n_begin, n_end, BITS, MR)
+#define VQ_BITS(BITS)                  \
+    switch (mr) {                      \
+    case 1: VQ_RUN(BITS, 1); break;    \
+    case 2: VQ_RUN(BITS, 2); break;    \
+    case 3: VQ_RUN(BITS, 3); break;    \
+    default: VQ_RUN(BITS, 4); break;   \
+    }
+        switch (p->bits) {
+        case 8: VQ_BITS(8) break;
+        case 4: VQ_BITS(4) break;
+        case 5: VQ_BITS(5) break;
+        default: VQ_BITS(6) break;
+        }
+#undef VQ_BITS
+#undef VQ_RUN
+    }
+    if (xsum != stack_sums)
+        free(xsum);
+}

@@ -1,0 +1,96 @@
+/* qpack_x86.h: what the AVX-512 VNNI kernel (avx512vnni/qpack.c) and the AMX tile kernel
+ * (amx/qgemm_amx.c) share on the int8-type packs (qpack_internal.h): unpacking a unit's
+ * 4-6 bit weights into B-rows of unsigned bytes, and a block's float terms for one
+ * activation row, lane by lane in the twin's order, so both kernels give the twin's bits.
+ * AVX-512 F/BW; include from files built with them. */
+#ifndef TESSERA_SIMD_QPACK_X86_H
+#define TESSERA_SIMD_QPACK_X86_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "qpack_internal.h"
+
+#define QP_INLINE static inline __attribute__((always_inline))
+
+/* v + (1 << bit) in the bytes whose bit of the plane word is set. */
+QP_INLINE __m512i qp_plane_add(__m512i v, uint64_t plane, int bit)
+{
+    return _mm512_mask_add_epi8(v, (__mmask64)plane, v, _mm512_set1_epi8((char)(1 << bit)));
+}
+
+/* B-rows r and r + 32 of a 256-element unit of BITS (4, 5 or 6) bits, as unsigned bytes:
+ * the low and high nibbles of byte row r, plus the bit planes. */
+QP_INLINE void qp_brows(const simd_qpack *p, const uint8_t *unit, int r, __m512i *lo, __m512i *hi,
+                        const int BITS)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i v = _mm512_load_si512(unit + 64 * r);
+    *lo = _mm512_and_si512(v, m4);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    const uint64_t *h0 = (const uint64_t *)(unit + p->off_hi), *h1 = h0 + 64;
+    if (BITS >= 5)
+        *lo = qp_plane_add(*lo, h0[r], 4), *hi = qp_plane_add(*hi, h0[r + 32], 4);
+    if (BITS == 6)
+        *lo = qp_plane_add(*lo, h1[r], 5), *hi = qp_plane_add(*hi, h1[r + 32], 5);
+}
+
+/* Sub-block j's scales of a unit as 16 int32 lanes. */
+QP_INLINE __m512i qp_scales(const simd_qpack *p, const uint8_t *unit, int j)
+{
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(unit + p->off_sc + 16 * j)));
+}
+
+/* acc + one unit's float terms for one activation row (its block xb, d first), from the
+ * block's integer sums isum (lane n: weight row n), exactly as the twin adds them:
+ * fmaf(d * dx, isum, acc), then for K types with minimums fmaf(-(dmin * dx), msum, acc). */
+QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const uint8_t *unit,
+                            const uint8_t *xb)
+{
+    float dx;
+    memcpy(&dx, xb, sizeof dx); /* d leads both activation blocks */
+    __m512 vdx = _mm512_set1_ps(dx);
+    __m512 dw = _mm512_load_ps((const float *)(unit + p->off_d));
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, vdx), _mm512_cvtepi32_ps(isum), acc);
+    if (p->has_min) {
+        const int16_t *bs = ((const qa_q8_k *)xb)->bsums;
+        const int16_t *mn = (const int16_t *)(unit + p->off_mn);
+        __m512i ms = _mm512_setzero_si512();
+        for (int jj = 0; jj < p->n_sub / 2; jj++) { /* minimums of sub-blocks 2jj, 2jj + 1 */
+            uint32_t lo = (uint16_t)(bs[4 * jj] + bs[4 * jj + 1]);
+            uint32_t hi = (uint16_t)(bs[4 * jj + 2] + bs[4 * jj + 3]);
+            ms = _mm512_add_epi32(ms, _mm512_madd_epi16(_mm512_load_si512(mn + jj * 32),
+                                                        _mm512_set1_epi32((int)(lo | hi << 16))));
+        }
+        __m512 dmin = _mm512_load_ps((const float *)(unit + p->off_dmin));
+        acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, vdx), _mm512_cvtepi32_ps(ms), acc);
+    }
+    return acc;
+}
+
+/* The sum of each 32-element activation block's quants of rows [0, rows) (x0, xrow bytes
+ * apart) into xsum[m * n_blk + b]: what an 8-bit unit's offset multiplies. */
+static inline void qp_block_sums(int32_t *xsum, const uint8_t *x0, size_t xrow,
+                                 const simd_qpack *p, int rows)
+{
+    for (int m = 0; m < rows; m++)
+        for (int b = 0; b < p->n_blk; b++) {
+            const qa_q8_32 *a = (const qa_q8_32 *)(x0 + (size_t)m * xrow) + b;
+            int32_t s = 0;
+            for (int i = 0; i < QK_32; i++)
+                s += a->qs[i];
+            xsum[m * p->n_blk + b] = s;
+        }
+}
+
+/* The activation sum that sub-block j's offset multiplies, for activation row m whose
+ * block is xb (block b): 8-bit units, the block's sum; Q6_K, the 16 elements' bsum. */
+QP_INLINE int32_t qp_sub_sum(const simd_qpack *p, const uint8_t *xb, const int32_t *xsum, int m,
+                             int b, int j)
+{
+    if (p->bits == 8)
+        return xsum[m * p->n_blk + b];
+    return ((const qa_q8_k *)xb)->bsums[j];
+}
+
+#endif
