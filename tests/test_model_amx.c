@@ -1,7 +1,7 @@
-/* test_model_amx.c: models whose matrices are repacked for the AMX tile kernels at load
- * (ts_amx_mode, simd/qpack.h). TS_AMX_FORCE packs without AMX too, the GEMM then running
- * the tile kernel's plain-C twin (bit for bit the same), so the wiring is tested on any
- * machine; where AMX is usable the same tests run the tiles. Checked: which matrices
+/* test_model_amx.c: models whose matrices are repacked at load (ts_pack_mode,
+ * simd/qpack.h). TS_PACK_FORCE packs on any CPU, the GEMM then running the vector kernel
+ * (AVX-512 VNNI), the AMX tiles from 16 rows, or the plain-C twin, all bit for bit the same,
+ * so the wiring is tested on any machine. Checked: which matrices
  * pack, the batched pass on packs against the reference forward and against the unpacked
  * pass (logits and greedy tokens), packed and unpacked matrices mixed in one pass, batch
  * invariance, and the RSS of a packed Q8_0 model. */
@@ -34,11 +34,11 @@
 #define MA_ASAN 0
 #endif
 
-static ts_model *load_amx(const char *path, ts_amx_mode mode)
+static ts_model *load_packed(const char *path, ts_pack_mode mode)
 {
     ts_model *m = NULL;
     ts_error err = {0};
-    ts_model_load_opts o = {.amx = mode};
+    ts_model_load_opts o = {.pack = mode};
     if (ts_model_load_with(path, &o, &m, &err) != TS_OK)
         fail_msg("loading %s: %s", path, err.msg);
     return m;
@@ -69,31 +69,34 @@ static void test_modes_choose_matrices(void **state)
     (void)state;
     int packed, n;
     uint64_t bytes;
-    ts_amx_mode mode;
-    assert_true(ts_amx_mode_parse("force", &mode) && mode == TS_AMX_FORCE);
-    assert_true(ts_amx_mode_parse("off", &mode) && mode == TS_AMX_OFF);
-    assert_false(ts_amx_mode_parse("tiles", &mode));
-    /* a zeroed ts_model_load_opts packs nothing */
-
-    ts_model *m = load_amx(su_kpath("stories260K-k-%s.gguf", "Q8_0"), (ts_amx_mode)0);
+    ts_pack_mode mode;
+    assert_true(ts_pack_mode_parse("force", &mode) && mode == TS_PACK_FORCE);
+    assert_true(ts_pack_mode_parse("off", &mode) && mode == TS_PACK_OFF);
+    assert_false(ts_pack_mode_parse("tiles", &mode));
+    /* off packs nothing */
+    ts_model *m = load_packed(su_kpath("stories260K-k-%s.gguf", "Q8_0"), TS_PACK_OFF);
     ts_model_packed(m, &packed, &n, &bytes);
     assert_int_equal(packed, 0);
     assert_int_equal(n, 7 * m->cfg.n_layers + 1);
     ts_model_free(m);
 
-    /* auto packs only where AMX runs, and of the Q4_K_M file's types none */
-    m = load_amx(su_kpath("stories260K-k-%s.gguf", "Q8_0"), TS_AMX_AUTO);
+    /* auto (a zeroed ts_model_load_opts) packs every matrix of the Q8_0 and Q4_K_M files
+     * (Q8_0; Q4_K and Q6_K) where a packed kernel runs, none elsewhere */
+    assert_int_equal(TS_PACK_AUTO, 0);
+    bool fast = simd_qpack_fast(QT_Q8_0);
+    assert_true(simd_qpack_fast(QT_Q4_K) == fast && simd_qpack_fast(QT_Q6_K) == fast);
+    m = load_packed(su_kpath("stories260K-k-%s.gguf", "Q8_0"), TS_PACK_AUTO);
     ts_model_packed(m, &packed, &n, &bytes);
-    assert_int_equal(packed, simd_amx_usable() ? n : 0);
+    assert_int_equal(packed, fast ? n : 0);
     ts_model_free(m);
-    m = load_amx(su_kpath("stories260K-k-%s.gguf", "Q4_K_M"), TS_AMX_AUTO);
+    m = load_packed(su_kpath("stories260K-k-%s.gguf", "Q4_K_M"), TS_PACK_AUTO);
     ts_model_packed(m, &packed, &n, &bytes);
-    assert_int_equal(packed, 0);
+    assert_int_equal(packed, fast ? n : 0);
     ts_model_free(m);
 
     /* force packs every matrix of a type the pack takes (any file's), nothing else */
     for (int t = 0; t < SU_N_TYPES; t++) {
-        m = load_amx(su_kpath("stories260K-k-%s.gguf", su_types[t]), TS_AMX_FORCE);
+        m = load_packed(su_kpath("stories260K-k-%s.gguf", su_types[t]), TS_PACK_FORCE);
         int want = 0;
         for (int i = 0; i < n; i++) {
             const model_layer *ly = &m->w.layers[i < 1 ? 0 : (i - 1) / 7];
@@ -197,7 +200,7 @@ static void test_packed_pass_matches(void **state)
     for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
         const char *path = su_kpath("stories260K-k-%s.gguf", files[f].type);
         bool bf16 = files[f].type[0] != 'Q';
-        ts_model *plain = load_amx(path, TS_AMX_OFF);
+        ts_model *plain = load_packed(path, TS_PACK_OFF);
         int vocab = plain->cfg.vocab_size;
         size_t n = (size_t)(GEN + 1) * vocab;
         float *lp = malloc(n * sizeof(float)), *lq = malloc(n * sizeof(float));
@@ -207,7 +210,7 @@ static void test_packed_pass_matches(void **state)
         float *ref = reference(plain, tp);
         double er_plain = rel_err(lp, ref, GEN + 1, vocab);
         for (int mixed = 0; mixed < 2; mixed++) {
-            ts_model *m = load_amx(path, TS_AMX_FORCE);
+            ts_model *m = load_packed(path, TS_PACK_FORCE);
             if (mixed)
                 unpack_some(m);
             greedy(m, tq, lq);
@@ -281,7 +284,7 @@ static void test_batch_invariance_with_packs(void **state)
     static const char *const types[] = {"Q8_0", "Q4_K_M", "BF16"};
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
         for (int mixed = t > 0; mixed < 2; mixed++) { /* Q8_0 alone, the others mixed */
-            ts_model *m = load_amx(su_kpath("stories260K-k-%s.gguf", types[t]), TS_AMX_FORCE);
+            ts_model *m = load_packed(su_kpath("stories260K-k-%s.gguf", types[t]), TS_PACK_FORCE);
             if (mixed)
                 unpack_some(m);
             float *alone = logits_of_a(m, false), *together = logits_of_a(m, true);
@@ -332,7 +335,7 @@ static void test_packed_q8_0_rss_is_the_file(void **state)
     fclose(fp);
 
     long before = rss_bytes();
-    ts_model *m = load_amx(path, TS_AMX_FORCE);
+    ts_model *m = load_packed(path, TS_PACK_FORCE);
     int packed, n;
     uint64_t pack_bytes;
     ts_model_packed(m, &packed, &n, &pack_bytes);
@@ -366,9 +369,8 @@ static void test_packed_q8_0_rss_is_the_file(void **state)
 
 int main(void)
 {
-    printf("AMX tile kernels %s here\n",
-           simd_amx_usable() ? "usable: the packs run on tiles" : "not usable: the packs "
-                                                                  "run the plain-C twin");
+    printf("packed int8-type matrices run on: %s%s\n", ts_pack_kernels(),
+           simd_amx_usable() ? "" : " (no AMX tiles here: those tests run without them)");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_modes_choose_matrices),
         cmocka_unit_test(test_packed_pass_matches),

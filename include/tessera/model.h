@@ -32,27 +32,26 @@ typedef struct ts_model_config {
     bool tied_output;     /* the LM head is the token embedding */
 } ts_model_config;
 
-/* Which weight matrices are repacked at load into the AMX tile layout (simd/qpack.h). A
- * packed matrix runs the tile kernel for every step (batch invariance needs one path per
- * matrix) and its pages of the mapped file are given back (MADV_DONTNEED; they fault back
- * in from the file if the file's blocks are read again, by the reference forward or the
- * writer), so RSS stays about the file size plus what the packs add. The token embedding
- * is never packed. */
-typedef enum ts_amx_mode {
-    TS_AMX_OFF = 0,  /* never: the default, because on the benchmark host a packed matrix
-                      * is slower at one row (decode M = 1: Q8_0 37 ms a step on the packs
-                      * against 20 ms on qgemm; Q4_K_M 19 against 14) and faster only from
-                      * ~16 rows (prefill 1.5x Q8_0, 2.0x Q4_K_M) */
-    TS_AMX_AUTO,     /* where AMX is usable, the types whose pack costs at most ~1.1x the
-                      * file's bytes: Q8_0 (1.06x), F16 and BF16 (1.0x, bf16 tiles) */
-    TS_AMX_ALL,      /* where AMX is usable, every type the pack takes, Q4_K / Q4_0 (2.0x),
-                      * Q5_K (1.6x), Q6_K (1.3x) too: more RSS, faster prefill */
-    TS_AMX_FORCE,    /* every type the pack takes, AMX or not: without AMX the packed GEMM
-                      * is the tile kernel's plain-C twin (slow; for tests) */
-} ts_amx_mode;
+/* Which weight matrices are repacked at load into simd/qpack.h's layout: 16 rows
+ * interleaved in the order one vpdpbusd (AVX-512 VNNI) or one AMX tile multiplies, each
+ * weight kept in its file's bits. A packed matrix serves every step (the vector kernel, and
+ * AMX tiles from 16 rows where the CPU has them, which give the same bits), and its pages
+ * of the mapped file are given back (MADV_DONTNEED; they fault back in from the file if the
+ * file's blocks are read again, by the reference forward or the writer), so RSS stays about
+ * the file size plus what the packs add (1.0-1.12x the blocks they replace). The token
+ * embedding is never packed. */
+typedef enum ts_pack_mode {
+    TS_PACK_AUTO = 0, /* the default: where a packed kernel runs here, Q8_0, Q4_0, Q4_K,
+                       * Q5_K and Q6_K (AVX-512 VNNI or AMX-INT8) and BF16 (AMX-BF16): on
+                       * the benchmark host 1.2-4x the file blocks' GEMM at 1-64 rows */
+    TS_PACK_OFF,      /* never: every matrix computes on the file's blocks */
+    TS_PACK_ALL,      /* auto, and F16 too (on bf16 tiles: its weights rounded to bf16) */
+    TS_PACK_FORCE,    /* every type the pack takes, whatever the CPU: where no packed
+                       * kernel runs, the plain-C twin (slow; for tests) */
+} ts_pack_mode;
 
-/* "off", "auto", "all", "force" into *out; false for anything else. */
-bool ts_amx_mode_parse(const char *s, ts_amx_mode *out);
+/* "auto", "off", "all", "force" into *out; false for anything else. */
+bool ts_pack_mode_parse(const char *s, ts_pack_mode *out);
 
 /* How a model is loaded. A zeroed struct is the default. */
 typedef struct ts_model_load_opts {
@@ -63,7 +62,7 @@ typedef struct ts_model_load_opts {
     bool hugepages; /* advise transparent huge pages for a GGUF's mapping (madvise
                      * MADV_HUGEPAGE: fewer TLB misses while streaming weights); advice
                      * the kernel refuses is ignored */
-    ts_amx_mode amx; /* which matrices to repack for AMX (GGUF only; off by default) */
+    ts_pack_mode pack; /* which matrices to repack (GGUF only; auto by default) */
 } ts_model_load_opts;
 
 /* Loads path (borrowed): a .gguf file, kept mapped read-only for the model's life with
@@ -90,7 +89,11 @@ const char *ts_model_get_chat_template(const ts_model *model);
  * once) and the number of weights they hold. */
 void ts_model_weight_bytes(const ts_model *model, uint64_t *bytes, uint64_t *params);
 
-/* How many weight matrices run on AMX packs (of how many), and the packs' bytes. */
+/* What packed int8-type matrices compute on here: "AVX-512 VNNI + AMX tiles",
+ * "AVX-512 VNNI", "AMX tiles" or "plain C" (a static string). */
+const char *ts_pack_kernels(void);
+
+/* How many weight matrices run on packs (of how many), and the packs' bytes. */
 void ts_model_packed(const ts_model *model, int *packed, int *matrices, uint64_t *bytes);
 
 /* Writes the model with its vocabulary as a GGUF v3 file with F32 tensors (every type

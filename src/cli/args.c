@@ -111,12 +111,12 @@ int cli_load_option(int argc, char **argv, int *i, ts_model_load_opts *o)
         o->mlock = true;
     else if (!strcmp(arg, "--hugepages"))
         o->hugepages = true;
-    else if (strcmp(arg, "--amx"))
+    else if (strcmp(arg, "--pack") && strcmp(arg, "--amx")) /* --amx: the old name */
         return 0;
     else if (!(v = cli_value(argc, argv, i)))
         return -1;
-    else if (!ts_amx_mode_parse(v, &o->amx)) {
-        fprintf(stderr, "tessera: --amx takes auto, off, all or force, not '%s'\n", v);
+    else if (!ts_pack_mode_parse(v, &o->pack)) {
+        fprintf(stderr, "tessera: %s takes auto, off, all or force, not '%s'\n", arg, v);
         return -1;
     }
     return 1;
@@ -143,7 +143,8 @@ ts_model *cli_load_model(const char *path, const char *tokenizer_path,
     uint64_t bytes;
     ts_model_packed(m, &packed, &matrices, &bytes);
     if (packed)
-        fprintf(stderr, "tessera: AMX packs: %d of %d matrices, %.1f MiB\n", packed, matrices,
+        fprintf(stderr, "tessera: packed %d of %d matrices (%s), %.1f MiB\n", packed, matrices,
+                ts_pack_kernels(),
                 (double)bytes / (1024.0 * 1024.0));
     return m;
 }

@@ -67,7 +67,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
     "  --aging R            priority levels a waiting request gains per second (0.1)\n"     \
     "  --no-prefix-cache    never share KV blocks between requests\n"
 
-/* Model-loading options of the commands that run models: --mlock, --hugepages, --amx MODE
+/* Model-loading options of the commands that run models: --mlock, --hugepages, --pack MODE
  * (help below), at argv[*i] (*i moves past a value). Returns 1 when taken, 0 when not one
  * of them, -1 after printing why a value is missing or wrong. */
 int cli_load_option(int argc, char **argv, int *i, ts_model_load_opts *o);
@@ -76,10 +76,11 @@ int cli_load_option(int argc, char **argv, int *i, ts_model_load_opts *o);
     "model memory:\n"                                                                      \
     "  --mlock              lock the mapped model file in RAM (RLIMIT_MEMLOCK must allow)\n" \
     "  --hugepages          advise transparent huge pages for the mapped model file\n"     \
-    "  --amx MODE           repack matrices for AMX tiles at load: off (default; the\n"    \
-    "                       packs are slower at one row), auto (Q8_0, F16, BF16: about\n"  \
-    "                       the file's size), all (K types too: up to 2x their bytes,\n"   \
-    "                       faster prefill), force (even without AMX; tests)\n"
+    "  --pack MODE          repack weight matrices at load, 16 rows interleaved for the\n" \
+    "                       AVX-512 VNNI and AMX kernels: auto (default: Q8_0, Q4_0, K\n"   \
+    "                       types, BF16, where such a kernel runs), off (compute on the\n" \
+    "                       file's blocks), all (F16 too, rounded to bf16), force\n"       \
+    "                       (whatever the CPU; tests)\n"
 
 /* The model to use when none is named: cli_model_path(NULL, NULL, ...) (models.h) in a
  * static buffer; NULL, after printing every place it looked, when there is none. */

@@ -193,7 +193,7 @@ static void print_model(const ts_model *m)
            weights ? 8.0 * (double)bytes / (double)weights : 0.0);
     int packed, matrices;
     ts_model_packed(m, &packed, &matrices, &bytes);
-    printf("AMX packs: %d of %d matrices, %.1f MiB\n", packed, matrices,
+    printf("packed matrices: %d of %d (%s), %.1f MiB\n", packed, matrices, ts_pack_kernels(),
            (double)bytes / (1024.0 * 1024.0));
     print_vocab(tokenizer_get_vocab(ts_model_get_tokenizer(m)));
 }

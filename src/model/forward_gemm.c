@@ -2,7 +2,7 @@
  * take the skinny SIMD GEMM or OpenBLAS by rows; the others quantize the activations once
  * per form and run the kernel table's qgemm. Matrices that share an input run as one pass
  * over their concatenated output columns (Wq|Wk|Wv, W1|W3): one parallel region, one
- * output buffer, no concatenated copy of the weights. A matrix packed for AMX (its
+ * output buffer, no concatenated copy of the weights. A packed matrix (its
  * simd_qmat.pack) runs simd_qpack_gemm for every M, so each row's result is the same
  * whatever the step holds; int8 packs take the same activation blocks as qgemm, F16/BF16
  * packs bf16 rows (FWD_ACT_BF16). */
@@ -20,9 +20,11 @@ enum { PARALLEL_MIN_WORK = 1 << 15 };
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
 enum { GEMM_ALIGN = 48 };
-/* The same for a pass with a packed matrix: also whole pairs of the pack's 16-row groups
- * (a group split between chunks would be computed twice). */
-enum { GEMM_ALIGN_PACKED = 96 };
+/* The same for a pass with a packed matrix: whole pairs of the pack's 16-row groups (the
+ * tile kernel's 2 x 2 blocks; a group split between chunks would be computed twice), and
+ * whole 128-byte runs of out. Small, so that one row's GEMM of a 2048-row matrix still
+ * gives 16 threads four chunks each. */
+enum { GEMM_ALIGN_PACKED = 32 };
 
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
  * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */

@@ -1,6 +1,5 @@
-/* model_pack.c: repacking a loaded model's matrices into the AMX tile layout (simd/qpack.h)
- * per ts_amx_mode, giving the mapped pages of each packed matrix back, and freeing the
- * packs. */
+/* model_pack.c: repacking a loaded model's matrices into simd/qpack.h's layout per
+ * ts_pack_mode, giving the mapped pages of each packed matrix back, and freeing the packs. */
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -8,25 +7,27 @@
 #include "model/model.h"
 #include "qpack.h"
 
-bool ts_amx_mode_parse(const char *s, ts_amx_mode *out)
+bool ts_pack_mode_parse(const char *s, ts_pack_mode *out)
 {
-    static const char *const names[] = {"off", "auto", "all", "force"};
+    static const char *const names[] = {"auto", "off", "all", "force"};
     for (int i = 0; i < 4; i++)
         if (!strcmp(s, names[i])) {
-            *out = (ts_amx_mode)i;
+            *out = (ts_pack_mode)i;
             return true;
         }
     return false;
 }
 
-/* Whether mode packs a matrix of this type (tile kernels usable or not aside). */
-static bool mode_packs(ts_amx_mode mode, uint32_t type)
+/* Whether mode packs a matrix of this type. */
+static bool mode_packs(ts_pack_mode mode, uint32_t type)
 {
-    if (mode == TS_AMX_OFF || !simd_qpack_supports(type))
+    if (mode == TS_PACK_OFF || !simd_qpack_supports(type))
         return false;
-    if (mode == TS_AMX_AUTO)
-        return type == QT_Q8_0 || type == QT_F16 || type == QT_BF16;
-    return true;
+    if (mode == TS_PACK_FORCE)
+        return true;
+    if (type == QT_F16 || type == QT_BF16)
+        return (type == QT_BF16 || mode == TS_PACK_ALL) && simd_qpack_fast(type);
+    return simd_qpack_fast(type);
 }
 
 /* The packable matrices of w, the token embedding excluded: i = 0 is the output, then
@@ -50,9 +51,9 @@ static void drop_pages(const void *p, size_t n)
         (void)madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
-void model_pack(ts_model *m, ts_amx_mode mode)
+void model_pack(ts_model *m, ts_pack_mode mode)
 {
-    if (mode == TS_AMX_OFF || (mode != TS_AMX_FORCE && !simd_amx_usable()) || !m->file)
+    if (mode == TS_PACK_OFF || !m->file)
         return;
     int n = 7 * m->cfg.n_layers + 1;
     /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks */
@@ -94,4 +95,9 @@ void ts_model_packed(const ts_model *m, int *packed, int *matrices, uint64_t *by
             *bytes += simd_qpack_bytes(p);
         }
     }
+}
+
+const char *ts_pack_kernels(void)
+{
+    return simd_qpack_kernels();
 }
