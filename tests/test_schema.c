@@ -152,13 +152,17 @@ static void test_documents(void **state)
                 "\"nickname\": {\"type\": \"string\"}, \"age\": {\"type\": \"integer\", \"minimum\": 0, "
                 "\"maximum\": 150}}, \"required\": [\"name\", \"age\"], \"additionalProperties\": false}",
                 (const char *const[]){"{\"name\":\"Zoë\",\"age\":7}", "{ \"name\" : \"a\\n\" , \"nickname\": \"\", \"age\": 150 }",
-                                      "{\"name\":\"\",\"age\":0}", NULL},
+                                      "{\"name\":\"\",\"age\":0}",
+                                      "{\n  \"name\": \"a\",\n\t\t\"age\": 1\n}", NULL},
                 (const char *const[]){"{\"age\":7,\"name\":\"a\"}", "{\"name\":\"abcde\",\"age\":1}",
                                       "{\"name\":\"a\",\"age\":151}", "{\"name\":\"a\",\"age\":-1}",
                                       "{\"name\":\"a\"}", "{\"name\":\"a\",\"age\":1,\"x\":1}",
                                       "{\"name\":\"a\",\"age\":01}", "{\"name\":\"a\",\"age\":1.0}",
                                       " {\"name\":\"a\",\"age\":1}", "{\"name\":\"a\",\"age\":1} ",
-                                      "{\"name\":\"a\\u0041\",\"age\":1}", NULL});
+                                      "{\"name\":\"a\\u0041\",\"age\":1}",
+                                      "{\"name\":\"a\",  \"age\":1}", "{\"name\":\"a\",\n\n\"age\":1}",
+                                      "{\"name\":\"a\",\t\"age\":1}", "{\"name\":\"a\",\r\n\"age\":1}",
+                                      "{\"name\":\"a\",\n                     \"age\":1}", NULL});
     expect_docs("{\"type\": \"array\", \"items\": {\"enum\": [\"red\", 1, 12, null, {\"k\": [true]}]}, "
                 "\"minItems\": 1, \"maxItems\": 3}",
                 (const char *const[]){"[\"red\"]", "[1,12,null]", "[{\"k\":[true]}]", "[ 12 , 1 ]", NULL},

@@ -18,7 +18,8 @@ enum {
     SCH_MAX_DEPTH = 12,      /* open objects and arrays of schema nodes (a free JSON value
                               * below them nests up to JSON_PDA_MAX_DEPTH more) */
     SCH_MAX_PATHS = 16,      /* alternatives of anyOf/oneOf followed at once */
-    SCH_MAX_WS = 12,         /* whitespace bytes in a row between JSON tokens */
+    SCH_MAX_INDENT = 20,     /* whitespace between JSON tokens is nothing, one space, or a
+                              * newline and at most this many spaces or tabs */
     SCH_MAX_NODES = 8192,    /* schema nodes of one schema */
     SCH_MAX_PROPS = 255,     /* properties of one object */
     SCH_MAX_KEY = 250,       /* bytes of a property name as JSON text, quotes included */
@@ -183,7 +184,8 @@ typedef struct sch_frame {
 
 typedef struct sch_path {
     uint8_t depth; /* open frames */
-    uint8_t ws;    /* whitespace bytes in a row */
+    uint8_t ws;    /* whitespace read since the last token: 0 none, 1 a space, 2 + n a
+                    * newline and n spaces or tabs */
     uint8_t pad[2];
     sch_leaf leaf;
     sch_frame frame[SCH_MAX_DEPTH]; /* (depth) bottom first; the rest zeroed */
