@@ -126,9 +126,11 @@ bool schema__dfa_any(const sch_dfa *d, int s, uint32_t lo, uint32_t hi, uint32_t
 const char *schema__format_pattern(const char *format);
 
 /* Fills a number node's scaled bounds from the schema's bounds (each NULL when absent;
- * exclusive ones are strict). False when no value of the node's kind lies between them. */
+ * exclusive ones are strict), and in *lo, *hi the inclusive double bounds they mean (a
+ * double v meets them when *lo <= v <= *hi). False when no value the node can write lies
+ * between them. */
 bool schema__number_bounds(sch_node *n, bool integer, const double *min, const double *max,
-                           const double *xmin, const double *xmax);
+                           const double *xmin, const double *xmax, double *lo, double *hi);
 
 struct sch_leaf;
 /* The number being read in leaf l (of node n): its first byte, a next byte (false, l
