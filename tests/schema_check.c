@@ -43,7 +43,7 @@ const char *const sc_patterns[][2] = {
     {"(?:x|y)z", "(x|y)z"},
     {"^a{0}b\\.?$", "^b\\.?$"},
     {"^[\\-+]?\\d+(\\.\\d{1,2})?$", "^[-+]?[0-9]+(\\.[0-9]{1,2})?$"},
-    {"^\\S\\W\\D$", "^[!-~][^A-Za-z0-9_]+[^0-9]$"},
+    {"^\\S\\W\\D$", "^[^[:space:]][^A-Za-z0-9_][^0-9]$"},
 };
 
 const char *const sc_formats[5] = {"date", "time", "date-time", "uuid", "ipv4"};
