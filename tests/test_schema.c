@@ -190,6 +190,12 @@ static void test_documents(void **state)
     expect_docs("{\"type\": \"number\", \"exclusiveMinimum\": 0.1, \"maximum\": 0.3}",
                 (const char *const[]){"0.3", "0.100001", "0.2", "0.30", NULL},
                 (const char *const[]){"0.1", "0.300001", "0", "-0.2", "0.1000001", NULL});
+    /* Bounds and enum values exactly as written, though cJSON would print them as 3.7. */
+    expect_docs("{\"type\": \"number\", \"maximum\": 3.6999999999999997}",
+                (const char *const[]){"3.699999", "-1", NULL}, (const char *const[]){"3.7", NULL});
+    expect_docs("{\"enum\": [3.6999999999999997, 0.1]}",
+                (const char *const[]){"3.6999999999999997", "0.1", NULL},
+                (const char *const[]){"3.7", "0.10000000000000001", NULL});
     expect_docs("{\"type\": [\"string\", \"null\"], \"minLength\": 2}",
                 (const char *const[]){"null", "\"ab\"", NULL}, (const char *const[]){"\"a\"", "nul", NULL});
     expect_docs("true", (const char *const[]){"{\"a\":[1,{}]}", "\"x\"", "-0.5e3", "null", NULL},

@@ -241,6 +241,11 @@ static void test_schema_refused(void **state)
         {"{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": "
          "\"integer\", \"minimum\": 3, \"maximum\": 1}}}", "response_format.json_schema.schema",
          "no JSON value"},
+        /* the bounds reach the compiler exactly: no number of 6 fraction digits is
+         * 3.6999999999999997 (printed by cJSON as 3.7, which would be taken) */
+        {"{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": "
+         "\"number\", \"minimum\": 3.6999999999999997, \"maximum\": 3.6999999999999997}}}",
+         "response_format.json_schema.schema", "no JSON value"},
         {"{\"type\": \"json_schema\"}", "response_format.json_schema", "object"},
         {"{\"type\": \"json_schema\", \"json_schema\": {\"name\": 3}}", "response_format.json_schema.name",
          "string"},

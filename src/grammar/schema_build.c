@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_exact.h"
 #include "grammar/schema_build.h"
 
 static bool grow(void **p, int *cap, int need, size_t size)
@@ -77,7 +78,7 @@ int sb_literal(schema_builder *b, const cJSON *const *values, int n)
     if (!b->values[node])
         return -1;
     for (int i = 0; i < n; i++) {
-        char *text = cJSON_PrintUnformatted(values[i]);
+        char *text = json_print_exact(values[i]); /* what a validator reads back equal */
         if (!text)
             return -1;
         int32_t at = root;

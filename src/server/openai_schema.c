@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/json_exact.h"
 #include "server/openai_schema.h"
 
 ts_status oai_schema_compile(const cJSON *schema, const char *field, ts_schema **out,
@@ -14,7 +15,7 @@ ts_status oai_schema_compile(const cJSON *schema, const char *field, ts_schema *
     if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
         return oai_error_set(err, 400, field, "invalid_type",
                              "'%s' must be a JSON Schema (an object)", field);
-    char *text = cJSON_PrintUnformatted(schema);
+    char *text = json_print_exact(schema); /* bounds and enum values exactly as sent */
     if (!text)
         return oai_error_set(err, 500, NULL, NULL, "out of memory");
     char where[TS_SCHEMA_PATH_LEN];
