@@ -20,6 +20,8 @@ enum {
     OAI_MAX_MESSAGES = 4096,
     OAI_MAX_PROMPT_TOKENS = 1 << 20,
     OAI_IGNORED_LEN = 256,
+    OAI_MAX_TOOLS = 128,       /* tools of a request */
+    OAI_MAX_TOOL_NAME = 64,    /* bytes of a function name: [a-zA-Z0-9_-], as OpenAI's */
 };
 
 typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;
@@ -46,8 +48,29 @@ ts_status oai_error_set(oai_error *e, int http_status, const char *param, const 
 /* response_format's type. */
 typedef enum oai_format { OAI_FORMAT_TEXT, OAI_FORMAT_JSON_OBJECT } oai_format;
 
+/* tool_choice: whether and how the answer calls the request's tools. */
+typedef enum oai_tool_choice {
+    OAI_TOOL_CHOICE_NONE,     /* the answer is text (the default without tools) */
+    OAI_TOOL_CHOICE_AUTO,     /* text or calls, in the model family's syntax (the default
+                               * with tools) */
+    OAI_TOOL_CHOICE_REQUIRED, /* one call or more, constrained to the tools' schemas */
+    OAI_TOOL_CHOICE_NAMED,    /* one call of the named tool, constrained to its schema */
+} oai_tool_choice;
+
+typedef struct oai_tools {
+    struct cJSON *defs;     /* owned: the request's tools, checked ([{"type": "function",
+                             * "function": {"name", "description"?, "parameters"?}}]);
+                             * NULL for none (an empty array is none) */
+    int n;                  /* tools in defs */
+    oai_tool_choice choice;
+    int named;              /* NAMED: the tool's index in defs */
+    bool parallel;          /* parallel_tool_calls (default true): REQUIRED may make
+                             * several calls */
+} oai_tools;
+
 typedef struct oai_message {
-    char *role;    /* owned; "system", "user" or "assistant" ("developer" -> "system") */
+    char *role;    /* owned; "system", "user", "assistant" or "tool" ("developer" ->
+                    * "system"); tool calls and ids are in the request's chat_vars */
     char *content; /* owned; text parts of an array content are joined */
 } oai_message;
 
@@ -69,6 +92,7 @@ typedef struct oai_request {
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
     oai_format format;            /* response_format (chat) */
+    oai_tools tools;              /* tools, tool_choice, parallel_tool_calls (chat) */
     char *user;                   /* owned; recorded, not used */
     char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
                                     * and header-safe (X-Tessera-Ignored-Fields); "" none */
@@ -91,6 +115,24 @@ struct cJSON;
  * tool_choice) are checked and response_format sets r->format. */
 ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request *r,
                            oai_error *err);
+/* openai_tools.c: tools, tool_choice and parallel_tool_calls of root (borrowed) into
+ * r->tools; a 400 names the field (tools[2].function.name, tool_choice). A call forced
+ * (required, named) needs tools and no other response_format than text, so r->format must
+ * be read first. */
+ts_status oai_read_tools(const struct cJSON *root, oai_request *r, oai_error *err);
+/* The tool fields of message m (borrowed), messages[i] of role role: an assistant's
+ * tool_calls ([{"id": string, "type": "function", "function": {"name": string,
+ * "arguments": JSON text or object}}]) and a tool message's tool_call_id (a string,
+ * required). */
+ts_status oai_check_message_tools(const struct cJSON *m, int i, const char *role,
+                                  oai_error *err);
+/* The JSON Schema a forced answer must match (malloc'd JSON text), or NULL when the
+ * choice forces no call (or out of memory: check t->choice). A call is {"name": const,
+ * "arguments": the function's parameters ({"type": "object", "properties": {}, ...}
+ * when it has none)}; NAMED: that tool's call; REQUIRED: any tool's call (anyOf), or
+ * with t->parallel an array of one or more. */
+char *oai_tools_schema(const oai_tools *t);
+
 /* A chat request's variables for a Jinja chat template (chat_vars.c), from its parsed
  * body root (borrowed, its messages already checked): messages (content parts joined,
  * "developer" as "system", tool_calls' arguments parsed from their JSON string), tools,

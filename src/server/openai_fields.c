@@ -168,7 +168,7 @@ static ts_status check_completion_values(const cJSON *root, const oai_request *r
     return TS_OK;
 }
 
-/* modalities, response_format (text, json_object), tools and tool_choice. */
+/* modalities, response_format (text, json_object), then the tool fields. */
 static ts_status check_chat_values(const cJSON *root, oai_request *r, oai_error *err)
 {
     const cJSON *m = given(root, "modalities"), *x;
@@ -192,23 +192,8 @@ static ts_status check_chat_values(const cJSON *root, oai_request *r, oai_error 
                                  "response_format type '%.40s' is not supported",
                                  t->valuestring);
     }
-    /* tools reach a Jinja chat template (chat_vars.c); the answer's tool calls are not
-     * parsed yet, so a choice that forces a call is refused. */
-    const cJSON *tools = given(root, "tools");
-    if (tools && !cJSON_IsArray(tools))
-        return wrong_type(err, "tools", "an array");
-    const cJSON *tc = given(root, "tool_choice");
-    if (tc && (!cJSON_IsString(tc) ||
-               (strcmp(tc->valuestring, "none") && strcmp(tc->valuestring, "auto"))))
-        return oai_error_set(err, 400, "tool_choice", "unsupported_value",
-                             "'tool_choice' must be \"none\" or \"auto\": forcing a tool call "
-                             "is not supported yet");
-    const cJSON *ptc = given(root, "parallel_tool_calls");
-    if (ptc && !cJSON_IsBool(ptc))
-        return wrong_type(err, "parallel_tool_calls", "a boolean");
-    return TS_OK;
+    return oai_read_tools(root, r, err);
 }
-
 
 ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai_error *err)
 {
