@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "server/chat_family.h"
 #include "server/server_internal.h"
 
 ts_status srv_template_load(ts_server *srv, const char *path, ts_error *err)
@@ -87,19 +88,14 @@ enum MHD_Result routes_apply_template(struct MHD_Connection *mc, srv_conn *c)
     if (m && m->jinja.t) {
         srv_template_render(m, &r, &text, &e);
     } else if (m) {
-        chat_message *msgs = calloc(r.n_messages, sizeof *msgs);
         chat_rendering chat = {0};
         ts_error err = {0};
-        for (size_t i = 0; msgs && i < r.n_messages; i++)
-            msgs[i] = (chat_message){r.messages[i].role, r.messages[i].content};
-        ts_status st = msgs ? chat_template_render(m->template, msgs, r.n_messages, &chat, &err)
-                            : ts_error_set(&err, TS_ERR_NOMEM, "out of memory");
+        ts_status st = chat_family_render(m->template, &r, &chat, &err);
         if (st != TS_OK)
             oai_error_set(&e, st == TS_ERR_NOMEM ? 500 : 400, "messages", NULL, "%s", err.msg);
         text = chat.text;
         chat.text = NULL;
         chat_rendering_free(&chat);
-        free(msgs);
     }
     oai_request_clear(&r);
     if (!text)
