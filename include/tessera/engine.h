@@ -9,6 +9,7 @@
 
 #include "tessera/model.h"
 #include "tessera/sampling.h"
+#include "tessera/schema.h"
 #include "tessera/status.h"
 #include "tessera/step_phase.h"
 
@@ -74,6 +75,8 @@ void ts_engine_options_default(ts_engine_options *opts);
 typedef enum ts_constraint_kind {
     TS_CONSTRAINT_NONE = 0,
     TS_CONSTRAINT_JSON_OBJECT, /* one JSON object, no text before or after */
+    TS_CONSTRAINT_JSON_SCHEMA, /* one JSON value that ts_request_params.schema accepts, no
+                                * text before or after */
 } ts_constraint_kind;
 
 typedef struct ts_request_params {
@@ -87,6 +90,10 @@ typedef struct ts_request_params {
     int n;                   /* completions sharing the prompt's KV blocks, 1..TS_MAX_N */
     bool ignore_eos;         /* keep generating past end-of-generation tokens */
     ts_constraint_kind constraint; /* default TS_CONSTRAINT_NONE */
+    /* TS_CONSTRAINT_JSON_SCHEMA: the compiled schema (required then, ignored otherwise).
+     * Borrowed: the engine takes its own reference at submit, so the caller may release
+     * its own as soon as ts_engine_submit returns. */
+    ts_schema *schema;
     /* Prefix-cache namespace: the request reuses and publishes cached KV blocks only
      * among requests of the same value (a server gives each tenant its own, so that
      * cached_tokens and timing tell no tenant about another's prompts). 0 = shared. */

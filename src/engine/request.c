@@ -17,6 +17,7 @@ static void request_free(ts_request *req)
     for (int i = 0; i < TS_MAX_STOP; i++)
         free(req->stop[i]);
     free(req->prompt);
+    ts_schema_release(req->schema);
     pthread_mutex_destroy(&req->mu);
     pthread_cond_destroy(&req->cv);
     free(req);
@@ -38,6 +39,8 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->n = p->n;
     req->ignore_eos = p->ignore_eos;
     req->constraint = p->constraint;
+    if (p->constraint == TS_CONSTRAINT_JSON_SCHEMA)
+        req->schema = ts_schema_retain(p->schema);
     req->cache_ns = p->cache_namespace;
     req->priority = p->priority;
     req->sampling = p->sampling;

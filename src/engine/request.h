@@ -24,6 +24,7 @@ struct ts_request {
     int n;
     bool ignore_eos;
     ts_constraint_kind constraint;
+    ts_schema *schema;                /* a reference of its own (JSON_SCHEMA), or NULL */
     uint64_t cache_ns;                /* ts_request_params.cache_namespace */
     ts_priority priority;
     ts_sampling_params sampling;

@@ -135,8 +135,10 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.n = r->n;
     p.ignore_eos = r->ignore_eos;
-    p.constraint = r->format == OAI_FORMAT_JSON_OBJECT ? TS_CONSTRAINT_JSON_OBJECT
-                                                        : TS_CONSTRAINT_NONE;
+    p.constraint = r->format == OAI_FORMAT_JSON_OBJECT   ? TS_CONSTRAINT_JSON_OBJECT
+                   : r->format == OAI_FORMAT_JSON_SCHEMA ? TS_CONSTRAINT_JSON_SCHEMA
+                                                         : TS_CONSTRAINT_NONE;
+    p.schema = r->schema;
     p.cache_namespace = auth_request_ns(c->cache_ns, r->cache_salt);
     /* The bound is for clients that read a stream slowly. A non-streamed answer is read
      * by this server as the engine writes it; bounding that would cancel requests

@@ -30,7 +30,7 @@ typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;
 typedef struct oai_error {
     int http_status; /* 400, 401, 404, 405, 413, 429, 500, 503 */
     char type[32];   /* "invalid_request_error", "authentication_error", ... */
-    char param[64];  /* the offending field ("messages[2].content"), "" for none */
+    char param[224]; /* the offending field ("messages[2].content"), "" for none */
     char code[40];   /* machine-readable code, "" for none */
     char message[512];
 } oai_error;
@@ -46,7 +46,11 @@ ts_status oai_error_set(oai_error *e, int http_status, const char *param, const 
     ;
 
 /* response_format's type. */
-typedef enum oai_format { OAI_FORMAT_TEXT, OAI_FORMAT_JSON_OBJECT } oai_format;
+typedef enum oai_format {
+    OAI_FORMAT_TEXT,
+    OAI_FORMAT_JSON_OBJECT,
+    OAI_FORMAT_JSON_SCHEMA, /* oai_request.schema holds the compiled schema */
+} oai_format;
 
 /* tool_choice: whether and how the answer calls the request's tools. */
 typedef enum oai_tool_choice {
@@ -91,7 +95,9 @@ typedef struct oai_request {
     bool stream;
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
-    oai_format format;            /* response_format (chat) */
+    oai_format format;            /* response_format */
+    struct ts_schema *schema;     /* owned (ts_schema_release): response_format's compiled
+                                   * json_schema, or NULL */
     oai_tools tools;              /* tools, tool_choice, parallel_tool_calls (chat) */
     char *user;                   /* owned; recorded, not used */
     char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
@@ -112,7 +118,7 @@ struct cJSON;
  * the table of OpenAI's fields for kind: a refused one is a 400 naming it, a documented
  * no-op of the wrong type a 400, an unknown one is added to r->ignored. Then the fields
  * accepted only in some values (echo, best_of against r->n, suffix, modalities,
- * tool_choice) are checked and response_format sets r->format. */
+ * tool_choice) are checked and response_format sets r->format (and compiles r->schema). */
 ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request *r,
                            oai_error *err);
 /* openai_tools.c: tools, tool_choice and parallel_tool_calls of root (borrowed) into

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "server/openai.h"
+#include "server/openai_schema.h"
 
 enum { KIND_CHAT = 1, KIND_COMPLETION = 2, KIND_BOTH = 3 };
 
@@ -54,7 +55,7 @@ static const field_row fields[] = {
     {"best_of", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
     {"suffix", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
     {"modalities", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
-    {"response_format", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"response_format", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"tools", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
     {"tool_choice", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
     {"parallel_tool_calls", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
@@ -168,7 +169,50 @@ static ts_status check_completion_values(const cJSON *root, const oai_request *r
     return TS_OK;
 }
 
-/* modalities, response_format (text, json_object), then the tool fields. */
+/* response_format (both routes): text, json_object, or json_schema {name, schema,
+ * strict, description}, whose schema is compiled into r->schema. */
+static ts_status check_response_format(const cJSON *root, oai_request *r, oai_error *err)
+{
+    const cJSON *rf = given(root, "response_format");
+    if (!rf)
+        return TS_OK;
+    const cJSON *t = cJSON_IsObject(rf) ? given(rf, "type") : NULL;
+    if (!cJSON_IsString(t))
+        return wrong_type(err, "response_format", "an object with a string 'type'");
+    if (!strcmp(t->valuestring, "text"))
+        return TS_OK;
+    if (!strcmp(t->valuestring, "json_object")) {
+        r->format = OAI_FORMAT_JSON_OBJECT;
+        return TS_OK;
+    }
+    if (strcmp(t->valuestring, "json_schema"))
+        return oai_error_set(err, 400, "response_format", "unsupported_value",
+                             "response_format type '%.40s' is not supported",
+                             t->valuestring);
+    const cJSON *js = given(rf, "json_schema");
+    if (!cJSON_IsObject(js))
+        return wrong_type(err, "response_format.json_schema", "an object");
+    const cJSON *name = given(js, "name"), *strict = given(js, "strict");
+    const cJSON *desc = given(js, "description"), *schema = given(js, "schema");
+    if (name && !cJSON_IsString(name))
+        return wrong_type(err, "response_format.json_schema.name", "a string");
+    if (desc && !cJSON_IsString(desc))
+        return wrong_type(err, "response_format.json_schema.description", "a string");
+    if (strict && !cJSON_IsBool(strict))
+        return wrong_type(err, "response_format.json_schema.strict", "a boolean");
+    /* No schema: OpenAI's default is an empty schema, any JSON value. */
+    cJSON *any = schema ? NULL : cJSON_CreateObject();
+    if (!schema && !any)
+        return oai_error_set(err, 500, NULL, NULL, "out of memory");
+    ts_status st = oai_schema_compile(schema ? schema : any, "response_format.json_schema.schema",
+                                      &r->schema, err);
+    cJSON_Delete(any);
+    if (st == TS_OK)
+        r->format = OAI_FORMAT_JSON_SCHEMA;
+    return st;
+}
+
+/* modalities, then the tool fields (after response_format: a forced call needs text). */
 static ts_status check_chat_values(const cJSON *root, oai_request *r, oai_error *err)
 {
     const cJSON *m = given(root, "modalities"), *x;
@@ -179,18 +223,6 @@ static ts_status check_chat_values(const cJSON *root, oai_request *r, oai_error 
             if (!cJSON_IsString(x) || strcmp(x->valuestring, "text"))
                 return oai_error_set(err, 400, "modalities", "unsupported_value",
                                      "only the \"text\" modality is supported");
-    }
-    const cJSON *rf = given(root, "response_format");
-    if (rf) {
-        const cJSON *t = cJSON_IsObject(rf) ? given(rf, "type") : NULL;
-        if (!cJSON_IsString(t))
-            return wrong_type(err, "response_format", "an object with a string 'type'");
-        if (!strcmp(t->valuestring, "json_object"))
-            r->format = OAI_FORMAT_JSON_OBJECT;
-        else if (strcmp(t->valuestring, "text"))
-            return oai_error_set(err, 400, "response_format", "unsupported_value",
-                                 "response_format type '%.40s' is not supported",
-                                 t->valuestring);
     }
     return oai_read_tools(root, r, err);
 }
@@ -214,6 +246,9 @@ ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai
             return oai_error_set(err, 400, row->name, "invalid_type", "'%s' must be %s",
                                  row->name, type_name(row->type));
     }
+    ts_status st = check_response_format(root, r, err);
+    if (st != TS_OK)
+        return st;
     return kind == OAI_COMPLETION ? check_completion_values(root, r, err)
                                   : check_chat_values(root, r, err);
 }

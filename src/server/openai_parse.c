@@ -10,6 +10,7 @@
 
 #include "server/openai.h"
 #include "server/utf8.h"
+#include "tessera/schema.h"
 
 ts_status oai_error_set(oai_error *e, int http_status, const char *param, const char *code,
                         const char *fmt, ...)
@@ -517,6 +518,7 @@ void oai_request_clear(oai_request *r)
         free(r->stop[i]);
     free(r->user);
     free(r->cache_salt);
+    ts_schema_release(r->schema);
     memset(r, 0, sizeof *r);
 }
 
