@@ -162,7 +162,8 @@ static void test_llama3(void **state)
            "", CALL_OUT);
     expect(l, "Checking. <|python_tag|>{\"name\": \"f\", \"parameters\": {}}", "Checking. ",
            "f({})");
-    expect(l, "{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {\"a\": 1}}",
+    expect(l,
+           "{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {\"a\": 1}}",
            "", "f({}) | g({\"a\":1})");
     /* JSON that is no call, a call not at the start, and text: content */
     expect(l, "{\"a\": 1} is JSON", "{\"a\": 1} is JSON", "");

@@ -71,11 +71,6 @@ static void test_accepted(void **state)
     expect_tools("\"tools\": []", OAI_TOOL_CHOICE_NONE, 0, 0, true);
     expect_tools(TOOLS, OAI_TOOL_CHOICE_AUTO, 2, 0, true);
     expect_tools(TOOLS ", \"tool_choice\": \"none\"", OAI_TOOL_CHOICE_NONE, 2, 0, true);
-    expect_tools(TOOLS ", \"tool_choice\": \"required\", \"parallel_tool_calls\": false",
-                 OAI_TOOL_CHOICE_REQUIRED, 2, 0, false);
-    expect_tools(TOOLS ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
-                       "\"get-time_2\"}}",
-                 OAI_TOOL_CHOICE_NAMED, 2, 1, true);
     expect_tools("\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], "
                  "\"tool_choice\": null, \"parallel_tool_calls\": null",
                  OAI_TOOL_CHOICE_AUTO, 1, 0, true);
@@ -173,8 +168,10 @@ static void test_round_trip_messages(void **state)
     oai_request_clear(&r);
 }
 
-/* The schema of each forced choice (its text, exactly), none for the others. */
-static void expect_schema(const char *extra, const char *want)
+/* The schema of tool_choice choice (named: tool `named`) over the tools of extra (its
+ * text, exactly); NULL for none. */
+static void expect_schema(const char *extra, oai_tool_choice choice, int named, bool parallel,
+                          const char *want)
 {
     char body[4096];
     snprintf(body, sizeof body, "{" MSG ", %s}", extra);
@@ -182,7 +179,12 @@ static void expect_schema(const char *extra, const char *want)
     oai_error e;
     if (parse(body, &r, &e) != TS_OK)
         fail_msg("%s: %s", body, e.message);
-    char *got = oai_tools_schema(&r.tools);
+    r.tools.choice = choice;
+    r.tools.named = named;
+    r.tools.parallel = parallel;
+    cJSON *j = oai_tools_schema(&r.tools);
+    char *got = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
     if (!want)
         assert_null(got);
     else if (!got || strcmp(got, want))
@@ -201,21 +203,65 @@ static void expect_schema(const char *extra, const char *want)
 static void test_schemas(void **state)
 {
     (void)state;
-    expect_schema(TOOLS, NULL);
-    expect_schema(TOOLS ", \"tool_choice\": \"none\"", NULL);
-    expect_schema(TOOLS ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
-                        "\"get-time_2\"}}",
-                  CALL("get-time_2", PARAMS));
-    expect_schema(TOOLS ", \"tool_choice\": \"required\", \"parallel_tool_calls\": false",
+    expect_schema(TOOLS, OAI_TOOL_CHOICE_AUTO, 0, true, NULL);
+    expect_schema(TOOLS, OAI_TOOL_CHOICE_NONE, 0, true, NULL);
+    expect_schema(TOOLS, OAI_TOOL_CHOICE_NAMED, 1, true, CALL("get-time_2", PARAMS));
+    expect_schema(TOOLS, OAI_TOOL_CHOICE_REQUIRED, 0, false,
                   "{\"anyOf\":[" CALL("get_weather", PARAMS) "," CALL("get-time_2", PARAMS) "]}");
-    expect_schema(TOOLS ", \"tool_choice\": \"required\"",
+    expect_schema(TOOLS, OAI_TOOL_CHOICE_REQUIRED, 0, true,
                   "{\"type\":\"array\",\"items\":{\"anyOf\":[" CALL("get_weather", PARAMS) ","
                   CALL("get-time_2", PARAMS) "]},\"minItems\":1}");
     /* one tool: no anyOf; no parameters: the empty object */
-    expect_schema("\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"now\"}}], "
-                  "\"tool_choice\": \"required\"",
+    expect_schema("\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]",
+                  OAI_TOOL_CHOICE_REQUIRED, 0, true,
                   "{\"type\":\"array\",\"items\":" CALL("now", "{\"type\":\"object\","
                   "\"properties\":{},\"additionalProperties\":false}") ",\"minItems\":1}");
+}
+
+/* The JSON of a whole answer with tool calls (content null without text, the calls in
+ * OpenAI's shape) and of the two chunks of a streamed call. */
+static void test_response_shapes(void **state)
+{
+    (void)state;
+    static const oai_meta meta = {OAI_CHAT, "chatcmpl-1", 1700000000, "m"};
+    oai_tool_call calls[2] = {{"call_a", "f", "{\"x\":1}"}, {"call_b", "g", "{}"}};
+    oai_choice ch[2] = {{"", 0, "tool_calls", NULL, 0, calls, 2},
+                        {"Let me see.", 11, "tool_calls", NULL, 0, calls + 1, 1}};
+    oai_usage u = {1, 2, 0};
+    char *text = oai_response_json(&meta, ch, 2, &u);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"),
+                                                              0), "message");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(msg, "content")));
+    const cJSON *tc = cJSON_GetObjectItem(msg, "tool_calls");
+    assert_int_equal(cJSON_GetArraySize(tc), 2);
+    char *c0 = cJSON_PrintUnformatted(cJSON_GetArrayItem(tc, 0));
+    assert_string_equal(c0, "{\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":"
+                            "\"f\",\"arguments\":\"{\\\"x\\\":1}\"}}");
+    free(c0);
+    msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 1), "message");
+    assert_string_equal(cJSON_GetObjectItem(msg, "content")->valuestring, "Let me see.");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(msg, "tool_calls")), 1);
+    cJSON_Delete(j);
+
+    const char *want[2] = {
+        "{\"index\":1,\"delta\":{\"tool_calls\":[{\"index\":3,\"id\":\"call_a\",\"type\":"
+        "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]},\"logprobs\":null,"
+        "\"finish_reason\":null}",
+        "{\"index\":1,\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":"
+        "\"{\\\"x\\\":1}\"}}]},\"logprobs\":null,\"finish_reason\":null}"};
+    for (int head = 1; head >= 0; head--) {
+        text = oai_tool_chunk_json(&meta, 1, 3, &calls[0], head);
+        j = cJSON_Parse(text);
+        free(text);
+        assert_string_equal(cJSON_GetObjectItem(j, "object")->valuestring,
+                            "chat.completion.chunk");
+        char *c = cJSON_PrintUnformatted(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0));
+        assert_string_equal(c, want[1 - head]);
+        free(c);
+        cJSON_Delete(j);
+    }
 }
 
 int main(void)
@@ -225,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_round_trip_messages),
         cmocka_unit_test(test_schemas),
+        cmocka_unit_test(test_response_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

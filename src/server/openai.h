@@ -70,6 +70,8 @@ typedef struct oai_tools {
     int named;              /* NAMED: the tool's index in defs */
     bool parallel;          /* parallel_tool_calls (default true): REQUIRED may make
                              * several calls */
+    struct ts_schema *schema; /* owned (ts_schema_release): REQUIRED, NAMED: the compiled
+                               * oai_tools_schema the answer is constrained to */
 } oai_tools;
 
 typedef struct oai_message {
@@ -124,20 +126,23 @@ ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request 
 /* openai_tools.c: tools, tool_choice and parallel_tool_calls of root (borrowed) into
  * r->tools; a 400 names the field (tools[2].function.name, tool_choice). A call forced
  * (required, named) needs tools and no other response_format than text, so r->format must
- * be read first. */
+ * be read first; its schema is compiled into r->tools.schema, a parameters schema outside
+ * the supported subset a 400 naming it (tools[1].function.parameters.properties.x...). */
 ts_status oai_read_tools(const struct cJSON *root, oai_request *r, oai_error *err);
+/* Frees what t owns and zeroes it. */
+void oai_tools_clear(oai_tools *t);
 /* The tool fields of message m (borrowed), messages[i] of role role: an assistant's
  * tool_calls ([{"id": string, "type": "function", "function": {"name": string,
  * "arguments": JSON text or object}}]) and a tool message's tool_call_id (a string,
  * required). */
 ts_status oai_check_message_tools(const struct cJSON *m, int i, const char *role,
                                   oai_error *err);
-/* The JSON Schema a forced answer must match (malloc'd JSON text), or NULL when the
- * choice forces no call (or out of memory: check t->choice). A call is {"name": const,
- * "arguments": the function's parameters ({"type": "object", "properties": {}, ...}
- * when it has none)}; NAMED: that tool's call; REQUIRED: any tool's call (anyOf), or
+/* The JSON Schema a forced answer must match (the caller's to cJSON_Delete), or NULL when
+ * the choice forces no call (or out of memory: check t->choice). A call is {"name":
+ * const, "arguments": the function's parameters ({"type": "object", "properties": {},
+ * ...} when it has none)}; NAMED: that tool's call; REQUIRED: any tool's call (anyOf), or
  * with t->parallel an array of one or more. */
-char *oai_tools_schema(const oai_tools *t);
+struct cJSON *oai_tools_schema(const oai_tools *t);
 
 /* A chat request's variables for a Jinja chat template (chat_vars.c), from its parsed
  * body root (borrowed, its messages already checked): messages (content parts joined,
@@ -200,12 +205,22 @@ typedef struct oai_meta {
     const char *model;
 } oai_meta;
 
+/* A tool call of an answer: {"id", "type": "function", "function": {"name",
+ * "arguments"}}. */
+typedef struct oai_tool_call {
+    const char *id, *name; /* borrowed */
+    const char *arguments; /* borrowed: JSON text of an object */
+} oai_tool_call;
+
 typedef struct oai_choice {
-    const char *text;            /* (text_len) valid UTF-8 */
+    const char *text;            /* (text_len) valid UTF-8; with tool calls and no text the
+                                  * message's content is null */
     size_t text_len;
-    const char *finish_reason;   /* "stop", "length", "cancelled" */
+    const char *finish_reason;   /* "stop", "length", "tool_calls", "cancelled" */
     const oai_token_logprob *logprobs; /* (n_logprobs), NULL when not asked for */
     size_t n_logprobs;
+    const oai_tool_call *tool_calls; /* (n_tool_calls) chat: the message's tool_calls */
+    size_t n_tool_calls;
 } oai_choice;
 
 typedef struct oai_usage {
@@ -227,6 +242,12 @@ char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_c
  * lp (may be NULL) is the token's log-probabilities. */
 char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *text,
                      size_t text_len, const char *finish_reason, const oai_token_logprob *lp);
+
+/* A chat stream chunk for completion `index` carrying tool call k of its answer: with
+ * head its id, type and name with empty arguments (the call's first chunk, as OpenAI
+ * sends it), else its arguments. */
+char *oai_tool_chunk_json(const oai_meta *m, int index, int k, const oai_tool_call *call,
+                          bool head);
 
 /* The final stream chunk of stream_options.include_usage: empty choices, usage set. */
 char *oai_usage_chunk_json(const oai_meta *m, const oai_usage *usage);

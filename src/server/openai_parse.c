@@ -505,7 +505,7 @@ fail:
 void oai_request_clear(oai_request *r)
 {
     cJSON_Delete(r->chat_vars);
-    cJSON_Delete(r->tools.defs);
+    oai_tools_clear(&r->tools);
     free(r->model);
     for (size_t i = 0; i < r->n_messages; i++) {
         free(r->messages[i].role);

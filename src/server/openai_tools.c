@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "server/openai.h"
+#include "server/openai_schema.h"
 
 /* A member of o that is given (absent and null are not). */
 static const cJSON *given(const cJSON *o, const char *name)
@@ -147,84 +148,6 @@ static ts_status read_choice(const cJSON *tc, oai_tools *t, oai_error *err)
     return TS_OK;
 }
 
-ts_status oai_read_tools(const cJSON *root, oai_request *r, oai_error *err)
-{
-    oai_tools *t = &r->tools;
-    t->parallel = true;
-    const cJSON *tools = given(root, "tools"), *x;
-    if (tools && !cJSON_IsArray(tools))
-        return wrong_type(err, "tools", "an array");
-    int n = cJSON_GetArraySize(tools), i = 0;
-    if (n > OAI_MAX_TOOLS)
-        return oai_error_set(err, 400, "tools", "out_of_range",
-                             "'tools' may hold at most %d tools (got %d)", OAI_MAX_TOOLS, n);
-    cJSON_ArrayForEach(x, tools)
-        if (check_tool(tools, x, i++, err) != TS_OK)
-            return TS_ERR_INVALID_ARG;
-    if (n > 0) {
-        if (!(t->defs = cJSON_Duplicate(tools, true)))
-            return oai_error_set(err, 500, NULL, NULL, "out of memory");
-        t->n = n;
-        t->choice = OAI_TOOL_CHOICE_AUTO;
-    }
-    const cJSON *tc = given(root, "tool_choice"), *ptc = given(root, "parallel_tool_calls");
-    if (tc && read_choice(tc, t, err) != TS_OK)
-        return TS_ERR_INVALID_ARG;
-    if (ptc && !cJSON_IsBool(ptc))
-        return wrong_type(err, "parallel_tool_calls", "a boolean");
-    if (ptc)
-        t->parallel = cJSON_IsTrue(ptc);
-    if (t->choice >= OAI_TOOL_CHOICE_REQUIRED && r->format != OAI_FORMAT_TEXT)
-        return oai_error_set(err, 400, "tool_choice", "unsupported_value",
-                             "a forced 'tool_choice' already constrains the answer: "
-                             "'response_format' must be text");
-    return TS_OK;
-}
-
-ts_status oai_check_message_tools(const cJSON *m, int i, const char *role, oai_error *err)
-{
-    char name[96];
-    if (!strcmp(role, "tool")) {
-        snprintf(name, sizeof name, "messages[%d].tool_call_id", i);
-        const cJSON *id = given(m, "tool_call_id");
-        if (!id)
-            return oai_error_set(err, 400, name, "missing_required_parameter",
-                                 "'%s' is required", name);
-        return cJSON_IsString(id) ? TS_OK : wrong_type(err, name, "a string");
-    }
-    const cJSON *calls = given(m, "tool_calls"), *c;
-    if (!calls || strcmp(role, "assistant"))
-        return TS_OK;
-    snprintf(name, sizeof name, "messages[%d].tool_calls", i);
-    if (!cJSON_IsArray(calls))
-        return wrong_type(err, name, "an array");
-    int k = 0;
-    cJSON_ArrayForEach(c, calls) {
-        const cJSON *id = given(c, "id"), *type = given(c, "type"), *fn = given(c, "function");
-        const cJSON *fname = fn ? given(fn, "name") : NULL;
-        const cJSON *args = fn ? given(fn, "arguments") : NULL;
-        const char *what = NULL, *want = NULL;
-        if (!cJSON_IsObject(c))
-            what = "", want = "an object";
-        else if (!cJSON_IsString(id))
-            what = ".id", want = "a string";
-        else if (type && (!cJSON_IsString(type) || strcmp(type->valuestring, "function")))
-            what = ".type", want = "\"function\"";
-        else if (!cJSON_IsObject(fn))
-            what = ".function", want = "an object";
-        else if (!cJSON_IsString(fname))
-            what = ".function.name", want = "a string";
-        else if (args && !cJSON_IsString(args) && !cJSON_IsObject(args))
-            what = ".function.arguments", want = "a string of JSON";
-        if (what) {
-            snprintf(name, sizeof name, "messages[%d].tool_calls[%d]%s", i, k, what);
-            return wrong_type(err, name, want);
-        }
-        k++;
-    }
-    return TS_OK;
-}
-
 /* ---- the schema of a forced answer */
 
 /* Adds item to obj (an object, or an array when name is NULL); item is freed when it
@@ -281,7 +204,7 @@ static cJSON *any_call_schema(const oai_tools *t)
     return s;
 }
 
-char *oai_tools_schema(const oai_tools *t)
+cJSON *oai_tools_schema(const oai_tools *t)
 {
     cJSON *s = NULL;
     if (t->choice == OAI_TOOL_CHOICE_NAMED) {
@@ -296,7 +219,124 @@ char *oai_tools_schema(const oai_tools *t)
             return NULL;
         }
     }
-    char *text = s ? cJSON_PrintUnformatted(s) : NULL;
+    return s;
+}
+
+/* The forced answer's schema compiled into t->schema. A refusal names the parameters of
+ * the tool at fault where one alone fails (tools[1].function.parameters.minimum), else
+ * tool_choice. */
+static ts_status compile_forced(oai_tools *t, oai_error *err)
+{
+    cJSON *s = oai_tools_schema(t);
+    if (!s)
+        return oai_error_set(err, 500, NULL, NULL, "out of memory");
+    ts_status st = oai_schema_compile(s, "tool_choice", &t->schema, err);
     cJSON_Delete(s);
-    return text;
+    if (st == TS_OK || err->http_status != 400)
+        return st;
+    int i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, t->defs) {
+        const cJSON *params = given(cJSON_GetObjectItemCaseSensitive(x, "function"), "parameters");
+        if ((t->choice == OAI_TOOL_CHOICE_REQUIRED || i == t->named) && params) {
+            char field[64];
+            ts_schema *one = NULL;
+            snprintf(field, sizeof field, "tools[%d].function.parameters", i);
+            oai_error e1;
+            if (oai_schema_compile(params, field, &one, &e1) != TS_OK) {
+                *err = e1;
+                return TS_ERR_INVALID_ARG;
+            }
+            ts_schema_release(one);
+        }
+        i++;
+    }
+    return st;
+}
+
+void oai_tools_clear(oai_tools *t)
+{
+    cJSON_Delete(t->defs);
+    ts_schema_release(t->schema);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- the request's fields */
+
+ts_status oai_read_tools(const cJSON *root, oai_request *r, oai_error *err)
+{
+    oai_tools *t = &r->tools;
+    t->parallel = true;
+    const cJSON *tools = given(root, "tools"), *x;
+    if (tools && !cJSON_IsArray(tools))
+        return wrong_type(err, "tools", "an array");
+    int n = cJSON_GetArraySize(tools), i = 0;
+    if (n > OAI_MAX_TOOLS)
+        return oai_error_set(err, 400, "tools", "out_of_range",
+                             "'tools' may hold at most %d tools (got %d)", OAI_MAX_TOOLS, n);
+    cJSON_ArrayForEach(x, tools)
+        if (check_tool(tools, x, i++, err) != TS_OK)
+            return TS_ERR_INVALID_ARG;
+    if (n > 0) {
+        if (!(t->defs = cJSON_Duplicate(tools, true)))
+            return oai_error_set(err, 500, NULL, NULL, "out of memory");
+        t->n = n;
+        t->choice = OAI_TOOL_CHOICE_AUTO;
+    }
+    const cJSON *tc = given(root, "tool_choice"), *ptc = given(root, "parallel_tool_calls");
+    if (tc && read_choice(tc, t, err) != TS_OK)
+        return TS_ERR_INVALID_ARG;
+    if (ptc && !cJSON_IsBool(ptc))
+        return wrong_type(err, "parallel_tool_calls", "a boolean");
+    if (ptc)
+        t->parallel = cJSON_IsTrue(ptc);
+    if (t->choice >= OAI_TOOL_CHOICE_REQUIRED && r->format != OAI_FORMAT_TEXT)
+        return oai_error_set(err, 400, "tool_choice", "unsupported_value",
+                             "a forced 'tool_choice' already constrains the answer: "
+                             "'response_format' must be text");
+    return t->choice >= OAI_TOOL_CHOICE_REQUIRED ? compile_forced(t, err) : TS_OK;
+}
+
+ts_status oai_check_message_tools(const cJSON *m, int i, const char *role, oai_error *err)
+{
+    char name[96];
+    if (!strcmp(role, "tool")) {
+        snprintf(name, sizeof name, "messages[%d].tool_call_id", i);
+        const cJSON *id = given(m, "tool_call_id");
+        if (!id)
+            return oai_error_set(err, 400, name, "missing_required_parameter",
+                                 "'%s' is required", name);
+        return cJSON_IsString(id) ? TS_OK : wrong_type(err, name, "a string");
+    }
+    const cJSON *calls = given(m, "tool_calls"), *c;
+    if (!calls || strcmp(role, "assistant"))
+        return TS_OK;
+    snprintf(name, sizeof name, "messages[%d].tool_calls", i);
+    if (!cJSON_IsArray(calls))
+        return wrong_type(err, name, "an array");
+    int k = 0;
+    cJSON_ArrayForEach(c, calls) {
+        const cJSON *id = given(c, "id"), *type = given(c, "type"), *fn = given(c, "function");
+        const cJSON *fname = fn ? given(fn, "name") : NULL;
+        const cJSON *args = fn ? given(fn, "arguments") : NULL;
+        const char *what = NULL, *want = NULL;
+        if (!cJSON_IsObject(c))
+            what = "", want = "an object";
+        else if (!cJSON_IsString(id))
+            what = ".id", want = "a string";
+        else if (type && (!cJSON_IsString(type) || strcmp(type->valuestring, "function")))
+            what = ".type", want = "\"function\"";
+        else if (!cJSON_IsObject(fn))
+            what = ".function", want = "an object";
+        else if (!cJSON_IsString(fname))
+            what = ".function.name", want = "a string";
+        else if (args && !cJSON_IsString(args) && !cJSON_IsObject(args))
+            what = ".function.arguments", want = "a string of JSON";
+        if (what) {
+            snprintf(name, sizeof name, "messages[%d].tool_calls[%d]%s", i, k, what);
+            return wrong_type(err, name, want);
+        }
+        k++;
+    }
+    return TS_OK;
 }

@@ -265,7 +265,8 @@ static bool in_payload(toolcall_parser *p, toolcall_out *out, bool final)
         if (p->value_at == SIZE_MAX) { /* whitespace, then '{' (or '[' for a list) */
             if (is_space(c))
                 continue;
-            bool list_ok = p->syntax == TOOLCALL_SYNTAX_MISTRAL || p->syntax == TOOLCALL_SYNTAX_JSON;
+            bool list_ok =
+                p->syntax == TOOLCALL_SYNTAX_MISTRAL || p->syntax == TOOLCALL_SYNTAX_JSON;
             if (c != '{' && !(c == '[' && list_ok)) {
                 as_text(p, out, p->scan);
                 return true;
