@@ -10,7 +10,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "gguf/gguf.h"
 #include "server/toolcall.h"
+#include "util.h"
 
 /* What a whole answer gave: content, then "name(args)" per call joined by " | ". */
 typedef struct result {
@@ -198,12 +200,39 @@ static void test_none(void **state)
     assert_null(toolcall_marker(TOOLCALL_SYNTAX_JSON));
 }
 
+/* A marker the vocabulary holds as a control token (never printed) is found by its id;
+ * one it holds as a user-defined token (printed) or not at all is not. */
+static void test_marker_tokens(void **state)
+{
+    (void)state;
+    static const char *const toks[] = {"<unk>", "<s>", "</s>", "[TOOL_CALLS]", "<tool_call>", "a"};
+    static const int32_t types[] = {2, 3, 3, 3, 4, 1};
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_writer_create(0, &w, NULL), TS_OK);
+    gguf_writer_add_str(w, "tokenizer.ggml.model", "llama");
+    gguf_writer_add_str_array(w, "tokenizer.ggml.tokens", toks, NULL, 6);
+    gguf_writer_add_array(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, 6);
+    const char *path = tu_tmp_path("markers.gguf");
+    ts_error err = {0};
+    assert_int_equal(gguf_writer_write_file(w, path, &err), TS_OK);
+    gguf_writer_free(w);
+    ts_tokenizer *tok = NULL;
+    if (ts_tokenizer_load_gguf(path, &tok, &err) != TS_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(toolcall_marker_token(tok, TOOLCALL_SYNTAX_MISTRAL), 3);
+    assert_int_equal(toolcall_marker_token(tok, TOOLCALL_SYNTAX_HERMES), -1);
+    assert_int_equal(toolcall_marker_token(tok, TOOLCALL_SYNTAX_LLAMA3), -1);
+    assert_int_equal(toolcall_marker_token(tok, TOOLCALL_SYNTAX_JSON), -1);
+    ts_tokenizer_free(tok);
+    remove(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hermes), cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_llama3), cmocka_unit_test(test_json),
-        cmocka_unit_test(test_none),
+        cmocka_unit_test(test_none),   cmocka_unit_test(test_marker_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,21 +41,6 @@ static void log_line(ts_server *srv, const char *fmt, const char *a, const char 
         srv->opts.log(srv->opts.log_user, line);
 }
 
-/* The token of the family's tool-call marker ("[TOOL_CALLS]") when tok holds it as a
- * control token, whose text the detokenizer drops; -1 when the text shows it or the
- * vocabulary has no such token. */
-static int32_t tool_marker(const ts_tokenizer *tok, chat_template_kind kind)
-{
-    const char *mk = toolcall_marker(toolcall_syntax_for(kind));
-    ts_tokenize_opts o = {.parse_special = true};
-    int32_t id[2];
-    size_t n = 0, len = 1;
-    if (!mk || ts_tokenize_ex(tok, mk, strlen(mk), &o, id, 2, &n) != TS_OK || n != 1)
-        return -1;
-    ts_token_bytes(tok, id[0], &len);
-    return len == 0 ? id[0] : -1;
-}
-
 ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err)
 {
     const ts_model *model = ts_engine_get_model(m->engine);
@@ -65,7 +50,8 @@ ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err)
     ts_status fst = srv->template_name
                         ? chat_template_from_name(srv->template_name, &m->template, err)
                         : TS_OK;
-    m->tool_marker = tool_marker(ts_model_get_tokenizer(model), m->template);
+    m->tool_marker = toolcall_marker_token(ts_model_get_tokenizer(model),
+                                           toolcall_syntax_for(m->template));
     if (srv->template_name)
         return fst;
     const char *src = srv->template_src ? srv->template_src : own;

@@ -43,6 +43,18 @@ const char *toolcall_marker(toolcall_syntax syntax)
     }
 }
 
+int32_t toolcall_marker_token(const ts_tokenizer *tok, toolcall_syntax syntax)
+{
+    const char *mk = toolcall_marker(syntax);
+    ts_tokenize_opts o = {.parse_special = true};
+    int32_t id[2];
+    size_t n = 0, len = 1;
+    if (!mk || ts_tokenize_ex(tok, mk, strlen(mk), &o, id, 2, &n) != TS_OK || n != 1)
+        return -1;
+    ts_token_bytes(tok, id[0], &len);
+    return len == 0 ? id[0] : -1;
+}
+
 static void calls_free(toolcall_call *c, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

@@ -9,8 +9,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/strbuf.h"
+#include "tessera/tokenizer.h"
 #include "template/chat_template.h"
 
 typedef enum toolcall_syntax {
@@ -34,6 +36,11 @@ toolcall_syntax toolcall_syntax_for(chat_template_kind kind);
  * "<|python_tag|>"), or NULL. A vocabulary may hold it as a control token, whose text the
  * detokenizer drops: the caller then feeds the marker's text when that token comes. */
 const char *toolcall_marker(toolcall_syntax syntax);
+
+/* The token of the syntax's marker where tok (borrowed) holds it as a control token, whose
+ * text the detokenizer drops; -1 where the text shows the marker, or no single token is
+ * it. */
+int32_t toolcall_marker_token(const ts_tokenizer *tok, toolcall_syntax syntax);
 
 typedef struct toolcall_call {
     char *name;      /* owned */
