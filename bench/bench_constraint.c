@@ -93,7 +93,7 @@ static int run(const ts_model *m, int S, int tokens, int threads, ts_constraint_
 static double mask_us(const token_trie *t, const char *text, uint8_t *allowed, int *n_allowed)
 {
     constraint c;
-    constraint_init(&c, TS_CONSTRAINT_JSON_OBJECT);
+    constraint_init(&c, TS_CONSTRAINT_JSON_OBJECT, NULL);
     if (!constraint_advance(&c, text, strlen(text)))
         return -1;
     int iters = 50;

@@ -21,14 +21,23 @@ static bool samples_now(const seq *s)
 
 /* Sets every logit (vocab) of a token s's constraint does not allow next to -inf, with
  * allowed (engine_mask_width bytes) as work space; the trie is walked only when the state
- * allows other tokens than the cached mask's. False when no token is allowed. */
-static bool mask_constrained(const ts_engine *e, seq *s, float *logits, uint8_t *allowed)
+ * allows other tokens than the cached mask's. While the text could end as it is (a
+ * JSON-schema number), the end-of-generation tokens stay allowed, unless ignore_eos.
+ * TS_OK, or why no token is allowed. */
+static ts_status mask_constrained(const ts_engine *e, seq *s, float *logits, uint8_t *allowed)
 {
     int vocab = e->model->cfg.vocab_size, n_tok = e->step.trie.vocab_size;
     uint8_t *bits = s->mask_bits;
     if (!s->mask_valid || !constraint_same(&s->mask_state, &s->cons)) {
-        if (constraint_allowed(&s->cons, &e->step.trie, allowed) == 0)
-            return false;
+        int n = constraint_allowed(&s->cons, &e->step.trie, allowed);
+        if (n < 0)
+            return TS_ERR_NOMEM;
+        if (constraint_can_end(&s->cons) && !s->job->req->ignore_eos)
+            for (int id = 0; id < n_tok; id++)
+                if (ts_token_is_eog(e->model->tokenizer, id))
+                    allowed[id] = 1, n++;
+        if (n == 0)
+            return TS_ERR_INTERNAL;
         memset(bits, 0, ((size_t)n_tok + 7) / 8);
         for (int id = 0; id < n_tok; id++)
             bits[id >> 3] |= (uint8_t)(allowed[id] << (id & 7));
@@ -38,7 +47,7 @@ static bool mask_constrained(const ts_engine *e, seq *s, float *logits, uint8_t 
     for (int id = 0; id < vocab; id++)
         if (id >= n_tok || !((bits[id >> 3] >> (id & 7)) & 1))
             logits[id] = -INFINITY;
-    return true;
+    return TS_OK;
 }
 
 /* Draws s's next token from logits (vocab; modified) with scratch sc and mask space
@@ -50,10 +59,13 @@ static void sample_one(const ts_engine *e, seq *s, float *logits, sampler_scratc
     const ts_request *r = s->job->req;
     out->want_logprobs = r->sampling.logprobs || r->sampling.top_logprobs > 0;
     out->err = (ts_error){0};
-    if (s->cons.kind != TS_CONSTRAINT_NONE && !mask_constrained(e, s, logits, allowed)) {
-        out->status = ts_error_set(&out->err, TS_ERR_INTERNAL,
-                                   "no token of the vocabulary can continue the constrained "
-                                   "output");
+    ts_status st = s->cons.kind != TS_CONSTRAINT_NONE ? mask_constrained(e, s, logits, allowed)
+                                                      : TS_OK;
+    if (st != TS_OK) {
+        out->status = ts_error_set(&out->err, st, st == TS_ERR_NOMEM
+                                   ? "out of memory masking the constrained output"
+                                   : "no token of the vocabulary can continue the constrained "
+                                     "output");
         return;
     }
     out->status = sampler_sample(&s->smp, sc, &out->token, out->want_logprobs ? &out->lp : NULL,
@@ -146,7 +158,8 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
     e->step.counters.generated_tokens++;
 
     ts_finish_reason why = TS_FINISH_NONE;
-    if (!r->ignore_eos && ts_token_is_eog(tok, token)) {
+    bool eog = !r->ignore_eos && ts_token_is_eog(tok, token);
+    if (eog) {
         why = TS_FINISH_STOP; /* the end-of-generation token itself is not shown */
     } else {
         size_t len = 0;
@@ -175,7 +188,7 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
         if (s->stop.stopped)
             why = TS_FINISH_STOP;
     }
-    if (s->cons.kind != TS_CONSTRAINT_NONE) {
+    if (s->cons.kind != TS_CONSTRAINT_NONE && !eog) { /* the mask let it end the text */
         size_t len = 0;
         const char *bytes = ts_token_bytes(tok, token, &len);
         if (!constraint_advance(&s->cons, bytes ? bytes : "", bytes ? len : 0)) {

@@ -49,6 +49,7 @@ static void seq_free(ts_engine *e, seq *s)
     kv_table_free(e->step.pool, &s->table);
     free(s->tokens);
     free(s->mask_bits);
+    ts_schema_release(s->schema);
     free(s);
 }
 
@@ -144,7 +145,8 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
         (st = stop_init(&s->stop, (const char *const *)r->stop, r->n_stop, err)) != TS_OK)
         goto fail;
     detok_init(&s->detok, false);
-    constraint_init(&s->cons, r->constraint);
+    s->schema = ts_schema_retain(r->schema);
+    constraint_init(&s->cons, r->constraint, s->schema);
     if (r->constraint != TS_CONSTRAINT_NONE &&
         !(s->mask_bits = calloc(((size_t)engine_mask_width(e) + 7) / 8, 1))) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence's token mask");

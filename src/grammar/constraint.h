@@ -9,20 +9,26 @@
 #include <stdint.h>
 
 #include "grammar/json_pda.h"
+#include "grammar/schema.h"
 #include "grammar/token_trie.h"
 #include "tessera/engine.h"
 
 /* A plain value: copy it to fork a sequence's state. */
 typedef struct constraint {
-    ts_constraint_kind kind; /* TS_CONSTRAINT_NONE: every token allowed */
-    json_pda json;           /* TS_CONSTRAINT_JSON_OBJECT */
+    ts_constraint_kind kind;  /* TS_CONSTRAINT_NONE: every token allowed */
+    const ts_schema *schema;  /* TS_CONSTRAINT_JSON_SCHEMA: borrowed; must outlive c and
+                               * every copy of it */
+    union {
+        json_pda json;        /* TS_CONSTRAINT_JSON_OBJECT */
+        sch_state sch;        /* TS_CONSTRAINT_JSON_SCHEMA */
+    };
 } constraint;
 
-/* The state before any text. */
-void constraint_init(constraint *c, ts_constraint_kind kind);
+/* The state before any text; schema is used (borrowed) with TS_CONSTRAINT_JSON_SCHEMA. */
+void constraint_init(constraint *c, ts_constraint_kind kind, const ts_schema *schema);
 
 /* allowed (t->vocab_size bytes) gets 1 for each token that may come next, 0 otherwise;
- * returns their count (0: nothing may follow). c is not changed. */
+ * returns their count (0: nothing may follow; -1: out of memory). c is not changed. */
 int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowed);
 
 /* Advances c by a token's bytes (borrowed, len); false (c unchanged) when they cannot
@@ -34,5 +40,9 @@ bool constraint_same(const constraint *a, const constraint *b);
 
 /* True when the text is complete and nothing more may follow. */
 bool constraint_done(const constraint *c);
+
+/* True when the text is complete as it is, though more may follow (a JSON-schema value
+ * that is a number): the end-of-generation token may end it. */
+bool constraint_can_end(const constraint *c);
 
 #endif /* TESSERA_GRAMMAR_CONSTRAINT_H */

@@ -29,15 +29,35 @@ typedef struct utf8_next {
     uint8_t lo, hi;
 } utf8_next;
 
+static json_pda canonical(const json_pda *p);
+
 void json_pda_init(json_pda *p)
 {
     memset(p, 0, sizeof *p);
     p->mode = M_VALUE;
 }
 
+void json_pda_init_value(json_pda *p)
+{
+    json_pda_init(p);
+    p->any_root = true;
+}
+
 bool json_pda_accepted(const json_pda *p)
 {
     return p->mode == M_DONE;
+}
+
+bool json_pda_can_end(const json_pda *p)
+{
+    return p->mode == M_DONE ||
+           (p->mode == M_NUM && p->depth == 0 &&
+            (p->sub == N_ZERO || p->sub == N_INT || p->sub == N_FRAC || p->sub == N_EXP));
+}
+
+void json_pda_canonical(json_pda *p)
+{
+    *p = canonical(p);
 }
 
 /* p with the fields its mode does not read cleared. */
@@ -81,7 +101,7 @@ static bool push(json_pda *p, uint8_t c, pda_mode next)
 
 static bool start_value(json_pda *p, uint8_t c)
 {
-    if (p->depth == 0 && c != '{')
+    if (p->depth == 0 && c != '{' && !p->any_root)
         return false;
     switch (c) {
     case '{': return push(p, '{', M_OBJ_FIRST);
@@ -212,7 +232,9 @@ static bool number_byte(json_pda *p, uint8_t c)
         p->sub = N_E;
         return true;
     }
-    p->mode = M_AFTER; /* numbers never stand at depth 0 */
+    if (p->depth == 0)
+        return false; /* a top-level number (any_root) ends outside the automaton */
+    p->mode = M_AFTER;
     return c == ' ' || c == '\n' || c == '\t' || c == '\r' ? (p->ws = 1, true)
                                                              : after_value(p, c);
 }

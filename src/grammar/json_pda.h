@@ -23,10 +23,16 @@ typedef struct json_pda {
     uint8_t lit;     /* which literal (true, false, null) */
     uint8_t lo, hi;  /* the bounds of the next byte of a multi-byte character */
     bool in_key;     /* the string being read is an object key */
+    bool any_root;   /* the top-level value may be any value, not only an object */
 } json_pda;
 
 /* The state before the first byte: expects (after optional whitespace) an object. */
 void json_pda_init(json_pda *p);
+
+/* The state before any one JSON value (object, array, string, number, literal), with no
+ * whitespace before it: a free value inside a JSON-schema automaton. A number at the top
+ * level has no end of its own: json_pda_can_end says when it may stop. */
+void json_pda_init_value(json_pda *p);
 
 /* Feeds one byte: true and p advanced when the byte may come next, false (p unchanged)
  * otherwise. Strings must be valid UTF-8 without control bytes. */
@@ -39,5 +45,13 @@ bool json_pda_same(const json_pda *a, const json_pda *b);
 
 /* True once the top-level object has closed: no byte may follow. */
 bool json_pda_accepted(const json_pda *p);
+
+/* True when the text so far is a complete top-level value: accepted, or a top-level number
+ * that may end here (json_pda_init_value). */
+bool json_pda_can_end(const json_pda *p);
+
+/* Clears the fields p's mode does not read, so that two states allow the same
+ * continuations exactly when their bytes are equal (json_pda_same). */
+void json_pda_canonical(json_pda *p);
 
 #endif /* TESSERA_GRAMMAR_JSON_PDA_H */

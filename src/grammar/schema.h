@@ -108,6 +108,19 @@ ts_status schema__regex_compile(const char *pattern, size_t len, uint32_t min_le
                                 uint32_t max_len, sch_dfa *dfa, char *msg, size_t msg_size);
 void schema__dfa_free(sch_dfa *dfa);
 
+/* The state after code point cp from state s, -1 for none. */
+int schema__dfa_next(const sch_dfa *d, int s, uint32_t cp);
+
+/* True when from state s, with count code points read, the string can end within
+ * [min, max] code points (max UINT32_MAX: unbounded). */
+bool schema__dfa_feasible(const sch_dfa *d, int s, uint32_t count, uint32_t min,
+                          uint32_t max);
+
+/* True when some code point in [lo, hi] leads from s to a state that is feasible with
+ * count code points read. */
+bool schema__dfa_any(const sch_dfa *d, int s, uint32_t lo, uint32_t hi, uint32_t count,
+                     uint32_t min, uint32_t max);
+
 /* The regex of a supported string format ("date", "uuid", ...), or NULL. */
 const char *schema__format_pattern(const char *format);
 
@@ -115,6 +128,13 @@ const char *schema__format_pattern(const char *format);
  * exclusive ones are strict). False when no value of the node's kind lies between them. */
 bool schema__number_bounds(sch_node *n, bool integer, const double *min, const double *max,
                            const double *xmin, const double *xmax);
+
+struct sch_leaf;
+/* The number being read in leaf l (of node n): its first byte, a next byte (false, l
+ * unchanged, when c cannot continue it within the bounds), and whether it may end here. */
+bool schema__num_start(const sch_node *n, struct sch_leaf *l, uint8_t c);
+bool schema__num_step(const sch_node *n, struct sch_leaf *l, uint8_t c);
+bool schema__num_can_end(const sch_node *n, const struct sch_leaf *l);
 
 /* ---- the state */
 

@@ -76,6 +76,8 @@ ts_status token_trie_build(token_trie *t, const ts_tokenizer *tok, ts_error *err
         int32_t node = 0;
         for (size_t i = 0; i < len; i++)
             node = child(t, node, b[i], (int)cap); /* cap counts every byte: never full */
+        if ((int)len > t->max_len)
+            t->max_len = (int)len;
         t->next_token[id] = t->first_token[node];
         t->first_token[node] = id;
         t->n_tokens++;
@@ -116,5 +118,46 @@ int token_trie_allowed(const token_trie *t, token_trie_step_fn step, const void 
         return 0;
     walk w = {t, step, state_size, allowed, 0};
     visit(&w, 0, start);
+    return w.n_allowed;
+}
+
+typedef struct walk_ctx {
+    const token_trie *t;
+    token_trie_next_fn next;
+    const void *ctx;
+    size_t state_size;
+    unsigned char *states; /* (max_len + 1) * state_size: the state after each depth */
+    uint8_t *allowed;
+    int n_allowed;
+} walk_ctx;
+
+/* Visits the children of node, whose prefix (depth bytes) led to the state at depth. */
+static void visit_ctx(walk_ctx *w, int32_t node, int depth)
+{
+    const unsigned char *state = w->states + (size_t)depth * w->state_size;
+    unsigned char *next = w->states + (size_t)(depth + 1) * w->state_size;
+    for (int32_t k = w->t->first_child[node]; k >= 0; k = w->t->next_sibling[k]) {
+        if (!w->next(w->ctx, state, w->t->byte[k], next))
+            continue;
+        for (int32_t id = w->t->first_token[k]; id >= 0; id = w->t->next_token[id]) {
+            w->allowed[id] = 1;
+            w->n_allowed++;
+        }
+        if (w->t->first_child[k] >= 0)
+            visit_ctx(w, k, depth + 1);
+    }
+}
+
+int token_trie_walk(const token_trie *t, token_trie_next_fn next, const void *ctx,
+                    const void *start, size_t state_size, uint8_t *allowed)
+{
+    memset(allowed, 0, (size_t)t->vocab_size);
+    walk_ctx w = {t, next, ctx, state_size, malloc(((size_t)t->max_len + 1) * state_size),
+                  allowed, 0};
+    if (!w.states)
+        return -1;
+    memcpy(w.states, start, state_size);
+    visit_ctx(&w, 0, 0);
+    free(w.states);
     return w.n_allowed;
 }

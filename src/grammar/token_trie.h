@@ -26,6 +26,7 @@ typedef struct token_trie {
     int32_t *next_token;   /* (vocab_size) the next token with the same text, -1 */
     int vocab_size;
     int n_tokens;          /* tokens in the trie */
+    int max_len;           /* bytes of the longest token in the trie (its depth) */
 } token_trie;
 
 /* Whether a token may ever be produced under a constraint: it has text, is not longer
@@ -47,5 +48,17 @@ typedef bool (*token_trie_step_fn)(void *state, uint8_t byte);
  * state_size <= TOKEN_TRIE_MAX_STATE. Returns the number of allowed tokens. */
 int token_trie_allowed(const token_trie *t, token_trie_step_fn step, const void *start,
                        size_t state_size, uint8_t *allowed);
+
+/* A byte automaton with a context (ctx, borrowed: the compiled automaton) whose states are
+ * at most state_size bytes but may use fewer: next writes into *to (never overlapping
+ * *from) the state *from advanced by byte, touching only the bytes that state uses, and
+ * says whether the byte was allowed. */
+typedef bool (*token_trie_next_fn)(const void *ctx, const void *from, uint8_t byte, void *to);
+
+/* As token_trie_allowed, for an automaton of any state size: one state per trie depth is
+ * kept in a buffer allocated for the walk. Returns the number of allowed tokens, or -1
+ * when that buffer cannot be allocated (allowed is then all 0). */
+int token_trie_walk(const token_trie *t, token_trie_next_fn next, const void *ctx,
+                    const void *start, size_t state_size, uint8_t *allowed);
 
 #endif /* TESSERA_GRAMMAR_TOKEN_TRIE_H */

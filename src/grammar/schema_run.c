@@ -1,0 +1,509 @@
+/* schema_run.c: a compiled schema's automaton advanced byte by byte. A state is a set of
+ * paths (schema.h); a path is a stack of open objects and arrays and the value being
+ * read. Where the schema offers alternatives (anyOf, oneOf, a type array), a path splits
+ * into one path per alternative when the value starts, and the paths that cannot take a
+ * byte die; equal paths merge. Every byte a path takes leaves it able to finish (depths,
+ * lengths, bounds and patterns are checked ahead), so a state never runs dry. */
+#include <string.h>
+
+#include "grammar/schema.h"
+
+typedef enum frame_phase {
+    F_OBJ_FIRST, /* after '{': a name or '}' */
+    F_OBJ_NEXT,  /* after ',': a name */
+    F_OBJ_KEY,   /* inside a name (frame.key, frame.pos) */
+    F_OBJ_COLON, /* after a name: ':' */
+    F_AFTER,     /* after a value: ',' or the closer */
+    F_ARR_FIRST, /* after '[': a value or ']' */
+} frame_phase;
+
+/* What a value being read did with a byte. */
+typedef enum leaf_result {
+    R_REJECT, /* cannot take it */
+    R_MORE,   /* took it; the value goes on */
+    R_CLOSED, /* took it; the value is complete */
+    R_PASS,   /* did not take it, but the value is complete: the byte is its container's */
+} leaf_result;
+
+static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+static void emit(sch_state *to, const sch_path *p)
+{
+    if (to->n < SCH_MAX_PATHS) /* past the cap the later alternatives are dropped */
+        to->path[to->n++] = *p;
+}
+
+static bool fits(const ts_schema *s, const sch_path *p, int node)
+{
+    uint16_t need = s->nodes[node].need;
+    return need != SCH_NEED_NEVER && p->depth + need <= SCH_MAX_DEPTH;
+}
+
+static void set_leaf(sch_path *p, sch_leaf_kind kind, int node)
+{
+    memset(&p->leaf, 0, sizeof p->leaf);
+    p->leaf.kind = (uint8_t)kind;
+    p->leaf.node = (uint16_t)node;
+}
+
+/* One path per alternative of node that p can still finish, each before its value. */
+static void expand(const ts_schema *s, const sch_path *p, int node, sch_state *to)
+{
+    const sch_node *n = &s->nodes[node];
+    int count = n->kind == SCH_UNION ? n->u.uni.n : 1;
+    for (int i = 0; i < count; i++) {
+        int t = n->kind == SCH_UNION ? s->targets[n->u.uni.first + i] : node;
+        if (!fits(s, p, t))
+            continue;
+        sch_path q = *p;
+        set_leaf(&q, LEAF_START, t);
+        emit(to, &q);
+    }
+}
+
+/* ---- strings */
+
+/* Whether one more code point (in [lo, hi]) can follow in string leaf l. */
+static bool str_room(const ts_schema *s, const sch_leaf *l, uint32_t lo, uint32_t hi)
+{
+    const sch_node *n = &s->nodes[l->node];
+    uint32_t count = l->u.str.count + 1;
+    if (n->u.str.dfa < 0)
+        return count <= n->u.str.max;
+    return schema__dfa_any(&s->dfas[n->u.str.dfa], l->u.str.dfa, lo, hi, count, n->u.str.min,
+                           n->u.str.max);
+}
+
+/* Reads code point cp into string leaf l. */
+static bool str_char(const ts_schema *s, sch_leaf *l, uint32_t cp)
+{
+    const sch_node *n = &s->nodes[l->node];
+    uint32_t count = l->u.str.count + 1;
+    if (n->u.str.dfa >= 0) {
+        const sch_dfa *d = &s->dfas[n->u.str.dfa];
+        int t = schema__dfa_next(d, l->u.str.dfa, cp);
+        if (t < 0 || !schema__dfa_feasible(d, t, count, n->u.str.min, n->u.str.max))
+            return false;
+        l->u.str.dfa = (uint16_t)t;
+    } else if (count > n->u.str.max) {
+        return false;
+    }
+    l->u.str.count = count;
+    return true;
+}
+
+static const char escapes[] = "\"\\/bfnrt";
+static const char unescaped[] = "\"\\/\b\f\n\r\t";
+
+static leaf_result str_byte(const ts_schema *s, sch_leaf *l, uint8_t c)
+{
+    const sch_node *n = &s->nodes[l->node];
+    if (l->u.str.more) { /* a continuation byte narrows the character's range */
+        if (c < 0x80 || c > 0xBF)
+            return R_REJECT;
+        unsigned shift = 6u * (l->u.str.more - 1u);
+        uint32_t base = l->u.str.lo & ~((1u << (shift + 6)) - 1);
+        uint32_t lo = base | (uint32_t)(c & 0x3F) << shift, hi = lo | ((1u << shift) - 1);
+        lo = lo > l->u.str.lo ? lo : l->u.str.lo;
+        hi = hi < l->u.str.hi ? hi : l->u.str.hi;
+        if (lo > hi)
+            return R_REJECT;
+        if (--l->u.str.more == 0) {
+            l->u.str.lo = l->u.str.hi = 0;
+            return str_char(s, l, lo) ? R_MORE : R_REJECT;
+        }
+        if (!str_room(s, l, lo, hi))
+            return R_REJECT;
+        l->u.str.lo = lo;
+        l->u.str.hi = hi;
+        return R_MORE;
+    }
+    if (l->u.str.esc) {
+        const char *e = c ? strchr(escapes, c) : NULL;
+        l->u.str.esc = 0;
+        return e && str_char(s, l, (uint8_t)unescaped[e - escapes]) ? R_MORE : R_REJECT;
+    }
+    if (c == '"') {
+        bool ok = l->u.str.count >= n->u.str.min;
+        if (ok && n->u.str.dfa >= 0)
+            ok = schema__dfa_feasible(&s->dfas[n->u.str.dfa], l->u.str.dfa, l->u.str.count,
+                                      l->u.str.count, l->u.str.count);
+        return ok ? R_CLOSED : R_REJECT;
+    }
+    if (c == '\\') { /* only when some escape could come next */
+        for (const char *u = unescaped; *u; u++) {
+            sch_leaf t = *l;
+            if (str_char(s, &t, (uint8_t)*u)) {
+                l->u.str.esc = 1;
+                return R_MORE;
+            }
+        }
+        return R_REJECT;
+    }
+    if (c < 0x20)
+        return R_REJECT;
+    if (c < 0x80)
+        return str_char(s, l, c) ? R_MORE : R_REJECT;
+    uint32_t lo, hi; /* a lead byte: the code points its character may be (RFC 3629) */
+    uint8_t more;
+    if (c >= 0xC2 && c <= 0xDF)
+        more = 1, lo = (uint32_t)(c & 0x1F) << 6, hi = lo | 0x3F;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        more = 2, lo = (uint32_t)(c & 0x0F) << 12, hi = lo | 0xFFF;
+        if (c == 0xE0)
+            lo = 0x800;
+        if (c == 0xED)
+            hi = 0xD7FF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        more = 3, lo = (uint32_t)(c & 0x07) << 18, hi = lo | 0x3FFFF;
+        if (c == 0xF0)
+            lo = 0x10000;
+        if (c == 0xF4)
+            hi = 0x10FFFF;
+    } else {
+        return R_REJECT;
+    }
+    if (!str_room(s, l, lo, hi))
+        return R_REJECT;
+    l->u.str.more = more;
+    l->u.str.lo = lo;
+    l->u.str.hi = hi;
+    return R_MORE;
+}
+
+/* ---- values */
+
+static leaf_result lit_byte(const ts_schema *s, sch_leaf *l, uint8_t c)
+{
+    const sch_lit *at = &s->lits[l->u.lit];
+    for (int32_t k = at->child; k >= 0; k = s->lits[k].sibling)
+        if (s->lits[k].byte == c) {
+            l->u.lit = (uint32_t)k;
+            return s->lits[k].terminal && s->lits[k].child < 0 ? R_CLOSED : R_MORE;
+        }
+    return at->terminal ? R_PASS : R_REJECT;
+}
+
+static leaf_result any_byte(sch_leaf *l, uint8_t c)
+{
+    if (json_pda_step(&l->u.any, c))
+        return json_pda_accepted(&l->u.any) ? R_CLOSED : R_MORE;
+    return json_pda_can_end(&l->u.any) ? R_PASS : R_REJECT;
+}
+
+static bool push_frame(sch_path *p, int node, frame_phase phase)
+{
+    if (p->depth == SCH_MAX_DEPTH) /* fits() keeps this from happening */
+        return false;
+    p->frame[p->depth++] = (sch_frame){(uint16_t)node, 0, 0, 0, (uint8_t)phase};
+    set_leaf(p, LEAF_NONE, 0);
+    return true;
+}
+
+/* The first byte of a value of node (not a union), or whitespace before it. */
+static leaf_result start_byte(const ts_schema *s, sch_path *p, uint8_t c)
+{
+    int node = p->leaf.node;
+    const sch_node *n = &s->nodes[node];
+    if (is_ws(c)) {
+        if (p->depth == 0 || p->ws >= SCH_MAX_WS) /* none before the top-level value */
+            return R_REJECT;
+        p->ws++;
+        return R_MORE;
+    }
+    p->ws = 0;
+    switch ((sch_kind)n->kind) {
+    case SCH_OBJECT: return c == '{' && push_frame(p, node, F_OBJ_FIRST) ? R_MORE : R_REJECT;
+    case SCH_ARRAY: return c == '[' && push_frame(p, node, F_ARR_FIRST) ? R_MORE : R_REJECT;
+    case SCH_STRING:
+        if (c != '"')
+            return R_REJECT;
+        set_leaf(p, LEAF_STRING, node);
+        return R_MORE;
+    case SCH_NUMBER: return schema__num_start(n, &p->leaf, c) ? R_MORE : R_REJECT;
+    case SCH_LITERAL:
+        set_leaf(p, LEAF_LITERAL, node);
+        p->leaf.u.lit = n->u.lit.root;
+        break;
+    case SCH_ANY:
+    case SCH_ANY_OBJECT:
+        set_leaf(p, LEAF_ANY, node);
+        if (n->kind == SCH_ANY)
+            json_pda_init_value(&p->leaf.u.any);
+        else
+            json_pda_init(&p->leaf.u.any);
+        break;
+    default: return R_REJECT;
+    }
+    leaf_result r = n->kind == SCH_LITERAL ? lit_byte(s, &p->leaf, c) : any_byte(&p->leaf, c);
+    return r == R_PASS ? R_REJECT : r; /* nothing is complete before its first byte */
+}
+
+/* ---- containers */
+
+static const sch_prop *prop(const ts_schema *s, const sch_node *o, int k)
+{
+    return &s->props[o->u.obj.first + (uint32_t)k];
+}
+
+/* Whether property k may be the next one written when properties from i on may come:
+ * those up to the first required one, each only if its value can be finished. */
+static bool candidate(const ts_schema *s, const sch_path *p, const sch_node *o, int i, int k)
+{
+    for (int j = i; j < k; j++)
+        if (prop(s, o, j)->required)
+            return false;
+    const sch_prop *pr = prop(s, o, k);
+    return pr->required || fits(s, p, pr->node);
+}
+
+static bool required_left(const ts_schema *s, const sch_node *o, int i)
+{
+    for (int k = i; k < o->u.obj.n; k++)
+        if (prop(s, o, k)->required)
+            return true;
+    return false;
+}
+
+static int first_candidate(const ts_schema *s, const sch_path *p, const sch_node *o, int i)
+{
+    for (int k = i; k < o->u.obj.n; k++)
+        if (candidate(s, p, o, i, k))
+            return k;
+    return -1;
+}
+
+/* Closes the top container: its value is complete. */
+static void pop_frame(sch_path *p)
+{
+    p->frame[--p->depth] = (sch_frame){0};
+}
+
+/* A byte of a property name: the first candidate (from the one being read) whose name
+ * goes on with c after the bytes read so far. */
+static bool key_byte(const ts_schema *s, sch_path *p, sch_frame *f, const sch_node *o,
+                     uint8_t c)
+{
+    const char *read = s->text + prop(s, o, f->key)->key;
+    for (int k = f->key; k < o->u.obj.n; k++) {
+        const sch_prop *pr = prop(s, o, k);
+        const char *name = s->text + pr->key;
+        if (pr->key_len > f->pos && (uint8_t)name[f->pos] == c &&
+            !memcmp(name, read, f->pos) && candidate(s, p, o, f->count, k)) {
+            f->key = (uint16_t)k;
+            if (++f->pos == pr->key_len) {
+                f->phase = F_OBJ_COLON;
+                f->pos = 0;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+static void obj_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
+{
+    sch_frame *f = &p->frame[p->depth - 1];
+    const sch_node *o = &s->nodes[f->node];
+    if (f->phase == F_OBJ_KEY) {
+        if (key_byte(s, p, f, o, c))
+            emit(to, p);
+        return;
+    }
+    if (is_ws(c)) {
+        if (p->ws++ < SCH_MAX_WS)
+            emit(to, p);
+        return;
+    }
+    p->ws = 0;
+    bool can_close = f->phase != F_OBJ_NEXT && f->phase != F_OBJ_COLON &&
+                     !required_left(s, o, f->count);
+    if (c == '}' && can_close) {
+        pop_frame(p);
+        emit(to, p);
+    } else if (c == '"' && (f->phase == F_OBJ_FIRST || f->phase == F_OBJ_NEXT)) {
+        int k = first_candidate(s, p, o, f->count);
+        if (k < 0)
+            return;
+        f->phase = F_OBJ_KEY;
+        f->key = (uint16_t)k;
+        f->pos = 1;
+        emit(to, p);
+    } else if (c == ':' && f->phase == F_OBJ_COLON) {
+        int k = f->key;
+        f->phase = F_AFTER;
+        f->count = (uint16_t)(k + 1);
+        f->key = 0;
+        expand(s, p, prop(s, o, k)->node, to);
+    } else if (c == ',' && f->phase == F_AFTER && first_candidate(s, p, o, f->count) >= 0) {
+        f->phase = F_OBJ_NEXT;
+        emit(to, p);
+    }
+}
+
+static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to);
+
+/* Feeds c to path p (not modified) and adds what comes of it to to. */
+static void step_path(const ts_schema *s, const sch_path *from, uint8_t c, sch_state *to)
+{
+    sch_path p = *from;
+    leaf_result r = R_PASS;
+    switch ((sch_leaf_kind)p.leaf.kind) {
+    case LEAF_NONE: break;
+    case LEAF_START: r = start_byte(s, &p, c); break;
+    case LEAF_STRING: r = str_byte(s, &p.leaf, c); break;
+    case LEAF_NUMBER:
+        r = schema__num_step(&s->nodes[p.leaf.node], &p.leaf, c) ? R_MORE
+            : schema__num_can_end(&s->nodes[p.leaf.node], &p.leaf) ? R_PASS : R_REJECT;
+        break;
+    case LEAF_LITERAL: r = lit_byte(s, &p.leaf, c); break;
+    case LEAF_ANY: r = any_byte(&p.leaf, c); break;
+    }
+    if (r == R_REJECT)
+        return;
+    if (r == R_CLOSED || (r == R_PASS && p.leaf.kind != LEAF_NONE))
+        set_leaf(&p, LEAF_NONE, 0); /* the value is complete: its container is in F_AFTER */
+    if (r != R_PASS) {
+        emit(to, &p);
+        return;
+    }
+    if (p.depth == 0) /* the top-level value is complete: nothing may follow */
+        return;
+    if (s->nodes[p.frame[p.depth - 1].node].kind == SCH_OBJECT)
+        obj_byte(s, &p, c, to);
+    else
+        arr_byte(s, &p, c, to);
+}
+
+static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
+{
+    sch_frame *f = &p->frame[p->depth - 1];
+    const sch_node *a = &s->nodes[f->node];
+    if (is_ws(c)) {
+        if (p->ws++ < SCH_MAX_WS)
+            emit(to, p);
+        return;
+    }
+    p->ws = 0;
+    bool more = f->count < a->u.arr.max && fits(s, p, a->u.arr.items);
+    if (c == ']') {
+        if (f->count >= a->u.arr.min) {
+            pop_frame(p);
+            emit(to, p);
+        }
+        return;
+    }
+    if (!more || (f->phase == F_AFTER && c != ','))
+        return;
+    bool first = f->phase == F_ARR_FIRST;
+    f->phase = F_AFTER;
+    if (f->count < UINT16_MAX)
+        f->count++;
+    if (!first) {
+        expand(s, p, a->u.arr.items, to);
+        return;
+    }
+    sch_state starts; /* the first item's first byte is this one */
+    starts.n = 0;
+    expand(s, p, a->u.arr.items, &starts);
+    for (int i = 0; i < starts.n; i++)
+        step_path(s, &starts.path[i], c, to);
+}
+
+/* ---- the state */
+
+size_t sch_state_size(const sch_state *st)
+{
+    return offsetof(sch_state, path) + (size_t)st->n * sizeof(sch_path);
+}
+
+void sch_init(sch_state *st, const ts_schema *s)
+{
+    memset(st, 0, sizeof *st);
+    sch_path p;
+    memset(&p, 0, sizeof p);
+    expand(s, &p, s->root, st);
+}
+
+bool sch_step(const ts_schema *s, const sch_state *from, uint8_t c, sch_state *to)
+{
+    to->n = 0;
+    memset(to->pad, 0, sizeof to->pad);
+    for (int i = 0; i < from->n; i++)
+        step_path(s, &from->path[i], c, to);
+    for (int i = 1; i < to->n; i++) /* equal paths merge, the first kept */
+        for (int j = 0; j < i; j++)
+            if (!memcmp(&to->path[i], &to->path[j], sizeof to->path[i])) {
+                memmove(&to->path[i], &to->path[i + 1], (size_t)(to->n - i - 1) * sizeof to->path[0]);
+                to->n--;
+                i--;
+                break;
+            }
+    return to->n > 0;
+}
+
+static bool path_can_end(const ts_schema *s, const sch_path *p)
+{
+    if (p->depth > 0)
+        return false;
+    const sch_leaf *l = &p->leaf;
+    switch ((sch_leaf_kind)l->kind) {
+    case LEAF_NONE: return true;
+    case LEAF_NUMBER: return schema__num_can_end(&s->nodes[l->node], l);
+    case LEAF_LITERAL: return s->lits[l->u.lit].terminal;
+    case LEAF_ANY: return json_pda_can_end(&l->u.any);
+    default: return false;
+    }
+}
+
+bool sch_can_end(const ts_schema *s, const sch_state *st)
+{
+    for (int i = 0; i < st->n; i++)
+        if (path_can_end(s, &st->path[i]))
+            return true;
+    return false;
+}
+
+bool sch_done(const ts_schema *s, const sch_state *st)
+{
+    if (!sch_can_end(s, st))
+        return false;
+    sch_state next;
+    for (int c = 0; c < 256; c++)
+        if (sch_step(s, st, (uint8_t)c, &next))
+            return false;
+    return true;
+}
+
+/* p with what cannot change its continuations cleared: a string's length where only
+ * "enough" and "room for 257 more" matter (no token is longer than 256 bytes). */
+static void canonical(const ts_schema *s, sch_path *p)
+{
+    sch_leaf *l = &p->leaf;
+    if (l->kind == LEAF_ANY) {
+        json_pda_canonical(&l->u.any);
+    } else if (l->kind == LEAF_STRING) {
+        const sch_node *n = &s->nodes[l->node];
+        uint32_t count = l->u.str.count, min = n->u.str.min, max = n->u.str.max;
+        if (n->u.str.dfa < 0) {
+            uint32_t need = count < min ? min - count : 0, room = max - count;
+            l->u.str.count = (need < 257 ? need : 257) << 16 | (room < 257 ? room : 257);
+        } else if (max == UINT32_MAX && count >= min) {
+            l->u.str.count = min;
+        }
+    }
+}
+
+bool sch_same(const ts_schema *s, const sch_state *a, const sch_state *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (int i = 0; i < a->n; i++) {
+        sch_path x = a->path[i], y = b->path[i];
+        canonical(s, &x);
+        canonical(s, &y);
+        if (memcmp(&x, &y, sizeof x))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,287 @@
+/* schema_types.c: the node of a schema read as one JSON type: strings (lengths, pattern,
+ * format), integers and numbers (bounds), arrays (items, counts) and objects (properties
+ * in schema order, required, additionalProperties). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/schema_comp.h"
+
+#define DATE "[1-9][0-9]{3}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|" \
+             "(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+#define TIME "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?" \
+             "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+#define OCTET "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+
+/* Each format as a pattern of the values every validator accepts: dates of years 1000-9999
+ * and no February 29th, no leap seconds. */
+static const struct {
+    const char *name, *pattern;
+} formats[] = {
+    {"date", DATE},
+    {"time", TIME},
+    {"date-time", DATE "T" TIME},
+    {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
+    {"ipv4", "(?:" OCTET "\\.){3}" OCTET},
+};
+
+const char *schema__format_pattern(const char *format)
+{
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (!strcmp(formats[i].name, format))
+            return formats[i].pattern;
+    return NULL;
+}
+
+/* A non-negative integer keyword of sch into *out (left alone when absent). */
+static bool read_count(comp *c, const cJSON *sch, const char *name, uint32_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sch, name);
+    if (!v)
+        return true;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(int64_t)v->valuedouble)
+        return comp_fail(c, TS_ERR_INVALID_ARG, name, "'%s' must be a non-negative integer", name), false;
+    *out = v->valuedouble >= (double)UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)v->valuedouble;
+    return true;
+}
+
+static bool read_number(comp *c, const cJSON *sch, const char *name, double *out, bool *given)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sch, name);
+    *given = v != NULL;
+    if (v && cJSON_IsBool(v))
+        return comp_fail(c, TS_ERR_UNSUPPORTED, name, "a boolean '%s' (draft 4) is not supported: "
+                    "give the bound itself as a number", name), false;
+    if (v && !cJSON_IsNumber(v))
+        return comp_fail(c, TS_ERR_INVALID_ARG, name, "'%s' must be a number", name), false;
+    if (v)
+        *out = v->valuedouble;
+    return true;
+}
+
+static int string_node(comp *c, const cJSON *sch)
+{
+    uint32_t min = 0, max = UINT32_MAX;
+    if (!read_count(c, sch, "minLength", &min) || !read_count(c, sch, "maxLength", &max))
+        return -1;
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(sch, "pattern");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(sch, "format");
+    if (pat && !cJSON_IsString(pat))
+        return comp_fail(c, TS_ERR_INVALID_ARG, "pattern", "'pattern' must be a string");
+    if (fmt && !cJSON_IsString(fmt))
+        return comp_fail(c, TS_ERR_INVALID_ARG, "format", "'format' must be a string");
+    if (pat && fmt)
+        return comp_fail(c, TS_ERR_UNSUPPORTED, "format", "'format' beside 'pattern' is not supported");
+    const char *regex = pat ? pat->valuestring : NULL;
+    if (fmt && !(regex = schema__format_pattern(fmt->valuestring)))
+        return comp_fail(c, TS_ERR_UNSUPPORTED, "format", "format '%.40s' is not supported "
+                    "(supported: date, time, date-time, uuid, ipv4)", fmt->valuestring);
+    int n = comp_node(c, SCH_STRING, min <= max ? 0 : SCH_NEED_NEVER);
+    if (n < 0)
+        return -1;
+    ts_schema *s = c->b.s;
+    s->nodes[n].u.str.min = min;
+    s->nodes[n].u.str.max = max;
+    s->nodes[n].u.str.dfa = -1;
+    if (!regex || min > max)
+        return n;
+    if (s->n_dfas == s->cap_dfas) {
+        int cap = s->cap_dfas ? 2 * s->cap_dfas : 4;
+        sch_dfa *g = realloc(s->dfas, (size_t)cap * sizeof *g);
+        if (!g)
+            return comp_nomem(c);
+        s->dfas = g;
+        s->cap_dfas = cap;
+    }
+    char msg[200];
+    ts_status st = schema__regex_compile(regex, strlen(regex), min, max, &s->dfas[s->n_dfas],
+                                         msg, sizeof msg);
+    if (st != TS_OK)
+        return comp_fail(c, st, pat ? "pattern" : "format", "%s", msg);
+    s->nodes[n].u.str.dfa = s->n_dfas++;
+    return n;
+}
+
+static int number_node(comp *c, const cJSON *sch, bool integer)
+{
+    double v[4];
+    bool given[4];
+    static const char *const names[] = {"minimum", "maximum", "exclusiveMinimum",
+                                        "exclusiveMaximum"};
+    for (int i = 0; i < 4; i++)
+        if (!read_number(c, sch, names[i], &v[i], &given[i]))
+            return -1;
+    int n = comp_node(c, SCH_NUMBER, 0);
+    if (n < 0)
+        return -1;
+    sch_node *node = &c->b.s->nodes[n];
+    if (!schema__number_bounds(node, integer, given[0] ? &v[0] : NULL, given[1] ? &v[1] : NULL,
+                               given[2] ? &v[2] : NULL, given[3] ? &v[3] : NULL))
+        node->need = SCH_NEED_NEVER;
+    return n;
+}
+
+static int array_node(comp *c, const cJSON *sch, const cJSON *memo_for)
+{
+    uint32_t min = 0, max = UINT32_MAX;
+    if (!read_count(c, sch, "minItems", &min) || !read_count(c, sch, "maxItems", &max))
+        return -1;
+    int n = comp_memo_add(c, memo_for, comp_node(c, SCH_ARRAY, 0));
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(sch, "items");
+    if (n < 0)
+        return -1;
+    if (cJSON_IsArray(items))
+        return comp_fail(c, TS_ERR_UNSUPPORTED, "items", "'items' as an array (tuples) is not "
+                    "supported");
+    size_t at = comp_push(c, ".items");
+    int it = items ? comp_schema(c, items) : comp_any(c);
+    comp_pop(c, at);
+    if (it < 0)
+        return -1;
+    sch_node *node = &c->b.s->nodes[n];
+    node->u.arr.items = (uint16_t)it;
+    node->u.arr.min = min;
+    node->u.arr.max = max;
+    if (min > max)
+        node->kind = SCH_NEVER, node->need = SCH_NEED_NEVER;
+    return n;
+}
+
+/* additionalProperties: true, absent or {} let required names outside properties appear
+ * (with any value); false forbids them. Nothing else is generated beyond properties. */
+static bool extra_allowed(comp *c, const cJSON *add, bool *ok)
+{
+    *ok = true;
+    if (!add || cJSON_IsTrue(add) || (cJSON_IsObject(add) && !add->child))
+        return true;
+    if (cJSON_IsFalse(add))
+        return false;
+    *ok = false;
+    comp_fail(c, TS_ERR_UNSUPPORTED, "additionalProperties", "'additionalProperties' as a "
+              "schema is not supported: give true, false or leave it out");
+    return false;
+}
+
+static bool is_required(const cJSON *req, const char *name)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, req)
+        if (!strcmp(r->valuestring, name))
+            return true;
+    return false;
+}
+
+/* Appends the properties (names, nodes) of object node n, in order, to the props pool. */
+static int add_props(comp *c, int n, const char **names, const int *nodes, const bool *req,
+                     int count)
+{
+    ts_schema *s = c->b.s;
+    s->nodes[n].u.obj.first = (uint32_t)s->n_props;
+    s->nodes[n].u.obj.n = (uint16_t)count;
+    for (int i = 0; i < count; i++) {
+        cJSON *str = cJSON_CreateString(names[i]);
+        char *key = str ? cJSON_PrintUnformatted(str) : NULL;
+        cJSON_Delete(str);
+        if (!key)
+            return comp_nomem(c);
+        size_t len = strlen(key);
+        bool ok = len <= SCH_MAX_KEY && sb_prop(&c->b, key, len, req[i], nodes[i]);
+        free(key);
+        if (!ok)
+            return len > SCH_MAX_KEY ? comp_fail(c, TS_ERR_TOO_LONG, "properties",
+                                                 "a property name over %d bytes", SCH_MAX_KEY)
+                                     : comp_nomem(c);
+    }
+    return n;
+}
+
+static int object_node(comp *c, const cJSON *sch, const cJSON *memo_for)
+{
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(sch, "properties");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(sch, "required"), *r;
+    if (props && !cJSON_IsObject(props))
+        return comp_fail(c, TS_ERR_INVALID_ARG, "properties", "'properties' must be an object");
+    if (req && !cJSON_IsArray(req))
+        return comp_fail(c, TS_ERR_INVALID_ARG, "required", "'required' must be an array");
+    cJSON_ArrayForEach(r, req)
+        if (!cJSON_IsString(r))
+            return comp_fail(c, TS_ERR_INVALID_ARG, "required", "'required' must hold strings");
+    bool ok;
+    bool extra = extra_allowed(c, cJSON_GetObjectItemCaseSensitive(sch, "additionalProperties"), &ok);
+    int n_props = props ? cJSON_GetArraySize(props) : 0, n_req = req ? cJSON_GetArraySize(req) : 0;
+    if (!ok)
+        return -1;
+    if (n_props == 0 && n_req == 0 && extra)
+        return comp_memo_add(c, memo_for, comp_node(c, SCH_ANY_OBJECT, 0));
+    if (n_props + n_req > SCH_MAX_PROPS * 4 || n_props > SCH_MAX_PROPS)
+        return comp_fail(c, TS_ERR_TOO_LONG, "properties", "over %d properties", SCH_MAX_PROPS);
+    int n = comp_memo_add(c, memo_for, comp_node(c, SCH_OBJECT, 0));
+    const char **names = malloc((size_t)(n_props + n_req + 1) * sizeof *names);
+    int *nodes = malloc((size_t)(n_props + n_req + 1) * sizeof *nodes);
+    bool *reqd = malloc((size_t)(n_props + n_req + 1));
+    int count = 0;
+    if (n >= 0 && (!names || !nodes || !reqd))
+        n = comp_nomem(c);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, props) {
+        if (n < 0)
+            break;
+        for (int i = 0; i < count; i++)
+            if (!strcmp(names[i], p->string))
+                n = comp_fail(c, TS_ERR_INVALID_ARG, "properties", "property '%.60s' is given "
+                              "twice", p->string);
+        size_t at = comp_push(c, ".properties.%s", p->string);
+        names[count] = p->string;
+        reqd[count] = is_required(req, p->string);
+        nodes[count++] = n < 0 ? -1 : comp_schema(c, p);
+        comp_pop(c, at);
+        if (nodes[count - 1] < 0)
+            n = -1;
+    }
+    cJSON_ArrayForEach(r, req) { /* required names outside properties: any value */
+        bool seen = false;
+        for (int i = 0; i < count && !seen; i++)
+            seen = !strcmp(names[i], r->valuestring);
+        if (n < 0 || seen)
+            continue;
+        if (!extra) {
+            n = comp_fail(c, TS_ERR_INVALID_ARG, "required", "'%.60s' is required but not in "
+                          "'properties', and additionalProperties is false", r->valuestring);
+            break;
+        }
+        if (count == SCH_MAX_PROPS) {
+            n = comp_fail(c, TS_ERR_TOO_LONG, "required", "over %d properties", SCH_MAX_PROPS);
+            break;
+        }
+        names[count] = r->valuestring;
+        reqd[count] = true;
+        nodes[count++] = comp_any(c);
+        if (nodes[count - 1] < 0)
+            n = -1;
+    }
+    if (n >= 0)
+        n = add_props(c, n, names, nodes, reqd, count);
+    free(names);
+    free(nodes);
+    free(reqd);
+    return n;
+}
+
+int comp_typed(comp *c, const cJSON *sch, int type, const cJSON *memo_for)
+{
+    const cJSON *v[2];
+    switch (type) {
+    case TY_NULL:
+        v[0] = cJSON_GetArrayItem(c->consts, 0);
+        return comp_memo_add(c, memo_for, comp_literal(c, v, 1));
+    case TY_BOOL:
+        v[0] = cJSON_GetArrayItem(c->consts, 1);
+        v[1] = cJSON_GetArrayItem(c->consts, 2);
+        return comp_memo_add(c, memo_for, comp_literal(c, v, 2));
+    case TY_STRING: return comp_memo_add(c, memo_for, string_node(c, sch));
+    case TY_NUMBER:
+    case TY_INTEGER: return comp_memo_add(c, memo_for, number_node(c, sch, type == TY_INTEGER));
+    case TY_ARRAY: return array_node(c, sch, memo_for);
+    default: return object_node(c, sch, memo_for);
+    }
+}
