@@ -22,6 +22,8 @@ enum {
     OAI_IGNORED_LEN = 256,
     OAI_MAX_TOOLS = 128,       /* tools of a request */
     OAI_MAX_TOOL_NAME = 64,    /* bytes of a function name: [a-zA-Z0-9_-], as OpenAI's */
+    OAI_MAX_PARALLEL_CALLS = 8, /* calls of a forced answer (tool_choice required): a model
+                                 * that never closes the list stops there */
 };
 
 typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;

@@ -214,7 +214,8 @@ cJSON *oai_tools_schema(const oai_tools *t)
     } else if (t->choice == OAI_TOOL_CHOICE_REQUIRED) { /* [call, ...], one at least */
         s = cJSON_CreateObject();
         if (!(add(s, "type", cJSON_CreateString("array")) & add(s, "items", any_call_schema(t)) &
-              add(s, "minItems", cJSON_CreateNumber(1)))) {
+              add(s, "minItems", cJSON_CreateNumber(1)) &
+              add(s, "maxItems", cJSON_CreateNumber(OAI_MAX_PARALLEL_CALLS)))) {
             cJSON_Delete(s);
             return NULL;
         }
