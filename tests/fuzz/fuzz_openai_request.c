@@ -6,8 +6,8 @@
  * the body, in a buffer of exactly its size (no NUL after it), as the server holds it.
  * Checked: a refusal carries a message, a type and a 4xx/5xx status; an accepted request
  * has every field inside its documented range and every string valid UTF-8; rendering a
- * parsed chat succeeds (a chat with a tool message is refused, with a message: the
- * families have no tool role), yields valid UTF-8 and contains every message's content;
+ * parsed chat succeeds and yields valid UTF-8, and without tools, tool calls or results it
+ * contains every message's content;
  * the Jinja template variables hold every message and add_generation_prompt. */
 #include <math.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "common.h"
+#include "server/chat_family.h"
 #include "server/openai.h"
 #include "server/utf8.h"
 #include "template/chat_template.h"
