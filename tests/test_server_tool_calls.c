@@ -3,8 +3,9 @@
  * valid against the tools' schemas for every seed and temperature, streamed or not, and
  * a stream's chunks put together equal the whole answer; the calls and their results go
  * back and the model answers; with auto, a llama3-family model's answer that is a call is
- * returned as tool_calls (the answer forced into that shape by response_format); bad tool
- * fields are 400s naming them. */
+ * returned as tool_calls (the answer forced into that shape by response_format); the
+ * mistral family's ids are the 9 characters its templates take back; bad tool fields are
+ * 400s naming them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -28,7 +29,8 @@ typedef struct served {
     char url[64];
 } served;
 
-static served g_plain, g_llama3; /* the model's own family (plain), and llama3 forced */
+static served g_plain, g_llama3, g_mistral; /* the model's own family (plain), and two
+                                             * families forced */
 
 static void serve(served *s, const char *family)
 {
@@ -51,6 +53,7 @@ static int setup(void **state)
     g_engine = eu_start(eu_model, NULL);
     serve(&g_plain, NULL);
     serve(&g_llama3, "llama3");
+    serve(&g_mistral, "mistral");
     return 0;
 }
 
@@ -58,9 +61,11 @@ static int teardown(void **state)
 {
     ts_server_stop(g_plain.server);
     ts_server_stop(g_llama3.server);
+    ts_server_stop(g_mistral.server);
     ts_engine_destroy(g_engine);
     ts_server_destroy(g_plain.server);
     ts_server_destroy(g_llama3.server);
+    ts_server_destroy(g_mistral.server);
     return eu_teardown_stories(state);
 }
 
@@ -381,6 +386,35 @@ static void test_auto_detects_llama3_calls(void **state)
     }
 }
 
+/* The mistral family's ids are 9 letters or digits (its templates refuse others when the
+ * calls come back), and such a round renders and answers. */
+static void test_mistral_ids(void **state)
+{
+    (void)state;
+    const char *body = "{" ASK ", \"tools\": " TOOLS ", \"tool_choice\": {\"type\": "
+                       "\"function\", \"function\": {\"name\": \"get_time\"}}, \"seed\": 2}";
+    cJSON *msg = answer(&g_mistral, body, false);
+    const cJSON *call = cJSON_GetArrayItem(cJSON_GetObjectItem(msg, "tool_calls"), 0);
+    assert_non_null(call);
+    const char *id = cJSON_GetObjectItem(call, "id")->valuestring;
+    assert_int_equal(strlen(id), 9);
+    assert_int_equal(strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
+                     9);
+    char round[4096];
+    char *fn = cJSON_PrintUnformatted(cJSON_GetObjectItem(call, "function"));
+    snprintf(round, sizeof round,
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"Time?\"}, {\"role\": "
+             "\"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"%s\", \"type\": "
+             "\"function\", \"function\": %s}]}, {\"role\": \"tool\", \"tool_call_id\": "
+             "\"%s\", \"content\": \"12:00\"}], \"tools\": " TOOLS ", \"max_tokens\": 5}",
+             id, fn, id);
+    cJSON *fin = answer(&g_mistral, round, false);
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(fin, "content")));
+    free(fn);
+    cJSON_Delete(fin);
+    cJSON_Delete(msg);
+}
+
 /* A 400 naming param. */
 static void expect_400(const char *body, const char *param)
 {
@@ -417,7 +451,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_required),   cmocka_unit_test(test_named),
         cmocka_unit_test(test_round_trip), cmocka_unit_test(test_auto_detects_llama3_calls),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_mistral_ids), cmocka_unit_test(test_refusals),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
