@@ -1,7 +1,9 @@
 /* bench_constraint.c: what constrained decoding costs: the decode step time of S streams
- * under the JSON-object constraint against S free streams (the engine's own step profile),
- * and the time of one mask (a token-trie walk) in typical automaton states.
- * Usage: bench_constraint MODEL.gguf [streams 16] [tokens 64] [threads 0 = all] */
+ * under the JSON-object constraint and under a JSON schema against S free streams (the
+ * engine's own step profile), and the time of one mask (a token-trie walk) in typical
+ * states of both automata.
+ * Usage: bench_constraint MODEL.gguf [streams 16] [tokens 64, 0: masks only]
+ *        [threads 0 = all] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +21,21 @@ typedef struct run_result {
 
 /* S streams of tokens each (8 random ordinary prompt tokens, temperature 1, own seed),
  * constrained or free, on a fresh engine; the decode steps' mean time and emit share. */
+/* The schema of the JSON-schema runs and masks: an object of a string, a bounded
+ * integer, a patterned string, tags of an enum, and a union of two shapes. */
+static const char bench_schema[] =
+    "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, \"age\": "
+    "{\"type\": \"integer\", \"minimum\": 0, \"maximum\": 150}, \"code\": {\"type\": "
+    "\"string\", \"pattern\": \"^[A-Z]{2}-\\\\d{4}$\"}, \"tags\": {\"type\": \"array\", "
+    "\"items\": {\"enum\": [\"red\", \"green\", \"blue\"]}}, \"shape\": {\"anyOf\": [{\"type\": "
+    "\"object\", \"properties\": {\"kind\": {\"const\": \"circle\"}, \"r\": {\"type\": "
+    "\"number\"}}, \"required\": [\"kind\", \"r\"]}, {\"type\": \"object\", \"properties\": "
+    "{\"kind\": {\"const\": \"square\"}, \"side\": {\"type\": \"number\"}}, \"required\": "
+    "[\"kind\", \"side\"]}]}}, \"required\": [\"name\", \"age\", \"code\", \"tags\", "
+    "\"shape\"]}";
+
 static int run(const ts_model *m, int S, int tokens, int threads, ts_constraint_kind kind,
-               run_result *out)
+               ts_schema *schema, run_result *out)
 {
     ts_engine_options eo;
     ts_engine_options_default(&eo);
@@ -57,6 +72,7 @@ static int run(const ts_model *m, int S, int tokens, int threads, ts_constraint_
         p.sampling.seed = (uint64_t)i + 1;
         p.sampling.has_seed = true;
         p.constraint = kind;
+        p.schema = schema;
         if (ts_engine_submit(e, &p, &reqs[i], &err) != TS_OK) {
             fprintf(stderr, "submit: %s\n", err.msg);
             return 1;
@@ -89,11 +105,12 @@ static int run(const ts_model *m, int S, int tokens, int threads, ts_constraint_
     return 0;
 }
 
-/* Mean microseconds of one mask in the state after text. */
-static double mask_us(const token_trie *t, const char *text, uint8_t *allowed, int *n_allowed)
+/* Mean microseconds of one mask in the state after text (schema NULL: json_object). */
+static double mask_us(const token_trie *t, const ts_schema *schema, const char *text,
+                      uint8_t *allowed, int *n_allowed)
 {
-    constraint c;
-    constraint_init(&c, TS_CONSTRAINT_JSON_OBJECT, NULL);
+    static constraint c; /* static: a schema state is a few KiB */
+    constraint_init(&c, schema ? TS_CONSTRAINT_JSON_SCHEMA : TS_CONSTRAINT_JSON_OBJECT, schema);
     if (!constraint_advance(&c, text, strlen(text)))
         return -1;
     int iters = 50;
@@ -109,12 +126,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_constraint MODEL.gguf [streams] [tokens] [threads]\n");
         return 1;
     }
-    int S = argc > 2 ? atoi(argv[2]) : 16, tokens = argc > 3 ? atoi(argv[3]) : 64;
+    int S = argc > 2 ? atoi(argv[2]) : 16, tokens = argc > 3 ? atoi(argv[3]) : 64; /* 0: masks */
     int threads = argc > 4 ? atoi(argv[4]) : 0;
     ts_model *m = NULL;
     ts_error err = {0};
-    if (S < 1 || tokens < 1 || ts_model_load(argv[1], NULL, &m, &err) != TS_OK) {
-        fprintf(stderr, "bench_constraint: %s\n", S < 1 || tokens < 1 ? "bad counts" : err.msg);
+    if (S < 1 || tokens < 0 || ts_model_load(argv[1], NULL, &m, &err) != TS_OK) {
+        fprintf(stderr, "bench_constraint: %s\n", S < 1 || tokens < 0 ? "bad counts" : err.msg);
         return 1;
     }
     const ts_tokenizer *tok = ts_model_get_tokenizer(m);
@@ -136,17 +153,46 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
         int n = 0;
-        double us = mask_us(&t, states[i][0], allowed, &n);
-        printf("mask %-18s %8.1f us, %6d tokens allowed\n", states[i][1], us, n);
+        double us = mask_us(&t, NULL, states[i][0], allowed, &n);
+        printf("json_object mask %-26s %8.1f us, %6d tokens allowed\n", states[i][1], us, n);
+    }
+    ts_schema *schema = NULL;
+    if (ts_schema_compile(bench_schema, strlen(bench_schema), &schema, NULL, 0, &err) != TS_OK) {
+        fprintf(stderr, "schema: %s\n", err.msg);
+        return 1;
+    }
+    static const char *const schema_states[][2] = {
+        {"", "start (only '{')"},
+        {"{", "a name (only '\"')"},
+        {"{\"na", "inside a name"},
+        {"{\"name\": ", "a value (a string)"},
+        {"{\"name\": \"Ti", "inside a free string"},
+        {"{\"name\": \"Tim\", \"age\": 4", "inside a bounded integer"},
+        {"{\"name\": \"Tim\", \"age\": 4, \"code\": \"AB-1", "inside a pattern"},
+        {"{\"name\": \"Tim\", \"age\": 4, \"code\": \"AB-1234\", \"tags\": [", "an enum item or ']'"},
+        {"{\"name\": \"Tim\", \"age\": 4, \"code\": \"AB-1234\", \"tags\": [], \"shape\": "
+         "{\"kind\": \"", "two anyOf paths"},
+    };
+    for (size_t i = 0; i < sizeof schema_states / sizeof schema_states[0]; i++) {
+        int n = 0;
+        double us = mask_us(&t, schema, schema_states[i][0], allowed, &n);
+        printf("json_schema mask %-26s %8.1f us, %6d tokens allowed\n", schema_states[i][1], us, n);
     }
     free(allowed);
     token_trie_free(&t);
+    if (tokens == 0) { /* masks only */
+        ts_schema_release(schema);
+        ts_model_free(m);
+        return 0;
+    }
 
-    run_result free_r, json_r; /* a short run first warms the caches and the pages */
-    if (run(m, S, 4, threads, TS_CONSTRAINT_NONE, &free_r) ||
-        run(m, S, tokens, threads, TS_CONSTRAINT_NONE, &free_r) ||
-        run(m, S, tokens, threads, TS_CONSTRAINT_JSON_OBJECT, &json_r))
+    run_result free_r, json_r, schema_r; /* a short run first warms the caches and pages */
+    if (run(m, S, 4, threads, TS_CONSTRAINT_NONE, NULL, &free_r) ||
+        run(m, S, tokens, threads, TS_CONSTRAINT_NONE, NULL, &free_r) ||
+        run(m, S, tokens, threads, TS_CONSTRAINT_JSON_OBJECT, NULL, &json_r) ||
+        run(m, S, tokens, threads, TS_CONSTRAINT_JSON_SCHEMA, schema, &schema_r))
         return 1;
+    ts_schema_release(schema);
     printf("%d streams x %d tokens   decode steps   step ms   emit ms   tokens\n", S, tokens);
     printf("free                     %12llu  %8.3f  %8.3f  %7llu\n",
            (unsigned long long)free_r.steps, free_r.step_ms, free_r.emit_ms,
@@ -154,8 +200,12 @@ int main(int argc, char **argv)
     printf("json_object              %12llu  %8.3f  %8.3f  %7llu\n",
            (unsigned long long)json_r.steps, json_r.step_ms, json_r.emit_ms,
            (unsigned long long)json_r.tokens);
-    printf("constrained / free step time: %.2fx\n",
-           free_r.step_ms > 0 ? json_r.step_ms / free_r.step_ms : 0.0);
+    printf("json_schema              %12llu  %8.3f  %8.3f  %7llu\n",
+           (unsigned long long)schema_r.steps, schema_r.step_ms, schema_r.emit_ms,
+           (unsigned long long)schema_r.tokens);
+    printf("constrained / free step time: json_object %.2fx, json_schema %.2fx\n",
+           free_r.step_ms > 0 ? json_r.step_ms / free_r.step_ms : 0.0,
+           free_r.step_ms > 0 ? schema_r.step_ms / free_r.step_ms : 0.0);
     ts_model_free(m);
     return 0;
 }

@@ -73,6 +73,9 @@ static void test_compile_errors(void **state)
         {"{\"oneOf\": [{\"type\": \"string\"}, {\"type\": \"string\", \"maxLength\": 3}]}",
          TS_ERR_UNSUPPORTED, "oneOf", "anyOf"},
         {"{\"oneOf\": [{\"type\": \"number\"}, {\"type\": \"integer\"}]}", TS_ERR_UNSUPPORTED, "oneOf", "overlap"},
+        /* 1e17 is an integer to a validator, though tessera writes none that large */
+        {"{\"oneOf\": [{\"type\": \"integer\"}, {\"const\": 1e17}]}", TS_ERR_UNSUPPORTED, "oneOf", "overlap"},
+        {"{\"type\": \"array\", \"minItems\": 70000}", TS_ERR_TOO_LONG, "minItems", "minItems"},
         {"{\"type\": \"object\", \"required\": [\"x\"], \"additionalProperties\": false}", TS_ERR_INVALID_ARG,
          "required", "'x'"},
         {"{\"type\": \"object\", \"properties\": {\"a\": false}, \"required\": [\"a\"]}", TS_ERR_INVALID_ARG, "",
@@ -101,6 +104,16 @@ static void test_compile_errors(void **state)
                      err.msg, path);
         assert_null(s);
     }
+    /* oneOf of alternatives no value matches together is taken. */
+    static const char *const disjoint[] = {
+        "{\"oneOf\": [{\"type\": \"integer\", \"maximum\": 0}, {\"type\": \"integer\", \"minimum\": 1}]}",
+        "{\"oneOf\": [{\"type\": \"number\", \"exclusiveMaximum\": 1}, {\"type\": \"number\", \"minimum\": 1}]}",
+        "{\"oneOf\": [{\"enum\": [1, \"a\"]}, {\"type\": \"integer\", \"minimum\": 2}, {\"type\": \"boolean\"}]}",
+        "{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"k\": {\"const\": 1}}, \"required\": [\"k\"]}, "
+        "{\"type\": \"object\", \"properties\": {\"k\": {\"enum\": [2, 3]}}, \"required\": [\"k\"]}]}",
+    };
+    for (size_t i = 0; i < sizeof disjoint / sizeof disjoint[0]; i++)
+        ts_schema_release(compile_ok(disjoint[i]));
     /* Annotations are accepted and ignored; a null path is fine. */
     const char *ok = "{\"title\": \"t\", \"description\": \"d\", \"examples\": [1], \"default\": 2, "
                      "\"$schema\": \"https://json-schema.org/draft/2020-12/schema\", \"$id\": \"x\", "
@@ -152,13 +165,17 @@ static void test_documents(void **state)
                 "\"nickname\": {\"type\": \"string\"}, \"age\": {\"type\": \"integer\", \"minimum\": 0, "
                 "\"maximum\": 150}}, \"required\": [\"name\", \"age\"], \"additionalProperties\": false}",
                 (const char *const[]){"{\"name\":\"Zoë\",\"age\":7}", "{ \"name\" : \"a\\n\" , \"nickname\": \"\", \"age\": 150 }",
-                                      "{\"name\":\"\",\"age\":0}", NULL},
+                                      "{\"name\":\"\",\"age\":0}",
+                                      "{\n  \"name\": \"a\",\n\t\t\"age\": 1\n}", NULL},
                 (const char *const[]){"{\"age\":7,\"name\":\"a\"}", "{\"name\":\"abcde\",\"age\":1}",
                                       "{\"name\":\"a\",\"age\":151}", "{\"name\":\"a\",\"age\":-1}",
                                       "{\"name\":\"a\"}", "{\"name\":\"a\",\"age\":1,\"x\":1}",
                                       "{\"name\":\"a\",\"age\":01}", "{\"name\":\"a\",\"age\":1.0}",
                                       " {\"name\":\"a\",\"age\":1}", "{\"name\":\"a\",\"age\":1} ",
-                                      "{\"name\":\"a\\u0041\",\"age\":1}", NULL});
+                                      "{\"name\":\"a\\u0041\",\"age\":1}",
+                                      "{\"name\":\"a\",  \"age\":1}", "{\"name\":\"a\",\n\n\"age\":1}",
+                                      "{\"name\":\"a\",\t\"age\":1}", "{\"name\":\"a\",\r\n\"age\":1}",
+                                      "{\"name\":\"a\",\n                     \"age\":1}", NULL});
     expect_docs("{\"type\": \"array\", \"items\": {\"enum\": [\"red\", 1, 12, null, {\"k\": [true]}]}, "
                 "\"minItems\": 1, \"maxItems\": 3}",
                 (const char *const[]){"[\"red\"]", "[1,12,null]", "[{\"k\":[true]}]", "[ 12 , 1 ]", NULL},

@@ -18,7 +18,8 @@ enum {
     SCH_MAX_DEPTH = 12,      /* open objects and arrays of schema nodes (a free JSON value
                               * below them nests up to JSON_PDA_MAX_DEPTH more) */
     SCH_MAX_PATHS = 16,      /* alternatives of anyOf/oneOf followed at once */
-    SCH_MAX_WS = 12,         /* whitespace bytes in a row between JSON tokens */
+    SCH_MAX_INDENT = 20,     /* whitespace between JSON tokens is nothing, one space, or a
+                              * newline and at most this many spaces or tabs */
     SCH_MAX_NODES = 8192,    /* schema nodes of one schema */
     SCH_MAX_PROPS = 255,     /* properties of one object */
     SCH_MAX_KEY = 250,       /* bytes of a property name as JSON text, quotes included */
@@ -125,9 +126,11 @@ bool schema__dfa_any(const sch_dfa *d, int s, uint32_t lo, uint32_t hi, uint32_t
 const char *schema__format_pattern(const char *format);
 
 /* Fills a number node's scaled bounds from the schema's bounds (each NULL when absent;
- * exclusive ones are strict). False when no value of the node's kind lies between them. */
+ * exclusive ones are strict), and in *lo, *hi the inclusive double bounds they mean (a
+ * double v meets them when *lo <= v <= *hi). False when no value the node can write lies
+ * between them. */
 bool schema__number_bounds(sch_node *n, bool integer, const double *min, const double *max,
-                           const double *xmin, const double *xmax);
+                           const double *xmin, const double *xmax, double *lo, double *hi);
 
 struct sch_leaf;
 /* The number being read in leaf l (of node n): its first byte, a next byte (false, l
@@ -183,7 +186,8 @@ typedef struct sch_frame {
 
 typedef struct sch_path {
     uint8_t depth; /* open frames */
-    uint8_t ws;    /* whitespace bytes in a row */
+    uint8_t ws;    /* whitespace read since the last token: 0 none, 1 a space, 2 + n a
+                    * newline and n spaces or tabs */
     uint8_t pad[2];
     sch_leaf leaf;
     sch_frame frame[SCH_MAX_DEPTH]; /* (depth) bottom first; the rest zeroed */

@@ -28,13 +28,20 @@ int sb_node(schema_builder *b, sch_kind kind)
                                              sizeof *s->nodes))
         return -1;
     if (s->cap_nodes > b->cap_values) {
-        const cJSON ***v = realloc(b->values, (size_t)s->cap_nodes * sizeof *v);
-        int *n = v ? realloc(b->n_values, (size_t)s->cap_nodes * sizeof *n) : NULL;
+        size_t cap = (size_t)s->cap_nodes;
+        const cJSON ***v = realloc(b->values, cap * sizeof *v);
         if (v)
             b->values = v;
-        if (!n)
+        int *n = v ? realloc(b->n_values, cap * sizeof *n) : NULL;
+        if (n)
+            b->n_values = n;
+        double *lo = n ? realloc(b->num_lo, cap * sizeof *lo) : NULL;
+        if (lo)
+            b->num_lo = lo;
+        double *hi = lo ? realloc(b->num_hi, cap * sizeof *hi) : NULL;
+        if (!hi)
             return -1;
-        b->n_values = n;
+        b->num_hi = hi;
         for (int i = b->cap_values; i < s->cap_nodes; i++)
             b->values[i] = NULL, b->n_values[i] = 0;
         b->cap_values = s->cap_nodes;
@@ -138,6 +145,8 @@ void sb_free(schema_builder *b)
         free(b->values[i]);
     free(b->values);
     free(b->n_values);
+    free(b->num_lo);
+    free(b->num_hi);
     memset(b, 0, sizeof *b);
 }
 

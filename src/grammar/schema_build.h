@@ -21,8 +21,10 @@ typedef struct schema_builder {
     ts_schema *s;
     sb_union *unions;
     int n_unions, cap_unions;
-    const cJSON ***values; /* (cap_nodes) a literal node's JSON values, borrowed */
-    int *n_values;         /* (cap_nodes) */
+    const cJSON ***values; /* (cap_values) a literal node's JSON values, borrowed */
+    int *n_values;         /* (cap_values) */
+    double *num_lo, *num_hi; /* (cap_values) a number node's bounds as the schema says
+                              * them (inclusive doubles), wider than what it writes */
     int cap_values;
 } schema_builder;
 

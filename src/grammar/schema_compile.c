@@ -2,6 +2,7 @@
  * table of keywords tessera knows and the walk over them. Each schema object becomes one
  * node (shared by every $ref to it, so recursion is a cycle in the graph); schema_types.c
  * makes the node of each JSON type and schema_pass.c checks and completes the graph. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +251,7 @@ static bool value_typed(const cJSON *v, unsigned set)
            (cJSON_IsObject(v) && (set & 1u << TY_OBJECT)) || (cJSON_IsArray(v) && (set & 1u << TY_ARRAY)) ||
            (cJSON_IsString(v) && (set & 1u << TY_STRING)) ||
            (cJSON_IsNumber(v) && ((set & 1u << TY_NUMBER) ||
-                                  ((set & 1u << TY_INTEGER) && d == (double)(int64_t)d)));
+                                  ((set & 1u << TY_INTEGER) && d == floor(d))));
 }
 
 /* enum or const: a literal node of the values of the allowed types. */

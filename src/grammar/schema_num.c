@@ -72,7 +72,8 @@ static int64_t greatest_at_most(double m, int frac, int64_t lo, int64_t hi)
 }
 
 bool schema__number_bounds(sch_node *n, bool integer, const double *min, const double *max,
-                           const double *xmin, const double *xmax)
+                           const double *xmin, const double *xmax, double *lo_out,
+                           double *hi_out)
 {
     int frac = integer ? 0 : SCH_NUM_FRAC;
     int64_t lo = integer ? -INT_LIMIT : -NUM_LIMIT, hi = -lo;
@@ -89,6 +90,8 @@ bool schema__number_bounds(sch_node *n, bool integer, const double *min, const d
         hi_d = *max;
     if (xmax && nextafter(*xmax, -INFINITY) < hi_d)
         hi_d = nextafter(*xmax, -INFINITY);
+    *lo_out = lo_d;
+    *hi_out = hi_d;
     int64_t a = lo_d == -INFINITY ? lo : least_at_least(lo_d, frac, lo, hi);
     int64_t b = hi_d == INFINITY ? hi : greatest_at_most(hi_d, frac, lo, hi);
     n->u.num.lo = a;

@@ -171,10 +171,9 @@ static bool value_outside(const schema_builder *b, const cJSON *v, int y)
     const sch_node *n = &b->s->nodes[y];
     if (!(type_of(b, y) & json_type(v)))
         return true;
-    if (n->kind == SCH_NUMBER && cJSON_IsNumber(v)) {
-        double scale = pow(10, n->u.num.frac), d = v->valuedouble * scale;
-        return d < (double)n->u.num.lo || d > (double)n->u.num.hi ||
-               (n->u.num.frac == 0 && d != floor(d));
+    if (n->kind == SCH_NUMBER && cJSON_IsNumber(v)) { /* the schema's bounds, not ours */
+        double d = v->valuedouble;
+        return d < b->num_lo[y] || d > b->num_hi[y] || (n->u.num.frac == 0 && d != floor(d));
     }
     if (n->kind == SCH_LITERAL) {
         for (int i = 0; i < b->n_values[y]; i++)
@@ -215,24 +214,23 @@ static bool leaves_disjoint(const schema_builder *b, int x, int y, int depth)
                 return false;
         return true;
     }
-    if (nx->kind == SCH_NUMBER && ny->kind == SCH_NUMBER) {
-        double sx = pow(10, nx->u.num.frac), sy = pow(10, ny->u.num.frac);
-        return (double)nx->u.num.hi / sx < (double)ny->u.num.lo / sy ||
-               (double)ny->u.num.hi / sy < (double)nx->u.num.lo / sx;
-    }
+    if (nx->kind == SCH_NUMBER && ny->kind == SCH_NUMBER)
+        return b->num_hi[x] < b->num_lo[y] || b->num_hi[y] < b->num_lo[x];
     if (nx->kind == SCH_OBJECT && ny->kind == SCH_OBJECT)
         return objects_disjoint(b, nx, ny, depth);
     return false;
 }
 
-/* Whether no value matches both x and y (false when unsure). */
+/* Whether no value matches both x and y as the schema means them (false when unsure):
+ * what a node writes is within what its schema means, so then no value written for one
+ * alternative matches the other. */
 static bool disjoint(const schema_builder *b, int x, int y, int depth)
 {
     if (depth > 8)
         return false;
     const ts_schema *s = b->s;
     const sch_node *nx = &s->nodes[x], *ny = &s->nodes[y];
-    if (nx->need == SCH_NEED_NEVER || ny->need == SCH_NEED_NEVER)
+    if (nx->kind == SCH_NEVER || ny->kind == SCH_NEVER) /* the false schema */
         return true;
     if (nx->kind == SCH_UNION) {
         for (uint16_t i = 0; i < nx->u.uni.n; i++)
@@ -289,7 +287,8 @@ ts_status sb_finish(schema_builder *b, char *msg, size_t msg_size, char *path,
         st = check_one_of(&p);
     }
     if (st == TS_OK && s->nodes[s->root].need == SCH_NEED_NEVER)
-        st = fail_at(&p, "", TS_ERR_INVALID_ARG, "no JSON value satisfies the schema%s", "");
+        st = fail_at(&p, "", TS_ERR_INVALID_ARG, "no JSON value satisfies the schema%s",
+                     " as tessera writes values (docs/API.md, JSON Schema subset)");
     else if (st == TS_OK && s->nodes[s->root].need > SCH_MAX_DEPTH) {
         snprintf(msg, msg_size, "every value of the schema nests objects and arrays deeper "
                  "than %d", SCH_MAX_DEPTH);

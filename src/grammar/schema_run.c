@@ -27,6 +27,19 @@ typedef enum leaf_result {
 
 static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
+/* Whitespace between JSON tokens, in the shapes SCH_MAX_INDENT allows, so a model can write
+ * compact or indented JSON but cannot spin in whitespace. */
+static bool ws_byte(sch_path *p, uint8_t c)
+{
+    if (p->ws == 0 && (c == ' ' || c == '\n'))
+        p->ws = c == ' ' ? 1 : 2;
+    else if (p->ws >= 2 && (c == ' ' || c == '\t') && p->ws - 2 < SCH_MAX_INDENT)
+        p->ws++;
+    else
+        return false;
+    return true;
+}
+
 static void emit(sch_state *to, const sch_path *p)
 {
     if (to->n < SCH_MAX_PATHS) /* past the cap the later alternatives are dropped */
@@ -205,12 +218,8 @@ static leaf_result start_byte(const ts_schema *s, sch_path *p, uint8_t c)
 {
     int node = p->leaf.node;
     const sch_node *n = &s->nodes[node];
-    if (is_ws(c)) {
-        if (p->depth == 0 || p->ws >= SCH_MAX_WS) /* none before the top-level value */
-            return R_REJECT;
-        p->ws++;
-        return R_MORE;
-    }
+    if (is_ws(c)) /* none before the top-level value */
+        return p->depth > 0 && ws_byte(p, c) ? R_MORE : R_REJECT;
     p->ws = 0;
     switch ((sch_kind)n->kind) {
     case SCH_OBJECT: return c == '{' && push_frame(p, node, F_OBJ_FIRST) ? R_MORE : R_REJECT;
@@ -311,7 +320,7 @@ static void obj_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
         return;
     }
     if (is_ws(c)) {
-        if (p->ws++ < SCH_MAX_WS)
+        if (ws_byte(p, c))
             emit(to, p);
         return;
     }
@@ -380,7 +389,7 @@ static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     sch_frame *f = &p->frame[p->depth - 1];
     const sch_node *a = &s->nodes[f->node];
     if (is_ws(c)) {
-        if (p->ws++ < SCH_MAX_WS)
+        if (ws_byte(p, c))
             emit(to, p);
         return;
     }

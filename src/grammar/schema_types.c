@@ -1,6 +1,7 @@
 /* schema_types.c: the node of a schema read as one JSON type: strings (lengths, pattern,
  * format), integers and numbers (bounds), arrays (items, counts) and objects (properties
  * in schema order, required, additionalProperties). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static bool read_count(comp *c, const cJSON *sch, const char *name, uint32_t *ou
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(sch, name);
     if (!v)
         return true;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(int64_t)v->valuedouble)
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != floor(v->valuedouble))
         return comp_fail(c, TS_ERR_INVALID_ARG, name, "'%s' must be a non-negative integer", name), false;
     *out = v->valuedouble >= (double)UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)v->valuedouble;
     return true;
@@ -116,7 +117,8 @@ static int number_node(comp *c, const cJSON *sch, bool integer)
         return -1;
     sch_node *node = &c->b.s->nodes[n];
     if (!schema__number_bounds(node, integer, given[0] ? &v[0] : NULL, given[1] ? &v[1] : NULL,
-                               given[2] ? &v[2] : NULL, given[3] ? &v[3] : NULL))
+                               given[2] ? &v[2] : NULL, given[3] ? &v[3] : NULL,
+                               &c->b.num_lo[n], &c->b.num_hi[n]))
         node->need = SCH_NEED_NEVER;
     return n;
 }
@@ -126,6 +128,10 @@ static int array_node(comp *c, const cJSON *sch, const cJSON *memo_for)
     uint32_t min = 0, max = UINT32_MAX;
     if (!read_count(c, sch, "minItems", &min) || !read_count(c, sch, "maxItems", &max))
         return -1;
+    if (min > UINT16_MAX)
+        return comp_fail(c, TS_ERR_TOO_LONG, "minItems", "'minItems' over %d", UINT16_MAX);
+    if (max != UINT32_MAX && max > UINT16_MAX)
+        max = UINT16_MAX; /* items are counted in 16 bits: never more than that many */
     int n = comp_memo_add(c, memo_for, comp_node(c, SCH_ARRAY, 0));
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(sch, "items");
     if (n < 0)

@@ -61,6 +61,27 @@ async function main() {
   try { parsed = JSON.parse(json.choices[0].message.content); } catch (e) { parsed = null; }
   check('json_object content parses', parsed !== null && typeof parsed === 'object' &&
         json.choices[0].finish_reason === 'stop', JSON.stringify(json.choices[0]));
+
+  // response_format json_schema: the client's parse() fills message.parsed from the
+  // content (it throws when finish_reason is length); a keyword outside the subset is a
+  // 400 whose param points at it.
+  const schema = { type: 'object', additionalProperties: false, required: ['mood', 'n'],
+                   properties: { mood: { enum: ['happy', 'sad'] }, n: { type: 'integer', minimum: 0, maximum: 99 } } };
+  const structured = await client.beta.chat.completions.parse({
+    model, messages, max_tokens: 64, temperature: 0,
+    response_format: { type: 'json_schema', json_schema: { name: 'mood', schema, strict: true } } });
+  const p = structured.choices[0].message.parsed;
+  check('json_schema parsed by the client', p !== null && typeof p === 'object' && ['happy', 'sad'].includes(p.mood) &&
+        Number.isInteger(p.n) && p.n >= 0 && p.n <= 99 && Object.keys(p).length === 2 &&
+        structured.choices[0].finish_reason === 'stop', JSON.stringify(structured.choices[0]));
+  try {
+    await client.completions.create({ model, prompt: 'A list', max_tokens: 8,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'array', uniqueItems: true } } } });
+    check('json_schema keyword outside the subset rejected', false, 'no error');
+  } catch (e) {
+    check('json_schema keyword outside the subset rejected', e.status === 400 && /uniqueItems/.test(e.message) &&
+          e.param === 'response_format.json_schema.schema.uniqueItems', `${e.status} ${e.param} ${e.message}`);
+  }
   const one = await client.models.retrieve(model);
   check('models.retrieve', one.id === model && one.object === 'model', JSON.stringify(one));
 
