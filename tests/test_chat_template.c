@@ -10,10 +10,10 @@
 #include "template/chat_template.h"
 
 static const chat_message conv[] = {
-    {"system", "Be brief."},
-    {"user", "Hi"},
-    {"assistant", "Hello!"},
-    {"user", "Name a color."},
+    {"system", "Be brief.", NULL, NULL},
+    {"user", "Hi", NULL, NULL},
+    {"assistant", "Hello!", NULL, NULL},
+    {"user", "Name a color.", NULL, NULL},
 };
 #define N_CONV (sizeof conv / sizeof conv[0])
 
@@ -24,7 +24,7 @@ static void expect_render(chat_template_kind kind, const chat_message *m, size_t
 {
     chat_rendering r = {0};
     ts_error err = {0};
-    assert_int_equal(chat_template_render(kind, m, n, &r, &err), TS_OK);
+    assert_int_equal(chat_template_render(kind, m, n, NULL, &r, &err), TS_OK);
     assert_non_null(r.text);
     assert_string_equal(r.text, want);
     size_t non_empty = 0, end = 0;
@@ -157,7 +157,7 @@ static void expect_spans(chat_template_kind kind, const chat_message *m, size_t 
 {
     chat_rendering r = {0};
     ts_error err = {0};
-    assert_int_equal(chat_template_render(kind, m, n, &r, &err), TS_OK);
+    assert_int_equal(chat_template_render(kind, m, n, NULL, &r, &err), TS_OK);
     assert_string_equal(r.text, want);
     size_t k = 0;
     for (; want_spans[k]; k++) {
@@ -176,10 +176,10 @@ static void test_trimming_formats(void **state)
 {
     (void)state;
     const chat_message spaced[] = {
-        {"system", " Be brief.\n"},
-        {"user", "  Hi \t"},
-        {"assistant", "\nHello! "},
-        {"user", " Name a color.\n\n"},
+        {"system", " Be brief.\n", NULL, NULL},
+        {"user", "  Hi \t", NULL, NULL},
+        {"assistant", "\nHello! ", NULL, NULL},
+        {"user", " Name a color.\n\n", NULL, NULL},
     };
     expect_spans(CHAT_TEMPLATE_LLAMA3, spaced, 4,
                  "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
@@ -202,7 +202,7 @@ static void test_trimming_formats(void **state)
                  "<|im_start|>assistant\n",
                  (const char *const[]){"  Hi \t", NULL});
     /* a message of whitespace only has no content left to mark */
-    const chat_message blank[] = {{"user", " \n "}};
+    const chat_message blank[] = {{"user", " \n ", NULL, NULL}};
     expect_spans(CHAT_TEMPLATE_LLAMA3, blank, 1,
                  "<|start_header_id|>user<|end_header_id|>\n\n<|eot_id|>"
                  "<|start_header_id|>assistant<|end_header_id|>\n\n",
@@ -221,18 +221,18 @@ static void test_plain(void **state)
 static void test_bad_role_and_kind(void **state)
 {
     (void)state;
-    const chat_message bad[] = {{"user", "a"}, {"tool", "b"}};
+    const chat_message bad[] = {{"user", "a", NULL, NULL}, {"robot", "b", NULL, NULL}};
     chat_rendering out = {(char *)1, NULL, 7};
     ts_error err = {0};
-    assert_int_equal(chat_template_render(CHAT_TEMPLATE_CHATML, bad, 2, &out, &err),
+    assert_int_equal(chat_template_render(CHAT_TEMPLATE_CHATML, bad, 2, NULL, &out, &err),
                      TS_ERR_INVALID_ARG);
     assert_null(out.text);
     assert_int_equal(out.n_content, 0);
     assert_non_null(strstr(err.msg, "messages[1].role"));
-    const chat_message nocontent[] = {{"user", NULL}};
-    assert_int_equal(chat_template_render(CHAT_TEMPLATE_PLAIN, nocontent, 1, &out, &err),
+    const chat_message nocontent[] = {{"user", NULL, NULL, NULL}};
+    assert_int_equal(chat_template_render(CHAT_TEMPLATE_PLAIN, nocontent, 1, NULL, &out, &err),
                      TS_ERR_INVALID_ARG);
-    assert_int_equal(chat_template_render(CHAT_TEMPLATE_COUNT, conv, 1, &out, &err),
+    assert_int_equal(chat_template_render(CHAT_TEMPLATE_COUNT, conv, 1, NULL, &out, &err),
                      TS_ERR_INVALID_ARG);
 }
 

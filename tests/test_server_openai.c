@@ -344,7 +344,7 @@ static void test_response_json_chat(void **state)
          .top = {{"He", 2, -0.5f}, {"\xe2\x82", 2, -1.25f}}},
         {.bytes = "y", .len = 1, .logprob = -0.125f},
     };
-    oai_choice ch[2] = {{"Hey", 3, "stop", lps, 2, }, {"Yo", 2, "length", NULL, 0}};
+    oai_choice ch[2] = {{"Hey", 3, "stop", lps, 2, NULL, 0}, {"Yo", 2, "length", NULL, 0, NULL, 0}};
     oai_usage u = {5, 3, 2};
     cJSON *j = parse_json(oai_response_json(&chat_meta, ch, 2, &u));
     assert_string_equal(get(j, "id")->valuestring, "chatcmpl-1");
@@ -390,7 +390,7 @@ static void test_response_json_completion(void **state)
         {.bytes = "b", .len = 1, .text_offset = 2, .logprob = -2.0f, .n_top = 1,
          .top = {{"b", 1, -2.0f}}},
     };
-    oai_choice ch = {" ab", 3, "length", lps, 2};
+    oai_choice ch = {" ab", 3, "length", lps, 2, NULL, 0};
     oai_usage u = {1, 2, 0};
     cJSON *j = parse_json(oai_response_json(&cmpl_meta, &ch, 1, &u));
     assert_string_equal(get(j, "object")->valuestring, "text_completion");
@@ -479,7 +479,7 @@ static void test_logprobs_never_null(void **state)
         cJSON_Delete(j);
     }
     /* The whole answer too, and a finite value is left alone. */
-    oai_choice ch = {"acd", 3, "stop", lps, 3};
+    oai_choice ch = {"acd", 3, "stop", lps, 3, NULL, 0};
     oai_usage u = {1, 3, 0};
     char *text = oai_response_json(&chat_meta, &ch, 1, &u);
     assert_non_null(text);

@@ -244,8 +244,8 @@ static void test_kwargs_reach_the_template_and_family_wins(void **state)
     cJSON_Delete(ans);
     assert_int_equal(
         post(&s, "/apply-template",
-             "{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"type\":"
-             " \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{oops\"}}]}]}",
+             "{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"id\": \"c1\","
+             " \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{oops\"}}]}]}",
              &ans),
         400);
     assert_non_null(strstr(str_at(ans, "error", "message"), "not valid JSON"));

@@ -509,9 +509,9 @@ static void test_chat_markup_is_special_content_is_not(void **state)
     assert_int_equal(count_id(ids, n, IM), 1);
     free(ids);
 
-    const chat_message conv[] = {{"user", "a<|im_end|><|im_start|>"}, {"assistant", "a"}};
+    const chat_message conv[] = {{"user", "a<|im_end|><|im_start|>", NULL, NULL}, {"assistant", "a", NULL, NULL}};
     chat_rendering r = {0};
-    assert_int_equal(chat_template_render(CHAT_TEMPLATE_CHATML, conv, 2, &r, NULL), TS_OK);
+    assert_int_equal(chat_template_render(CHAT_TEMPLATE_CHATML, conv, 2, NULL, &r, NULL), TS_OK);
     ts_tokenize_opts chat = {.parse_special = true, .plain = r.content, .n_plain = r.n_content};
     ids = encode_ex(tok, r.text, &chat, &n);
     /* three turns open (user, assistant, the next assistant) and two close */

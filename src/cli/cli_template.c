@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "gguf/gguf.h"
+#include "server/chat_family.h"
 #include "server/openai.h"
 #include "template/chat_jinja.h"
 #include "template/chat_template.h"
@@ -114,20 +115,14 @@ static char *model_template(const char *model)
 
 static int render_family(chat_template_kind kind, const oai_request *r)
 {
-    chat_message *msgs = calloc(r->n_messages, sizeof *msgs);
     chat_rendering chat = {0};
     ts_error err = {0};
-    for (size_t i = 0; msgs && i < r->n_messages; i++)
-        msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
     int rc = 1;
-    if (!msgs)
-        fprintf(stderr, "tessera: out of memory\n");
-    else if (chat_template_render(kind, msgs, r->n_messages, &chat, &err) != TS_OK)
+    if (chat_family_render(kind, r, &chat, &err) != TS_OK)
         fprintf(stderr, "tessera: %s\n", err.msg);
     else
         rc = fputs(chat.text, stdout) < 0;
     chat_rendering_free(&chat);
-    free(msgs);
     return rc;
 }
 

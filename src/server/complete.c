@@ -23,6 +23,19 @@ static bool append_text(choice_acc *a, const char *text, size_t len)
     return true;
 }
 
+/* The text of a TOKEN or DONE event to choice a's answer: as it comes, or the content its
+ * tool-call parser releases (the calls go to a->calls). */
+static bool append_answer(srv_job *j, choice_acc *a, const ts_event *ev)
+{
+    if (!job_tools_on(j))
+        return append_text(a, ev->text, ev->text_len);
+    if (job_tools_event(j, ev) < 0)
+        return false;
+    bool ok = append_text(a, a->tco.content.s ? a->tco.content.s : "", a->tco.content.len);
+    strbuf_reset(&a->tco.content);
+    return ok;
+}
+
 /* Reserves n more bytes of a whole answer; past a bound the request is cancelled. */
 static void reserve(srv_job *j, size_t n)
 {
@@ -54,10 +67,10 @@ static bool collect_event(srv_job *j, const ts_event *ev)
                 return false;
             job_fill_logprob(j, ev, a->len, &a->lps[a->n_lps++]);
         }
-        if (!append_text(a, ev->text, ev->text_len))
+        if (!append_answer(j, a, ev))
             return false;
     } else if (ev->kind == TS_EVENT_DONE) {
-        if (!append_text(a, ev->text, ev->text_len))
+        if (!append_answer(j, a, ev))
             return false;
         job_record_done(j, ev);
     } else {
@@ -139,6 +152,10 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
                    : r->format == OAI_FORMAT_JSON_SCHEMA ? TS_CONSTRAINT_JSON_SCHEMA
                                                          : TS_CONSTRAINT_NONE;
     p.schema = r->schema;
+    if (r->tools.schema) { /* a forced tool_choice: the call(s), nothing else */
+        p.constraint = TS_CONSTRAINT_JSON_SCHEMA;
+        p.schema = r->tools.schema;
+    }
     p.cache_namespace = auth_request_ns(c->cache_ns, r->cache_salt);
     /* The bound is for clients that read a stream slowly. A non-streamed answer is read
      * by this server as the engine writes it; bounding that would cancel requests
@@ -188,14 +205,21 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     }
     static const oai_token_logprob no_tokens; /* logprobs asked for, no token made */
     oai_choice choices[OAI_MAX_N];
+    oai_tool_call *calls[OAI_MAX_N] = {0};
+    bool calls_ok = true;
     for (int i = 0; i < j->oreq.n; i++) {
         choice_acc *a = &j->acc[i];
+        if (a->n_calls && (calls[i] = malloc(a->n_calls * sizeof *calls[i])))
+            job_tools_view(a, calls[i]);
+        calls_ok = calls_ok && (calls[i] || !a->n_calls);
         choices[i] = (oai_choice){a->text ? a->text : "", a->len, a->finish ? a->finish : "stop",
                                   j->oreq.sampling.logprobs ? (a->lps ? a->lps : &no_tokens) : NULL,
-                                  a->n_lps};
+                                  a->n_lps, calls[i], calls[i] ? a->n_calls : 0};
     }
     oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
-    char *json = oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
+    char *json = calls_ok ? oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u) : NULL;
+    for (int i = 0; i < j->oreq.n; i++)
+        free(calls[i]);
     size_t len = json ? strlen(json) : 0;
     if (len > j->held) { /* the estimate was low: the total counts the real size */
         atomic_fetch_add(&j->srv->answer_bytes, len - j->held);
@@ -239,6 +263,8 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
              (unsigned long long)srv->started, seq & 0xffffffULL);
     j->meta = (oai_meta){kind, j->id, (long long)time(NULL), j->model->name};
 
+    if (job_tools_on(j))
+        job_tools_start(j);
     int32_t *ids = NULL;
     size_t n = 0;
     ts_status st = prompt_tokens(&j->oreq, j->model, j->tok, &ids, &n, &e);
@@ -305,6 +331,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     for (int i = 0; i < OAI_MAX_N; i++) {
         free(j->acc[i].text);
         free(j->acc[i].lps);
+        job_tools_free(&j->acc[i]);
     }
     free(j->out);
     oai_request_clear(&j->oreq);

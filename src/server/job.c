@@ -121,7 +121,9 @@ void job_note_token_time(srv_job *j, choice_acc *a)
 
 void job_record_done(srv_job *j, const ts_event *ev)
 {
-    j->acc[ev->index].finish = finish_name(ev->finish);
+    choice_acc *a = &j->acc[ev->index];
+    a->finish = a->n_calls && ev->finish != TS_FINISH_CANCELLED ? "tool_calls"
+                                                                : finish_name(ev->finish);
     j->prompt_tokens = ev->prompt_tokens;
     j->cached_tokens = ev->cached_tokens;
     j->completion_tokens += ev->completion_tokens;

@@ -9,6 +9,14 @@
 
 #include "server/budget.h"
 #include "server/server_internal.h"
+#include "server/toolcall.h"
+
+/* A tool call of a choice's answer, with its id. */
+typedef struct job_call {
+    char id[40];        /* "call_" and 24 letters or digits; 9 of them for the mistral
+                         * family, whose templates refuse other ids */
+    toolcall_call call; /* owned */
+} job_call;
 
 typedef struct choice_acc {
     char *text;               /* (len) non-streamed text */
@@ -18,6 +26,10 @@ typedef struct choice_acc {
     const char *finish;       /* static; NULL until DONE */
     size_t text_off;          /* streamed bytes so far (a whole answer has len) */
     double t_last;            /* time of the previous token (inter-token latency) */
+    toolcall_parser tc;       /* the answer's tool calls, when job_tools_on */
+    toolcall_out tco;         /* content the parser released, not yet used */
+    job_call *calls;          /* (n_calls) the answer's tool calls so far */
+    size_t n_calls, cap_calls;
 } choice_acc;
 
 struct srv_job {
@@ -66,11 +78,37 @@ void job_fill_logprob(const srv_job *j, const ts_event *ev, size_t text_off,
 /* A token of choice a came now: observes time to first token or inter-token latency. */
 void job_note_token_time(srv_job *j, choice_acc *a);
 
-/* A DONE event: the choice's finish reason and the usage. */
+/* A DONE event: the choice's finish reason ("tool_calls" when its answer called tools,
+ * unless cancelled) and the usage. */
 void job_record_done(srv_job *j, const ts_event *ev);
 
 /* An ERROR event: the job fails with its status and message, logged. */
 void job_record_error(srv_job *j, const ts_event *ev);
+
+/* ---- job_tools.c */
+
+/* Whether the request's answers go through a tool-call parser: it has tools and a
+ * tool_choice other than none. */
+bool job_tools_on(const srv_job *j);
+
+/* Starts each choice's parser: the model family's syntax for auto, the bare JSON call(s)
+ * of a forced tool_choice. */
+void job_tools_start(srv_job *j);
+
+/* A TOKEN or DONE event of choice ev->index through its parser (the family's marker fed
+ * after the text when the event's token is that marker as a control token; the parser
+ * finished at DONE). The content it releases is appended to a->tco.content; the calls
+ * are appended to a->calls with fresh ids. Returns the index in a->calls of the first
+ * new call (a->n_calls when none), or -1 when out of memory. */
+long job_tools_event(srv_job *j, const ts_event *ev);
+
+/* Choice a's call k, and all its calls (out: a->n_calls entries), as the JSON builders
+ * take them; borrowed from a. */
+void job_tools_view_one(const choice_acc *a, size_t k, oai_tool_call *out);
+void job_tools_view(const choice_acc *a, oai_tool_call *out);
+
+/* Frees what choice a holds for tools. */
+void job_tools_free(choice_acc *a);
 
 /* ---- stream.c */
 

@@ -20,6 +20,10 @@ enum {
     OAI_MAX_MESSAGES = 4096,
     OAI_MAX_PROMPT_TOKENS = 1 << 20,
     OAI_IGNORED_LEN = 256,
+    OAI_MAX_TOOLS = 128,       /* tools of a request */
+    OAI_MAX_TOOL_NAME = 64,    /* bytes of a function name: [a-zA-Z0-9_-], as OpenAI's */
+    OAI_MAX_PARALLEL_CALLS = 8, /* calls of a forced answer (tool_choice required): a model
+                                 * that never closes the list stops there */
 };
 
 typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;
@@ -50,8 +54,31 @@ typedef enum oai_format {
     OAI_FORMAT_JSON_SCHEMA, /* oai_request.schema holds the compiled schema */
 } oai_format;
 
+/* tool_choice: whether and how the answer calls the request's tools. */
+typedef enum oai_tool_choice {
+    OAI_TOOL_CHOICE_NONE,     /* the answer is text (the default without tools) */
+    OAI_TOOL_CHOICE_AUTO,     /* text or calls, in the model family's syntax (the default
+                               * with tools) */
+    OAI_TOOL_CHOICE_REQUIRED, /* one call or more, constrained to the tools' schemas */
+    OAI_TOOL_CHOICE_NAMED,    /* one call of the named tool, constrained to its schema */
+} oai_tool_choice;
+
+typedef struct oai_tools {
+    struct cJSON *defs;     /* owned: the request's tools, checked ([{"type": "function",
+                             * "function": {"name", "description"?, "parameters"?}}]);
+                             * NULL for none (an empty array is none) */
+    int n;                  /* tools in defs */
+    oai_tool_choice choice;
+    int named;              /* NAMED: the tool's index in defs */
+    bool parallel;          /* parallel_tool_calls (default true): REQUIRED may make
+                             * several calls */
+    struct ts_schema *schema; /* owned (ts_schema_release): REQUIRED, NAMED: the compiled
+                               * oai_tools_schema the answer is constrained to */
+} oai_tools;
+
 typedef struct oai_message {
-    char *role;    /* owned; "system", "user" or "assistant" ("developer" -> "system") */
+    char *role;    /* owned; "system", "user", "assistant" or "tool" ("developer" ->
+                    * "system"); tool calls and ids are in the request's chat_vars */
     char *content; /* owned; text parts of an array content are joined */
 } oai_message;
 
@@ -75,6 +102,7 @@ typedef struct oai_request {
     oai_format format;            /* response_format */
     struct ts_schema *schema;     /* owned (ts_schema_release): response_format's compiled
                                    * json_schema, or NULL */
+    oai_tools tools;              /* tools, tool_choice, parallel_tool_calls (chat) */
     char *user;                   /* owned; recorded, not used */
     char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
                                     * and header-safe (X-Tessera-Ignored-Fields); "" none */
@@ -97,6 +125,27 @@ struct cJSON;
  * tool_choice) are checked and response_format sets r->format (and compiles r->schema). */
 ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request *r,
                            oai_error *err);
+/* openai_tools.c: tools, tool_choice and parallel_tool_calls of root (borrowed) into
+ * r->tools; a 400 names the field (tools[2].function.name, tool_choice). A call forced
+ * (required, named) needs tools and no other response_format than text, so r->format must
+ * be read first; its schema is compiled into r->tools.schema, a parameters schema outside
+ * the supported subset a 400 naming it (tools[1].function.parameters.properties.x...). */
+ts_status oai_read_tools(const struct cJSON *root, oai_request *r, oai_error *err);
+/* Frees what t owns and zeroes it. */
+void oai_tools_clear(oai_tools *t);
+/* The tool fields of message m (borrowed), messages[i] of role role: an assistant's
+ * tool_calls ([{"id": string, "type": "function", "function": {"name": string,
+ * "arguments": JSON text or object}}]) and a tool message's tool_call_id (a string,
+ * required). */
+ts_status oai_check_message_tools(const struct cJSON *m, int i, const char *role,
+                                  oai_error *err);
+/* The JSON Schema a forced answer must match (the caller's to cJSON_Delete), or NULL when
+ * the choice forces no call (or out of memory: check t->choice). A call is {"name":
+ * const, "arguments": the function's parameters ({"type": "object", "properties": {},
+ * ...} when it has none)}; NAMED: that tool's call; REQUIRED: any tool's call (anyOf), or
+ * with t->parallel an array of one or more. */
+struct cJSON *oai_tools_schema(const oai_tools *t);
+
 /* A chat request's variables for a Jinja chat template (chat_vars.c), from its parsed
  * body root (borrowed, its messages already checked): messages (content parts joined,
  * "developer" as "system", tool_calls' arguments parsed from their JSON string), tools,
@@ -158,12 +207,22 @@ typedef struct oai_meta {
     const char *model;
 } oai_meta;
 
+/* A tool call of an answer: {"id", "type": "function", "function": {"name",
+ * "arguments"}}. */
+typedef struct oai_tool_call {
+    const char *id, *name; /* borrowed */
+    const char *arguments; /* borrowed: JSON text of an object */
+} oai_tool_call;
+
 typedef struct oai_choice {
-    const char *text;            /* (text_len) valid UTF-8 */
+    const char *text;            /* (text_len) valid UTF-8; with tool calls and no text the
+                                  * message's content is null */
     size_t text_len;
-    const char *finish_reason;   /* "stop", "length", "cancelled" */
+    const char *finish_reason;   /* "stop", "length", "tool_calls", "cancelled" */
     const oai_token_logprob *logprobs; /* (n_logprobs), NULL when not asked for */
     size_t n_logprobs;
+    const oai_tool_call *tool_calls; /* (n_tool_calls) chat: the message's tool_calls */
+    size_t n_tool_calls;
 } oai_choice;
 
 typedef struct oai_usage {
@@ -185,6 +244,12 @@ char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_c
  * lp (may be NULL) is the token's log-probabilities. */
 char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *text,
                      size_t text_len, const char *finish_reason, const oai_token_logprob *lp);
+
+/* A chat stream chunk for completion `index` carrying tool call k of its answer: with
+ * head its id, type and name with empty arguments (the call's first chunk, as OpenAI
+ * sends it), else its arguments. */
+char *oai_tool_chunk_json(const oai_meta *m, int index, int k, const oai_tool_call *call,
+                          bool head);
 
 /* The final stream chunk of stream_options.include_usage: empty choices, usage set. */
 char *oai_usage_chunk_json(const oai_meta *m, const oai_usage *usage);

@@ -212,8 +212,8 @@ static ts_status check_response_format(const cJSON *root, oai_request *r, oai_er
     return st;
 }
 
-/* modalities, tools and tool_choice. */
-static ts_status check_chat_values(const cJSON *root, oai_error *err)
+/* modalities, then the tool fields (after response_format: a forced call needs text). */
+static ts_status check_chat_values(const cJSON *root, oai_request *r, oai_error *err)
 {
     const cJSON *m = given(root, "modalities"), *x;
     if (m) {
@@ -224,23 +224,8 @@ static ts_status check_chat_values(const cJSON *root, oai_error *err)
                 return oai_error_set(err, 400, "modalities", "unsupported_value",
                                      "only the \"text\" modality is supported");
     }
-    /* tools reach a Jinja chat template (chat_vars.c); the answer's tool calls are not
-     * parsed yet, so a choice that forces a call is refused. */
-    const cJSON *tools = given(root, "tools");
-    if (tools && !cJSON_IsArray(tools))
-        return wrong_type(err, "tools", "an array");
-    const cJSON *tc = given(root, "tool_choice");
-    if (tc && (!cJSON_IsString(tc) ||
-               (strcmp(tc->valuestring, "none") && strcmp(tc->valuestring, "auto"))))
-        return oai_error_set(err, 400, "tool_choice", "unsupported_value",
-                             "'tool_choice' must be \"none\" or \"auto\": forcing a tool call "
-                             "is not supported yet");
-    const cJSON *ptc = given(root, "parallel_tool_calls");
-    if (ptc && !cJSON_IsBool(ptc))
-        return wrong_type(err, "parallel_tool_calls", "a boolean");
-    return TS_OK;
+    return oai_read_tools(root, r, err);
 }
-
 
 ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai_error *err)
 {
@@ -265,5 +250,5 @@ ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai
     if (st != TS_OK)
         return st;
     return kind == OAI_COMPLETION ? check_completion_values(root, r, err)
-                                  : check_chat_values(root, err);
+                                  : check_chat_values(root, r, err);
 }

@@ -62,9 +62,11 @@ cJSON *oai_bytes_string(const char *s, size_t n)
 
 #define bytes_string oai_bytes_string
 
+/* Adds item to obj (an array when name is NULL); item is freed when it cannot be. */
 static bool add(cJSON *obj, const char *name, cJSON *item)
 {
-    if (item && cJSON_AddItemToObject(obj, name, item))
+    if (obj && item &&
+        (name ? cJSON_AddItemToObject(obj, name, item) : cJSON_AddItemToArray(obj, item)))
         return true;
     cJSON_Delete(item);
     return false;
@@ -249,6 +251,32 @@ static bool add_finish(cJSON *o, const char *finish_reason)
                          : cJSON_AddNullToObject(o, "finish_reason") != NULL;
 }
 
+/* Appends call k to obj's "tool_calls" (made on the first): {"index"? (in chunks), "id",
+ * "type", "function": {"name", "arguments"}} whole, or in a chunk's head (arguments "")
+ * or tail (arguments only). */
+static bool add_tool_call(cJSON *obj, size_t k, const oai_tool_call *call, bool head,
+                          bool tail)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, "tool_calls");
+    if (!arr && !add(obj, "tool_calls", arr = cJSON_CreateArray()))
+        return false;
+    cJSON *o = cJSON_CreateObject();
+    if (!add(arr, NULL, o))
+        return false;
+    /* in a chunk, which call of the answer it continues */
+    bool ok = (head && tail) || cJSON_AddNumberToObject(o, "index", (double)k);
+    ok = ok && (!head || (cJSON_AddStringToObject(o, "id", call->id) &&
+                          cJSON_AddStringToObject(o, "type", "function")));
+    cJSON *fn = cJSON_CreateObject();
+    if (!ok) {
+        cJSON_Delete(fn);
+        return false;
+    }
+    return add(o, "function", fn) &&
+           (!head || cJSON_AddStringToObject(fn, "name", call->name)) &&
+           cJSON_AddStringToObject(fn, "arguments", tail ? call->arguments : "");
+}
+
 char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_choices,
                         const oai_usage *usage)
 {
@@ -264,9 +292,12 @@ char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_c
         ok = ok && cJSON_AddNumberToObject(ch, "index", (double)i);
         if (ok && m->kind == OAI_CHAT) {
             cJSON *msg = cJSON_AddObjectToObject(ch, "message");
-            ok = msg &&
-                 cJSON_AddStringToObject(msg, "role", "assistant") &&
-                 add(msg, "content", bytes_string(c->text, c->text_len));
+            ok = msg && cJSON_AddStringToObject(msg, "role", "assistant") &&
+                 add(msg, "content", c->n_tool_calls && !c->text_len
+                                         ? cJSON_CreateNull()
+                                         : bytes_string(c->text, c->text_len));
+            for (size_t k = 0; ok && k < c->n_tool_calls; k++)
+                ok = add_tool_call(msg, k, &c->tool_calls[k], true, true);
         } else if (ok) {
             ok = add(ch, "text", bytes_string(c->text, c->text_len));
         }
@@ -308,6 +339,19 @@ char *oai_chunk_json(const oai_meta *m, int index, bool with_role, const char *t
     else if (ok)
         ok = cJSON_AddNullToObject(ch, "logprobs") != NULL;
     ok = ok && add_finish(ch, finish_reason);
+    return finish(root, ok);
+}
+
+char *oai_tool_chunk_json(const oai_meta *m, int index, int k, const oai_tool_call *call,
+                          bool head)
+{
+    cJSON *root = envelope(m, true);
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "choices") : NULL;
+    cJSON *ch = cJSON_CreateObject();
+    bool ok = add(arr, NULL, ch) && cJSON_AddNumberToObject(ch, "index", index);
+    cJSON *delta = ok ? cJSON_AddObjectToObject(ch, "delta") : NULL;
+    ok = ok && delta && add_tool_call(delta, (size_t)k, call, head, !head) &&
+         cJSON_AddNullToObject(ch, "logprobs") && add_finish(ch, NULL);
     return finish(root, ok);
 }
 

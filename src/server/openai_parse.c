@@ -272,6 +272,8 @@ static ts_status read_messages(const cJSON *root, oai_request *r, oai_error *err
             return TS_ERR_INVALID_ARG;
         if (!out->content)
             return oai_error_set(err, 500, NULL, NULL, "out of memory");
+        if (oai_check_message_tools(m, i, rs, err) != TS_OK)
+            return TS_ERR_INVALID_ARG;
         i++;
     }
     return TS_OK;
@@ -503,6 +505,7 @@ fail:
 void oai_request_clear(oai_request *r)
 {
     cJSON_Delete(r->chat_vars);
+    oai_tools_clear(&r->tools);
     free(r->model);
     for (size_t i = 0; i < r->n_messages; i++) {
         free(r->messages[i].role);

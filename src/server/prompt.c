@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/chat_family.h"
 #include "server/server_internal.h"
 
 ts_status prompt_tokens(const oai_request *r, const srv_model *m, const ts_tokenizer *tok,
@@ -40,14 +41,8 @@ ts_status prompt_tokens(const oai_request *r, const srv_model *m, const ts_token
         return TS_OK;
     }
     if (r->kind == OAI_CHAT) {
-        chat_message *msgs = calloc(r->n_messages, sizeof *msgs);
-        if (!msgs)
-            return oai_error_set(e, 500, NULL, NULL, "out of memory");
-        for (size_t i = 0; i < r->n_messages; i++)
-            msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
         ts_error err = {0};
-        ts_status st = chat_template_render(m->template, msgs, r->n_messages, &chat, &err);
-        free(msgs);
+        ts_status st = chat_family_render(m->template, r, &chat, &err);
         if (st != TS_OK)
             return oai_error_set(e, st == TS_ERR_NOMEM ? 500 : 400, "messages", NULL, "%s",
                                  err.msg);

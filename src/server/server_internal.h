@@ -47,6 +47,9 @@ typedef struct srv_model {
     chat_jinja jinja;            /* the Jinja template rendering its chats; .t NULL: the
                                   * family above does (template.c) */
     long long template_time;     /* the server's opts.template_time */
+    int32_t tool_marker;         /* the token of its family's tool-call marker where the
+                                  * vocabulary holds it as a control token (whose text is
+                                  * not printed), else -1 */
 } srv_model;
 
 /* A wake-up cell: the engine's notify callback writes its eventfd. Cells are recycled,

@@ -34,6 +34,36 @@ static void out_event(srv_job *j, char *json)
     free(json);
 }
 
+/* The calls of choice `index` from its first-th on, each as two chunks: its id, type and
+ * name, then its arguments. */
+static void stream_calls(srv_job *j, int index, long first)
+{
+    const choice_acc *a = &j->acc[index];
+    for (size_t k = (size_t)first; k < a->n_calls; k++) {
+        oai_tool_call call;
+        job_tools_view_one(a, k, &call);
+        out_event(j, oai_tool_chunk_json(&j->meta, index, (int)k, &call, true));
+        out_event(j, oai_tool_chunk_json(&j->meta, index, (int)k, &call, false));
+    }
+}
+
+/* The text an event adds to choice a's content: its own, or what the tool-call parser
+ * releases (*first: the first call it completed, a->n_calls when none). NULL when out
+ * of memory. */
+static const char *event_text(srv_job *j, choice_acc *a, const ts_event *ev, size_t *len,
+                              long *first)
+{
+    *first = (long)a->n_calls;
+    *len = ev->text_len;
+    if (!job_tools_on(j))
+        return ev->text;
+    strbuf_reset(&a->tco.content);
+    if ((*first = job_tools_event(j, ev)) < 0)
+        return NULL;
+    *len = a->tco.content.len;
+    return a->tco.content.s ? a->tco.content.s : "";
+}
+
 /* One engine event as its chunks (an ERROR as an error event). */
 static void stream_event(srv_job *j, const ts_event *ev)
 {
@@ -47,28 +77,38 @@ static void stream_event(srv_job *j, const ts_event *ev)
     if (ev->index < 0 || ev->index >= j->oreq.n)
         return;
     choice_acc *a = &j->acc[ev->index];
+    size_t len;
+    long first;
+    const char *text = event_text(j, a, ev, &len, &first);
+    if (!text) {
+        j->out_failed = true;
+        return;
+    }
     if (ev->kind == TS_EVENT_DONE) {
         /* Text held back to the end comes in a chunk of its own before the finish chunk;
          * no token goes with it, so its logprobs are null. */
-        if (ev->text_len > 0) {
-            out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len,
-                                        NULL, NULL));
-            a->text_off += ev->text_len;
+        if (len > 0) {
+            out_event(j, oai_chunk_json(&j->meta, ev->index, false, text, len, NULL, NULL));
+            a->text_off += len;
         }
+        stream_calls(j, ev->index, first);
         job_record_done(j, ev);
         out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL));
         return;
     }
     j->tokens_seen++;
     job_note_token_time(j, a);
-    if (ev->text_len == 0 && !j->oreq.sampling.logprobs)
-        return; /* text held back (partial character or possible stop string) */
-    oai_token_logprob lp;
-    if (j->oreq.sampling.logprobs)
-        job_fill_logprob(j, ev, a->text_off, &lp);
-    out_event(j, oai_chunk_json(&j->meta, ev->index, false, ev->text, ev->text_len, NULL,
-                                j->oreq.sampling.logprobs ? &lp : NULL));
-    a->text_off += ev->text_len;
+    /* Nothing to send for text held back (a partial character, a possible stop string or
+     * tool call) unless logprobs were asked for. */
+    if (len > 0 || j->oreq.sampling.logprobs) {
+        oai_token_logprob lp;
+        if (j->oreq.sampling.logprobs)
+            job_fill_logprob(j, ev, a->text_off, &lp);
+        out_event(j, oai_chunk_json(&j->meta, ev->index, false, text, len, NULL,
+                                    j->oreq.sampling.logprobs ? &lp : NULL));
+        a->text_off += len;
+    }
+    stream_calls(j, ev->index, first);
 }
 
 /* No more events: the usage chunk when asked for, then [DONE]. */

@@ -8,7 +8,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "server/chat_family.h"
 #include "server/server_internal.h"
+#include "server/toolcall.h"
 
 ts_status srv_template_load(ts_server *srv, const char *path, ts_error *err)
 {
@@ -45,8 +47,13 @@ ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err)
     const char *own = ts_model_get_chat_template(model);
     m->template = chat_template_detect(own);
     m->template_time = srv->opts.template_time;
+    ts_status fst = srv->template_name
+                        ? chat_template_from_name(srv->template_name, &m->template, err)
+                        : TS_OK;
+    m->tool_marker = toolcall_marker_token(ts_model_get_tokenizer(model),
+                                           toolcall_syntax_for(m->template));
     if (srv->template_name)
-        return chat_template_from_name(srv->template_name, &m->template, err);
+        return fst;
     const char *src = srv->template_src ? srv->template_src : own;
     if (!src || !*src)
         return TS_OK;
@@ -87,19 +94,14 @@ enum MHD_Result routes_apply_template(struct MHD_Connection *mc, srv_conn *c)
     if (m && m->jinja.t) {
         srv_template_render(m, &r, &text, &e);
     } else if (m) {
-        chat_message *msgs = calloc(r.n_messages, sizeof *msgs);
         chat_rendering chat = {0};
         ts_error err = {0};
-        for (size_t i = 0; msgs && i < r.n_messages; i++)
-            msgs[i] = (chat_message){r.messages[i].role, r.messages[i].content};
-        ts_status st = msgs ? chat_template_render(m->template, msgs, r.n_messages, &chat, &err)
-                            : ts_error_set(&err, TS_ERR_NOMEM, "out of memory");
+        ts_status st = chat_family_render(m->template, &r, &chat, &err);
         if (st != TS_OK)
             oai_error_set(&e, st == TS_ERR_NOMEM ? 500 : 400, "messages", NULL, "%s", err.msg);
         text = chat.text;
         chat.text = NULL;
         chat_rendering_free(&chat);
-        free(msgs);
     }
     oai_request_clear(&r);
     if (!text)

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/strbuf.h"
-#include "template/chat_template.h"
+#include "template/chat_internal.h"
+#include "template/jinja.h"
 
 static const char *const kind_names[CHAT_TEMPLATE_COUNT] = {
     [CHAT_TEMPLATE_PLAIN] = "plain",     [CHAT_TEMPLATE_CHATML] = "chatml",
@@ -54,20 +54,22 @@ const char *chat_template_name(chat_template_kind kind)
     return (unsigned)kind < CHAT_TEMPLATE_COUNT ? kind_names[kind] : "unknown";
 }
 
+bool chat_template_has_tools(chat_template_kind kind)
+{
+    return kind == CHAT_TEMPLATE_CHATML || kind == CHAT_TEMPLATE_LLAMA3 ||
+           kind == CHAT_TEMPLATE_MISTRAL;
+}
+
 bool chat_template_trims(chat_template_kind kind)
 {
     return kind == CHAT_TEMPLATE_LLAMA3 || kind == CHAT_TEMPLATE_GEMMA ||
            kind == CHAT_TEMPLATE_LLAMA2;
 }
 
-/* A rendering under way: the text, and the spans of it that are message content. */
-typedef struct render {
-    strbuf text;
-    strbuf spans; /* ts_text_span values, back to back */
-} render;
+typedef chat_render render;
+#define markup chat_template__markup
 
-/* Appends markup: the NUL-terminated strings given, up to a NULL. */
-static void markup(render *out, ...)
+void chat_template__markup(chat_render *out, ...)
 {
     va_list ap;
     va_start(ap, out);
@@ -81,13 +83,12 @@ static bool is_ascii_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-/* Appends a message's own text and records where it lies, less the whitespace at its
- * start (strip_lead) and end (strip_trail): the Llama 3 and Gemma templates pass every
- * message through Jinja's trim and Llama 2's through strip(), so "  hi\n" is rendered as
- * "hi" there. Only ASCII whitespace goes, as in llama.cpp's renderings. */
-static void content_part(render *out, const char *c, bool strip_lead, bool strip_trail)
+/* The Llama 3 and Gemma templates pass every message through Jinja's trim and Llama 2's
+ * through strip(), so "  hi\n" is rendered as "hi" there. Only ASCII whitespace goes, as
+ * in llama.cpp's renderings. */
+void chat_template__content(chat_render *out, const char *c, size_t len, bool strip_lead,
+                            bool strip_trail)
 {
-    size_t len = strlen(c);
     while (strip_lead && len > 0 && is_ascii_space(*c)) {
         c++;
         len--;
@@ -101,7 +102,32 @@ static void content_part(render *out, const char *c, bool strip_lead, bool strip
     strbuf_add(&out->spans, &sp, sizeof sp);
 }
 
-typedef enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT } role;
+static void content_part(render *out, const char *c, bool strip_lead, bool strip_trail)
+{
+    chat_template__content(out, c, strlen(c), strip_lead, strip_trail);
+}
+
+bool chat_template__json(chat_render *out, const cJSON *v, int indent)
+{
+    char *j = jinja_tojson(v, indent);
+    if (!j)
+        return false;
+    chat_template__content(out, j, strlen(j), false, false);
+    free(j);
+    return true;
+}
+
+bool chat_template__tool_mode(const chat_message *m, size_t n, const cJSON *tools)
+{
+    if (cJSON_GetArraySize(tools) > 0)
+        return true;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(m[i].role, "tool") || cJSON_GetArraySize(m[i].tool_calls) > 0)
+            return true;
+    return false;
+}
+
+typedef enum role { ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT, ROLE_TOOL } role;
 
 static int parse_role(const char *r)
 {
@@ -113,6 +139,8 @@ static int parse_role(const char *r)
         return ROLE_USER;
     if (!strcmp(r, "assistant"))
         return ROLE_ASSISTANT;
+    if (!strcmp(r, "tool"))
+        return ROLE_TOOL;
     return -1;
 }
 
@@ -120,7 +148,7 @@ static int parse_role(const char *r)
 static void render_turns(render *out, chat_template_kind kind, const chat_message *m, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const char *r = m[i].role; /* one of the three known roles: checked by the caller */
+        const char *r = m[i].role; /* system, user or assistant: tool mode rewrites tools */
         switch (kind) {
         case CHAT_TEMPLATE_CHATML: markup(out, "<|im_start|>", r, "\n", NULL); break;
         case CHAT_TEMPLATE_LLAMA3:
@@ -212,8 +240,19 @@ static void render_inst(render *out, chat_template_kind kind, const chat_message
         markup(out, "<start_of_turn>model\n", NULL);
 }
 
+/* A chat without tool messages in any family. */
+static void render_plain(chat_render *out, chat_template_kind kind, const chat_message *m,
+                         size_t n)
+{
+    if (kind == CHAT_TEMPLATE_LLAMA2 || kind == CHAT_TEMPLATE_MISTRAL ||
+        kind == CHAT_TEMPLATE_GEMMA)
+        render_inst(out, kind, m, n);
+    else
+        render_turns(out, kind, m, n);
+}
+
 ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs, size_t n,
-                               chat_rendering *out, ts_error *err)
+                               const cJSON *tools, chat_rendering *out, ts_error *err)
 {
     *out = (chat_rendering){0};
     if ((unsigned)kind >= CHAT_TEMPLATE_COUNT)
@@ -222,17 +261,17 @@ ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs
     for (size_t i = 0; i < n; i++) {
         if (parse_role(msgs[i].role) < 0)
             return ts_error_set(err, TS_ERR_INVALID_ARG,
-                                "messages[%zu].role '%s' is not system, user or assistant", i,
+                                "messages[%zu].role '%s' is not system, user, assistant or tool",
+                                i,
                                 msgs[i].role ? msgs[i].role : "(null)");
         if (!msgs[i].content)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "messages[%zu].content is missing", i);
     }
     render r = {0};
-    if (kind == CHAT_TEMPLATE_LLAMA2 || kind == CHAT_TEMPLATE_MISTRAL ||
-        kind == CHAT_TEMPLATE_GEMMA)
-        render_inst(&r, kind, msgs, n);
-    else
-        render_turns(&r, kind, msgs, n);
+    if (!chat_template__tool_mode(msgs, n, tools))
+        render_plain(&r, kind, msgs, n);
+    else if (chat_template__render_tools(&r, kind, msgs, n, tools, render_plain) != TS_OK)
+        r.text.failed = true;
     if (!r.text.failed)
         strbuf_add(&r.text, "", 0); /* an empty rendering is still a string */
     if (r.text.failed || r.spans.failed) {

@@ -22,9 +22,16 @@ typedef enum chat_template_kind {
     CHAT_TEMPLATE_COUNT
 } chat_template_kind;
 
+struct cJSON;
+
 typedef struct chat_message {
-    const char *role;    /* "system", "user" or "assistant"; borrowed */
+    const char *role;    /* "system", "user", "assistant" or "tool"; borrowed */
     const char *content; /* NUL-terminated UTF-8; borrowed */
+    /* assistant: the calls it made as OpenAI writes them, [{"id", "type", "function":
+     * {"name", "arguments"}}], with each arguments an object (the API's JSON string
+     * parsed); NULL or empty for none. Borrowed. */
+    const struct cJSON *tool_calls;
+    const char *tool_call_id; /* tool: the id of the call it answers, or NULL; borrowed */
 } chat_message;
 
 /* The family a Jinja template string belongs to; PLAIN for NULL, "" or an unknown one. */
@@ -36,6 +43,12 @@ ts_status chat_template_from_name(const char *name, chat_template_kind *out, ts_
 
 /* The family's name as chat_template_from_name() accepts it. */
 const char *chat_template_name(chat_template_kind kind);
+
+/* Whether the family has a tool-call format of its own (chatml as Qwen 2.5 and Hermes,
+ * llama3 as Llama 3.1, mistral as Mistral Nemo): its renderings of tools, calls and
+ * results are those models' templates', and its models' answers call tools in that
+ * format. */
+bool chat_template_has_tools(chat_template_kind kind);
 
 /* Whether the format drops ASCII whitespace at the ends of messages, as its template does
  * (llama3 and gemma every message; llama2 a turn's text, so a user text after the system
@@ -54,9 +67,15 @@ typedef struct chat_rendering {
 /* Renders n messages (borrowed) followed by the opening of the assistant's turn into
  * *out, which the caller frees with chat_rendering_free. BOS is not part of the text:
  * tokenize it with add_special, which adds BOS where the vocabulary says to. Unknown roles
- * give TS_ERR_INVALID_ARG. */
+ * give TS_ERR_INVALID_ARG.
+ * tools (borrowed; NULL or an empty array for none) is OpenAI's tools array. A chat with
+ * tools, tool calls or tool results is rendered in the family's tool format (see
+ * chat_template_has_tools); a family without one shows the tools, calls and results as
+ * plain text in Qwen's words and Hermes' tags (<tools>, <tool_call>, <tool_response>),
+ * results as user turns. Tool definitions, arguments and results are content: plain text
+ * to the tokenizer. */
 ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs, size_t n,
-                               chat_rendering *out, ts_error *err);
+                               const struct cJSON *tools, chat_rendering *out, ts_error *err);
 
 /* Accepts a zeroed or freed rendering. */
 void chat_rendering_free(chat_rendering *r);

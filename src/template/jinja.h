@@ -44,4 +44,11 @@ ts_status jinja_render(const jinja_template *t, const cJSON *vars, time_t now, c
 /* Accepts NULL. */
 void jinja_free(jinja_template *t);
 
+/* v (borrowed) as the tojson filter writes it (Python's json.dumps, non-ASCII kept):
+ * ", " and ": " between items, or with indent >= 0 one item a line indented that many
+ * spaces a level. A NUL-terminated string the caller frees; NULL when out of memory or
+ * nested past 64. The built-in chat families write tools with it, so their JSON is the
+ * Jinja templates'. Thread-safe. */
+char *jinja_tojson(const cJSON *v, int indent);
+
 #endif /* TESSERA_TEMPLATE_JINJA_H */

@@ -240,6 +240,21 @@ static bool f_tojson(jctx *c, jinja_scope *s, const jnode *at, const jv *v, cons
     return jinja_make_str(c, at, &b, out);
 }
 
+char *jinja_tojson(const cJSON *v, int indent)
+{
+    jinja_arena a = {.limit = (size_t)1 << 30};
+    strbuf b = {0};
+    jv x;
+    bool ok = jv_from_json(&a, v, &x, 0) && jv_to_json(&b, &x, indent, NULL, NULL, false, 0) &&
+              strbuf_add(&b, "", 0);
+    jinja_arena_free(&a);
+    if (!ok) {
+        strbuf_free(&b);
+        return NULL;
+    }
+    return b.s;
+}
+
 static bool f_string(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
 {
     (void)s, (void)a;

@@ -25,7 +25,8 @@ enum { MAX_MESSAGES = 64 };
 
 static bool known_role(const char *r)
 {
-    return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant");
+    return !strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant") ||
+           !strcmp(r, "tool");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -63,12 +64,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const roles[3] = {"system", "user", "assistant"};
     chat_message msgs[MAX_MESSAGES];
     size_t n = 0;
-    bool roles_ok = true, utf8_ok = true;
+    bool roles_ok = true, utf8_ok = true, tool = false;
     for (size_t i = 2; i + 1 < n_fields && n < MAX_MESSAGES; i += 2, n++) {
         const char *r = fields[i];
         msgs[n].role = (r[0] >= '0' && r[0] <= '2' && r[1] == '\0') ? roles[r[0] - '0'] : r;
         msgs[n].content = fields[i + 1];
+        msgs[n].tool_calls = NULL;
+        msgs[n].tool_call_id = NULL;
         roles_ok &= known_role(msgs[n].role);
+        tool |= !strcmp(msgs[n].role, "tool");
         utf8_ok &= utf8_valid(msgs[n].content, strlen(msgs[n].content));
     }
 
@@ -86,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         chat_rendering out = {0};
         ts_error err = {0};
-        ts_status st = chat_template_render(kinds[k], msgs, n, &out, &err);
+        ts_status st = chat_template_render(kinds[k], msgs, n, NULL, &out, &err);
         const char *name = chat_template_name(kinds[k]);
         if (!roles_ok) {
             FUZZ_CHECK(st == TS_ERR_INVALID_ARG && err.msg[0] != '\0' && out.text == NULL,
@@ -96,6 +100,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(st == TS_OK && out.text != NULL, "rendering %zu messages failed: %s", n,
                    err.msg);
         size_t len = strlen(out.text), end = 0;
+        if (tool) { /* tool results are rewritten (tags, JSON quoting): valid text only */
+            if (utf8_ok)
+                FUZZ_CHECK(utf8_valid(out.text, len), "the %s rendering is not valid UTF-8",
+                           name);
+            chat_rendering_free(&out);
+            continue;
+        }
         for (size_t i = 0; i < n; i++) {
             size_t core_len;
             const char *core = fuzz_chat_core(msgs[i].content, trims, &core_len);

@@ -6,8 +6,8 @@
  * the body, in a buffer of exactly its size (no NUL after it), as the server holds it.
  * Checked: a refusal carries a message, a type and a 4xx/5xx status; an accepted request
  * has every field inside its documented range and every string valid UTF-8; rendering a
- * parsed chat succeeds (a chat with a tool message is refused, with a message: the
- * families have no tool role), yields valid UTF-8 and contains every message's content;
+ * parsed chat succeeds and yields valid UTF-8, and without tools, tool calls or results it
+ * contains every message's content;
  * the Jinja template variables hold every message and add_generation_prompt. */
 #include <math.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "common.h"
+#include "server/chat_family.h"
 #include "server/openai.h"
 #include "server/utf8.h"
 #include "template/chat_template.h"
@@ -48,35 +49,29 @@ static bool in(double v, double lo, double hi)
 
 static void render_chat(const oai_request *r, chat_template_kind kind)
 {
-    chat_message *msgs = malloc(r->n_messages * sizeof *msgs);
-    FUZZ_CHECK(msgs != NULL, "out of memory");
-    for (size_t i = 0; i < r->n_messages; i++)
-        msgs[i] = (chat_message){r->messages[i].role, r->messages[i].content};
     chat_rendering out = {0};
     ts_error err = {0};
-    ts_status st = chat_template_render(kind, msgs, r->n_messages, &out, &err);
-    bool tool = false; /* the families have no tool role: they refuse it, saying so */
-    for (size_t i = 0; i < r->n_messages; i++)
-        tool |= !strcmp(msgs[i].role, "tool");
-    if (tool) {
-        FUZZ_CHECK(st == TS_ERR_INVALID_ARG && err.msg[0], "a tool message rendered in %s",
-                   chat_template_name(kind));
-        free(msgs);
-        return;
-    }
+    ts_status st = chat_family_render(kind, r, &out, &err);
     FUZZ_CHECK(st == TS_OK, "rendering a parsed chat with %s failed: %s",
                chat_template_name(kind), err.msg);
     FUZZ_CHECK(utf8_valid(out.text, strlen(out.text)), "the %s rendering is not valid UTF-8",
                chat_template_name(kind));
-    for (size_t i = 0; i < r->n_messages; i++) {
+    /* tools, calls and results rewrite the chat (tags, JSON quoting): no content check */
+    bool tool = r->tools.defs != NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(r->chat_vars, "messages"))
+        tool |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) > 0;
+    for (size_t i = 0; i < r->n_messages; i++)
+        tool |= !strcmp(r->messages[i].role, "tool");
+    for (size_t i = 0; i < r->n_messages && !tool; i++) {
         size_t core_len;
-        const char *core = fuzz_chat_core(msgs[i].content, chat_template_trims(kind), &core_len);
+        const char *core =
+            fuzz_chat_core(r->messages[i].content, chat_template_trims(kind), &core_len);
         FUZZ_CHECK(memmem(out.text, strlen(out.text), core, core_len) != NULL,
                    "the %s rendering lost the content of message %zu", chat_template_name(kind),
                    i);
     }
     chat_rendering_free(&out);
-    free(msgs);
 }
 
 static void check_request(const oai_request *r, oai_kind kind)
