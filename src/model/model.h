@@ -77,7 +77,7 @@ void model_rope_init(model_weights *w, const ts_model_config *c);
  * their packs in simd_qmat.pack, and gives back the mapped pages of each packed matrix
  * (a tied output's excepted: the embedding lookup reads them). GGUF models only; a matrix
  * the pack refuses stays as it was. Never fails. */
-void model_pack(ts_model *m, ts_amx_mode mode);
+void model_pack(ts_model *m, ts_pack_mode mode);
 /* Frees every pack of w (n_layers layers) and clears the pointers. */
 void model_pack_free(model_weights *w, int n_layers);
 

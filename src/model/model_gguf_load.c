@@ -141,7 +141,7 @@ ts_status model_load_gguf(const char *path, const ts_model_load_opts *opts, ts_m
         *out = NULL;
         return st;
     }
-    model_pack(*out, opts->amx); /* after the lock: a locked mapping keeps its pages */
+    model_pack(*out, opts->pack); /* after the lock: a locked mapping keeps its pages */
     return TS_OK;
 }
 
