@@ -83,14 +83,4 @@ static inline void qp_block_sums(int32_t *xsum, const uint8_t *x0, size_t xrow,
         }
 }
 
-/* The activation sum that sub-block j's offset multiplies, for activation row m whose
- * block is xb (block b): 8-bit units, the block's sum; Q6_K, the 16 elements' bsum. */
-QP_INLINE int32_t qp_sub_sum(const simd_qpack *p, const uint8_t *xb, const int32_t *xsum, int m,
-                             int b, int j)
-{
-    if (p->bits == 8)
-        return xsum[m * p->n_blk + b];
-    return ((const qa_q8_k *)xb)->bsums[j];
-}
-
 #endif

@@ -41,11 +41,13 @@ typedef struct ts_model_config {
  * the file size plus what the packs add (1.0-1.12x the blocks they replace). The token
  * embedding is never packed. */
 typedef enum ts_pack_mode {
-    TS_PACK_AUTO = 0, /* the default: where a packed kernel runs here, Q8_0, Q4_0, Q4_K,
-                       * Q5_K and Q6_K (AVX-512 VNNI or AMX-INT8) and BF16 (AMX-BF16): on
-                       * the benchmark host 1.2-4x the file blocks' GEMM at 1-64 rows */
+    TS_PACK_AUTO = 0, /* the default: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K where a packed
+                       * kernel runs here (AVX-512 VNNI, or AMX-INT8): the same integers as
+                       * the file blocks' GEMM, summed in another float order */
     TS_PACK_OFF,      /* never: every matrix computes on the file's blocks */
-    TS_PACK_ALL,      /* auto, and F16 too (on bf16 tiles: its weights rounded to bf16) */
+    TS_PACK_ALL,      /* auto, and F16 and BF16 where the CPU has AMX-BF16 (bf16 tiles,
+                       * which round the activations, and F16 weights, to bf16: about 4e-3
+                       * of the largest logit from the f32 pass) */
     TS_PACK_FORCE,    /* every type the pack takes, whatever the CPU: where no packed
                        * kernel runs, the plain-C twin (slow; for tests) */
 } ts_pack_mode;

@@ -1,15 +1,15 @@
-/* qgemm_amx.c: the GEMM on int8-type packs (qpack_internal.h) with AMX int8 tiles, for
- * steps of QP_TILE_MIN_M rows or more (simd_qpack_gemm takes the vector kernel below).
+/* qgemm_amx.c: the GEMM on 8-bit packs (Q8_0, Q4_0; qpack_internal.h) with AMX int8
+ * tiles, for steps of QP_TILE_MIN_M rows or more (simd_qpack_gemm takes the vector kernel
+ * below that, and for the 4-6 bit types at every M: their per-sub-block scales made the
+ * tiles no faster than the vector kernel on the benchmark host).
  *
  * Work goes in blocks of two 16-row weight groups x two 16-row activation tiles (four
- * independent tile products in flight; a lone group or tile where the shape ends). Per
- * activation block, each group's unit gives the B tiles: an 8-bit unit is loaded as it is,
- * a 4-6 bit one is first unpacked into unsigned bytes (qp_brows). Each sub-block j is one
- * tile product C (16 x 16 int32) = A (16 activation rows x sub int8, signed) . B (sub / 4
- * B-rows, unsigned): TDPBSUD. C goes to memory and is folded into the block's integer sums
- * as the vector kernel folds its lanes (less off times the sub-block's activation sum,
- * times the sub-block's scale: exact), then the block's float terms are added with
- * qp_f32_row: the twin's bits. */
+ * independent tile products in flight; a lone group or tile where the shape ends). Each
+ * activation block is one tile product C (16 x 16 int32) = A (16 activation rows x 32
+ * int8, signed) . B (the unit's 8 B-rows, unsigned): TDPBSUD. C goes to memory, and each
+ * of its rows, less off times the activation block's sum, is the block's integer sum of
+ * that row against the 16 weight rows: its float terms are added with qp_f32_row, so the
+ * results are the twin's bits. */
 #include <stdlib.h>
 
 #include "../qpack_x86.h"
@@ -18,7 +18,7 @@
 enum { AMX_XSUM_MAX = 512 }; /* blocks of K whose activation sums fit the stack */
 
 /* What one 2 x 2 block works on: nm activation tiles of mr[i] rows from x0 (row stride
- * xrow, block sums xsum of rows from x0 on), ng weight groups from g. */
+ * xrow, their block sums xsum), ng weight groups from g. */
 typedef struct block2 {
     const simd_qpack *p;
     const uint8_t *x0;
@@ -27,41 +27,18 @@ typedef struct block2 {
     int mr[2], nm, ng, g;
 } block2;
 
-/* Block b's B-rows of group h: the unit itself (8 bits) or stage[h], unpacked. */
-static const uint8_t *unit_brows(const block2 *k, int h, int b, uint8_t stage[2][QK_K / 4][64])
+/* C tiles of block b into cbuf[2i + h] (16 x 16 int32 each). */
+static void tiles_block(const block2 *k, int b, int32_t cbuf[4][QP_ROWS][QP_ROWS])
 {
     const simd_qpack *p = k->p;
-    const uint8_t *unit = qpack_unit(p, k->g + h, b);
-    if (p->bits == 8)
-        return unit;
-    for (int r = 0; r < 32; r++) {
-        __m512i lo, hi;
-        switch (p->bits) {
-        case 4: qp_brows(p, unit, r, &lo, &hi, 4); break;
-        case 5: qp_brows(p, unit, r, &lo, &hi, 5); break;
-        default: qp_brows(p, unit, r, &lo, &hi, 6); break;
-        }
-        _mm512_store_si512(stage[h][r], lo);
-        _mm512_store_si512(stage[h][r + 32], hi);
-    }
-    return stage[h][0];
-}
-
-/* C tiles of sub-block j of block b into cbuf[2i + h] (16 x 16 int32 each); bw[h]: the
- * block's B-rows of group h. */
-static void tiles_sub(const block2 *k, int b, int j, const uint8_t *const bw[2],
-                      int32_t cbuf[4][QP_ROWS][QP_ROWS])
-{
-    const simd_qpack *p = k->p;
-    const uint8_t *xa = k->x0 + (size_t)b * p->act_blk_bytes + p->act_qs_off + (size_t)j * p->sub;
-    size_t wq = (size_t)j * (p->sub / 4) * 64;
+    const uint8_t *xa = k->x0 + (size_t)b * p->act_blk_bytes + p->act_qs_off;
     _tile_zero(0);
     _tile_loadd(4, xa, (long)k->xrow);
-    _tile_loadd(6, bw[0] + wq, 64);
+    _tile_loadd(6, qpack_unit(p, k->g, b), 64);
     _tile_dpbsud(0, 4, 6);
     if (k->ng > 1) {
         _tile_zero(1);
-        _tile_loadd(7, bw[1] + wq, 64);
+        _tile_loadd(7, qpack_unit(p, k->g + 1, b), 64);
         _tile_dpbsud(1, 4, 7);
     }
     if (k->nm > 1) {
@@ -88,43 +65,20 @@ static void tiles_sub(const block2 *k, int b, int j, const uint8_t *const bw[2],
 static void block_run(float acc[4][QP_ROWS][QP_ROWS], const block2 *k)
 {
     const simd_qpack *p = k->p;
-    _Alignas(64) uint8_t stage[2][QK_K / 4][64];
     _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
-    _Alignas(64) int32_t isum[4][QP_ROWS][QP_ROWS];
     memset(acc, 0, sizeof(float) * 4 * QP_ROWS * QP_ROWS);
     for (int b = 0; b < p->n_blk; b++) {
-        const uint8_t *bw[2] = {unit_brows(k, 0, b, stage), NULL};
-        if (k->ng > 1)
-            bw[1] = unit_brows(k, 1, b, stage);
-        memset(isum, 0, sizeof isum);
-        for (int j = 0; j < p->n_sub; j++) {
-            tiles_sub(k, b, j, bw, cbuf);
-            for (int h = 0; h < k->ng; h++) {
-                const uint8_t *unit = qpack_unit(p, k->g + h, b);
-                __m512i sc = p->n_sub > 1 ? qp_scales(p, unit, j) : _mm512_set1_epi32(1);
-                for (int i = 0; i < k->nm; i++)
-                    for (int r = 0; r < k->mr[i]; r++) {
-                        int m = QP_ROWS * i + r;
-                        const uint8_t *xb = k->x0 + (size_t)m * k->xrow + (size_t)b * p->act_blk_bytes;
-                        __m512i c = _mm512_load_si512(cbuf[2 * i + h][r]);
-                        if (p->off)
-                            c = _mm512_sub_epi32(c, _mm512_set1_epi32(
-                                                        p->off * qp_sub_sum(p, xb, k->xsum, m, b, j)));
-                        int32_t *s = isum[2 * i + h][r];
-                        _mm512_store_si512(s, _mm512_add_epi32(_mm512_load_si512(s),
-                                                               _mm512_mullo_epi32(c, sc)));
-                    }
-            }
-        }
+        tiles_block(k, b, cbuf);
         for (int h = 0; h < k->ng; h++) {
             const uint8_t *unit = qpack_unit(p, k->g + h, b);
             for (int i = 0; i < k->nm; i++)
                 for (int r = 0; r < k->mr[i]; r++) {
-                    const uint8_t *xb = k->x0 + (size_t)(QP_ROWS * i + r) * k->xrow +
-                                        (size_t)b * p->act_blk_bytes;
-                    __m512 a = qp_f32_row(_mm512_load_ps(acc[2 * i + h][r]),
-                                          _mm512_load_si512(isum[2 * i + h][r]), p, unit, xb);
-                    _mm512_store_ps(acc[2 * i + h][r], a);
+                    int m = QP_ROWS * i + r;
+                    const uint8_t *xb = k->x0 + (size_t)m * k->xrow + (size_t)b * p->act_blk_bytes;
+                    __m512i isum = _mm512_sub_epi32(_mm512_load_si512(cbuf[2 * i + h][r]),
+                                                    _mm512_set1_epi32(p->off * k->xsum[m * p->n_blk + b]));
+                    _mm512_store_ps(acc[2 * i + h][r],
+                                    qp_f32_row(_mm512_load_ps(acc[2 * i + h][r]), isum, p, unit, xb));
                 }
         }
     }
@@ -138,9 +92,8 @@ void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpac
     _Alignas(64) float acc[4][QP_ROWS][QP_ROWS];
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
     int32_t stack_sums[2 * QP_ROWS * AMX_XSUM_MAX], *xsum = stack_sums;
-    if (p->bits == 8 && p->n_blk > AMX_XSUM_MAX &&
-        !(xsum = malloc(sizeof(int32_t) * 2 * QP_ROWS * p->n_blk)))
-        abort(); /* K beyond 16384 elements of a 32-element type; a few hundred KiB */
+    if (p->n_blk > AMX_XSUM_MAX && !(xsum = malloc(sizeof(int32_t) * 2 * QP_ROWS * p->n_blk)))
+        abort(); /* K beyond 16384: a few hundred KiB */
     int cur[2] = {0, 0};
     int g_end = (n_end + QP_ROWS - 1) / QP_ROWS;
     for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
@@ -150,10 +103,9 @@ void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpac
         k.mr[1] = M - m0 - QP_ROWS;
         k.mr[1] = k.mr[1] < 0 ? 0 : k.mr[1] > QP_ROWS ? QP_ROWS : k.mr[1];
         k.nm = k.mr[1] > 0 ? 2 : 1;
-        if (p->bits == 8)
-            qp_block_sums(xsum, k.x0, xrow, p, k.mr[0] + k.mr[1]);
+        qp_block_sums(xsum, k.x0, xrow, p, k.mr[0] + k.mr[1]);
         if (k.mr[0] != cur[0] || k.mr[1] != cur[1]) {
-            tiles_config(k.mr, p->sub);
+            tiles_config(k.mr, QK_32);
             cur[0] = k.mr[0], cur[1] = k.mr[1];
         }
         for (int g = n_begin / QP_ROWS; g < g_end; g += 2) {

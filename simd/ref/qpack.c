@@ -287,7 +287,9 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
         }
     p->gemm = vnni_usable() ? simd_vnni_qpack_gemm : simd_qpack_gemm_ref;
 #if defined(TS_HAVE_AMX)
-    p->tiles = qpack_amx_caps() & QP_CAP_INT8 ? simd_amx_qpack_gemm : NULL;
+    /* tiles for the 8-bit units; the 4-6 bit types' per-sub-block scales made the tiles
+     * no faster than the vector kernel (amx/qgemm_amx.c) */
+    p->tiles = p->bits == 8 && qpack_amx_caps() & QP_CAP_INT8 ? simd_amx_qpack_gemm : NULL;
 #endif
     return p;
 }

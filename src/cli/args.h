@@ -77,10 +77,10 @@ int cli_load_option(int argc, char **argv, int *i, ts_model_load_opts *o);
     "  --mlock              lock the mapped model file in RAM (RLIMIT_MEMLOCK must allow)\n" \
     "  --hugepages          advise transparent huge pages for the mapped model file\n"     \
     "  --pack MODE          repack weight matrices at load, 16 rows interleaved for the\n" \
-    "                       AVX-512 VNNI and AMX kernels: auto (default: Q8_0, Q4_0, K\n"   \
-    "                       types, BF16, where such a kernel runs), off (compute on the\n" \
-    "                       file's blocks), all (F16 too, rounded to bf16), force\n"       \
-    "                       (whatever the CPU; tests)\n"
+    "                       AVX-512 VNNI and AMX kernels: auto (default: Q8_0, Q4_0,\n"    \
+    "                       Q4_K, Q5_K, Q6_K where such a kernel runs), off (compute on\n" \
+    "                       the file's blocks), all (F16/BF16 too, on AMX bf16 tiles,\n"   \
+    "                       activations rounded to bf16), force (whatever the CPU; tests)\n"
 
 /* The model to use when none is named: cli_model_path(NULL, NULL, ...) (models.h) in a
  * static buffer; NULL, after printing every place it looked, when there is none. */

@@ -25,8 +25,8 @@ static bool mode_packs(ts_pack_mode mode, uint32_t type)
         return false;
     if (mode == TS_PACK_FORCE)
         return true;
-    if (type == QT_F16 || type == QT_BF16)
-        return (type == QT_BF16 || mode == TS_PACK_ALL) && simd_qpack_fast(type);
+    if (type == QT_F16 || type == QT_BF16) /* bf16 tiles round the activations to bf16 */
+        return mode == TS_PACK_ALL && simd_qpack_fast(type);
     return simd_qpack_fast(type);
 }
 
@@ -56,20 +56,19 @@ void model_pack(ts_model *m, ts_pack_mode mode)
     if (mode == TS_PACK_OFF || !m->file)
         return;
     int n = 7 * m->cfg.n_layers + 1;
-    /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks */
+    const uint8_t *map = m->file->map, *end = map + m->file->size;
+    /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks; each
+     * matrix's pages go back as soon as it is packed, so the file and the packs are never
+     * all resident at once */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < n; i++) {
         simd_qmat *w = matrix_at(&m->w, i);
-        if (mode_packs(mode, w->type))
-            w->pack = simd_qpack_make(w);
-    }
-    const uint8_t *map = m->file->map, *end = map + m->file->size;
-    for (int i = 0; i < n; i++) {
-        const simd_qmat *w = matrix_at(&m->w, i);
+        if (!mode_packs(mode, w->type) || !(w->pack = simd_qpack_make(w)))
+            continue;
         const uint8_t *b = w->data, *e = b + (size_t)w->N * w->row_bytes;
         /* only a read-only file mapping's pages come back as they were; a tied output's
          * bytes are also the embedding table the lookup reads */
-        if (w->pack && map && b >= map && e <= end && !(i == 0 && m->cfg.tied_output))
+        if (map && b >= map && e <= end && !(i == 0 && m->cfg.tied_output))
             drop_pages(b, (size_t)(e - b));
     }
 }
