@@ -99,8 +99,10 @@ typedef enum qact {
     QACT_Q8_K,
 } qact;
 
-/* x[i] ~= d * qs[i]; s = d * sum(qs), which the _1 types' minimums multiply. */
-typedef struct qa_q8_32 { float d, s; int8_t qs[QK_32]; } qa_q8_32;
+/* x[i] ~= d * qs[i]; sum = sum(qs): the packs' unsigned weights subtract their offset
+ * times it, and the _1 types' minimums multiply qa32_s() = d * sum. */
+typedef struct qa_q8_32 { float d; int32_t sum; int8_t qs[QK_32]; } qa_q8_32;
+static inline float qa32_s(const qa_q8_32 *a) { return a->d * (float)a->sum; }
 /* x[i] ~= d * qs[i]; bsums[j] = sum of qs[16j .. 16j + 15]. */
 typedef struct qa_q8_k { float d; int16_t bsums[QK_K / 16]; int8_t qs[QK_K]; } qa_q8_k;
 

@@ -94,7 +94,7 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
             if (a == QACT_Q8_32) {
                 qa_q8_32 *ob = (qa_q8_32 *)o + b;
                 ob->d = dq;
-                ob->s = dq * (float)qg_act_store(ob->qs, r, bs);
+                ob->sum = qg_act_store(ob->qs, r, bs);
             } else {
                 qa_q8_k *ob = (qa_q8_k *)o + b;
                 ob->d = dq;
@@ -381,7 +381,7 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
                 for (int r = 0; r < NR; r++) {
                     acc[r][i] = qf_fma(acc[r][i], d[r] * da, qs_dot(qs_zero(), w[r], av, SGN));
                     if (MIN == QG_MIN_FLOAT)
-                        fm[r][i] += m[r] * a[i][b].s;
+                        fm[r][i] += m[r] * qa32_s(&a[i][b]);
                 }
             }
         }

@@ -73,7 +73,7 @@ static inline uint8_t *qd_acts(uint32_t t, int M, int K, float *xf, size_t *row_
             }
             if (kblk) {
                 ((qa_q8_32 *)blk)->d = d;
-                ((qa_q8_32 *)blk)->s = d * (float)sum;
+                ((qa_q8_32 *)blk)->sum = sum;
             } else {
                 qa_q8_k *k = (qa_q8_k *)blk;
                 k->d = d;

@@ -21,7 +21,7 @@ static void ref_quantize_row(void *out, const float *x, int K, qact a)
         if (a == QACT_Q8_32) {
             qa_q8_32 *o = (qa_q8_32 *)out + b;
             o->d = dq;
-            o->s = dq * (float)qg_act_store(o->qs, r, bs);
+            o->sum = qg_act_store(o->qs, r, bs);
         } else {
             qa_q8_k *o = (qa_q8_k *)out + b;
             o->d = dq;
@@ -57,7 +57,7 @@ static float ref_dot_q(const void *w, uint32_t type, int nb, const void *xa)
                 isum += q[i] * a->qs[i];
             acc += d[0] * a->d * (float)isum;
             if (t.min == QG_MIN_FLOAT)
-                acc += m[0] * a->s;
+                acc += m[0] * qa32_s(a);
         } else {
             const qa_q8_k *a = (const qa_q8_k *)xa + b;
             int isum = 0, imin = 0;
