@@ -1,11 +1,11 @@
-/* qpack.h: weight matrices repacked once at load into the layout of the AMX tile kernels
- * (simd/amx: int8 tiles for the quantized types, bf16 tiles for F16 / BF16), the GEMM on
- * that layout, and its plain-C twin.
+/* qpack.h: weight matrices repacked once at load, 16 rows interleaved in the order one
+ * AVX-512 VNNI instruction or one AMX tile multiplies (qpack_internal.h), the GEMM on that
+ * layout (a vector kernel for every M, AMX tiles for steps of 16 rows or more, bf16 tiles
+ * for F16 / BF16), and its plain-C twin.
  *
- * How the model uses it (steps of 16 rows or more are compute-bound; AMX multiplies
- * 16x16x64 int8 per instruction):
+ * How the model uses it:
  *
- *     if (simd_amx_usable() && simd_qpack_supports(w.type))
+ *     if (simd_qpack_supports(w.type) && simd_qpack_fast(w.type))
  *         pack = simd_qpack_make(&w);          // once per matrix at load; NULL = keep w
  *     ...                                      // per step, once per GEMM input:
  *     if (w.type == QT_F16 || w.type == QT_BF16) simd_qpack_bf16_rows(xq, x, lda, M, K);
@@ -14,22 +14,22 @@
  *     if (pack) simd_qpack_gemm(out, ldo, xq, pack, M, beta, n_begin, n_end);
  *     else      k->qgemm(out, ldo, xq, &w, M, beta, n_begin, n_end);
  *
- * The pack serves every M (a step's last M % 16 rows run through the same tiles, their
- * tile rows configured short), so once a matrix is packed the file's blocks of it are
- * never read again and the mapping's pages can be dropped (madvise MADV_DONTNEED, or
- * munmap of the tensor's pages). Sizes: 4/5/6-bit weights are unpacked to one int8 each
- * (so the int8 tiles serve every type with one kernel), scales stay per block: per 16x256
- * unit Q4_K and Q5_K take 4608 bytes (2.0x resp. 1.6x the file's blocks), Q6_K 4416
- * (1.3x), per 16x32 unit Q8_0 576 (1.06x), Q4_0 576 (2.0x); F16 and BF16 as bf16 (1.0x).
+ * The pack serves every M, each kernel giving the same bits, so once a matrix is packed
+ * the file's blocks of it are never read again and the mapping's pages can be dropped
+ * (madvise MADV_DONTNEED). Sizes: each weight keeps its file's bits (Q4_K nibbles, Q5_K
+ * and Q6_K nibbles plus bit planes, Q8_0 and Q4_0 bytes), the scales are widened: per
+ * 16x256 unit Q4_K takes 2560 bytes (1.11x the file's blocks), Q5_K 3072 (1.09x), Q6_K
+ * 3392 (1.01x), per 16x32 unit Q8_0 576 (1.06x), Q4_0 576 (2.0x: a byte a weight); F16
+ * and BF16 as bf16 (1.0x).
  *
  * F16 / BF16 weights run on bf16 tiles (TDPBF16PS, f32 sums): their activations are bf16
  * rows from simd_qpack_bf16_rows() instead of quantize_act()'s. bf16 keeps 8 significant
  * bits, so results differ from the f32 path by about 1e-3 relative (activations rounded;
- * F16 weights rounded too); the model should pack F16 only where that is acceptable.
+ * F16 weights rounded too); the model should pack them only where that is acceptable.
  *
- * Arithmetic of the int8 types (the tile kernel and the twin agree bit for bit; the bf16
- * tiles agree with their twin, a double sum, to f32 rounding): for output (m, n) and
- * activation block b, with dx = the activation block's d,
+ * Arithmetic of the int8 types (the vector kernel, the tile kernels and the twin agree bit
+ * for bit; the bf16 tiles agree with their twin, a double sum, to f32 rounding): for output
+ * (m, n) and activation block b, with dx = the activation block's d,
  *     isum = sum_j sc[n][j] * dot_j(m, n)          int32, exact (dot_j over sub-block j)
  *     acc  = fmaf(d[n] * dx, (float)isum, acc)
  *     acc  = fmaf(-(dmin[n] * dx), (float)msum, acc)    Q4_K, Q5_K only:

@@ -93,7 +93,10 @@ bool qpack_on_tiles(const simd_qpack *p);
 void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                           float beta, int n_begin, int n_end);
 
-/* The tile kernels (amx/), built only with TS_HAVE_AMX. */
+/* The tile kernels (amx/), built only with TS_HAVE_AMX: 8-bit packs, Q4_K packs (with
+ * AVX-512 VBMI), bf16 packs. */
+void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_qpack *p,
+                             int M, float beta, int n_begin, int n_end);
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
 void simd_amx_qpack_gemm_bf16(float *out, size_t ldo, const void *xq, const simd_qpack *p,

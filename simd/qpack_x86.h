@@ -68,19 +68,4 @@ QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const
     return acc;
 }
 
-/* The sum of each 32-element activation block's quants of rows [0, rows) (x0, xrow bytes
- * apart) into xsum[m * n_blk + b]: what an 8-bit unit's offset multiplies. */
-static inline void qp_block_sums(int32_t *xsum, const uint8_t *x0, size_t xrow,
-                                 const simd_qpack *p, int rows)
-{
-    for (int m = 0; m < rows; m++)
-        for (int b = 0; b < p->n_blk; b++) {
-            const qa_q8_32 *a = (const qa_q8_32 *)(x0 + (size_t)m * xrow) + b;
-            int32_t s = 0;
-            for (int i = 0; i < QK_32; i++)
-                s += a->qs[i];
-            xsum[m * p->n_blk + b] = s;
-        }
-}
-
 #endif

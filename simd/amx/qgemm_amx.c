@@ -7,23 +7,18 @@
  * independent tile products in flight; a lone group or tile where the shape ends). Each
  * activation block is one tile product C (16 x 16 int32) = A (16 activation rows x 32
  * int8, signed) . B (the unit's 8 B-rows, unsigned): TDPBSUD. C goes to memory, and each
- * of its rows, less off times the activation block's sum, is the block's integer sum of
- * that row against the 16 weight rows: its float terms are added with qp_f32_row, so the
- * results are the twin's bits. */
-#include <stdlib.h>
-
+ * of its rows, less off times the activation block's sum (qa_q8_32.sum), is the block's
+ * integer sum of that row against the 16 weight rows: its float terms are added with
+ * qp_f32_row, so the results are the twin's bits. */
 #include "../qpack_x86.h"
 #include "tiles.h"
 
-enum { AMX_XSUM_MAX = 512 }; /* blocks of K whose activation sums fit the stack */
-
 /* What one 2 x 2 block works on: nm activation tiles of mr[i] rows from x0 (row stride
- * xrow, their block sums xsum), ng weight groups from g. */
+ * xrow), ng weight groups from g. */
 typedef struct block2 {
     const simd_qpack *p;
     const uint8_t *x0;
     size_t xrow;
-    const int32_t *xsum;
     int mr[2], nm, ng, g;
 } block2;
 
@@ -75,8 +70,9 @@ static void block_run(float acc[4][QP_ROWS][QP_ROWS], const block2 *k)
                 for (int r = 0; r < k->mr[i]; r++) {
                     int m = QP_ROWS * i + r;
                     const uint8_t *xb = k->x0 + (size_t)m * k->xrow + (size_t)b * p->act_blk_bytes;
-                    __m512i isum = _mm512_sub_epi32(_mm512_load_si512(cbuf[2 * i + h][r]),
-                                                    _mm512_set1_epi32(p->off * k->xsum[m * p->n_blk + b]));
+                    __m512i isum = _mm512_sub_epi32(
+                        _mm512_load_si512(cbuf[2 * i + h][r]),
+                        _mm512_set1_epi32(p->off * ((const qa_q8_32 *)xb)->sum));
                     _mm512_store_ps(acc[2 * i + h][r],
                                     qp_f32_row(_mm512_load_ps(acc[2 * i + h][r]), isum, p, unit, xb));
                 }
@@ -91,28 +87,23 @@ void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpac
         return;
     _Alignas(64) float acc[4][QP_ROWS][QP_ROWS];
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
-    int32_t stack_sums[2 * QP_ROWS * AMX_XSUM_MAX], *xsum = stack_sums;
-    if (p->n_blk > AMX_XSUM_MAX && !(xsum = malloc(sizeof(int32_t) * 2 * QP_ROWS * p->n_blk)))
-        abort(); /* K beyond 16384: a few hundred KiB */
     int cur[2] = {0, 0};
     int g_end = (n_end + QP_ROWS - 1) / QP_ROWS;
-    for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
-        block2 k = {.p = p, .x0 = (const uint8_t *)xq + (size_t)m0 * xrow, .xrow = xrow,
-                    .xsum = xsum};
-        k.mr[0] = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
-        k.mr[1] = M - m0 - QP_ROWS;
-        k.mr[1] = k.mr[1] < 0 ? 0 : k.mr[1] > QP_ROWS ? QP_ROWS : k.mr[1];
-        k.nm = k.mr[1] > 0 ? 2 : 1;
-        qp_block_sums(xsum, k.x0, xrow, p, k.mr[0] + k.mr[1]);
-        if (k.mr[0] != cur[0] || k.mr[1] != cur[1]) {
-            tiles_config(k.mr, QK_32);
-            cur[0] = k.mr[0], cur[1] = k.mr[1];
-        }
-        for (int g = n_begin / QP_ROWS; g < g_end; g += 2) {
-            k.g = g;
-            k.ng = g + 1 < g_end ? 2 : 1;
+    for (int g = n_begin / QP_ROWS; g < g_end; g += 2) {
+        int ng = g + 1 < g_end ? 2 : 1;
+        for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
+            block2 k = {.p = p, .x0 = (const uint8_t *)xq + (size_t)m0 * xrow, .xrow = xrow,
+                        .g = g, .ng = ng};
+            k.mr[0] = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
+            k.mr[1] = M - m0 - QP_ROWS;
+            k.mr[1] = k.mr[1] < 0 ? 0 : k.mr[1] > QP_ROWS ? QP_ROWS : k.mr[1];
+            k.nm = k.mr[1] > 0 ? 2 : 1;
+            if (k.mr[0] != cur[0] || k.mr[1] != cur[1]) {
+                tiles_config(k.mr, QK_32);
+                cur[0] = k.mr[0], cur[1] = k.mr[1];
+            }
             block_run(acc, &k);
-            for (int h = 0; h < k.ng; h++) {
+            for (int h = 0; h < ng; h++) {
                 int n0 = (g + h) * QP_ROWS;
                 int lo = n_begin > n0 ? n_begin - n0 : 0;
                 int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
@@ -123,6 +114,4 @@ void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpac
         }
     }
     _tile_release();
-    if (xsum != stack_sums)
-        free(xsum);
 }

@@ -6,7 +6,6 @@
  * integers), then each block's float terms are applied lane by lane in the twin's order,
  * so the results are the twin's bits (ref/qpack.c). */
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../qpack_x86.h"
@@ -22,8 +21,7 @@
 #endif
 
 enum {
-    VQ_MR = 4,         /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
-    VQ_XSUM_MAX = 512, /* blocks of K whose activation sums fit the stack per row */
+    VQ_MR = 4, /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
 };
 
 /* 4 activations at p as the int32 broadcast to every lane. */
@@ -35,10 +33,9 @@ ALWAYS_INLINE __m512i bcast4(const int8_t *p)
 }
 
 /* isum[m] of one unit (qpack_internal.h) for MR activation rows; xb[m] is row m's
- * activation block, xsum[m] the sum of its quants (bits 8). BITS: p->bits, a constant. */
+ * activation block. BITS: p->bits, a constant. */
 ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *unit,
-                             const uint8_t *const *xb, const int32_t *xsum, const int BITS,
-                             const int MR)
+                             const uint8_t *const *xb, const int BITS, const int MR)
 {
     if (BITS == 8) { /* 8 B-rows, one block of 32, u = q + off */
         const int8_t *x[VQ_MR];
@@ -56,7 +53,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
         }
 #pragma GCC unroll 8
         for (int m = 0; m < MR; m++)
-            isum[m] = _mm512_sub_epi32(c[m], _mm512_set1_epi32(p->off * xsum[m]));
+            isum[m] = _mm512_sub_epi32(
+                c[m], _mm512_set1_epi32(p->off * ((const qa_q8_32 *)xb[m])->sum));
         return;
     }
     /* 256 elements in nibbles: byte row t holds B-rows t (low) and t + 32 (high) */
@@ -101,10 +99,10 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
 }
 
 /* MR activation rows from x0 (xrow bytes apart) against groups [g0, g1), the columns of
- * [n_begin, n_end) stored. xsum[m][b]: row m's block sums (bits 8). */
+ * [n_begin, n_end) stored. */
 ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xrow,
-                            const int32_t *xsum, const simd_qpack *p, float beta, int n_begin,
-                            int n_end, const int BITS, const int MR)
+                            const simd_qpack *p, float beta, int n_begin, int n_end,
+                            const int BITS, const int MR)
 {
     __m512 vbeta = _mm512_set1_ps(beta);
     for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
@@ -115,15 +113,11 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
         const uint8_t *unit = qpack_unit(p, g, 0);
         for (int b = 0; b < p->n_blk; b++, unit += p->unit_bytes) {
             const uint8_t *xb[VQ_MR];
-            int32_t xs[VQ_MR] = {0};
 #pragma GCC unroll 8
-            for (int m = 0; m < MR; m++) {
+            for (int m = 0; m < MR; m++)
                 xb[m] = x0 + (size_t)m * xrow + (size_t)b * p->act_blk_bytes;
-                if (BITS == 8)
-                    xs[m] = xsum[m * p->n_blk + b];
-            }
             __m512i isum[VQ_MR];
-            unit_isum(isum, p, unit, xb, xs, BITS, MR);
+            unit_isum(isum, p, unit, xb, BITS, MR);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
                 acc[m] = qp_f32_row(acc[m], isum[m], p, unit, xb[m]);
@@ -149,16 +143,15 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
     if (M <= 0 || n_begin >= n_end)
         return;
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
-    int32_t stack_sums[VQ_MR * VQ_XSUM_MAX], *xsum = stack_sums;
-    if (p->bits == 8 && p->n_blk > VQ_XSUM_MAX && !(xsum = malloc(sizeof(int32_t) * VQ_MR * p->n_blk)))
-        abort(); /* K beyond 16384 elements of a 32-element type; a few KiB */
+    /* the range's first VQ_PF bytes, which the kernel's own prefetches run ahead of */
+    const char *w0 = (const char *)qpack_unit(p, n_begin / QP_ROWS, 0);
+    for (int off = 0; off < VQ_PF; off += 64)
+        _mm_prefetch(w0 + off, _MM_HINT_T0);
     for (int m0 = 0; m0 < M; m0 += VQ_MR) {
         int mr = M - m0 < VQ_MR ? M - m0 : VQ_MR;
         const uint8_t *x0 = (const uint8_t *)xq + (size_t)m0 * xrow;
         float *o = out + (size_t)m0 * ldo;
-        if (p->bits == 8)
-            qp_block_sums(xsum, x0, xrow, p, mr);
-#define VQ_RUN(BITS, MR) rows_run(o, ldo, x0, xrow, xsum, p, beta, n_begin, n_end, BITS, MR)
+#define VQ_RUN(BITS, MR) rows_run(o, ldo, x0, xrow, p, beta, n_begin, n_end, BITS, MR)
 #define VQ_BITS(BITS)                  \
     switch (mr) {                      \
     case 1: VQ_RUN(BITS, 1); break;    \
@@ -175,6 +168,4 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
 #undef VQ_BITS
 #undef VQ_RUN
     }
-    if (xsum != stack_sums)
-        free(xsum);
 }

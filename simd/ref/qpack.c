@@ -287,9 +287,14 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
         }
     p->gemm = vnni_usable() ? simd_vnni_qpack_gemm : simd_qpack_gemm_ref;
 #if defined(TS_HAVE_AMX)
-    /* tiles for the 8-bit units; the 4-6 bit types' per-sub-block scales made the tiles
-     * no faster than the vector kernel (amx/qgemm_amx.c) */
-    p->tiles = p->bits == 8 && qpack_amx_caps() & QP_CAP_INT8 ? simd_amx_qpack_gemm : NULL;
+    /* tiles for the 8-bit units and Q4_K; Q5_K's and Q6_K's sub-block scales would need a
+     * fold per sub-block, which made tiles no faster than the vector kernel */
+    if (qpack_amx_caps() & QP_CAP_INT8) {
+        if (p->bits == 8)
+            p->tiles = simd_amx_qpack_gemm;
+        else if (p->type == QT_Q4_K && __builtin_cpu_supports("avx512vbmi"))
+            p->tiles = simd_amx_qpack_gemm_q4k;
+    }
 #endif
     return p;
 }

@@ -1,0 +1,133 @@
+/* qgemm_amx_q4k.c: the GEMM on Q4_K packs with AMX int8 tiles, for steps of QP_TILE_MIN_M
+ * rows or more, without a fold per sub-block. Each 6-bit sub-block scale is split as
+ * sc = 8 sh + sl (sh, sl <= 7), and a unit's weights u (<= 15) become two B operands,
+ * u sh and u sl (<= 105, unsigned bytes, looked up with vpermi2b). Over a whole 256-element
+ * block, C1 = A . (u sh) and C2 = A . (u sl) then accumulate in tiles (four K = 64 steps
+ * each), and 8 C1 + C2 = sum_j sc[j] dot_j: the block's integer sum, exactly, as the vector
+ * kernel forms it. The float terms are added with qp_f32_row: the twin's bits.
+ *
+ * Work goes per 16-row weight group: each block's unit is unpacked once into the two B
+ * operands (8 KiB), then every pair of 16-row activation tiles runs against it (tiles:
+ * C1, C2 of each activation tile, its A, and the two B), its float sums kept per row in
+ * acc (M rows x 16 lanes) until the group's last block. */
+#include <stdlib.h>
+
+#include "../qpack_x86.h"
+#include "tiles.h"
+
+enum { ACC_STACK_ROWS = 256 }; /* activation rows whose sums fit the stack; more: the heap */
+
+/* The unit's B operands: b[0] = u sh, b[1] = u sl, each 64 B-rows of 64 bytes. */
+static void unit_operands(const simd_qpack *p, const uint8_t *unit, uint8_t b[2][QK_K / 4][64])
+{
+    /* t[s * 16 + u] = s u for s < 8, u < 16: vpermi2b's 128 entries in two registers */
+    _Alignas(64) uint8_t t[128];
+    for (int i = 0; i < 128; i++)
+        t[i] = (uint8_t)((i >> 4) * (i & 15));
+    const __m512i tlo = _mm512_load_si512(t), thi = _mm512_load_si512(t + 64);
+    /* byte 4n + i of a B-row belongs to weight row n: the scale of row n in each */
+    _Alignas(64) uint8_t rep[64];
+    for (int k = 0; k < 64; k++)
+        rep[k] = (uint8_t)(k / 4);
+    const __m512i rep4 = _mm512_load_si512(rep);
+    __m512i sh[8], sl[8]; /* (sc >> 3) << 4 and (sc & 7) << 4, by sub-block */
+    for (int j = 0; j < 8; j++) {
+        __m512i sc = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(unit + p->off_sc + 16 * j)));
+        sc = _mm512_permutexvar_epi8(rep4, sc);
+        sh[j] = _mm512_and_si512(_mm512_slli_epi16(sc, 1), _mm512_set1_epi8((char)0x70));
+        sl[j] = _mm512_and_si512(_mm512_slli_epi16(sc, 4), _mm512_set1_epi8((char)0x70));
+    }
+    for (int r = 0; r < 32; r++) { /* B-rows r (sub-block r / 8) and r + 32 (4 + r / 8) */
+        __m512i lo, hi;
+        qp_brows(p, unit, r, &lo, &hi, 4);
+        int j = r / 8;
+        _mm512_store_si512(b[0][r], _mm512_permutex2var_epi8(tlo, _mm512_or_si512(lo, sh[j]), thi));
+        _mm512_store_si512(b[1][r], _mm512_permutex2var_epi8(tlo, _mm512_or_si512(lo, sl[j]), thi));
+        _mm512_store_si512(b[0][r + 32],
+                           _mm512_permutex2var_epi8(tlo, _mm512_or_si512(hi, sh[j + 4]), thi));
+        _mm512_store_si512(b[1][r + 32],
+                           _mm512_permutex2var_epi8(tlo, _mm512_or_si512(hi, sl[j + 4]), thi));
+    }
+}
+
+/* C1 of activation tile i in tile 2i, C2 in 2i + 1, A in 4 + i, u sh in 6, u sl in 7. */
+static void tiles_block(const uint8_t *xa, size_t xrow, int nm, uint8_t b[2][QK_K / 4][64],
+                        int32_t cbuf[4][QP_ROWS][QP_ROWS])
+{
+    _tile_zero(0);
+    _tile_zero(1);
+    if (nm > 1) {
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (int c = 0; c < 4; c++) { /* K = 64 c .. 64 c + 63: B-rows 16 c .. 16 c + 15 */
+        _tile_loadd(4, xa + 64 * c, (long)xrow);
+        _tile_loadd(6, b[0][16 * c], 64);
+        _tile_loadd(7, b[1][16 * c], 64);
+        _tile_dpbsud(0, 4, 6);
+        _tile_dpbsud(1, 4, 7);
+        if (nm > 1) {
+            _tile_loadd(5, xa + QP_ROWS * xrow + 64 * c, (long)xrow);
+            _tile_dpbsud(2, 5, 6);
+            _tile_dpbsud(3, 5, 7);
+        }
+    }
+    _tile_stored(0, cbuf[0], QP_ROWS * 4);
+    _tile_stored(1, cbuf[1], QP_ROWS * 4);
+    if (nm > 1) {
+        _tile_stored(2, cbuf[2], QP_ROWS * 4);
+        _tile_stored(3, cbuf[3], QP_ROWS * 4);
+    }
+}
+
+void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                             float beta, int n_begin, int n_end)
+{
+    if (M <= 0 || n_begin >= n_end)
+        return;
+    _Alignas(64) uint8_t b[2][QK_K / 4][64];
+    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    _Alignas(64) float acc_stack[ACC_STACK_ROWS][QP_ROWS];
+    float(*acc)[QP_ROWS] = acc_stack;
+    if (M > ACC_STACK_ROWS && !(acc = aligned_alloc(64, sizeof(float) * QP_ROWS * (size_t)M)))
+        abort(); /* a step of more than 256 rows: 64 bytes a row */
+    size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
+    int cur[2] = {0, 0};
+    for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
+        memset(acc, 0, sizeof(float) * QP_ROWS * (size_t)M);
+        for (int bl = 0; bl < p->n_blk; bl++) {
+            const uint8_t *unit = qpack_unit(p, g, bl);
+            unit_operands(p, unit, b);
+            for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
+                int mr[2] = {M - m0 < QP_ROWS ? M - m0 : QP_ROWS, M - m0 - QP_ROWS};
+                mr[1] = mr[1] < 0 ? 0 : mr[1] > QP_ROWS ? QP_ROWS : mr[1];
+                int nm = mr[1] > 0 ? 2 : 1;
+                if (mr[0] != cur[0] || mr[1] != cur[1]) {
+                    tiles_config(mr, 64);
+                    cur[0] = mr[0], cur[1] = mr[1];
+                }
+                const uint8_t *x0 = (const uint8_t *)xq + (size_t)m0 * xrow;
+                tiles_block(x0 + (size_t)bl * p->act_blk_bytes + p->act_qs_off, xrow, nm, b, cbuf);
+                for (int i = 0; i < nm; i++)
+                    for (int r = 0; r < mr[i]; r++) {
+                        int m = m0 + QP_ROWS * i + r;
+                        __m512i isum = _mm512_add_epi32(
+                            _mm512_slli_epi32(_mm512_load_si512(cbuf[2 * i][r]), 3),
+                            _mm512_load_si512(cbuf[2 * i + 1][r]));
+                        const uint8_t *xb = (const uint8_t *)xq + (size_t)m * xrow +
+                                            (size_t)bl * p->act_blk_bytes;
+                        _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, p, unit, xb));
+                    }
+            }
+        }
+        int n0 = g * QP_ROWS;
+        int lo = n_begin > n0 ? n_begin - n0 : 0;
+        int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
+        for (int m0 = 0; m0 < M; m0 += QP_ROWS)
+            tiles_write(out + (size_t)m0 * ldo + n0, ldo, (const float(*)[QP_ROWS])acc[m0],
+                        M - m0 < QP_ROWS ? M - m0 : QP_ROWS, lo, hi, beta);
+    }
+    _tile_release();
+    if (acc != acc_stack)
+        free(acc);
+}
