@@ -85,13 +85,17 @@ static double lap(fwd_state *s, ts_step_phase phase, double t0)
     return now;
 }
 
-/* Below this many floats of work a parallel region costs more than it saves. */
-enum { PARALLEL_MIN_WORK = 1 << 15 };
+/* Below this many floats of work a parallel region costs more than it saves. The row
+ * kernels (norm, RoPE and K/V stores, silu) take about a nanosecond an element or less on
+ * one core, and a region's start costs 5-60 us (waking the other threads): a one-row
+ * silu of 5632 elements took 65 us as a region against 6 us on one core (development VM),
+ * so they run on the step thread until there are ROW_MIN_WORK elements. */
+enum { PARALLEL_MIN_WORK = 1 << 15, ROW_MIN_WORK = 1 << 16 };
 
 static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
                          int rows, int dim, float eps)
 {
-#pragma omp parallel for schedule(static) if ((long)rows * dim >= PARALLEL_MIN_WORK / 4)
+#pragma omp parallel for schedule(static) if ((long)rows * dim >= ROW_MIN_WORK)
     for (int r = 0; r < rows; r++)
         k->rmsnorm(out + (size_t)r * dim, x + (size_t)r * dim, w, 1, dim, eps);
 }
@@ -105,7 +109,7 @@ static ts_status rope_and_store(const fwd_state *s, const ts_model_config *c,
     int hd = c->head_dim, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
     size_t qkv_rows = (size_t)model_qkv_rows(c);
     ts_status st = TS_OK;
-#pragma omp parallel for schedule(static) if ((long)b->n_rows * qkv_rows >= PARALLEL_MIN_WORK / 4)
+#pragma omp parallel for schedule(static) if ((long)b->n_rows * qkv_rows >= ROW_MIN_WORK)
     for (int s_i = 0; s_i < b->n_seqs; s_i++) {
         const fwd_seq *sq = &b->seqs[s_i];
         for (int j = 0; j < sq->n_rows; j++) {
@@ -221,7 +225,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         fwd_gemm(k, gp, qb, s->gu, 2 * (size_t)ffn, s->xn, dim, w13, 2, T, 0.0f);
         t = lap(s, TS_PHASE_GEMM, t);
         /* an exp per element: parallel from less work than the other row kernels */
-#pragma omp parallel for schedule(static) if ((long)T * ffn >= PARALLEL_MIN_WORK / 8)
+#pragma omp parallel for schedule(static) if ((long)T * ffn >= ROW_MIN_WORK / 2)
         for (int r = 0; r < T; r++) {
             float *g = s->gu + (size_t)r * 2 * ffn;
             k->silu_mul(g, g, g + ffn, (size_t)ffn);

@@ -14,8 +14,10 @@
 #include "model/forward_batch.h"
 #include "qpack.h"
 
-/* Below this many multiply-adds of work a parallel region costs more than it saves. */
-enum { PARALLEL_MIN_WORK = 1 << 15 };
+/* Below this many multiply-adds of work a parallel region costs more than it saves; the
+ * activations' quantization (about a nanosecond an element) runs on the step thread below
+ * QUANT_MIN_WORK elements, as the row kernels do (forward_batch.c). */
+enum { PARALLEL_MIN_WORK = 1 << 15, QUANT_MIN_WORK = 1 << 17 };
 
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
@@ -24,7 +26,7 @@ enum { GEMM_ALIGN = 48 };
  * tile kernel's 2 x 2 blocks; a group split between chunks would be computed twice), and
  * whole 128-byte runs of out. Small, so that one row's GEMM of a 2048-row matrix still
  * gives 16 threads four chunks each. */
-enum { GEMM_ALIGN_PACKED = 32 };
+enum { GEMM_ALIGN_PACKED = 64 };
 
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
  * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
@@ -81,7 +83,7 @@ static void quantize_rows(const simd_kernels *k, void *out, const float *a, int 
                           int K, int f)
 {
     size_t row = form_row_bytes(f, K);
-    int threads = (long)M * K >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+    int threads = (long)M * K >= QUANT_MIN_WORK ? omp_get_max_threads() : 1;
     threads = threads < M ? threads : M;
 #pragma omp parallel for schedule(static) if (threads > 1) num_threads(threads)
     for (int t = 0; t < threads; t++) {
