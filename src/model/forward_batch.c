@@ -45,6 +45,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->att = malloc(R * (size_t)c->n_heads * c->head_dim * sizeof(float));
     s->gu = malloc(R * 2 * (size_t)c->hidden_dim * sizeof(float));
     s->pos = malloc(R * sizeof(int32_t));
+    s->seq = malloc(R * sizeof(int32_t));
+    s->chunk = malloc(R * sizeof(int32_t));
     s->rope = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
     s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
@@ -53,7 +55,7 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         fwd_state_free(s);
         return st;
     }
-    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->rope || !s->xs ||
+    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->seq || !s->chunk || !s->rope || !s->xs ||
         !s->logits) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
@@ -70,6 +72,8 @@ void fwd_state_free(fwd_state *s)
     free(s->att);
     free(s->gu);
     free(s->pos);
+    free(s->seq);
+    free(s->chunk);
     free(s->rope);
     free(s->xs);
     free(s->logits);
@@ -101,7 +105,8 @@ static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, cons
 }
 
 /* Rotates the new Q and K rows by the step's RoPE table and writes K and V into each
- * sequence's blocks, rows in parallel when there are enough. */
+ * sequence's blocks, rows in parallel when there are enough (a long prompt's rows too:
+ * each row writes its own slots of blocks reserved before the step). */
 static ts_status rope_and_store(const fwd_state *s, const ts_model_config *c,
                                 const simd_kernels *k, kv_pool *pool, const fwd_batch *b,
                                 simd_rope_style style, int layer, ts_error *err)
@@ -110,43 +115,51 @@ static ts_status rope_and_store(const fwd_state *s, const ts_model_config *c,
     size_t qkv_rows = (size_t)model_qkv_rows(c);
     ts_status st = TS_OK;
 #pragma omp parallel for schedule(static) if ((long)b->n_rows * qkv_rows >= ROW_MIN_WORK)
-    for (int s_i = 0; s_i < b->n_seqs; s_i++) {
-        const fwd_seq *sq = &b->seqs[s_i];
-        for (int j = 0; j < sq->n_rows; j++) {
-            int r = sq->row0 + j;
-            float *row = s->qkv + (size_t)r * qkv_rows;
-            const float *table = s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd);
-            k->rope(row, table, 1, qkv_rows, c->n_heads, hd, style);
-            k->rope(row + q_dim, table, 1, qkv_rows, c->n_kv_heads, hd, style);
-            ts_error row_err;
-            if (kv_table_write(pool, sq->table, layer, sq->pos0 + j, row + q_dim,
-                               row + q_dim + kv_dim, &row_err) != TS_OK) {
+    for (int r = 0; r < b->n_rows; r++) {
+        float *row = s->qkv + (size_t)r * qkv_rows;
+        const float *table = s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd);
+        k->rope(row, table, 1, qkv_rows, c->n_heads, hd, style);
+        k->rope(row + q_dim, table, 1, qkv_rows, c->n_kv_heads, hd, style);
+        ts_error row_err;
+        if (kv_table_write(pool, b->seqs[s->seq[r]].table, layer, s->pos[r], row + q_dim,
+                           row + q_dim + kv_dim, &row_err) != TS_OK) {
 #pragma omp critical(fwd_store_error)
-                if (st == TS_OK) {
-                    st = row_err.status;
-                    *err = row_err;
-                }
+            if (st == TS_OK) {
+                st = row_err.status;
+                *err = row_err;
             }
         }
     }
     return st;
 }
 
-/* att = causal attention of every sequence's rows over its paged K/V for one layer. */
-static void attention(const simd_kernels *k, const ts_model_config *c, const kv_layout *lay,
-                      const fwd_batch *b, float *att, const float *qkv, int layer)
+/* Query rows of one sequence a task of the attention region: a long prompt's rows spread
+ * over the threads (each row attends to its own causal prefix, so a chunk of rows is
+ * independent of the others), where one task per sequence and kv head had left a single
+ * 512-token prompt of a 4-kv-head model on 4 of 16 threads. */
+enum { ATT_CHUNK_ROWS = 32 };
+
+/* att = causal attention of every sequence's rows over its paged K/V for one layer; the
+ * tasks are (chunk of a sequence's rows, kv head), the chunks' first rows in s->chunk. */
+static void attention(fwd_state *s, const simd_kernels *k, const ts_model_config *c,
+                      const kv_layout *lay, const fwd_batch *b, int layer)
 {
     int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads;
     int q_dim = c->n_heads * c->head_dim, qkv_rows = model_qkv_rows(c);
-    int n_items = b->n_seqs * nkv;
+    int n_chunks = 0;
+    for (int i = 0; i < b->n_seqs; i++)
+        for (int j = 0; j < b->seqs[i].n_rows; j += ATT_CHUNK_ROWS)
+            s->chunk[n_chunks++] = b->seqs[i].row0 + j;
+    int n_items = n_chunks * nkv;
     /* work ~ K/V floats read: each sequence reads its whole context once per kv head */
     long work = 0;
     for (int i = 0; i < b->n_seqs; i++)
         work += (long)(b->seqs[i].pos0 + b->seqs[i].n_rows) * c->head_dim * 2 * nkv;
 #pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
     for (int item = 0; item < n_items; item++) {
-        const fwd_seq *sq = &b->seqs[item / nkv];
-        int kvh = item % nkv;
+        int r0 = s->chunk[item / nkv], kvh = item % nkv;
+        const fwd_seq *sq = &b->seqs[s->seq[r0]];
+        int j0 = r0 - sq->row0;
         simd_kv_view view = {
             .pool = lay->base,
             .type = lay->dtype == KV_DTYPE_F16 ? SIMD_KV_F16 : SIMD_KV_F32,
@@ -160,13 +173,13 @@ static void attention(const simd_kernels *k, const ts_model_config *c, const kv_
             .n_heads = c->n_heads,
             .n_kv_heads = nkv,
             .head_dim = c->head_dim,
-            .pos0 = sq->pos0,
-            .n_rows = sq->n_rows,
+            .pos0 = sq->pos0 + j0,
+            .n_rows = sq->n_rows - j0 < ATT_CHUNK_ROWS ? sq->n_rows - j0 : ATT_CHUNK_ROWS,
             .q_stride = (size_t)qkv_rows,
             .out_stride = (size_t)q_dim,
         };
-        k->attention(att + (size_t)sq->row0 * q_dim, qkv + (size_t)sq->row0 * qkv_rows, &view,
-                     &shape, kvh * group, (kvh + 1) * group);
+        k->attention(s->att + (size_t)r0 * q_dim, s->qkv + (size_t)r0 * qkv_rows, &view, &shape,
+                     kvh * group, (kvh + 1) * group);
     }
 }
 
@@ -187,7 +200,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     double t = clock_now_s();
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++)
-            s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j;
+            s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j, s->seq[b->seqs[i].row0 + j] = i;
     simd_rope_table(s->rope, s->pos, T, c->head_dim, w->rope_freq, rope_style);
     for (int r = 0; r < T; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
@@ -214,7 +227,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         if (st != TS_OK)
             return st;
         t = lap(s, TS_PHASE_ROWWISE, t);
-        attention(k, c, &lay, b, s->att, s->qkv, l);
+        attention(s, k, c, &lay, b, l);
         t = lap(s, TS_PHASE_ATTENTION, t);
         fwd_gemm(k, gp, qb, s->x, (size_t)dim, s->att, ly->wo.K, wo, 1, T, 1.0f);
         t = lap(s, TS_PHASE_GEMM, t);

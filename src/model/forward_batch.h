@@ -62,6 +62,8 @@ typedef struct fwd_state {
     float *att;     /* (max_rows, nh*hd) attention output */
     float *gu;      /* (max_rows, 2*ffn) gate | up, then silu(gate)*up in the gate half */
     int32_t *pos;   /* (max_rows) position of each row */
+    int32_t *seq;   /* (max_rows) the fwd_batch sequence each row belongs to */
+    int32_t *chunk; /* (max_rows) first rows of the attention's chunks of rows */
     float *rope;    /* (max_rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) RoPE terms of the step */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
