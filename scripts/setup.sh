@@ -42,3 +42,20 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
+
+# promtool, for the /metrics lint (tests/server/promtool.sh): the one binary taken out of
+# Debian's prometheus package, whose install would also bring and start the server.
+if ((!serve_only)) && ! command -v promtool >/dev/null; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  tmp=$(mktemp -d)
+  echo "setup: installing promtool (from Debian's prometheus package)" >&2
+  if (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 ||
+                     { $sudo apt-get update -qq && apt-get download prometheus >/dev/null; }; } &&
+      dpkg -x prometheus_*.deb x); then
+    $sudo install -m 755 "$tmp/x/usr/bin/promtool" /usr/local/bin/promtool
+  else
+    echo "setup: could not fetch prometheus; the promtool test will skip" >&2
+  fi
+  rm -rf "$tmp"
+fi

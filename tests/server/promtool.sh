@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # promtool.sh TESSERA MODEL: `promtool check metrics` on a live server's /metrics after one
-# completion. Exit 77 (skipped) when promtool (Debian package prometheus) is not
-# installed: it is not in scripts/setup.sh, being 96 MB installed for one lint.
+# completion. scripts/setup.sh installs promtool (the binary alone, from Debian's
+# prometheus package); exit 77 (skipped) where it could not.
 set -euo pipefail
 tessera=$1 model=$2
 if ! command -v promtool >/dev/null; then
