@@ -14,10 +14,9 @@
 #include "model/forward_batch.h"
 #include "qpack.h"
 
-/* Below this many multiply-adds of work a parallel region costs more than it saves; the
- * activations' quantization (about a nanosecond an element) runs on the step thread below
- * QUANT_MIN_WORK elements, as the row kernels do (forward_batch.c). */
-enum { PARALLEL_MIN_WORK = 1 << 15, QUANT_MIN_WORK = 1 << 17 };
+/* Below this many multiply-adds (or, for the activations' quantization, elements) of work
+ * a parallel region costs more than it saves. */
+enum { PARALLEL_MIN_WORK = 1 << 15 };
 
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
@@ -83,7 +82,7 @@ static void quantize_rows(const simd_kernels *k, void *out, const float *a, int 
                           int K, int f)
 {
     size_t row = form_row_bytes(f, K);
-    int threads = (long)M * K >= QUANT_MIN_WORK ? omp_get_max_threads() : 1;
+    int threads = (long)M * K >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
     threads = threads < M ? threads : M;
 #pragma omp parallel for schedule(static) if (threads > 1) num_threads(threads)
     for (int t = 0; t < threads; t++) {
