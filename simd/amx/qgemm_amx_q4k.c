@@ -9,16 +9,15 @@
  * Work goes per 16-row weight group: each block's unit is unpacked once into the two B
  * operands (8 KiB), then every pair of 16-row activation tiles runs against it (tiles:
  * C1, C2 of each activation tile, its A, and the two B), its float sums kept per row in
- * acc (M rows x 16 lanes) until the group's last block. */
-#include <stdlib.h>
-
+ * acc (up to 256 rows x 16 lanes, on the stack: longer steps go in passes of 256 rows)
+ * until the group's last block. */
 #include "../qpack_x86.h"
 #include "tiles.h"
 
-enum { ACC_STACK_ROWS = 256 }; /* activation rows whose sums fit the stack; more: the heap */
+enum { Q4K_ROWS = 256 }; /* activation rows a pass over the groups: their sums, 16 KiB */
 
 /* The unit's B operands: b[0] = u sh, b[1] = u sl, each 64 B-rows of 64 bytes. */
-static void unit_operands(const simd_qpack *p, const uint8_t *unit, uint8_t b[2][QK_K / 4][64])
+static void q4k_operands(const simd_qpack *p, const uint8_t *unit, uint8_t b[2][QK_K / 4][64])
 {
     /* t[s * 16 + u] = s u for s < 8, u < 16: vpermi2b's 128 entries in two registers */
     _Alignas(64) uint8_t t[128];
@@ -51,7 +50,7 @@ static void unit_operands(const simd_qpack *p, const uint8_t *unit, uint8_t b[2]
 }
 
 /* C1 of activation tile i in tile 2i, C2 in 2i + 1, A in 4 + i, u sh in 6, u sl in 7. */
-static void tiles_block(const uint8_t *xa, size_t xrow, int nm, uint8_t b[2][QK_K / 4][64],
+static void q4k_tiles(const uint8_t *xa, size_t xrow, int nm, uint8_t b[2][QK_K / 4][64],
                         int32_t cbuf[4][QP_ROWS][QP_ROWS])
 {
     _tile_zero(0);
@@ -80,24 +79,20 @@ static void tiles_block(const uint8_t *xa, size_t xrow, int nm, uint8_t b[2][QK_
     }
 }
 
-void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
-                             float beta, int n_begin, int n_end)
+/* Rows [0, M) of xq (M <= Q4K_ROWS) against the groups of [n_begin, n_end). */
+static void q4k_rows(float *out, size_t ldo, const uint8_t *xq, const simd_qpack *p, int M,
+                     float beta, int n_begin, int n_end)
 {
-    if (M <= 0 || n_begin >= n_end)
-        return;
     _Alignas(64) uint8_t b[2][QK_K / 4][64];
     _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
-    _Alignas(64) float acc_stack[ACC_STACK_ROWS][QP_ROWS];
-    float(*acc)[QP_ROWS] = acc_stack;
-    if (M > ACC_STACK_ROWS && !(acc = aligned_alloc(64, sizeof(float) * QP_ROWS * (size_t)M)))
-        abort(); /* a step of more than 256 rows: 64 bytes a row */
+    _Alignas(64) float acc[Q4K_ROWS][QP_ROWS];
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
     int cur[2] = {0, 0};
     for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
         memset(acc, 0, sizeof(float) * QP_ROWS * (size_t)M);
         for (int bl = 0; bl < p->n_blk; bl++) {
             const uint8_t *unit = qpack_unit(p, g, bl);
-            unit_operands(p, unit, b);
+            q4k_operands(p, unit, b);
             for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
                 int mr[2] = {M - m0 < QP_ROWS ? M - m0 : QP_ROWS, M - m0 - QP_ROWS};
                 mr[1] = mr[1] < 0 ? 0 : mr[1] > QP_ROWS ? QP_ROWS : mr[1];
@@ -106,16 +101,15 @@ void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_
                     tiles_config(mr, 64);
                     cur[0] = mr[0], cur[1] = mr[1];
                 }
-                const uint8_t *x0 = (const uint8_t *)xq + (size_t)m0 * xrow;
-                tiles_block(x0 + (size_t)bl * p->act_blk_bytes + p->act_qs_off, xrow, nm, b, cbuf);
+                const uint8_t *x0 = xq + (size_t)m0 * xrow;
+                q4k_tiles(x0 + (size_t)bl * p->act_blk_bytes + p->act_qs_off, xrow, nm, b, cbuf);
                 for (int i = 0; i < nm; i++)
                     for (int r = 0; r < mr[i]; r++) {
                         int m = m0 + QP_ROWS * i + r;
                         __m512i isum = _mm512_add_epi32(
                             _mm512_slli_epi32(_mm512_load_si512(cbuf[2 * i][r]), 3),
                             _mm512_load_si512(cbuf[2 * i + 1][r]));
-                        const uint8_t *xb = (const uint8_t *)xq + (size_t)m * xrow +
-                                            (size_t)bl * p->act_blk_bytes;
+                        const uint8_t *xb = xq + (size_t)m * xrow + (size_t)bl * p->act_blk_bytes;
                         _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, p, unit, xb));
                     }
             }
@@ -127,7 +121,16 @@ void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_
             tiles_write(out + (size_t)m0 * ldo + n0, ldo, (const float(*)[QP_ROWS])acc[m0],
                         M - m0 < QP_ROWS ? M - m0 : QP_ROWS, lo, hi, beta);
     }
+}
+
+void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
+                             float beta, int n_begin, int n_end)
+{
+    if (M <= 0 || n_begin >= n_end)
+        return;
+    size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
+    for (int m0 = 0; m0 < M; m0 += Q4K_ROWS) /* rows are independent: the same bits */
+        q4k_rows(out + (size_t)m0 * ldo, ldo, (const uint8_t *)xq + (size_t)m0 * xrow, p,
+                 M - m0 < Q4K_ROWS ? M - m0 : Q4K_ROWS, beta, n_begin, n_end);
     _tile_release();
-    if (acc != acc_stack)
-        free(acc);
 }

@@ -21,11 +21,11 @@ enum { PARALLEL_MIN_WORK = 1 << 15 };
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
 enum { GEMM_ALIGN = 48 };
-/* The same for a pass with a packed matrix: whole pairs of the pack's 16-row groups (the
- * tile kernel's 2 x 2 blocks; a group split between chunks would be computed twice), and
- * whole 128-byte runs of out. Small, so that one row's GEMM of a 2048-row matrix still
- * gives 16 threads four chunks each. */
-enum { GEMM_ALIGN_PACKED = 64 };
+/* The same for a packed matrix: whole pairs of the pack's 16-row groups (the tile kernel's
+ * 2 x 2 blocks; a group split between chunks would be computed twice), 128-byte runs of
+ * out. Small, so that one row's GEMM of a 2048-row matrix still gives 16 threads four
+ * chunks each. Each matrix of a pass rounds its chunks to its own alignment. */
+enum { GEMM_ALIGN_PACKED = 32 };
 
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
  * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
@@ -118,7 +118,6 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     const simd_qmat *part[FWD_MAX_PARTS];
     int col0[FWD_MAX_PARTS], chunk0[FWD_MAX_PARTS + 1], n_parts = 0;
     const void *xq[FWD_ACT_FORMS] = {NULL};
-    bool packed = false;
     bool blas = path == FWD_GEMM_BLAS || (path == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
     long work = 0;
     int col = 0, K = w[0]->K;
@@ -137,7 +136,6 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
                 xq[f] = qb->form[f];
             }
         }
-        packed |= w[i]->pack != NULL;
         part[n_parts] = w[i];
         col0[n_parts++] = col;
         work += (long)w[i]->N * K;
@@ -145,12 +143,14 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     if (n_parts == 0)
         return;
     int threads = work >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
-    int chunk = (int)((work / K + threads * GEMM_CHUNKS_PER_THREAD - 1) /
-                      (threads * GEMM_CHUNKS_PER_THREAD));
-    chunk = (int)round_up((size_t)chunk, packed ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
+    int rows = (int)((work / K + threads * GEMM_CHUNKS_PER_THREAD - 1) /
+                     (threads * GEMM_CHUNKS_PER_THREAD));
+    int chunk[FWD_MAX_PARTS]; /* rows a chunk of each matrix */
     chunk0[0] = 0;
-    for (int p = 0; p < n_parts; p++)
-        chunk0[p + 1] = chunk0[p] + (part[p]->N + chunk - 1) / chunk;
+    for (int p = 0; p < n_parts; p++) {
+        chunk[p] = (int)round_up((size_t)rows, part[p]->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
+        chunk0[p + 1] = chunk0[p] + (part[p]->N + chunk[p] - 1) / chunk[p];
+    }
     int n_chunks = chunk0[n_parts];
     /* each chunk is a contiguous range of one matrix's rows, streamed once */
 #pragma omp parallel for schedule(dynamic, 1) if (threads > 1)
@@ -159,7 +159,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
         while (i >= chunk0[p + 1])
             p++;
         const simd_qmat *m = part[p];
-        int nb = (i - chunk0[p]) * chunk, ne = nb + chunk < m->N ? nb + chunk : m->N;
+        int nb = (i - chunk0[p]) * chunk[p], ne = nb + chunk[p] < m->N ? nb + chunk[p] : m->N;
         float *o = out + col0[p];
         if (m->type == QT_F32)
             k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
