@@ -158,8 +158,8 @@ static void check_kernels(void)
             for (size_t k = 0; k < n_out; k++)
                 before[k] = qd_unit(-1.0f, 1.0f);
             for (int kernel = 0; kernel < 2; kernel++) {
-                if (kernel == 0 ? !vector : !tiles || p.M < QP_TILE_MIN_M)
-                    continue;
+                if (kernel == 0 ? !vector : !p.pack->tiles || p.M < QP_TILE_MIN_M)
+                    continue; /* tiles: each pack says whether it has them (Q4_K: VBMI) */
                 gemm_fn f = kernel == 0 ? p.pack->gemm : simd_qpack_gemm;
                 for (int beta = 0; beta < 2; beta++) {
                     run_split(a, f, &p, (float)beta, before);
@@ -175,6 +175,102 @@ static void check_kernels(void)
             free(a), free(b), free(before);
             problem_free(&p);
         }
+}
+
+/* The largest integers every field can hold: activations of magnitude 127 with alternating
+ * signs, weight bytes at their extremes (Q8_0 -128 and 127, 4-6 bit values all ones, Q4_K
+ * / Q5_K scales and minimums 63, Q6_K scales -128), so every sum takes its widest value. */
+static void make_extreme(problem *p)
+{
+    size_t bb = qd_block_bytes(p->type), nb = (size_t)p->N * (p->K / qd_block_elems(p->type));
+    for (size_t i = 0; i < nb; i++) {
+        uint8_t *b = p->w + i * bb;
+        switch (p->type) {
+        case QT_Q8_0:
+            for (int e = 0; e < 32; e++)
+                ((qb_q8_0 *)b)->qs[e] = (int8_t)(e % 2 ? 127 : -128);
+            break;
+        case QT_Q4_0:
+            memset(((qb_q4_0 *)b)->qs, i % 2 ? 0xFF : 0x00, 16);
+            break;
+        case QT_Q4_K:
+            memset(((qb_q4_k *)b)->scales, 0xFF, K_SCALE_SIZE);
+            memset(((qb_q4_k *)b)->qs, 0xFF, QK_K / 2);
+            break;
+        case QT_Q5_K:
+            memset(((qb_q5_k *)b)->scales, 0xFF, K_SCALE_SIZE);
+            memset(((qb_q5_k *)b)->qh, 0xFF, QK_K / 8);
+            memset(((qb_q5_k *)b)->qs, 0xFF, QK_K / 2);
+            break;
+        default:
+            memset(((qb_q6_k *)b)->ql, 0xFF, QK_K / 2);
+            memset(((qb_q6_k *)b)->qh, 0xFF, QK_K / 4);
+            memset(((qb_q6_k *)b)->scales, 0x80, QK_K / 16);
+            break;
+        }
+    }
+    int be = qd_block_elems(p->type), nblk = p->K / be;
+    size_t bsz = be == 32 ? sizeof(qa_q8_32) : sizeof(qa_q8_k);
+    for (int m = 0; m < p->M; m++)
+        for (int j = 0; j < nblk; j++) {
+            uint8_t *blk = p->xq + ((size_t)m * nblk + j) * bsz;
+            int8_t *qs = be == 32 ? ((qa_q8_32 *)blk)->qs : ((qa_q8_k *)blk)->qs;
+            int sum = 0;
+            for (int e = 0; e < be; e++)
+                sum += qs[e] = (int8_t)((e + m) % 2 ? 127 : -127);
+            if (be == 32)
+                ((qa_q8_32 *)blk)->sum = sum;
+            else
+                for (int g = 0; g < 16; g++)
+                    ((qa_q8_k *)blk)->bsums[g] = 0; /* alternating signs: each 16 sums to 0 */
+        }
+    simd_qpack_free(p->pack);
+    simd_qmat qm = {.type = p->type, .N = p->N, .K = p->K, .row_bytes = qd_block_bytes(p->type) *
+                    (size_t)(p->K / be), .data = p->w};
+    p->pack = simd_qpack_make(&qm);
+}
+
+/* Edges of the shapes and values, every kernel against the twin bit for bit: N of 1 and 16,
+ * ranges inside one 16-row group, and the extreme values above. */
+static void check_edges(void)
+{
+    static const int cases[][5] = { /* M, N, K blocks, n_begin, n_end */
+        {1, 1, 1, 0, 1}, {3, 16, 2, 3, 9}, {5, 7, 1, 0, 7}, {17, 16, 3, 0, 16},
+        {33, 20, 1, 15, 17}, {16, 1, 2, 0, 1}};
+    for (int t = 0; t < N_TYPES; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+            for (int extreme = 0; extreme < 2; extreme++) {
+                problem p;
+                problem_make(&p, TYPES[t], cases[c][0], cases[c][1], cases[c][2], 0);
+                if (extreme)
+                    make_extreme(&p);
+                SC_CHECK(p.pack != NULL, "%s pack", type_name(p.type));
+                if (!p.pack) {
+                    problem_free(&p);
+                    continue;
+                }
+                size_t ldo = (size_t)p.N + 2, n_out = (size_t)p.M * ldo;
+                float *a = malloc(sizeof(float) * n_out), *b = malloc(sizeof(float) * n_out);
+                gemm_fn kernels[] = {p.pack->gemm, simd_qpack_gemm};
+                for (int k = 0; k < 2; k++) {
+                    for (size_t i = 0; i < n_out; i++)
+                        a[i] = b[i] = NAN;
+                    kernels[k](a, ldo, p.xq, p.pack, p.M, 0.0f, cases[c][3], cases[c][4]);
+                    simd_qpack_gemm_ref(b, ldo, p.xq, p.pack, p.M, 0.0f, cases[c][3], cases[c][4]);
+                    int bad = 0, nan = 0;
+                    for (size_t i = 0; i < n_out; i++) {
+                        bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+                        size_t n = i % ldo;
+                        nan += (n >= (size_t)cases[c][3] && n < (size_t)cases[c][4]) == isnan(a[i]);
+                    }
+                    SC_CHECK(bad == 0 && nan == 0, "%s M=%d N=%d [%d, %d)%s, %s: %d outputs differ "
+                             "from the twin, %d written outside the range or not within",
+                             type_name(p.type), p.M, p.N, cases[c][3], cases[c][4],
+                             extreme ? " extreme" : "", k ? "simd_qpack_gemm" : "vector", bad, nan);
+                }
+                free(a), free(b);
+                problem_free(&p);
+            }
 }
 
 /* Batch invariance: each row of a 67-row call equals that row computed alone. */
@@ -417,6 +513,7 @@ static void check_bf16_tiles(void)
 }
 
 #define CHECKS(X)                                                                             \
-    X(check_make) X(check_twin) X(check_kernels) X(check_rows_alone) X(check_vs_qgemm)           \
+    X(check_make) X(check_twin) X(check_kernels) X(check_edges) X(check_rows_alone)             \
+        X(check_vs_qgemm)                                                                     \
         X(check_bf16_twin) X(check_bf16_tiles)
 SC_MAIN("simd_amx", CHECKS)

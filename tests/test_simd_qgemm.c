@@ -268,36 +268,46 @@ static void check_quantize_bytes(void)
     free(x);
 }
 
-/* Row m of an M = 67 call equals row m alone (M = 1) over two n ranges, bit for bit, on the
- * reference and every ISA, for every type. */
+/* Rows of an M = 67 call equal the same rows in calls of 1 to 4 (the direct tile's
+ * shapes; 1 over two n ranges), bit for bit, on the reference and every ISA, for every
+ * type; K short, and K past the kernels' 2048-element chunks. */
 static void check_batch_invariance(void)
 {
     const simd_kernels *isas[SIMD_ISA_COUNT + 1];
     int n_isa = sc_simd_tables(isas);
     isas[n_isa++] = simd_kernels_for(SIMD_ISA_REF);
     enum { M = 67, N = 13 };
-    for (int t = 0; t < N_TYPES; t++) {
-        int be = (int)qtype_get(types[t].type)->block_elems;
-        int K = be == 1 ? 300 : be == 32 ? 8 * be : 2 * be;
-        qcase c;
-        qcase_make(&c, types[t].type, M, N, K);
-        size_t rb = qact_row_bytes(qtype_get(c.type)->act, K);
-        float *all = malloc(sizeof(float) * M * N), *one = malloc(sizeof(float) * N);
-        for (int i = 0; i < n_isa; i++) {
-            isas[i]->qgemm(all, N, c.xq, &c.mat, M, 0.0f, 0, N);
-            int bad = 0;
-            for (int m = 0; m < M; m++) {
-                const void *xm = (const char *)c.xq + (size_t)m * rb;
-                isas[i]->qgemm(one, N, xm, &c.mat, 1, 0.0f, 0, 6);
-                isas[i]->qgemm(one, N, xm, &c.mat, 1, 0.0f, 6, N);
-                bad += memcmp(one, all + (size_t)m * N, sizeof(float) * N) != 0;
+    for (int t = 0; t < N_TYPES; t++)
+        for (int long_k = 0; long_k < (SC_SANITIZED ? 1 : 2); long_k++) {
+            int be = (int)qtype_get(types[t].type)->block_elems;
+            int K = be == 1 ? 300 : be == 32 ? 8 * be : 2 * be;
+            if (long_k)
+                K = be == 1 ? 2048 + 300 : 2048 + 2 * be;
+            qcase c;
+            qcase_make(&c, types[t].type, M, N, K);
+            size_t rb = qact_row_bytes(qtype_get(c.type)->act, K);
+            float *all = malloc(sizeof(float) * M * N), *few = malloc(sizeof(float) * 4 * N);
+            for (int i = 0; i < n_isa; i++) {
+                isas[i]->qgemm(all, N, c.xq, &c.mat, M, 0.0f, 0, N);
+                int bad = 0;
+                for (int m = 0; m < M; m++) {
+                    const void *xm = (const char *)c.xq + (size_t)m * rb;
+                    isas[i]->qgemm(few, N, xm, &c.mat, 1, 0.0f, 0, 6);
+                    isas[i]->qgemm(few, N, xm, &c.mat, 1, 0.0f, 6, N);
+                    bad += memcmp(few, all + (size_t)m * N, sizeof(float) * N) != 0;
+                }
+                for (int rows = 2; rows <= 4; rows++)
+                    for (int m = 0; m + rows <= M; m += 11) {
+                        isas[i]->qgemm(few, N, (const char *)c.xq + (size_t)m * rb, &c.mat, rows,
+                                       0.0f, 0, N);
+                        bad += memcmp(few, all + (size_t)m * N, sizeof(float) * N * rows) != 0;
+                    }
+                SC_CHECK(bad == 0, "%s %s K=%d: %d calls of 1-4 rows differ from those rows "
+                         "among 67", isas[i]->name, qtype_get(c.type)->name, K, bad);
             }
-            SC_CHECK(bad == 0, "%s %s: %d of %d rows differ alone", isas[i]->name,
-                     qtype_get(c.type)->name, bad, M);
+            free(all), free(few);
+            qcase_free(&c);
         }
-        free(all), free(one);
-        qcase_free(&c);
-    }
 }
 
 #define CHECKS(X) X(check_quantize_bytes) X(check_types) X(check_batch_invariance)
