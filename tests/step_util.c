@@ -1,5 +1,6 @@
 /* step_util.c: stepping models through the batched forward pass in tests, and the paths
  * of the stories260K-k files. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,6 +46,27 @@ int su_argmax(const float *x, int n)
         if (x[i] > x[best])
             best = i;
     return best;
+}
+
+static double max_abs(const float *x, int n)
+{
+    double m = 0;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+double su_rel_err(const float *a, const float *b, int rows, int vocab)
+{
+    double worst = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *x = a + (size_t)r * vocab, *y = b + (size_t)r * vocab;
+        double d = 0;
+        for (int i = 0; i < vocab; i++)
+            d = fmax(d, fabs((double)x[i] - y[i]));
+        worst = fmax(worst, d / fmax(1.0, max_abs(y, vocab)));
+    }
+    return worst;
 }
 
 void su_runner_init(su_runner *r, const ts_model *m, const simd_kernels *k, int max_rows)
@@ -96,4 +118,3 @@ void su_runner_step(su_runner *r, int32_t *const *toks, const int *cnt, float **
         r->pos[s] += cnt[s];
     }
 }
-

@@ -20,6 +20,10 @@ ts_model *su_load_type(const char *type); /* stories260K-k-TYPE.gguf */
 
 int su_argmax(const float *x, int n);
 
+/* How far logits a are from logits b, both (rows, vocab): the largest |a - b| of each row
+ * relative to the largest |b| of that row (at least 1), the worst row's. */
+double su_rel_err(const float *a, const float *b, int rows, int vocab);
+
 enum { SU_MAX_SEQS = 4 };
 
 /* A KV pool of 64 f32 blocks, one table per sequence and the forward scratch. */

@@ -8,7 +8,6 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +40,6 @@ static ts_model *load_packed(const char *path, ts_pack_mode mode)
     ts_model_load_opts o = {.pack = mode};
     if (ts_model_load_with(path, &o, &m, &err) != TS_OK)
         fail_msg("loading %s: %s", path, err.msg);
-    return m;
-}
-
-static double max_abs(const float *x, int n)
-{
-    double m = 0;
-    for (int i = 0; i < n; i++)
-        m = fmax(m, fabs(x[i]));
     return m;
 }
 
@@ -152,20 +143,6 @@ static void greedy(const ts_model *m, int32_t *tokens, float *logits)
     su_runner_free(&r);
 }
 
-/* Largest |a - b| over rows of vocab, relative to the largest |b| of the row. */
-static double rel_err(const float *a, const float *b, int rows, int vocab)
-{
-    double worst = 0;
-    for (int r = 0; r < rows; r++) {
-        const float *x = a + (size_t)r * vocab, *y = b + (size_t)r * vocab;
-        double d = 0;
-        for (int i = 0; i < vocab; i++)
-            d = fmax(d, fabs((double)x[i] - y[i]));
-        worst = fmax(worst, d / fmax(1.0, max_abs(y, vocab)));
-    }
-    return worst;
-}
-
 /* The reference forward's logits at the rows greedy() sampled (GEN + 1, vocab), on its
  * prompt followed by tokens (GEN). */
 static float *reference(const ts_model *m, const int32_t *tokens)
@@ -211,7 +188,7 @@ static void test_packed_pass_matches(void **state)
         assert_true(lp && lq);
         greedy(plain, tp, lp);
         float *ref = reference(plain, tp);
-        double er_plain = rel_err(lp, ref, GEN + 1, vocab);
+        double er_plain = su_rel_err(lp, ref, GEN + 1, vocab);
         for (int mixed = 0; mixed < 2; mixed++) {
             ts_model *m = load_packed(path, TS_PACK_FORCE);
             if (mixed)
@@ -221,8 +198,9 @@ static void test_packed_pass_matches(void **state)
             /* once the tokens part, compare the prompt's step with the unpacked pass and
              * every step with the reference on the packed pass's own tokens */
             float *own = same ? ref : reference(m, tq);
-            double e = rel_err(lq, lp, same ? GEN + 1 : 1, vocab);
-            double er = rel_err(lq, own, GEN + 1, vocab), bound = 1.5 * er_plain + files[f].slack;
+            double e = su_rel_err(lq, lp, same ? GEN + 1 : 1, vocab);
+            double er = su_rel_err(lq, own, GEN + 1, vocab);
+            double bound = 1.5 * er_plain + files[f].slack;
             printf("  %-6s %s: vs unpacked %.2e, vs reference %.2e (unpacked %.2e), greedy %s\n",
                    files[f].type, mixed ? "mixed " : "packed", e, er, er_plain,
                    same ? "same" : "parts at a near tie");

@@ -84,14 +84,6 @@ static double tolerance(const char *type)
     return 5e-2;
 }
 
-static double max_abs(const float *x, int n)
-{
-    double m = 0;
-    for (int i = 0; i < n; i++)
-        m = fmax(m, fabs(x[i]));
-    return m;
-}
-
 /* Three sequences: one prefilled in one step and then decoding, one prefilled in chunks
  * beside it, one of a single token. */
 enum { MIX_LEN = 24 };
@@ -146,10 +138,7 @@ static double batched_vs_reference(const ts_model *m, const simd_kernels *k, flo
                 continue;
             done[s] += cnt[s];
             const float *want_l = ref[s] + (size_t)(done[s] - 1) * vocab;
-            double scale = fmax(1.0, max_abs(want_l, vocab)), d = 0;
-            for (int i = 0; i < vocab; i++)
-                d = fmax(d, fabs((double)out[s][i] - want_l[i]));
-            worst = fmax(worst, d / scale);
+            worst = fmax(worst, su_rel_err(out[s], want_l, 1, vocab));
         }
     }
     for (int s = 0; s < SU_MAX_SEQS; s++)
