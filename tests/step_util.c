@@ -118,3 +118,41 @@ void su_runner_step(su_runner *r, int32_t *const *toks, const int *cnt, float **
         r->pos[s] += cnt[s];
     }
 }
+
+float *su_logits_of_a(const ts_model *m, bool others, const su_schedule *sch)
+{
+    enum { LEN = 64, STEPS = SU_A_STEPS };
+    int vocab = m->cfg.vocab_size;
+    int32_t tok[3][LEN];
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < LEN; i++)
+            tok[s][i] = i == 0 ? 1 : 3 + (i * 37 + s * 101) % (vocab - 3);
+    assert_true(sch->n_b >= 0 && sch->n_b <= (int)(sizeof sch->b_rows / sizeof *sch->b_rows));
+    su_runner r;
+    su_runner_init(&r, m, simd_init(), 64);
+    float *got = malloc((size_t)STEPS * vocab * sizeof(float)), *out[SU_MAX_SEQS];
+    assert_non_null(got);
+    for (int s = 0; s < SU_MAX_SEQS; s++)
+        assert_non_null(out[s] = malloc((size_t)vocab * sizeof(float)));
+    for (int step = 0, done = 0, b_done = 0; step < STEPS; step++) {
+        int cnt[SU_MAX_SEQS] = {0};
+        int32_t *toks[SU_MAX_SEQS] = {0};
+        cnt[0] = step == 0 ? sch->a_prefill : 1;
+        toks[0] = tok[0] + done;
+        if (others) {
+            cnt[1] = step < sch->n_b ? sch->b_rows[step] : 1;
+            toks[1] = tok[1] + b_done;
+            cnt[2] = 1;
+            toks[2] = tok[2] + step;
+        }
+        assert_true(done + cnt[0] <= LEN && b_done + cnt[1] <= LEN);
+        su_runner_step(&r, toks, cnt, out);
+        memcpy(got + (size_t)step * vocab, out[0], (size_t)vocab * sizeof(float));
+        done += cnt[0];
+        b_done += cnt[1];
+    }
+    for (int s = 0; s < SU_MAX_SEQS; s++)
+        free(out[s]);
+    su_runner_free(&r);
+    return got;
+}

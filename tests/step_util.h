@@ -44,4 +44,18 @@ void su_runner_free(su_runner *r);
  * its next positions; the logits of its last row are copied to out[s] (vocab). */
 void su_runner_step(su_runner *r, int32_t *const *toks, const int *cnt, float **out);
 
+/* Batch invariance: three sequences' steps. A takes a_prefill rows in its first step, then
+ * one row a step, SU_A_STEPS steps in all. Beside it, B takes b_rows[0], b_rows[1], ... rows
+ * in its first n_b steps, then one row a step; C one row a step. */
+enum { SU_A_STEPS = 11 };
+typedef struct su_schedule {
+    int a_prefill;
+    int n_b, b_rows[4];
+} su_schedule;
+
+/* Sequence A's logits at each of its SU_A_STEPS steps (SU_A_STEPS, vocab; malloc'd) under
+ * schedule sch (borrowed), run alone (others false) or beside B and C in every step: A's
+ * rows and steps are the same either way. */
+float *su_logits_of_a(const ts_model *m, bool others, const su_schedule *sch);
+
 #endif

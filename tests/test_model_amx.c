@@ -222,57 +222,24 @@ static void test_packed_pass_matches(void **state)
 
 /* ---- batch invariance ---- */
 
-/* Sequence A's logits at each step, alone or beside two others: steps of 10 + 13 + 1 rows,
- * then 1 + 15 + 1, then 1 + 1 + 1. Alone, A's steps stay under QP_TILE_MIN_M rows, beside
- * the others its first two reach it: where AMX runs, its logits come from the vector
- * kernel alone and from the tiles together, which must give the same bits. */
-enum { A_LEN = 20, A_PREFILL = 10, A_STEPS = 1 + A_LEN - A_PREFILL };
-static float *logits_of_a(const ts_model *m, bool others)
-{
-    enum { LEN = 40, PREFILL = A_PREFILL, STEPS = A_STEPS };
-    int vocab = m->cfg.vocab_size;
-    int32_t tok[3][LEN];
-    for (int s = 0; s < 3; s++)
-        for (int i = 0; i < LEN; i++)
-            tok[s][i] = i == 0 ? 1 : 3 + (i * 37 + s * 101) % (vocab - 3);
-    su_runner r;
-    su_runner_init(&r, m, simd_init(), 64);
-    float *got = malloc((size_t)STEPS * vocab * sizeof(float)), *out[SU_MAX_SEQS];
-    assert_non_null(got);
-    for (int s = 0; s < SU_MAX_SEQS; s++)
-        assert_non_null(out[s] = malloc((size_t)vocab * sizeof(float)));
-    for (int step = 0, done = 0; step < STEPS; step++) {
-        int cnt[SU_MAX_SEQS] = {0};
-        int32_t *toks[SU_MAX_SEQS] = {0};
-        cnt[0] = step == 0 ? PREFILL : 1;
-        toks[0] = tok[0] + done;
-        if (others) {
-            cnt[1] = step == 0 ? 13 : step == 1 ? 15 : 1;
-            toks[1] = tok[1] + (step == 0 ? 0 : step == 1 ? 13 : 26 + step);
-            cnt[2] = 1;
-            toks[2] = tok[2] + step;
-        }
-        su_runner_step(&r, toks, cnt, out);
-        memcpy(got + (size_t)step * vocab, out[0], (size_t)vocab * sizeof(float));
-        done += cnt[0];
-    }
-    for (int s = 0; s < SU_MAX_SEQS; s++)
-        free(out[s]);
-    su_runner_free(&r);
-    return got;
-}
-
+/* A's steps: 10 + 13 + 1 rows, then 1 + 15 + 1, then 1 + 1 + 1. Alone, A's steps stay under
+ * QP_TILE_MIN_M rows, beside the others its first two reach it: where AMX runs, its logits
+ * come from the vector kernel alone and from the tiles together, which must give the same
+ * bits. */
 static void test_batch_invariance_with_packs(void **state)
 {
     (void)state;
+    static const su_schedule sch = {.a_prefill = 10, .n_b = 2, .b_rows = {13, 15}};
     static const char *const types[] = {"Q8_0", "Q4_K_M", "BF16"};
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
         for (int mixed = t > 0; mixed < 2; mixed++) { /* Q8_0 alone, the others mixed */
             ts_model *m = load_packed(su_kpath("stories260K-k-%s.gguf", types[t]), TS_PACK_FORCE);
             if (mixed)
                 unpack_some(m);
-            float *alone = logits_of_a(m, false), *together = logits_of_a(m, true);
-            if (memcmp(alone, together, A_STEPS * (size_t)m->cfg.vocab_size * sizeof(float)) != 0)
+            float *alone = su_logits_of_a(m, false, &sch);
+            float *together = su_logits_of_a(m, true, &sch);
+            if (memcmp(alone, together,
+                       SU_A_STEPS * (size_t)m->cfg.vocab_size * sizeof(float)) != 0)
                 fail_msg("%s%s: a sequence's logits change when others share its steps",
                          types[t], mixed ? " (mixed)" : "");
             free(alone);

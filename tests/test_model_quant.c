@@ -183,51 +183,16 @@ static void test_every_type_maps_and_matches_reference(void **state)
 
 /* ---- batch invariance ---- */
 
-/* Sequence A's logits at each of its steps, run alone (others == false) or beside two
- * other sequences in every step: A's rows and schedule are the same either way. */
-static float *logits_of_a(const ts_model *m, bool others)
-{
-    enum { LEN = 30, PREFILL = 20, STEPS = 1 + LEN - PREFILL };
-    int vocab = m->cfg.vocab_size;
-    int32_t tok[3][LEN];
-    for (int s = 0; s < 3; s++)
-        for (int i = 0; i < LEN; i++)
-            tok[s][i] = i == 0 ? 1 : 3 + (i * 37 + s * 101) % (vocab - 3);
-    su_runner r;
-    su_runner_init(&r, m, simd_init(), 64);
-    float *got = malloc((size_t)STEPS * vocab * sizeof(float)), *out[SU_MAX_SEQS];
-    assert_non_null(got);
-    for (int s = 0; s < SU_MAX_SEQS; s++)
-        assert_non_null(out[s] = malloc((size_t)vocab * sizeof(float)));
-    for (int step = 0, done = 0; step < STEPS; step++) {
-        int cnt[SU_MAX_SEQS] = {0};
-        int32_t *toks[SU_MAX_SEQS] = {0};
-        cnt[0] = step == 0 ? PREFILL : 1;
-        toks[0] = tok[0] + done;
-        if (others) { /* B: a 13-row chunk, then decodes; C: one row a step */
-            cnt[1] = step == 0 ? 13 : 1;
-            toks[1] = tok[1] + (step == 0 ? 0 : 12 + step);
-            cnt[2] = 1;
-            toks[2] = tok[2] + step;
-        }
-        su_runner_step(&r, toks, cnt, out);
-        memcpy(got + (size_t)step * vocab, out[0], (size_t)vocab * sizeof(float));
-        done += cnt[0];
-    }
-    for (int s = 0; s < SU_MAX_SEQS; s++)
-        free(out[s]);
-    su_runner_free(&r);
-    return got;
-}
-
 static void test_batch_invariance_on_quantized_files(void **state)
 {
     (void)state;
+    /* A: 20 rows, then decodes; B: a 13-row chunk, then decodes; C: one row a step */
+    static const su_schedule sch = {.a_prefill = 20, .n_b = 1, .b_rows = {13}};
     static const char *const types[] = {"Q4_K_M", "Q8_0", "Q5_1", "IQ4_XS", "Q3_K_M", "BF16"};
     for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
         ts_model *m = su_load_type(types[t]);
-        float *alone = logits_of_a(m, false), *together = logits_of_a(m, true);
-        if (memcmp(alone, together, 11 * (size_t)m->cfg.vocab_size * sizeof(float)) != 0)
+        float *alone = su_logits_of_a(m, false, &sch), *together = su_logits_of_a(m, true, &sch);
+        if (memcmp(alone, together, SU_A_STEPS * (size_t)m->cfg.vocab_size * sizeof(float)) != 0)
             fail_msg("%s: a sequence's logits change when other sequences share its steps",
                      types[t]);
         free(alone);
