@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "step_util.h"
+#include "util.h"
 
 const char *const su_types[SU_N_TYPES] = {"f32",  "F16",    "BF16",   "Q8_0",   "Q4_0",
                                           "Q4_1", "Q5_0",   "Q5_1",   "Q2_K",   "Q3_K_M",
@@ -117,6 +118,26 @@ void su_runner_step(su_runner *r, int32_t *const *toks, const int *cnt, float **
         memcpy(out[s], r->fs.logits + (size_t)i++ * vocab, (size_t)vocab * sizeof(float));
         r->pos[s] += cnt[s];
     }
+}
+
+double su_step_rss_cost(const ts_model *m, long before, double *kv_bytes)
+{
+    su_runner r;
+    su_runner_init(&r, m, simd_init(), 8);
+    kv_pool_prefault(r.pool);
+    kv_stats ks;
+    kv_pool_stats(&ks, r.pool);
+    *kv_bytes = (double)ks.bytes_per_block * (double)ks.blocks_total;
+    int32_t tok[8] = {1, 20, 30, 40, 50, 60, 70, 80};
+    int32_t *toks[SU_MAX_SEQS] = {tok};
+    int cnt[SU_MAX_SEQS] = {8};
+    float *out[SU_MAX_SEQS] = {malloc((size_t)m->cfg.vocab_size * sizeof(float))};
+    assert_non_null(out[0]);
+    su_runner_step(&r, toks, cnt, out);
+    double cost = (double)(tu_rss_bytes() - before) - *kv_bytes;
+    free(out[0]);
+    su_runner_free(&r);
+    return cost;
 }
 
 float *su_logits_of_a(const ts_model *m, bool others, const su_schedule *sch)

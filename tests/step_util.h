@@ -44,6 +44,12 @@ void su_runner_free(su_runner *r);
  * its next positions; the logits of its last row are copied to out[s] (vocab). */
 void su_runner_step(su_runner *r, int32_t *const *toks, const int *cnt, float **out);
 
+/* What one step costs in memory: RSS growth since before (a tu_rss_bytes() value) beyond
+ * the KV pool, measured after a fresh runner on m, its pool prefaulted (resident, as the
+ * engine makes it), has run one step of 8 prompt rows. *kv_bytes gets the pool's size. The
+ * runner is freed after the measure. */
+double su_step_rss_cost(const ts_model *m, long before, double *kv_bytes);
+
 /* Batch invariance: three sequences' steps. A takes a_prefill rows in its first step, then
  * one row a step, SU_A_STEPS steps in all. Beside it, B takes b_rows[0], b_rows[1], ... rows
  * in its first n_b steps, then one row a step; C one row a step. */

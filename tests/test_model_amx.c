@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <cmocka.h>
 
 #include "model/forward_batch.h"
@@ -250,16 +249,6 @@ static void test_batch_invariance_with_packs(void **state)
 
 /* ---- memory ---- */
 
-static long rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, resident = 0;
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%ld %ld", &size, &resident), 2);
-    fclose(f);
-    return resident * sysconf(_SC_PAGESIZE);
-}
-
 /* A packed Q8_0 model (about 27 MB) costs at most the file's size + 10% of RSS after a
  * step beyond the KV pool: the packs (1.06x) replace the mapped pages they came from. */
 static void test_packed_q8_0_rss_is_the_file(void **state)
@@ -285,24 +274,13 @@ static void test_packed_q8_0_rss_is_the_file(void **state)
     double file_size = (double)ftell(fp);
     fclose(fp);
 
-    long before = rss_bytes();
+    long before = tu_rss_bytes();
     ts_model *m = load_packed(path, TS_PACK_FORCE);
     int packed, n;
     uint64_t pack_bytes;
     ts_model_packed(m, &packed, &n, &pack_bytes);
     assert_int_equal(packed, n);
-    su_runner r;
-    su_runner_init(&r, m, simd_init(), 8);
-    kv_pool_prefault(r.pool);
-    kv_config kc = {.n_layers = c.n_layers, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
-                    .dtype = KV_DTYPE_F32, .n_blocks = 64};
-    double kv_bytes = (double)kv_block_bytes(&kc) * kc.n_blocks;
-    int32_t tok[8] = {1, 20, 30, 40, 50, 60, 70, 80};
-    int32_t *toks[SU_MAX_SEQS] = {tok};
-    int cnt[SU_MAX_SEQS] = {8};
-    float *out[SU_MAX_SEQS] = {malloc(512 * sizeof(float))};
-    su_runner_step(&r, toks, cnt, out);
-    double cost = (double)(rss_bytes() - before) - kv_bytes;
+    double kv_bytes, cost = su_step_rss_cost(m, before, &kv_bytes);
     printf("  Q8_0 file %.1f MB, packs %.1f MB: load + one step cost %.1f MB of RSS beyond "
            "the KV pool, %.2f x the file\n", file_size / 1e6, (double)pack_bytes / 1e6,
            cost / 1e6, cost / file_size);
@@ -312,8 +290,6 @@ static void test_packed_q8_0_rss_is_the_file(void **state)
         assert_true(cost <= 1.10 * file_size);
         assert_true(cost >= 0.50 * file_size); /* the measure sees the packs */
     }
-    free(out[0]);
-    su_runner_free(&r);
     ts_model_free(m);
     remove(path);
 }

@@ -11,10 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 #include <cmocka.h>
 
-#include "kv/kv.h"
 #include "model/forward_batch.h"
 #include "model/forward_ref.h"
 #include "model/model_gguf.h"
@@ -203,16 +201,6 @@ static void test_batch_invariance_on_quantized_files(void **state)
 
 /* ---- memory: the mapping is the model ---- */
 
-static long rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, resident = 0;
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%ld %ld", &size, &resident), 2);
-    fclose(f);
-    return resident * sysconf(_SC_PAGESIZE);
-}
-
 /* Random blocks of a K type (type's block_bytes each), with the f16 super-block scales
  * set small so every weight is finite: the RSS test needs a file's size, not its sense. */
 typedef struct random_blocks {
@@ -319,21 +307,9 @@ static void test_q4_k_m_rss_is_the_file(void **state)
     file_size = (size_t)ftell(fp);
     fclose(fp);
 
-    long before = rss_bytes();
+    long before = tu_rss_bytes();
     ts_model *m = su_load_path(path);
-    su_runner r;
-    su_runner_init(&r, m, simd_init(), 8);
-    kv_pool_prefault(r.pool); /* resident, as the engine makes it: all of it is the pool's */
-    kv_config kc = {.n_layers = c.n_layers, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
-                    .dtype = KV_DTYPE_F32, .n_blocks = 64};
-    double kv_bytes = (double)kv_block_bytes(&kc) * kc.n_blocks;
-    int32_t tok[8] = {1, 20, 30, 40, 50, 60, 70, 80};
-    int32_t *toks[SU_MAX_SEQS] = {tok};
-    int cnt[SU_MAX_SEQS] = {8};
-    float *out[SU_MAX_SEQS] = {malloc(512 * sizeof(float))};
-    su_runner_step(&r, toks, cnt, out);
-    long after = rss_bytes();
-    double cost = (double)(after - before) - kv_bytes;
+    double kv_bytes, cost = su_step_rss_cost(m, before, &kv_bytes);
     printf("  Q4_K_M file %.1f MB: load + one step cost %.1f MB of RSS beyond the KV pool "
            "(%.1f MB), %.2f x the file\n", file_size / 1e6, cost / 1e6, kv_bytes / 1e6,
            cost / (double)file_size);
@@ -343,8 +319,6 @@ static void test_q4_k_m_rss_is_the_file(void **state)
         assert_true(cost <= 1.10 * (double)file_size);
         assert_true(cost >= 0.80 * (double)file_size); /* the step read the mapped weights */
     }
-    free(out[0]);
-    su_runner_free(&r);
     ts_model_free(m);
     remove(path);
 }

@@ -57,6 +57,16 @@ const char *tu_tmp_path(const char *name)
     return buf;
 }
 
+long tu_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, resident = 0;
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%ld %ld", &size, &resident), 2);
+    fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
 void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
 {
     assert_int_equal(a->kind, b->kind);

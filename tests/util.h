@@ -17,6 +17,10 @@ char *tu_read_file(const char *path, size_t *len);
 /* A fresh path under the build folder's tmp/ for files a test writes (static buffer). */
 const char *tu_tmp_path(const char *name);
 
+/* This process's resident set size in bytes (/proc/self/statm); fails the test when it
+ * cannot be read. */
+long tu_rss_bytes(void);
+
 struct tokenizer_vocab;
 struct ts_model;
 
