@@ -17,45 +17,21 @@
 
 #include "common/strbuf.h"
 #include "engine_util.h"
+#include "server_util.h"
 #include "tessera/server.h"
 
-typedef struct served {
-    ts_engine *engine;
-    ts_server *server;
-    char url[64];
-} served;
-
 /* An engine on eu_model with eo (NULL: the defaults) behind a server on a free port. */
-static void serve_start(served *s, const ts_engine_options *eo, int grace_ms)
+static void serve_start(sv_served *s, const ts_engine_options *eo, int grace_ms)
 {
-    ts_error err = {0};
-    s->engine = eu_start(eu_model, eo);
     ts_server_options so;
     ts_server_options_default(&so);
-    so.port = 0;
     so.grace_ms = grace_ms;
-    if (ts_server_create(&so, &s->server, &err) != TS_OK ||
-        ts_server_add_model(s->server, "stories", s->engine, &err) != TS_OK ||
-        ts_server_start(s->server, &err) != TS_OK)
-        fail_msg("server: %s", err.msg);
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", ts_server_port(s->server));
-}
-
-static void serve_stop(served *s)
-{
-    ts_server_stop(s->server);
-    ts_engine_destroy(s->engine);
-    ts_server_destroy(s->server);
-}
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
-{
-    return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
+    sv_start(s, eo, &so);
 }
 
 /* POSTs body to route and returns the HTTP status, or -1 when no answer came; *out gets
  * the body, NUL-terminated (strbuf_free it). Asserts nothing: threads may call it. */
-static long post_raw(const served *s, const char *route, const char *body, strbuf *out)
+static long post_raw(const sv_served *s, const char *route, const char *body, strbuf *out)
 {
     char url[128];
     snprintf(url, sizeof url, "%s%s", s->url, route);
@@ -65,7 +41,7 @@ static long post_raw(const served *s, const char *route, const char *body, strbu
         return -1;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sv_on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
     CURLcode rc = curl_easy_perform(c);
@@ -79,7 +55,7 @@ static long post_raw(const served *s, const char *route, const char *body, strbu
     return out->failed ? -1 : status;
 }
 
-static long post(const served *s, const char *route, const char *body, strbuf *out)
+static long post(const sv_served *s, const char *route, const char *body, strbuf *out)
 {
     long status = post_raw(s, route, body, out);
     if (status < 0)
@@ -88,7 +64,7 @@ static long post(const served *s, const char *route, const char *body, strbuf *o
 }
 
 /* The parsed JSON answer of a request that must succeed. */
-static cJSON *post_ok(const served *s, const char *route, const char *body)
+static cJSON *post_ok(const sv_served *s, const char *route, const char *body)
 {
     strbuf b;
     long status = post(s, route, body, &b);
@@ -132,7 +108,7 @@ typedef struct streamed {
 } streamed;
 
 /* Streams body from route and joins its chunks. */
-static void post_stream(const served *s, const char *route, const char *body, bool chat,
+static void post_stream(const sv_served *s, const char *route, const char *body, bool chat,
                         streamed *out)
 {
     strbuf b;
@@ -200,7 +176,7 @@ static size_t last_char(const char *s)
 static void test_text_released_at_done(void **state)
 {
     (void)state;
-    served s;
+    sv_served s;
     serve_start(&s, NULL, 1000);
     static const struct { const char *route, *fields; bool chat; } kinds[] = {
         {"/v1/completions", "\"prompt\": \"Once upon a time\"", false},
@@ -243,7 +219,7 @@ static void test_text_released_at_done(void **state)
         free(stop_json);
         free(want);
     }
-    serve_stop(&s);
+    sv_stop(&s);
 }
 
 /* A chat without max_tokens asks for the rest of the context, which a small KV pool cannot
@@ -255,7 +231,7 @@ static void test_default_max_tokens_fits_the_pool(void **state)
     ts_engine_options eo;
     ts_engine_options_default(&eo);
     eo.kv_blocks = 8; /* 256 tokens, a context of 2048 */
-    served s;
+    sv_served s;
     serve_start(&s, &eo, 1000);
     for (int n = 1; n <= 2; n++) {
         char body[256];
@@ -296,12 +272,12 @@ static void test_default_max_tokens_fits_the_pool(void **state)
     j = post_ok(&s, "/v1/completions", "{\"prompt\": \"Hi\", \"ignore_eos\": true}");
     assert_int_equal(get(get(j, "usage"), "completion_tokens")->valueint, 16);
     cJSON_Delete(j);
-    serve_stop(&s);
+    sv_stop(&s);
 }
 
 /* The text_offset of every token of a completion with logprobs, whole or streamed, in
  * offs (up to 64); returns their count and puts the text in *text (malloc'd). */
-static int text_offsets(const served *s, const char *body, bool stream, int *offs,
+static int text_offsets(const sv_served *s, const char *body, bool stream, int *offs,
                         char **text)
 {
     int n = 0;
@@ -347,7 +323,7 @@ static int text_offsets(const served *s, const char *body, bool stream, int *off
 static void test_text_offsets_agree(void **state)
 {
     (void)state;
-    served s;
+    sv_served s;
     serve_start(&s, NULL, 1000);
     const char *plain = "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0,"
                         " \"logprobs\": 1}";
@@ -381,11 +357,11 @@ static void test_text_offsets_agree(void **state)
     free(text[1]);
     free(stop_json);
     free(want);
-    serve_stop(&s);
+    sv_stop(&s);
 }
 
 typedef struct posted {
-    const served *s;
+    const sv_served *s;
     const char *body;
     long status;
     strbuf reply;
@@ -431,7 +407,7 @@ static void test_shutdown_refuses_waiting_requests(void **state)
     ts_engine_options eo;
     ts_engine_options_default(&eo);
     eo.max_seqs = 1;
-    served s;
+    sv_served s;
     serve_start(&s, &eo, 0);
     const char *body = "{\"prompt\": \"a\", \"max_tokens\": 1800, \"ignore_eos\": true}";
     const char *stream_body = "{\"prompt\": \"a\", \"max_tokens\": 1800, \"stream\": true}";
@@ -471,7 +447,7 @@ static void test_shutdown_refuses_waiting_requests(void **state)
     assert_non_null(strstr(p[2].reply.s, "data: [DONE]\n\n"));
     for (int i = 0; i < 3; i++)
         strbuf_free(&p[i].reply);
-    serve_stop(&s);
+    sv_stop(&s);
 }
 
 int main(void)

@@ -15,42 +15,18 @@
 
 #include "common/strbuf.h"
 #include "engine_util.h"
+#include "server_util.h"
 #include "server/ui.h"
 #include "tessera/server.h"
 #include "util.h"
 
-typedef struct served {
-    ts_engine *engine;
-    ts_server *server;
-    char url[64];
-} served;
-
-static void serve_start(served *s, bool no_ui, const char *keys_path)
+static void serve_start(sv_served *s, bool no_ui, const char *keys_path)
 {
-    ts_error err = {0};
-    s->engine = eu_start(eu_model, NULL);
     ts_server_options so;
     ts_server_options_default(&so);
-    so.port = 0;
     so.no_ui = no_ui;
     so.api_keys_path = keys_path;
-    if (ts_server_create(&so, &s->server, &err) != TS_OK ||
-        ts_server_add_model(s->server, "stories", s->engine, &err) != TS_OK ||
-        ts_server_start(s->server, &err) != TS_OK)
-        fail_msg("server: %s", err.msg);
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", ts_server_port(s->server));
-}
-
-static void serve_stop(served *s)
-{
-    ts_server_stop(s->server);
-    ts_engine_destroy(s->engine);
-    ts_server_destroy(s->server);
-}
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
-{
-    return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
+    sv_start(s, NULL, &so);
 }
 
 /* One answer: status, body and the raw header block (strbuf_free both). */
@@ -59,7 +35,7 @@ typedef struct answer {
     strbuf body, headers;
 } answer;
 
-static answer request(const served *s, const char *method, const char *path)
+static answer request(const sv_served *s, const char *method, const char *path)
 {
     char url[160];
     snprintf(url, sizeof url, "%s%s", s->url, path);
@@ -70,9 +46,9 @@ static answer request(const served *s, const char *method, const char *path)
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (!strcmp(method, "HEAD"))
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sv_on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &a.body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, sv_on_write);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &a.headers);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     CURLcode rc = curl_easy_perform(c);
@@ -133,7 +109,7 @@ static void test_assets_match_files(void **state)
 static void test_serves_page(void **state)
 {
     (void)state;
-    served s;
+    sv_served s;
     serve_start(&s, false, NULL);
     const ui_asset *index = ui_find("/");
     answer a = request(&s, "GET", "/");
@@ -167,13 +143,13 @@ static void test_serves_page(void **state)
     a = request(&s, "GET", "/missing.js");
     assert_int_equal(a.status, 404);
     answer_free(&a);
-    serve_stop(&s);
+    sv_stop(&s);
 }
 
 static void test_no_ui(void **state)
 {
     (void)state;
-    served s;
+    sv_served s;
     serve_start(&s, true, NULL);
     const char *paths[] = {"/", "/index.html", "/app.js", "/style.css"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
@@ -185,7 +161,7 @@ static void test_no_ui(void **state)
     answer a = request(&s, "GET", "/health"); /* the API is unchanged */
     assert_int_equal(a.status, 200);
     answer_free(&a);
-    serve_stop(&s);
+    sv_stop(&s);
 }
 
 /* With keys the page loads without one (it asks for the key); the API still refuses. */
@@ -198,7 +174,7 @@ static void test_page_open_with_keys(void **state)
     assert_non_null(f);
     fputs("{\"sk-ui-test\": {\"tier\": \"normal\", \"name\": \"ui\"}}", f);
     assert_int_equal(fclose(f), 0);
-    served s;
+    sv_served s;
     serve_start(&s, false, keys);
     answer a = request(&s, "GET", "/");
     assert_int_equal(a.status, 200);
@@ -206,7 +182,7 @@ static void test_page_open_with_keys(void **state)
     a = request(&s, "GET", "/v1/models");
     assert_int_equal(a.status, 401);
     answer_free(&a);
-    serve_stop(&s);
+    sv_stop(&s);
     unlink(keys);
 }
 
