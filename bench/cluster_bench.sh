@@ -10,26 +10,12 @@
 # Defaults: N 16, prompt 32, 64 tokens, R 3, results in build/compare/cluster/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build
-conc=16
-out=""
-model=""
-prompt_len=32
-max_tokens=64
-max_replicas=3
+. "$root/bench/lib_args.sh" # -n -o -m --prompt-len --max-tokens --replicas --build --help
 while (($#)); do
-  case $1 in
-    -n) conc=$2; shift 2 ;;
-    -o) out=$2; shift 2 ;;
-    -m) model=$2; shift 2 ;;
-    --prompt-len) prompt_len=$2; shift 2 ;;
-    --max-tokens) max_tokens=$2; shift 2 ;;
-    --replicas) max_replicas=$2; shift 2 ;;
-    --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "cluster_bench.sh: unknown option $1" >&2; exit 2 ;;
-  esac
+  bench_option 2,11 "$@"
+  shift "$bench_used"
 done
+max_replicas=$replicas # runs of 1 .. R replicas
 [[ $max_replicas =~ ^[1-9]$ ]] || { echo "cluster_bench.sh: --replicas wants 1..9" >&2; exit 2; }
 out=$(mkdir -p "${out:-$build/compare/cluster}" && cd "${out:-$build/compare/cluster}" && pwd)
 tessera=$build/tessera

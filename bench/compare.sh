@@ -17,32 +17,18 @@
 # levels 1,2,4,8,N, results in build/compare/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build
-conc=16
-out=""
-model=""
-prompt_len=32
-max_tokens=64
+. "$root/bench/lib_args.sh" # -n -o -m --prompt-len --max-tokens --replicas --build --help
 levels=""
 cluster=0
-replicas=3
 peer=""
 threads=$(nproc)
 while (($#)); do
   case $1 in
-    -n) conc=$2; shift 2 ;;
-    -o) out=$2; shift 2 ;;
-    -m) model=$2; shift 2 ;;
-    --prompt-len) prompt_len=$2; shift 2 ;;
-    --max-tokens) max_tokens=$2; shift 2 ;;
     --levels) levels=$2; shift 2 ;;
-    --build) build=$2; shift 2 ;;
     --cluster) cluster=1; shift ;;
-    --replicas) replicas=$2; shift 2 ;;
     --peer) peer=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
+    *) bench_option 2,17 "$@"; shift "$bench_used" ;;
   esac
 done
 [[ $conc =~ ^[0-9]+$ ]] && ((conc >= 2 && conc <= 256)) || { echo "compare.sh: -n wants 2..256" >&2; exit 2; }
