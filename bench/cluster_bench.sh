@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/bench/lib_args.sh" # -n -o -m --prompt-len --max-tokens --replicas --build --help
 while (($#)); do
-  bench_option 2,11 "$@"
+  bench_option 2,10 "$@"
   shift "$bench_used"
 done
 max_replicas=$replicas # runs of 1 .. R replicas

@@ -37,7 +37,7 @@ if ((cluster)); then
   exec "$root/bench/cluster_bench.sh" -n "$conc" -o "$out/cluster" --prompt-len "$prompt_len" \
     --max-tokens "$max_tokens" --replicas "$replicas" --build "$build" ${model:+-m "$model"}
 fi
-levels=${levels:-$(for l in 1 2 4 8; do ((l < conc)) && printf '%s,' "$l"; done)$conc}
+levels=${levels:-$(for l in 1 2 4 8; do if ((l < conc)); then printf '%s,' "$l"; fi; done)$conc}
 if [ -n "$peer" ]; then
   exec "$root/bench/compare_peer.sh" --peer "$peer" --threads "$threads" --levels "$levels" \
     --requests "$conc" --prompt-len "$prompt_len" --max-tokens "$max_tokens" --build "$build" \
