@@ -432,6 +432,36 @@ static void test_quantize_refuses_quantized_input(void **state)
 
 /* NaN and infinity: every row type copes (no read out of bounds, no crash), and a file
  * holding one is refused naming the tensor and row. */
+/* Fills this much of the stack below the caller with v. */
+static __attribute__((noinline)) void poison_stack(unsigned char v)
+{
+    unsigned char junk[32768];
+    memset(junk, v, sizeof junk);
+    __asm__ volatile("" : : "r"(junk) : "memory");
+}
+
+/* Values past f16's range, which no block scale can hold: every type still writes the row,
+ * and the same bytes whatever the stack held (a search pass whose errors were all infinite
+ * used to leave sub-block scales unset and then read them). */
+static void test_values_past_f16(void **state)
+{
+    (void)state;
+    enum { N = 256 };
+    float x[N];
+    uint8_t a[4 * N], b[4 * N];
+    fill_random(x, N, 9, 1e9f);
+    for (size_t i = 0; i < sizeof row_types / sizeof *row_types; i++) {
+        uint32_t t = row_types[i];
+        poison_stack(0x00);
+        assert_true(quant_row(a, x, t, N));
+        poison_stack(0xA5);
+        assert_true(quant_row(b, x, t, N));
+        if (memcmp(a, b, qtype_row_bytes(t, N)) != 0)
+            fail_msg("%s: a row past f16's range quantizes to different bytes each time",
+                     qtype_name(t));
+    }
+}
+
 static void test_non_finite_input(void **state)
 {
     (void)state;
@@ -527,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_quantize_files),
         cmocka_unit_test(test_quantize_half_inputs),
         cmocka_unit_test(test_quantize_refuses_quantized_input),
+        cmocka_unit_test(test_values_past_f16),
         cmocka_unit_test(test_non_finite_input),
         cmocka_unit_test(test_quantize_memory_stays_small),
     };

@@ -297,8 +297,8 @@ float quant__ksym(uint8_t *q, int *sc, float *d, const float *x, int n_sub, int 
                   const quant_grid *g, int smin, int smax)
 {
     float s[MAX_SUB], sm = 0.0f;
-    uint8_t tq[MAX_SUPER];
-    int tsc[MAX_SUB];
+    uint8_t tq[MAX_SUPER] = {0};
+    int tsc[MAX_SUB] = {0}; /* a pass whose errors are all inf (values past f16) sets none */
     for (int k = 0; k < n_sub; k++) {
         quant__fit_sym(tq + k * len, &s[k], x + k * len, len, g);
         if (fabsf(s[k]) > fabsf(sm))
@@ -413,8 +413,9 @@ float quant__kaffine(uint8_t *q, int *sc, int *mn, float *d, float *dmin, const 
                      int n_sub, int len, int nmax, int smax)
 {
     float a[MAX_SUB], m[MAX_SUB], amax = 0.0f, mmax = 0.0f;
-    uint8_t tq[MAX_SUPER];
-    int tsc[MAX_SUB], tmn[MAX_SUB];
+    uint8_t tq[MAX_SUPER] = {0};
+    int tsc[MAX_SUB] = {0}, tmn[MAX_SUB] = {0}; /* a pass whose errors are all inf (values
+                                                  * past f16's range) sets none */
     for (int k = 0; k < n_sub; k++) {
         float b;
         quant__fit_affine(tq + k * len, &a[k], &b, x + k * len, len, nmax, true);
