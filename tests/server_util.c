@@ -1,25 +1,46 @@
-/* server_util.c: an engine and a server on a free loopback port for the HTTP tests. */
+/* server_util.c: an engine and a server on a free loopback port for the HTTP tests, and a
+ * libcurl client for them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 #include <cmocka.h>
 
-#include "common/strbuf.h"
+#include <curl/curl.h>
+
 #include "engine_util.h"
 #include "server_util.h"
+
+sv_served sv_group;
 
 void sv_start(sv_served *s, const ts_engine_options *eo, const ts_server_options *so)
 {
     ts_error err = {0};
-    s->engine = eu_start(eu_model, eo);
+    ts_engine *engine = eu_start(eu_model, eo);
+    if (!sv_serve(s, engine, so, &err)) {
+        ts_engine_destroy(engine);
+        fail_msg("server: %s", err.msg);
+    }
+    s->engine = engine;
+}
+
+bool sv_serve(sv_served *s, ts_engine *engine, const ts_server_options *so, ts_error *err)
+{
     ts_server_options o = *so;
     o.port = 0;
-    if (ts_server_create(&o, &s->server, &err) != TS_OK ||
-        ts_server_add_model(s->server, "stories", s->engine, &err) != TS_OK ||
-        ts_server_start(s->server, &err) != TS_OK)
-        fail_msg("server: %s", err.msg);
+    *s = (sv_served){0};
+    if (ts_server_create(&o, &s->server, err) != TS_OK ||
+        ts_server_add_model(s->server, "stories", engine, err) != TS_OK) {
+        ts_server_destroy(s->server);
+        s->server = NULL;
+        return false;
+    }
+    if (ts_server_start(s->server, err) != TS_OK)
+        fail_msg("server: %s", err->msg);
     snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", ts_server_port(s->server));
+    return true;
 }
 
 void sv_stop(sv_served *s)
@@ -29,7 +50,73 @@ void sv_stop(sv_served *s)
     ts_server_destroy(s->server);
 }
 
+int sv_setup_group(void **state)
+{
+    if (eu_setup_stories(state))
+        return -1;
+    ts_server_options so;
+    ts_server_options_default(&so);
+    sv_start(&sv_group, NULL, &so);
+    return 0;
+}
+
+int sv_teardown_group(void **state)
+{
+    sv_stop(&sv_group);
+    return eu_teardown_stories(state);
+}
+
 size_t sv_on_write(char *ptr, size_t size, size_t nmemb, void *user)
 {
     return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
+}
+
+void sv_post(const char *url, const char *path, const char *body, sv_answer *a)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", url, path);
+    *a = (sv_answer){0};
+    CURL *c = curl_easy_init();
+    assert_non_null(c);
+    curl_easy_setopt(c, CURLOPT_URL, full);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sv_on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &a->body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, sv_on_write);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &a->headers);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK)
+        fail_msg("%s: %s", path, curl_easy_strerror(rc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
+    curl_easy_cleanup(c);
+    strbuf_add(&a->body, "", 0);
+    strbuf_add(&a->headers, "", 0);
+    a->json = cJSON_Parse(a->body.s);
+}
+
+void sv_answer_free(sv_answer *a)
+{
+    strbuf_free(&a->body);
+    strbuf_free(&a->headers);
+    cJSON_Delete(a->json);
+}
+
+char *sv_header(const sv_answer *a, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *l = a->headers.s; l && *l;) {
+        const char *end = strstr(l, "\r\n");
+        if (!end)
+            break;
+        if (!strncasecmp(l, name, n) && l[n] == ':') {
+            const char *v = l + n + 1;
+            while (*v == ' ')
+                v++;
+            return strndup(v, (size_t)(end - v));
+        }
+        l = end + 2;
+    }
+    return NULL;
 }

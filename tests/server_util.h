@@ -3,14 +3,18 @@
 #ifndef TESSERA_TESTS_SERVER_UTIL_H
 #define TESSERA_TESTS_SERVER_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
+#include "common/strbuf.h"
 #include "tessera/engine.h"
 #include "tessera/server.h"
 
 /* One engine and the server in front of it. */
 typedef struct sv_served {
-    ts_engine *engine;
+    ts_engine *engine; /* owned, destroyed by sv_stop; NULL when sv_serve borrowed one */
     ts_server *server;
     char url[64]; /* "http://127.0.0.1:PORT" */
 } sv_served;
@@ -19,11 +23,38 @@ typedef struct sv_served {
  * with so (copied; its port is ignored: a free one is taken), serving the engine as model
  * "stories". Fails the test on any error. Stop with sv_stop(). */
 void sv_start(sv_served *s, const ts_engine_options *eo, const ts_server_options *so);
-/* Stops the server, then destroys the engine and the server. */
+/* A server with so (copied; its port is ignored: a free one is taken) serving engine
+ * (borrowed: it must outlive the server) as model "stories"; s->engine is left NULL, so
+ * sv_stop frees the server only. false, with err set and nothing to stop, when the server
+ * refuses so or the engine; fails the test when it cannot start. */
+bool sv_serve(sv_served *s, ts_engine *engine, const ts_server_options *so, ts_error *err);
+/* Stops the server, then destroys the engine (when s owns one) and the server. */
 void sv_stop(sv_served *s);
+
+/* cmocka group fixtures for files whose tests share one server with the default options:
+ * stories260K (eu_setup_stories), an engine on it with the default options and the server,
+ * in sv_group. */
+extern sv_served sv_group;
+int sv_setup_group(void **state);
+int sv_teardown_group(void **state);
 
 /* A libcurl write (or header) callback: appends to the strbuf that user points to; returns
  * 0, which fails the transfer, when the strbuf cannot grow. */
 size_t sv_on_write(char *ptr, size_t size, size_t nmemb, void *user);
+
+/* One HTTP answer; sv_answer_free frees what it holds. */
+typedef struct sv_answer {
+    long status;
+    strbuf body;    /* NUL-terminated */
+    strbuf headers; /* the raw header block, NUL-terminated; names in the server's case */
+    cJSON *json;    /* the parsed body, or NULL */
+} sv_answer;
+
+/* POSTs body (borrowed; NULL: a GET) to url (the server's, as in sv_served) followed by path
+ * and fills *a; fails the test when no answer came. */
+void sv_post(const char *url, const char *path, const char *body, sv_answer *a);
+void sv_answer_free(sv_answer *a);
+/* The value of header name (any case) in a, without CRLF (malloc'd), or NULL when absent. */
+char *sv_header(const sv_answer *a, const char *name);
 
 #endif

@@ -8,111 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "common/strbuf.h"
-#include "engine_util.h"
 #include "schema_check.h"
-#include "tessera/server.h"
-
-static ts_engine *g_engine;
-static ts_server *g_server;
-static char g_url[64];
-
-static int setup(void **state)
-{
-    if (eu_setup_stories(state))
-        return -1;
-    ts_error err = {0};
-    g_engine = eu_start(eu_model, NULL);
-    ts_server_options so;
-    ts_server_options_default(&so);
-    so.port = 0;
-    if (ts_server_create(&so, &g_server, &err) != TS_OK ||
-        ts_server_add_model(g_server, "stories", g_engine, &err) != TS_OK ||
-        ts_server_start(g_server, &err) != TS_OK) {
-        fprintf(stderr, "server: %s\n", err.msg);
-        return -1;
-    }
-    snprintf(g_url, sizeof g_url, "http://127.0.0.1:%d", ts_server_port(g_server));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    ts_server_stop(g_server);
-    ts_engine_destroy(g_engine);
-    ts_server_destroy(g_server);
-    return eu_teardown_stories(state);
-}
-
-typedef struct answer {
-    long status;
-    strbuf body;    /* NUL-terminated */
-    strbuf headers; /* NUL-terminated, lower-cased names not guaranteed */
-    cJSON *json;    /* the parsed body, or NULL */
-} answer;
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
-{
-    return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
-}
-
-/* POSTs body (NULL: GET) to route; fails the test when no answer came. */
-static void request(const char *route, const char *body, answer *a)
-{
-    char url[256];
-    snprintf(url, sizeof url, "%s%s", g_url, route);
-    *a = (answer){0};
-    CURL *c = curl_easy_init();
-    assert_non_null(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &a->body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &a->headers);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-    CURLcode rc = curl_easy_perform(c);
-    if (rc != CURLE_OK)
-        fail_msg("%s: %s", route, curl_easy_strerror(rc));
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
-    curl_easy_cleanup(c);
-    strbuf_add(&a->body, "", 0);
-    strbuf_add(&a->headers, "", 0);
-    a->json = cJSON_Parse(a->body.s);
-}
-
-static void answer_free(answer *a)
-{
-    strbuf_free(&a->body);
-    strbuf_free(&a->headers);
-    cJSON_Delete(a->json);
-}
-
-/* The value of header name in a (malloc'd, without CRLF), or NULL when absent. */
-static char *header(const answer *a, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *l = a->headers.s; l && *l;) {
-        const char *end = strstr(l, "\r\n");
-        if (!end)
-            break;
-        if (!strncasecmp(l, name, n) && l[n] == ':') {
-            const char *v = l + n + 1;
-            while (*v == ' ')
-                v++;
-            return strndup(v, (size_t)(end - v));
-        }
-        l = end + 2;
-    }
-    return NULL;
-}
+#include "server_util.h"
 
 static const char *const mood_schema =
     "{\"type\": \"object\", \"properties\": {\"mood\": {\"enum\": [\"happy\", \"sad\"]}, "
@@ -135,7 +37,7 @@ static char *schema_body(bool chat, const char *schema, const char *extra)
 }
 
 /* Each choice's text parses and validates when it stopped; returns how many stopped. */
-static int check_choices(const answer *a, const cJSON *schema)
+static int check_choices(const sv_answer *a, const cJSON *schema)
 {
     if (a->status != 200)
         fail_msg("%ld %s", a->status, a->body.s);
@@ -171,21 +73,21 @@ static void test_schema_answers(void **state)
             snprintf(extra, sizeof extra, ", \"seed\": %d, \"temperature\": %s, \"n\": 2", seed,
                      seed == 1 ? "0" : seed == 2 ? "0.7" : seed == 3 ? "1.3" : "2");
             char *b = schema_body(route == 0, mood_schema, extra);
-            answer a;
-            request(route == 0 ? "/v1/chat/completions" : "/v1/completions", b, &a);
+            sv_answer a;
+            sv_post(sv_group.url, route == 0 ? "/v1/chat/completions" : "/v1/completions", b, &a);
             stops += check_choices(&a, schema);
-            char *ignored = header(&a, "X-Tessera-Ignored-Fields");
+            char *ignored = sv_header(&a, "X-Tessera-Ignored-Fields");
             assert_null(ignored); /* response_format is used on both routes */
-            answer_free(&a);
+            sv_answer_free(&a);
             free(b);
         }
     assert_true(stops >= 8);
     /* No schema: any JSON value. */
     char *b = schema_body(true, NULL, ", \"seed\": 3");
-    answer a;
-    request("/v1/chat/completions", b, &a);
+    sv_answer a;
+    sv_post(sv_group.url, "/v1/chat/completions", b, &a);
     check_choices(&a, NULL);
-    answer_free(&a);
+    sv_answer_free(&a);
     free(b);
     cJSON_Delete(schema);
 }
@@ -197,8 +99,8 @@ static void test_schema_stream(void **state)
     sc_init();
     cJSON *schema = cJSON_Parse(mood_schema);
     char *b = schema_body(true, mood_schema, ", \"seed\": 1, \"temperature\": 0, \"stream\": true");
-    answer a;
-    request("/v1/chat/completions", b, &a);
+    sv_answer a;
+    sv_post(sv_group.url, "/v1/chat/completions", b, &a);
     assert_int_equal(a.status, 200);
     char text[4096] = "", finish[32] = "";
     for (const char *l = strstr(a.body.s, "data: "); l; l = strstr(l + 1, "data: ")) {
@@ -218,7 +120,7 @@ static void test_schema_stream(void **state)
     if (!v || !sc_validate(schema, v, why, sizeof why))
         fail_msg("streamed %s: %s", text, v ? why : "not JSON");
     cJSON_Delete(v);
-    answer_free(&a);
+    sv_answer_free(&a);
     free(b);
     cJSON_Delete(schema);
 }
@@ -260,14 +162,14 @@ static void test_schema_refused(void **state)
             snprintf(body, sizeof body, "{%s, \"response_format\": %s}",
                      route ? "\"prompt\": \"Hi\"" : "\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]",
                      cases[i].format);
-            answer a;
-            request(route ? "/v1/completions" : "/v1/chat/completions", body, &a);
+            sv_answer a;
+            sv_post(sv_group.url, route ? "/v1/completions" : "/v1/chat/completions", body, &a);
             const cJSON *e = cJSON_GetObjectItem(a.json, "error");
             const cJSON *p = cJSON_GetObjectItem(e, "param"), *m = cJSON_GetObjectItem(e, "message");
             if (a.status != 400 || !cJSON_IsString(p) || strcmp(p->valuestring, cases[i].param) ||
                 !cJSON_IsString(m) || !strstr(m->valuestring, cases[i].in_msg))
                 fail_msg("case %zu route %d: %ld %s", i, route, a.status, a.body.s);
-            answer_free(&a);
+            sv_answer_free(&a);
         }
 }
 
@@ -279,7 +181,7 @@ int main(void)
         cmocka_unit_test(test_schema_stream),
         cmocka_unit_test(test_schema_refused),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, sv_setup_group, sv_teardown_group);
     curl_global_cleanup();
     return rc;
 }

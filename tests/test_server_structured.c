@@ -7,117 +7,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "common/strbuf.h"
 #include "engine_util.h"
-#include "tessera/server.h"
+#include "server_util.h"
 #include "tessera/tokenizer.h"
-
-static ts_engine *g_engine;
-static ts_server *g_server;
-static char g_url[64];
-
-static int setup(void **state)
-{
-    if (eu_setup_stories(state))
-        return -1;
-    ts_error err = {0};
-    g_engine = eu_start(eu_model, NULL);
-    ts_server_options so;
-    ts_server_options_default(&so);
-    so.port = 0;
-    if (ts_server_create(&so, &g_server, &err) != TS_OK ||
-        ts_server_add_model(g_server, "stories", g_engine, &err) != TS_OK ||
-        ts_server_start(g_server, &err) != TS_OK) {
-        fprintf(stderr, "server: %s\n", err.msg);
-        return -1;
-    }
-    snprintf(g_url, sizeof g_url, "http://127.0.0.1:%d", ts_server_port(g_server));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    ts_server_stop(g_server);
-    ts_engine_destroy(g_engine);
-    ts_server_destroy(g_server);
-    return eu_teardown_stories(state);
-}
-
-typedef struct answer {
-    long status;
-    strbuf body;    /* NUL-terminated */
-    strbuf headers; /* NUL-terminated, lower-cased names not guaranteed */
-    cJSON *json;    /* the parsed body, or NULL */
-} answer;
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
-{
-    return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
-}
-
-/* POSTs body (NULL: GET) to route; fails the test when no answer came. */
-static void request(const char *route, const char *body, answer *a)
-{
-    char url[256];
-    snprintf(url, sizeof url, "%s%s", g_url, route);
-    *a = (answer){0};
-    CURL *c = curl_easy_init();
-    assert_non_null(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &a->body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &a->headers);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-    CURLcode rc = curl_easy_perform(c);
-    if (rc != CURLE_OK)
-        fail_msg("%s: %s", route, curl_easy_strerror(rc));
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
-    curl_easy_cleanup(c);
-    strbuf_add(&a->body, "", 0);
-    strbuf_add(&a->headers, "", 0);
-    a->json = cJSON_Parse(a->body.s);
-}
-
-static void answer_free(answer *a)
-{
-    strbuf_free(&a->body);
-    strbuf_free(&a->headers);
-    cJSON_Delete(a->json);
-}
-
-/* The value of header name in a (malloc'd, without CRLF), or NULL when absent. */
-static char *header(const answer *a, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *l = a->headers.s; l && *l;) {
-        const char *end = strstr(l, "\r\n");
-        if (!end)
-            break;
-        if (!strncasecmp(l, name, n) && l[n] == ':') {
-            const char *v = l + n + 1;
-            while (*v == ' ')
-                v++;
-            return strndup(v, (size_t)(end - v));
-        }
-        l = end + 2;
-    }
-    return NULL;
-}
 
 /* The text of a 200 answer's first choice (malloc'd). */
 static char *ok_text(const char *route, const char *body)
 {
-    answer a;
-    request(route, body, &a);
+    sv_answer a;
+    sv_post(sv_group.url, route, body, &a);
     if (a.status != 200)
         fail_msg("%s %s: %ld %s", route, body, a.status, a.body.s);
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(a.json, "choices"), 0);
@@ -126,21 +29,21 @@ static char *ok_text(const char *route, const char *body)
         t = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "content");
     assert_true(cJSON_IsString(t));
     char *s = strdup(t->valuestring);
-    answer_free(&a);
+    sv_answer_free(&a);
     return s;
 }
 
 /* A 400 naming param. */
 static void expect_400(const char *route, const char *body, const char *param)
 {
-    answer a;
-    request(route, body, &a);
+    sv_answer a;
+    sv_post(sv_group.url, route, body, &a);
     if (a.status != 400)
         fail_msg("%s %s: want 400, got %ld %s", route, body, a.status, a.body.s);
     const cJSON *p = cJSON_GetObjectItem(cJSON_GetObjectItem(a.json, "error"), "param");
     if (!cJSON_IsString(p) || strcmp(p->valuestring, param))
         fail_msg("%s %s: want param %s, got %s", route, body, param, a.body.s);
-    answer_free(&a);
+    sv_answer_free(&a);
 }
 
 #define COMPLETION(extra)                                                                  \
@@ -153,8 +56,8 @@ static int token_ids(const char *text, int32_t *ids, int cap)
     cJSON_AddStringToObject(b, "prompt", text);
     cJSON_AddBoolToObject(b, "add_special", false);
     char *body = cJSON_PrintUnformatted(b);
-    answer a;
-    request("/tokenize", body, &a);
+    sv_answer a;
+    sv_post(sv_group.url, "/tokenize", body, &a);
     assert_int_equal(a.status, 200);
     const cJSON *t, *arr = cJSON_GetObjectItem(a.json, "tokens");
     int n = 0;
@@ -162,7 +65,7 @@ static int token_ids(const char *text, int32_t *ids, int cap)
         assert_true(n < cap);
         ids[n++] = (int32_t)t->valuedouble;
     }
-    answer_free(&a);
+    sv_answer_free(&a);
     free(body);
     cJSON_Delete(b);
     return n;
@@ -191,12 +94,12 @@ static void test_logit_bias_moves_greedy_text(void **state)
     /* +100 on a token whose text the greedy text does not hold: its text appears. */
     int32_t cand[32], lift = -1;
     int n_cand = token_ids("elephant zebra quixotic", cand, 32);
-    answer d = {0};
+    sv_answer d = {0};
     const char *piece = NULL;
     for (int i = 0; i < n_cand && lift < 0; i++) {
-        answer_free(&d);
+        sv_answer_free(&d);
         snprintf(body, sizeof body, "{\"tokens\": [%d]}", (int)cand[i]);
-        request("/detokenize", body, &d);
+        sv_post(sv_group.url, "/detokenize", body, &d);
         assert_int_equal(d.status, 200);
         const cJSON *pj = cJSON_GetObjectItem(d.json, "prompt");
         assert_true(cJSON_IsString(pj));
@@ -214,7 +117,7 @@ static void test_logit_bias_moves_greedy_text(void **state)
              "\"temperature\": 0, \"logit_bias\": {\"%d\": 100}}", (int)cat[0]);
     char *chat = ok_text("/v1/chat/completions", body);
     assert_non_null(strstr(chat, piece));
-    answer_free(&d);
+    sv_answer_free(&d);
     free(plain);
     free(zero);
     free(banned);
@@ -242,36 +145,37 @@ static void test_logit_bias_refused(void **state)
 static void test_unknown_fields_listed(void **state)
 {
     (void)state;
-    answer a;
-    request("/v1/completions", COMPLETION(", \"user\": \"u1\", \"frobnicate\": 1, "
-                                          "\"n_probs\": [2], \"a\\r\\nX-Evil: 1\": 0"), &a);
+    sv_answer a;
+    sv_post(sv_group.url, "/v1/completions",
+            COMPLETION(", \"user\": \"u1\", \"frobnicate\": 1, "
+                       "\"n_probs\": [2], \"a\\r\\nX-Evil: 1\": 0"), &a);
     assert_int_equal(a.status, 200);
-    char *h = header(&a, "X-Tessera-Ignored-Fields");
+    char *h = sv_header(&a, "X-Tessera-Ignored-Fields");
     assert_non_null(h);
     assert_string_equal(h, "frobnicate, n_probs, a__X-Evil__1");
-    assert_null(header(&a, "X-Evil"));
+    assert_null(sv_header(&a, "X-Evil"));
     free(h);
-    answer_free(&a);
+    sv_answer_free(&a);
 
-    request("/v1/chat/completions",
+    sv_post(sv_group.url, "/v1/chat/completions",
             "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 3, "
             "\"user\": \"u\", \"metadata\": {\"k\": \"v\"}, \"store\": false, "
             "\"service_tier\": \"auto\", \"prompt_cache_key\": \"p\", \"modalities\": [\"text\"], "
             "\"response_format\": {\"type\": \"text\"}, \"tool_choice\": \"none\", "
             "\"parallel_tool_calls\": true, \"safety_identifier\": \"s\"}", &a);
     assert_int_equal(a.status, 200);
-    assert_null(header(&a, "X-Tessera-Ignored-Fields"));
-    answer_free(&a);
+    assert_null(sv_header(&a, "X-Tessera-Ignored-Fields"));
+    sv_answer_free(&a);
 
-    request("/v1/chat/completions",
+    sv_post(sv_group.url, "/v1/chat/completions",
             "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 3, "
             "\"stream\": true, \"prompt\": \"x\"}", &a);
     assert_int_equal(a.status, 200);
-    h = header(&a, "X-Tessera-Ignored-Fields");
+    h = sv_header(&a, "X-Tessera-Ignored-Fields");
     assert_non_null(h);
     assert_string_equal(h, "prompt"); /* a completions field on the chat route */
     free(h);
-    answer_free(&a);
+    sv_answer_free(&a);
 }
 
 /* Fields tessera cannot honour are 400 naming them; no-ops of the wrong type too. */
@@ -311,18 +215,18 @@ static void test_unsupported_fields_refused(void **state)
 static void test_model_retrieve(void **state)
 {
     (void)state;
-    answer a;
-    request("/v1/models/stories", NULL, &a);
+    sv_answer a;
+    sv_post(sv_group.url, "/v1/models/stories", NULL, &a);
     assert_int_equal(a.status, 200);
     assert_string_equal(cJSON_GetObjectItem(a.json, "id")->valuestring, "stories");
     assert_string_equal(cJSON_GetObjectItem(a.json, "object")->valuestring, "model");
-    answer_free(&a);
-    request("/v1/models/nope", NULL, &a);
+    sv_answer_free(&a);
+    sv_post(sv_group.url, "/v1/models/nope", NULL, &a);
     assert_int_equal(a.status, 404);
-    answer_free(&a);
-    request("/v1/models/stories", "{}", &a);
+    sv_answer_free(&a);
+    sv_post(sv_group.url, "/v1/models/stories", "{}", &a);
     assert_int_equal(a.status, 405);
-    answer_free(&a);
+    sv_answer_free(&a);
 }
 
 /* response_format json_object: with '}' lifted, the answer is "{}" with finish_reason
@@ -344,8 +248,8 @@ static void test_json_object_format(void **state)
              "{\"messages\": [{\"role\": \"user\", \"content\": \"JSON please\"}], "
              "\"max_tokens\": 30, \"response_format\": {\"type\": \"json_object\"}, "
              "\"n\": 2, \"logit_bias\": {\"%d\": 100}}", (int)close);
-    answer a;
-    request("/v1/chat/completions", body, &a);
+    sv_answer a;
+    sv_post(sv_group.url, "/v1/chat/completions", body, &a);
     assert_int_equal(a.status, 200);
     for (int i = 0; i < 2; i++) { /* each completion of n has its own constraint state */
         const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(a.json, "choices"), i);
@@ -353,7 +257,7 @@ static void test_json_object_format(void **state)
                                 ->valuestring, "{}");
         assert_string_equal(cJSON_GetObjectItem(c, "finish_reason")->valuestring, "stop");
     }
-    answer_free(&a);
+    sv_answer_free(&a);
     for (int seed = 1; seed <= 3; seed++) {
         snprintf(body, sizeof body,
                  "{\"messages\": [{\"role\": \"user\", \"content\": \"JSON please\"}], "
@@ -376,7 +280,7 @@ int main(void)
         cmocka_unit_test(test_model_retrieve),
         cmocka_unit_test(test_json_object_format),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, sv_setup_group, sv_teardown_group);
     curl_global_cleanup();
     return rc;
 }
