@@ -19,18 +19,16 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "common/strbuf.h"
 #include "engine_util.h"
 #include "model/model.h"
-#include "tessera/server.h"
+#include "server_util.h"
 #include "template_cases.h"
 #include "util.h"
 
 static ts_engine *engine;
 
 typedef struct served {
-    ts_server *server;
-    char url[64];
+    sv_served sv; /* the server only: the engine is the file's one */
     strbuf log;
 } served;
 
@@ -50,59 +48,32 @@ static bool serve(served *s, const char *file, const char *family, ts_error *err
 {
     ts_server_options so;
     ts_server_options_default(&so);
-    so.port = 0;
     so.chat_template_file = file;
     so.chat_template = family;
     so.template_time = TEMPLATE_CASES_EPOCH;
     so.log = on_log;
     so.log_user = &s->log;
     s->log = (strbuf){0};
-    s->server = NULL;
-    if (ts_server_create(&so, &s->server, err) != TS_OK ||
-        ts_server_add_model(s->server, "stories", engine, err) != TS_OK) {
-        ts_server_destroy(s->server);
-        return false;
-    }
-    if (ts_server_start(s->server, err) != TS_OK)
-        fail_msg("start: %s", err->msg);
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", ts_server_port(s->server));
-    return true;
+    return sv_serve(&s->sv, engine, &so, err);
 }
 
 static void unserve(served *s)
 {
-    ts_server_destroy(s->server);
+    sv_stop(&s->sv);
     strbuf_free(&s->log);
-}
-
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
-{
-    return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
 }
 
 /* POSTs body to route; the status, and the parsed answer in *out. */
 static long post(const served *s, const char *route, const char *body, cJSON **out)
 {
-    char url[128];
-    strbuf b = {0};
-    snprintf(url, sizeof url, "%s%s", s->url, route);
-    CURL *c = curl_easy_init();
-    assert_non_null(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    long status = -1;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    strbuf_add(&b, "", 0);
-    *out = cJSON_Parse(b.s);
-    if (!*out)
-        fail_msg("POST %s: %ld, not JSON: %s", route, status, b.s);
-    strbuf_free(&b);
-    return status;
+    sv_answer a;
+    sv_post(s->sv.url, route, body, &a);
+    if (!a.json)
+        fail_msg("POST %s: %ld, not JSON: %s", route, a.status, a.body.s);
+    *out = a.json;
+    a.json = NULL; /* the caller's now */
+    sv_answer_free(&a);
+    return a.status;
 }
 
 static const char *str_at(const cJSON *j, const char *a, const char *b)
