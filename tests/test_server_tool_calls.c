@@ -18,32 +18,22 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "common/strbuf.h"
 #include "engine_util.h"
-#include "tessera/server.h"
+#include "server_util.h"
 
 static ts_engine *g_engine;
 
-typedef struct served {
-    ts_server *server;
-    char url[64];
-} served;
+static sv_served g_plain, g_llama3, g_mistral; /* the model's own family (plain), and two
+                                                * families forced, all on g_engine */
 
-static served g_plain, g_llama3, g_mistral; /* the model's own family (plain), and two
-                                             * families forced */
-
-static void serve(served *s, const char *family)
+static void serve(sv_served *s, const char *family)
 {
     ts_server_options so;
     ts_server_options_default(&so);
-    so.port = 0;
     so.chat_template = family;
     ts_error err = {0};
-    if (ts_server_create(&so, &s->server, &err) != TS_OK ||
-        ts_server_add_model(s->server, "stories", g_engine, &err) != TS_OK ||
-        ts_server_start(s->server, &err) != TS_OK)
+    if (!sv_serve(s, g_engine, &so, &err))
         fail_msg("server: %s", err.msg);
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", ts_server_port(s->server));
 }
 
 static int setup(void **state)
@@ -69,62 +59,34 @@ static int teardown(void **state)
     return eu_teardown_stories(state);
 }
 
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *user)
-{
-    return strbuf_add(user, ptr, size * nmemb) ? size * nmemb : 0;
-}
-
-/* POSTs body to s's chat route; the status; the body in *out (NUL-terminated). */
-static long post(const served *s, const char *body, strbuf *out)
-{
-    char url[128];
-    snprintf(url, sizeof url, "%s/v1/chat/completions", s->url);
-    *out = (strbuf){0};
-    CURL *c = curl_easy_init();
-    assert_non_null(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-    long status = -1;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
-    strbuf_add(out, "", 0);
-    return status;
-}
-
 /* An answer's first choice as a message: {"content", "tool_calls", "finish_reason"}, from
  * a whole answer or put together from a stream's chunks (whose shapes are checked). */
-static cJSON *answer(const served *s, const char *body, bool stream)
+static cJSON *answer(const sv_served *s, const char *body, bool stream)
 {
     cJSON *req = cJSON_Parse(body);
     assert_non_null(req);
     cJSON_AddBoolToObject(req, "stream", stream);
     char *text = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    strbuf b;
-    long status = post(s, text, &b);
-    if (status != 200)
-        fail_msg("%s: %ld %s", text, status, b.s);
+    sv_answer b;
+    sv_post(s->url, "/v1/chat/completions", text, &b);
+    if (b.status != 200)
+        fail_msg("%s: %ld %s", text, b.status, b.body.s);
     free(text);
     cJSON *msg = NULL;
     if (!stream) {
-        cJSON *j = cJSON_Parse(b.s);
-        const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+        const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(b.json, "choices"), 0);
         msg = cJSON_Duplicate(cJSON_GetObjectItem(ch, "message"), true);
         cJSON_AddItemToObject(msg, "finish_reason",
                               cJSON_Duplicate(cJSON_GetObjectItem(ch, "finish_reason"), true));
-        cJSON_Delete(j);
-        strbuf_free(&b);
+        sv_answer_free(&b);
         return msg;
     }
     msg = cJSON_CreateObject();
     strbuf content = {0};
     bool any_content = false;
     cJSON *calls = cJSON_AddArrayToObject(msg, "tool_calls");
-    for (char *ev = strstr(b.s, "data: "), *end; ev; ev = strstr(end + 2, "data: ")) {
+    for (char *ev = strstr(b.body.s, "data: "), *end; ev; ev = strstr(end + 2, "data: ")) {
         ev += 6;
         end = strstr(ev, "\n\n");
         assert_non_null(end);
@@ -176,7 +138,7 @@ static cJSON *answer(const served *s, const char *body, bool stream)
     if (!cJSON_GetArraySize(calls))
         cJSON_DeleteItemFromObject(msg, "tool_calls");
     strbuf_free(&content);
-    strbuf_free(&b);
+    sv_answer_free(&b);
     return msg;
 }
 
@@ -418,14 +380,12 @@ static void test_mistral_ids(void **state)
 /* A 400 naming param. */
 static void expect_400(const char *body, const char *param)
 {
-    strbuf b;
-    long status = post(&g_plain, body, &b);
-    cJSON *j = cJSON_Parse(b.s);
-    const cJSON *p = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param");
-    if (status != 400 || !cJSON_IsString(p) || strcmp(p->valuestring, param))
-        fail_msg("%s: want 400 naming %s, got %ld %s", body, param, status, b.s);
-    cJSON_Delete(j);
-    strbuf_free(&b);
+    sv_answer a;
+    sv_post(g_plain.url, "/v1/chat/completions", body, &a);
+    const cJSON *p = cJSON_GetObjectItem(cJSON_GetObjectItem(a.json, "error"), "param");
+    if (a.status != 400 || !cJSON_IsString(p) || strcmp(p->valuestring, param))
+        fail_msg("%s: want 400 naming %s, got %ld %s", body, param, a.status, a.body.s);
+    sv_answer_free(&a);
 }
 
 static void test_refusals(void **state)
