@@ -25,16 +25,22 @@ static ts_status parse(const char *body, oai_request *r, oai_error *e)
     return oai_parse_request(OAI_CHAT, body, strlen(body), r, e);
 }
 
+/* {MSG, extra} parsed into *r (oai_request_clear it); fails the test when it is refused. */
+static void parse_ok(const char *extra, oai_request *r)
+{
+    char body[4096];
+    snprintf(body, sizeof body, "{" MSG ", %s}", extra);
+    oai_error e;
+    if (parse(body, r, &e) != TS_OK)
+        fail_msg("%s: %s", body, e.message);
+}
+
 /* {MSG, extra}: accepted, with the tool fields as said. */
 static void expect_tools(const char *extra, oai_tool_choice choice, int n, int named,
                          bool parallel)
 {
-    char body[4096];
-    snprintf(body, sizeof body, "{" MSG ", %s}", extra);
     oai_request r;
-    oai_error e;
-    if (parse(body, &r, &e) != TS_OK)
-        fail_msg("%s: %s", body, e.message);
+    parse_ok(extra, &r);
     assert_int_equal(r.tools.choice, choice);
     assert_int_equal(r.tools.n, n);
     assert_int_equal(cJSON_GetArraySize(r.tools.defs), n);
@@ -189,12 +195,8 @@ static void test_round_trip_messages(void **state)
 static void expect_schema(const char *extra, oai_tool_choice choice, int named, bool parallel,
                           const char *want)
 {
-    char body[4096];
-    snprintf(body, sizeof body, "{" MSG ", %s}", extra);
     oai_request r;
-    oai_error e;
-    if (parse(body, &r, &e) != TS_OK)
-        fail_msg("%s: %s", body, e.message);
+    parse_ok(extra, &r);
     r.tools.choice = choice;
     r.tools.named = named;
     r.tools.parallel = parallel;
