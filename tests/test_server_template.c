@@ -190,16 +190,36 @@ static void test_raise_is_a_400_on_chat_completions(void **state)
     unserve(&s);
 }
 
+/* Writes text to name under tmp/; returns its path (tu_tmp_path's static buffer). */
+static const char *write_template(const char *name, const char *text)
+{
+    const char *path = tu_tmp_path(name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* s renders one user message "Hi" as chatml on /apply-template. */
+static void expect_chatml(const served *s)
+{
+    cJSON *ans;
+    assert_int_equal(post(s, "/apply-template",
+                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &ans),
+                     200);
+    assert_string_equal(str_at(ans, "prompt", NULL),
+                        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    cJSON_Delete(ans);
+}
+
 static void test_kwargs_reach_the_template_and_family_wins(void **state)
 {
     (void)state;
-    const char *path = tu_tmp_path("kwargs.jinja");
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("{% if enable_thinking is defined and not enable_thinking %}no-think {% endif %}"
-          "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}",
-          f);
-    fclose(f);
+    static const char kwargs[] =
+        "{% if enable_thinking is defined and not enable_thinking %}no-think {% endif %}"
+        "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}";
+    const char *path = write_template("kwargs.jinja", kwargs);
     served s;
     ts_error err = {0};
     assert_true(serve(&s, path, NULL, &err));
@@ -224,23 +244,14 @@ static void test_kwargs_reach_the_template_and_family_wins(void **state)
     unserve(&s);
     /* A forced family renders instead of the file. */
     assert_true(serve(&s, path, "chatml", &err));
-    assert_int_equal(post(&s, "/apply-template",
-                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &ans),
-                     200);
-    assert_string_equal(str_at(ans, "prompt", NULL),
-                        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-    cJSON_Delete(ans);
+    expect_chatml(&s);
     unserve(&s);
 }
 
 static void test_unsupported_templates(void **state)
 {
     (void)state;
-    const char *path = tu_tmp_path("bad.jinja");
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("{{ bos_token }}\n{% include 'x.jinja' %}", f);
-    fclose(f);
+    const char *path = write_template("bad.jinja", "{{ bos_token }}\n{% include 'x.jinja' %}");
     served s;
     ts_error err = {0};
     assert_false(serve(&s, path, NULL, &err));
@@ -254,13 +265,7 @@ static void test_unsupported_templates(void **state)
     assert_true(ok);
     assert_non_null(strstr(s.log.s, "unsupported filter 'wordcount'"));
     assert_non_null(strstr(s.log.s, "chatml"));
-    cJSON *ans;
-    assert_int_equal(post(&s, "/apply-template",
-                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &ans),
-                     200);
-    assert_string_equal(str_at(ans, "prompt", NULL),
-                        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-    cJSON_Delete(ans);
+    expect_chatml(&s);
     unserve(&s);
 }
 
