@@ -144,6 +144,16 @@ ts_request_params eu_greedy(const int32_t *tokens, int n, int max_tokens)
     return p;
 }
 
+ts_request_params eu_seeded(const int32_t *tokens, int n, int max_tokens, float temperature,
+                            uint64_t seed)
+{
+    ts_request_params p = eu_greedy(tokens, n, max_tokens);
+    p.sampling.temperature = temperature;
+    p.sampling.seed = seed;
+    p.sampling.has_seed = true;
+    return p;
+}
+
 ts_engine *eu_start(const ts_model *m, const ts_engine_options *o)
 {
     ts_engine *e = NULL;
@@ -158,9 +168,14 @@ ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens
 {
     ts_request_params p = eu_greedy(tokens, n, max_tokens);
     p.priority = prio;
+    return eu_submit_params(e, &p);
+}
+
+ts_request *eu_submit_params(ts_engine *e, const ts_request_params *p)
+{
     ts_request *req = NULL;
     ts_error err = {0};
-    if (ts_engine_submit(e, &p, &req, &err) != TS_OK)
+    if (ts_engine_submit(e, p, &req, &err) != TS_OK)
         fail_msg("submit: %s", err.msg);
     return req;
 }

@@ -42,11 +42,16 @@ void eu_result_free(eu_result *r);
 
 /* A greedy request of tokens (borrowed) for max_tokens; everything else default. */
 ts_request_params eu_greedy(const int32_t *tokens, int n, int max_tokens);
+/* eu_greedy at temperature with a fixed seed. */
+ts_request_params eu_seeded(const int32_t *tokens, int n, int max_tokens, float temperature,
+                            uint64_t seed);
 
 /* An engine on m with options o (NULL: the defaults); fails the test run when it cannot
  * start. */
 ts_engine *eu_start(const ts_model *m, const ts_engine_options *o);
 
+/* Submits p (borrowed for the call) and returns the request; fails the test when refused. */
+ts_request *eu_submit_params(ts_engine *e, const ts_request_params *p);
 /* Submits a greedy request of prompt tokens (priority, max_tokens) and returns it. */
 ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens,
                       ts_priority prio);

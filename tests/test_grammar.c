@@ -185,19 +185,13 @@ static ts_request *submit_json(ts_engine *e, const char *prompt, int max_tokens,
 {
     int n = 0;
     int32_t *ids = eu_tokenize(eu_model, prompt, &n);
-    ts_request_params p = eu_greedy(ids, n, max_tokens);
-    p.sampling.temperature = temperature;
-    p.sampling.seed = seed;
-    p.sampling.has_seed = true;
+    ts_request_params p = eu_seeded(ids, n, max_tokens, temperature, seed);
     p.constraint = TS_CONSTRAINT_JSON_OBJECT;
     if (lift >= 0) {
         p.sampling.n_logit_bias = 1;
         p.sampling.logit_bias[0] = (ts_logit_bias){lift, 100.0f};
     }
-    ts_request *r = NULL;
-    ts_error err = {0};
-    if (ts_engine_submit(e, &p, &r, &err) != TS_OK)
-        fail_msg("submit: %s", err.msg);
+    ts_request *r = eu_submit_params(e, &p);
     free(ids);
     return r;
 }

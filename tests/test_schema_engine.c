@@ -31,17 +31,11 @@ static ts_request *submit(ts_engine *e, const char *prompt, ts_schema *s, int ma
 {
     int n_ids = 0;
     int32_t *ids = eu_tokenize(eu_model, prompt, &n_ids);
-    ts_request_params p = eu_greedy(ids, n_ids, max_tokens);
-    p.sampling.temperature = temperature;
-    p.sampling.seed = seed;
-    p.sampling.has_seed = true;
+    ts_request_params p = eu_seeded(ids, n_ids, max_tokens, temperature, seed);
     p.n = n;
     p.constraint = s ? TS_CONSTRAINT_JSON_SCHEMA : TS_CONSTRAINT_NONE;
     p.schema = s;
-    ts_request *r = NULL;
-    ts_error err = {0};
-    if (ts_engine_submit(e, &p, &r, &err) != TS_OK)
-        fail_msg("submit: %s", err.msg);
+    ts_request *r = eu_submit_params(e, &p);
     free(ids);
     return r;
 }
