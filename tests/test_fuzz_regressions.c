@@ -150,6 +150,24 @@ static void test_jinja_select_without_a_test(void **state)
     jinja_free(t);
 }
 
+/* ---- fuzz_jinja: sorting nothing ----------------------------------------------------------
+ * `{} | dictsort` (and `[] | sort`) offset the NULL key array of an empty list by zero to
+ * find its scratch halves (clang's UBSan: applying zero offset to null pointer; gcc's does
+ * not flag it, so corpus/fuzz_jinja/empty-sort replays the input in every fuzz run). All
+ * three give []. */
+static void test_jinja_sort_of_nothing(void **state)
+{
+    (void)state;
+    static const char src[] = "{{ {} | dictsort | list }}{{ [] | sort }}{{ [] | sort(attribute='a') }}";
+    jinja_template *t = NULL;
+    char *out = NULL;
+    assert_int_equal(jinja_parse(&t, src, sizeof src - 1, NULL, NULL), TS_OK);
+    assert_int_equal(jinja_render(t, NULL, 0, &out, NULL), TS_OK);
+    assert_string_equal(out, "[][][]");
+    free(out);
+    jinja_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -157,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_gguf_weights_beyond_the_tensors_are_refused_before_allocating),
         cmocka_unit_test(test_gguf_tensors_sharing_bytes_are_refused),
         cmocka_unit_test(test_jinja_select_without_a_test),
+        cmocka_unit_test(test_jinja_sort_of_nothing),
     };
     return cmocka_run_group_tests_name("fuzz_regressions", tests, NULL, NULL);
 }

@@ -122,8 +122,12 @@ static bool sort_list(jctx *c, const jnode *at, const jv *l, const jv *attr, int
                       bool rev, jv *out)
 {
     size_t n = l->u.l->n;
-    jv *keys = n ? jinja_alloc(c->arena, 3 * n * sizeof *keys) : NULL;
-    if (!jv_new_list(c->arena, out, n) || (n && !keys))
+    if (!jv_new_list(c->arena, out, n))
+        return jinja_oom(c, at);
+    if (n == 0)
+        return true; /* nothing to sort, and no key array to split into scratch */
+    jv *keys = jinja_alloc(c->arena, 3 * n * sizeof *keys);
+    if (!keys)
         return jinja_oom(c, at);
     for (size_t i = 0; i < n; i++) {
         const jv *it = &l->u.l->items[i];
