@@ -26,7 +26,7 @@ void ts_engine_options_default(ts_engine_options *o)
     o->max_seqs = 64;
     o->step_tokens = 512;
     o->prefill_cap = 128;
-    o->itl_target = 2.0;
+    o->itl_target = 1.5;
     o->prefill_min = 32;
     o->max_queue = 1024;
     o->aging_per_s = 0.1;
