@@ -4,13 +4,18 @@
  * so the wiring is tested on any machine. Checked: which matrices
  * pack, the batched pass on packs against the reference forward and against the unpacked
  * pass (logits and greedy tokens), packed and unpacked matrices mixed in one pass, batch
- * invariance, and the RSS of a packed Q8_0 model. */
+ * invariance, the RSS of a packed Q8_0 model, and that packing leaves no OpenMP threads
+ * behind on the loading thread. */
+#include <dirent.h>
+#include <omp.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "model/forward_batch.h"
@@ -294,6 +299,60 @@ static void test_packed_q8_0_rss_is_the_file(void **state)
     remove(path);
 }
 
+/* ---- packing leaves no threads behind ---- */
+
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The process's threads, once it has been back at `want` or 2 s have passed (a finished
+ * OpenMP pool's threads exit just after the thread that owned it is joined). */
+static int threads_settled(int want)
+{
+    int n = count_threads();
+    for (int i = 0; i < 200 && n != want; i++) {
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+        n = count_threads();
+    }
+    return n;
+}
+
+static void *load_on_fresh_thread(void *arg)
+{
+    int *grew = arg;
+    omp_set_num_threads(4);
+    int before = count_threads();
+    ts_model *m = load_packed(su_kpath("stories260K-k-%s.gguf", "Q8_0"), TS_PACK_FORCE);
+    int packed, n;
+    uint64_t bytes;
+    ts_model_packed(m, &packed, &n, &bytes);
+    *grew = packed == n ? threads_settled(before) - before : -1000;
+    ts_model_free(m);
+    return NULL;
+}
+
+/* Packing runs its parallel loop on a thread of its own, so the loading thread is left
+ * without an OpenMP pool: a second pool beside the engine's would make libgomp stop
+ * spinning between the engine's parallel regions (src/common/own_thread.h). The load runs
+ * on a fresh thread (this binary's main thread may own a pool from earlier tests) asking
+ * for 4 OpenMP threads, whose 3 workers would stay while the loader lives. */
+static void test_packing_leaves_no_threads(void **state)
+{
+    (void)state;
+    pthread_t t;
+    int grew = -1;
+    assert_int_equal(pthread_create(&t, NULL, load_on_fresh_thread, &grew), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(grew, 0);
+}
+
 int main(void)
 {
     printf("packed int8-type matrices run on: %s%s\n", ts_pack_kernels(),
@@ -303,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_packed_pass_matches),
         cmocka_unit_test(test_batch_invariance_with_packs),
         cmocka_unit_test(test_packed_q8_0_rss_is_the_file),
+        cmocka_unit_test(test_packing_leaves_no_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

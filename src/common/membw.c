@@ -1,9 +1,9 @@
 /* membw.c: parallel read bandwidth of a large buffer. */
 #include <omp.h>
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "common/membw.h"
+#include "common/own_thread.h"
 
 enum { STREAMS = 4, CHUNK = 16, PREFETCH_FLOATS = 512 };
 
@@ -34,18 +34,16 @@ static float sum_range(const float *x, size_t n)
 typedef struct membw_job {
     size_t bytes;
     int passes;
-    int threads; /* the caller's omp_get_max_threads(): a new thread starts from the defaults */
     double best;
 } membw_job;
 
-static void *membw_thread(void *arg)
+static void membw_run(void *arg)
 {
     membw_job *j = arg;
-    omp_set_num_threads(j->threads);
     size_t n = j->bytes / sizeof(float);
     float *x = n ? malloc(n * sizeof(float)) : NULL;
     if (!x)
-        return NULL;
+        return;
     /* Each thread first touches the pages it reads later. */
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++)
@@ -66,20 +64,13 @@ static void *membw_thread(void *arg)
             j->best = (double)(n * sizeof(float)) / dt;
     }
     free(x);
-    return NULL;
 }
 
 double membw_read(size_t bytes, int passes)
 {
-    /* On a thread of its own, whose OpenMP thread pool ends with it. A pool left on the
-     * caller would stay docked for the life of the process, and while libgomp manages
-     * more threads than there are CPUs it stops spinning between parallel regions: every
-     * region of the engine would then wake its threads from sleep (0.1 ms each on a
-     * 2-core VM, a third of a decode step's time at 16 streams). */
-    membw_job j = {.bytes = bytes, .passes = passes, .threads = omp_get_max_threads()};
-    pthread_t t;
-    if (pthread_create(&t, NULL, membw_thread, &j) != 0)
-        return 0.0;
-    pthread_join(t, NULL);
-    return j.best;
+    /* On a thread of its own (common/own_thread.h): a pool left on the caller would make
+     * every region of the engine wake its threads from sleep (0.1 ms each on a 2-core VM,
+     * a third of a decode step's time at 16 streams). */
+    membw_job j = {.bytes = bytes, .passes = passes};
+    return own_thread_run(membw_run, &j) ? j.best : 0.0;
 }

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/own_thread.h"
 #include "model/model.h"
 #include "qpack.h"
 
@@ -51,10 +52,15 @@ static void drop_pages(const void *p, size_t n)
         (void)madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
-void model_pack(ts_model *m, ts_pack_mode mode)
+typedef struct pack_job {
+    ts_model *m;
+    ts_pack_mode mode;
+} pack_job;
+
+static void pack_all(void *arg)
 {
-    if (mode == TS_PACK_OFF || !m->file)
-        return;
+    ts_model *m = ((pack_job *)arg)->m;
+    ts_pack_mode mode = ((pack_job *)arg)->mode;
     int n = 7 * m->cfg.n_layers + 1;
     const uint8_t *map = m->file->map, *end = map + m->file->size;
     /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks; each
@@ -71,6 +77,17 @@ void model_pack(ts_model *m, ts_pack_mode mode)
         if (map && b >= map && e <= end && !(i == 0 && m->cfg.tied_output))
             drop_pages(b, (size_t)(e - b));
     }
+}
+
+void model_pack(ts_model *m, ts_pack_mode mode)
+{
+    if (mode == TS_PACK_OFF || !m->file)
+        return;
+    /* On a thread of its own, whose OpenMP pool ends with it (common/own_thread.h): a pool
+     * left on the loading thread made the engine's threads sleep between its regions. */
+    pack_job job = {m, mode};
+    if (!own_thread_run(pack_all, &job))
+        pack_all(&job);
 }
 
 void model_pack_free(model_weights *w, int n_layers)
