@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# bench/host_run.sh: the measurements issues 15 and 16 ask of the benchmark host, in parts
+# that each fit one device call (10 minutes at most), run from bench/bundle.sh's archive.
+# Every part writes its raw outputs and a summary under OUT/PART; tar OUT to bring it back.
+#
+# usage: bench/host_run.sh PART --bin DIR --peer DIR --vocab FILE --out DIR [--threads N]
+#   PART  a: bench/peer.sh, TinyLlama-1.1B shape, Q4_K_M and Q8_0: 1/16/64 streams,
+#            prefill of 512-token prompts at 1 and 16 sequences
+#         b: bench/peer.sh, stories110m shape, Q4_K_M and Q8_0, the same levels; then
+#            TinyLlama Q4_K_M at one stream with a 2048-token prefill
+#         c: bench/threads.sh on TinyLlama Q4_K_M (1, 2, 4, 8, 16 threads; 1 and 16
+#            streams), then `--pack off` against the default at one stream, interleaved
+#            three times (the packs' single stream against the file blocks' direct tile)
+#   --bin DIR     tessera and the benchmarks (the bundle's bin/; its lib/ in LD_LIBRARY_PATH)
+#   --peer DIR    the llama.cpp binaries (the unpacked peer tarball)
+#   --vocab FILE  a llama SPM vocabulary GGUF (../shared/vocab/ggml-vocab-llama-spm.gguf)
+#   --threads N   threads for both programs (default all CPUs)
+#   --threads-list L  part c's thread counts (default 1,2,4,8,16)
+# Models are synthesized once per OUT (tessera synth) and reused by later parts.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+case ${1:-} in -h|--help) usage; exit 0 ;; esac
+part=${1:-}
+shift || true
+bin="" peer="" vocab="" out="" threads=$(nproc) threads_list=1,2,4,8,16
+while (($#)); do
+  case $1 in
+    --bin) bin=$2; shift 2 ;;
+    --peer) peer=$2; shift 2 ;;
+    --vocab) vocab=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --threads-list) threads_list=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "host_run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+case $part in a|b|c) ;; *) echo "host_run.sh: PART is a, b or c (--help)" >&2; exit 2 ;; esac
+[[ -x $bin/tessera ]] || { echo "host_run.sh: no tessera in --bin '$bin'" >&2; exit 2; }
+[[ -f $vocab ]] || { echo "host_run.sh: no vocabulary '$vocab' (--vocab)" >&2; exit 2; }
+[[ -n $out ]] || { echo "host_run.sh: --out DIR is required" >&2; exit 2; }
+models=$out/models
+mkdir -p "$models" "$out/$part"
+
+# The synthetic model of shape $1 and type $2 (written once, then reused).
+model() {
+  local f=$models/$1-$2.gguf
+  [[ -f $f ]] || "$bin/tessera" synth --shape "$1" --type "$2" --vocab "$vocab" -o "$f" >&2
+  echo "$f"
+}
+
+# bench/peer.sh on one shape, its models linked from the shared folder.
+peer_run() {
+  local shape=$1 dir=$out/$part/$1
+  shift
+  mkdir -p "$dir"
+  for t in Q4_K_M Q8_0; do ln -sf "$(model "$shape" "$t")" "$dir/$shape-$t.gguf"; done
+  [[ -x $peer/llama-batched-bench ]] || { echo "host_run.sh: no llama-batched-bench in --peer" >&2; exit 2; }
+  "$root/bench/peer.sh" --peer "$peer" --build "$bin" --out "$dir" --threads "$threads" \
+    --shape "$shape" --vocab "$vocab" "$@"
+}
+
+case $part in
+a)
+  peer_run tinyllama-1.1b --types Q4_K_M,Q8_0 --prompt-len 32 -n 64 --prefill-seqs 1,16
+  ;;
+b)
+  peer_run stories110m --types Q4_K_M,Q8_0 --prompt-len 32 -n 64 --prefill-seqs 1,16
+  m=$(model tinyllama-1.1b Q4_K_M)
+  "$bin/tessera" bench -m "$m" --threads "$threads" --concurrency 1 -n 2 --prompt-len 2048 \
+    --json "$out/b/prefill-2048.json" >"$out/b/prefill-2048.txt" 2>&1
+  if [[ -x $peer/llama-batched-bench ]]; then
+    "$peer/llama-batched-bench" -m "$m" -t "$threads" -c 2304 -npp 2048 -ntg 1 -npl 1 \
+      >"$out/b/prefill-2048.peer.txt" 2>&1 || true
+  fi
+  ;;
+c)
+  m=$(model tinyllama-1.1b Q4_K_M)
+  "$root/bench/threads.sh" -m "$m" --build "$bin" --threads-list "$threads_list" \
+    --concurrency 1,16 -n 32 --prompt-len 32 -o "$out/c/threads" | tee "$out/c/threads.txt"
+  for round in 1 2 3; do
+    for pack in off auto; do
+      "$bin/tessera" bench -m "$m" --threads "$threads" --concurrency 1 -n 48 --prompt-len 16 \
+        --bw-mem 0 --pack "$pack" >"$out/c/pack-$pack-$round.txt" 2>&1
+      printf 'round %d --pack %-4s %s\n' "$round" "$pack" \
+        "$(grep -E '^ +1 +[0-9]+\.[0-9]' "$out/c/pack-$pack-$round.txt" | head -1)"
+    done
+  done | tee "$out/c/pack.txt"
+  ;;
+esac
+echo "host_run.sh: part $part done; results in $out/$part" >&2
