@@ -134,20 +134,25 @@ static void test_gguf_tensors_sharing_bytes_are_refused(void **state)
     free(bytes);
 }
 
+/* Renders the template src without variables and expects exactly want. */
+static void expect_render(const char *src, const char *want)
+{
+    jinja_template *t = NULL;
+    char *out = NULL;
+    assert_int_equal(jinja_parse(&t, src, strlen(src), NULL, NULL), TS_OK);
+    assert_int_equal(jinja_render(t, NULL, 0, &out, NULL), TS_OK);
+    assert_string_equal(out, want);
+    free(out);
+    jinja_free(t);
+}
+
 /* ---- fuzz_jinja: select with no test name -----------------------------------------------
  * `range(3) | select` gave the test no arguments, and the filter offset the NULL argument
  * array by one (UBSan: applying zero offset to null pointer). It selects the truthy items. */
 static void test_jinja_select_without_a_test(void **state)
 {
     (void)state;
-    static const char src[] = "{{ range(3) | select | list }}{{ [0, 'a'] | reject | list }}";
-    jinja_template *t = NULL;
-    char *out = NULL;
-    assert_int_equal(jinja_parse(&t, src, sizeof src - 1, NULL, NULL), TS_OK);
-    assert_int_equal(jinja_render(t, NULL, 0, &out, NULL), TS_OK);
-    assert_string_equal(out, "[1, 2][0]");
-    free(out);
-    jinja_free(t);
+    expect_render("{{ range(3) | select | list }}{{ [0, 'a'] | reject | list }}", "[1, 2][0]");
 }
 
 /* ---- fuzz_jinja: sorting nothing ----------------------------------------------------------
@@ -158,14 +163,8 @@ static void test_jinja_select_without_a_test(void **state)
 static void test_jinja_sort_of_nothing(void **state)
 {
     (void)state;
-    static const char src[] = "{{ {} | dictsort | list }}{{ [] | sort }}{{ [] | sort(attribute='a') }}";
-    jinja_template *t = NULL;
-    char *out = NULL;
-    assert_int_equal(jinja_parse(&t, src, sizeof src - 1, NULL, NULL), TS_OK);
-    assert_int_equal(jinja_render(t, NULL, 0, &out, NULL), TS_OK);
-    assert_string_equal(out, "[][][]");
-    free(out);
-    jinja_free(t);
+    expect_render("{{ {} | dictsort | list }}{{ [] | sort }}{{ [] | sort(attribute='a') }}",
+                  "[][][]");
 }
 
 int main(void)
