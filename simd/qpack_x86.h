@@ -57,16 +57,16 @@ QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const
          * (|sum| < 2^15), as int16 pairs (2jj, 2jj + 1) in dwords 0, 1, 4, 5 (packs works
          * within 128-bit halves); all in vector registers: built from scalars, once per
          * row and unit, they had held the kernel to half its speed. */
-        __m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)((const qa_q8_k *)xb)->bsums),
-                                        _mm256_set1_epi16(1));
+        const __m256i *bs = (const __m256i *)((const qa_q8_k *)xb)->bsums;
+        __m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256(bs), _mm256_set1_epi16(1));
         __m512i pairs = _mm512_castsi256_si512(_mm256_packs_epi32(s32, s32));
         const int16_t *mn = (const int16_t *)(unit + p->off_mn);
         __m512i ms = _mm512_setzero_si512();
 #pragma GCC unroll 4
-        for (int jj = 0; jj < 4; jj++) /* minimums of sub-blocks 2jj, 2jj + 1 */
-            ms = _mm512_add_epi32(
-                ms, _mm512_madd_epi16(_mm512_load_si512(mn + jj * 32),
-                                      _mm512_permutexvar_epi32(_mm512_set1_epi32(jj + (jj & 2)), pairs)));
+        for (int jj = 0; jj < 4; jj++) { /* minimums of sub-blocks 2jj, 2jj + 1 */
+            __m512i pair = _mm512_permutexvar_epi32(_mm512_set1_epi32(jj + (jj & 2)), pairs);
+            ms = _mm512_add_epi32(ms, _mm512_madd_epi16(_mm512_load_si512(mn + jj * 32), pair));
+        }
         __m512 dmin = _mm512_load_ps((const float *)(unit + p->off_dmin));
         acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, vdx), _mm512_cvtepi32_ps(ms), acc);
     }

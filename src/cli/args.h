@@ -59,7 +59,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
     "  --max-queue N        waiting requests before new ones are refused (1024)\n"          \
     "  --step-tokens N      token budget of one step (512)\n"                               \
     "  --itl-target X       a step that decodes takes prompt tokens while it lasts at most\n" \
-    "                       X times a step decoding the whole batch alone (measured; 1.5;\n"   \
+    "                       X times a step decoding the whole batch alone (measured; 1.5;\n"  \
     "                       0 = a fixed --prefill-cap)\n"                                    \
     "  --prefill-min N      prompt tokens such a step takes at least (32)\n"                 \
     "  --prefill-cap N      prompt tokens in a step that also decodes with --itl-target 0,\n" \
