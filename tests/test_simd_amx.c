@@ -65,6 +65,15 @@ static void problem_free(problem *p)
     simd_qpack_free(p->pack);
 }
 
+/* Whether p has a pack; without one the failure is counted and p freed. */
+static bool problem_packed(problem *p)
+{
+    SC_CHECK(p->pack != NULL, "%s pack", type_name(p->type));
+    if (!p->pack)
+        problem_free(p);
+    return p->pack != NULL;
+}
+
 typedef void (*gemm_fn)(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                         float beta, int n_begin, int n_end);
 
@@ -89,11 +98,8 @@ static void check_twin(void)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             problem p;
             problem_make(&p, TYPES[t], shapes[s][0], shapes[s][1], shapes[s][2], 1);
-            SC_CHECK(p.pack != NULL, "%s pack", type_name(p.type));
-            if (!p.pack) {
-                problem_free(&p);
+            if (!problem_packed(&p))
                 continue;
-            }
             size_t ldo = (size_t)p.N + 3, n_out = (size_t)p.M * ldo;
             float *out = malloc(sizeof(float) * n_out), *before = malloc(sizeof(float) * n_out);
             float *got = malloc(sizeof(float) * (size_t)p.M * p.N);
@@ -147,11 +153,8 @@ static void check_kernels(void)
             int kb = 1 + (int)((i + t) % 3), N = i % 2 ? 53 : 40;
             problem p;
             problem_make(&p, TYPES[t], Ms[i], N, kb, 0);
-            SC_CHECK(p.pack != NULL, "%s pack", type_name(p.type));
-            if (!p.pack) {
-                problem_free(&p);
+            if (!problem_packed(&p))
                 continue;
-            }
             size_t n_out = (size_t)p.M * (p.N + 3);
             float *a = malloc(sizeof(float) * n_out), *b = malloc(sizeof(float) * n_out);
             float *before = malloc(sizeof(float) * n_out);
@@ -244,11 +247,8 @@ static void check_edges(void)
                 problem_make(&p, TYPES[t], cases[c][0], cases[c][1], cases[c][2], 0);
                 if (extreme)
                     make_extreme(&p);
-                SC_CHECK(p.pack != NULL, "%s pack", type_name(p.type));
-                if (!p.pack) {
-                    problem_free(&p);
+                if (!problem_packed(&p))
                     continue;
-                }
                 size_t ldo = (size_t)p.N + 2, n_out = (size_t)p.M * ldo;
                 float *a = malloc(sizeof(float) * n_out), *b = malloc(sizeof(float) * n_out);
                 gemm_fn kernels[] = {p.pack->gemm, simd_qpack_gemm};
@@ -279,6 +279,8 @@ static void check_rows_alone(void)
     for (int t = 0; t < N_TYPES; t++) {
         problem p;
         problem_make(&p, TYPES[t], 67, 35, 2, 0);
+        if (!problem_packed(&p))
+            continue;
         size_t xrow = (size_t)(p.K / qd_block_elems(p.type)) *
                       (qd_block_elems(p.type) == 32 ? sizeof(qa_q8_32) : sizeof(qa_q8_k));
         float *all = malloc(sizeof(float) * (size_t)p.M * p.N), one[35];
