@@ -234,9 +234,9 @@ ALWAYS_INLINE void prefetch_run(const void *pool, size_t i, size_t n, const int 
  * accumulators live in registers. */
 ALWAYS_INLINE void attn_tile(float *const *op, const float *const *qp, const int *last,
                              const simd_kv_view *kv, int g, int head_dim, const int NQ,
-                             const int f16, const int HD)
+                             const int f16)
 {
-    size_t hd = HD ? (size_t)HD : (size_t)head_dim, d_full = hd - hd % VW;
+    size_t hd = (size_t)head_dim, d_full = hd - hd % VW;
     float scale = 1.0f / sqrtf((float)head_dim);
     float m_run[ATTN_TILE], l_run[ATTN_TILE], alpha[ATTN_TILE];
     float p[ATTN_TILE][TS_KV_BLOCK];
@@ -342,11 +342,11 @@ static void run_tile(float *const *op, const float *const *qp, const int *last, 
     /* head_dim 64 and 128 (most models) as constants: the loops over it unroll */
 #define TILE_HD(N, F)                                                 \
     if (head_dim == 64)                                               \
-        attn_tile(op, qp, last, kv, g, 64, N, F, 64);                 \
+        attn_tile(op, qp, last, kv, g, 64, N, F);                     \
     else if (head_dim == 128)                                         \
-        attn_tile(op, qp, last, kv, g, 128, N, F, 128);               \
+        attn_tile(op, qp, last, kv, g, 128, N, F);                    \
     else                                                              \
-        attn_tile(op, qp, last, kv, g, head_dim, N, F, 0);
+        attn_tile(op, qp, last, kv, g, head_dim, N, F);
 #define TILE_CASE(N)                                                  \
     case N:                                                           \
         if (f16) {                                                    \

@@ -533,7 +533,8 @@ static void qg_half(float *out, size_t ldo, const float *x, const simd_qmat *w, 
 static void vec_qgemm(float *out, size_t ldo, const void *xq, const simd_qmat *w, int M,
                       float beta, int n_begin, int n_end)
 {
-    if (M <= QG_MR && M <= 4 && qg_direct_type(w->type)) { /* qg_run_direct's shapes */
+    _Static_assert(QG_MR <= 4, "qg_run_direct takes 1-4 rows");
+    if (M <= QG_MR && qg_direct_type(w->type)) {
         switch (w->type) { /* the type a constant in each */
 #define QG_DIRECT_T(T)                                                  \
     case T:                                                             \

@@ -16,19 +16,30 @@
 
 enum { Q4K_ROWS = 256 }; /* activation rows a pass over the groups: their sums, 16 KiB */
 
+/* S_TIMES_U[s * 16 + u] = s u for s < 8, u < 16: vpermi2b's 128 entries in two registers */
+static const _Alignas(64) uint8_t S_TIMES_U[128] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+    0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45,
+    0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60,
+    0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75,
+    0, 6, 12, 18, 24, 30, 36, 42, 48, 54, 60, 66, 72, 78, 84, 90,
+    0, 7, 14, 21, 28, 35, 42, 49, 56, 63, 70, 77, 84, 91, 98, 105,
+};
+/* byte 4n + i of a B-row belongs to weight row n: ROW_OF_BYTE[k] = k / 4 */
+static const _Alignas(64) uint8_t ROW_OF_BYTE[64] = {
+    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+    4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
+    8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11,
+    12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15,
+};
+
 /* The unit's B operands: b[0] = u sh, b[1] = u sl, each 64 B-rows of 64 bytes. */
 static void q4k_operands(const simd_qpack *p, const uint8_t *unit, uint8_t b[2][QK_K / 4][64])
 {
-    /* t[s * 16 + u] = s u for s < 8, u < 16: vpermi2b's 128 entries in two registers */
-    _Alignas(64) uint8_t t[128];
-    for (int i = 0; i < 128; i++)
-        t[i] = (uint8_t)((i >> 4) * (i & 15));
-    const __m512i tlo = _mm512_load_si512(t), thi = _mm512_load_si512(t + 64);
-    /* byte 4n + i of a B-row belongs to weight row n: the scale of row n in each */
-    _Alignas(64) uint8_t rep[64];
-    for (int k = 0; k < 64; k++)
-        rep[k] = (uint8_t)(k / 4);
-    const __m512i rep4 = _mm512_load_si512(rep);
+    const __m512i tlo = _mm512_load_si512(S_TIMES_U), thi = _mm512_load_si512(S_TIMES_U + 64);
+    const __m512i rep4 = _mm512_load_si512(ROW_OF_BYTE);
     __m512i sh[8], sl[8]; /* (sc >> 3) << 4 and (sc & 7) << 4, by sub-block */
     for (int j = 0; j < 8; j++) {
         __m512i sc = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(unit + p->off_sc + 16 * j)));
