@@ -139,23 +139,30 @@ static ts_status rope_and_store(const fwd_state *s, const ts_model_config *c,
  * 512-token prompt of a 4-kv-head model on 4 of 16 threads. */
 enum { ATT_CHUNK_ROWS = 32 };
 
+/* The step's attention tasks, the same in every layer: the first rows of each sequence's
+ * chunks of rows in s->chunk, and the work (~ K/V floats read: each sequence reads its
+ * whole context once per kv head) that decides whether they run in parallel. */
+static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_batch *b)
+{
+    s->n_chunks = 0;
+    s->att_work = 0;
+    for (int i = 0; i < b->n_seqs; i++) {
+        for (int j = 0; j < b->seqs[i].n_rows; j += ATT_CHUNK_ROWS)
+            s->chunk[s->n_chunks++] = b->seqs[i].row0 + j;
+        s->att_work += (long)(b->seqs[i].pos0 + b->seqs[i].n_rows) * c->head_dim * 2 *
+                       c->n_kv_heads;
+    }
+}
+
 /* att = causal attention of every sequence's rows over its paged K/V for one layer; the
- * tasks are (chunk of a sequence's rows, kv head), the chunks' first rows in s->chunk. */
+ * tasks are (chunk of a sequence's rows, kv head), as attention_plan laid them out. */
 static void attention(fwd_state *s, const simd_kernels *k, const ts_model_config *c,
                       const kv_layout *lay, const fwd_batch *b, int layer)
 {
     int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads;
     int q_dim = c->n_heads * c->head_dim, qkv_rows = model_qkv_rows(c);
-    int n_chunks = 0;
-    for (int i = 0; i < b->n_seqs; i++)
-        for (int j = 0; j < b->seqs[i].n_rows; j += ATT_CHUNK_ROWS)
-            s->chunk[n_chunks++] = b->seqs[i].row0 + j;
-    int n_items = n_chunks * nkv;
-    /* work ~ K/V floats read: each sequence reads its whole context once per kv head */
-    long work = 0;
-    for (int i = 0; i < b->n_seqs; i++)
-        work += (long)(b->seqs[i].pos0 + b->seqs[i].n_rows) * c->head_dim * 2 * nkv;
-#pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
+    int n_items = s->n_chunks * nkv;
+#pragma omp parallel for schedule(dynamic, 1) if (s->att_work >= PARALLEL_MIN_WORK)
     for (int item = 0; item < n_items; item++) {
         int r0 = s->chunk[item / nkv], kvh = item % nkv;
         const fwd_seq *sq = &b->seqs[s->seq[r0]];
@@ -199,8 +206,12 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
 
     double t = clock_now_s();
     for (int i = 0; i < b->n_seqs; i++)
-        for (int j = 0; j < b->seqs[i].n_rows; j++)
-            s->pos[b->seqs[i].row0 + j] = b->seqs[i].pos0 + j, s->seq[b->seqs[i].row0 + j] = i;
+        for (int j = 0; j < b->seqs[i].n_rows; j++) {
+            int r = b->seqs[i].row0 + j;
+            s->pos[r] = b->seqs[i].pos0 + j;
+            s->seq[r] = i;
+        }
+    attention_plan(s, c, b);
     simd_rope_table(s->rope, s->pos, T, c->head_dim, w->rope_freq, rope_style);
     for (int r = 0; r < T; r++) {
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)

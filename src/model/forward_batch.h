@@ -64,6 +64,8 @@ typedef struct fwd_state {
     int32_t *pos;   /* (max_rows) position of each row */
     int32_t *seq;   /* (max_rows) the fwd_batch sequence each row belongs to */
     int32_t *chunk; /* (max_rows) first rows of the attention's chunks of rows */
+    int n_chunks;   /* this step's chunks in chunk */
+    long att_work;  /* this step's attention work: K/V floats its sequences read */
     float *rope;    /* (max_rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) RoPE terms of the step */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
