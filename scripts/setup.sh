@@ -12,7 +12,8 @@ packages=(build-essential cmake pkg-config
           libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev ${TESSERA_EXTRA_PACKAGES:-})
 test_packages=(libcmocka-dev curl jq python3
                chromium     # tests only: the chat page's browser test (tests/web/)
-               nginx-light) # tests only: scripts/cluster.sh's test (tests/cluster/)
+               nginx-light  # tests only: scripts/cluster.sh's test (tests/cluster/)
+               systemd)     # tests only: systemd-analyze verify of the unit (tests/install/)
 serve_only=0
 for arg in "$@"; do
   case $arg in
@@ -35,9 +36,9 @@ for p in "${packages[@]}"; do
   fi
 done
 
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 if ((${#missing[@]})); then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "setup: installing ${missing[*]}" >&2
   $sudo apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
@@ -46,8 +47,6 @@ fi
 # promtool, for the /metrics lint (tests/server/promtool.sh): the one binary taken out of
 # Debian's prometheus package, whose install would also bring and start the server.
 if ((!serve_only)) && ! command -v promtool >/dev/null; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   tmp=$(mktemp -d)
   echo "setup: installing promtool (from Debian's prometheus package)" >&2
   if (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 ||
