@@ -75,8 +75,9 @@ static inline const uint8_t *qpack_unit(const simd_qpack *p, int group, int b)
     return p->data + ((size_t)group * p->n_blk + b) * p->unit_bytes;
 }
 
-/* What the tile kernels may use here, asked once (ref/qpack.c). */
-enum { QP_CAP_INT8 = 1, QP_CAP_BF16 = 2 };
+/* What the tile kernels may use here, asked once (ref/qpack.c): int8 and bf16 tiles, and
+ * AVX-512 VBMI beside them (the Q4_K tiles' vpermi2b). */
+enum { QP_CAP_INT8 = 1, QP_CAP_BF16 = 2, QP_CAP_VBMI = 4 };
 int qpack_amx_caps(void);
 
 /* F16 / BF16 packs (ref/qpack_bf16.c): one unit per 16-row group and 32 elements of K,

@@ -279,12 +279,12 @@ ALWAYS_INLINE void qg_tile(float *out, size_t ldo, const char *xa, size_t xrb, c
 #pragma GCC unroll 8
             for (int i = 0; i < MR; i++) {
                 QI av = qi_load(a[i][b].qs);
-                float da = a[i][b].d;
+                float da = a[i][b].d, sa = MIN == QG_MIN_FLOAT ? qa32_s(&a[i][b]) : 0.0f;
 #pragma GCC unroll 8
                 for (int r = 0; r < NR; r++) {
                     acc[r][i] = qf_fma(acc[r][i], d[r] * da, qs_dot(qs_zero(), w[r], av, SGN));
                     if (MIN == QG_MIN_FLOAT)
-                        fm[r][i] += m[r] * qa32_s(&a[i][b]);
+                        fm[r][i] += m[r] * sa;
                 }
             }
         }

@@ -40,7 +40,8 @@ static int amx_probe(void)
     /* Linux (5.16+) hands out the 8 KiB tile data state only to processes that ask. */
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
         return 0;
-    return (amx_int8 ? QP_CAP_INT8 : 0) | (amx_bf16 ? QP_CAP_BF16 : 0);
+    return (amx_int8 ? QP_CAP_INT8 : 0) | (amx_bf16 ? QP_CAP_BF16 : 0) |
+           (__builtin_cpu_supports("avx512vbmi") ? QP_CAP_VBMI : 0);
 }
 #else
 static int amx_probe(void) { return 0; }
@@ -292,7 +293,7 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
     if (qpack_amx_caps() & QP_CAP_INT8) {
         if (p->bits == 8)
             p->tiles = simd_amx_qpack_gemm;
-        else if (p->type == QT_Q4_K && __builtin_cpu_supports("avx512vbmi"))
+        else if (p->type == QT_Q4_K && (qpack_amx_caps() & QP_CAP_VBMI))
             p->tiles = simd_amx_qpack_gemm_q4k;
     }
 #endif
