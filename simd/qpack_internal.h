@@ -89,15 +89,21 @@ void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpac
 /* Whether p's gemm is a tile kernel (not the twin). */
 bool qpack_on_tiles(const simd_qpack *p);
 
+/* Every tile kernel that can run p here, p->tiles first, into fns (2 at most); how many.
+ * Q4_K has two (with and without VBMI) where the CPU has VBMI, for the tests. */
+int qpack_tile_kernels(const simd_qpack *p, qpack_gemm_fn fns[2]);
+
 /* The vector kernel on int8-type packs (avx512vnni/), built with TS_HAVE_AVX512VNNI: the
  * twin's results for any M. */
 void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                           float beta, int n_begin, int n_end);
 
-/* The tile kernels (amx/), built only with TS_HAVE_AMX: 8-bit packs, Q4_K packs (with
- * AVX-512 VBMI), bf16 packs. */
+/* The tile kernels (amx/), built only with TS_HAVE_AMX: 8-bit packs, Q4_K packs (the
+ * first with AVX-512 VBMI, the second without: the same bits), bf16 packs. */
 void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_qpack *p,
                              int M, float beta, int n_begin, int n_end);
+void simd_amx_qpack_gemm_q4k_bw(float *out, size_t ldo, const void *xq, const simd_qpack *p,
+                                int M, float beta, int n_begin, int n_end);
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
 void simd_amx_qpack_gemm_bf16(float *out, size_t ldo, const void *xq, const simd_qpack *p,

@@ -102,11 +102,17 @@ static void test_modes_choose_matrices(void **state)
             if ((w->pack != NULL) != ok)
                 fail_msg("%s: matrix %d (%s) %s", su_types[t], i, qtype_get(w->type)->name,
                          ok ? "not packed" : "packed");
-            if (w->pack) /* tiles: Q8_0, Q4_0 and Q4_K (AMX-INT8), bf16 packs (AMX-BF16) */
-                assert_true(qpack_on_tiles(w->pack) ==
-                            (w->pack->bits == 8 || w->type == QT_Q4_K ? simd_amx_usable()
-                             : w->pack->bits == 0 ? (qpack_amx_caps() & QP_CAP_BF16) != 0
-                                                  : false));
+            if (!w->pack)
+                continue;
+            /* tiles: 8-bit units and Q4_K (AMX-INT8), bf16 packs (AMX-BF16) */
+            int caps = qpack_amx_caps();
+            bool tiles = w->pack->bits == 8 || w->type == QT_Q4_K ? (caps & QP_CAP_INT8) != 0
+                         : w->pack->bits == 0                     ? (caps & QP_CAP_BF16) != 0
+                                                                  : false;
+            if (qpack_on_tiles(w->pack) != tiles)
+                fail_msg("%s: matrix %d (%s, %d-bit pack) %s tiles; tile caps %#x", su_types[t],
+                         i, qtype_get(w->type)->name, w->pack->bits,
+                         tiles ? "not on" : "on", caps);
         }
         ts_model_packed(m, &packed, &n, &bytes);
         assert_int_equal(packed, want);

@@ -74,8 +74,7 @@ static bool problem_packed(problem *p)
     return p->pack != NULL;
 }
 
-typedef void (*gemm_fn)(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
-                        float beta, int n_begin, int n_end);
+typedef qpack_gemm_fn gemm_fn;
 
 /* out (M, ldo = N + 3): the gemm over [0, N) in three ranges cut at odd columns, from NaN
  * (beta 0) or from before (beta 1). The padding columns must stay NaN. */
@@ -148,6 +147,23 @@ static void kernels_here(const char *check, bool *vector, bool *tiles)
                "refused)\n", check);
 }
 
+/* The kernels to check on p: the vector kernel where it runs, and where p and its M take
+ * tiles, every tile kernel that runs here (Q4_K's with and without VBMI); how many. */
+static int kernels_of(const problem *p, bool vector, gemm_fn fns[3])
+{
+    int n = 0;
+    if (vector)
+        fns[n++] = p->pack->gemm;
+    if (p->M >= QP_TILE_MIN_M)
+        n += qpack_tile_kernels(p->pack, fns + n);
+    return n;
+}
+
+static const char *kernel_name(const problem *p, gemm_fn f)
+{
+    return f == p->pack->gemm ? "vector" : f == p->pack->tiles ? "tiles" : "other tiles";
+}
+
 static void check_kernels(void)
 {
     bool vector, tiles;
@@ -167,10 +183,10 @@ static void check_kernels(void)
             float *before = malloc(sizeof(float) * n_out);
             for (size_t k = 0; k < n_out; k++)
                 before[k] = qd_unit(-1.0f, 1.0f);
-            for (int kernel = 0; kernel < 2; kernel++) {
-                if (kernel == 0 ? !vector : !p.pack->tiles || p.M < QP_TILE_MIN_M)
-                    continue; /* tiles: each pack says whether it has them (Q4_K: VBMI) */
-                gemm_fn f = kernel == 0 ? p.pack->gemm : simd_qpack_gemm;
+            gemm_fn kernels[3];
+            int n_kernels = kernels_of(&p, vector, kernels);
+            for (int kernel = 0; kernel < n_kernels; kernel++) {
+                gemm_fn f = kernels[kernel];
                 for (int beta = 0; beta < 2; beta++) {
                     run_split(a, f, &p, (float)beta, before);
                     run_split(b, simd_qpack_gemm_ref, &p, (float)beta, before);
@@ -178,8 +194,8 @@ static void check_kernels(void)
                     for (size_t k = 0; k < n_out; k++)
                         bad += memcmp(&a[k], &b[k], sizeof(float)) != 0;
                     SC_CHECK(bad == 0, "%s %s M=%d N=%d K=%d beta %d: %d of %zu outputs differ",
-                             type_name(p.type), kernel ? "tiles" : "vector", p.M, p.N, p.K, beta,
-                             bad, n_out);
+                             type_name(p.type), kernel_name(&p, f), p.M, p.N, p.K, beta, bad,
+                             n_out);
                 }
             }
             free(a), free(b), free(before);
@@ -262,12 +278,9 @@ static void check_edges(void)
                     continue;
                 size_t ldo = (size_t)p.N + 2, n_out = (size_t)p.M * ldo;
                 float *a = malloc(sizeof(float) * n_out), *b = malloc(sizeof(float) * n_out);
-                /* the vector kernel where it runs; the tiles where this pack and M take them */
-                bool tiled = p.pack->tiles && p.M >= QP_TILE_MIN_M;
-                gemm_fn kernels[] = {vector ? p.pack->gemm : NULL, tiled ? simd_qpack_gemm : NULL};
-                for (int k = 0; k < 2; k++) {
-                    if (!kernels[k])
-                        continue;
+                gemm_fn kernels[3];
+                int n_kernels = kernels_of(&p, vector, kernels);
+                for (int k = 0; k < n_kernels; k++) {
                     for (size_t i = 0; i < n_out; i++)
                         a[i] = b[i] = NAN;
                     kernels[k](a, ldo, p.xq, p.pack, p.M, 0.0f, cases[c][3], cases[c][4]);
@@ -281,7 +294,7 @@ static void check_edges(void)
                     SC_CHECK(bad == 0 && nan == 0, "%s M=%d N=%d [%d, %d)%s, %s: %d outputs differ "
                              "from the twin, %d written outside the range or not within",
                              type_name(p.type), p.M, p.N, cases[c][3], cases[c][4],
-                             extreme ? " extreme" : "", k ? "tiles" : "vector", bad, nan);
+                             extreme ? " extreme" : "", kernel_name(&p, kernels[k]), bad, nan);
                 }
                 free(a), free(b);
                 problem_free(&p);

@@ -3,21 +3,23 @@
  * (amx_emu.h), against the twin bit for bit: M from 16 over and around multiples of 16 and
  * past the Q4_K kernel's 256-row passes, K of one to three blocks, N not a multiple of 16,
  * ranges cut inside 16-row groups, beta 0 and 1, and every tile configuration checked. So
- * the tile kernels' logic is tested on any x86-64 CPU with AVX-512 BW and VBMI (their
- * vector parts run natively), not only where AMX runs (test_simd_amx runs the real tiles
- * there). Skipped, saying so, elsewhere. */
+ * the tile kernels' logic is tested on any x86-64 CPU with AVX-512 BW (their vector parts
+ * run natively; Q4_K's VBMI variant where the CPU has VBMI), not only where AMX runs
+ * (test_simd_amx runs the real tiles there). Skipped, saying so, elsewhere. */
 #if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,fma,f16c")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")
 #include <immintrin.h>
 
 #include "amx_emu.h"
 /* the kernels under other names, so they do not clash with the library's */
 #define simd_amx_qpack_gemm emu_qpack_gemm
 #define simd_amx_qpack_gemm_q4k emu_qpack_gemm_q4k
+#define simd_amx_qpack_gemm_q4k_bw emu_qpack_gemm_q4k_bw
 #include "../simd/amx/qgemm_amx.c"
 #include "../simd/amx/qgemm_amx_q4k.c"
 #undef simd_amx_qpack_gemm
 #undef simd_amx_qpack_gemm_q4k
+#undef simd_amx_qpack_gemm_q4k_bw
 #define TS_AMX_EMU 1
 #endif
 
@@ -36,21 +38,28 @@ static bool cpu_ok(void)
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("fma");
+           __builtin_cpu_supports("fma");
 }
 
 static void check_tiles_emulated(void)
 {
     if (!cpu_ok()) {
-        printf("[  SKIPPED ] emulated AMX kernels: this CPU lacks AVX-512 BW/VBMI for their "
+        printf("[  SKIPPED ] emulated AMX kernels: this CPU lacks AVX-512 BW for their "
                "vector parts\n");
         return;
     }
-    static const uint32_t types[] = {QT_Q8_0, QT_Q4_0, QT_Q4_K};
-    static const char *names[] = {"Q8_0", "Q4_0", "Q4_K"};
+    bool vbmi = __builtin_cpu_supports("avx512vbmi");
+    if (!vbmi)
+        printf("[  SKIPPED ] emulated Q4_K tiles with vpermi2b: this CPU lacks AVX-512 VBMI "
+               "(the Q4_K tiles without it are checked)\n");
+    /* Q4_K twice: its tiles without VBMI, then with it */
+    static const uint32_t types[] = {QT_Q8_0, QT_Q4_0, QT_Q4_K, QT_Q4_K};
+    static const char *names[] = {"Q8_0", "Q4_0", "Q4_K (BW)", "Q4_K (VBMI)"};
+    static const qpack_gemm_fn kernels[] = {emu_qpack_gemm, emu_qpack_gemm, emu_qpack_gemm_q4k_bw,
+                                            emu_qpack_gemm_q4k};
     static const int Ms[] = {16, 17, 31, 32, 33, 48, 67, 100, 256, 257};
     int n_ms = SC_SANITIZED ? 6 : (int)(sizeof Ms / sizeof Ms[0]);
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < 4 - !vbmi; t++)
         for (int mi = 0; mi < n_ms; mi++) {
             int M = Ms[mi], N = mi % 2 ? 53 : 40, K = (1 + mi % 3) * qd_block_elems(types[t]);
             size_t wrow, xrow;
@@ -59,7 +68,7 @@ static void check_tiles_emulated(void)
             simd_qmat qm = {.type = types[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
             simd_qpack *p = simd_qpack_make(&qm);
             SC_CHECK(p != NULL, "%s pack", names[t]);
-            qpack_gemm_fn f = types[t] == QT_Q4_K ? emu_qpack_gemm_q4k : emu_qpack_gemm;
+            qpack_gemm_fn f = kernels[t];
             size_t ldo = (size_t)N + 3, n_out = (size_t)M * ldo;
             float *a = malloc(sizeof(float) * n_out), *b = malloc(sizeof(float) * n_out);
             const int cuts[] = {0, 17, 33, N}; /* inside the second and third groups */

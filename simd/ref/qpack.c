@@ -293,8 +293,9 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
     if (qpack_amx_caps() & QP_CAP_INT8) {
         if (p->bits == 8)
             p->tiles = simd_amx_qpack_gemm;
-        else if (p->type == QT_Q4_K && (qpack_amx_caps() & QP_CAP_VBMI))
-            p->tiles = simd_amx_qpack_gemm_q4k;
+        else if (p->type == QT_Q4_K)
+            p->tiles = qpack_amx_caps() & QP_CAP_VBMI ? simd_amx_qpack_gemm_q4k
+                                                      : simd_amx_qpack_gemm_q4k_bw;
     }
 #endif
     return p;
@@ -314,6 +315,18 @@ bool qpack_on_tiles(const simd_qpack *p)
 {
     return p->tiles || (p->gemm != simd_qpack_gemm_ref && p->gemm != qpack_bf16_gemm_ref &&
                         (p->type == QT_F16 || p->type == QT_BF16));
+}
+
+int qpack_tile_kernels(const simd_qpack *p, qpack_gemm_fn fns[2])
+{
+    int n = 0;
+    if (p->tiles)
+        fns[n++] = p->tiles;
+#if defined(TS_HAVE_AMX)
+    if (p->tiles == simd_amx_qpack_gemm_q4k)
+        fns[n++] = simd_amx_qpack_gemm_q4k_bw;
+#endif
+    return n;
 }
 
 void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
