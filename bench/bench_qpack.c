@@ -2,7 +2,8 @@
  * tiles from 16 rows where usable) against the best kernel table's qgemm on the file's
  * blocks and its f32 skinny GEMM on the same shape, split over the OpenMP threads in chunks
  * of 64 weight rows; also the pack's time and size. QP_NO_QGEMM=1 / QP_NO_F32=1 skip the
- * comparisons; QP_VECTOR=1 times the vector kernel at every M (no tiles).
+ * comparisons; QP_VECTOR=1 times the vector kernel at every M (no tiles). Where a pack has
+ * a second tile kernel (Q4_K's without VBMI, beside the one with it), that one is timed too.
  * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
  * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
 #include <omp.h>
@@ -20,6 +21,7 @@ static int vector_only;     /* QP_VECTOR=1 */
 
 typedef struct job {
     const simd_qpack *pack;
+    qpack_gemm_fn kernel; /* a tile kernel to time instead of simd_qpack_gemm's choice */
     const simd_qmat *w;
     const void *xq, *xq_file; /* activations for the pack, for qgemm on the file's blocks */
     const simd_kernels *k;
@@ -34,7 +36,9 @@ static void run_qpack(const job *j)
 #pragma omp parallel for schedule(dynamic, 1)
     for (int c = 0; c < chunks; c++) {
         int ne = (c + 1) * chunk_rows < j->N ? (c + 1) * chunk_rows : j->N;
-        if (vector_only)
+        if (j->kernel)
+            j->kernel(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
+        else if (vector_only)
             j->pack->gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
         else
             simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
@@ -133,6 +137,13 @@ int main(int argc, char **argv)
             double flop = 2.0 * Ms[i] * (double)N * K;
             double tp = best_time(run_qpack, &j, 0.5);
             printf("  M=%4d  packed %8.3f ms %6.0f GOP/s", Ms[i], tp * 1e3, flop / tp / 1e9);
+            qpack_gemm_fn tiles[2];
+            if (!vector_only && Ms[i] >= QP_TILE_MIN_M && qpack_tile_kernels(p, tiles) == 2) {
+                job o = j;
+                o.kernel = tiles[1];
+                double to = best_time(run_qpack, &o, 0.5);
+                printf("   other tiles %8.3f ms %6.0f GOP/s", to * 1e3, flop / to / 1e9);
+            }
             if (!getenv("QP_NO_QGEMM")) {
                 double tq = best_time(run_qgemm, &j, 0.5);
                 printf("   %s qgemm %8.3f ms %6.0f GOP/s (%.2fx)", k->name, tq * 1e3,

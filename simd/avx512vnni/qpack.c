@@ -24,12 +24,14 @@ enum {
     VQ_MR = 4, /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
 };
 
-/* 4 activations at p as the int32 broadcast to every lane. */
-ALWAYS_INLINE __m512i bcast4(const int8_t *p)
+/* c + the 16 lanes' dot products of w's unsigned bytes with the 4 signed activations at
+ * x, broadcast as the instruction's own memory operand ({1to16}): one micro-fused uop
+ * where the intrinsic on _mm512_set1_epi32 takes a broadcast load beside it (GCC does not
+ * fold the broadcast into vpdpbusd). */
+ALWAYS_INLINE __m512i dpbusd_x4(__m512i c, __m512i w, const int8_t *x)
 {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm512_set1_epi32(v);
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(c) : "v"(w), "m"(*(const int32_t *)x));
+    return c;
 }
 
 /* isum[m] of one unit (qpack_internal.h) for MR activation rows; xb[m] is row m's
@@ -49,7 +51,7 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
             _mm_prefetch((const char *)unit + VQ_PF + 64 * r, _MM_HINT_T0);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
-                c[m] = _mm512_dpbusd_epi32(c[m], w, bcast4(x[m] + 4 * r));
+                c[m] = dpbusd_x4(c[m], w, x[m] + 4 * r);
         }
 #pragma GCC unroll 8
         for (int m = 0; m < MR; m++)
@@ -80,8 +82,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
             _mm_prefetch((const char *)unit + VQ_PF + 128 * r + 64, _MM_HINT_T0);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++) {
-                clo[m] = _mm512_dpbusd_epi32(clo[m], lo, bcast4(x[m] + 4 * r));
-                chi[m] = _mm512_dpbusd_epi32(chi[m], hi, bcast4(x[m] + 128 + 4 * r));
+                clo[m] = dpbusd_x4(clo[m], lo, x[m] + 4 * r);
+                chi[m] = dpbusd_x4(chi[m], hi, x[m] + 128 + 4 * r);
             }
         }
         int jh = j + 32 / RS;
