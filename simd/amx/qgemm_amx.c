@@ -55,39 +55,29 @@ static void tiles_block(const block2 *k, int b, int32_t cbuf[4][QP_ROWS][QP_ROWS
     }
 }
 
-/* acc[2i + h] + the float terms of activation block b, from its C tiles in cbuf. */
-static void block_fold(float acc[4][QP_ROWS][QP_ROWS], const int32_t cbuf[4][QP_ROWS][QP_ROWS],
-                       const block2 *k, int b)
-{
-    const simd_qpack *p = k->p;
-    for (int h = 0; h < k->ng; h++) {
-        const uint8_t *unit = qpack_unit(p, k->g + h, b);
-        for (int i = 0; i < k->nm; i++)
-            for (int r = 0; r < k->mr[i]; r++) {
-                int m = QP_ROWS * i + r;
-                const uint8_t *xb = k->x0 + (size_t)m * k->xrow + (size_t)b * p->act_blk_bytes;
-                __m512i isum = _mm512_sub_epi32(_mm512_load_si512(cbuf[2 * i + h][r]),
-                                                _mm512_set1_epi32(p->off * ((const qa_q8_32 *)xb)->sum));
-                _mm512_store_ps(acc[2 * i + h][r],
-                                qp_f32_row(_mm512_load_ps(acc[2 * i + h][r]), isum, p, unit, xb));
-            }
-    }
-}
-
 /* acc[2i + h] = the f32 sums of the block's activation tiles against its groups over all
- * of K. Block b's fold waits until block b + 1's tile products are issued, so the tile
- * unit works while the vector units fold (C alternates between two buffers). */
+ * of K. */
 static void block_run(float acc[4][QP_ROWS][QP_ROWS], const block2 *k)
 {
     const simd_qpack *p = k->p;
-    _Alignas(64) int32_t cbuf[2][4][QP_ROWS][QP_ROWS];
+    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
     memset(acc, 0, sizeof(float) * 4 * QP_ROWS * QP_ROWS);
     for (int b = 0; b < p->n_blk; b++) {
-        tiles_block(k, b, cbuf[b & 1]);
-        if (b > 0)
-            block_fold(acc, cbuf[(b - 1) & 1], k, b - 1);
+        tiles_block(k, b, cbuf);
+        for (int h = 0; h < k->ng; h++) {
+            const uint8_t *unit = qpack_unit(p, k->g + h, b);
+            for (int i = 0; i < k->nm; i++)
+                for (int r = 0; r < k->mr[i]; r++) {
+                    int m = QP_ROWS * i + r;
+                    const uint8_t *xb = k->x0 + (size_t)m * k->xrow + (size_t)b * p->act_blk_bytes;
+                    __m512i isum = _mm512_sub_epi32(
+                        _mm512_load_si512(cbuf[2 * i + h][r]),
+                        _mm512_set1_epi32(p->off * ((const qa_q8_32 *)xb)->sum));
+                    _mm512_store_ps(acc[2 * i + h][r],
+                                    qp_f32_row(_mm512_load_ps(acc[2 * i + h][r]), isum, p, unit, xb));
+                }
+        }
     }
-    block_fold(acc, cbuf[(p->n_blk - 1) & 1], k, p->n_blk - 1);
 }
 
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,

@@ -15,8 +15,7 @@
  * operands (8 KiB), then every pair of 16-row activation tiles runs against it (tiles:
  * C1, C2 of each activation tile, its A, and the two B), its float sums kept per row in
  * acc (up to 256 rows x 16 lanes, on the stack: longer steps go in passes of 256 rows)
- * until the group's last block. A pair's C tiles are folded into acc after the next
- * pair's products are issued. */
+ * until the group's last block. */
 #include "../qpack_x86.h"
 #include "tiles.h"
 
@@ -136,39 +135,15 @@ static void q4k_tiles(const uint8_t *xa, size_t xrow, int nm, q4k_bops b,
     }
 }
 
-/* A pair of activation tiles whose C tiles wait in memory for their fold: rows m0 .. m0 +
- * mr[0] + mr[1] - 1 against the unit of block bl (none where nm is 0). */
-typedef struct q4k_pending {
-    int m0, mr[2], nm, bl;
-    const uint8_t *unit;
-} q4k_pending;
-
-/* acc[m] + the float terms of f's rows, from their C tiles in cbuf. */
-static void q4k_fold(float acc[][QP_ROWS], const int32_t cbuf[4][QP_ROWS][QP_ROWS],
-                     const q4k_pending *f, const uint8_t *xq, size_t xrow, const simd_qpack *p)
-{
-    for (int i = 0; i < f->nm; i++)
-        for (int r = 0; r < f->mr[i]; r++) {
-            int m = f->m0 + QP_ROWS * i + r;
-            __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(cbuf[2 * i][r]), 3),
-                                            _mm512_load_si512(cbuf[2 * i + 1][r]));
-            const uint8_t *xb = xq + (size_t)m * xrow + (size_t)f->bl * p->act_blk_bytes;
-            _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, p, f->unit, xb));
-        }
-}
-
-/* Rows [0, M) of xq (M <= Q4K_ROWS) against the groups of [n_begin, n_end). Each pair's
- * fold waits until the next pair's tile products are issued, so the tile unit works
- * while the vector units fold (C alternates between two buffers). */
+/* Rows [0, M) of xq (M <= Q4K_ROWS) against the groups of [n_begin, n_end). */
 static void q4k_rows(float *out, size_t ldo, const uint8_t *xq, const simd_qpack *p, int M,
                      float beta, int n_begin, int n_end, q4k_operands_fn operands)
 {
     _Alignas(64) q4k_bops b;
-    _Alignas(64) int32_t cbuf[2][4][QP_ROWS][QP_ROWS];
+    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
     _Alignas(64) float acc[Q4K_ROWS][QP_ROWS];
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
-    int cur[2] = {0, 0}, cb = 0;
-    q4k_pending prev = {.nm = 0};
+    int cur[2] = {0, 0};
     for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
         memset(acc, 0, sizeof(float) * QP_ROWS * (size_t)M);
         for (int bl = 0; bl < p->n_blk; bl++) {
@@ -182,17 +157,19 @@ static void q4k_rows(float *out, size_t ldo, const uint8_t *xq, const simd_qpack
                     tiles_config(mr, 64);
                     cur[0] = mr[0], cur[1] = mr[1];
                 }
-                const uint8_t *xa = xq + (size_t)m0 * xrow + (size_t)bl * p->act_blk_bytes;
-                q4k_tiles(xa + p->act_qs_off, xrow, nm, b, cbuf[cb]);
-                if (prev.nm)
-                    q4k_fold(acc, cbuf[cb ^ 1], &prev, xq, xrow, p);
-                prev = (q4k_pending){.m0 = m0, .mr = {mr[0], mr[1]}, .nm = nm, .bl = bl,
-                                     .unit = unit};
-                cb ^= 1;
+                const uint8_t *x0 = xq + (size_t)m0 * xrow;
+                q4k_tiles(x0 + (size_t)bl * p->act_blk_bytes + p->act_qs_off, xrow, nm, b, cbuf);
+                for (int i = 0; i < nm; i++)
+                    for (int r = 0; r < mr[i]; r++) {
+                        int m = m0 + QP_ROWS * i + r;
+                        __m512i isum = _mm512_add_epi32(
+                            _mm512_slli_epi32(_mm512_load_si512(cbuf[2 * i][r]), 3),
+                            _mm512_load_si512(cbuf[2 * i + 1][r]));
+                        const uint8_t *xb = xq + (size_t)m * xrow + (size_t)bl * p->act_blk_bytes;
+                        _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, p, unit, xb));
+                    }
             }
         }
-        q4k_fold(acc, cbuf[cb ^ 1], &prev, xq, xrow, p);
-        prev.nm = 0;
         int n0 = g * QP_ROWS;
         int lo = n_begin > n0 ? n_begin - n0 : 0;
         int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
