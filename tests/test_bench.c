@@ -234,6 +234,13 @@ static void test_tiny_run_has_the_json_shape(void **state)
             assert_in_range((long)number(d, "steps"), 2 * 6, 2 * 14);
             assert_true(number(d, "rows_per_step") >= 1.0 && number(d, "rows_per_step") <= 2.0);
         }
+        /* decode-only steps are never mixed: their "mixed" is all zeros (it once divided
+         * their decode rows among no steps, and underflowed) */
+        const cJSON *dm = cJSON_GetObjectItemCaseSensitive(d, "mixed");
+        assert_true(cJSON_IsObject(dm));
+        assert_float_equal(number(dm, "steps"), 0, 0);
+        assert_float_equal(number(dm, "decode_rows_per_step"), 0, 0);
+        assert_float_equal(number(dm, "prompt_rows_per_step"), 0, 0);
         const cJSON *ms = cJSON_GetObjectItemCaseSensitive(d, "ms_per_step");
         assert_int_equal(cJSON_GetArraySize(ms), TS_PHASE_COUNT);
         for (int p = 0; p < TS_PHASE_COUNT; p++)

@@ -136,21 +136,22 @@ static cJSON *pair(double p50, double p99)
 
 /* {"steps", "rows_per_step", "ms_per_step": {phase: ms...}, "mixed": {"steps",
  * "decode_rows_per_step", "prompt_rows_per_step"}} of a kind of step; "mixed" counts its
- * steps that decoded beside prompt rows. */
+ * steps that decoded beside prompt rows (0s where none did: decode-only steps have
+ * decode rows but never a mixed step, so their rows must not be divided among none). */
 static cJSON *profile_json(const ts_step_profile *p)
 {
     cJSON *o = cJSON_CreateObject(), *ms = NULL, *mixed = NULL;
     double steps = p->steps ? (double)p->steps : 1.0;
-    double n_mixed = p->mixed_steps ? (double)p->mixed_steps : 1.0;
+    double n_mixed = (double)p->mixed_steps;
+    double mixed_decode = n_mixed > 0 ? (double)p->decode_rows / n_mixed : 0.0;
+    double mixed_prompt = n_mixed > 0 ? ((double)p->mixed_rows - (double)p->decode_rows) / n_mixed : 0.0;
     if (!o || !cJSON_AddNumberToObject(o, "steps", (double)p->steps) ||
         !cJSON_AddNumberToObject(o, "rows_per_step", (double)p->rows / steps) ||
         !(ms = cJSON_AddObjectToObject(o, "ms_per_step")) ||
         !(mixed = cJSON_AddObjectToObject(o, "mixed")) ||
         !cJSON_AddNumberToObject(mixed, "steps", (double)p->mixed_steps) ||
-        !cJSON_AddNumberToObject(mixed, "decode_rows_per_step",
-                                 (double)p->decode_rows / n_mixed) ||
-        !cJSON_AddNumberToObject(mixed, "prompt_rows_per_step",
-                                 (double)(p->mixed_rows - p->decode_rows) / n_mixed)) {
+        !cJSON_AddNumberToObject(mixed, "decode_rows_per_step", mixed_decode) ||
+        !cJSON_AddNumberToObject(mixed, "prompt_rows_per_step", mixed_prompt)) {
         cJSON_Delete(o);
         return NULL;
     }
