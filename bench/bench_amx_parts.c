@@ -1,0 +1,152 @@
+/* bench_amx_parts.c: where the Q4_K tile kernel's time goes (simd/amx/qgemm_amx_q4k.c),
+ * one thread, weights in cache: the whole kernel, then each of its parts alone over the
+ * same units (the two B operands' unpacking, the tile products with their C stores, the
+ * float fold of C per activation row), in ns per unit (16 weight rows x 256 elements) and
+ * 16 activation rows. The parts' sum against the whole says whether they overlap.
+ * Needs AMX-INT8 (skips, saying so, elsewhere). Usage: build/bench_amx_parts [M ...] (default
+ * 16 64 256). */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(TS_BENCH_AMX)
+#pragma GCC target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#include <immintrin.h>
+/* the kernel under other names, so they do not clash with the library's */
+#define simd_amx_qpack_gemm_q4k parts_q4k
+#define simd_amx_qpack_gemm_q4k_bw parts_q4k_bw
+#include "../simd/amx/qgemm_amx_q4k.c"
+#undef simd_amx_qpack_gemm_q4k
+#undef simd_amx_qpack_gemm_q4k_bw
+#define PARTS_RUN 1
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "../tests/qpack_data.h"
+#include "qpack.h"
+#include "qpack_internal.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+#ifdef PARTS_RUN
+enum { N = 256, K = 2048 }; /* 16 groups x 8 blocks: 1 MiB of pack, in L2 */
+
+typedef struct parts {
+    const simd_qpack *p;
+    q4k_operands_fn operands; /* with VBMI where the CPU says it has it */
+    const uint8_t *xq;
+    size_t xrow;
+    int M;
+    float *out;
+} parts;
+
+static void run_whole(const parts *t)
+{
+    (t->operands == q4k_operands_vbmi ? parts_q4k : parts_q4k_bw)(t->out, N, t->xq, t->p, t->M,
+                                                                  0.0f, 0, N);
+}
+
+static void run_operands(const parts *t)
+{
+    _Alignas(64) q4k_bops b;
+    for (int g = 0; g < N / QP_ROWS; g++)
+        for (int bl = 0; bl < t->p->n_blk; bl++)
+            t->operands(t->p, qpack_unit(t->p, g, bl), b);
+}
+
+/* the tile products of every unit and row pair against one unpacked unit, C stored */
+static void run_tiles(const parts *t)
+{
+    _Alignas(64) q4k_bops b;
+    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    t->operands(t->p, qpack_unit(t->p, 0, 0), b);
+    int mr[2] = {QP_ROWS, t->M > QP_ROWS ? QP_ROWS : 0};
+    tiles_config(mr, 64);
+    for (int g = 0; g < N / QP_ROWS; g++)
+        for (int bl = 0; bl < t->p->n_blk; bl++)
+            for (int m0 = 0; m0 < t->M; m0 += 2 * QP_ROWS)
+                q4k_tiles(t->xq + (size_t)m0 * t->xrow + (size_t)bl * t->p->act_blk_bytes +
+                              t->p->act_qs_off,
+                          t->xrow, t->M - m0 > QP_ROWS ? 2 : 1, b, cbuf);
+    _tile_release();
+}
+
+/* the fold of every unit's C (one buffer, as if just stored) into each row's sums */
+static void run_fold(const parts *t)
+{
+    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    _Alignas(64) static float acc[256][QP_ROWS];
+    for (int i = 0; i < 4 * QP_ROWS * QP_ROWS; i++)
+        (&cbuf[0][0][0])[i] = i % 97 - 48;
+    for (int g = 0; g < N / QP_ROWS; g++)
+        for (int bl = 0; bl < t->p->n_blk; bl++) {
+            const uint8_t *unit = qpack_unit(t->p, g, bl);
+            for (int m = 0; m < t->M; m++) {
+                int i = (m % (2 * QP_ROWS)) / QP_ROWS, r = m % QP_ROWS;
+                __m512i isum = _mm512_add_epi32(_mm512_slli_epi32(_mm512_load_si512(cbuf[2 * i][r]), 3),
+                                                _mm512_load_si512(cbuf[2 * i + 1][r]));
+                const uint8_t *xb = t->xq + (size_t)m * t->xrow + (size_t)bl * t->p->act_blk_bytes;
+                _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, t->p, unit, xb));
+            }
+        }
+}
+
+/* ns per unit and 16 activation rows, best of repeats over about 0.2 s */
+static double ns_per(void (*f)(const parts *), const parts *t)
+{
+    f(t);
+    double best = 1e30, spent = 0.0;
+    for (int rep = 0; rep < 5 || (spent < 0.2 && rep < 2000); rep++) {
+        double t0 = now_s();
+        f(t);
+        double s = now_s() - t0;
+        spent += s, best = s < best ? s : best;
+    }
+    double units = (double)(N / QP_ROWS) * t->p->n_blk * (t->M / (double)QP_ROWS);
+    return best * 1e9 / units;
+}
+
+int main(int argc, char **argv)
+{
+    if (!(qpack_amx_caps() & QP_CAP_INT8)) {
+        printf("bench_amx_parts: skipped: no AMX-INT8 here\n");
+        return 0;
+    }
+    bool vbmi = qpack_amx_caps() & QP_CAP_VBMI;
+    size_t wrow, xrow;
+    uint8_t *w = qd_weights(QT_Q4_K, N, K, &wrow);
+    uint8_t *xq = qd_acts(QT_Q4_K, 256, K, NULL, &xrow);
+    simd_qmat qm = {.type = QT_Q4_K, .N = N, .K = K, .row_bytes = wrow, .data = w};
+    simd_qpack *p = simd_qpack_make(&qm);
+    float *out = malloc(sizeof(float) * 256 * N);
+    printf("bench_amx_parts: Q4_K N=%d K=%d, one thread, operands %s VBMI; ns per unit (16 x 256)"
+           " and 16 rows\n   M    whole  operands  tiles+C   fold  (operands: per unit, once for all"
+           " M rows)\n", N, K, vbmi ? "with" : "without");
+    int def[] = {16, 64, 256}, n_m = argc > 1 ? argc - 1 : 3;
+    for (int i = 0; i < n_m; i++) {
+        int M = argc > 1 ? atoi(argv[i + 1]) : def[i];
+        if (M < 16 || M > 256 || M % 16) {
+            printf("M must be a multiple of 16 in [16, 256]\n");
+            return 2;
+        }
+        parts t = {.p = p, .operands = vbmi ? q4k_operands_vbmi : q4k_operands_bw, .xq = xq,
+                   .xrow = xrow, .M = M, .out = out};
+        printf("%4d %8.1f %9.1f %8.1f %6.1f\n", M, ns_per(run_whole, &t),
+               ns_per(run_operands, &t) * M / QP_ROWS, ns_per(run_tiles, &t), ns_per(run_fold, &t));
+    }
+    simd_qpack_free(p);
+    free(w), free(xq), free(out);
+    return 0;
+}
+#else
+int main(void)
+{
+    printf("bench_amx_parts: skipped: built without AMX (x86-64 GCC with the tile kernels)\n");
+    (void)now_s;
+    return 0;
+}
+#endif
