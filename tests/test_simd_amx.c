@@ -542,8 +542,27 @@ static void check_bf16_tiles(void)
         }
 }
 
+/* The tile probe's capabilities: where AMX-INT8 runs, VBMI is reported exactly as CPUID
+ * has it (a flag bit of the probe's cache once masked it out, so the Q4_K tiles never took
+ * vpermi2b); nothing outside the QP_CAP_ bits. */
+static void check_caps(void)
+{
+    int caps = qpack_amx_caps();
+    SC_CHECK((caps & ~(QP_CAP_INT8 | QP_CAP_BF16 | QP_CAP_VBMI)) == 0, "caps %#x", caps);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!(caps & QP_CAP_INT8)) {
+        printf("[  SKIPPED ] caps, VBMI beside AMX: this CPU or kernel has no AMX-INT8\n");
+        return;
+    }
+    unsigned eax, ebx, ecx, edx;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    SC_CHECK(((caps & QP_CAP_VBMI) != 0) == ((ecx >> 1) & 1), "VBMI: caps %#x, CPUID %u",
+             caps, (ecx >> 1) & 1);
+#endif
+}
+
 #define CHECKS(X)                                                                             \
-    X(check_make) X(check_twin) X(check_kernels) X(check_edges) X(check_rows_alone)             \
+    X(check_caps) X(check_make) X(check_twin) X(check_kernels) X(check_edges) X(check_rows_alone)             \
         X(check_vs_qgemm)                                                                     \
         X(check_bf16_twin) X(check_bf16_tiles)
 SC_MAIN("simd_amx", CHECKS)

@@ -40,9 +40,7 @@ static int amx_probe(void)
     /* Linux (5.16+) hands out the 8 KiB tile data state only to processes that ask. */
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
         return 0;
-    /* VBMI from CPUID (leaf 7 ECX bit 1) directly: on the benchmark host, whose CPUID and
-     * /proc/cpuinfo show avx512vbmi, __builtin_cpu_supports said no. */
-    unsigned vbmi = ecx & (1u << 1);
+    unsigned vbmi = ecx & (1u << 1); /* AVX-512 VBMI: CPUID leaf 7, ECX bit 1 */
     return (amx_int8 ? QP_CAP_INT8 : 0) | (amx_bf16 ? QP_CAP_BF16 : 0) | (vbmi ? QP_CAP_VBMI : 0);
 }
 #else
@@ -57,15 +55,16 @@ static bool env_is_1(const char *name)
 
 int qpack_amx_caps(void)
 {
-    static atomic_int state; /* 0 unknown, else 4 | caps */
+    enum { KNOWN = 1 << 16 }; /* above every QP_CAP_ bit */
+    static atomic_int state;  /* 0 unknown, else KNOWN | caps */
     int s = atomic_load(&state);
     if (s == 0) {
         /* Racing first callers both probe; the request is idempotent. */
         bool off = env_is_1("TESSERA_FORCE_REF") || env_is_1("TESSERA_NO_AMX");
-        s = 4 | (off ? 0 : amx_probe());
+        s = KNOWN | (off ? 0 : amx_probe());
         atomic_store(&state, s);
     }
-    return s & 3;
+    return s & ~KNOWN;
 }
 
 bool simd_amx_usable(void) { return (qpack_amx_caps() & QP_CAP_INT8) != 0; }
