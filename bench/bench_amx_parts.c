@@ -68,16 +68,10 @@ static void run_tiles(const parts *t)
     tiles_config(mr, 64);
     for (int g = 0; g < N / QP_ROWS; g++)
         for (int bl = 0; bl < t->p->n_blk; bl++)
-            for (int m0 = 0; m0 < t->M; m0 += 2 * QP_ROWS) { /* prefetching as the kernel does */
-                int m_next = m0 + 2 * QP_ROWS < t->M ? m0 + 2 * QP_ROWS : 0;
-                int bl_next = m_next ? bl : (bl + 1) % t->p->n_blk;
-                int pf_rows = t->M - m_next < 2 * QP_ROWS ? t->M - m_next : 2 * QP_ROWS;
-                const uint8_t *a = t->xq + t->p->act_qs_off;
-                q4k_tiles(a + (size_t)m0 * t->xrow + (size_t)bl * t->p->act_blk_bytes, t->xrow,
-                          t->M - m0 > QP_ROWS ? 2 : 1, b, cbuf,
-                          a + (size_t)m_next * t->xrow + (size_t)bl_next * t->p->act_blk_bytes,
-                          pf_rows);
-            }
+            for (int m0 = 0; m0 < t->M; m0 += 2 * QP_ROWS)
+                q4k_tiles(t->xq + (size_t)m0 * t->xrow + (size_t)bl * t->p->act_blk_bytes +
+                              t->p->act_qs_off,
+                          t->xrow, t->M - m0 > QP_ROWS ? 2 : 1, b, cbuf);
     _tile_release();
 }
 

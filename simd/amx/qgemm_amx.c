@@ -22,19 +22,11 @@ typedef struct block2 {
     int mr[2], nm, ng, g;
 } block2;
 
-/* C tiles of block b into cbuf[2i + h] (16 x 16 int32 each). The next block's A rows are
- * prefetched into L1 meanwhile (a tile load from L2 waits on each row); each row's 32
- * quants may cross a line. */
+/* C tiles of block b into cbuf[2i + h] (16 x 16 int32 each). */
 static void tiles_block(const block2 *k, int b, int32_t cbuf[4][QP_ROWS][QP_ROWS])
 {
     const simd_qpack *p = k->p;
     const uint8_t *xa = k->x0 + (size_t)b * p->act_blk_bytes + p->act_qs_off;
-    if (b + 1 < p->n_blk)
-        for (int r = 0; r < k->mr[0] + k->mr[1]; r++) {
-            const char *row = (const char *)xa + p->act_blk_bytes + (size_t)r * k->xrow;
-            _mm_prefetch(row, _MM_HINT_T0);
-            _mm_prefetch(row + QK_32 - 1, _MM_HINT_T0);
-        }
     _tile_zero(0);
     _tile_loadd(4, xa, (long)k->xrow);
     _tile_loadd(6, qpack_unit(p, k->g, b), 64);

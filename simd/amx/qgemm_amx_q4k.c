@@ -105,13 +105,9 @@ static void q4k_operands_bw(const simd_qpack *p, const uint8_t *unit, q4k_bops b
     }
 }
 
-/* C1 of activation tile i in tile 2i, C2 in 2i + 1, A in 4 + i, u sh in 6, u sl in 7.
- * The pf_rows rows at pf (the next pair's A, xrow apart) are prefetched into L1 meanwhile:
- * a tile load whose rows come from L2 waited on each, and took most of the kernel's time
- * (bench_amx_parts). Each row's 256 quants follow the block's d and bsums, off a line's
- * start, so they touch 5 lines. */
+/* C1 of activation tile i in tile 2i, C2 in 2i + 1, A in 4 + i, u sh in 6, u sl in 7. */
 static void q4k_tiles(const uint8_t *xa, size_t xrow, int nm, q4k_bops b,
-                      int32_t cbuf[4][QP_ROWS][QP_ROWS], const uint8_t *pf, int pf_rows)
+                        int32_t cbuf[4][QP_ROWS][QP_ROWS])
 {
     _tile_zero(0);
     _tile_zero(1);
@@ -120,11 +116,6 @@ static void q4k_tiles(const uint8_t *xa, size_t xrow, int nm, q4k_bops b,
         _tile_zero(3);
     }
     for (int c = 0; c < 4; c++) { /* K = 64 c .. 64 c + 63: B-rows 16 c .. 16 c + 15 */
-        for (int r = 0; r < pf_rows; r++) {
-            _mm_prefetch((const char *)pf + r * xrow + 64 * c, _MM_HINT_T0);
-            if (c == 3)
-                _mm_prefetch((const char *)pf + r * xrow + 256, _MM_HINT_T0);
-        }
         _tile_loadd(4, xa + 64 * c, (long)xrow);
         _tile_loadd(6, b[0][16 * c], 64);
         _tile_loadd(7, b[1][16 * c], 64);
@@ -166,14 +157,8 @@ static void q4k_rows(float *out, size_t ldo, const uint8_t *xq, const simd_qpack
                     tiles_config(mr, 64);
                     cur[0] = mr[0], cur[1] = mr[1];
                 }
-                /* the next pair: further rows of this block, else the first of the next
-                 * block (or of the next group's first) */
-                int m_next = m0 + 2 * QP_ROWS < M ? m0 + 2 * QP_ROWS : 0;
-                int bl_next = m_next ? bl : bl + 1 < p->n_blk ? bl + 1 : 0;
-                int pf_rows = M - m_next < 2 * QP_ROWS ? M - m_next : 2 * QP_ROWS;
-                const uint8_t *a = xq + p->act_qs_off;
-                q4k_tiles(a + (size_t)m0 * xrow + (size_t)bl * p->act_blk_bytes, xrow, nm, b, cbuf,
-                          a + (size_t)m_next * xrow + (size_t)bl_next * p->act_blk_bytes, pf_rows);
+                const uint8_t *x0 = xq + (size_t)m0 * xrow;
+                q4k_tiles(x0 + (size_t)bl * p->act_blk_bytes + p->act_qs_off, xrow, nm, b, cbuf);
                 for (int i = 0; i < nm; i++)
                     for (int r = 0; r < mr[i]; r++) {
                         int m = m0 + QP_ROWS * i + r;
