@@ -496,6 +496,42 @@ static void test_forks_keep_their_slots(void **state)
     free(long_prompt);
 }
 
+/* The cost model sizes a prompt chunk beside decodes, and prefill_cap bounds it: with a
+ * target so loose the model would take the whole step budget, a 400-token prompt that
+ * arrives while another request decodes still goes in chunks of at most the cap. */
+static void test_prefill_cap_bounds_adaptive_chunks(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.itl_target = 100.0;
+    o.prefill_cap = 48;
+    o.prefill_min = 8;
+    ts_engine *e = eu_start(eu_model, &o);
+    ts_request *blocker = eu_submit(e, prompt, n_prompt, 1500, TS_PRIORITY_NORMAL);
+    wait_first_token(blocker, NULL);
+    usleep(20000); /* dozens of decode steps: the cost model is past COST_MIN_STEPS */
+    enum { LONG = 400 };
+    int32_t long_prompt[LONG];
+    for (int i = 0; i < LONG; i++)
+        long_prompt[i] = i == 0 ? 1 : 3 + (int32_t)((i * 37u) % 509u);
+    ts_request *req = eu_submit(e, long_prompt, LONG, 2, TS_PRIORITY_NORMAL);
+    eu_result r;
+    eu_collect(req, &r);
+    assert_false(r.error);
+    eu_result_free(&r);
+    ts_request_release(req);
+    ts_engine_stats st;
+    ts_engine_get_stats(e, &st);
+    const ts_step_profile *ps = &st.prompt_steps;
+    assert_true(ps->mixed_steps >= LONG / 48); /* beside the blocker's decodes throughout */
+    uint64_t prompt_rows = ps->mixed_rows - ps->decode_rows;
+    assert_true(prompt_rows >= LONG - 1);
+    assert_true(prompt_rows <= 48 * ps->mixed_steps);
+    ts_request_release(blocker);
+    ts_engine_destroy(e);
+}
+
 /* Steady arrivals: STREAMS requests run at once, each replaced by a new one as it ends, so
  * prompts keep arriving while the others decode. Each request's events record the engine
  * step they came in (its notify runs on the step thread during the step; the step thread
@@ -611,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_destroy_with_requests_in_flight),
         cmocka_unit_test(test_forks_keep_their_slots),
         cmocka_unit_test(test_steady_arrivals_keep_every_decoder_in_every_step),
+        cmocka_unit_test(test_prefill_cap_bounds_adaptive_chunks),
     };
     return cmocka_run_group_tests_name("engine_sched", tests, setup, teardown);
 }

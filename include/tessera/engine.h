@@ -48,7 +48,8 @@ typedef struct ts_engine_options {
     int step_tokens;       /* token budget of one step: decodes + prefill chunks (512) */
     int prefill_cap;       /* prompt tokens in a step that also decodes (128) when
                             * itl_target is 0, and until the engine has timed a few steps;
-                            * a step with nothing to decode uses the whole budget */
+                            * the most the adaptive rule takes after that; a step with
+                            * nothing to decode uses the whole budget */
     double itl_target;     /* adaptive prefill (1.5): a step that decodes takes as many
                             * prompt tokens as keep it within this many times the time of a
                             * step decoding the whole batch alone (the engine's running

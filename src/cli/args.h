@@ -62,8 +62,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
     "                       X times a step decoding the whole batch alone (measured; 1.5;\n"  \
     "                       0 = a fixed --prefill-cap)\n"                                    \
     "  --prefill-min N      prompt tokens such a step takes at least (32)\n"                 \
-    "  --prefill-cap N      prompt tokens in a step that also decodes with --itl-target 0,\n" \
-    "                       and until steps are timed (128)\n"                               \
+    "  --prefill-cap N      prompt tokens in a step that also decodes with --itl-target 0\n" \
+    "                       and until steps are timed; at most that many after (128)\n"      \
     "  --aging R            priority levels a waiting request gains per second (0.1)\n"     \
     "  --no-prefix-cache    never share KV blocks between requests\n"
 
