@@ -75,6 +75,37 @@ static void run_tiles(const parts *t)
     _tile_release();
 }
 
+/* run_tiles with each 16-row activation tile alone (its own A load and both B loads) */
+static void run_tiles_one(const parts *t)
+{
+    _Alignas(64) q4k_bops b;
+    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    t->operands(t->p, qpack_unit(t->p, 0, 0), b);
+    tiles_config((int[2]){QP_ROWS, 0}, 64);
+    for (int g = 0; g < N / QP_ROWS; g++)
+        for (int bl = 0; bl < t->p->n_blk; bl++)
+            for (int m0 = 0; m0 < t->M; m0 += QP_ROWS)
+                q4k_tiles(t->xq + (size_t)m0 * t->xrow + (size_t)bl * t->p->act_blk_bytes +
+                              t->p->act_qs_off,
+                          t->xrow, 1, b, cbuf);
+    _tile_release();
+}
+
+/* run_tiles with every pair reading the first 32 rows: A from L1, as at 16 rows */
+static void run_tiles_l1(const parts *t)
+{
+    _Alignas(64) q4k_bops b;
+    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    t->operands(t->p, qpack_unit(t->p, 0, 0), b);
+    tiles_config((int[2]){QP_ROWS, QP_ROWS}, 64);
+    for (int g = 0; g < N / QP_ROWS; g++)
+        for (int bl = 0; bl < t->p->n_blk; bl++)
+            for (int m0 = 0; m0 < t->M; m0 += 2 * QP_ROWS)
+                q4k_tiles(t->xq + (size_t)bl * t->p->act_blk_bytes + t->p->act_qs_off, t->xrow,
+                          2, b, cbuf);
+    _tile_release();
+}
+
 /* the fold of every unit's C (one buffer, as if just stored) into each row's sums */
 static void run_fold(const parts *t)
 {
@@ -124,8 +155,11 @@ int main(int argc, char **argv)
     simd_qpack *p = simd_qpack_make(&qm);
     float *out = malloc(sizeof(float) * 256 * N);
     printf("bench_amx_parts: Q4_K N=%d K=%d, one thread, operands %s VBMI; ns per unit (16 x 256)"
-           " and 16 rows\n   M    whole  operands  tiles+C   fold  (operands: per unit, once for all"
-           " M rows)\n", N, K, vbmi ? "with" : "without");
+           " and 16 rows (operands: per unit, once for all M rows; tiles: in pairs of 16-row\n"
+           "activation tiles as the kernel runs them, each tile alone, pairs all reading the\n"
+           "first 32 rows (A in L1))\n"
+           "   M    whole  operands  ops-BW  tiles+C  one-by-one  A-in-L1   fold\n",
+           N, K, vbmi ? "with" : "without");
     int def[] = {16, 64, 256}, n_m = argc > 1 ? argc - 1 : 3;
     for (int i = 0; i < n_m; i++) {
         int M = argc > 1 ? atoi(argv[i + 1]) : def[i];
@@ -135,8 +169,12 @@ int main(int argc, char **argv)
         }
         parts t = {.p = p, .operands = vbmi ? q4k_operands_vbmi : q4k_operands_bw, .xq = xq,
                    .xrow = xrow, .M = M, .out = out};
-        printf("%4d %8.1f %9.1f %8.1f %6.1f\n", M, ns_per(run_whole, &t),
-               ns_per(run_operands, &t) * M / QP_ROWS, ns_per(run_tiles, &t), ns_per(run_fold, &t));
+        parts bw = t;
+        bw.operands = q4k_operands_bw;
+        printf("%4d %8.1f %9.1f %7.1f %8.1f %11.1f %8.1f %6.1f\n", M, ns_per(run_whole, &t),
+               ns_per(run_operands, &t) * M / QP_ROWS, ns_per(run_operands, &bw) * M / QP_ROWS,
+               ns_per(run_tiles, &t), ns_per(run_tiles_one, &t), ns_per(run_tiles_l1, &t),
+               ns_per(run_fold, &t));
     }
     simd_qpack_free(p);
     free(w), free(xq), free(out);
