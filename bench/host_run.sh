@@ -7,7 +7,8 @@
 #   PART  a: bench/peer.sh, TinyLlama-1.1B shape, Q4_K_M and Q8_0: 1/16/64 streams,
 #            prefill of 512-token prompts at 1 and 16 sequences
 #         b: bench/peer.sh, stories110m shape, Q4_K_M and Q8_0, the same levels; then
-#            TinyLlama Q4_K_M at one stream with a 2048-token prefill
+#            TinyLlama Q4_K_M at one stream with a 2046-token prefill (its context is
+#            2048: the prompt and its 2 tokens fill it)
 #         c: bench/threads.sh on TinyLlama Q4_K_M (1, 2, 4, 8, 16 threads; 1 and 16
 #            streams), then `--pack off` against the default at one stream, interleaved
 #            three times (the packs' single stream against the file blocks' direct tile)
@@ -67,10 +68,10 @@ a)
 b)
   peer_run stories110m --types Q4_K_M,Q8_0 --prompt-len 32 -n 64 --prefill-seqs 1,16
   m=$(model tinyllama-1.1b Q4_K_M)
-  "$bin/tessera" bench -m "$m" --threads "$threads" --concurrency 1 -n 2 --prompt-len 2048 \
-    --json "$out/b/prefill-2048.json" >"$out/b/prefill-2048.txt" 2>&1
-  "$peer/llama-batched-bench" -m "$m" -t "$threads" -c 2304 -npp 2048 -ntg 1 -npl 1 \
-    >"$out/b/prefill-2048.peer.txt" 2>&1 || true
+  "$bin/tessera" bench -m "$m" --threads "$threads" --concurrency 1 -n 2 --prompt-len 2046 \
+    --json "$out/b/prefill-2046.json" >"$out/b/prefill-2046.txt" 2>&1
+  "$peer/llama-batched-bench" -m "$m" -t "$threads" -c 2048 -npp 2046 -ntg 2 -npl 1 \
+    >"$out/b/prefill-2046.peer.txt" 2>&1 || true
   ;;
 c)
   m=$(model tinyllama-1.1b Q4_K_M)
