@@ -21,7 +21,8 @@
 #endif
 
 enum {
-    VQ_MR = 4, /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
+    VQ_MR = 4,         /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
+    VQ_ROW_BLOCK = 32, /* activation rows a block: 75-205 KB of Q8_K blocks at K 2048-5632 */
 };
 
 /* c + the 16 lanes' dot products of w's unsigned bytes with the 4 signed activations at
@@ -149,11 +150,20 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
     const char *w0 = (const char *)qpack_unit(p, n_begin / QP_ROWS, 0);
     for (int off = 0; off < VQ_PF; off += 64)
         _mm_prefetch(w0 + off, _MM_HINT_T0);
-    for (int m0 = 0; m0 < M; m0 += VQ_MR) {
-        int mr = M - m0 < VQ_MR ? M - m0 : VQ_MR;
+    /* Rows in blocks of VQ_ROW_BLOCK, and within a block group by group, every tile of
+     * rows: a group's units (16 weight rows x K) are read from L1 by the block's tiles
+     * after the first, and the block's activations stay in L2. With tiles outside groups,
+     * each tile read the whole range's weights again from L2 or beyond. */
+    for (int mb = 0; mb < M; mb += VQ_ROW_BLOCK) {
+    int me = M - mb < VQ_ROW_BLOCK ? M : mb + VQ_ROW_BLOCK;
+    for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
+    int gb = g * QP_ROWS > n_begin ? g * QP_ROWS : n_begin;
+    int ge = (g + 1) * QP_ROWS < n_end ? (g + 1) * QP_ROWS : n_end;
+    for (int m0 = mb; m0 < me; m0 += VQ_MR) {
+        int mr = me - m0 < VQ_MR ? me - m0 : VQ_MR;
         const uint8_t *x0 = (const uint8_t *)xq + (size_t)m0 * xrow;
         float *o = out + (size_t)m0 * ldo;
-#define VQ_RUN(BITS, MR) rows_run(o, ldo, x0, xrow, p, beta, n_begin, n_end, BITS, MR)
+#define VQ_RUN(BITS, MR) rows_run(o, ldo, x0, xrow, p, beta, gb, ge, BITS, MR)
 #define VQ_BITS(BITS)                  \
     switch (mr) {                      \
     case 1: VQ_RUN(BITS, 1); break;    \
@@ -169,5 +179,7 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
         }
 #undef VQ_BITS
 #undef VQ_RUN
+    }
+    }
     }
 }
