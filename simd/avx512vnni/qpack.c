@@ -140,6 +140,29 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
     }
 }
 
+/* One tile of mr (1 to VQ_MR) rows from x0 against the columns [n_begin, n_end): the
+ * instance of rows_run for the pack's bits and mr. */
+static void tile_run(float *o, size_t ldo, const uint8_t *x0, size_t xrow, const simd_qpack *p,
+                     float beta, int n_begin, int n_end, int mr)
+{
+#define VQ_RUN(BITS, MR) rows_run(o, ldo, x0, xrow, p, beta, n_begin, n_end, BITS, MR)
+#define VQ_BITS(BITS)                  \
+    switch (mr) {                      \
+    case 1: VQ_RUN(BITS, 1); break;    \
+    case 2: VQ_RUN(BITS, 2); break;    \
+    case 3: VQ_RUN(BITS, 3); break;    \
+    default: VQ_RUN(BITS, 4); break;   \
+    }
+    switch (p->bits) {
+    case 8: VQ_BITS(8) break;
+    case 4: VQ_BITS(4) break;
+    case 5: VQ_BITS(5) break;
+    default: VQ_BITS(6) break;
+    }
+#undef VQ_BITS
+#undef VQ_RUN
+}
+
 void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                           float beta, int n_begin, int n_end)
 {
@@ -155,31 +178,13 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
      * after the first, and the block's activations stay in L2. With tiles outside groups,
      * each tile read the whole range's weights again from L2 or beyond. */
     for (int mb = 0; mb < M; mb += VQ_ROW_BLOCK) {
-    int me = M - mb < VQ_ROW_BLOCK ? M : mb + VQ_ROW_BLOCK;
-    for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
-    int gb = g * QP_ROWS > n_begin ? g * QP_ROWS : n_begin;
-    int ge = (g + 1) * QP_ROWS < n_end ? (g + 1) * QP_ROWS : n_end;
-    for (int m0 = mb; m0 < me; m0 += VQ_MR) {
-        int mr = me - m0 < VQ_MR ? me - m0 : VQ_MR;
-        const uint8_t *x0 = (const uint8_t *)xq + (size_t)m0 * xrow;
-        float *o = out + (size_t)m0 * ldo;
-#define VQ_RUN(BITS, MR) rows_run(o, ldo, x0, xrow, p, beta, gb, ge, BITS, MR)
-#define VQ_BITS(BITS)                  \
-    switch (mr) {                      \
-    case 1: VQ_RUN(BITS, 1); break;    \
-    case 2: VQ_RUN(BITS, 2); break;    \
-    case 3: VQ_RUN(BITS, 3); break;    \
-    default: VQ_RUN(BITS, 4); break;   \
-    }
-        switch (p->bits) {
-        case 8: VQ_BITS(8) break;
-        case 4: VQ_BITS(4) break;
-        case 5: VQ_BITS(5) break;
-        default: VQ_BITS(6) break;
+        int me = M - mb < VQ_ROW_BLOCK ? M : mb + VQ_ROW_BLOCK;
+        for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
+            int nb = g * QP_ROWS > n_begin ? g * QP_ROWS : n_begin;
+            int ne = (g + 1) * QP_ROWS < n_end ? (g + 1) * QP_ROWS : n_end;
+            for (int m0 = mb; m0 < me; m0 += VQ_MR)
+                tile_run(out + (size_t)m0 * ldo, ldo, (const uint8_t *)xq + (size_t)m0 * xrow,
+                         xrow, p, beta, nb, ne, me - m0 < VQ_MR ? me - m0 : VQ_MR);
         }
-#undef VQ_BITS
-#undef VQ_RUN
-    }
-    }
     }
 }
