@@ -12,12 +12,24 @@ typedef enum pda_mode {
     M_ARR_FIRST, /* after '[': a value or ']' */
     M_STR,       /* inside a string */
     M_ESC,       /* after '\' in a string */
-    M_HEX,       /* in \uXXXX, sub hex digits left */
+    M_HEX,       /* in \uXXXX, sub hex digits left, lit its surrogate context (HEX_*) */
+    M_PAIR,      /* after a high surrogate's \uXXXX: sub of the "\u" bytes left */
     M_UTF8,      /* inside a multi-byte character, sub bytes left in [lo, hi] */
     M_NUM,       /* inside a number, sub is its phase */
     M_LIT,       /* inside true / false / null, sub bytes matched */
     M_DONE,      /* the top-level object closed */
 } pda_mode;
+
+/* What a \uXXXX escape may hold, so that surrogates come only in pairs (cJSON, like most
+ * parsers, refuses a lone one, and no Unicode text holds one): a high surrogate
+ * (D800-DBFF) must be followed by the escape of a low one (DC00-DFFF), which may not
+ * stand alone. */
+enum {
+    HEX_ANY,  /* any code unit but a low surrogate */
+    HEX_D,    /* the first digit was D: the second says whether it is a surrogate */
+    HEX_HIGH, /* a high surrogate: the escape of a low one must follow */
+    HEX_LOW,  /* the low half of a pair: D, then C-F, then any two digits */
+};
 
 /* Number phases: which bytes may follow what was read. */
 enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };
@@ -65,10 +77,12 @@ static json_pda canonical(const json_pda *p)
 {
     json_pda c = *p;
     memset(c.stack + c.depth, 0, sizeof c.stack - c.depth);
-    bool in_string = c.mode == M_STR || c.mode == M_ESC || c.mode == M_HEX || c.mode == M_UTF8;
-    if (c.mode != M_HEX && c.mode != M_UTF8 && c.mode != M_NUM && c.mode != M_LIT)
+    bool in_string = c.mode == M_STR || c.mode == M_ESC || c.mode == M_HEX ||
+                     c.mode == M_PAIR || c.mode == M_UTF8;
+    if (c.mode != M_HEX && c.mode != M_PAIR && c.mode != M_UTF8 && c.mode != M_NUM &&
+        c.mode != M_LIT)
         c.sub = 0;
-    if (c.mode != M_LIT)
+    if (c.mode != M_LIT && c.mode != M_HEX)
         c.lit = 0;
     if (c.mode != M_UTF8)
         c.lo = c.hi = 0;
@@ -191,6 +205,32 @@ static bool utf8_byte(json_pda *p, uint8_t c)
 
 static bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
+/* A digit of \uXXXX (p->sub left before it), surrogates only in pairs (HEX_*). */
+static bool hex_byte(json_pda *p, uint8_t c)
+{
+    int v = is_digit(c) ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (v < 0)
+        return false;
+    int pos = 4 - p->sub;
+    if (p->lit == HEX_LOW) {
+        if ((pos == 0 && v != 0xD) || (pos == 1 && v < 0xC))
+            return false;
+    } else if (pos == 0) {
+        p->lit = v == 0xD ? HEX_D : HEX_ANY;
+    } else if (pos == 1 && p->lit == HEX_D) {
+        if (v >= 0xC)
+            return false; /* a low surrogate alone */
+        p->lit = v >= 8 ? HEX_HIGH : HEX_ANY;
+    }
+    if (--p->sub == 0) {
+        p->mode = p->lit == HEX_HIGH ? M_PAIR : M_STR;
+        p->sub = p->lit == HEX_HIGH ? 2 : 0;
+        p->lit = 0;
+    }
+    return true;
+}
+
 /* A byte in a number; a byte that cannot continue it ends it (where it may end) and is
  * then read as what follows a value. */
 static bool number_byte(json_pda *p, uint8_t c)
@@ -294,11 +334,16 @@ bool json_pda_step(json_pda *p, uint8_t c)
         ok = c && strchr("\"\\/bfnrtu", c);
         p->mode = c == 'u' ? M_HEX : M_STR;
         p->sub = 4;
+        p->lit = HEX_ANY;
         break;
-    case M_HEX:
-        ok = is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        if (--p->sub == 0)
-            p->mode = M_STR;
+    case M_HEX: ok = hex_byte(p, c); break;
+    case M_PAIR:
+        ok = c == (p->sub == 2 ? '\\' : 'u');
+        if (--p->sub == 0) {
+            p->mode = M_HEX;
+            p->sub = 4;
+            p->lit = HEX_LOW;
+        }
         break;
     case M_UTF8: ok = utf8_byte(p, c); break;
     case M_NUM: ok = number_byte(p, c); break;
