@@ -3,6 +3,9 @@
  * and the AMX tile kernel against the twin bit for bit on odd shapes (skipped, saying so,
  * where AMX is absent). Builds stand-alone too (-DTS_SIMD_STANDALONE). */
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 #include "qpack_data.h"
 #include "qpack_internal.h"
@@ -554,8 +557,8 @@ static void check_caps(void)
         printf("[  SKIPPED ] caps, VBMI beside AMX: this CPU or kernel has no AMX-INT8\n");
         return;
     }
-    unsigned eax, ebx, ecx, edx;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    unsigned eax, ebx, ecx = 0, edx;
+    __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx);
     SC_CHECK(((caps & QP_CAP_VBMI) != 0) == ((ecx >> 1) & 1), "VBMI: caps %#x, CPUID %u",
              caps, (ecx >> 1) & 1);
 #endif

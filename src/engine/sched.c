@@ -188,17 +188,15 @@ static int prefill_budget(const ts_engine *e, int n_decode)
     int room = o->step_tokens - n_decode;
     if (n_decode == 0 || room <= 0)
         return room;
+    int cap = o->prefill_cap < room ? o->prefill_cap : room;
     int rows = -1;
     if (o->itl_target > 0) {
         int full = e->step.n_running + e->step.n_waiting;
         full = full < o->max_seqs ? full : o->max_seqs;
         int min_rows = o->prefill_min > 1 ? o->prefill_min : 1;
-        int cap = o->prefill_cap < room ? o->prefill_cap : room;
         rows = cost_prefill_budget(&e->step.cost, n_decode, full, o->itl_target, min_rows, cap);
     }
-    if (rows < 0)
-        rows = o->prefill_cap < room ? o->prefill_cap : room;
-    return rows;
+    return rows < 0 ? cap : rows;
 }
 
 void sched_plan(ts_engine *e, double now)
