@@ -2,7 +2,8 @@
  * tiles from 16 rows where usable) against the best kernel table's qgemm on the file's
  * blocks and its f32 skinny GEMM on the same shape, split over the OpenMP threads in chunks
  * of 64 weight rows; also the pack's time and size. QP_NO_QGEMM=1 / QP_NO_F32=1 skip the
- * comparisons; QP_VECTOR=1 times the vector kernel at every M (no tiles). Where a pack has
+ * comparisons; QP_VECTOR=1 times the vector kernel at every M (no tiles); QP_MS=4,8,16 sets
+ * the step sizes (default 1,4,16,64,512) and QP_TYPES=Q4_K,Q6_K the types. Where a pack has
  * a second tile kernel (Q4_K's without VBMI, beside the one with it), that one is timed too.
  * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
  * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
@@ -86,7 +87,17 @@ int main(int argc, char **argv)
     int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
     static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_BF16};
     static const char *names[] = {"Q4_K", "Q8_0", "Q6_K", "BF16"};
-    static const int Ms[] = {1, 4, 16, 64, 512};
+    int Ms[16] = {1, 4, 16, 64, 512}, n_m = 5;
+    if (getenv("QP_MS")) {
+        n_m = 0;
+        for (char *p = getenv("QP_MS"); *p && n_m < 16; p += *p == ',') {
+            int v = (int)strtol(p, &p, 10);
+            Ms[n_m++] = v < 1 ? 1 : v > 512 ? 512 : v;
+            if (*p && *p != ',')
+                break;
+        }
+    }
+    const char *only = getenv("QP_TYPES");
     const simd_kernels *k = simd_init();
     vector_only = getenv("QP_VECTOR") && atoi(getenv("QP_VECTOR")) == 1;
     if (getenv("QP_CHUNK"))
@@ -101,6 +112,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (size_t)512 * K; i++)
         x[i] = qd_unit(-1.0f, 1.0f);
     for (int t = 0; t < 4; t++) {
+        if (only && !strstr(only, names[t]))
+            continue;
         size_t wrow, xrow;
         uint8_t *w, *xq;
         const void *xq_file;
@@ -131,7 +144,7 @@ int main(int argc, char **argv)
         printf("%s: pack %.1f ms (one thread), %.1f MB for %.1f MB of blocks (%.2fx)\n",
                names[t], pack_s * 1e3, simd_qpack_bytes(p) / 1e6, (double)wrow * N / 1e6,
                simd_qpack_bytes(p) / ((double)wrow * N));
-        for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
+        for (int i = 0; i < n_m; i++) {
             job j = {.pack = p, .w = &qm, .xq = xq, .xq_file = xq_file, .k = k, .x = x,
                      .wf = wf, .out = out, .M = Ms[i], .N = N, .K = K};
             double flop = 2.0 * Ms[i] * (double)N * K;
