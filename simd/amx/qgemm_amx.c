@@ -20,6 +20,7 @@ typedef struct block2 {
     const uint8_t *x0;
     size_t xrow;
     int mr[2], nm, ng, g;
+    bool first; /* the groups' first pass: their units come from memory, so prefetch */
 } block2;
 
 /* C tiles of block b into cbuf[2i + h] (16 x 16 int32 each). */
@@ -63,6 +64,9 @@ static void block_run(float acc[4][QP_ROWS][QP_ROWS], const block2 *k)
     _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
     memset(acc, 0, sizeof(float) * 4 * QP_ROWS * QP_ROWS);
     for (int b = 0; b < p->n_blk; b++) {
+        if (k->first)
+            for (int h = 0; h < k->ng; h++)
+                tiles_prefetch(p, qpack_unit(p, k->g + h, b));
         tiles_block(k, b, cbuf);
         for (int h = 0; h < k->ng; h++) {
             const uint8_t *unit = qpack_unit(p, k->g + h, b);
@@ -93,7 +97,7 @@ void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpac
         int ng = g + 1 < g_end ? 2 : 1;
         for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
             block2 k = {.p = p, .x0 = (const uint8_t *)xq + (size_t)m0 * xrow, .xrow = xrow,
-                        .g = g, .ng = ng};
+                        .g = g, .ng = ng, .first = m0 == 0};
             k.mr[0] = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
             k.mr[1] = M - m0 - QP_ROWS;
             k.mr[1] = k.mr[1] < 0 ? 0 : k.mr[1] > QP_ROWS ? QP_ROWS : k.mr[1];

@@ -29,6 +29,9 @@ void simd_amx_qpack_gemm_bf16(float *out, size_t ldo, const void *xq, const simd
             _tile_zero(2);
             _tile_zero(3);
             for (int b = 0; b < p->n_blk; b++) {
+                if (m0 == 0)
+                    for (int h = 0; h < ng; h++)
+                        tiles_prefetch(p, qpack_unit(p, g + h, b));
                 _tile_loadd(4, a0 + (size_t)b * 64, (long)xrow);
                 _tile_loadd(6, qpack_unit(p, g, b), 64);
                 _tile_dpbf16ps(0, 4, 6);

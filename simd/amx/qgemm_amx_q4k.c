@@ -149,6 +149,7 @@ static void q4k_rows(float *out, size_t ldo, const uint8_t *xq, const simd_qpack
         memset(acc, 0, sizeof(float) * QP_ROWS * (size_t)M);
         for (int bl = 0; bl < p->n_blk; bl++) {
             const uint8_t *unit = qpack_unit(p, g, bl);
+            tiles_prefetch(p, unit);
             operands(p, unit, b);
             for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
                 int mr[2] = {M - m0 < QP_ROWS ? M - m0 : QP_ROWS, M - m0 - QP_ROWS};
