@@ -21,15 +21,22 @@ enum { PARALLEL_MIN_WORK = 1 << 15 };
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
 enum { GEMM_ALIGN = 48 };
-/* The same for a packed matrix: whole pairs of the pack's 16-row groups (the tile kernel's
- * 2 x 2 blocks; a group split between chunks would be computed twice), 128-byte runs of
- * out. Small, so that one row's GEMM of a 2048-row matrix still gives 16 threads four
- * chunks each. Each matrix of a pass rounds its chunks to its own alignment. */
-enum { GEMM_ALIGN_PACKED = 32 };
+/* The same for a packed matrix: whole 16-row groups (a group split between chunks would
+ * be computed twice), 64-byte runs of out. One group, not the int8 tile kernel's pair:
+ * with many chunks a thread, a 2048-row matrix at 16 threads wants chunks of 16 rows, and
+ * rounding them to 32 left each thread 4 chunks of a step's shortest GEMMs, the last of
+ * them taken by only some threads. Each matrix of a pass rounds its chunks to its own
+ * alignment. */
+enum { GEMM_ALIGN_PACKED = 16 };
 
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
- * process or an interrupt) delays the GEMM by a chunk, not by its whole share. */
-enum { GEMM_CHUNKS_PER_THREAD = 4 };
+ * process or an interrupt) delays the GEMM by a chunk, not by its whole share, and the
+ * threads that finish first wait for at most one chunk: with 4 a thread, the tail of each
+ * of a step's ~90 GEMMs cost up to a quarter of it. On the benchmark host (session 11,
+ * bench_layers, TinyLlama Q4_K_M, 16 threads) 8 chunks a thread of 16-row groups made
+ * 16- and 64-row steps' GEMMs 8-19% faster than 4 of 32-row pairs, and 16 a further 3-9%
+ * at 1, 16 and 64 rows (512 the same). */
+enum { GEMM_CHUNKS_PER_THREAD = 16 };
 
 /* The activation form w multiplies with: a qact, or FWD_ACT_BF16. */
 static int act_form(const simd_qmat *w)
@@ -47,6 +54,14 @@ static size_t form_row_bytes(int f, int K)
 static size_t round_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
+}
+
+/* n to the nearest multiple of a, at least a: a chunk size that keeps the count of chunks
+ * near the one asked for (rounding up made TinyLlama's QKV chunks of 40 rows 64 at 4
+ * chunks a thread, leaving 16 threads 2.5 chunks each). */
+static size_t round_near(size_t n, size_t a)
+{
+    return n < a ? a : (n + a / 2) / a * a;
 }
 
 ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, int max_rows,
@@ -143,12 +158,12 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     if (n_parts == 0)
         return;
     int threads = work >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
-    int rows = (int)((work / K + threads * GEMM_CHUNKS_PER_THREAD - 1) /
-                     (threads * GEMM_CHUNKS_PER_THREAD));
+    int n_want = threads > 1 ? threads * GEMM_CHUNKS_PER_THREAD : 1; /* one thread: one */
+    int rows = (int)((work / K + n_want - 1) / n_want);
     int chunk[FWD_MAX_PARTS]; /* rows a chunk of each matrix */
     chunk0[0] = 0;
     for (int p = 0; p < n_parts; p++) {
-        chunk[p] = (int)round_up((size_t)rows, part[p]->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
+        chunk[p] = (int)round_near((size_t)rows, part[p]->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
         chunk0[p + 1] = chunk0[p] + (part[p]->N + chunk[p] - 1) / chunk[p];
     }
     int n_chunks = chunk0[n_parts];
