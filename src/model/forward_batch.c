@@ -91,10 +91,12 @@ static double lap(fwd_state *s, ts_step_phase phase, double t0)
 
 /* Below this many floats of work a parallel region costs more than it saves. The row
  * kernels (norm, RoPE and K/V stores, silu) take about a nanosecond an element or less on
- * one core, and a region's start costs 5-60 us (waking the other threads): a one-row
- * silu of 5632 elements took 65 us as a region against 6 us on one core (development VM),
- * so they run on the step thread until there are ROW_MIN_WORK elements. */
-enum { PARALLEL_MIN_WORK = 1 << 15, ROW_MIN_WORK = 1 << 16 };
+ * one core; a region's start costs 4-6 us on the benchmark host at 16 threads (spinning,
+ * bench_layers), so 16 rows of a 2048-wide model (32K elements) are worth splitting: with
+ * 64K as the bound, TinyLlama's 16-stream steps spent 2.2-2.4 ms of 25-27 in serial norms
+ * and RoPE, and 1.3-1.7 with 16K (session 11). The silu (an exp an element) splits from
+ * half as many. */
+enum { PARALLEL_MIN_WORK = 1 << 15, ROW_MIN_WORK = 1 << 14 };
 
 static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
                          int rows, int dim, float eps)
