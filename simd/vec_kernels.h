@@ -229,104 +229,144 @@ ALWAYS_INLINE void prefetch_run(const void *pool, size_t i, size_t n, const int 
         __builtin_prefetch(p + off, 0, 3);
 }
 
-/* NQ query vectors of kv head g; query q attends to positions 0 .. last[q]. Writes the
- * normalised result to op[q]. NQ and f16 are constants after inlining, so the per-query
- * accumulators live in registers. */
-ALWAYS_INLINE void attn_tile(float *const *op, const float *const *qp, const int *last,
-                             const simd_kv_view *kv, int g, int head_dim, const int NQ,
-                             const int f16)
+/* Block b (slots b * TS_KV_BLOCK ..) of kv head g for NQ query vectors; query q attends
+ * to positions 0 .. last[q], last_max the tile's largest. m_run[q] and l_run[q] carry
+ * query q's running max and sum from block to block (set by block 0), and op[q] its
+ * unnormalised output (attn_finish divides). With prefetch, the next block's K and V runs
+ * are asked for while this one works (the first tile of a block does it for the others).
+ * NQ and f16 are constants after inlining, so the per-query accumulators live in
+ * registers. */
+ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const int *last,
+                              int last_max, float *m_run, float *l_run,
+                              const simd_kv_view *kv, int g, int b, int prefetch,
+                              int head_dim, const int NQ, const int f16)
 {
     size_t hd = (size_t)head_dim, d_full = hd - hd % VW;
     float scale = 1.0f / sqrtf((float)head_dim);
-    float m_run[ATTN_TILE], l_run[ATTN_TILE], alpha[ATTN_TILE];
+    float alpha[ATTN_TILE];
     float p[ATTN_TILE][TS_KV_BLOCK];
-    int last_max = 0;
-    for (int q = 0; q < NQ; q++) {
-        m_run[q] = l_run[q] = 0.0f; /* set from block 0 on; quiets -Wmaybe-uninitialized */
-        last_max = last[q] > last_max ? last[q] : last_max;
+
+    size_t base = (size_t)kv->block_table[b] * kv->block_stride + (size_t)g * kv->head_stride;
+    size_t kbase = base + kv->k_offset, vbase = base + kv->v_offset;
+    int t0 = b * TS_KV_BLOCK;
+    int nt = last_max - t0 + 1 < TS_KV_BLOCK ? last_max - t0 + 1 : TS_KV_BLOCK;
+    if (prefetch && b == 0)
+        prefetch_run(kv->pool, vbase, (size_t)nt * hd, f16);
+    if (prefetch && (b + 1) * TS_KV_BLOCK <= last_max) { /* the next block's runs */
+        size_t next = (size_t)kv->block_table[b + 1] * kv->block_stride + (size_t)g * kv->head_stride;
+        int nt1 = last_max - t0 - TS_KV_BLOCK + 1 < TS_KV_BLOCK ? last_max - t0 - TS_KV_BLOCK + 1 : TS_KV_BLOCK;
+        prefetch_run(kv->pool, next + kv->k_offset, (size_t)nt1 * hd, f16);
+        prefetch_run(kv->pool, next + kv->v_offset, (size_t)nt1 * hd, f16);
     }
 
-    for (int b = 0; b * TS_KV_BLOCK <= last_max; b++) {
-        size_t base = (size_t)kv->block_table[b] * kv->block_stride + (size_t)g * kv->head_stride;
-        size_t kbase = base + kv->k_offset, vbase = base + kv->v_offset;
-        int t0 = b * TS_KV_BLOCK;
-        int nt = last_max - t0 + 1 < TS_KV_BLOCK ? last_max - t0 + 1 : TS_KV_BLOCK;
-        if (b == 0)
-            prefetch_run(kv->pool, vbase, (size_t)nt * hd, f16);
-        if ((b + 1) * TS_KV_BLOCK <= last_max) { /* the next block's runs, while this one works */
-            size_t next = (size_t)kv->block_table[b + 1] * kv->block_stride + (size_t)g * kv->head_stride;
-            int nt1 = last_max - t0 - TS_KV_BLOCK + 1 < TS_KV_BLOCK ? last_max - t0 - TS_KV_BLOCK + 1 : TS_KV_BLOCK;
-            prefetch_run(kv->pool, next + kv->k_offset, (size_t)nt1 * hd, f16);
-            prefetch_run(kv->pool, next + kv->v_offset, (size_t)nt1 * hd, f16);
-        }
-
-        /* scores: each K row is read once for all NQ queries; the dot products of VW slots
-         * are reduced together */
-        V part[ATTN_TILE][VW];
-        V vscale = v_set1(scale);
-        for (int t = 0; t < nt; t++) {
-            size_t krow = kbase + (size_t)t * hd;
-            V acc[ATTN_TILE];
+    /* scores: each K row is read once for all NQ queries; the dot products of VW slots
+     * are reduced together */
+    V part[ATTN_TILE][VW];
+    V vscale = v_set1(scale);
+    for (int t = 0; t < nt; t++) {
+        size_t krow = kbase + (size_t)t * hd;
+        V acc[ATTN_TILE];
 #pragma GCC unroll 8
-            for (int q = 0; q < NQ; q++)
-                acc[q] = v_zero();
-            for (size_t d = 0; d < d_full; d += VW)
-                qk_chunk(acc, qp, kv->pool, krow, d, VW, NQ, f16);
-            if (d_full < hd)
-                qk_chunk(acc, qp, kv->pool, krow, d_full, hd - d_full, NQ, f16);
-            int lane = t % VW;
-#pragma GCC unroll 8
-            for (int q = 0; q < NQ; q++)
-                part[q][lane] = acc[q];
-            if (lane == VW - 1 || t == nt - 1) {
-                for (int q = 0; q < NQ; q++) {
-                    for (int r = lane + 1; r < VW; r++)
-                        part[q][r] = v_zero();
-                    v_store(p[q] + (t - lane), v_mul(v_reduce_lanes(part[q]), vscale));
-                }
-            }
-        }
-
-        /* online softmax: new running max, rescale factor, probabilities */
-        for (int q = 0; q < NQ; q++) {
-            int valid = last[q] - t0 + 1; /* may be <= 0 in a prefill tile's last blocks */
-            valid = valid < 0 ? 0 : valid;
-            for (int t = valid; t < TS_KV_BLOCK; t++)
-                p[q][t] = -INFINITY;
-            V vmax = v_load(p[q]);
-            for (int t = VW; t < TS_KV_BLOCK; t += VW)
-                vmax = v_max(vmax, v_load(p[q] + t));
-            float mb = v_reduce_max(vmax);
-            float m_new = b == 0 || mb > m_run[q] ? mb : m_run[q]; /* block 0 is never empty */
-            alpha[q] = b == 0 ? 0.0f : expf(m_run[q] - m_new);
-            V vm = v_set1(m_new), vsum = v_zero();
-            for (int t = 0; t < TS_KV_BLOCK; t += VW) {
-                V e = v_exp(v_sub(v_load(p[q] + t), vm));
-                v_store(p[q] + t, e);
-            }
-            for (int t = valid; t < TS_KV_BLOCK; t++)
-                p[q][t] = 0.0f; /* v_exp clamps, so masked slots need an exact zero */
-            for (int t = 0; t < TS_KV_BLOCK; t += VW)
-                vsum = v_add(vsum, v_load(p[q] + t));
-            l_run[q] = (b == 0 ? 0.0f : l_run[q] * alpha[q]) + v_reduce_add(vsum);
-            m_run[q] = m_new;
-        }
-
-        /* values: each V row is read once for all NQ queries; accumulate in out */
-        const int DC = 2 * NQ <= V_ACCS ? 2 : 1;
-        size_t d = 0;
-        for (; d + (size_t)DC * VW <= d_full; d += (size_t)DC * VW)
-            pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                     d, VW, NQ, DC, f16);
-        for (; d < d_full; d += VW)
-            pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                     d, VW, NQ, 1, f16);
+        for (int q = 0; q < NQ; q++)
+            acc[q] = v_zero();
+        for (size_t d = 0; d < d_full; d += VW)
+            qk_chunk(acc, qp, kv->pool, krow, d, VW, NQ, f16);
         if (d_full < hd)
-            pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                     d_full, hd - d_full, NQ, 1, f16);
+            qk_chunk(acc, qp, kv->pool, krow, d_full, hd - d_full, NQ, f16);
+        int lane = t % VW;
+#pragma GCC unroll 8
+        for (int q = 0; q < NQ; q++)
+            part[q][lane] = acc[q];
+        if (lane == VW - 1 || t == nt - 1) {
+            for (int q = 0; q < NQ; q++) {
+                for (int r = lane + 1; r < VW; r++)
+                    part[q][r] = v_zero();
+                v_store(p[q] + (t - lane), v_mul(v_reduce_lanes(part[q]), vscale));
+            }
+        }
     }
 
+    /* online softmax: new running max, rescale factor, probabilities */
     for (int q = 0; q < NQ; q++) {
+        int valid = last[q] - t0 + 1; /* may be <= 0 in a prefill tile's last blocks */
+        valid = valid < 0 ? 0 : valid;
+        for (int t = valid; t < TS_KV_BLOCK; t++)
+            p[q][t] = -INFINITY;
+        V vmax = v_load(p[q]);
+        for (int t = VW; t < TS_KV_BLOCK; t += VW)
+            vmax = v_max(vmax, v_load(p[q] + t));
+        float mb = v_reduce_max(vmax);
+        float m_new = b == 0 || mb > m_run[q] ? mb : m_run[q]; /* block 0 is never empty */
+        alpha[q] = b == 0 ? 0.0f : expf(m_run[q] - m_new);
+        V vm = v_set1(m_new), vsum = v_zero();
+        for (int t = 0; t < TS_KV_BLOCK; t += VW) {
+            V e = v_exp(v_sub(v_load(p[q] + t), vm));
+            v_store(p[q] + t, e);
+        }
+        for (int t = valid; t < TS_KV_BLOCK; t++)
+            p[q][t] = 0.0f; /* v_exp clamps, so masked slots need an exact zero */
+        for (int t = 0; t < TS_KV_BLOCK; t += VW)
+            vsum = v_add(vsum, v_load(p[q] + t));
+        l_run[q] = (b == 0 ? 0.0f : l_run[q] * alpha[q]) + v_reduce_add(vsum);
+        m_run[q] = m_new;
+    }
+
+    /* values: each V row is read once for all NQ queries; accumulate in out */
+    const int DC = 2 * NQ <= V_ACCS ? 2 : 1;
+    size_t d = 0;
+    for (; d + (size_t)DC * VW <= d_full; d += (size_t)DC * VW)
+        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
+                 d, VW, NQ, DC, f16);
+    for (; d < d_full; d += VW)
+        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
+                 d, VW, NQ, 1, f16);
+    if (d_full < hd)
+        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
+                 d_full, hd - d_full, NQ, 1, f16);
+}
+
+static void run_block(float *const *op, const float *const *qp, const int *last, int nq,
+                      int last_max, float *m_run, float *l_run, const simd_kv_view *kv, int g,
+                      int b, int prefetch, int head_dim)
+{
+    int f16 = kv->type == SIMD_KV_F16;
+    /* head_dim 64 and 128 (most models) as constants: the loops over it unroll */
+#define BLOCK_HD(N, F)                                                                   \
+    if (head_dim == 64)                                                                  \
+        attn_block(op, qp, last, last_max, m_run, l_run, kv, g, b, prefetch, 64, N, F);  \
+    else if (head_dim == 128)                                                            \
+        attn_block(op, qp, last, last_max, m_run, l_run, kv, g, b, prefetch, 128, N, F); \
+    else                                                                                 \
+        attn_block(op, qp, last, last_max, m_run, l_run, kv, g, b, prefetch, head_dim, N, F);
+#define BLOCK_CASE(N)                                                 \
+    case N:                                                           \
+        if (f16) {                                                    \
+            BLOCK_HD(N, 1)                                            \
+        } else {                                                      \
+            BLOCK_HD(N, 0)                                            \
+        }                                                             \
+        break;
+    switch (nq) {
+        BLOCK_CASE(1)
+        BLOCK_CASE(2)
+        BLOCK_CASE(3)
+        BLOCK_CASE(4)
+        BLOCK_CASE(5)
+        BLOCK_CASE(6)
+        BLOCK_CASE(7)
+        BLOCK_CASE(8)
+    default:
+        break;
+    }
+#undef BLOCK_CASE
+#undef BLOCK_HD
+}
+
+/* op[q] /= l_run[q]: the softmax's sum, once every block is in. */
+static void attn_finish(float *const *op, const float *l_run, int nq, int head_dim)
+{
+    size_t hd = (size_t)head_dim;
+    for (int q = 0; q < nq; q++) {
         V inv = v_set1(1.0f / l_run[q]);
         for (size_t d = 0; d < hd; d += VW) {
             size_t m = LANES(d, hd);
@@ -335,69 +375,69 @@ ALWAYS_INLINE void attn_tile(float *const *op, const float *const *qp, const int
     }
 }
 
-static void run_tile(float *const *op, const float *const *qp, const int *last, int nq,
-                     const simd_kv_view *kv, int g, int head_dim)
+/* Query vectors of one kv head whose blocks run together: a prompt chunk's rows x the
+ * heads that share the kv head (32 x 8 for TinyLlama), so that each K/V block is read
+ * from memory once and then from L1 by every tile of ATTN_TILE queries. Tile by tile over
+ * all blocks, each query row re-read its whole context from L2 or beyond. */
+enum { ATTN_GROUP = 256 };
+
+/* The n (<= ATTN_GROUP) queries at qp, in tiles of ATTN_TILE, block by block. */
+static void run_group(float *const *op, const float *const *qp, const int *last, int n,
+                      const simd_kv_view *kv, int g, int head_dim)
 {
-    int f16 = kv->type == SIMD_KV_F16;
-    /* head_dim 64 and 128 (most models) as constants: the loops over it unroll */
-#define TILE_HD(N, F)                                                 \
-    if (head_dim == 64)                                               \
-        attn_tile(op, qp, last, kv, g, 64, N, F);                     \
-    else if (head_dim == 128)                                         \
-        attn_tile(op, qp, last, kv, g, 128, N, F);                    \
-    else                                                              \
-        attn_tile(op, qp, last, kv, g, head_dim, N, F);
-#define TILE_CASE(N)                                                  \
-    case N:                                                           \
-        if (f16) {                                                    \
-            TILE_HD(N, 1)                                             \
-        } else {                                                      \
-            TILE_HD(N, 0)                                             \
-        }                                                             \
-        break;
-    switch (nq) {
-        TILE_CASE(1)
-        TILE_CASE(2)
-        TILE_CASE(3)
-        TILE_CASE(4)
-        TILE_CASE(5)
-        TILE_CASE(6)
-        TILE_CASE(7)
-        TILE_CASE(8)
-    default:
-        break;
+    float m_run[ATTN_GROUP], l_run[ATTN_GROUP];
+    int tile_max[ATTN_GROUP / ATTN_TILE], n_tiles = (n + ATTN_TILE - 1) / ATTN_TILE;
+    int group_max = 0;
+    for (int i = 0; i < n_tiles; i++) {
+        tile_max[i] = 0;
+        for (int q = i * ATTN_TILE; q < n && q < (i + 1) * ATTN_TILE; q++)
+            tile_max[i] = last[q] > tile_max[i] ? last[q] : tile_max[i];
+        group_max = tile_max[i] > group_max ? tile_max[i] : group_max;
     }
-#undef TILE_CASE
-#undef TILE_HD
+    for (int b = 0; b * TS_KV_BLOCK <= group_max; b++) {
+        int prefetch = 1;
+        for (int i = 0; i < n_tiles; i++) {
+            if (b * TS_KV_BLOCK > tile_max[i])
+                continue; /* the tile's queries end before this block */
+            int q0 = i * ATTN_TILE, nq = n - q0 < ATTN_TILE ? n - q0 : ATTN_TILE;
+            run_block(op + q0, qp + q0, last + q0, nq, tile_max[i], m_run + q0, l_run + q0, kv,
+                      g, b, prefetch, head_dim);
+            prefetch = 0;
+        }
+    }
+    for (int i = 0; i < n_tiles; i++) {
+        int q0 = i * ATTN_TILE, nq = n - q0 < ATTN_TILE ? n - q0 : ATTN_TILE;
+        attn_finish(op + q0, l_run + q0, nq, head_dim);
+    }
 }
 
 static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
                           const simd_attn_shape *shape, int head_begin, int head_end)
 {
     /* q (n_rows, q_stride), out (n_rows, out_stride), each holding (n_heads, head_dim).
-     * Queries are grouped by kv head, row-major then head, into tiles of ATTN_TILE. */
+     * Queries are grouped by kv head, row-major then head, into groups of up to
+     * ATTN_GROUP whose tiles of ATTN_TILE run block by block. */
     int hd = shape->head_dim;
     int group = shape->n_heads / shape->n_kv_heads;
-    const float *qp[ATTN_TILE];
-    float *op[ATTN_TILE];
-    int last[ATTN_TILE];
+    const float *qp[ATTN_GROUP];
+    float *op[ATTN_GROUP];
+    int last[ATTN_GROUP];
     for (int g = head_begin / group; g * group < head_end; g++) {
         int h_lo = g * group > head_begin ? g * group : head_begin;
         int h_hi = (g + 1) * group < head_end ? (g + 1) * group : head_end;
         int n = 0;
-        for (int j = 0; j < shape->n_rows; j++) {
+        for (int j = 0; j < shape->n_rows; j++)
             for (int h = h_lo; h < h_hi; h++) {
                 qp[n] = q + (size_t)j * shape->q_stride + (size_t)h * hd;
                 op[n] = out + (size_t)j * shape->out_stride + (size_t)h * hd;
                 last[n] = shape->pos0 + j;
-                if (++n == ATTN_TILE) {
-                    run_tile(op, qp, last, n, kv, g, hd);
+                if (++n == ATTN_GROUP) {
+                    run_group(op, qp, last, n, kv, g, hd);
                     n = 0;
                 }
             }
-        }
         if (n)
-            run_tile(op, qp, last, n, kv, g, hd);
+            run_group(op, qp, last, n, kv, g, hd);
     }
 }
 
