@@ -92,23 +92,17 @@ void fwd_qbuf_free(fwd_qbuf *q)
     memset(q, 0, sizeof *q);
 }
 
-/* Quantizes a (M, K; stride lda) into form f, rows split over the threads when worth it. */
-static void quantize_rows(const simd_kernels *k, void *out, const float *a, int lda, int M,
-                          int K, int f)
+/* Rows [r0, r1) of a (stride lda, K inputs) into form f at out (whole rows of the form). */
+static void quantize_part(const simd_kernels *k, void *out, const float *a, int lda, int r0,
+                          int r1, int K, int f)
 {
     size_t row = form_row_bytes(f, K);
-    int threads = (long)M * K >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
-    threads = threads < M ? threads : M;
-#pragma omp parallel for schedule(static) if (threads > 1) num_threads(threads)
-    for (int t = 0; t < threads; t++) {
-        int r0 = (int)((long)M * t / threads), r1 = (int)((long)M * (t + 1) / threads);
-        if (f == FWD_ACT_BF16)
-            simd_qpack_bf16_rows((uint16_t *)((char *)out + (size_t)r0 * row),
-                                 a + (size_t)r0 * lda, (size_t)lda, r1 - r0, K);
-        else
-            k->quantize_act((char *)out + (size_t)r0 * row, a + (size_t)r0 * lda,
-                            (size_t)lda, r1 - r0, K, (qact)f);
-    }
+    if (f == FWD_ACT_BF16)
+        simd_qpack_bf16_rows((uint16_t *)((char *)out + (size_t)r0 * row), a + (size_t)r0 * lda,
+                             (size_t)lda, r1 - r0, K);
+    else
+        k->quantize_act((char *)out + (size_t)r0 * row, a + (size_t)r0 * lda, (size_t)lda,
+                        r1 - r0, K, (qact)f);
 }
 
 /* out[:, col0 ..] (M, N; stride ldo) = a . w^T + beta * out through OpenBLAS (f32 only);
@@ -125,6 +119,26 @@ static void blas_gemm(float *out, size_t ldo, const float *a, int lda, const sim
                     w->K, beta, out, (int)ldo);
 }
 
+/* Chunk i of a pass: rows [nb, ne) of the matrix part[p] whose chunks start at chunk0[p],
+ * into out's columns from col0[p]. */
+static void run_chunk(const simd_kernels *k, float *out, size_t ldo, const float *a, int lda,
+                      const simd_qmat *const *part, const int *col0, const int *chunk0,
+                      const int *chunk, const void *const *xq, int M, int K, float beta, int i)
+{
+    int p = 0;
+    while (i >= chunk0[p + 1])
+        p++;
+    const simd_qmat *m = part[p];
+    int nb = (i - chunk0[p]) * chunk[p], ne = nb + chunk[p] < m->N ? nb + chunk[p] : m->N;
+    float *o = out + col0[p];
+    if (m->type == QT_F32)
+        k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
+    else if (m->pack)
+        simd_qpack_gemm(o, ldo, xq[act_form(m)], m->pack, M, beta, nb, ne);
+    else
+        k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
+}
+
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
               size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
               float beta)
@@ -136,6 +150,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     bool blas = path == FWD_GEMM_BLAS || (path == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
     long work = 0;
     int col = 0, K = w[0]->K;
+    int todo[FWD_ACT_FORMS], n_todo = 0; /* forms the region quantizes a into first */
     for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++) {
         if (w[i]->type == QT_F32 && blas) {
             blas_gemm(out + col, ldo, a, lda, w[i], M, beta);
@@ -147,8 +162,8 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
             if (!xq[f] && f == QACT_F32 && lda == K) {
                 xq[f] = a;
             } else if (!xq[f]) {
-                quantize_rows(k, qb->form[f], a, lda, M, K, f);
                 xq[f] = qb->form[f];
+                todo[n_todo++] = f;
             }
         }
         part[n_parts] = w[i];
@@ -167,20 +182,22 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
         chunk0[p + 1] = chunk0[p] + (part[p]->N + chunk[p] - 1) / chunk[p];
     }
     int n_chunks = chunk0[n_parts];
-    /* each chunk is a contiguous range of one matrix's rows, streamed once */
-#pragma omp parallel for schedule(dynamic, 1) if (threads > 1)
-    for (int i = 0; i < n_chunks; i++) {
-        int p = 0;
-        while (i >= chunk0[p + 1])
-            p++;
-        const simd_qmat *m = part[p];
-        int nb = (i - chunk0[p]) * chunk[p], ne = nb + chunk[p] < m->N ? nb + chunk[p] : m->N;
-        float *o = out + col0[p];
-        if (m->type == QT_F32)
-            k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
-        else if (m->pack)
-            simd_qpack_gemm(o, ldo, xq[act_form(m)], m->pack, M, beta, nb, ne);
-        else
-            k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
+    /* One region: the activations' quantization split by rows, a barrier, then the
+     * chunks. A region of its own for the quantization cost a start (4-6 us at 16
+     * threads) in each of a step's ~90 GEMMs. */
+#pragma omp parallel if (threads > 1)
+    {
+        int nt = omp_get_num_threads();
+#pragma omp for schedule(static)
+        for (int j = 0; j < n_todo * nt; j++) {
+            int f = todo[j / nt], t = j % nt;
+            int r0 = (int)((long)M * t / nt), r1 = (int)((long)M * (t + 1) / nt);
+            if (r0 < r1)
+                quantize_part(k, qb->form[f], a, lda, r0, r1, K, f);
+        }
+        /* each chunk is a contiguous range of one matrix's rows, streamed once */
+#pragma omp for schedule(dynamic, 1)
+        for (int i = 0; i < n_chunks; i++)
+            run_chunk(k, out, ldo, a, lda, part, col0, chunk0, chunk, xq, M, K, beta, i);
     }
 }
