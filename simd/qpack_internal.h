@@ -10,6 +10,15 @@ enum {
     QP_ALIGN = 64,
 };
 
+/* The kernels on packs (the vector kernel and the tiles) prefetch weights this many bytes
+ * ahead of the unit they read, a unit's worth at a time: with few activation rows they
+ * read faster than the hardware prefetcher fetches. From memory, one thread of the
+ * development VM, one row: Q4_K 13 GB/s without, 40 with (the file blocks' direct tile:
+ * 28); Q6_K 10 and 43. The tiles at 16-64 rows likewise (session 11, benchmark host). */
+#ifndef QP_PF
+#define QP_PF 8192
+#endif
+
 typedef void (*qpack_gemm_fn)(float *out, size_t ldo, const void *xq, const simd_qpack *p,
                               int M, float beta, int n_begin, int n_end);
 

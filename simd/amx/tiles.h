@@ -34,15 +34,11 @@ static inline void tiles_config(const int mr[2], int a_bytes)
     _tile_loadconfig(&c);
 }
 
-/* Weights are prefetched TILE_PF bytes ahead of each unit a kernel reads, a unit's worth at
- * a time: a step of 16-64 rows runs its tiles faster than the hardware prefetcher brings
- * weights from memory (the vector kernel's VQ_PF, avx512vnni/qpack.c, likewise). */
-enum { TILE_PF = 8192 };
-
+/* The unit QP_PF bytes after unit, asked for as a kernel starts on unit. */
 static inline void tiles_prefetch(const simd_qpack *p, const uint8_t *unit)
 {
     for (size_t off = 0; off < p->unit_bytes; off += 64)
-        _mm_prefetch((const char *)unit + TILE_PF + off, _MM_HINT_T0);
+        _mm_prefetch((const char *)unit + QP_PF + off, _MM_HINT_T0);
 }
 
 /* out[r][lo .. hi) = acc[r] (+ beta * out) for r < rows: columns outside [lo, hi) of the

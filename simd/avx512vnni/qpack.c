@@ -12,13 +12,6 @@
 
 #define ALWAYS_INLINE QP_INLINE
 
-/* Weights are prefetched this many bytes ahead, a unit's worth (up to 4 KiB) as its
- * B-rows are read: at one or a few activation rows the kernel reads faster than the
- * hardware prefetcher fetches. From memory, one thread of the development VM, one row:
- * Q4_K 13 GB/s without, 40 with (the file blocks' direct tile: 28); Q6_K 10 and 43. */
-#ifndef VQ_PF
-#define VQ_PF 8192
-#endif
 
 enum {
     VQ_MR = 4,         /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
@@ -49,7 +42,7 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
 #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
             __m512i w = _mm512_load_si512(unit + 64 * r);
-            _mm_prefetch((const char *)unit + VQ_PF + 64 * r, _MM_HINT_T0);
+            _mm_prefetch((const char *)unit + QP_PF + 64 * r, _MM_HINT_T0);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
                 c[m] = dpbusd_x4(c[m], w, x[m] + 4 * r);
@@ -79,8 +72,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
         for (int r = j * RS; r < (j + 1) * RS; r++) {
             __m512i lo, hi;
             qp_brows(p, unit, r, &lo, &hi, BITS);
-            _mm_prefetch((const char *)unit + VQ_PF + 128 * r, _MM_HINT_T0);
-            _mm_prefetch((const char *)unit + VQ_PF + 128 * r + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
+            _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++) {
                 clo[m] = dpbusd_x4(clo[m], lo, x[m] + 4 * r);
@@ -169,9 +162,9 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
     if (M <= 0 || n_begin >= n_end)
         return;
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
-    /* the range's first VQ_PF bytes, which the kernel's own prefetches run ahead of */
+    /* the range's first QP_PF bytes, which the kernel's own prefetches run ahead of */
     const char *w0 = (const char *)qpack_unit(p, n_begin / QP_ROWS, 0);
-    for (int off = 0; off < VQ_PF; off += 64)
+    for (int off = 0; off < QP_PF; off += 64)
         _mm_prefetch(w0 + off, _MM_HINT_T0);
     /* Rows in blocks of VQ_ROW_BLOCK, and within a block group by group, every tile of
      * rows: a group's units (16 weight rows x K) are read from L1 by the block's tiles

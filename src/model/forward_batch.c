@@ -89,14 +89,14 @@ static double lap(fwd_state *s, ts_step_phase phase, double t0)
     return now;
 }
 
-/* Below this many floats of work a parallel region costs more than it saves. The row
+/* Below this many floats of work a region of row kernels costs more than it saves. The row
  * kernels (norm, RoPE and K/V stores, silu) take about a nanosecond an element or less on
  * one core; a region's start costs 4-6 us on the benchmark host at 16 threads (spinning,
  * bench_layers), so 16 rows of a 2048-wide model (32K elements) are worth splitting: with
  * 64K as the bound, TinyLlama's 16-stream steps spent 2.2-2.4 ms of 25-27 in serial norms
  * and RoPE, and 1.3-1.7 with 16K (session 11). The silu (an exp an element) splits from
  * half as many. */
-enum { PARALLEL_MIN_WORK = 1 << 15, ROW_MIN_WORK = 1 << 14 };
+enum { ROW_MIN_WORK = 1 << 14 };
 
 static void rmsnorm_rows(const simd_kernels *k, float *out, const float *x, const float *w,
                          int rows, int dim, float eps)
@@ -164,7 +164,7 @@ static void attention(fwd_state *s, const simd_kernels *k, const ts_model_config
     int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads;
     int q_dim = c->n_heads * c->head_dim, qkv_rows = model_qkv_rows(c);
     int n_items = s->n_chunks * nkv;
-#pragma omp parallel for schedule(dynamic, 1) if (s->att_work >= PARALLEL_MIN_WORK)
+#pragma omp parallel for schedule(dynamic, 1) if (s->att_work >= FWD_PARALLEL_MIN_WORK)
     for (int item = 0; item < n_items; item++) {
         int r0 = s->chunk[item / nkv], kvh = item % nkv;
         const fwd_seq *sq = &b->seqs[s->seq[r0]];

@@ -81,6 +81,10 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
 /* Accepts a zeroed or half-built state. */
 void fwd_state_free(fwd_state *s);
 
+/* Below this much work (multiply-adds, K/V floats read) a parallel region costs more than
+ * it saves: fwd_gemm's and the attention's bound. */
+enum { FWD_PARALLEL_MIN_WORK = 1 << 15 };
+
 /* Most matrices one fwd_gemm() call covers. */
 enum { FWD_MAX_PARTS = 4 };
 

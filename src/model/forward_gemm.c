@@ -14,10 +14,6 @@
 #include "model/forward_batch.h"
 #include "qpack.h"
 
-/* Below this many multiply-adds (or, for the activations' quantization, elements) of work
- * a parallel region costs more than it saves. */
-enum { PARALLEL_MIN_WORK = 1 << 15 };
-
 /* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
  * weight rows) and whole 64-byte lines of out, so threads never share one. */
 enum { GEMM_ALIGN = 48 };
@@ -119,26 +115,6 @@ static void blas_gemm(float *out, size_t ldo, const float *a, int lda, const sim
                     w->K, beta, out, (int)ldo);
 }
 
-/* Chunk i of a pass: rows [nb, ne) of the matrix part[p] whose chunks start at chunk0[p],
- * into out's columns from col0[p]. */
-static void run_chunk(const simd_kernels *k, float *out, size_t ldo, const float *a, int lda,
-                      const simd_qmat *const *part, const int *col0, const int *chunk0,
-                      const int *chunk, const void *const *xq, int M, int K, float beta, int i)
-{
-    int p = 0;
-    while (i >= chunk0[p + 1])
-        p++;
-    const simd_qmat *m = part[p];
-    int nb = (i - chunk0[p]) * chunk[p], ne = nb + chunk[p] < m->N ? nb + chunk[p] : m->N;
-    float *o = out + col0[p];
-    if (m->type == QT_F32)
-        k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
-    else if (m->pack)
-        simd_qpack_gemm(o, ldo, xq[act_form(m)], m->pack, M, beta, nb, ne);
-    else
-        k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
-}
-
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
               size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
               float beta)
@@ -172,7 +148,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     }
     if (n_parts == 0)
         return;
-    int threads = work >= PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
+    int threads = work >= FWD_PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
     int n_want = threads > 1 ? threads * GEMM_CHUNKS_PER_THREAD : 1; /* one thread: one */
     int rows = (int)((work / K + n_want - 1) / n_want);
     int chunk[FWD_MAX_PARTS]; /* rows a chunk of each matrix */
@@ -197,7 +173,19 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
         }
         /* each chunk is a contiguous range of one matrix's rows, streamed once */
 #pragma omp for schedule(dynamic, 1)
-        for (int i = 0; i < n_chunks; i++)
-            run_chunk(k, out, ldo, a, lda, part, col0, chunk0, chunk, xq, M, K, beta, i);
+        for (int i = 0; i < n_chunks; i++) {
+            int p = 0;
+            while (i >= chunk0[p + 1])
+                p++;
+            const simd_qmat *m = part[p];
+            int nb = (i - chunk0[p]) * chunk[p], ne = nb + chunk[p] < m->N ? nb + chunk[p] : m->N;
+            float *o = out + col0[p];
+            if (m->type == QT_F32)
+                k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
+            else if (m->pack)
+                simd_qpack_gemm(o, ldo, xq[act_form(m)], m->pack, M, beta, nb, ne);
+            else
+                k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
+        }
     }
 }
