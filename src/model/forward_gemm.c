@@ -34,6 +34,16 @@ enum { GEMM_ALIGN_PACKED = 16 };
  * at 1, 16 and 64 rows (512 the same). */
 enum { GEMM_CHUNKS_PER_THREAD = 16 };
 
+/* But no chunk smaller than this, in weights x (rows + 8): a chunk's cost, its weights
+ * streamed (about what 8 rows of products cost beside them) and multiplied with every
+ * row. Taking a chunk costs ~80 ns when 16 threads ask at once (an empty dynamic loop
+ * of 256 chunks: 20 us on the benchmark host), and stories110m's matrices at 16 threads
+ * made chunks of 16 rows x 768 of about a microsecond. 500K is ~2 us there; with it (and
+ * 16 a thread otherwise) bench_layers, stories110m Q4_K_M, 16 rows: 2.67 / 2.78 ms a
+ * step against 3.05 / 3.07 with 16 chunks a thread alone; TinyLlama's chunks were
+ * already larger at 16 and 64 rows (session 12, two rounds each). */
+enum { GEMM_MIN_CHUNK_COST = 500000 };
+
 /* The activation form w multiplies with: a qact, or FWD_ACT_BF16. */
 static int act_form(const simd_qmat *w)
 {
@@ -150,7 +160,9 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
         return;
     int threads = work >= FWD_PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
     int n_want = threads > 1 ? threads * GEMM_CHUNKS_PER_THREAD : 1; /* one thread: one */
-    int rows = (int)((work / K + n_want - 1) / n_want);
+    long rows = (work / K + n_want - 1) / n_want;
+    long min_rows = GEMM_MIN_CHUNK_COST / ((long)K * (M + 8));
+    rows = rows > min_rows ? rows : min_rows;
     int chunk[FWD_MAX_PARTS]; /* rows a chunk of each matrix */
     chunk0[0] = 0;
     for (int p = 0; p < n_parts; p++) {
