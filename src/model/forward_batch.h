@@ -99,6 +99,14 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
               size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
               float beta);
 
+/* fwd_gemm's pass for a caller inside a parallel region that every thread of the team
+ * reaches with the same arguments: the team shares the work, with no region of its own
+ * (a barrier where fwd_gemm starts and joins one), and all of it returns together. f32
+ * matrices take the SIMD skinny GEMM at every M: a team has no OpenBLAS. */
+void fwd_gemm_team(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t ldo,
+                   const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
+                   float beta);
+
 /* Runs the batch. K/V of every row are written into the pool (the tables must be
  * reserved and their blocks unshared for those positions); logits land in s->logits. */
 ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const simd_kernels *k,

@@ -125,79 +125,113 @@ static void blas_gemm(float *out, size_t ldo, const float *a, int lda, const sim
                     w->K, beta, out, (int)ldo);
 }
 
+/* What a pass runs on the kernels: its matrices but those OpenBLAS takes, their first
+ * output column and their chunks, and the activation forms to quantize first. */
+typedef struct gemm_plan {
+    const simd_qmat *part[FWD_MAX_PARTS];
+    int col0[FWD_MAX_PARTS], chunk[FWD_MAX_PARTS], chunk0[FWD_MAX_PARTS + 1], n_parts;
+    const void *xq[FWD_ACT_FORMS]; /* the activations each matrix's form reads */
+    int todo[FWD_ACT_FORMS], n_todo; /* forms the pass quantizes a into first */
+    int K;
+    bool parallel; /* enough work to split over threads */
+} gemm_plan;
+
+/* The plan of a pass over w on `threads` threads, leaving out the f32 matrices when
+ * `blas` (the caller runs those through OpenBLAS). Plain arithmetic on its arguments:
+ * every thread of a team makes the same plan. */
+static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int lda,
+                           const simd_qmat *const *w, int n_w, int M, bool blas, int threads)
+{
+    memset(g, 0, sizeof *g);
+    long work = 0;
+    int col = 0, K = w[0]->K;
+    g->K = K;
+    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++) {
+        if (w[i]->type == QT_F32 && blas)
+            continue;
+        if (w[i]->type != QT_F32) {
+            /* each activation form once for all the matrices that take it */
+            int f = act_form(w[i]);
+            if (!g->xq[f] && f == QACT_F32 && lda == K) {
+                g->xq[f] = a;
+            } else if (!g->xq[f]) {
+                g->xq[f] = qb->form[f];
+                g->todo[g->n_todo++] = f;
+            }
+        }
+        g->part[g->n_parts] = w[i];
+        g->col0[g->n_parts++] = col;
+        work += (long)w[i]->N * K;
+    }
+    g->parallel = work >= FWD_PARALLEL_MIN_WORK && threads > 1;
+    int n_want = g->parallel ? threads * GEMM_CHUNKS_PER_THREAD : 1; /* one thread: one */
+    long rows = (work / K + n_want - 1) / n_want;
+    long min_rows = GEMM_MIN_CHUNK_COST / ((long)K * (M + 8));
+    rows = rows > min_rows ? rows : min_rows;
+    for (int p = 0; p < g->n_parts; p++) {
+        const simd_qmat *m = g->part[p];
+        g->chunk[p] = (int)round_near((size_t)rows, m->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
+        g->chunk0[p + 1] = g->chunk0[p] + (m->N + g->chunk[p] - 1) / g->chunk[p];
+    }
+}
+
+/* Runs a plan on the threads of the enclosing team (worksharing loops, each ending at a
+ * barrier; outside a region, on the calling thread alone): the activations'
+ * quantization split by rows, then the chunks. */
+static void gemm_plan_run(const gemm_plan *g, const simd_kernels *k, const fwd_qbuf *qb,
+                          float *out, size_t ldo, const float *a, int lda, int M, float beta)
+{
+    int nt = omp_get_num_threads(), K = g->K;
+#pragma omp for schedule(static)
+    for (int j = 0; j < g->n_todo * nt; j++) {
+        int f = g->todo[j / nt], t = j % nt;
+        int r0 = (int)((long)M * t / nt), r1 = (int)((long)M * (t + 1) / nt);
+        if (r0 < r1)
+            quantize_part(k, qb->form[f], a, lda, r0, r1, K, f);
+    }
+    /* each chunk is a contiguous range of one matrix's rows, streamed once */
+#pragma omp for schedule(dynamic, 1)
+    for (int i = 0; i < g->chunk0[g->n_parts]; i++) {
+        int p = 0;
+        while (i >= g->chunk0[p + 1])
+            p++;
+        const simd_qmat *m = g->part[p];
+        int nb = (i - g->chunk0[p]) * g->chunk[p];
+        int ne = nb + g->chunk[p] < m->N ? nb + g->chunk[p] : m->N;
+        float *o = out + g->col0[p];
+        if (m->type == QT_F32)
+            k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
+        else if (m->pack)
+            simd_qpack_gemm(o, ldo, g->xq[act_form(m)], m->pack, M, beta, nb, ne);
+        else
+            k->qgemm(o, ldo, g->xq[act_form(m)], m, M, beta, nb, ne);
+    }
+}
+
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
               size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
               float beta)
 {
-    /* the matrices the kernel region runs, their first output column and first chunk */
-    const simd_qmat *part[FWD_MAX_PARTS];
-    int col0[FWD_MAX_PARTS], chunk0[FWD_MAX_PARTS + 1], n_parts = 0;
-    const void *xq[FWD_ACT_FORMS] = {NULL};
     bool blas = path == FWD_GEMM_BLAS || (path == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
-    long work = 0;
-    int col = 0, K = w[0]->K;
-    int todo[FWD_ACT_FORMS], n_todo = 0; /* forms the region quantizes a into first */
-    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++) {
-        if (w[i]->type == QT_F32 && blas) {
+    int col = 0;
+    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++)
+        if (w[i]->type == QT_F32 && blas)
             blas_gemm(out + col, ldo, a, lda, w[i], M, beta);
-            continue;
-        }
-        if (w[i]->type != QT_F32) {
-            /* each activation form once for all the matrices that take it */
-            int f = act_form(w[i]);
-            if (!xq[f] && f == QACT_F32 && lda == K) {
-                xq[f] = a;
-            } else if (!xq[f]) {
-                xq[f] = qb->form[f];
-                todo[n_todo++] = f;
-            }
-        }
-        part[n_parts] = w[i];
-        col0[n_parts++] = col;
-        work += (long)w[i]->N * K;
-    }
-    if (n_parts == 0)
+    gemm_plan g;
+    gemm_plan_make(&g, qb, a, lda, w, n_w, M, blas, omp_get_max_threads());
+    if (g.n_parts == 0)
         return;
-    int threads = work >= FWD_PARALLEL_MIN_WORK ? omp_get_max_threads() : 1;
-    int n_want = threads > 1 ? threads * GEMM_CHUNKS_PER_THREAD : 1; /* one thread: one */
-    long rows = (work / K + n_want - 1) / n_want;
-    long min_rows = GEMM_MIN_CHUNK_COST / ((long)K * (M + 8));
-    rows = rows > min_rows ? rows : min_rows;
-    int chunk[FWD_MAX_PARTS]; /* rows a chunk of each matrix */
-    chunk0[0] = 0;
-    for (int p = 0; p < n_parts; p++) {
-        chunk[p] = (int)round_near((size_t)rows, part[p]->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
-        chunk0[p + 1] = chunk0[p] + (part[p]->N + chunk[p] - 1) / chunk[p];
-    }
-    int n_chunks = chunk0[n_parts];
-    /* One region: the activations' quantization split by rows, a barrier, then the
-     * chunks. A region of its own for the quantization cost a start (4-6 us at 16
-     * threads) in each of a step's ~90 GEMMs. */
-#pragma omp parallel if (threads > 1)
-    {
-        int nt = omp_get_num_threads();
-#pragma omp for schedule(static)
-        for (int j = 0; j < n_todo * nt; j++) {
-            int f = todo[j / nt], t = j % nt;
-            int r0 = (int)((long)M * t / nt), r1 = (int)((long)M * (t + 1) / nt);
-            if (r0 < r1)
-                quantize_part(k, qb->form[f], a, lda, r0, r1, K, f);
-        }
-        /* each chunk is a contiguous range of one matrix's rows, streamed once */
-#pragma omp for schedule(dynamic, 1)
-        for (int i = 0; i < n_chunks; i++) {
-            int p = 0;
-            while (i >= chunk0[p + 1])
-                p++;
-            const simd_qmat *m = part[p];
-            int nb = (i - chunk0[p]) * chunk[p], ne = nb + chunk[p] < m->N ? nb + chunk[p] : m->N;
-            float *o = out + col0[p];
-            if (m->type == QT_F32)
-                k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
-            else if (m->pack)
-                simd_qpack_gemm(o, ldo, xq[act_form(m)], m->pack, M, beta, nb, ne);
-            else
-                k->qgemm(o, ldo, xq[act_form(m)], m, M, beta, nb, ne);
-        }
-    }
+    /* One region: the quantization, a barrier, the chunks. A region of its own for the
+     * quantization cost a start (4-6 us at 16 threads) in each of a step's ~90 GEMMs. */
+#pragma omp parallel if (g.parallel)
+    gemm_plan_run(&g, k, qb, out, ldo, a, lda, M, beta);
+}
+
+void fwd_gemm_team(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t ldo,
+                   const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
+                   float beta)
+{
+    gemm_plan g;
+    gemm_plan_make(&g, qb, a, lda, w, n_w, M, false, omp_get_num_threads());
+    gemm_plan_run(&g, k, qb, out, ldo, a, lda, M, beta);
 }
