@@ -1,10 +1,13 @@
 /* bench_qpack.c: the GEMM on packed quantized weights (simd/qpack.h: the vector kernel, AMX
- * tiles from 16 rows where usable) against the best kernel table's qgemm on the file's
- * blocks and its f32 skinny GEMM on the same shape, split over the OpenMP threads in chunks
- * of 64 weight rows; also the pack's time and size. QP_NO_QGEMM=1 / QP_NO_F32=1 skip the
- * comparisons; QP_VECTOR=1 times the vector kernel at every M (no tiles); QP_MS=4,8,16 sets
- * the step sizes (default 1,4,16,64,512) and QP_TYPES=Q4_K,Q6_K the types. Where a pack has
- * a second tile kernel (Q4_K's without VBMI, beside the one with it), that one is timed too.
+ * tiles from the pack's tile_min_m rows where usable) against the best kernel table's qgemm
+ * on the file's blocks and its f32 skinny GEMM on the same shape, split over the OpenMP
+ * threads in chunks of 64 weight rows; also the pack's time and size. QP_NO_QGEMM=1 /
+ * QP_NO_F32=1 skip the comparisons; QP_VECTOR=1 times the vector kernel at every M (no
+ * tiles); QP_MS=4,8,16 sets the step sizes (default 1,4,16,64,512) and QP_TYPES=Q4_K,Q6_K
+ * the types. From QP_TILE_MIN_M rows up to the pack's tile_min_m (Q6_K's is more), where
+ * simd_qpack_gemm takes the vector kernel, the tile kernel is timed beside it ("tiles"), to
+ * tune tile_min_m; where a pack has a second tile kernel (Q4_K's without VBMI, beside the
+ * one with it), that one is timed too ("other tiles").
  * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
  * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
 #include <omp.h>
@@ -151,11 +154,13 @@ int main(int argc, char **argv)
             double tp = best_time(run_qpack, &j, 0.5);
             printf("  M=%4d  packed %8.3f ms %6.0f GOP/s", Ms[i], tp * 1e3, flop / tp / 1e9);
             qpack_gemm_fn tiles[2];
-            if (!vector_only && Ms[i] >= QP_TILE_MIN_M && qpack_tile_kernels(p, tiles) == 2) {
+            int n_tiles = vector_only || Ms[i] < QP_TILE_MIN_M ? 0 : qpack_tile_kernels(p, tiles);
+            for (int c = Ms[i] >= p->tile_min_m; c < n_tiles; c++) { /* not "packed"'s own */
                 job o = j;
-                o.kernel = tiles[1];
+                o.kernel = tiles[c];
                 double to = best_time(run_qpack, &o, 0.5);
-                printf("   other tiles %8.3f ms %6.0f GOP/s", to * 1e3, flop / to / 1e9);
+                printf("   %s %8.3f ms %6.0f GOP/s", c ? "other tiles" : "tiles", to * 1e3,
+                       flop / to / 1e9);
             }
             if (!getenv("QP_NO_QGEMM")) {
                 double tq = best_time(run_qgemm, &j, 0.5);

@@ -1,5 +1,5 @@
-/* qpack_internal.h: the packed layout shared by the packer and twin (ref/qpack.c) and the
- * tile kernel (amx/qgemm_amx.c). */
+/* qpack_internal.h: the packed layout shared by the packer and twin (ref/qpack.c), the
+ * vector kernel (avx512vnni/qpack.c) and the tile kernels (amx/). */
 #ifndef TESSERA_SIMD_QPACK_INTERNAL_H
 #define TESSERA_SIMD_QPACK_INTERNAL_H
 
@@ -57,11 +57,14 @@ struct simd_qpack {
     size_t bytes;         /* groups * n_blk * unit_bytes */
     uint8_t *data;        /* owned, 64-byte aligned */
     qpack_gemm_fn gemm;   /* every M: the vector kernel, or the twin */
-    qpack_gemm_fn tiles;  /* steps of QP_TILE_MIN_M rows or more: the tile kernel, or NULL */
+    qpack_gemm_fn tiles;  /* steps of tile_min_m rows or more: the tile kernel, or NULL */
+    int tile_min_m;       /* >= QP_TILE_MIN_M, per type (ref/qpack.c says why) */
 };
 
-/* Rows from which a step takes the tile kernel where there is one: below, one tile would
- * hold mostly padding rows. Both kernels give the same bits, so the choice never shows. */
+/* The fewest rows from which a step takes the tile kernel where there is one: below, one
+ * tile would hold mostly padding rows. A pack's tile_min_m may be more, where the vector
+ * kernel is faster further up; every tile kernel gives the twin's bits from here (the
+ * tests call them from here), so the choice never shows. */
 enum { QP_TILE_MIN_M = 16 };
 
 /* The unsigned integer stored for weight (n, e) of a unit (n < 16, e < blk). */
@@ -108,11 +111,13 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
                           float beta, int n_begin, int n_end);
 
 /* The tile kernels (amx/), built only with TS_HAVE_AMX: 8-bit packs, Q4_K packs (the
- * first with AVX-512 VBMI, the second without: the same bits), bf16 packs. */
+ * first with AVX-512 VBMI, the second without: the same bits), Q6_K packs, bf16 packs. */
 void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_qpack *p,
                              int M, float beta, int n_begin, int n_end);
 void simd_amx_qpack_gemm_q4k_bw(float *out, size_t ldo, const void *xq, const simd_qpack *p,
                                 int M, float beta, int n_begin, int n_end);
+void simd_amx_qpack_gemm_q6k(float *out, size_t ldo, const void *xq, const simd_qpack *p,
+                             int M, float beta, int n_begin, int n_end);
 void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
 void simd_amx_qpack_gemm_bf16(float *out, size_t ldo, const void *xq, const simd_qpack *p,

@@ -1,6 +1,7 @@
 /* amx_emu.h: a plain-C emulation of the AMX tile instructions the int8 kernels use
- * (palette 1: LDTILECFG, TILELOADD, TILESTORED, TILEZERO, TDPBSUD, TILERELEASE), checking
- * the configuration each instruction needs (tile sizes, the A / B / C shapes agreeing).
+ * (palette 1: LDTILECFG, TILELOADD, TILESTORED, TILEZERO, TDPBSUD, TDPBSSD, TILERELEASE),
+ * checking the configuration each instruction needs (tile sizes, the A / B / C shapes
+ * agreeing).
  * Include after immintrin.h and before the kernels' sources: it replaces the intrinsics
  * with macros. The including program defines emu_t and emu_errors. */
 #ifndef TESSERA_TESTS_AMX_EMU_H
@@ -53,8 +54,9 @@ static inline void emu_stored(int t, void *base, long stride)
     for (int r = 0; r < emu_t.rows[t]; r++)
         memcpy((uint8_t *)base + r * stride, emu_t.t[t][r], emu_t.colsb[t]);
 }
-/* C[m][n] += sum_k sum_i (int8)A[m][4k+i] * (uint8)B[k][4n+i] */
-static inline void emu_dpbsud(int c, int a, int b)
+/* C[m][n] += sum_k sum_i (int8)A[m][4k+i] * B[k][4n+i], B's bytes int8 (b_signed:
+ * TDPBSSD) or uint8 (TDPBSUD) */
+static inline void emu_dpbs(int c, int a, int b, int b_signed)
 {
     emu_check(c), emu_check(a), emu_check(b);
     int K = emu_t.colsb[a] / 4, N = emu_t.colsb[c] / 4;
@@ -66,8 +68,11 @@ static inline void emu_dpbsud(int c, int a, int b)
             int32_t acc;
             memcpy(&acc, &emu_t.t[c][m][4 * n], 4);
             for (int k = 0; k < K; k++)
-                for (int i = 0; i < 4; i++)
-                    acc += (int32_t)(int8_t)emu_t.t[a][m][4 * k + i] * (int32_t)emu_t.t[b][k][4 * n + i];
+                for (int i = 0; i < 4; i++) {
+                    uint8_t w = emu_t.t[b][k][4 * n + i];
+                    acc += (int32_t)(int8_t)emu_t.t[a][m][4 * k + i] *
+                           (b_signed ? (int32_t)(int8_t)w : (int32_t)w);
+                }
             memcpy(&emu_t.t[c][m][4 * n], &acc, 4);
         }
 }
@@ -75,10 +80,12 @@ static inline void emu_dpbsud(int c, int a, int b)
 #undef _tile_stored
 #undef _tile_zero
 #undef _tile_dpbsud
+#undef _tile_dpbssd
 #define _tile_loadconfig emu_loadconfig
 #define _tile_release emu_release
 #define _tile_loadd(t, base, stride) emu_loadd(t, base, stride)
 #define _tile_stored(t, base, stride) emu_stored(t, base, stride)
 #define _tile_zero(t) emu_zero(t)
-#define _tile_dpbsud(c, a, b) emu_dpbsud(c, a, b)
+#define _tile_dpbsud(c, a, b) emu_dpbs(c, a, b, 0)
+#define _tile_dpbssd(c, a, b) emu_dpbs(c, a, b, 1)
 #endif

@@ -88,4 +88,62 @@ static inline uint8_t *qd_acts(uint32_t t, int M, int K, float *xf, size_t *row_
     return x;
 }
 
+/* Overwrites w (N rows of K weights of type t, as qd_weights made them) and xq (M rows of
+ * activations, as qd_acts made them) with the largest integers every field can hold, so
+ * every sum takes its widest value: activations of magnitude 127 with alternating signs
+ * (each 16 sums to 0, so bsums are 0), weight bytes at their extremes (Q8_0 -128 and 127,
+ * Q4_0 all 0 or all 15, Q4_K / Q5_K values all ones with scales and minimums 63). Q6_K:
+ * q = -32 in even elements and 31 in odd ones, which the activations' signs follow (a row's
+ * products x q all of one sign), and scales -128 in even blocks (sc q = 4096, the most)
+ * and 127 in odd ones (sc q = -4064, the least). d and dmin are kept. */
+static inline void qd_extreme(uint32_t t, uint8_t *w, int N, int K, uint8_t *xq, int M)
+{
+    size_t bb = qd_block_bytes(t), nb = (size_t)N * (K / qd_block_elems(t));
+    for (size_t i = 0; i < nb; i++) {
+        uint8_t *b = w + i * bb;
+        switch (t) {
+        case QT_Q8_0:
+            for (int e = 0; e < 32; e++)
+                ((qb_q8_0 *)b)->qs[e] = (int8_t)(e % 2 ? 127 : -128);
+            break;
+        case QT_Q4_0:
+            memset(((qb_q4_0 *)b)->qs, i % 2 ? 0xFF : 0x00, 16);
+            break;
+        case QT_Q4_K:
+            memset(((qb_q4_k *)b)->scales, 0xFF, K_SCALE_SIZE);
+            memset(((qb_q4_k *)b)->qs, 0xFF, QK_K / 2);
+            break;
+        case QT_Q5_K:
+            memset(((qb_q5_k *)b)->scales, 0xFF, K_SCALE_SIZE);
+            memset(((qb_q5_k *)b)->qh, 0xFF, QK_K / 8);
+            memset(((qb_q5_k *)b)->qs, 0xFF, QK_K / 2);
+            break;
+        default: { /* element e's bits come from ql and qh bytes of e's parity */
+            qb_q6_k *q6 = (qb_q6_k *)b;
+            for (int k = 0; k < QK_K / 2; k++)
+                q6->ql[k] = k % 2 ? 0xFF : 0x00;
+            for (int k = 0; k < QK_K / 4; k++)
+                q6->qh[k] = k % 2 ? 0xFF : 0x00;
+            memset(q6->scales, i % 2 ? 127 : 0x80, QK_K / 16);
+            break;
+        }
+        }
+    }
+    int be = qd_block_elems(t), nblk = K / be;
+    size_t bsz = be == 32 ? sizeof(qa_q8_32) : sizeof(qa_q8_k);
+    for (int m = 0; m < M; m++)
+        for (int j = 0; j < nblk; j++) {
+            uint8_t *blk = xq + ((size_t)m * nblk + j) * bsz;
+            int8_t *qs = be == 32 ? ((qa_q8_32 *)blk)->qs : ((qa_q8_k *)blk)->qs;
+            int sum = 0;
+            for (int e = 0; e < be; e++)
+                sum += qs[e] = (int8_t)((e + m) % 2 ? 127 : -127);
+            if (be == 32)
+                ((qa_q8_32 *)blk)->sum = sum;
+            else
+                for (int g = 0; g < 16; g++)
+                    ((qa_q8_k *)blk)->bsums[g] = 0; /* alternating signs: each 16 sums to 0 */
+        }
+}
+
 #endif

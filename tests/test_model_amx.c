@@ -104,11 +104,12 @@ static void test_modes_choose_matrices(void **state)
                          ok ? "not packed" : "packed");
             if (!w->pack)
                 continue;
-            /* tiles: 8-bit units and Q4_K (AMX-INT8), bf16 packs (AMX-BF16) */
+            /* tiles: 8-bit units, Q4_K and Q6_K (AMX-INT8), bf16 packs (AMX-BF16) */
             int caps = qpack_amx_caps();
-            bool tiles = w->pack->bits == 8 || w->type == QT_Q4_K ? (caps & QP_CAP_INT8) != 0
-                         : w->pack->bits == 0                     ? (caps & QP_CAP_BF16) != 0
-                                                                  : false;
+            bool int8 = w->pack->bits == 8 || w->type == QT_Q4_K || w->type == QT_Q6_K;
+            bool tiles = int8                 ? (caps & QP_CAP_INT8) != 0
+                         : w->pack->bits == 0 ? (caps & QP_CAP_BF16) != 0
+                                              : false;
             if (qpack_on_tiles(w->pack) != tiles)
                 fail_msg("%s: matrix %d (%s, %d-bit pack) %s tiles; tile caps %#x", su_types[t],
                          i, qtype_get(w->type)->name, w->pack->bits,
@@ -234,8 +235,8 @@ static void test_packed_pass_matches(void **state)
 
 /* A's steps: 10 + 13 + 1 rows, then 1 + 15 + 1, then 1 + 1 + 1. Alone, A's steps stay under
  * QP_TILE_MIN_M rows, beside the others its first two reach it: where AMX runs, its logits
- * come from the vector kernel alone and from the tiles together, which must give the same
- * bits. */
+ * come from the vector kernel alone and from the tiles together (on the Q8_0 and Q4_K
+ * matrices; Q6_K's take tiles from more rows), which must give the same bits. */
 static void test_batch_invariance_with_packs(void **state)
 {
     (void)state;

@@ -131,10 +131,6 @@ static void check_twin(void)
         }
 }
 
-/* The pack's kernels equal the twin bit for bit: the vector kernel at every M (where the
- * CPU has AVX-512 VNNI) and simd_qpack_gemm, which takes the tiles from QP_TILE_MIN_M rows
- * (where AMX runs); M over and around multiples of 16 and 4, K of one to three blocks, N
- * not a multiple of 16, ranges cut inside 16-row groups. */
 /* Which kernels run here besides the twin (a Q8_0 pack's), saying which are skipped. */
 static void kernels_here(const char *check, bool *vector, bool *tiles)
 {
@@ -150,8 +146,9 @@ static void kernels_here(const char *check, bool *vector, bool *tiles)
                "refused)\n", check);
 }
 
-/* The kernels to check on p: the vector kernel where it runs, and where p and its M take
- * tiles, every tile kernel that runs here (Q4_K's with and without VBMI); how many. */
+/* The kernels to check on p: the vector kernel where it runs, and from QP_TILE_MIN_M rows
+ * every tile kernel of p that runs here (Q4_K's with and without VBMI), also below the
+ * pack's own tile_min_m (Q6_K's), so that it may be lowered; how many. */
 static int kernels_of(const problem *p, bool vector, gemm_fn fns[3])
 {
     int n = 0;
@@ -167,6 +164,10 @@ static const char *kernel_name(const problem *p, gemm_fn f)
     return f == p->pack->gemm ? "vector" : f == p->pack->tiles ? "tiles" : "other tiles";
 }
 
+/* The pack's kernels equal the twin bit for bit: the vector kernel at every M (where the
+ * CPU has AVX-512 VNNI) and the tile kernels from QP_TILE_MIN_M rows (where AMX runs); M
+ * over and around multiples of 16 and 4, K of one to three blocks, N not a multiple of 16,
+ * ranges cut inside 16-row groups. */
 static void check_kernels(void)
 {
     bool vector, tiles;
@@ -206,54 +207,12 @@ static void check_kernels(void)
         }
 }
 
-/* The largest integers every field can hold: activations of magnitude 127 with alternating
- * signs, weight bytes at their extremes (Q8_0 -128 and 127, 4-6 bit values all ones, Q4_K
- * / Q5_K scales and minimums 63, Q6_K scales -128), so every sum takes its widest value. */
+/* qd_extreme's values (the largest integers every field can hold), packed again. */
 static void make_extreme(problem *p)
 {
-    size_t bb = qd_block_bytes(p->type), nb = (size_t)p->N * (p->K / qd_block_elems(p->type));
-    for (size_t i = 0; i < nb; i++) {
-        uint8_t *b = p->w + i * bb;
-        switch (p->type) {
-        case QT_Q8_0:
-            for (int e = 0; e < 32; e++)
-                ((qb_q8_0 *)b)->qs[e] = (int8_t)(e % 2 ? 127 : -128);
-            break;
-        case QT_Q4_0:
-            memset(((qb_q4_0 *)b)->qs, i % 2 ? 0xFF : 0x00, 16);
-            break;
-        case QT_Q4_K:
-            memset(((qb_q4_k *)b)->scales, 0xFF, K_SCALE_SIZE);
-            memset(((qb_q4_k *)b)->qs, 0xFF, QK_K / 2);
-            break;
-        case QT_Q5_K:
-            memset(((qb_q5_k *)b)->scales, 0xFF, K_SCALE_SIZE);
-            memset(((qb_q5_k *)b)->qh, 0xFF, QK_K / 8);
-            memset(((qb_q5_k *)b)->qs, 0xFF, QK_K / 2);
-            break;
-        default:
-            memset(((qb_q6_k *)b)->ql, 0xFF, QK_K / 2);
-            memset(((qb_q6_k *)b)->qh, 0xFF, QK_K / 4);
-            memset(((qb_q6_k *)b)->scales, 0x80, QK_K / 16);
-            break;
-        }
-    }
-    int be = qd_block_elems(p->type), nblk = p->K / be;
-    size_t bsz = be == 32 ? sizeof(qa_q8_32) : sizeof(qa_q8_k);
-    for (int m = 0; m < p->M; m++)
-        for (int j = 0; j < nblk; j++) {
-            uint8_t *blk = p->xq + ((size_t)m * nblk + j) * bsz;
-            int8_t *qs = be == 32 ? ((qa_q8_32 *)blk)->qs : ((qa_q8_k *)blk)->qs;
-            int sum = 0;
-            for (int e = 0; e < be; e++)
-                sum += qs[e] = (int8_t)((e + m) % 2 ? 127 : -127);
-            if (be == 32)
-                ((qa_q8_32 *)blk)->sum = sum;
-            else
-                for (int g = 0; g < 16; g++)
-                    ((qa_q8_k *)blk)->bsums[g] = 0; /* alternating signs: each 16 sums to 0 */
-        }
+    qd_extreme(p->type, p->w, p->N, p->K, p->xq, p->M);
     simd_qpack_free(p->pack);
+    int be = qd_block_elems(p->type);
     simd_qmat qm = {.type = p->type, .N = p->N, .K = p->K, .row_bytes = qd_block_bytes(p->type) *
                     (size_t)(p->K / be), .data = p->w};
     p->pack = simd_qpack_make(&qm);
@@ -339,6 +298,11 @@ static void check_make(void)
         simd_qmat qm = {.type = TYPES[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
         simd_qpack *p = simd_qpack_make(&qm);
         SC_CHECK(simd_qpack_supports(TYPES[t]), "%s supported", type_name(TYPES[t]));
+        /* tiles wherever AMX-INT8 runs, for every int8 type but Q5_K */
+        bool tiles = (qpack_amx_caps() & QP_CAP_INT8) && TYPES[t] != QT_Q5_K;
+        SC_CHECK(p && (p->tiles != NULL) == tiles && p->tile_min_m >= QP_TILE_MIN_M,
+                 "%s: tiles %s (want %s), from %d rows", type_name(TYPES[t]),
+                 p && p->tiles ? "set" : "unset", tiles ? "set" : "unset", p ? p->tile_min_m : 0);
         SC_CHECK(simd_qpack_bytes(p) == 3 * 2 * unit[t], "%s: %zu bytes", type_name(TYPES[t]),
                  simd_qpack_bytes(p));
         simd_qpack_free(p);

@@ -1,7 +1,7 @@
 /* qgemm_amx.c: the GEMM on 8-bit packs (Q8_0, Q4_0; qpack_internal.h) with AMX int8
  * tiles, for steps of QP_TILE_MIN_M rows or more (simd_qpack_gemm takes the vector kernel
- * below that, and for the 4-6 bit types at every M: their per-sub-block scales made the
- * tiles no faster than the vector kernel on the benchmark host).
+ * below that). The 4-6 bit types have their own tile kernels (Q4_K, Q6_K: tiles_split.h),
+ * or none (Q5_K: a fold per sub-block made tiles no faster than the vector kernel).
  *
  * Work goes in blocks of two 16-row weight groups x two 16-row activation tiles (four
  * independent tile products in flight; a lone group or tile where the shape ends). Each

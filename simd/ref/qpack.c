@@ -288,15 +288,29 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
             }
         }
     p->gemm = vnni_usable() ? simd_vnni_qpack_gemm : simd_qpack_gemm_ref;
+    p->tile_min_m = QP_TILE_MIN_M;
 #if defined(TS_HAVE_AMX)
-    /* tiles for the 8-bit units and Q4_K; Q5_K's and Q6_K's sub-block scales would need a
-     * fold per sub-block, which made tiles no faster than the vector kernel */
+    /* Tiles for the 8-bit units, Q4_K and Q6_K, whose sub-block scales go into the two B
+     * operands (Q4_K's split as 8 sh + sl, Q6_K's multiplied in and the products split as
+     * 128 h + l), so no fold per sub-block is needed; Q5_K's would need a fold per
+     * sub-block, which made tiles no faster than the vector kernel. */
     if (qpack_amx_caps() & QP_CAP_INT8) {
-        if (p->bits == 8)
+        if (p->bits == 8) {
             p->tiles = simd_amx_qpack_gemm;
-        else if (p->type == QT_Q4_K)
+        } else if (p->type == QT_Q4_K) {
             p->tiles = qpack_amx_caps() & QP_CAP_VBMI ? simd_amx_qpack_gemm_q4k
                                                       : simd_amx_qpack_gemm_q4k_bw;
+        } else if (p->type == QT_Q6_K) {
+            /* From 64 rows: a first guess, to be measured on the benchmark host
+             * (bench_qpack with QP_TYPES=Q6_K QP_MS=16,32,48,64,128 times the tiles beside
+             * the vector kernel below tile_min_m). The Q4_K tiles only tied the vector
+             * kernel at 16 rows and won at 64 (docs/BENCHMARKS.md, 2026-11-27: 2306 / 2348
+             * and 2835 / 2163 GOP/s); Q6_K's operands cost more a unit (6-bit weights, a
+             * product and a split per byte), which only more rows pay back, while its vector
+             * kernel holds 1.5-1.7 TOPS flat from 4 rows. */
+            p->tiles = simd_amx_qpack_gemm_q6k;
+            p->tile_min_m = 64;
+        }
     }
 #endif
     return p;
@@ -333,7 +347,7 @@ int qpack_tile_kernels(const simd_qpack *p, qpack_gemm_fn fns[2])
 void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                      float beta, int n_begin, int n_end)
 {
-    if (p->tiles && M >= QP_TILE_MIN_M)
+    if (p->tiles && M >= p->tile_min_m)
         p->tiles(out, ldo, xq, p, M, beta, n_begin, n_end);
     else
         p->gemm(out, ldo, xq, p, M, beta, n_begin, n_end);
