@@ -4,7 +4,7 @@
  * threads in chunks of 64 weight rows; also the pack's time and size. QP_NO_QGEMM=1 /
  * QP_NO_F32=1 skip the comparisons; QP_VECTOR=1 times the vector kernel at every M (no
  * tiles); QP_MS=4,8,16 sets the step sizes (default 1,4,16,64,512) and QP_TYPES=Q4_K,Q6_K
- * the types. From QP_TILE_MIN_M rows up to the pack's tile_min_m (Q6_K's is more), where
+ * the types. From QP_TILE_MIN_M rows up to the pack's tile_min_m (Q4_K's is more), where
  * simd_qpack_gemm takes the vector kernel, the tile kernel is timed beside it ("tiles"), to
  * tune tile_min_m; where a pack has a second tile kernel (Q4_K's without VBMI, beside the
  * one with it), that one is timed too ("other tiles").

@@ -235,8 +235,8 @@ static void test_packed_pass_matches(void **state)
 
 /* A's steps: 10 + 13 + 1 rows, then 1 + 15 + 1, then 1 + 1 + 1. Alone, A's steps stay under
  * QP_TILE_MIN_M rows, beside the others its first two reach it: where AMX runs, its logits
- * come from the vector kernel alone and from the tiles together (on the Q8_0 and Q4_K
- * matrices; Q6_K's take tiles from more rows), which must give the same bits. */
+ * come from the vector kernel alone and from the tiles together (on the Q8_0 and Q6_K
+ * matrices; Q4_K's take tiles from more rows), which must give the same bits. */
 static void test_batch_invariance_with_packs(void **state)
 {
     (void)state;

@@ -148,7 +148,7 @@ static void kernels_here(const char *check, bool *vector, bool *tiles)
 
 /* The kernels to check on p: the vector kernel where it runs, and from QP_TILE_MIN_M rows
  * every tile kernel of p that runs here (Q4_K's with and without VBMI), also below the
- * pack's own tile_min_m (Q6_K's), so that it may be lowered; how many. */
+ * pack's own tile_min_m (Q4_K's), so that it may be lowered; how many. */
 static int kernels_of(const problem *p, bool vector, gemm_fn fns[3])
 {
     int n = 0;

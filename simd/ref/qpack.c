@@ -298,18 +298,23 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
         if (p->bits == 8) {
             p->tiles = simd_amx_qpack_gemm;
         } else if (p->type == QT_Q4_K) {
+            /* From 48 rows: below, the vector kernel is faster in the model. bench_layers on
+             * the benchmark host (session 12, two rounds, 16 threads), GEMM ms a step with
+             * the tiles from 16 / from 64 rows: TinyLlama Q4_K_M 16 rows 18.0, 18.8 / 16.2,
+             * 17.4; 32 rows 31.5, 31.6 / 29.3, 30.5; stories110m 16 rows 2.90, 2.73 / 2.32,
+             * 2.37; 32 rows 4.78, 4.55 / 3.98, 4.10. At 64 the tiles win (48.2 against
+             * 58.7 ms on TinyLlama); 48 is halfway, not measured apart. */
             p->tiles = qpack_amx_caps() & QP_CAP_VBMI ? simd_amx_qpack_gemm_q4k
                                                       : simd_amx_qpack_gemm_q4k_bw;
+            p->tile_min_m = 48;
         } else if (p->type == QT_Q6_K) {
-            /* From 64 rows: a first guess, to be measured on the benchmark host
-             * (bench_qpack with QP_TYPES=Q6_K QP_MS=16,32,48,64,128 times the tiles beside
-             * the vector kernel below tile_min_m). The Q4_K tiles only tied the vector
-             * kernel at 16 rows and won at 64 (docs/BENCHMARKS.md, 2026-11-27: 2306 / 2348
-             * and 2835 / 2163 GOP/s); Q6_K's operands cost more a unit (6-bit weights, a
-             * product and a split per byte), which only more rows pay back, while its vector
-             * kernel holds 1.5-1.7 TOPS flat from 4 rows. */
+            /* From 16 rows: Q6_K's vector kernel holds 1.4-1.8 TOPS at every M, its tiles
+             * 2.7 at 16 rows and 3.2-4.8 from 32 (bench_qpack, benchmark host, session 12,
+             * N 2048 K 5632); bench_layers, TinyLlama Q4_K_M, GEMM ms a step with Q6_K's
+             * tiles from 16 / 64 rows / never: 16 rows 17.0, 18.1 / 18.0, 18.8 / 18.9,
+             * 18.8; 32 rows 24.3, 27.4 / 31.5, 31.6 / 31.9, 31.4; 512 rows 314, 321 / 333,
+             * 345 / 389, 423. */
             p->tiles = simd_amx_qpack_gemm_q6k;
-            p->tile_min_m = 64;
         }
     }
 #endif
