@@ -1,7 +1,8 @@
 /* test_forward_batch.c: the batched forward pass over the paged KV cache against the
  * reference forward pass: same logits within 1e-4 for mixed prefill chunks and decodes
  * of several sequences in one step, f32 and f16 KV, every kernel table, every GEMM path
- * (TESSERA_GEMM), a model with RoPE factors, and quantized files. */
+ * (TESSERA_GEMM), a model with RoPE factors, and quantized files; a step run by one
+ * parallel region of several threads against one thread. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <cblas.h>
+#include <omp.h>
 
 #include "cli/args.h"
 #include "kv/kv.h"
@@ -250,6 +252,96 @@ static void test_quantized_batched_matches_reference(void **state)
     }
 }
 
+/* Three steps of three sequences (prompts of 20, 7 and 33 tokens; a decode of each; one
+ * decode, a 5-token chunk and a decode) on `threads` OpenMP threads, every step's logits
+ * into out (3 x vocab each). Sequence 1's table is reserved for only 4 tokens when
+ * short_table, so its K/V stores fail in the first step: returns forward_batch's status
+ * there, TS_OK when all three ran. */
+static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int threads,
+                                 bool short_table, float *out)
+{
+    static const int prompt[3] = {20, 7, 33}, third[3] = {1, 5, 1};
+    int vocab = m->cfg.vocab_size, saved = omp_get_max_threads();
+    kv_config kc = {.n_layers = m->cfg.n_layers, .n_kv_heads = m->cfg.n_kv_heads,
+                    .head_dim = m->cfg.head_dim, .dtype = KV_DTYPE_F32, .n_blocks = 16};
+    kv_pool *pool = NULL;
+    assert_int_equal(kv_pool_init(&pool, &kc, NULL), TS_OK);
+    kv_table tables[3];
+    fwd_state fs;
+    assert_int_equal(fwd_state_init(&fs, m, 64, 3, NULL), TS_OK);
+    fs.gemm_path = path;
+    omp_set_num_threads(threads);
+    ts_status st = TS_OK;
+    int pos[3] = {0, 0, 0};
+    for (int step = 0; step < 3 && st == TS_OK; step++) {
+        fwd_seq seqs[3];
+        int32_t tokens[64];
+        int rows = 0;
+        for (int s = 0; s < 3; s++) {
+            int n = step == 0 ? prompt[s] : step == 1 ? 1 : third[s];
+            if (step == 0)
+                kv_table_init(&tables[s]);
+            int reserve = step == 0 && short_table && s == 1 ? 4 : n;
+            assert_int_equal(kv_table_reserve(pool, &tables[s], reserve, NULL), TS_OK);
+            for (int i = 0; i < n; i++)
+                tokens[rows + i] = 1 + (int32_t)((7 * (pos[s] + i) + 31 * s) % (vocab - 1));
+            seqs[s] = (fwd_seq){.row0 = rows, .n_rows = n, .pos0 = pos[s], .table = &tables[s],
+                                .logits_row = s};
+            rows += n;
+            pos[s] += n;
+        }
+        fwd_batch b = {.n_rows = rows, .tokens = tokens, .n_seqs = 3, .seqs = seqs, .n_logits = 3};
+        ts_error err = {0};
+        st = forward_batch(&fs, m, pool, simd_init(), &b, &err);
+        if (st == TS_OK)
+            memcpy(out + (size_t)step * 3 * vocab, fs.logits, 3 * (size_t)vocab * sizeof(float));
+        else
+            assert_non_null(strstr(err.msg, "outside the 4 reserved tokens"));
+    }
+    omp_set_num_threads(saved);
+    for (int s = 0; s < 3; s++)
+        kv_table_free(pool, &tables[s]);
+    fwd_state_free(&fs);
+    kv_pool_free(pool);
+    return st;
+}
+
+/* forward_batch runs a step as one parallel region of several threads (each operation a
+ * worksharing loop) where no matrix goes to OpenBLAS, else a region per operation: both
+ * give one thread's bits (every output element is computed alone, whatever the split),
+ * on f32 weights through the kernel path and on a Q4_K_M file's packs; and a K/V store
+ * that fails inside the region ends the step with its error on every thread, no hang. */
+static void test_team_matches_one_thread(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stories260K-k/stories260K-k-Q4_K_M.gguf", TS_BUILD_DIR);
+    ts_model *q = NULL;
+    ts_error err = {0};
+    if (ts_model_load(path, NULL, &q, &err) != TS_OK)
+        fail_msg("%s: %s", path, err.msg);
+    const struct {
+        const ts_model *m;
+        fwd_gemm_path path;
+    } runs[] = {{model, FWD_GEMM_KERNEL}, {q, FWD_GEMM_AUTO}, {model, FWD_GEMM_BLAS}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        size_t n = 9 * (size_t)runs[i].m->cfg.vocab_size;
+        float *one = malloc(n * sizeof(float)), *team = malloc(n * sizeof(float));
+        assert_int_equal(run_three_steps(runs[i].m, runs[i].path, 1, false, one), TS_OK);
+        assert_int_equal(run_three_steps(runs[i].m, runs[i].path, 3, false, team), TS_OK);
+        if (runs[i].path == FWD_GEMM_BLAS) /* OpenBLAS's sums may split by threads */
+            assert_true(max_abs_diff(one, team, (int)n) < 1e-4);
+        else if (memcmp(one, team, n * sizeof(float)) != 0)
+            fail_msg("run %zu: 3 threads differ from one (max %g)", i,
+                     max_abs_diff(one, team, (int)n));
+        assert_int_equal(run_three_steps(runs[i].m, runs[i].path, 3, true, team),
+                         TS_ERR_INVALID_ARG);
+        free(one);
+        free(team);
+    }
+    ts_model_free(q);
+}
+
 /* The build links OpenBLAS's OpenMP flavour, whose threads are our OpenMP pool: the
  * pthread flavour would run its own threads against the engine's team. */
 static void test_openblas_is_the_openmp_build(void **state)
@@ -268,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_openblas_is_the_openmp_build),
         cmocka_unit_test(test_rope_factors_batched_matches_reference),
         cmocka_unit_test(test_quantized_batched_matches_reference),
+        cmocka_unit_test(test_team_matches_one_thread),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);
 }
