@@ -285,8 +285,38 @@ static void gemm(const fwd_step *f, float *out, size_t ldo, const float *a, int 
         fwd_gemm(f->k, f->s->gemm_path, &f->s->qbuf, out, ldo, a, lda, w, n_w, M, beta);
 }
 
-/* The layers and the LM head: run by every thread of the team, or by the calling thread
- * alone. Phases are timed by the master after each barrier. */
+/* Each row's RoPE terms and embedding (the lookup decodes only the rows the step needs):
+ * rows split over the threads, as a 512-token prompt's cost ~2 ms on one. */
+static void embed_part(const fwd_step *f)
+{
+    fwd_state *s = f->s;
+    const ts_model_config *c = f->c;
+    const model_weights *w = &f->m->w;
+    int hd = c->head_dim;
+#pragma omp for schedule(static)
+    for (int r = 0; r < f->b->n_rows; r++) {
+        simd_rope_table(s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd), s->pos + r, 1, hd,
+                        w->rope_freq, f->rope_style);
+        qtype_dequant_row(s->x + (size_t)r * c->dim,
+                          (const char *)w->tok_embd.data +
+                              (size_t)f->b->tokens[r] * w->tok_embd.row_bytes,
+                          w->tok_embd.type, c->dim);
+    }
+}
+
+static void embed_rows(const fwd_step *f)
+{
+    if (f->team) {
+        embed_part(f);
+        return;
+    }
+#pragma omp parallel if ((long)f->b->n_rows * f->c->dim >= ROW_MIN_WORK)
+    embed_part(f);
+}
+
+/* The step's rows through the embedding, the layers and the LM head: run by every
+ * thread of the team, or by the calling thread alone. Phases are timed by the master
+ * after each barrier. */
 static void run_layers(fwd_step *f)
 {
     fwd_state *s = f->s;
@@ -295,6 +325,9 @@ static void run_layers(fwd_step *f)
     const fwd_batch *b = f->b;
     int T = b->n_rows, dim = c->dim, ffn = c->hidden_dim, qkv_rows = model_qkv_rows(c);
     double t = clock_now_s();
+    embed_rows(f);
+#pragma omp master
+    t = lap(s, TS_PHASE_ROWWISE, t);
     for (int l = 0; l < c->n_layers; l++) {
         const model_layer *ly = &w->layers[l];
         const simd_qmat *qkv[] = {&ly->wq, &ly->wk, &ly->wv}, *wo[] = {&ly->wo};
@@ -375,7 +408,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
 {
     const ts_model_config *c = &m->cfg;
     const model_weights *w = &m->w;
-    int T = b->n_rows, dim = c->dim;
+    int T = b->n_rows;
     if (T > s->max_rows || b->n_logits > s->max_logits)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "step of %d rows / %d logits over %d / %d",
                             T, b->n_logits, s->max_rows, s->max_logits);
@@ -387,22 +420,15 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
             s->seq[r] = i;
         }
     attention_plan(s, c, b);
-    simd_rope_style rope_style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
-    simd_rope_table(s->rope, s->pos, T, c->head_dim, w->rope_freq, rope_style);
-    for (int r = 0; r < T; r++) {
+    for (int r = 0; r < T; r++)
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
                                 b->tokens[r]);
-        /* the lookup decodes only the rows the step needs */
-        qtype_dequant_row(s->x + (size_t)r * dim,
-                          (const char *)w->tok_embd.data +
-                              (size_t)b->tokens[r] * w->tok_embd.row_bytes,
-                          w->tok_embd.type, dim);
-    }
 
     fwd_step f = {
         .s = s, .m = m, .c = c, .pool = pool, .lay = kv_pool_layout(pool), .k = k, .b = b,
-        .rope_style = rope_style, .threads = omp_get_max_threads(), .st = TS_OK, .err = err,
+        .rope_style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL,
+        .threads = omp_get_max_threads(), .st = TS_OK, .err = err,
     };
     /* One region for the whole step where nothing in it calls OpenBLAS: each operation
      * then costs a barrier (1.4 us on the benchmark host at 16 threads) instead of a
