@@ -28,10 +28,30 @@ ALWAYS_INLINE __m512i dpbusd_x4(__m512i c, __m512i w, const int8_t *x)
     return c;
 }
 
+/* The 64 B-rows of a 4-6 bit unit as unsigned bytes (unit_unpack), for the tiles of rows
+ * after the first to read from L1 instead of unpacking the unit again. */
+typedef uint8_t vq_brows[QK_K / 4][64];
+
+/* ub = unit's B-rows, prefetching QP_PF ahead as unit_isum does. */
+ALWAYS_INLINE void unit_unpack(vq_brows ub, const simd_qpack *p, const uint8_t *unit,
+                               const int BITS)
+{
+#pragma GCC unroll 8
+    for (int r = 0; r < 32; r++) {
+        __m512i lo, hi;
+        qp_brows(p, unit, r, &lo, &hi, BITS);
+        _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
+        _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
+        _mm512_store_si512(ub[r], lo);
+        _mm512_store_si512(ub[r + 32], hi);
+    }
+}
+
 /* isum[m] of one unit (qpack_internal.h) for MR activation rows; xb[m] is row m's
- * activation block. BITS: p->bits, a constant. */
+ * activation block. BITS: p->bits, a constant. A 4-6 bit unit's B-rows come from ub where
+ * it is given (unit_unpack's), else they are unpacked here. */
 ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *unit,
-                             const uint8_t *const *xb, const int BITS, const int MR)
+                             vq_brows ub, const uint8_t *const *xb, const int BITS, const int MR)
 {
     if (BITS == 8) { /* 8 B-rows, one block of 32, u = q + off */
         const int8_t *x[VQ_MR];
@@ -71,9 +91,14 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
 #pragma GCC unroll 8
         for (int r = j * RS; r < (j + 1) * RS; r++) {
             __m512i lo, hi;
-            qp_brows(p, unit, r, &lo, &hi, BITS);
-            _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
-            _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
+            if (ub) {
+                lo = _mm512_load_si512(ub[r]);
+                hi = _mm512_load_si512(ub[r + 32]);
+            } else {
+                qp_brows(p, unit, r, &lo, &hi, BITS);
+                _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
+                _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
+            }
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++) {
                 clo[m] = dpbusd_x4(clo[m], lo, x[m] + 4 * r);
@@ -113,7 +138,7 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
             for (int m = 0; m < MR; m++)
                 xb[m] = x0 + (size_t)m * xrow + (size_t)b * p->act_blk_bytes;
             __m512i isum[VQ_MR];
-            unit_isum(isum, p, unit, xb, BITS, MR);
+            unit_isum(isum, p, unit, NULL, xb, BITS, MR);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
                 acc[m] = qp_f32_row(acc[m], isum[m], p, unit, xb[m]);
@@ -156,6 +181,72 @@ static void tile_run(float *o, size_t ldo, const uint8_t *x0, size_t xrow, const
 #undef VQ_RUN
 }
 
+/* acc[m] += block b's float terms for MR rows from x0, the unit's B-rows read from ub. */
+ALWAYS_INLINE void tile_fold(float (*acc)[QP_ROWS], const uint8_t *x0, size_t xrow, int b,
+                             const simd_qpack *p, const uint8_t *unit, vq_brows ub,
+                             const int BITS, const int MR)
+{
+    const uint8_t *xb[VQ_MR];
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; m++)
+        xb[m] = x0 + (size_t)m * xrow + (size_t)b * p->act_blk_bytes;
+    __m512i isum[VQ_MR];
+    unit_isum(isum, p, unit, ub, xb, BITS, MR);
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; m++)
+        _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum[m], p, unit, xb[m]));
+}
+
+/* Rows [0, rows) (rows <= VQ_ROW_BLOCK) from x0 against group g of a 4-6 bit pack, the
+ * columns of [n_begin, n_end) stored: each unit is unpacked once and every tile of VQ_MR
+ * rows reads its B-rows from L1, the rows' float sums waiting in acc from unit to unit.
+ * Unpacking is a third of a tile's vector work on Q4_K, which rows_run repeats for every
+ * tile. Each row's terms are added in the same order as rows_run adds them: the same bits. */
+ALWAYS_INLINE void group_run_shared(float *out, size_t ldo, const uint8_t *x0, size_t xrow,
+                                    int rows, const simd_qpack *p, float beta, int g,
+                                    int n_begin, int n_end, const int BITS)
+{
+    _Alignas(64) vq_brows ub;
+    _Alignas(64) float acc[VQ_ROW_BLOCK][QP_ROWS];
+    memset(acc, 0, sizeof(float) * QP_ROWS * (size_t)rows);
+    const uint8_t *unit = qpack_unit(p, g, 0);
+    for (int b = 0; b < p->n_blk; b++, unit += p->unit_bytes) {
+        unit_unpack(ub, p, unit, BITS);
+        for (int m0 = 0; m0 < rows; m0 += VQ_MR) {
+            const uint8_t *xt = x0 + (size_t)m0 * xrow;
+            switch (rows - m0 < VQ_MR ? rows - m0 : VQ_MR) {
+            case 1: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 1); break;
+            case 2: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 2); break;
+            case 3: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 3); break;
+            default: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 4); break;
+            }
+        }
+    }
+    int n0 = g * QP_ROWS;
+    int lo = n_begin > n0 ? n_begin - n0 : 0;
+    int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
+    __mmask16 mask = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+    __m512 vbeta = _mm512_set1_ps(beta);
+    for (int m = 0; m < rows; m++) {
+        float *o = out + (size_t)m * ldo + n0;
+        __m512 a = _mm512_load_ps(acc[m]);
+        if (beta != 0.0f)
+            a = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(mask, o), a);
+        _mm512_mask_storeu_ps(o, mask, a);
+    }
+}
+
+/* group_run_shared for the pack's bits (4, 5 or 6). */
+static void group_shared(float *out, size_t ldo, const uint8_t *x0, size_t xrow, int rows,
+                         const simd_qpack *p, float beta, int g, int n_begin, int n_end)
+{
+    switch (p->bits) {
+    case 4: group_run_shared(out, ldo, x0, xrow, rows, p, beta, g, n_begin, n_end, 4); break;
+    case 5: group_run_shared(out, ldo, x0, xrow, rows, p, beta, g, n_begin, n_end, 5); break;
+    default: group_run_shared(out, ldo, x0, xrow, rows, p, beta, g, n_begin, n_end, 6); break;
+    }
+}
+
 void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                           float beta, int n_begin, int n_end)
 {
@@ -175,6 +266,11 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
         for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
             int nb = g * QP_ROWS > n_begin ? g * QP_ROWS : n_begin;
             int ne = (g + 1) * QP_ROWS < n_end ? (g + 1) * QP_ROWS : n_end;
+            if (p->bits >= 5 && p->bits <= 6 && me - mb > VQ_MR) { /* see group_run_shared */
+                group_shared(out + (size_t)mb * ldo, ldo, (const uint8_t *)xq + (size_t)mb * xrow,
+                             xrow, me - mb, p, beta, g, nb, ne);
+                continue;
+            }
             for (int m0 = mb; m0 < me; m0 += VQ_MR)
                 tile_run(out + (size_t)m0 * ldo, ldo, (const uint8_t *)xq + (size_t)m0 * xrow,
                          xrow, p, beta, nb, ne, me - m0 < VQ_MR ? me - m0 : VQ_MR);
