@@ -119,6 +119,18 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
     }
 }
 
+/* xb[m] = activation block b of row m from x0 (xrow bytes apart), and isum[m] the unit's
+ * integer sums against them, for MR rows (ub: as unit_isum). */
+ALWAYS_INLINE void block_isum(__m512i *isum, const uint8_t **xb, const uint8_t *x0, size_t xrow,
+                              int b, const simd_qpack *p, const uint8_t *unit, vq_brows ub,
+                              const int BITS, const int MR)
+{
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; m++)
+        xb[m] = x0 + (size_t)m * xrow + (size_t)b * p->act_blk_bytes;
+    unit_isum(isum, p, unit, ub, xb, BITS, MR);
+}
+
 /* MR activation rows from x0 (xrow bytes apart) against groups [g0, g1), the columns of
  * [n_begin, n_end) stored. */
 ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xrow,
@@ -134,11 +146,8 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
         const uint8_t *unit = qpack_unit(p, g, 0);
         for (int b = 0; b < p->n_blk; b++, unit += p->unit_bytes) {
             const uint8_t *xb[VQ_MR];
-#pragma GCC unroll 8
-            for (int m = 0; m < MR; m++)
-                xb[m] = x0 + (size_t)m * xrow + (size_t)b * p->act_blk_bytes;
             __m512i isum[VQ_MR];
-            unit_isum(isum, p, unit, NULL, xb, BITS, MR);
+            block_isum(isum, xb, x0, xrow, b, p, unit, NULL, BITS, MR);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
                 acc[m] = qp_f32_row(acc[m], isum[m], p, unit, xb[m]);
@@ -187,11 +196,8 @@ ALWAYS_INLINE void tile_fold(float (*acc)[QP_ROWS], const uint8_t *x0, size_t xr
                              const int BITS, const int MR)
 {
     const uint8_t *xb[VQ_MR];
-#pragma GCC unroll 8
-    for (int m = 0; m < MR; m++)
-        xb[m] = x0 + (size_t)m * xrow + (size_t)b * p->act_blk_bytes;
     __m512i isum[VQ_MR];
-    unit_isum(isum, p, unit, ub, xb, BITS, MR);
+    block_isum(isum, xb, x0, xrow, b, p, unit, ub, BITS, MR);
 #pragma GCC unroll 8
     for (int m = 0; m < MR; m++)
         _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum[m], p, unit, xb[m]));
