@@ -1,6 +1,7 @@
 /* forward_batch.c: the batched forward pass over the paged KV cache. Each weight matrix
  * is read once per step by one GEMM over all rows in its own type (forward_gemm.c);
- * attention runs per (sequence, kv head) in parallel through the SIMD kernels. */
+ * attention runs per (chunk of rows, run of kv heads) in parallel through the SIMD kernels;
+ * the whole step runs on one OpenMP team where no matrix goes to OpenBLAS. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,17 +13,12 @@
 static ts_status state_qbuf_init(fwd_state *s, const ts_model *m, ts_error *err)
 {
     const ts_model_config *c = &m->cfg;
-    int L = c->n_layers, n = 0;
-    const simd_qmat **mats = malloc((size_t)(7 * L + 1) * sizeof *mats);
+    int n = model_matrices(c);
+    const simd_qmat **mats = malloc((size_t)n * sizeof *mats);
     if (!mats)
-        return ts_error_set(err, TS_ERR_NOMEM, "matrix list of %d layers", L);
-    mats[n++] = &m->w.output;
-    for (int l = 0; l < L; l++) {
-        const model_layer *ly = &m->w.layers[l];
-        const simd_qmat *lm[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
-        for (size_t i = 0; i < sizeof lm / sizeof *lm; i++)
-            mats[n++] = lm[i];
-    }
+        return ts_error_set(err, TS_ERR_NOMEM, "matrix list of %d layers", c->n_layers);
+    for (int i = 0; i < n; i++)
+        mats[i] = model_matrix(&m->w, i);
     int q_dim = c->n_heads * c->head_dim, max_k = c->dim > q_dim ? c->dim : q_dim;
     max_k = c->hidden_dim > max_k ? c->hidden_dim : max_k;
     int rows = s->max_rows > s->max_logits ? s->max_rows : s->max_logits;
@@ -37,6 +33,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     const ts_model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->gemm_path = FWD_GEMM_AUTO;
+    for (int i = 1; i < model_matrices(c); i++)
+        s->f32_layers |= model_matrix(&m->w, i)->type == QT_F32;
     s->max_rows = max_rows;
     s->max_logits = max_logits;
     size_t R = (size_t)max_rows, dim = (size_t)c->dim;
@@ -82,33 +80,46 @@ void fwd_state_free(fwd_state *s)
     memset(s, 0, sizeof *s);
 }
 
-/* One step as its operations see it. forward_batch runs the layers either inside one
- * parallel region whose threads all walk the same loop, each operation a worksharing loop
- * that ends at a barrier (team), or on the calling thread with a region per operation
- * where its work is worth one (when OpenBLAS takes a matrix: called inside a region it
- * would run on one thread). */
+/* One step as its stages see it. forward_batch runs the step either inside one parallel
+ * region whose threads all walk the same loop, each stage a worksharing loop that ends at
+ * a barrier (team), or on the calling thread with a region per stage where its work is
+ * worth one (when OpenBLAS takes a matrix: called inside a region it would run on one
+ * thread). */
 typedef struct fwd_step {
     fwd_state *s;
     const ts_model *m;
-    const ts_model_config *c;
     kv_pool *pool;
     kv_layout lay;
     const simd_kernels *k;
     const fwd_batch *b;
     simd_rope_style rope_style;
     bool team;
-    int threads;
     ts_status st;   /* the first K/V store error: shared, read after the store's barrier */
     ts_error *err;
 } fwd_step;
 
-/* Adds the time since t0 to phase and returns now, the start of the next phase. Called
- * by one thread (the team's master) after the phase's barrier. */
-static double lap(fwd_state *s, ts_step_phase phase, double t0)
+/* Runs a stage of the step, a call whose worksharing loops (`omp for`) split its rows: on
+ * the step's team as it is, or, where the step has none, in a region of its own when its
+ * work reaches min_work (below, the region's start costs more than it saves). */
+#define STAGE(f, work, min_work, call)                                   \
+    do {                                                                 \
+        if ((f)->team) {                                                 \
+            call;                                                        \
+        } else {                                                         \
+            bool stage_parallel_ = (long)(work) >= (long)(min_work);     \
+            _Pragma("omp parallel if (stage_parallel_)") call;           \
+        }                                                                \
+    } while (0)
+
+/* Adds the time since *t to phase and restarts *t. Every thread of a team calls it after
+ * the phase's barrier; the first one (the calling thread where there is no team) times. */
+static void lap(fwd_state *s, ts_step_phase phase, double *t)
 {
+    if (omp_get_thread_num() != 0)
+        return;
     double now = clock_now_s();
-    s->seconds[phase] += now - t0;
-    return now;
+    s->seconds[phase] += now - *t;
+    *t = now;
 }
 
 /* Below this many floats of work a region of row kernels costs more than it saves. The row
@@ -117,34 +128,43 @@ static double lap(fwd_state *s, ts_step_phase phase, double t0)
  * bench_layers), so 16 rows of a 2048-wide model (32K elements) are worth splitting: with
  * 64K as the bound, TinyLlama's 16-stream steps spent 2.2-2.4 ms of 25-27 in serial norms
  * and RoPE, and 1.3-1.7 with 16K (session 11). The silu (an exp an element) splits from
- * half as many. A team splits every operation: there it costs a barrier (1.4 us). */
+ * half as many. A team splits every stage: there it costs a barrier (1.4 us). */
 enum { ROW_MIN_WORK = 1 << 14 };
 
-static void rmsnorm_part(const fwd_step *f, float *out, const float *x, const float *w, int rows)
+/* Each row's RoPE terms and embedding (the lookup decodes only the rows the step needs),
+ * rows split: a 512-token prompt's cost ~2 ms on one thread. */
+static void embed_rows(const fwd_step *f)
 {
-    int dim = f->c->dim;
+    fwd_state *s = f->s;
+    const ts_model_config *c = &f->m->cfg;
+    const model_weights *w = &f->m->w;
+    int hd = c->head_dim;
 #pragma omp for schedule(static)
-    for (int r = 0; r < rows; r++)
-        f->k->rmsnorm(out + (size_t)r * dim, x + (size_t)r * dim, w, 1, dim, f->c->rms_eps);
+    for (int r = 0; r < f->b->n_rows; r++) {
+        simd_rope_table(s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd), s->pos + r, 1, hd,
+                        w->rope_freq, f->rope_style);
+        qtype_dequant_row(s->x + (size_t)r * c->dim,
+                          (const char *)w->tok_embd.data +
+                              (size_t)f->b->tokens[r] * w->tok_embd.row_bytes,
+                          w->tok_embd.type, c->dim);
+    }
 }
 
 static void rmsnorm_rows(const fwd_step *f, float *out, const float *x, const float *w, int rows)
 {
-    if (f->team) {
-        rmsnorm_part(f, out, x, w, rows);
-        return;
-    }
-#pragma omp parallel if ((long)rows * f->c->dim >= ROW_MIN_WORK)
-    rmsnorm_part(f, out, x, w, rows);
+    const ts_model_config *c = &f->m->cfg;
+#pragma omp for schedule(static)
+    for (int r = 0; r < rows; r++)
+        f->k->rmsnorm(out + (size_t)r * c->dim, x + (size_t)r * c->dim, w, 1, c->dim, c->rms_eps);
 }
 
 /* Rotates the new Q and K rows by the step's RoPE table and writes K and V into each
- * sequence's blocks, rows in parallel (a long prompt's rows too: each row writes its own
- * slots of blocks reserved before the step). A failed store sets f->st. */
-static void rope_and_store_part(fwd_step *f, int layer)
+ * sequence's blocks, rows split (a long prompt's rows too: each row writes its own slots
+ * of blocks reserved before the step). A failed store sets f->st. */
+static void rope_and_store(fwd_step *f, int layer)
 {
     const fwd_state *s = f->s;
-    const ts_model_config *c = f->c;
+    const ts_model_config *c = &f->m->cfg;
     int hd = c->head_dim, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
     size_t qkv_rows = (size_t)model_qkv_rows(c);
 #pragma omp for schedule(static)
@@ -165,26 +185,25 @@ static void rope_and_store_part(fwd_step *f, int layer)
     }
 }
 
-static void rope_and_store(fwd_step *f, int layer)
-{
-    if (f->team) {
-        rope_and_store_part(f, layer);
-        return;
-    }
-#pragma omp parallel if ((long)f->b->n_rows * model_qkv_rows(f->c) >= ROW_MIN_WORK)
-    rope_and_store_part(f, layer);
-}
-
 /* Query rows of one sequence a task of the attention region: a long prompt's rows spread
  * over the threads (each row attends to its own causal prefix, so a chunk of rows is
  * independent of the others), where one task per sequence and kv head had left a single
  * 512-token prompt of a 4-kv-head model on 4 of 16 threads. */
 enum { ATT_CHUNK_ROWS = 32 };
 
+/* Tasks a thread the attention aims at: enough for the threads to even out sequences of
+ * different lengths, few enough that taking them costs little (~80 ns each when 16
+ * threads ask at once). stories110m's 16-stream decode steps had 16 x 12 tasks of one
+ * row and one kv head each, ~1 us or less of work apiece. */
+enum { ATT_TASKS_PER_THREAD = 4 };
+
 /* The step's attention tasks, the same in every layer: the first rows of each sequence's
- * chunks of rows in s->chunk, and the work (~ K/V floats read: each sequence reads its
- * whole context once per kv head) that decides whether they run in parallel. */
-static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_batch *b)
+ * chunks of rows in s->chunk, the kv heads a task covers (one where there are few chunks,
+ * as for a long prompt; all where there are many), and the work (~ K/V floats read: each
+ * sequence reads its whole context once per kv head) that decides whether they run in
+ * parallel. */
+static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_batch *b,
+                           int threads)
 {
     s->n_chunks = 0;
     s->att_work = 0;
@@ -194,29 +213,21 @@ static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_bat
         s->att_work += (long)(b->seqs[i].pos0 + b->seqs[i].n_rows) * c->head_dim * 2 *
                        c->n_kv_heads;
     }
+    int heads = (int)((long)s->n_chunks * c->n_kv_heads / (ATT_TASKS_PER_THREAD * threads));
+    s->att_heads = heads < 1 ? 1 : heads > c->n_kv_heads ? c->n_kv_heads : heads;
 }
 
-/* Tasks a thread the attention aims at: enough for the threads to even out sequences of
- * different lengths, few enough that taking them costs little (~80 ns each when 16
- * threads ask at once). stories110m's 16-stream decode steps had 16 x 12 tasks of one
- * row and one kv head each, ~1 us or less of work apiece. */
-enum { ATT_TASKS_PER_THREAD = 4 };
-
 /* att = causal attention of every sequence's rows over its paged K/V for one layer; the
- * tasks are (chunk of a sequence's rows, run of kv heads), the chunks as attention_plan
- * laid them out, each cut into as many runs as the threads need (one kv head a task
- * where there are few chunks, as for a long prompt; all heads where there are many). */
-static void attention_part(const fwd_step *f, int layer)
+ * tasks are (chunk of a sequence's rows, run of s->att_heads kv heads). */
+static void attention(const fwd_step *f, int layer)
 {
     const fwd_state *s = f->s;
-    const ts_model_config *c = f->c;
-    int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads;
+    const ts_model_config *c = &f->m->cfg;
+    int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads, heads = s->att_heads;
     int q_dim = c->n_heads * c->head_dim, qkv_rows = model_qkv_rows(c);
-    int heads = (int)((long)s->n_chunks * nkv / (ATT_TASKS_PER_THREAD * f->threads));
-    heads = heads < 1 ? 1 : heads > nkv ? nkv : heads; /* kv heads a task */
-    int runs = (nkv + heads - 1) / heads, n_items = s->n_chunks * runs;
+    int runs = (nkv + heads - 1) / heads;
 #pragma omp for schedule(dynamic, 1)
-    for (int item = 0; item < n_items; item++) {
+    for (int item = 0; item < s->n_chunks * runs; item++) {
         int r0 = s->chunk[item / runs], kv0 = item % runs * heads;
         int kv1 = kv0 + heads < nkv ? kv0 + heads : nkv;
         const fwd_seq *sq = &f->b->seqs[s->seq[r0]];
@@ -244,20 +255,10 @@ static void attention_part(const fwd_step *f, int layer)
     }
 }
 
-static void attention(const fwd_step *f, int layer)
-{
-    if (f->team) {
-        attention_part(f, layer);
-        return;
-    }
-#pragma omp parallel if (f->s->att_work >= FWD_PARALLEL_MIN_WORK)
-    attention_part(f, layer);
-}
-
 /* gu's gate half = silu(gate) * up, row by row. */
-static void silu_part(const fwd_step *f, int T)
+static void silu_rows(const fwd_step *f, int T)
 {
-    int ffn = f->c->hidden_dim;
+    int ffn = f->m->cfg.hidden_dim;
 #pragma omp for schedule(static)
     for (int r = 0; r < T; r++) {
         float *g = f->s->gu + (size_t)r * 2 * ffn;
@@ -265,17 +266,7 @@ static void silu_part(const fwd_step *f, int T)
     }
 }
 
-static void silu_rows(const fwd_step *f, int T)
-{
-    if (f->team) {
-        silu_part(f, T);
-        return;
-    }
-    /* an exp per element: parallel from less work than the other row kernels */
-#pragma omp parallel if ((long)T * f->c->hidden_dim >= ROW_MIN_WORK / 2)
-    silu_part(f, T);
-}
-
+/* One GEMM pass (fwd_gemm's contract) on the step's team, or with a region of its own. */
 static void gemm(const fwd_step *f, float *out, size_t ldo, const float *a, int lda,
                  const simd_qmat *const *w, int n_w, int M, float beta)
 {
@@ -285,85 +276,47 @@ static void gemm(const fwd_step *f, float *out, size_t ldo, const float *a, int 
         fwd_gemm(f->k, f->s->gemm_path, &f->s->qbuf, out, ldo, a, lda, w, n_w, M, beta);
 }
 
-/* Each row's RoPE terms and embedding (the lookup decodes only the rows the step needs):
- * rows split over the threads, as a 512-token prompt's cost ~2 ms on one. */
-static void embed_part(const fwd_step *f)
-{
-    fwd_state *s = f->s;
-    const ts_model_config *c = f->c;
-    const model_weights *w = &f->m->w;
-    int hd = c->head_dim;
-#pragma omp for schedule(static)
-    for (int r = 0; r < f->b->n_rows; r++) {
-        simd_rope_table(s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd), s->pos + r, 1, hd,
-                        w->rope_freq, f->rope_style);
-        qtype_dequant_row(s->x + (size_t)r * c->dim,
-                          (const char *)w->tok_embd.data +
-                              (size_t)f->b->tokens[r] * w->tok_embd.row_bytes,
-                          w->tok_embd.type, c->dim);
-    }
-}
-
-static void embed_rows(const fwd_step *f)
-{
-    if (f->team) {
-        embed_part(f);
-        return;
-    }
-#pragma omp parallel if ((long)f->b->n_rows * f->c->dim >= ROW_MIN_WORK)
-    embed_part(f);
-}
-
 /* The step's rows through the embedding, the layers and the LM head: run by every
- * thread of the team, or by the calling thread alone. Phases are timed by the master
- * after each barrier. */
+ * thread of the team, or by the calling thread alone. */
 static void run_layers(fwd_step *f)
 {
     fwd_state *s = f->s;
-    const ts_model_config *c = f->c;
+    const ts_model_config *c = &f->m->cfg;
     const model_weights *w = &f->m->w;
     const fwd_batch *b = f->b;
     int T = b->n_rows, dim = c->dim, ffn = c->hidden_dim, qkv_rows = model_qkv_rows(c);
+    long row_work = (long)T * dim;
     double t = clock_now_s();
-    embed_rows(f);
-#pragma omp master
-    t = lap(s, TS_PHASE_ROWWISE, t);
+    STAGE(f, row_work, ROW_MIN_WORK, embed_rows(f));
+    lap(s, TS_PHASE_ROWWISE, &t);
     for (int l = 0; l < c->n_layers; l++) {
         const model_layer *ly = &w->layers[l];
         const simd_qmat *qkv[] = {&ly->wq, &ly->wk, &ly->wv}, *wo[] = {&ly->wo};
         const simd_qmat *w13[] = {&ly->w1, &ly->w3}, *w2[] = {&ly->w2};
         /* attention block */
-        rmsnorm_rows(f, s->xn, s->x, w->rms_att + (size_t)l * dim, T);
-#pragma omp master
-        t = lap(s, TS_PHASE_ROWWISE, t);
+        STAGE(f, row_work, ROW_MIN_WORK, rmsnorm_rows(f, s->xn, s->x, w->rms_att + (size_t)l * dim, T));
+        lap(s, TS_PHASE_ROWWISE, &t);
         gemm(f, s->qkv, (size_t)qkv_rows, s->xn, dim, qkv, 3, T, 0.0f);
-#pragma omp master
-        t = lap(s, TS_PHASE_GEMM, t);
-        rope_and_store(f, l);
+        lap(s, TS_PHASE_GEMM, &t);
+        STAGE(f, (long)T * qkv_rows, ROW_MIN_WORK, rope_and_store(f, l));
         if (f->st != TS_OK)
             return; /* every thread: f->st is read after the store's barrier */
-#pragma omp master
-        t = lap(s, TS_PHASE_ROWWISE, t);
-        attention(f, l);
-#pragma omp master
-        t = lap(s, TS_PHASE_ATTENTION, t);
+        lap(s, TS_PHASE_ROWWISE, &t);
+        STAGE(f, s->att_work, FWD_PARALLEL_MIN_WORK, attention(f, l));
+        lap(s, TS_PHASE_ATTENTION, &t);
         gemm(f, s->x, (size_t)dim, s->att, ly->wo.K, wo, 1, T, 1.0f);
-#pragma omp master
-        t = lap(s, TS_PHASE_GEMM, t);
+        lap(s, TS_PHASE_GEMM, &t);
 
         /* feed-forward block */
-        rmsnorm_rows(f, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T);
-#pragma omp master
-        t = lap(s, TS_PHASE_ROWWISE, t);
+        STAGE(f, row_work, ROW_MIN_WORK, rmsnorm_rows(f, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T));
+        lap(s, TS_PHASE_ROWWISE, &t);
         gemm(f, s->gu, 2 * (size_t)ffn, s->xn, dim, w13, 2, T, 0.0f);
-#pragma omp master
-        t = lap(s, TS_PHASE_GEMM, t);
-        silu_rows(f, T);
-#pragma omp master
-        t = lap(s, TS_PHASE_ROWWISE, t);
+        lap(s, TS_PHASE_GEMM, &t);
+        /* an exp per element: parallel from less work than the other row kernels */
+        STAGE(f, (long)T * ffn, ROW_MIN_WORK / 2, silu_rows(f, T));
+        lap(s, TS_PHASE_ROWWISE, &t);
         gemm(f, s->x, (size_t)dim, s->gu, 2 * ffn, w2, 1, T, 1.0f);
-#pragma omp master
-        t = lap(s, TS_PHASE_GEMM, t);
+        lap(s, TS_PHASE_GEMM, &t);
     }
 
     /* LM head, only for the rows that sample */
@@ -375,43 +328,26 @@ static void run_layers(fwd_step *f)
                 memcpy(s->xs + (size_t)sq->logits_row * dim,
                        s->x + (size_t)(sq->row0 + sq->n_rows - 1) * dim, (size_t)dim * sizeof(float));
         }
-        rmsnorm_rows(f, s->xs, s->xs, w->rms_final, b->n_logits);
+        STAGE(f, (long)b->n_logits * dim, ROW_MIN_WORK,
+              rmsnorm_rows(f, s->xs, s->xs, w->rms_final, b->n_logits));
         const simd_qmat *out[] = {&w->output};
         gemm(f, s->logits, (size_t)c->vocab_size, s->xs, dim, out, 1, b->n_logits, 0.0f);
     }
-#pragma omp master
-    lap(s, TS_PHASE_LM_HEAD, t);
-}
-
-/* Whether fwd_gemm sends an f32 matrix of a GEMM of M rows to OpenBLAS. */
-static bool blas_rows(const fwd_state *s, const simd_kernels *k, int M)
-{
-    fwd_gemm_path gp = s->gemm_path;
-    return gp == FWD_GEMM_BLAS || (gp == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
-}
-
-/* Whether any layer matrix is f32. */
-static bool layers_f32(const ts_model *m)
-{
-    for (int l = 0; l < m->cfg.n_layers; l++) {
-        const model_layer *ly = &m->w.layers[l];
-        const simd_qmat *lm[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
-        for (size_t i = 0; i < sizeof lm / sizeof *lm; i++)
-            if (lm[i]->type == QT_F32)
-                return true;
-    }
-    return false;
+    lap(s, TS_PHASE_LM_HEAD, &t);
 }
 
 ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const simd_kernels *k,
                         const fwd_batch *b, ts_error *err)
 {
     const ts_model_config *c = &m->cfg;
-    const model_weights *w = &m->w;
-    int T = b->n_rows;
+    int T = b->n_rows, threads = omp_get_max_threads();
     if (T > s->max_rows || b->n_logits > s->max_logits)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "step of %d rows / %d logits over %d / %d",
                             T, b->n_logits, s->max_rows, s->max_logits);
+    for (int r = 0; r < T; r++)
+        if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
+            return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
+                                b->tokens[r]);
 
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++) {
@@ -419,22 +355,17 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
             s->pos[r] = b->seqs[i].pos0 + j;
             s->seq[r] = i;
         }
-    attention_plan(s, c, b);
-    for (int r = 0; r < T; r++)
-        if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
-            return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
-                                b->tokens[r]);
-
+    attention_plan(s, c, b, threads);
     fwd_step f = {
-        .s = s, .m = m, .c = c, .pool = pool, .lay = kv_pool_layout(pool), .k = k, .b = b,
-        .rope_style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL,
-        .threads = omp_get_max_threads(), .st = TS_OK, .err = err,
+        .s = s, .m = m, .pool = pool, .lay = kv_pool_layout(pool), .k = k, .b = b,
+        .rope_style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL, .st = TS_OK, .err = err,
     };
-    /* One region for the whole step where nothing in it calls OpenBLAS: each operation
-     * then costs a barrier (1.4 us on the benchmark host at 16 threads) instead of a
-     * region's start (4.5 us), about 90-180 of them a step. */
-    f.team = f.threads > 1 && !(blas_rows(s, k, T) && layers_f32(m)) &&
-             !(blas_rows(s, k, b->n_logits) && w->output.type == QT_F32);
+    /* One region for the whole step where nothing in it calls OpenBLAS: each stage then
+     * costs a barrier (1.4 us on the benchmark host at 16 threads) instead of a region's
+     * start (4.5 us), about 90-180 of them a step. */
+    f.team = threads > 1 &&
+             !(s->f32_layers && fwd_gemm_takes_blas(k, s->gemm_path, T)) &&
+             !(m->w.output.type == QT_F32 && fwd_gemm_takes_blas(k, s->gemm_path, b->n_logits));
     if (f.team) {
 #pragma omp parallel
         run_layers(&f);

@@ -56,6 +56,7 @@ void fwd_qbuf_free(fwd_qbuf *q); /* accepts a zeroed one */
 typedef struct fwd_state {
     int max_rows, max_logits;
     fwd_gemm_path gemm_path; /* auto after fwd_state_init; the engine sets its option's */
+    bool f32_layers;         /* a layer matrix is f32 (OpenBLAS may take it) */
     float *x;       /* (max_rows, dim) residual stream */
     float *xn;      /* (max_rows, dim) normalised */
     float *qkv;     /* (max_rows, (nh + 2*nkv)*hd) */
@@ -65,6 +66,7 @@ typedef struct fwd_state {
     int32_t *seq;   /* (max_rows) the fwd_batch sequence each row belongs to */
     int32_t *chunk; /* (max_rows) first rows of the attention's chunks of rows */
     int n_chunks;   /* this step's chunks in chunk */
+    int att_heads;  /* this step's kv heads an attention task */
     long att_work;  /* this step's attention work: K/V floats its sequences read */
     float *rope;    /* (max_rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) RoPE terms of the step */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
@@ -98,6 +100,9 @@ enum { FWD_MAX_PARTS = 4 };
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
               size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
               float beta);
+
+/* Whether fwd_gemm on `path` sends an f32 matrix of an M-row pass to OpenBLAS. */
+bool fwd_gemm_takes_blas(const simd_kernels *k, fwd_gemm_path path, int M);
 
 /* fwd_gemm's pass for a caller inside a parallel region that every thread of the team
  * reaches with the same arguments: the team shares the work, with no region of its own

@@ -208,11 +208,16 @@ static void gemm_plan_run(const gemm_plan *g, const simd_kernels *k, const fwd_q
     }
 }
 
+bool fwd_gemm_takes_blas(const simd_kernels *k, fwd_gemm_path path, int M)
+{
+    return path == FWD_GEMM_BLAS || (path == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
+}
+
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
               size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
               float beta)
 {
-    bool blas = path == FWD_GEMM_BLAS || (path == FWD_GEMM_AUTO && M > k->gemm_nt_max_rows);
+    bool blas = fwd_gemm_takes_blas(k, path, M);
     int col = 0;
     for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++)
         if (w[i]->type == QT_F32 && blas)

@@ -129,6 +129,16 @@ static uint64_t qmat_bytes(const simd_qmat *m)
     return (uint64_t)m->N * m->row_bytes;
 }
 
+simd_qmat *model_matrix(const model_weights *w, int i)
+{
+    if (i == 0)
+        return (simd_qmat *)&w->output;
+    model_layer *ly = &w->layers[(i - 1) / MODEL_LAYER_MATRICES];
+    simd_qmat *lm[MODEL_LAYER_MATRICES] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo,
+                                           &ly->w1, &ly->w3, &ly->w2};
+    return lm[(i - 1) % MODEL_LAYER_MATRICES];
+}
+
 void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64_t *bytes,
                         uint64_t *params)
 {
@@ -137,13 +147,10 @@ void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64
         b += qmat_bytes(&w->output);
         n += (uint64_t)w->output.N * (uint64_t)w->output.K;
     }
-    for (int l = 0; w->layers && l < c->n_layers; l++) {
-        const model_layer *ly = &w->layers[l];
-        const simd_qmat *m[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
-        for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
-            b += qmat_bytes(m[i]);
-            n += (uint64_t)m[i]->N * (uint64_t)m[i]->K;
-        }
+    for (int i = 1; w->layers && i < model_matrices(c); i++) {
+        const simd_qmat *m = model_matrix(w, i);
+        b += qmat_bytes(m);
+        n += (uint64_t)m->N * (uint64_t)m->K;
     }
     *bytes = b;
     *params = n;

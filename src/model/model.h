@@ -62,6 +62,16 @@ void model_weights_free(model_weights *w);
 /* A QT_F32 matrix of n rows of k floats at data (borrowed). */
 simd_qmat model_qmat_f32(const float *data, int n, int k);
 
+/* The weight matrices the steps multiply by, the token embedding excluded: i = 0 is the
+ * output, then MODEL_LAYER_MATRICES per layer (wq wk wv wo w1 w3 w2), model_matrices(c) in
+ * all. w->layers must be allocated. */
+enum { MODEL_LAYER_MATRICES = 7 };
+static inline int model_matrices(const ts_model_config *c)
+{
+    return 1 + MODEL_LAYER_MATRICES * c->n_layers;
+}
+simd_qmat *model_matrix(const model_weights *w, int i);
+
 /* Bytes of every matrix of w as stored (the tied output counted once), and the weights
  * they hold: what one token's pass reads. */
 void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64_t *bytes,

@@ -31,17 +31,6 @@ static bool mode_packs(ts_pack_mode mode, uint32_t type)
     return simd_qpack_fast(type);
 }
 
-/* The packable matrices of w, the token embedding excluded: i = 0 is the output, then
- * 7 per layer (n_layers * 7 + 1 in all). */
-static simd_qmat *matrix_at(const model_weights *w, int i)
-{
-    if (i == 0)
-        return (simd_qmat *)&w->output;
-    model_layer *ly = &w->layers[(i - 1) / 7];
-    simd_qmat *lm[] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->w1, &ly->w3, &ly->w2};
-    return lm[(i - 1) % 7];
-}
-
 /* Gives back the whole pages inside [p, p + n) of the read-only mapping; they fault back
  * in from the file if read again. Advice: a refusal (a locked mapping) changes nothing. */
 static void drop_pages(const void *p, size_t n)
@@ -61,14 +50,14 @@ static void pack_all(void *arg)
 {
     ts_model *m = ((pack_job *)arg)->m;
     ts_pack_mode mode = ((pack_job *)arg)->mode;
-    int n = 7 * m->cfg.n_layers + 1;
+    int n = model_matrices(&m->cfg);
     const uint8_t *map = m->file->map, *end = map + m->file->size;
     /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks; each
      * matrix's pages go back as soon as it is packed, so the file and the packs are never
      * all resident at once */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < n; i++) {
-        simd_qmat *w = matrix_at(&m->w, i);
+        simd_qmat *w = model_matrix(&m->w, i);
         if (!mode_packs(mode, w->type) || !(w->pack = simd_qpack_make(w)))
             continue;
         const uint8_t *b = w->data, *e = b + (size_t)w->N * w->row_bytes;
@@ -92,8 +81,8 @@ void model_pack(ts_model *m, ts_pack_mode mode)
 
 void model_pack_free(model_weights *w, int n_layers)
 {
-    for (int i = 0; w->layers && i < 7 * n_layers + 1; i++) {
-        simd_qmat *q = matrix_at(w, i);
+    for (int i = 0; w->layers && i < 1 + MODEL_LAYER_MATRICES * n_layers; i++) {
+        simd_qmat *q = model_matrix(w, i);
         simd_qpack_free(q->pack);
         q->pack = NULL;
     }
@@ -103,9 +92,9 @@ void ts_model_packed(const ts_model *m, int *packed, int *matrices, uint64_t *by
 {
     *packed = 0;
     *bytes = 0;
-    *matrices = 7 * m->cfg.n_layers + 1;
+    *matrices = model_matrices(&m->cfg);
     for (int i = 0; m->w.layers && i < *matrices; i++) {
-        const simd_qpack *p = matrix_at(&m->w, i)->pack;
+        const simd_qpack *p = model_matrix(&m->w, i)->pack;
         if (p) {
             (*packed)++;
             *bytes += simd_qpack_bytes(p);
