@@ -2,7 +2,8 @@
  * reference forward pass: same logits within 1e-4 for mixed prefill chunks and decodes
  * of several sequences in one step, f32 and f16 KV, every kernel table, every GEMM path
  * (TESSERA_GEMM), a model with RoPE factors, and quantized files; a step run by one
- * parallel region of several threads against one thread. */
+ * parallel region of several threads against one thread; a long step's GEMM in blocks of
+ * rows against slices of it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -342,6 +343,54 @@ static void test_team_matches_one_thread(void **state)
     ts_model_free(q);
 }
 
+/* A long step's GEMM runs in blocks of rows (a thread's chunks of one block before the
+ * next's): its rows come out as when each slice of 100 runs alone, bit for bit, on a
+ * Q4_K_M file's packs (Q4_K and Q6_K, one and two matrices a pass, K = dim and ffn), on
+ * three threads. 700 rows make three blocks at any K here (256 rows a block at most). */
+static void test_row_blocks_match_slices(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stories260K-k/stories260K-k-Q4_K_M.gguf", TS_BUILD_DIR);
+    ts_model *q = NULL;
+    ts_error err = {0};
+    if (ts_model_load(path, NULL, &q, &err) != TS_OK)
+        fail_msg("%s: %s", path, err.msg);
+    enum { M = 700, SLICE = 100 };
+    const model_layer *l = &q->w.layers[0];
+    const simd_qmat *passes[3][2] = {{&l->w1, &l->w3}, {&l->wv, NULL}, {&l->w2, NULL}};
+    const simd_qmat *all[] = {&l->w1, &l->w3, &l->wv, &l->w2};
+    fwd_qbuf qb;
+    assert_int_equal(fwd_qbuf_init(&qb, all, 4, M, l->w2.K > l->w1.K ? l->w2.K : l->w1.K, NULL),
+                     TS_OK);
+    const simd_kernels *k = simd_init();
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(3);
+    for (int p = 0; p < 3; p++) {
+        int n_w = passes[p][1] ? 2 : 1, K = passes[p][0]->K, N = 0;
+        for (int i = 0; i < n_w; i++)
+            N += passes[p][i]->N;
+        float *a = malloc((size_t)M * K * sizeof(float));
+        float *whole = malloc((size_t)M * N * sizeof(float));
+        float *sliced = malloc((size_t)M * N * sizeof(float));
+        for (size_t i = 0; i < (size_t)M * K; i++)
+            a[i] = (float)((int)(i * 2654435761u % 2001) - 1000) / 1000.0f;
+        fwd_gemm(k, FWD_GEMM_AUTO, &qb, whole, (size_t)N, a, K, passes[p], n_w, M, 0.0f);
+        for (int r0 = 0; r0 < M; r0 += SLICE)
+            fwd_gemm(k, FWD_GEMM_AUTO, &qb, sliced + (size_t)r0 * N, (size_t)N,
+                     a + (size_t)r0 * K, K, passes[p], n_w, SLICE, 0.0f);
+        for (int r = 0; r < M; r++)
+            if (memcmp(whole + (size_t)r * N, sliced + (size_t)r * N, N * sizeof(float)))
+                fail_msg("pass %d (K %d): row %d of %d differs from its slice's", p, K, r, M);
+        free(a);
+        free(whole);
+        free(sliced);
+    }
+    omp_set_num_threads(saved);
+    fwd_qbuf_free(&qb);
+    ts_model_free(q);
+}
+
 /* The build links OpenBLAS's OpenMP flavour, whose threads are our OpenMP pool: the
  * pthread flavour would run its own threads against the engine's team. */
 static void test_openblas_is_the_openmp_build(void **state)
@@ -361,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_rope_factors_batched_matches_reference),
         cmocka_unit_test(test_quantized_batched_matches_reference),
         cmocka_unit_test(test_team_matches_one_thread),
+        cmocka_unit_test(test_row_blocks_match_slices),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);
 }

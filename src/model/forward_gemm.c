@@ -44,6 +44,19 @@ enum { GEMM_CHUNKS_PER_THREAD = 16 };
  * already larger at 16 and 64 rows (session 12, two rounds each). */
 enum { GEMM_MIN_CHUNK_COST = 500000 };
 
+/* The most activation bytes a chunk reads, and its most rows: a step's rows go in blocks
+ * of about this much, each block's chunks before the next's, so that a thread's chunks of
+ * one block find the block's activations in its own L2 (2 MiB a core on the benchmark
+ * host). Without blocks every chunk read all of a step's rows, and a 512-row step of
+ * TinyLlama's W2 (K = 5632: 3.3 MB of Q8_K activations) streamed them again from L3 for
+ * each 16 weight rows. No more than 256 rows a block: the tile kernels go over a chunk's
+ * rows in passes of 256 (SPLIT_ROWS, simd/amx/tiles_split.h), so a longer block only
+ * widens what a chunk reads. On the benchmark host (session 13, bench_layers, TinyLlama
+ * Q4_K_M, 512 rows, two rounds): 294-309 ms a step with 1 MiB blocks against 349-371
+ * without; 1.5 MiB ones made W2's blocks 176 rows rather than 128 (45-47 ms against 50-53
+ * for its Q4_K layers) but left K = 2048's 512 rows in one block (6% slower there). */
+enum { GEMM_BLOCK_BYTES = 3 << 19, GEMM_BLOCK_MAX_ROWS = 256 };
+
 /* The activation form w multiplies with: a qact, or FWD_ACT_BF16. */
 static int act_form(const simd_qmat *w)
 {
@@ -133,6 +146,8 @@ typedef struct gemm_plan {
     const void *xq[FWD_ACT_FORMS]; /* the activations each matrix's form reads */
     int todo[FWD_ACT_FORMS], n_todo; /* forms the pass quantizes a into first */
     int K;
+    int block_rows, n_blocks; /* the step's rows in n_blocks blocks of block_rows (the last
+                                 may be shorter), each block's chunks in turn */
     bool parallel; /* enough work to split over threads */
 } gemm_plan;
 
@@ -164,9 +179,22 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
         work += (long)w[i]->N * K;
     }
     g->parallel = work >= FWD_PARALLEL_MIN_WORK && threads > 1;
+    /* rows a block: the widest form a chunk reads within GEMM_BLOCK_BYTES, whole 16-row
+     * tiles, the blocks of a step as even as that allows */
+    size_t row_bytes = (size_t)K * sizeof(float);
+    for (int f = 0; f < FWD_ACT_FORMS; f++)
+        if (g->xq[f] && form_row_bytes(f, K) > row_bytes)
+            row_bytes = form_row_bytes(f, K);
+    long fit = (long)(GEMM_BLOCK_BYTES / row_bytes) / 16 * 16;
+    fit = fit < 16 ? 16 : fit > GEMM_BLOCK_MAX_ROWS ? GEMM_BLOCK_MAX_ROWS : fit;
+    g->n_blocks = M > fit ? (int)((M + fit - 1) / fit) : 1;
+    g->block_rows = (int)round_up((size_t)(M + g->n_blocks - 1) / (size_t)g->n_blocks, 16);
+    g->n_blocks = (M + g->block_rows - 1) / g->block_rows;
     int n_want = g->parallel ? threads * GEMM_CHUNKS_PER_THREAD : 1; /* one thread: one */
+    n_want = (n_want + g->n_blocks - 1) / g->n_blocks;
+    int rows_b = M < g->block_rows ? M : g->block_rows;
     long rows = (work / K + n_want - 1) / n_want;
-    long min_rows = GEMM_MIN_CHUNK_COST / ((long)K * (M + 8));
+    long min_rows = GEMM_MIN_CHUNK_COST / ((long)K * (rows_b + 8));
     rows = rows > min_rows ? rows : min_rows;
     for (int p = 0; p < g->n_parts; p++) {
         const simd_qmat *m = g->part[p];
@@ -189,22 +217,29 @@ static void gemm_plan_run(const gemm_plan *g, const simd_kernels *k, const fwd_q
         if (r0 < r1)
             quantize_part(k, qb->form[f], a, lda, r0, r1, K, f);
     }
-    /* each chunk is a contiguous range of one matrix's rows, streamed once */
+    /* each chunk is a contiguous range of one matrix's rows, streamed once per block */
+    int per_block = g->chunk0[g->n_parts];
 #pragma omp for schedule(dynamic, 1)
-    for (int i = 0; i < g->chunk0[g->n_parts]; i++) {
-        int p = 0;
-        while (i >= g->chunk0[p + 1])
+    for (int i = 0; i < g->n_blocks * per_block; i++) {
+        int r0 = i / per_block * g->block_rows, c = i % per_block, p = 0;
+        int rows = M - r0 < g->block_rows ? M - r0 : g->block_rows;
+        while (c >= g->chunk0[p + 1])
             p++;
         const simd_qmat *m = g->part[p];
-        int nb = (i - g->chunk0[p]) * g->chunk[p];
+        int nb = (c - g->chunk0[p]) * g->chunk[p];
         int ne = nb + g->chunk[p] < m->N ? nb + g->chunk[p] : m->N;
-        float *o = out + g->col0[p];
-        if (m->type == QT_F32)
-            k->gemm_nt(o, ldo, a, (size_t)lda, m->data, M, m->N, K, beta, nb, ne);
-        else if (m->pack)
-            simd_qpack_gemm(o, ldo, g->xq[act_form(m)], m->pack, M, beta, nb, ne);
-        else
-            k->qgemm(o, ldo, g->xq[act_form(m)], m, M, beta, nb, ne);
+        float *o = out + (size_t)r0 * ldo + g->col0[p];
+        const float *ar = a + (size_t)r0 * lda;
+        if (m->type == QT_F32) {
+            k->gemm_nt(o, ldo, ar, (size_t)lda, m->data, rows, m->N, K, beta, nb, ne);
+        } else {
+            int f = act_form(m); /* a form's rows are form_row_bytes apart (F32: lda == K) */
+            const char *xq = (const char *)g->xq[f] + (size_t)r0 * form_row_bytes(f, K);
+            if (m->pack)
+                simd_qpack_gemm(o, ldo, xq, m->pack, rows, beta, nb, ne);
+            else
+                k->qgemm(o, ldo, xq, m, rows, beta, nb, ne);
+        }
     }
 }
 
