@@ -13,7 +13,11 @@
 #                   ../shared/peers/llama.cpp-3f545be.tar.xz
 #   --types LIST    comma list of synth types (default Q4_K_M,Q8_0)
 #   defaults: build/, build/peer/, all cores, tinyllama-1.1b, levels 1,16,64, prompt 128,
-#   64 generated tokens, prefill of 512-token prompts at 1 and 16 sequences.
+#   64 generated tokens, prefill of 512-token prompts at 1 and 16 sequences. The prefill
+#   runs generate one token a request on both sides (llama-batched-bench -ntg 1, tessera
+#   -n 1), so the prompts are the only work: with a second token, each finished prompt
+#   decoded once more beside the others' chunks, and tessera's latency bound (--itl-target)
+#   held those steps to a 32-row chunk, 15 of a 16 x 512 run's 31 steps.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
@@ -90,7 +94,7 @@ for type in ${types//,/ }; do
     --concurrency "$levels" -n "$n_gen" --prompt-len "$prompt_len" --bw-mem 0 \
     --json "$out/$type.tessera-decode.json" >"$out/$type.tessera-decode.rss" || true
   echo "== $type: tessera prefill" >&2
-  "$tessera" bench -m "$model" --threads "$threads" --concurrency "$prefill_seqs" -n 2 \
+  "$tessera" bench -m "$model" --threads "$threads" --concurrency "$prefill_seqs" -n 1 \
     --prompt-len "$prefill_len" --json "$out/$type.tessera-prefill.json" \
     >"$out/$type.tessera-prefill.txt" 2>&1 || true
 done
