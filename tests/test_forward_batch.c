@@ -1,6 +1,6 @@
 /* test_forward_batch.c: the batched forward pass over the paged KV cache against the
  * reference forward pass: same logits within 1e-4 for mixed prefill chunks and decodes
- * of several sequences in one step, f32 and f16 KV, every kernel table, every GEMM path
+ * of several sequences in one step (their attention tasks costliest first), f32 and f16 KV, every kernel table, every GEMM path
  * (TESSERA_GEMM), a model with RoPE factors, and quantized files; a step run by one
  * parallel region of several threads against one thread; a long step's GEMM in blocks of
  * rows against slices of it. */
@@ -53,6 +53,32 @@ enum { N_SEQ = 5, MAX_LEN = 150 };
 /* Largest logit difference of the quantized files from their reference (logits reach
  * ~16; int8 activations, five layers deep: measured 0.30 .. 0.40). */
 #define QUANT_TOL 0.5
+
+/* The step's attention chunks (fs->chunk) are every sequence's runs of up to 32 rows,
+ * each once, costliest first: rows x (position of the first + half the rows, rounded up),
+ * as forward_batch's plan orders them so the threads take the longest tasks first. */
+static void check_chunk_order(const fwd_state *fs, const fwd_seq *seqs, int n_seqs)
+{
+    int expected = 0;
+    for (int i = 0; i < n_seqs; i++)
+        expected += (seqs[i].n_rows + 31) / 32;
+    assert_int_equal(fs->n_chunks, expected);
+    long prev = -1;
+    for (int c = 0; c < fs->n_chunks; c++) {
+        int r0 = fs->chunk[c], i = 0;
+        while (i < n_seqs && !(r0 >= seqs[i].row0 && r0 < seqs[i].row0 + seqs[i].n_rows))
+            i++;
+        assert_true(i < n_seqs);
+        int j = r0 - seqs[i].row0, n = seqs[i].n_rows - j < 32 ? seqs[i].n_rows - j : 32;
+        assert_int_equal(j % 32, 0);
+        for (int d = 0; d < c; d++)
+            assert_int_not_equal(fs->chunk[d], r0);
+        long cost = (long)n * (seqs[i].pos0 + j + (n + 1) / 2);
+        if (prev >= 0 && cost > prev)
+            fail_msg("chunk %d (row %d, cost %ld) after one of cost %ld", c, r0, cost, prev);
+        prev = cost;
+    }
+}
 
 /* Runs N_SEQ sequences of different lengths of model m through steps that mix prefill
  * chunks of `chunk` tokens with decodes, and compares every sampled row with the
@@ -107,6 +133,7 @@ static void run_mixed(const ts_model *m, const simd_kernels *k, fwd_gemm_path pa
             break;
         fwd_batch b = {.n_rows = rows, .tokens = step_tokens, .n_seqs = n, .seqs = seqs, .n_logits = n};
         assert_int_equal(forward_batch(&fs, m, pool, k, &b, NULL), TS_OK);
+        check_chunk_order(&fs, seqs, n);
         for (int i = 0; i < n; i++) {
             int s = (int)(seqs[i].table - tables);
             int last = seqs[i].pos0 + seqs[i].n_rows - 1;

@@ -27,6 +27,10 @@ static ts_status state_qbuf_init(fwd_state *s, const ts_model *m, ts_error *err)
     return st;
 }
 
+/* A step's rows stay below 2^CHUNK_ROW_BITS: an attention chunk's sort key holds its cost
+ * above its first row (attention_plan). */
+enum { CHUNK_ROW_BITS = 24 };
+
 ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_logits,
                          ts_error *err)
 {
@@ -35,6 +39,9 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->gemm_path = FWD_GEMM_AUTO;
     for (int i = 1; i < model_matrices(c); i++)
         s->f32_layers |= model_matrix(&m->w, i)->type == QT_F32;
+    if (max_rows < 1 || max_rows >= 1 << CHUNK_ROW_BITS)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "steps of %d rows: 1 to %d", max_rows,
+                            (1 << CHUNK_ROW_BITS) - 1);
     s->max_rows = max_rows;
     s->max_logits = max_logits;
     size_t R = (size_t)max_rows, dim = (size_t)c->dim;
@@ -46,6 +53,7 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->pos = malloc(R * sizeof(int32_t));
     s->seq = malloc(R * sizeof(int32_t));
     s->chunk = malloc(R * sizeof(int32_t));
+    s->chunk_key = malloc(R * sizeof(int64_t));
     s->rope = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
     s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
@@ -54,8 +62,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         fwd_state_free(s);
         return st;
     }
-    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->seq || !s->chunk || !s->rope || !s->xs ||
-        !s->logits) {
+    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->seq || !s->chunk ||
+        !s->chunk_key || !s->rope || !s->xs || !s->logits) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
                             max_rows);
@@ -73,6 +81,7 @@ void fwd_state_free(fwd_state *s)
     free(s->pos);
     free(s->seq);
     free(s->chunk);
+    free(s->chunk_key);
     free(s->rope);
     free(s->xs);
     free(s->logits);
@@ -197,22 +206,37 @@ enum { ATT_CHUNK_ROWS = 32 };
  * row and one kv head each, ~1 us or less of work apiece. */
 enum { ATT_TASKS_PER_THREAD = 4 };
 
+/* Descending order of int64_t keys. */
+static int key_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
 /* The step's attention tasks, the same in every layer: the first rows of each sequence's
- * chunks of rows in s->chunk, the kv heads a task covers (one where there are few chunks,
- * as for a long prompt; all where there are many), and the work (~ K/V floats read: each
- * sequence reads its whole context once per kv head) that decides whether they run in
- * parallel. */
+ * chunks of rows in s->chunk, costliest first (rows x the keys they reach: threads take
+ * tasks in order, and a 512-token prompt's last chunk costs 31 times its first, so taken
+ * last it had kept the other threads waiting for it), the kv heads a task covers (one
+ * where there are few chunks, as for a long prompt; all where there are many), and the
+ * work (~ K/V floats read: each sequence reads its whole context once per kv head) that
+ * decides whether they run in parallel. */
 static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_batch *b,
                            int threads)
 {
     s->n_chunks = 0;
     s->att_work = 0;
     for (int i = 0; i < b->n_seqs; i++) {
-        for (int j = 0; j < b->seqs[i].n_rows; j += ATT_CHUNK_ROWS)
-            s->chunk[s->n_chunks++] = b->seqs[i].row0 + j;
-        s->att_work += (long)(b->seqs[i].pos0 + b->seqs[i].n_rows) * c->head_dim * 2 *
-                       c->n_kv_heads;
+        const fwd_seq *sq = &b->seqs[i];
+        for (int j = 0; j < sq->n_rows; j += ATT_CHUNK_ROWS) {
+            int64_t n = sq->n_rows - j < ATT_CHUNK_ROWS ? sq->n_rows - j : ATT_CHUNK_ROWS;
+            int64_t cost = n * (sq->pos0 + j + (n + 1) / 2);
+            s->chunk_key[s->n_chunks++] = cost << CHUNK_ROW_BITS | (sq->row0 + j);
+        }
+        s->att_work += (long)(sq->pos0 + sq->n_rows) * c->head_dim * 2 * c->n_kv_heads;
     }
+    qsort(s->chunk_key, (size_t)s->n_chunks, sizeof *s->chunk_key, key_desc);
+    for (int i = 0; i < s->n_chunks; i++)
+        s->chunk[i] = (int32_t)(s->chunk_key[i] & ((1 << CHUNK_ROW_BITS) - 1));
     int heads = (int)((long)s->n_chunks * c->n_kv_heads / (ATT_TASKS_PER_THREAD * threads));
     s->att_heads = heads < 1 ? 1 : heads > c->n_kv_heads ? c->n_kv_heads : heads;
 }

@@ -64,7 +64,9 @@ typedef struct fwd_state {
     float *gu;      /* (max_rows, 2*ffn) gate | up, then silu(gate)*up in the gate half */
     int32_t *pos;   /* (max_rows) position of each row */
     int32_t *seq;   /* (max_rows) the fwd_batch sequence each row belongs to */
-    int32_t *chunk; /* (max_rows) first rows of the attention's chunks of rows */
+    int32_t *chunk; /* (max_rows) first rows of the attention's chunks of rows, costliest
+                       first */
+    int64_t *chunk_key; /* (max_rows) scratch: their costs and rows, for the sort */
     int n_chunks;   /* this step's chunks in chunk */
     int att_heads;  /* this step's kv heads an attention task */
     long att_work;  /* this step's attention work: K/V floats its sequences read */
@@ -77,7 +79,7 @@ typedef struct fwd_state {
                                      * reads and resets it */
 } fwd_state;
 
-/* Fails only when out of memory. */
+/* Fails when out of memory, or for max_rows outside 1 .. 2^24 - 1. */
 ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_logits,
                          ts_error *err);
 /* Accepts a zeroed or half-built state. */
