@@ -1,6 +1,9 @@
 /* bench_kernels.c: the machine's read bandwidth, then decode attention over a paged KV
- * cache per kernel table, in GB/s of KV read, against that bandwidth and against ref.
- * Usage: build/bench_kernels [--quick]   (threads: OMP_NUM_THREADS, default all cores) */
+ * cache per kernel table, in GB/s of KV read, against that bandwidth and against ref; then
+ * a 512-token prompt's attention (causal, in the engine's tasks of 32 query rows x one kv
+ * head), in GFLOP/s (4 x head_dim a query and key it reaches: q.k and p v).
+ * Usage: build/bench_kernels [--quick] [--prefill]   (--prefill: that part alone;
+ * threads: OMP_NUM_THREADS, default all cores) */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -89,9 +92,88 @@ static double attention_step(const simd_kernels *k, const bench_kv *kv, int ctx,
     return now_s() - t0;
 }
 
+/* Query rows of a prefill task, as the engine's ATT_CHUNK_ROWS. */
+enum { PREFILL_CHUNK = 32 };
+
+/* Seconds for one prompt step's attention: rows 0 .. n - 1 of one sequence, every layer;
+ * each (layer, chunk of rows, kv head) is one work item. */
+static double prefill_step(const simd_kernels *k, const bench_kv *kv, int n, const float *q,
+                           float *out)
+{
+    int group = N_HEADS / N_KV, chunks = (n + PREFILL_CHUNK - 1) / PREFILL_CHUNK;
+    size_t row = (size_t)N_HEADS * HEAD_DIM;
+    double t0 = now_s();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int item = 0; item < N_LAYERS * chunks * N_KV; item++) {
+        int layer = item / (chunks * N_KV), c = item / N_KV % chunks, g = item % N_KV;
+        size_t layer_off = (size_t)layer * 2 * N_KV * TS_KV_BLOCK * HEAD_DIM;
+        simd_kv_view view = {
+            .pool = kv->pool, .type = kv->type, .block_stride = kv->block_stride,
+            .k_offset = layer_off, .v_offset = layer_off + (size_t)N_KV * TS_KV_BLOCK * HEAD_DIM,
+            .head_stride = (size_t)TS_KV_BLOCK * HEAD_DIM, .block_table = kv->table,
+        };
+        int r0 = c * PREFILL_CHUNK;
+        simd_attn_shape shape = {N_HEADS, N_KV, HEAD_DIM, r0,
+                                 n - r0 < PREFILL_CHUNK ? n - r0 : PREFILL_CHUNK, row, row};
+        size_t at = ((size_t)layer * n + r0) * row;
+        k->attention(out + at, q + at, &view, &shape, g * group, (g + 1) * group);
+    }
+    return now_s() - t0;
+}
+
+static int prefill_part(int quick)
+{
+    enum { N = 512 };
+    printf("\nprefill attention: %d-token prompt, %d layers x %d heads / %d kv heads x %d, "
+           "tasks of %d rows x 1 kv head, %d threads\n",
+           N, N_LAYERS, N_HEADS, N_KV, HEAD_DIM, PREFILL_CHUNK, omp_get_max_threads());
+    printf("%4s %-7s %9s %9s %7s\n", "kv", "kernel", "ms/step", "GFLOP/s", "x ref");
+    size_t qn = (size_t)N_LAYERS * N * N_HEADS * HEAD_DIM;
+    float *q = malloc(qn * sizeof(float)), *out = malloc(qn * sizeof(float));
+    if (!q || !out)
+        return -1;
+    for (size_t i = 0; i < qn; i++)
+        q[i] = sinf((float)i * 0.37f);
+    double flops = 4.0 * HEAD_DIM * N_LAYERS * N_HEADS * (double)N * (N + 1) / 2;
+    for (int ty = 0; ty < 2; ty++) {
+        bench_kv kv;
+        if (kv_make(&kv, N, ty ? SIMD_KV_F16 : SIMD_KV_F32) != 0)
+            return -1;
+        double ref_t = 0.0;
+        for (int isa = SIMD_ISA_REF; isa < SIMD_ISA_COUNT; isa++) {
+            const simd_kernels *k = simd_kernels_for((simd_isa)isa);
+            if (!k)
+                continue;
+            double best = 1e30, spent = 0.0;
+            for (int rep = 0; rep < 50 && (rep < 3 || spent < (quick ? 0.2 : 1.0)); rep++) {
+                double t = prefill_step(k, &kv, N, q, out);
+                spent += t;
+                best = t < best ? t : best;
+                if (isa == SIMD_ISA_REF)
+                    break; /* the reference is slow and only a yardstick */
+            }
+            if (isa == SIMD_ISA_REF)
+                ref_t = best;
+            printf("%4s %-7s %9.3f %9.1f %7.1f\n", ty ? "f16" : "f32", k->name, best * 1e3,
+                   flops / best / 1e9, ref_t / best);
+        }
+        free(kv.pool);
+        free(kv.table);
+    }
+    free(q);
+    free(out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, prefill_only = 0;
+    for (int i = 1; i < argc; i++) {
+        quick |= strcmp(argv[i], "--quick") == 0;
+        prefill_only |= strcmp(argv[i], "--prefill") == 0;
+    }
+    if (prefill_only)
+        return prefill_part(quick) ? 1 : 0;
     int threads = omp_get_max_threads();
     double bw = membw_read((size_t)1 << 30, 5) / 1e9;
     printf("read bandwidth: %.1f GB/s (1 GiB, %d threads, best of 5)\n\n", bw, threads);
@@ -138,5 +220,9 @@ int main(int argc, char **argv)
     }
     free(q);
     free(out);
+    if (prefill_part(quick) != 0) {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+        return 1;
+    }
     return 0;
 }
