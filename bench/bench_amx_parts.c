@@ -61,70 +61,49 @@ static void run_operands(const parts *t)
             t->kind->operands(t->p, qpack_unit(t->p, g, bl), b);
 }
 
-/* the tile products of every unit and row pair against one unpacked unit, C stored */
-static void run_tiles(const parts *t)
+/* the tile products of every unit and 16-row activation tile against one unpacked unit,
+ * C stored; from_l1: every tile reads the first 16 rows (A in L1, as at 16 rows) */
+static void tiles_over(const parts *t, bool from_l1)
 {
     _Alignas(64) split_bops b;
-    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
-    t->kind->operands(t->p, qpack_unit(t->p, 0, 0), b);
-    int mr[2] = {QP_ROWS, t->M > QP_ROWS ? QP_ROWS : 0};
-    tiles_config(mr, 64);
-    for (int g = 0; g < N / QP_ROWS; g++)
-        for (int bl = 0; bl < t->p->n_blk; bl++)
-            for (int m0 = 0; m0 < t->M; m0 += 2 * QP_ROWS)
-                split_tiles(t->xq + (size_t)m0 * t->xrow + (size_t)bl * t->p->act_blk_bytes +
-                              t->p->act_qs_off,
-                          t->xrow, t->M - m0 > QP_ROWS ? 2 : 1, b, cbuf, t->kind->b0_signed);
-    _tile_release();
-}
-
-/* run_tiles with each 16-row activation tile alone (its own A load and both B loads) */
-static void run_tiles_one(const parts *t)
-{
-    _Alignas(64) split_bops b;
-    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    _Alignas(64) int32_t cbuf[2][QP_ROWS][QP_ROWS];
     t->kind->operands(t->p, qpack_unit(t->p, 0, 0), b);
     tiles_config((int[2]){QP_ROWS, 0}, 64);
     for (int g = 0; g < N / QP_ROWS; g++)
         for (int bl = 0; bl < t->p->n_blk; bl++)
             for (int m0 = 0; m0 < t->M; m0 += QP_ROWS)
-                split_tiles(t->xq + (size_t)m0 * t->xrow + (size_t)bl * t->p->act_blk_bytes +
-                              t->p->act_qs_off,
-                          t->xrow, 1, b, cbuf, t->kind->b0_signed);
+                split_tiles(t->xq + (from_l1 ? 0 : (size_t)m0 * t->xrow) +
+                                (size_t)bl * t->p->act_blk_bytes + t->p->act_qs_off,
+                            t->xrow, b, cbuf, t->kind->b0_signed);
     _tile_release();
 }
 
-/* run_tiles with every pair reading the first 32 rows: A from L1, as at 16 rows */
+static void run_tiles(const parts *t)
+{
+    tiles_over(t, false);
+}
+
 static void run_tiles_l1(const parts *t)
 {
-    _Alignas(64) split_bops b;
-    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
-    t->kind->operands(t->p, qpack_unit(t->p, 0, 0), b);
-    tiles_config((int[2]){QP_ROWS, QP_ROWS}, 64);
-    for (int g = 0; g < N / QP_ROWS; g++)
-        for (int bl = 0; bl < t->p->n_blk; bl++)
-            for (int m0 = 0; m0 < t->M; m0 += 2 * QP_ROWS)
-                split_tiles(t->xq + (size_t)bl * t->p->act_blk_bytes + t->p->act_qs_off, t->xrow,
-                          2, b, cbuf, t->kind->b0_signed);
-    _tile_release();
+    tiles_over(t, true);
 }
 
 /* the fold of every unit's C (one buffer, as if just stored) into each row's sums */
 static void run_fold(const parts *t)
 {
-    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    _Alignas(64) int32_t cbuf[2][QP_ROWS][QP_ROWS];
     _Alignas(64) static float acc[256][QP_ROWS];
     const __m128i shift = _mm_cvtsi32_si128(t->kind->shift);
-    for (int i = 0; i < 4 * QP_ROWS * QP_ROWS; i++)
+    for (int i = 0; i < 2 * QP_ROWS * QP_ROWS; i++)
         (&cbuf[0][0][0])[i] = i % 97 - 48;
     for (int g = 0; g < N / QP_ROWS; g++)
         for (int bl = 0; bl < t->p->n_blk; bl++) {
             const uint8_t *unit = qpack_unit(t->p, g, bl);
             for (int m = 0; m < t->M; m++) {
-                int i = (m % (2 * QP_ROWS)) / QP_ROWS, r = m % QP_ROWS;
+                int r = m % QP_ROWS;
                 __m512i isum = _mm512_add_epi32(
-                    _mm512_sll_epi32(_mm512_load_si512(cbuf[2 * i][r]), shift),
-                    _mm512_load_si512(cbuf[2 * i + 1][r]));
+                    _mm512_sll_epi32(_mm512_load_si512(cbuf[0][r]), shift),
+                    _mm512_load_si512(cbuf[1][r]));
                 const uint8_t *xb = t->xq + (size_t)m * t->xrow + (size_t)bl * t->p->act_blk_bytes;
                 _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, t->p, unit, xb));
             }
@@ -164,8 +143,8 @@ int main(int argc, char **argv)
     n_m = n_m < 64 ? n_m : 64;
     printf("bench_amx_parts: N=%d K=%d, one thread, Q4_K's operands %s VBMI; ns per unit "
            "(16 x 256) and 16 rows (operands: per unit, once for all M rows; ops-BW: Q4_K's\n"
-           "without VBMI; tiles: in pairs of 16-row activation tiles as the kernel runs them,\n"
-           "each tile alone, pairs all reading the first 32 rows (A in L1))\n", N, K,
+           "without VBMI; tiles: the 16-row activation tiles as the kernel runs them, and all\n"
+           "reading the first 16 rows (A in L1))\n", N, K,
            vbmi ? "with" : "without");
     static const uint32_t types[] = {QT_Q4_K, QT_Q6_K};
     for (int ti = 0; ti < 2; ti++) {
@@ -176,7 +155,7 @@ int main(int argc, char **argv)
         simd_qmat qm = {.type = type, .N = N, .K = K, .row_bytes = wrow, .data = w};
         simd_qpack *p = simd_qpack_make(&qm);
         float *out = malloc(sizeof(float) * 256 * N);
-        printf("%s\n   M    whole  operands  ops-BW  tiles+C  one-by-one  A-in-L1   fold\n",
+        printf("%s\n   M    whole  operands  ops-BW  tiles+C  A-in-L1   fold\n",
                type == QT_Q4_K ? "Q4_K" : "Q6_K");
         for (int i = 0; i < n_m; i++) {
             int M = Ms[i];
@@ -194,8 +173,8 @@ int main(int argc, char **argv)
             } else {
                 printf("%7s", "-");
             }
-            printf(" %8.1f %11.1f %8.1f %6.1f\n", ns_per(run_tiles, &t), ns_per(run_tiles_one, &t),
-                   ns_per(run_tiles_l1, &t), ns_per(run_fold, &t));
+            printf(" %8.1f %8.1f %6.1f\n", ns_per(run_tiles, &t), ns_per(run_tiles_l1, &t),
+                   ns_per(run_fold, &t));
         }
         simd_qpack_free(p);
         free(w), free(xq), free(out);

@@ -10,10 +10,15 @@
  * so the results are the twin's bits.
  *
  * Work goes per 16-row weight group: each block's unit is turned into its operands once,
- * then every pair of 16-row activation tiles runs against them (tiles: C0, C1 of each
- * activation tile, its A, and the two B), its float sums kept per row in acc (up to 256
- * rows x 16 lanes, on the stack: longer steps go in passes of 256 rows) until the group's
- * last block. AVX-512 F/BW and AMX-INT8; include from the kernels' files. */
+ * then every 16-row activation tile runs against them (tiles: C0 and C1, A, and the two
+ * B), its float sums kept per row in acc (up to 256 rows x 16 lanes, on the stack: longer
+ * steps go in passes of 256 rows) until the group's last block. One activation tile at a
+ * time, not a pair sharing the B loads: on the benchmark host (session 13, 16 threads,
+ * two rounds) bench_qpack's Q6_K at 256 rows made 7912-9108 GOP/s against 6654-7003 with
+ * pairs, TinyLlama Q4_K_M's 512-row GEMM took 219-223 ms against 243-246 (bench_layers),
+ * its 16 x 512 prefill 1930-1949 tok/s against 1462-1607; one thread alone ran both the
+ * same (bench_amx_parts), and pairs with their A and B loads double-buffered were no
+ * faster than pairs. AVX-512 F/BW and AMX-INT8; include from the kernels' files. */
 #ifndef TESSERA_SIMD_AMX_TILES_SPLIT_H
 #define TESSERA_SIMD_AMX_TILES_SPLIT_H
 
@@ -48,17 +53,13 @@ static inline __m512i split_scales(const simd_qpack *p, const uint8_t *unit, int
     return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(sc), _mm512_load_si512(ROW_OF_BYTE));
 }
 
-/* C0 of activation tile i in tile 2i, C1 in 2i + 1, A in 4 + i, B0 in 6, B1 in 7; nm
- * activation tiles (1 or 2) of the rows from xa, xrow bytes apart; cbuf[2i + k] = Ck. */
-static inline void split_tiles(const uint8_t *xa, size_t xrow, int nm, split_bops b,
-                               int32_t cbuf[4][QP_ROWS][QP_ROWS], bool b0_signed)
+/* C0 in tile 0, C1 in tile 1, A in 4, B0 in 6, B1 in 7, for the 16 (or fewer, as
+ * configured) activation rows from xa, xrow bytes apart; cbuf[k] = Ck. */
+static inline void split_tiles(const uint8_t *xa, size_t xrow, split_bops b,
+                               int32_t cbuf[2][QP_ROWS][QP_ROWS], bool b0_signed)
 {
     _tile_zero(0);
     _tile_zero(1);
-    if (nm > 1) {
-        _tile_zero(2);
-        _tile_zero(3);
-    }
     for (int c = 0; c < 4; c++) { /* K = 64 c .. 64 c + 63: B-rows 16 c .. 16 c + 15 */
         _tile_loadd(4, xa + 64 * c, (long)xrow);
         _tile_loadd(6, b[0][16 * c], 64);
@@ -68,21 +69,9 @@ static inline void split_tiles(const uint8_t *xa, size_t xrow, int nm, split_bop
         else
             _tile_dpbsud(0, 4, 6);
         _tile_dpbsud(1, 4, 7);
-        if (nm > 1) {
-            _tile_loadd(5, xa + QP_ROWS * xrow + 64 * c, (long)xrow);
-            if (b0_signed)
-                _tile_dpbssd(2, 5, 6);
-            else
-                _tile_dpbsud(2, 5, 6);
-            _tile_dpbsud(3, 5, 7);
-        }
     }
     _tile_stored(0, cbuf[0], QP_ROWS * 4);
     _tile_stored(1, cbuf[1], QP_ROWS * 4);
-    if (nm > 1) {
-        _tile_stored(2, cbuf[2], QP_ROWS * 4);
-        _tile_stored(3, cbuf[3], QP_ROWS * 4);
-    }
 }
 
 /* Rows [0, M) of xq (M <= SPLIT_ROWS) against the groups of [n_begin, n_end). */
@@ -90,37 +79,33 @@ static inline void split_rows(float *out, size_t ldo, const uint8_t *xq, const s
                               int M, float beta, int n_begin, int n_end, const split_kind *kind)
 {
     _Alignas(64) split_bops b;
-    _Alignas(64) int32_t cbuf[4][QP_ROWS][QP_ROWS];
+    _Alignas(64) int32_t cbuf[2][QP_ROWS][QP_ROWS];
     _Alignas(64) float acc[SPLIT_ROWS][QP_ROWS];
     const __m128i shift = _mm_cvtsi32_si128(kind->shift);
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
-    int cur[2] = {0, 0};
+    int cur = 0; /* rows of the configured activation tile */
     for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
         memset(acc, 0, sizeof(float) * QP_ROWS * (size_t)M);
         for (int bl = 0; bl < p->n_blk; bl++) {
             const uint8_t *unit = qpack_unit(p, g, bl);
             tiles_prefetch(p, unit);
             kind->operands(p, unit, b);
-            for (int m0 = 0; m0 < M; m0 += 2 * QP_ROWS) {
-                int mr[2] = {M - m0 < QP_ROWS ? M - m0 : QP_ROWS, M - m0 - QP_ROWS};
-                mr[1] = mr[1] < 0 ? 0 : mr[1] > QP_ROWS ? QP_ROWS : mr[1];
-                int nm = mr[1] > 0 ? 2 : 1;
-                if (mr[0] != cur[0] || mr[1] != cur[1]) {
-                    tiles_config(mr, 64);
-                    cur[0] = mr[0], cur[1] = mr[1];
+            for (int m0 = 0; m0 < M; m0 += QP_ROWS) {
+                int mr = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
+                if (mr != cur) {
+                    tiles_config((int[2]){mr, 0}, 64);
+                    cur = mr;
                 }
-                const uint8_t *x0 = xq + (size_t)m0 * xrow;
-                split_tiles(x0 + (size_t)bl * p->act_blk_bytes + p->act_qs_off, xrow, nm, b,
-                            cbuf, kind->b0_signed);
-                for (int i = 0; i < nm; i++)
-                    for (int r = 0; r < mr[i]; r++) {
-                        int m = m0 + QP_ROWS * i + r;
-                        __m512i isum = _mm512_add_epi32(
-                            _mm512_sll_epi32(_mm512_load_si512(cbuf[2 * i][r]), shift),
-                            _mm512_load_si512(cbuf[2 * i + 1][r]));
-                        const uint8_t *xb = xq + (size_t)m * xrow + (size_t)bl * p->act_blk_bytes;
-                        _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, p, unit, xb));
-                    }
+                const uint8_t *x0 = xq + (size_t)m0 * xrow + (size_t)bl * p->act_blk_bytes;
+                split_tiles(x0 + p->act_qs_off, xrow, b, cbuf, kind->b0_signed);
+                for (int r = 0; r < mr; r++) {
+                    __m512i isum = _mm512_add_epi32(
+                        _mm512_sll_epi32(_mm512_load_si512(cbuf[0][r]), shift),
+                        _mm512_load_si512(cbuf[1][r]));
+                    float *a = acc[m0 + r];
+                    _mm512_store_ps(a, qp_f32_row(_mm512_load_ps(a), isum, p, unit,
+                                                  x0 + (size_t)r * xrow));
+                }
             }
         }
         int n0 = g * QP_ROWS;
