@@ -298,15 +298,18 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
         if (p->bits == 8) {
             p->tiles = simd_amx_qpack_gemm;
         } else if (p->type == QT_Q4_K) {
-            /* From 48 rows: below, the vector kernel is faster in the model. bench_layers on
-             * the benchmark host (session 12, two rounds, 16 threads), GEMM ms a step with
-             * the tiles from 16 / from 64 rows: TinyLlama Q4_K_M 16 rows 18.0, 18.8 / 16.2,
-             * 17.4; 32 rows 31.5, 31.6 / 29.3, 30.5; stories110m 16 rows 2.90, 2.73 / 2.32,
-             * 2.37; 32 rows 4.78, 4.55 / 3.98, 4.10. At 64 the tiles win (48.2 against
-             * 58.7 ms on TinyLlama); 48 is halfway, not measured apart. */
+            /* From 32 rows: at 16 the vector kernel is as fast or faster. Benchmark host,
+             * 16 threads, with the tiles one activation tile at a time (session 13, two
+             * rounds): bench_qpack (N 5632, K 2048) vector against tiles, GOP/s, 16 rows
+             * 2851, 3295 / 2774, 3116; 32 rows 2944, 3207 / 3865, 4020; bench_layers GEMM
+             * ms a step with the tiles from 32 / from 48 (the vector kernel at 32):
+             * TinyLlama Q4_K_M 32 rows 21.9, 24.5 / 28.0, 27.8; stories110m 3.67, 3.43 /
+             * 3.65, 3.60; from 16, TinyLlama's 16-row GEMM took 17.2, 19.7 against 16.9,
+             * 16.8. (Session 12, with pairs of activation tiles, had the vector kernel
+             * ahead up to 32 rows.) */
             p->tiles = qpack_amx_caps() & QP_CAP_VBMI ? simd_amx_qpack_gemm_q4k
                                                       : simd_amx_qpack_gemm_q4k_bw;
-            p->tile_min_m = 48;
+            p->tile_min_m = 32;
         } else if (p->type == QT_Q6_K) {
             /* From 16 rows: Q6_K's vector kernel holds 1.4-1.8 TOPS at every M, its tiles
              * 2.7 at 16 rows and 3.2-4.8 from 32 (bench_qpack, benchmark host, session 12,
