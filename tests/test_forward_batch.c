@@ -334,6 +334,18 @@ static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int thre
     return st;
 }
 
+/* The Q4_K_M file of stories260K-k (extracted into the build at configure time). */
+static ts_model *load_q4_k_m(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stories260K-k/stories260K-k-Q4_K_M.gguf", TS_BUILD_DIR);
+    ts_model *q = NULL;
+    ts_error err = {0};
+    if (ts_model_load(path, NULL, &q, &err) != TS_OK)
+        fail_msg("%s: %s", path, err.msg);
+    return q;
+}
+
 /* forward_batch runs a step as one parallel region of several threads (each operation a
  * worksharing loop) where no matrix goes to OpenBLAS, else a region per operation: both
  * give one thread's bits (every output element is computed alone, whatever the split),
@@ -342,12 +354,7 @@ static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int thre
 static void test_team_matches_one_thread(void **state)
 {
     (void)state;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/stories260K-k/stories260K-k-Q4_K_M.gguf", TS_BUILD_DIR);
-    ts_model *q = NULL;
-    ts_error err = {0};
-    if (ts_model_load(path, NULL, &q, &err) != TS_OK)
-        fail_msg("%s: %s", path, err.msg);
+    ts_model *q = load_q4_k_m();
     const struct {
         const ts_model *m;
         fwd_gemm_path path;
@@ -377,12 +384,7 @@ static void test_team_matches_one_thread(void **state)
 static void test_row_blocks_match_slices(void **state)
 {
     (void)state;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/stories260K-k/stories260K-k-Q4_K_M.gguf", TS_BUILD_DIR);
-    ts_model *q = NULL;
-    ts_error err = {0};
-    if (ts_model_load(path, NULL, &q, &err) != TS_OK)
-        fail_msg("%s: %s", path, err.msg);
+    ts_model *q = load_q4_k_m();
     enum { M = 700, SLICE = 100 };
     const model_layer *l = &q->w.layers[0];
     const simd_qmat *passes[3][2] = {{&l->w1, &l->w3}, {&l->wv, NULL}, {&l->w2, NULL}};
