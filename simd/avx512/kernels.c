@@ -55,22 +55,27 @@ static inline V v_min(V a, V b) { return _mm512_min_ps(a, b); }
 static inline V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 static inline float v_reduce_add(V v) { return _mm512_reduce_add_ps(v); }
 static inline float v_reduce_max(V v) { return _mm512_reduce_max_ps(v); }
-/* Lane i of the result is the sum of the lanes of a[i], i < 16: each input is folded to
- * 8 lanes, then two hadd trees reduce 8 inputs each. */
-static inline __m256 fold_half(V v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
-static inline __m256 reduce8(const __m256 *a)
-{
-    __m256 h01 = _mm256_hadd_ps(a[0], a[1]), h23 = _mm256_hadd_ps(a[2], a[3]);
-    __m256 h45 = _mm256_hadd_ps(a[4], a[5]), h67 = _mm256_hadd_ps(a[6], a[7]);
-    __m256 lo = _mm256_hadd_ps(h01, h23), hi = _mm256_hadd_ps(h45, h67);
-    return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
-}
+/* Lane i of the result is the sum of the lanes of a[i], i < 16, added in this order:
+ * f[k] = a[i][k] + a[i][k + 8], then ((f0 + f1) + (f2 + f3)) + ((f4 + f5) + (f6 + f7)),
+ * the order of the hadd trees this replaced (the same bits). Two inputs share a register
+ * from the first step on: 46 instructions against their 75. */
 static inline V v_reduce_lanes(const V *a)
 {
-    __m256 f[16];
-    for (int i = 0; i < 16; i++)
-        f[i] = fold_half(a[i]);
-    return _mm512_insertf32x8(_mm512_castps256_ps512(reduce8(f)), reduce8(f + 8), 1);
+    V f[8], h[4], g[2];
+    for (int i = 0; i < 8; i++) /* f of a[2i] in lanes 0-7, of a[2i + 1] in 8-15 */
+        f[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; i++) /* adjacent pairs of f */
+        h[i] = _mm512_add_ps(_mm512_shuffle_ps(f[2 * i], f[2 * i + 1], 0x88),
+                             _mm512_shuffle_ps(f[2 * i], f[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; i++) /* pairs of pairs: each input's two half sums */
+        g[i] = _mm512_add_ps(_mm512_shuffle_ps(h[2 * i], h[2 * i + 1], 0x88),
+                             _mm512_shuffle_ps(h[2 * i], h[2 * i + 1], 0xDD));
+    /* the halves' sums, inputs in the order 0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15 */
+    V r = _mm512_add_ps(_mm512_shuffle_f32x4(g[0], g[1], 0x88),
+                        _mm512_shuffle_f32x4(g[0], g[1], 0xDD));
+    return _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), r);
 }
 static inline V v_swap_pairs(V v) { return _mm512_permute_ps(v, 0xb1); }
 static inline V v_round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
