@@ -103,8 +103,15 @@ typedef enum qact {
  * times it, and the _1 types' minimums multiply qa32_s() = d * sum. */
 typedef struct qa_q8_32 { float d; int32_t sum; int8_t qs[QK_32]; } qa_q8_32;
 static inline float qa32_s(const qa_q8_32 *a) { return a->d * (float)a->sum; }
-/* x[i] ~= d * qs[i]; bsums[j] = sum of qs[16j .. 16j + 15]. */
-typedef struct qa_q8_k { float d; int16_t bsums[QK_K / 16]; int8_t qs[QK_K]; } qa_q8_k;
+/* x[i] ~= d * qs[i]; bsums[j] = sum of qs[16j .. 16j + 15]; pad zero. qs starts 64 bytes
+ * in, so in a row of blocks from a 64-byte boundary every 64 quants are one cache line: an
+ * AMX tile row reads one line, not two. */
+typedef struct qa_q8_k {
+    float d;
+    int16_t bsums[QK_K / 16];
+    uint8_t pad[28];
+    int8_t qs[QK_K];
+} qa_q8_k;
 
 /* ---- type table ---- */
 

@@ -98,6 +98,7 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
             } else {
                 qa_q8_k *ob = (qa_q8_k *)o + b;
                 ob->d = dq;
+                memset(ob->pad, 0, sizeof ob->pad);
                 for (int j = 0; j < QK_K / 16; j++)
                     ob->bsums[j] = (int16_t)qg_act_store(ob->qs + 16 * j, r + 16 * j, 16);
             }

@@ -77,6 +77,7 @@ static inline uint8_t *qd_acts(uint32_t t, int M, int K, float *xf, size_t *row_
             } else {
                 qa_q8_k *k = (qa_q8_k *)blk;
                 k->d = d;
+                memset(k->pad, 0, sizeof k->pad);
                 for (int j = 0; j < 16; j++) {
                     int s = 0;
                     for (int i = 0; i < 16; i++)

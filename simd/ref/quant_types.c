@@ -21,7 +21,7 @@ _Static_assert(sizeof(qb_q5_k) == 176, "Q5_K block");
 _Static_assert(sizeof(qb_q6_k) == 210, "Q6_K block");
 _Static_assert(sizeof(qb_iq4_xs) == 136, "IQ4_XS block");
 _Static_assert(sizeof(qa_q8_32) == 40, "activation block of 32");
-_Static_assert(sizeof(qa_q8_k) == 292, "activation super-block");
+_Static_assert(sizeof(qa_q8_k) == 320 && offsetof(qa_q8_k, qs) == 64, "activation super-block");
 
 const int8_t qt_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                     1,    13,   25,  38,  53,  69,  89,  113};
