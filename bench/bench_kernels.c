@@ -181,8 +181,12 @@ int main(int argc, char **argv)
         quick |= strcmp(argv[i], "--quick") == 0;
         prefill_only |= strcmp(argv[i], "--prefill") == 0;
     }
+    if (prefill_only && prefill_part(quick) != 0) {
+        fprintf(stderr, "bench_kernels: out of memory\n");
+        return 1;
+    }
     if (prefill_only)
-        return prefill_part(quick) ? 1 : 0;
+        return 0;
     int threads = omp_get_max_threads();
     double bw = membw_read((size_t)1 << 30, 5) / 1e9;
     printf("read bandwidth: %.1f GB/s (1 GiB, %d threads, best of 5)\n\n", bw, threads);

@@ -1,6 +1,6 @@
 /* qpack.h: weight matrices repacked once at load, 16 rows interleaved in the order one
  * AVX-512 VNNI instruction or one AMX tile multiplies (qpack_internal.h), the GEMM on that
- * layout (a vector kernel for every M, AMX tiles for steps of 16 rows or more, 48 for
+ * layout (a vector kernel for every M, AMX tiles for steps of 16 rows or more, 32 for
  * Q4_K, none for Q5_K; bf16 tiles for F16 / BF16), and its plain-C twin.
  *
  * How the model uses it:

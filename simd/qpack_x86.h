@@ -1,7 +1,8 @@
-/* qpack_x86.h: what the AVX-512 VNNI kernel (avx512vnni/qpack.c) and the AMX tile kernel
- * (amx/qgemm_amx.c) share on the int8-type packs (qpack_internal.h): unpacking a unit's
- * 4-6 bit weights into B-rows of unsigned bytes, and a block's float terms for one
- * activation row, lane by lane in the twin's order, so both kernels give the twin's bits.
+/* qpack_x86.h: what the AVX-512 VNNI kernel (avx512vnni/qpack.c) and the AMX tile kernels
+ * (amx/) share on the packs (qpack_internal.h): the masked store of a group's output
+ * rows, unpacking a unit's 4-6 bit weights into B-rows of unsigned bytes, and a block's
+ * float terms for one activation row, lane by lane in the twin's order, so every kernel
+ * gives the twin's bits.
  * AVX-512 F/BW; include from files built with them. */
 #ifndef TESSERA_SIMD_QPACK_X86_H
 #define TESSERA_SIMD_QPACK_X86_H
@@ -12,6 +13,32 @@
 #include "qpack_internal.h"
 
 #define QP_INLINE static inline __attribute__((always_inline))
+
+/* The lanes of weight group g (columns 16 g .. 16 g + 15) that [n_begin, n_end) keeps. */
+QP_INLINE __mmask16 qp_group_mask(int g, int n_begin, int n_end)
+{
+    int n0 = g * QP_ROWS;
+    int lo = n_begin > n0 ? n_begin - n0 : 0;
+    int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+/* o[lanes of mask] = a (+ beta * o): one output row of a group; the other lanes of the 16
+ * at o are neither read nor written. */
+QP_INLINE void qp_store_row(float *o, __m512 a, __mmask16 mask, float beta)
+{
+    if (beta != 0.0f)
+        a = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, o), a);
+    _mm512_mask_storeu_ps(o, mask, a);
+}
+
+/* qp_store_row of rows acc[0 .. rows) at out, ldo floats apart. */
+QP_INLINE void qp_store_rows(float *out, size_t ldo, const float (*acc)[QP_ROWS], int rows,
+                             __mmask16 mask, float beta)
+{
+    for (int r = 0; r < rows; r++)
+        qp_store_row(out + (size_t)r * ldo, _mm512_load_ps(acc[r]), mask, beta);
+}
 
 /* v + (1 << bit) in the bytes whose bit of the plane word is set. */
 QP_INLINE __m512i qp_plane_add(__m512i v, uint64_t plane, int bit)

@@ -107,14 +107,11 @@ void simd_amx_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpac
                 cur[0] = k.mr[0], cur[1] = k.mr[1];
             }
             block_run(acc, &k);
-            for (int h = 0; h < ng; h++) {
-                int n0 = (g + h) * QP_ROWS;
-                int lo = n_begin > n0 ? n_begin - n0 : 0;
-                int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
+            for (int h = 0; h < ng; h++)
                 for (int i = 0; i < k.nm; i++)
-                    tiles_write(out + (size_t)(m0 + QP_ROWS * i) * ldo + n0, ldo,
-                                (const float(*)[QP_ROWS])acc[2 * i + h], k.mr[i], lo, hi, beta);
-            }
+                    qp_store_rows(out + (size_t)(m0 + QP_ROWS * i) * ldo + (g + h) * QP_ROWS,
+                                  ldo, (const float(*)[QP_ROWS])acc[2 * i + h], k.mr[i],
+                                  qp_group_mask(g + h, n_begin, n_end), beta);
         }
     }
     _tile_release();

@@ -50,14 +50,11 @@ void simd_amx_qpack_gemm_bf16(float *out, size_t ldo, const void *xq, const simd
             _tile_stored(1, acc[1], 64);
             _tile_stored(2, acc[2], 64);
             _tile_stored(3, acc[3], 64);
-            for (int h = 0; h < ng; h++) {
-                int n0 = (g + h) * QP_ROWS;
-                int lo = n_begin > n0 ? n_begin - n0 : 0;
-                int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
+            for (int h = 0; h < ng; h++)
                 for (int i = 0; i < 2 && mr[i] > 0; i++)
-                    tiles_write(out + (size_t)(m0 + QP_ROWS * i) * ldo + n0, ldo, acc[2 * i + h],
-                                mr[i], lo, hi, beta);
-            }
+                    qp_store_rows(out + (size_t)(m0 + QP_ROWS * i) * ldo + (g + h) * QP_ROWS,
+                                  ldo, (const float(*)[QP_ROWS])acc[2 * i + h], mr[i],
+                                  qp_group_mask(g + h, n_begin, n_end), beta);
         }
     }
     _tile_release();

@@ -1,12 +1,13 @@
-/* tiles.h: the tile configuration and the masked output store of the AMX kernels (int8,
- * qgemm_amx.c, and bf16, qgemm_amx_bf16.c). */
+/* tiles.h: the tile configuration and the units' prefetch of the AMX kernels (int8,
+ * qgemm_amx.c and tiles_split.h, and bf16, qgemm_amx_bf16.c); their output rows go out
+ * with qp_store_rows (qpack_x86.h). */
 #ifndef TESSERA_SIMD_AMX_TILES_H
 #define TESSERA_SIMD_AMX_TILES_H
 
 #include <immintrin.h>
 #include <string.h>
 
-#include "../qpack_internal.h"
+#include "../qpack_x86.h"
 
 typedef struct tile_cfg {
     uint8_t palette, start_row;
@@ -39,22 +40,6 @@ static inline void tiles_prefetch(const simd_qpack *p, const uint8_t *unit)
 {
     for (size_t off = 0; off < p->unit_bytes; off += 64)
         _mm_prefetch((const char *)unit + QP_PF + off, _MM_HINT_T0);
-}
-
-/* out[r][lo .. hi) = acc[r] (+ beta * out) for r < rows: columns outside [lo, hi) of the
- * 16 at out are neither read nor written. */
-static inline void tiles_write(float *out, size_t ldo, const float acc[QP_ROWS][QP_ROWS],
-                               int rows, int lo, int hi, float beta)
-{
-    __mmask16 mask = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-    __m512 vbeta = _mm512_set1_ps(beta);
-    for (int r = 0; r < rows; r++) {
-        float *o = out + (size_t)r * ldo;
-        __m512 a = _mm512_load_ps(acc[r]);
-        if (beta != 0.0f)
-            a = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(mask, o), a);
-        _mm512_mask_storeu_ps(o, mask, a);
-    }
 }
 
 #endif

@@ -108,12 +108,8 @@ static inline void split_rows(float *out, size_t ldo, const uint8_t *xq, const s
                 }
             }
         }
-        int n0 = g * QP_ROWS;
-        int lo = n_begin > n0 ? n_begin - n0 : 0;
-        int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
-        for (int m0 = 0; m0 < M; m0 += QP_ROWS)
-            tiles_write(out + (size_t)m0 * ldo + n0, ldo, (const float(*)[QP_ROWS])acc[m0],
-                        M - m0 < QP_ROWS ? M - m0 : QP_ROWS, lo, hi, beta);
+        qp_store_rows(out + (size_t)g * QP_ROWS, ldo, (const float(*)[QP_ROWS])acc, M,
+                      qp_group_mask(g, n_begin, n_end), beta);
     }
 }
 

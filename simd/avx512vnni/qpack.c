@@ -137,7 +137,6 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
                             const simd_qpack *p, float beta, int n_begin, int n_end,
                             const int BITS, const int MR)
 {
-    __m512 vbeta = _mm512_set1_ps(beta);
     for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
         __m512 acc[VQ_MR];
 #pragma GCC unroll 8
@@ -152,18 +151,10 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
             for (int m = 0; m < MR; m++)
                 acc[m] = qp_f32_row(acc[m], isum[m], p, unit, xb[m]);
         }
-        int n0 = g * QP_ROWS;
-        int lo = n_begin > n0 ? n_begin - n0 : 0;
-        int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
-        __mmask16 mask = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+        __mmask16 mask = qp_group_mask(g, n_begin, n_end);
 #pragma GCC unroll 8
-        for (int m = 0; m < MR; m++) {
-            float *o = out + (size_t)m * ldo + n0;
-            __m512 a = acc[m];
-            if (beta != 0.0f)
-                a = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(mask, o), a);
-            _mm512_mask_storeu_ps(o, mask, a);
-        }
+        for (int m = 0; m < MR; m++)
+            qp_store_row(out + (size_t)m * ldo + (size_t)g * QP_ROWS, acc[m], mask, beta);
     }
 }
 
@@ -228,18 +219,8 @@ ALWAYS_INLINE void group_run_shared(float *out, size_t ldo, const uint8_t *x0, s
             }
         }
     }
-    int n0 = g * QP_ROWS;
-    int lo = n_begin > n0 ? n_begin - n0 : 0;
-    int hi = n_end < n0 + QP_ROWS ? n_end - n0 : QP_ROWS;
-    __mmask16 mask = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
-    __m512 vbeta = _mm512_set1_ps(beta);
-    for (int m = 0; m < rows; m++) {
-        float *o = out + (size_t)m * ldo + n0;
-        __m512 a = _mm512_load_ps(acc[m]);
-        if (beta != 0.0f)
-            a = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(mask, o), a);
-        _mm512_mask_storeu_ps(o, mask, a);
-    }
+    qp_store_rows(out + (size_t)g * QP_ROWS, ldo, (const float(*)[QP_ROWS])acc, rows,
+                  qp_group_mask(g, n_begin, n_end), beta);
 }
 
 /* group_run_shared for the pack's bits (4, 5 or 6). */

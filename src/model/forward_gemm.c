@@ -189,7 +189,6 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
     fit = fit < 16 ? 16 : fit > GEMM_BLOCK_MAX_ROWS ? GEMM_BLOCK_MAX_ROWS : fit;
     g->n_blocks = M > fit ? (int)((M + fit - 1) / fit) : 1;
     g->block_rows = (int)round_up((size_t)(M + g->n_blocks - 1) / (size_t)g->n_blocks, 16);
-    g->n_blocks = (M + g->block_rows - 1) / g->block_rows;
     int n_want = g->parallel ? threads * GEMM_CHUNKS_PER_THREAD : 1; /* one thread: one */
     n_want = (n_want + g->n_blocks - 1) / g->n_blocks;
     int rows_b = M < g->block_rows ? M : g->block_rows;
