@@ -28,7 +28,7 @@ static const int ms[] = {1, 2, 4, 8, 16, 32, 64, 128};
 
 /* Seconds per call: the best pass over n_copies distinct copies of W (so that W comes
  * from memory, as in a model step), each copy one call. */
-static double time_calls(const simd_kernels *k, fwd_gemm_path path, float *out, const float *x,
+static double time_calls(const simd_kernels *k, fwd_gemm_path path, float *out, float *x,
                          const float *w, int n_copies, int M, int N, int K, double budget_s)
 {
     double best = 1e30, spent = 0.0;
@@ -37,7 +37,7 @@ static double time_calls(const simd_kernels *k, fwd_gemm_path path, float *out, 
         for (int c = 0; c < n_copies; c++) {
             simd_qmat wm = model_qmat_f32(w + (size_t)c * N * K, N, K);
             const simd_qmat *wp = &wm;
-            fwd_gemm(k, path, NULL, out, (size_t)N, x, K, &wp, 1, M, 0.0f);
+            fwd_gemm(k, path, NULL, out, (size_t)N, x, K, NULL, &wp, 1, M, 0.0f);
         }
         double t = (omp_get_wtime() - t0) / n_copies;
         spent += t * n_copies;

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
                     K[r] = groups[r][0]->K;
                     int bi = bucket_of(b, &n_b, r, groups[r], n_w[r]);
                     double t0 = omp_get_wtime();
-                    fwd_gemm(k, FWD_GEMM_AUTO, &s.qbuf, out, (size_t)ldo[r], in, K[r],
+                    fwd_gemm(k, FWD_GEMM_AUTO, &s.qbuf, out, (size_t)ldo[r], in, K[r], NULL,
                              groups[r], n_w[r], M, 0.0f);
                     double t = omp_get_wtime() - t0;
                     rep_s[bi] += t;

@@ -404,10 +404,10 @@ static void test_row_blocks_match_slices(void **state)
         float *sliced = malloc((size_t)M * N * sizeof(float));
         for (size_t i = 0; i < (size_t)M * K; i++)
             a[i] = (float)((int)(i * 2654435761u % 2001) - 1000) / 1000.0f;
-        fwd_gemm(k, FWD_GEMM_AUTO, &qb, whole, (size_t)N, a, K, passes[p], n_w, M, 0.0f);
+        fwd_gemm(k, FWD_GEMM_AUTO, &qb, whole, (size_t)N, a, K, NULL, passes[p], n_w, M, 0.0f);
         for (int r0 = 0; r0 < M; r0 += SLICE)
             fwd_gemm(k, FWD_GEMM_AUTO, &qb, sliced + (size_t)r0 * N, (size_t)N,
-                     a + (size_t)r0 * K, K, passes[p], n_w, SLICE, 0.0f);
+                     a + (size_t)r0 * K, K, NULL, passes[p], n_w, SLICE, 0.0f);
         for (int r = 0; r < M; r++)
             if (memcmp(whole + (size_t)r * N, sliced + (size_t)r * N, N * sizeof(float)))
                 fail_msg("pass %d (K %d): row %d of %d differs from its slice's", p, K, r, M);
@@ -417,6 +417,96 @@ static void test_row_blocks_match_slices(void **state)
     }
     omp_set_num_threads(saved);
     fwd_qbuf_free(&qb);
+    ts_model_free(q);
+}
+
+/* out = the pass over w of a (M x K, stride lda) after pre, by fwd_gemm (team false) or
+ * fwd_gemm_team inside a region of three threads; a is rewritten by pre. */
+static void pre_pass(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, bool team,
+                     float *out, size_t ldo, float *a, int lda, const fwd_pre *pre,
+                     const simd_qmat *const *w, int n_w, int M)
+{
+    if (team) {
+#pragma omp parallel num_threads(3)
+        fwd_gemm_team(k, qb, out, ldo, a, lda, pre, w, n_w, M, 0.0f);
+    } else {
+        fwd_gemm(k, path, qb, out, ldo, a, lda, pre, w, n_w, M, 0.0f);
+    }
+}
+
+/* A GEMM pass's pre (the RMS norm, the SwiGLU) leaves its input rows and its output as the
+ * separate row stage then the pass did, bit for bit: on the Q4_K_M file's packs through
+ * fwd_gemm and fwd_gemm_team, and on stories260K's f32 matrices through OpenBLAS (which
+ * reads the rows before the pass quantizes any). Three threads, 37 rows (slices of 12
+ * and 13 rows a thread). */
+static void test_pre_matches_separate_stage(void **state)
+{
+    (void)state;
+    ts_model *q = load_q4_k_m();
+    enum { M = 37 };
+    const simd_kernels *k = simd_init();
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(3);
+    struct {
+        const ts_model *m;
+        fwd_gemm_path path;
+        bool team;
+    } runs[] = {{q, FWD_GEMM_AUTO, false}, {q, FWD_GEMM_AUTO, true}, {model, FWD_GEMM_BLAS, false}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const ts_model *m = runs[i].m;
+        const model_layer *l = &m->w.layers[0];
+        int dim = m->cfg.dim, ffn = m->cfg.hidden_dim;
+        const simd_qmat *w13[] = {&l->w1, &l->w3}, *w2[] = {&l->w2};
+        const simd_qmat *all[] = {&l->w1, &l->w3, &l->w2};
+        fwd_qbuf qb;
+        assert_int_equal(fwd_qbuf_init(&qb, all, 3, M, ffn > dim ? ffn : dim, NULL), TS_OK);
+        size_t n_x = (size_t)M * 2 * ffn, n_out = (size_t)M * 2 * ffn;
+        float *x = malloc(n_x * sizeof(float)), *ref_in = malloc(n_x * sizeof(float));
+        float *in = malloc(n_x * sizeof(float));
+        float *ref_out = malloc(n_out * sizeof(float)), *out = malloc(n_out * sizeof(float));
+        for (size_t j = 0; j < n_x; j++)
+            x[j] = (float)((int)(j * 2654435761u % 2001) - 1000) / 500.0f;
+
+        /* the norm of x into the input of W1|W3 */
+        for (int r = 0; r < M; r++)
+            k->rmsnorm(ref_in + (size_t)r * dim, x + (size_t)r * dim, m->w.rms_ffn, 1, dim,
+                       m->cfg.rms_eps);
+        pre_pass(k, runs[i].path, &qb, runs[i].team, ref_out, 2 * (size_t)ffn, ref_in, dim, NULL,
+                 w13, 2, M);
+        fwd_pre norm = {.kind = FWD_PRE_RMSNORM, .x = x, .weight = m->w.rms_ffn,
+                        .eps = m->cfg.rms_eps};
+        memset(in, 0xff, n_x * sizeof(float)); /* NaNs where the pass must write */
+        pre_pass(k, runs[i].path, &qb, runs[i].team, out, 2 * (size_t)ffn, in, dim, &norm, w13,
+                 2, M);
+        if (memcmp(in, ref_in, (size_t)M * dim * sizeof(float)))
+            fail_msg("run %zu: the pass's norm differs from the stage's", i);
+        if (memcmp(out, ref_out, (size_t)M * 2 * ffn * sizeof(float)))
+            fail_msg("run %zu: W1|W3 after the pass's norm differs", i);
+
+        /* silu(gate) * up of x (gate | up rows) into the input of W2 */
+        memcpy(ref_in, x, n_x * sizeof(float));
+        for (int r = 0; r < M; r++) {
+            float *g = ref_in + (size_t)r * 2 * ffn;
+            k->silu_mul(g, g, g + ffn, (size_t)ffn);
+        }
+        pre_pass(k, runs[i].path, &qb, runs[i].team, ref_out, (size_t)dim, ref_in, 2 * ffn, NULL,
+                 w2, 1, M);
+        memcpy(in, x, n_x * sizeof(float));
+        fwd_pre swiglu = {.kind = FWD_PRE_SILU_MUL};
+        pre_pass(k, runs[i].path, &qb, runs[i].team, out, (size_t)dim, in, 2 * ffn, &swiglu, w2,
+                 1, M);
+        if (memcmp(in, ref_in, n_x * sizeof(float)))
+            fail_msg("run %zu: the pass's SwiGLU differs from the stage's", i);
+        if (memcmp(out, ref_out, (size_t)M * dim * sizeof(float)))
+            fail_msg("run %zu: W2 after the pass's SwiGLU differs", i);
+        free(x);
+        free(ref_in);
+        free(in);
+        free(ref_out);
+        free(out);
+        fwd_qbuf_free(&qb);
+    }
+    omp_set_num_threads(saved);
     ts_model_free(q);
 }
 
@@ -440,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_quantized_batched_matches_reference),
         cmocka_unit_test(test_team_matches_one_thread),
         cmocka_unit_test(test_row_blocks_match_slices),
+        cmocka_unit_test(test_pre_matches_separate_stage),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);
 }

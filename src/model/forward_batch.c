@@ -132,12 +132,13 @@ static void lap(fwd_state *s, ts_step_phase phase, double *t)
 }
 
 /* Below this many floats of work a region of row kernels costs more than it saves. The row
- * kernels (norm, RoPE and K/V stores, silu) take about a nanosecond an element or less on
- * one core; a region's start costs 4-6 us on the benchmark host at 16 threads (spinning,
- * bench_layers), so 16 rows of a 2048-wide model (32K elements) are worth splitting: with
- * 64K as the bound, TinyLlama's 16-stream steps spent 2.2-2.4 ms of 25-27 in serial norms
- * and RoPE, and 1.3-1.7 with 16K (session 11). The silu (an exp an element) splits from
- * half as many. A team splits every stage: there it costs a barrier (1.4 us). */
+ * kernels (RoPE and K/V stores, the embedding) take about a nanosecond an element or less
+ * on one core; a region's start costs 4-6 us on the benchmark host at 16 threads
+ * (spinning, bench_layers), so 16 rows of a 2048-wide model (32K elements) are worth
+ * splitting: with 64K as the bound, TinyLlama's 16-stream steps spent 2.2-2.4 ms of 25-27
+ * in serial norms and RoPE, and 1.3-1.7 with 16K (session 11). A team splits every stage:
+ * there it costs a barrier (1.4 us). The norms and the SwiGLU have no stage: the GEMM
+ * that reads their rows runs them (fwd_pre). */
 enum { ROW_MIN_WORK = 1 << 14 };
 
 /* Each row's RoPE terms and embedding (the lookup decodes only the rows the step needs),
@@ -157,14 +158,6 @@ static void embed_rows(const fwd_step *f)
                               (size_t)f->b->tokens[r] * w->tok_embd.row_bytes,
                           w->tok_embd.type, c->dim);
     }
-}
-
-static void rmsnorm_rows(const fwd_step *f, float *out, const float *x, const float *w, int rows)
-{
-    const ts_model_config *c = &f->m->cfg;
-#pragma omp for schedule(static)
-    for (int r = 0; r < rows; r++)
-        f->k->rmsnorm(out + (size_t)r * c->dim, x + (size_t)r * c->dim, w, 1, c->dim, c->rms_eps);
 }
 
 /* Rotates the new Q and K rows by the step's RoPE table and writes K and V into each
@@ -279,25 +272,20 @@ static void attention(const fwd_step *f, int layer)
     }
 }
 
-/* gu's gate half = silu(gate) * up, row by row. */
-static void silu_rows(const fwd_step *f, int T)
-{
-    int ffn = f->m->cfg.hidden_dim;
-#pragma omp for schedule(static)
-    for (int r = 0; r < T; r++) {
-        float *g = f->s->gu + (size_t)r * 2 * ffn;
-        f->k->silu_mul(g, g, g + ffn, (size_t)ffn);
-    }
-}
-
 /* One GEMM pass (fwd_gemm's contract) on the step's team, or with a region of its own. */
-static void gemm(const fwd_step *f, float *out, size_t ldo, const float *a, int lda,
-                 const simd_qmat *const *w, int n_w, int M, float beta)
+static void gemm(const fwd_step *f, float *out, size_t ldo, float *a, int lda,
+                 const fwd_pre *pre, const simd_qmat *const *w, int n_w, int M, float beta)
 {
     if (f->team)
-        fwd_gemm_team(f->k, &f->s->qbuf, out, ldo, a, lda, w, n_w, M, beta);
+        fwd_gemm_team(f->k, &f->s->qbuf, out, ldo, a, lda, pre, w, n_w, M, beta);
     else
-        fwd_gemm(f->k, f->s->gemm_path, &f->s->qbuf, out, ldo, a, lda, w, n_w, M, beta);
+        fwd_gemm(f->k, f->s->gemm_path, &f->s->qbuf, out, ldo, a, lda, pre, w, n_w, M, beta);
+}
+
+/* The RMS norm of x's rows by weight w into the GEMM's input rows (fwd_pre). */
+static fwd_pre norm_pre(const ts_model_config *c, const float *x, const float *w)
+{
+    return (fwd_pre){.kind = FWD_PRE_RMSNORM, .x = x, .weight = w, .eps = c->rms_eps};
 }
 
 /* The step's rows through the embedding, the layers and the LM head: run by every
@@ -309,18 +297,16 @@ static void run_layers(fwd_step *f)
     const model_weights *w = &f->m->w;
     const fwd_batch *b = f->b;
     int T = b->n_rows, dim = c->dim, ffn = c->hidden_dim, qkv_rows = model_qkv_rows(c);
-    long row_work = (long)T * dim;
     double t = clock_now_s();
-    STAGE(f, row_work, ROW_MIN_WORK, embed_rows(f));
+    STAGE(f, (long)T * dim, ROW_MIN_WORK, embed_rows(f));
     lap(s, TS_PHASE_ROWWISE, &t);
     for (int l = 0; l < c->n_layers; l++) {
         const model_layer *ly = &w->layers[l];
         const simd_qmat *qkv[] = {&ly->wq, &ly->wk, &ly->wv}, *wo[] = {&ly->wo};
         const simd_qmat *w13[] = {&ly->w1, &ly->w3}, *w2[] = {&ly->w2};
-        /* attention block */
-        STAGE(f, row_work, ROW_MIN_WORK, rmsnorm_rows(f, s->xn, s->x, w->rms_att + (size_t)l * dim, T));
-        lap(s, TS_PHASE_ROWWISE, &t);
-        gemm(f, s->qkv, (size_t)qkv_rows, s->xn, dim, qkv, 3, T, 0.0f);
+        /* attention block: the norm runs inside the QKV GEMM, on the rows it quantizes */
+        fwd_pre att_norm = norm_pre(c, s->x, w->rms_att + (size_t)l * dim);
+        gemm(f, s->qkv, (size_t)qkv_rows, s->xn, dim, &att_norm, qkv, 3, T, 0.0f);
         lap(s, TS_PHASE_GEMM, &t);
         STAGE(f, (long)T * qkv_rows, ROW_MIN_WORK, rope_and_store(f, l));
         if (f->st != TS_OK)
@@ -328,18 +314,15 @@ static void run_layers(fwd_step *f)
         lap(s, TS_PHASE_ROWWISE, &t);
         STAGE(f, s->att_work, FWD_PARALLEL_MIN_WORK, attention(f, l));
         lap(s, TS_PHASE_ATTENTION, &t);
-        gemm(f, s->x, (size_t)dim, s->att, ly->wo.K, wo, 1, T, 1.0f);
+        gemm(f, s->x, (size_t)dim, s->att, ly->wo.K, NULL, wo, 1, T, 1.0f);
         lap(s, TS_PHASE_GEMM, &t);
 
-        /* feed-forward block */
-        STAGE(f, row_work, ROW_MIN_WORK, rmsnorm_rows(f, s->xn, s->x, w->rms_ffn + (size_t)l * dim, T));
-        lap(s, TS_PHASE_ROWWISE, &t);
-        gemm(f, s->gu, 2 * (size_t)ffn, s->xn, dim, w13, 2, T, 0.0f);
+        /* feed-forward block: the norm inside W1|W3's GEMM, silu(gate) * up inside W2's */
+        fwd_pre ffn_norm = norm_pre(c, s->x, w->rms_ffn + (size_t)l * dim);
+        gemm(f, s->gu, 2 * (size_t)ffn, s->xn, dim, &ffn_norm, w13, 2, T, 0.0f);
         lap(s, TS_PHASE_GEMM, &t);
-        /* an exp per element: parallel from less work than the other row kernels */
-        STAGE(f, (long)T * ffn, ROW_MIN_WORK / 2, silu_rows(f, T));
-        lap(s, TS_PHASE_ROWWISE, &t);
-        gemm(f, s->x, (size_t)dim, s->gu, 2 * ffn, w2, 1, T, 1.0f);
+        fwd_pre swiglu = {.kind = FWD_PRE_SILU_MUL};
+        gemm(f, s->x, (size_t)dim, s->gu, 2 * ffn, &swiglu, w2, 1, T, 1.0f);
         lap(s, TS_PHASE_GEMM, &t);
     }
 
@@ -352,10 +335,10 @@ static void run_layers(fwd_step *f)
                 memcpy(s->xs + (size_t)sq->logits_row * dim,
                        s->x + (size_t)(sq->row0 + sq->n_rows - 1) * dim, (size_t)dim * sizeof(float));
         }
-        STAGE(f, (long)b->n_logits * dim, ROW_MIN_WORK,
-              rmsnorm_rows(f, s->xs, s->xs, w->rms_final, b->n_logits));
+        fwd_pre final_norm = norm_pre(c, s->xs, w->rms_final);
         const simd_qmat *out[] = {&w->output};
-        gemm(f, s->logits, (size_t)c->vocab_size, s->xs, dim, out, 1, b->n_logits, 0.0f);
+        gemm(f, s->logits, (size_t)c->vocab_size, s->xs, dim, &final_norm, out, 1, b->n_logits,
+             0.0f);
     }
     lap(s, TS_PHASE_LM_HEAD, &t);
 }

@@ -92,16 +92,35 @@ enum { FWD_PARALLEL_MIN_WORK = 1 << 15 };
 /* Most matrices one fwd_gemm() call covers. */
 enum { FWD_MAX_PARTS = 4 };
 
+/* What a GEMM pass does to each input row a[r] before it reads it, row by row on the
+ * thread that quantizes that row: the layer's RMS norm or SwiGLU, which then cost no
+ * stage and barrier of their own (three a layer; ~4.5 us each at 16 threads on the
+ * benchmark host). The rows come out as the separate stage would write them, bit for
+ * bit: the same kernel on the same row. */
+typedef enum fwd_pre_kind {
+    FWD_PRE_NONE,
+    FWD_PRE_RMSNORM,  /* a[r][0, K) = rmsnorm(x[r][0, K)) * weight (x == a allowed) */
+    FWD_PRE_SILU_MUL, /* a[r][0, K) = silu(a[r][0, K)) * a[r][K, 2K): gate, then up */
+} fwd_pre_kind;
+
+typedef struct fwd_pre {
+    fwd_pre_kind kind;
+    const float *x;      /* RMSNORM: input rows, stride lda like a; borrowed */
+    const float *weight; /* RMSNORM: (K) */
+    float eps;
+} fwd_pre;
+
 /* One pass over n_w (1..FWD_MAX_PARTS) matrices that share the input a (M, K; row stride
  * lda), each w[i] (N_i, K) in its own type: out (M, ldo) gets w[0]'s N_0 columns first,
  * then w[1]'s, ...: out[m][col_i + n] = a[m] . w[i][n] + beta * out[m][col_i + n].
  * f32 matrices go through `path` (FWD_GEMM_AUTO picks by M); the others quantize a once
  * per activation form into qb (sized by fwd_qbuf_init for M rows; may be NULL when every
- * matrix is f32) and run qgemm, or simd_qpack_gemm for a matrix with a pack. Chunks of every matrix's rows share one parallel region.
- * All pointers borrowed; out must not overlap a, qb or the weights. */
+ * matrix is f32) and run qgemm, or simd_qpack_gemm for a matrix with a pack. Chunks of
+ * every matrix's rows share one parallel region. pre (NULL: none) first rewrites a's M
+ * rows in place. All pointers borrowed; out must not overlap a, qb or the weights. */
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
-              size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
-              float beta);
+              size_t ldo, float *a, int lda, const fwd_pre *pre, const simd_qmat *const *w,
+              int n_w, int M, float beta);
 
 /* Whether fwd_gemm on `path` sends an f32 matrix of an M-row pass to OpenBLAS. */
 bool fwd_gemm_takes_blas(const simd_kernels *k, fwd_gemm_path path, int M);
@@ -111,8 +130,8 @@ bool fwd_gemm_takes_blas(const simd_kernels *k, fwd_gemm_path path, int M);
  * (a barrier where fwd_gemm starts and joins one), and all of it returns together. f32
  * matrices take the SIMD skinny GEMM at every M: a team has no OpenBLAS. */
 void fwd_gemm_team(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t ldo,
-                   const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
-                   float beta);
+                   float *a, int lda, const fwd_pre *pre, const simd_qmat *const *w, int n_w,
+                   int M, float beta);
 
 /* Runs the batch. K/V of every row are written into the pool (the tables must be
  * reserved and their blocks unshared for those positions); logits land in s->logits. */

@@ -202,19 +202,37 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
     }
 }
 
+/* Rows [r0, r1) of a (stride lda, K wide) rewritten by pre, one row at a time as the
+ * separate stages did. */
+static void pre_rows(const simd_kernels *k, const fwd_pre *pre, float *a, int lda, int r0,
+                     int r1, int K)
+{
+    for (int r = r0; r < r1; r++) {
+        float *row = a + (size_t)r * lda;
+        if (pre->kind == FWD_PRE_RMSNORM)
+            k->rmsnorm(row, pre->x + (size_t)r * lda, pre->weight, 1, K, pre->eps);
+        else if (pre->kind == FWD_PRE_SILU_MUL)
+            k->silu_mul(row, row, row + K, (size_t)K);
+    }
+}
+
 /* Runs a plan on the threads of the enclosing team (worksharing loops, each ending at a
- * barrier; outside a region, on the calling thread alone): the activations'
- * quantization split by rows, then the chunks. */
+ * barrier; outside a region, on the calling thread alone): pre and the activations'
+ * quantization, each thread a slice of the rows, then the chunks. */
 static void gemm_plan_run(const gemm_plan *g, const simd_kernels *k, const fwd_qbuf *qb,
-                          float *out, size_t ldo, const float *a, int lda, int M, float beta)
+                          float *out, size_t ldo, float *a, int lda, const fwd_pre *pre, int M,
+                          float beta)
 {
     int nt = omp_get_num_threads(), K = g->K;
+    if (g->n_todo > 0 || pre) {
 #pragma omp for schedule(static)
-    for (int j = 0; j < g->n_todo * nt; j++) {
-        int f = g->todo[j / nt], t = j % nt;
-        int r0 = (int)((long)M * t / nt), r1 = (int)((long)M * (t + 1) / nt);
-        if (r0 < r1)
-            quantize_part(k, qb->form[f], a, lda, r0, r1, K, f);
+        for (int t = 0; t < nt; t++) {
+            int r0 = (int)((long)M * t / nt), r1 = (int)((long)M * (t + 1) / nt);
+            if (r0 < r1 && pre)
+                pre_rows(k, pre, a, lda, r0, r1, K);
+            for (int i = 0; r0 < r1 && i < g->n_todo; i++)
+                quantize_part(k, qb->form[g->todo[i]], a, lda, r0, r1, K, g->todo[i]);
+        }
     }
     /* each chunk is a contiguous range of one matrix's rows, streamed once per block */
     int per_block = g->chunk0[g->n_parts];
@@ -248,10 +266,20 @@ bool fwd_gemm_takes_blas(const simd_kernels *k, fwd_gemm_path path, int M)
 }
 
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
-              size_t ldo, const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
-              float beta)
+              size_t ldo, float *a, int lda, const fwd_pre *pre, const simd_qmat *const *w,
+              int n_w, int M, float beta)
 {
-    bool blas = fwd_gemm_takes_blas(k, path, M);
+    bool blas = fwd_gemm_takes_blas(k, path, M), any_blas = false;
+    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; i++)
+        any_blas |= w[i]->type == QT_F32 && blas;
+    pre = pre && pre->kind != FWD_PRE_NONE ? pre : NULL;
+    if (pre && any_blas) { /* OpenBLAS reads every row first: pre goes before it */
+        long work = (long)M * w[0]->K;
+#pragma omp parallel for schedule(static) if (work >= FWD_PARALLEL_MIN_WORK)
+        for (int r = 0; r < M; r++)
+            pre_rows(k, pre, a, lda, r, r + 1, w[0]->K);
+        pre = NULL;
+    }
     int col = 0;
     for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++)
         if (w[i]->type == QT_F32 && blas)
@@ -260,17 +288,18 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     gemm_plan_make(&g, qb, a, lda, w, n_w, M, blas, omp_get_max_threads());
     if (g.n_parts == 0)
         return;
-    /* One region: the quantization, a barrier, the chunks. A region of its own for the
-     * quantization cost a start (4-6 us at 16 threads) in each of a step's ~90 GEMMs. */
+    /* One region: pre and the quantization, a barrier, the chunks. A region of its own for
+     * the quantization cost a start (4-6 us at 16 threads) in each of a step's ~90 GEMMs. */
 #pragma omp parallel if (g.parallel)
-    gemm_plan_run(&g, k, qb, out, ldo, a, lda, M, beta);
+    gemm_plan_run(&g, k, qb, out, ldo, a, lda, pre, M, beta);
 }
 
 void fwd_gemm_team(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t ldo,
-                   const float *a, int lda, const simd_qmat *const *w, int n_w, int M,
-                   float beta)
+                   float *a, int lda, const fwd_pre *pre, const simd_qmat *const *w, int n_w,
+                   int M, float beta)
 {
     gemm_plan g;
     gemm_plan_make(&g, qb, a, lda, w, n_w, M, false, omp_get_num_threads());
-    gemm_plan_run(&g, k, qb, out, ldo, a, lda, M, beta);
+    pre = pre && pre->kind != FWD_PRE_NONE ? pre : NULL;
+    gemm_plan_run(&g, k, qb, out, ldo, a, lda, pre, M, beta);
 }
