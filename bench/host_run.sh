@@ -44,10 +44,15 @@ case $part in a|b|c) ;; *) echo "host_run.sh: PART is a, b or c (--help)" >&2; e
 models=$out/models
 mkdir -p "$models" "$out/$part"
 
-# The synthetic model of shape $1 and type $2 (written once, then reused).
+# The synthetic model of shape $1 and type $2 (written once, then reused), on disk before
+# anything is timed: the kernel's writeback of a fresh 700 MB file went on under the first
+# runs after it (session 14: a round of 16-thread steps at 6x their time).
 model() {
   local f=$models/$1-$2.gguf
-  [[ -f $f ]] || "$bin/tessera" synth --shape "$1" --type "$2" --vocab "$vocab" -o "$f" >&2
+  if [[ ! -f $f ]]; then
+    "$bin/tessera" synth --shape "$1" --type "$2" --vocab "$vocab" -o "$f" >&2
+    sync
+  fi
   echo "$f"
 }
 
@@ -75,8 +80,9 @@ b)
   ;;
 c)
   m=$(model tinyllama-1.1b Q4_K_M)
+  # three rounds, medians: one thread's runs spread by 15% within a call (session 14)
   "$root/bench/threads.sh" -m "$m" --build "$bin" --threads-list "$threads_list" \
-    --concurrency 1,16 -n 32 --prompt-len 32 -o "$out/c/threads" | tee "$out/c/threads.txt"
+    --concurrency 1,16 -n 32 --prompt-len 32 --rounds 3 -o "$out/c/threads" | tee "$out/c/threads.txt"
   for round in 1 2 3; do
     for pack in off auto; do
       "$bin/tessera" bench -m "$m" --threads "$threads" --concurrency 1 -n 48 --prompt-len 16 \

@@ -82,6 +82,7 @@ for type in ${types//,/ }; do
   if [ ! -f "$model" ]; then
     echo "== synth $shape $type" >&2
     "$tessera" synth --shape "$shape" --type "$type" --vocab "$vocab" -o "$model" >&2
+    sync # its writeback would run under the first timings
   fi
   echo "== $type: llama.cpp decode" >&2
   peak_rss "$out/$type.peer-decode.txt" "$peer/llama-batched-bench" -m "$model" -t "$threads" \

@@ -39,7 +39,7 @@ out=${out:-$build/threads}
 mkdir -p "$out"
 if [[ -z $model ]]; then
   model=$out/stories110m.gguf
-  [[ -f $model ]] || "$tessera" synth --shape stories110m -o "$model" >/dev/null
+  [[ -f $model ]] || { "$tessera" synth --shape stories110m -o "$model" >/dev/null && sync; }
 fi
 
 IFS=, read -ra counts <<<"$threads"
