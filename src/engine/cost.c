@@ -8,6 +8,11 @@
 
 /* Weight of a step against the next one: the fit forgets with a time constant of ~20 steps. */
 #define COST_DECAY 0.95
+/* The same for step_cost.mixed, over mixed steps only: they come in bursts (a 64-stream
+ * start has ~20), so it follows within a few of them. Each step's ratio is clamped to
+ * [1/MIXED_CLAMP, MIXED_CLAMP]: one step held up by the machine moves it little. */
+#define MIXED_DECAY 0.7
+#define MIXED_CLAMP 3.0
 /* Strength of the pull towards the proportional model, per step seen and per row^2 of the
  * direction (ROW_SCALE rows): weak beside any direction the steps did vary in. */
 #define COST_PRIOR 0.001
@@ -16,6 +21,7 @@
 void cost_init(step_cost *c)
 {
     memset(c, 0, sizeof *c);
+    c->mixed = 1.0;
 }
 
 /* Solves m x = y (3x3) by Gaussian elimination with partial pivoting; false when singular. */
@@ -81,6 +87,13 @@ void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds)
 {
     if (!(seconds >= 0) || n_decode + n_prefill <= 0)
         return;
+    if (n_decode > 0 && n_prefill > 0 && c->seen >= COST_MIN_STEPS) {
+        double est = cost_estimate(c, n_decode, n_prefill); /* as the plan saw it */
+        if (est > 0) {
+            double ratio = fmin(fmax(seconds / est, 1.0 / MIXED_CLAMP), MIXED_CLAMP);
+            c->mixed = MIXED_DECAY * c->mixed + (1.0 - MIXED_DECAY) * ratio;
+        }
+    }
     double x[3] = {1.0, n_decode, n_prefill};
     for (int i = 0; i < 3; i++) {
         for (int k = 0; k < 3; k++)
@@ -106,7 +119,9 @@ int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl
         return -1;
     if (min_rows > max_rows)
         min_rows = max_rows;
-    double spare = itl_target * cost_estimate(c, n_full, 0) - cost_estimate(c, n_decode, 0);
+    /* mixed * (est(n_decode, 0) + b_prefill * rows) <= itl_target * est(n_full, 0) */
+    double spare = itl_target * cost_estimate(c, n_full, 0) / c->mixed -
+                   cost_estimate(c, n_decode, 0);
     double rows = c->coef[2] > 0 ? spare / c->coef[2] : (double)max_rows;
     if (!(rows < max_rows)) /* also NaN */
         return max_rows;

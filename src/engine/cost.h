@@ -20,6 +20,12 @@ typedef struct step_cost {
     double rows, t;  /* decayed sums of D + P and of t */
     int seen;        /* steps observed */
     double coef[3];  /* (a, b_decode, b_prefill), refitted after each step */
+    double mixed;    /* what mixed steps (decode and prompt rows) took over what the model
+                      * said before each ran, a decaying mean (1 until one is seen). The
+                      * cost is not linear in rows (each kernel has its own range of rows,
+                      * and a long prompt-only step weighs on the fit): on the benchmark
+                      * host TinyLlama's mixed steps at 64 streams took 2.1x a decode step
+                      * where the budget had aimed at 1.5x */
 } step_cost;
 
 /* Steps seen before cost_prefill_budget trusts the model. */
@@ -36,7 +42,8 @@ double cost_estimate(const step_cost *c, int n_decode, int n_prefill);
 /* Prompt rows a step with n_decode decode rows may take so that it lasts at most
  * itl_target times a step decoding n_full rows alone (n_full: the batch being filled, the
  * inter-token latency that decoding settles at), at least min_rows (prompts always
- * progress) and at most max_rows. -1 before COST_MIN_STEPS steps were seen. */
+ * progress) and at most max_rows; the mixed step's estimate is scaled by what mixed steps
+ * took against the model (step_cost.mixed). -1 before COST_MIN_STEPS steps were seen. */
 int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl_target,
                         int min_rows, int max_rows);
 
