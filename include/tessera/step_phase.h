@@ -7,8 +7,9 @@
  * each part; the phases of a step sum to its duration). */
 typedef enum ts_step_phase {
     TS_PHASE_SCHEDULE,  /* cancellations, admission, KV reservation, packing the rows */
-    TS_PHASE_ROWWISE,   /* embedding rows, RMSNorm, RoPE, K/V stores, SwiGLU */
-    TS_PHASE_GEMM,      /* the layers' weight GEMMs (QKV, output, W1|W3, W2) */
+    TS_PHASE_ROWWISE,   /* embedding rows, RoPE, K/V stores */
+    TS_PHASE_GEMM,      /* the layers' weight GEMMs (QKV, output, W1|W3, W2), with the
+                         * RMSNorm and SwiGLU of the rows they read */
     TS_PHASE_ATTENTION, /* paged attention */
     TS_PHASE_LM_HEAD,   /* final norm and output GEMM of the rows that sample */
     TS_PHASE_EMIT,      /* sampling, detokenizing, stop strings, events, clean-up */
