@@ -87,8 +87,11 @@ ts_status request_push(ts_request *req, ts_event *ev)
     req->tail = node;
     req->queued_bytes += node->ev.text_len;
     req->queued_events++;
-    pthread_cond_broadcast(&req->cv);
     pthread_mutex_unlock(&req->mu);
+    /* After the unlock: a reader woken under the lock would block on it at once and need
+     * a second wake-up from the unlock, both on the step thread. A reader that checked
+     * the queue before the push waits on cv already; one that checks after sees it. */
+    pthread_cond_broadcast(&req->cv);
     if (req->notify)
         req->notify(req->notify_user);
     return TS_OK;
