@@ -98,7 +98,6 @@ enum { FWD_MAX_PARTS = 4 };
  * benchmark host). The rows come out as the separate stage would write them, bit for
  * bit: the same kernel on the same row. */
 typedef enum fwd_pre_kind {
-    FWD_PRE_NONE,
     FWD_PRE_RMSNORM,  /* a[r][0, K) = rmsnorm(x[r][0, K)) * weight (x == a allowed) */
     FWD_PRE_SILU_MUL, /* a[r][0, K) = silu(a[r][0, K)) * a[r][K, 2K): gate, then up */
 } fwd_pre_kind;

@@ -211,7 +211,7 @@ static void pre_rows(const simd_kernels *k, const fwd_pre *pre, float *a, int ld
         float *row = a + (size_t)r * lda;
         if (pre->kind == FWD_PRE_RMSNORM)
             k->rmsnorm(row, pre->x + (size_t)r * lda, pre->weight, 1, K, pre->eps);
-        else if (pre->kind == FWD_PRE_SILU_MUL)
+        else
             k->silu_mul(row, row, row + K, (size_t)K);
     }
 }
@@ -269,21 +269,20 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
               size_t ldo, float *a, int lda, const fwd_pre *pre, const simd_qmat *const *w,
               int n_w, int M, float beta)
 {
-    bool blas = fwd_gemm_takes_blas(k, path, M), any_blas = false;
-    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; i++)
-        any_blas |= w[i]->type == QT_F32 && blas;
-    pre = pre && pre->kind != FWD_PRE_NONE ? pre : NULL;
-    if (pre && any_blas) { /* OpenBLAS reads every row first: pre goes before it */
-        long work = (long)M * w[0]->K;
-#pragma omp parallel for schedule(static) if (work >= FWD_PARALLEL_MIN_WORK)
-        for (int r = 0; r < M; r++)
-            pre_rows(k, pre, a, lda, r, r + 1, w[0]->K);
-        pre = NULL;
-    }
+    bool blas = fwd_gemm_takes_blas(k, path, M);
     int col = 0;
-    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++)
-        if (w[i]->type == QT_F32 && blas)
-            blas_gemm(out + col, ldo, a, lda, w[i], M, beta);
+    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++) {
+        if (w[i]->type != QT_F32 || !blas)
+            continue;
+        if (pre) { /* OpenBLAS reads every row: pre goes over them all first */
+            long work = (long)M * w[0]->K;
+#pragma omp parallel for schedule(static) if (work >= FWD_PARALLEL_MIN_WORK)
+            for (int r = 0; r < M; r++)
+                pre_rows(k, pre, a, lda, r, r + 1, w[0]->K);
+            pre = NULL;
+        }
+        blas_gemm(out + col, ldo, a, lda, w[i], M, beta);
+    }
     gemm_plan g;
     gemm_plan_make(&g, qb, a, lda, w, n_w, M, blas, omp_get_max_threads());
     if (g.n_parts == 0)
@@ -300,6 +299,5 @@ void fwd_gemm_team(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t
 {
     gemm_plan g;
     gemm_plan_make(&g, qb, a, lda, w, n_w, M, false, omp_get_num_threads());
-    pre = pre && pre->kind != FWD_PRE_NONE ? pre : NULL;
     gemm_plan_run(&g, k, qb, out, ldo, a, lda, pre, M, beta);
 }
