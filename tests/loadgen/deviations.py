@@ -7,6 +7,7 @@ A CRLF stream with a BOM, comments, multi-line data and events split across read
 valid SSE and must show no deviation. --save-streams must keep the raw responses."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -114,6 +115,7 @@ def main():
     check("error_event: the chunks before the error are counted", lv["failed_chunks"] == 2 * REQUESTS,
           str(lv["failed_chunks"]))
     print(f"{len(fails)} failed" if fails else "all passed")
+    shutil.rmtree(tmp, ignore_errors=True)
     return 1 if fails else 0
 
 

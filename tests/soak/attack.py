@@ -263,6 +263,7 @@ def answers(args, checks):
 
 def tenants(args, checks):
     import os
+    import shutil
     import tempfile
     d = tempfile.mkdtemp(prefix="tessera-attack-")
     path = os.path.join(d, "keys.json")
@@ -293,6 +294,7 @@ def tenants(args, checks):
         checks.check("keys of one cache_namespace share", o2 > 0, "%d" % o2)
     finally:
         srv.stop()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def pool(args, checks):

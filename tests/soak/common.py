@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -48,6 +49,7 @@ class Server:
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.log = open(self.log_path, "wb")
+        self.final_log = None  # the log, kept once the server is gone with its folder
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log, env=full_env)
         self.port = None
         deadline = time.time() + 60
@@ -65,6 +67,8 @@ class Server:
             raise RuntimeError("server did not start:\n" + self.stderr())
 
     def stderr(self):
+        if self.final_log is not None:
+            return self.final_log
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
@@ -84,14 +88,21 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.kill()
                 return None
-        self.log.close()
+        self.remove_folder()
         return self.proc.returncode
 
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        self.log.close()
+        self.remove_folder()
+
+    def remove_folder(self):
+        """Keep the log in memory for stderr() and delete the server's temporary folder."""
+        if self.final_log is None:
+            self.log.close()
+            self.final_log = self.stderr()
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def request(port, method, path, body=None, headers=None, timeout=30.0, raw=None):
