@@ -3,8 +3,11 @@
  * a 512-token prompt's attention (causal, in the engine's tasks of 32 query rows x one kv
  * head) per SIMD table but ref, in GFLOP/s (4 x head_dim a query and key it reaches: q.k
  * and p v).
- * Usage: build/bench_kernels [--quick] [--prefill]   (--prefill: that part alone;
- * threads: OMP_NUM_THREADS, default all cores) */
+ * Usage: build/bench_kernels [--quick] [--prefill] [--heads H KV] [--ctx N ...]
+ *   --prefill   that part alone
+ *   --heads     query and kv heads (default 32 8, TinyLlama's; 12 12 is stories110m's)
+ *   --ctx       the decode contexts (default 1024 4096; the last option on the line)
+ * threads: OMP_NUM_THREADS, default all cores */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -15,11 +18,11 @@
 #include "common/membw.h"
 #include "simd.h"
 
-/* A realistic decode shape: 22 layers of 32 query heads over 8 kv heads of 64. */
+/* A realistic decode shape: 22 layers of 32 query heads over 8 kv heads of 64 (--heads
+ * changes the heads). */
 #define N_LAYERS 22
-#define N_HEADS 32
-#define N_KV 8
 #define HEAD_DIM 64
+static int N_HEADS = 32, N_KV = 8;
 
 static double now_s(void) { return omp_get_wtime(); }
 
@@ -176,10 +179,23 @@ static int prefill_part(int quick)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, prefill_only = 0;
+    int quick = 0, prefill_only = 0, n_ctx = 2;
+    int ctxs[16] = {1024, 4096};
     for (int i = 1; i < argc; i++) {
         quick |= strcmp(argv[i], "--quick") == 0;
         prefill_only |= strcmp(argv[i], "--prefill") == 0;
+        if (strcmp(argv[i], "--heads") == 0 && i + 2 < argc) {
+            N_HEADS = atoi(argv[i + 1]);
+            N_KV = atoi(argv[i + 2]);
+            i += 2;
+        } else if (strcmp(argv[i], "--ctx") == 0) {
+            for (n_ctx = 0; i + 1 < argc && n_ctx < 16 && atoi(argv[i + 1]) > 0; i++)
+                ctxs[n_ctx++] = atoi(argv[i + 1]);
+        }
+    }
+    if (N_HEADS < 1 || N_KV < 1 || N_HEADS % N_KV || n_ctx < 1) {
+        fprintf(stderr, "bench_kernels: --heads H KV: H a multiple of KV; --ctx N ... > 0\n");
+        return 2;
     }
     if (prefill_only && prefill_part(quick) != 0) {
         fprintf(stderr, "bench_kernels: out of memory\n");
@@ -194,12 +210,11 @@ int main(int argc, char **argv)
            N_LAYERS, N_HEADS, N_KV, HEAD_DIM, threads);
     printf("%6s %4s %-7s %9s %8s %7s %7s\n", "ctx", "kv", "kernel", "ms/step", "GB/s", "of bw", "x ref");
 
-    static const int ctxs[] = {1024, 4096};
     size_t qn = (size_t)N_LAYERS * N_HEADS * HEAD_DIM;
     float *q = malloc(qn * sizeof(float)), *out = malloc(qn * sizeof(float));
     for (size_t i = 0; i < qn; i++)
         q[i] = sinf((float)i * 0.37f);
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < n_ctx; c++) {
         for (int ty = 0; ty < 2; ty++) {
             simd_kv_type type = ty ? SIMD_KV_F16 : SIMD_KV_F32;
             bench_kv kv;
