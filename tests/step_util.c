@@ -72,11 +72,17 @@ double su_rel_err(const float *a, const float *b, int rows, int vocab)
 
 void su_runner_init(su_runner *r, const ts_model *m, const simd_kernels *k, int max_rows)
 {
+    su_runner_init_kv(r, m, k, max_rows, KV_DTYPE_F32);
+}
+
+void su_runner_init_kv(su_runner *r, const ts_model *m, const simd_kernels *k, int max_rows,
+                       kv_dtype dtype)
+{
     memset(r, 0, sizeof *r);
     r->m = m;
     r->k = k;
     kv_config kc = {.n_layers = m->cfg.n_layers, .n_kv_heads = m->cfg.n_kv_heads,
-                    .head_dim = m->cfg.head_dim, .dtype = KV_DTYPE_F32, .n_blocks = 64};
+                    .head_dim = m->cfg.head_dim, .dtype = dtype, .n_blocks = 64};
     assert_int_equal(kv_pool_init(&r->pool, &kc, NULL), TS_OK);
     for (int s = 0; s < SU_MAX_SEQS; s++)
         kv_table_init(&r->tables[s]);

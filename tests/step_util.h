@@ -36,8 +36,11 @@ typedef struct su_runner {
     int pos[SU_MAX_SEQS]; /* positions computed so far */
 } su_runner;
 
-/* m and k borrowed; steps of up to max_rows rows. */
+/* m and k borrowed; steps of up to max_rows rows; K/V in f32. */
 void su_runner_init(su_runner *r, const ts_model *m, const simd_kernels *k, int max_rows);
+/* The same with K/V stored as dtype (f16: by kv's plain-C conversion). */
+void su_runner_init_kv(su_runner *r, const ts_model *m, const simd_kernels *k, int max_rows,
+                       kv_dtype dtype);
 void su_runner_free(su_runner *r);
 
 /* One step: sequence s takes cnt[s] rows (0: not in this step), tokens toks[s][0 ..), at

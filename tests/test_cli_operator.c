@@ -232,8 +232,8 @@ static void test_config_file(void **state)
                " \"protect_metrics\": true, \"chat_template\": \"chatml\",\n"
                " \"limits\": {\"max_body\": \"64K\", \"max_connections\": 32, \"max_buffered\": 4096,\n"
                "            \"grace\": 3},\n"
-               " \"engine\": {\"threads\": 2, \"kv_mem\": \"16M\", \"kv_f16\": false, \"max_seqs\": 8,\n"
-               "            \"aging\": 0.25, \"prefix_cache\": false}}\n");
+               " \"engine\": {\"threads\": 2, \"kv_mem\": \"16M\", \"kv_type\": \"f16\", \"kv_f16\": false,\n"
+               "            \"max_seqs\": 8, \"aging\": 0.25, \"prefix_cache\": false}}\n");
     cli_config c;
     ts_error err = {0};
     assert_int_equal(cli_config_load(&c, path, &err), TS_OK);
@@ -242,7 +242,8 @@ static void test_config_file(void **state)
              "serve --host 127.0.0.1 --port 9000 -m %s/models/a.gguf -m tiny=/abs/t.gguf -m bare "
              "-m %s/./b.gguf --model-dir %s/store --api-keys /etc/tessera/keys.json "
              "--protect-metrics --chat-template chatml --max-body 64K --max-connections 32 "
-             "--max-buffered 4096 --grace 3 --threads 2 --kv-mem 16M --max-seqs 8 --aging 0.25 "
+             "--max-buffered 4096 --grace 3 --threads 2 --kv-mem 16M --kv-type f16 --max-seqs 8 "
+             "--aging 0.25 "
              "--no-prefix-cache",
              dir, dir, dir);
     assert_string_equal(got, want);
@@ -277,6 +278,7 @@ static void test_config_file(void **state)
         {"{\"limits\": {\"timeout\": 3}}", "unknown key limits.timeout"},
         {"{\"limits\": [1]}", "limits wants an object"},
         {"{\"engine\": {\"kv_f16\": 1}}", "engine.kv_f16 wants true or false"},
+        {"{\"engine\": {\"kv_type\": 16}}", "engine.kv_type wants a string"},
         {"{\"models\": \"a.gguf\"}", "models wants a list"},
         {"{\"models\": [\"a\", {\"path\": \"b\", \"route\": \"c\"}]}", "unknown key models[1].route"},
         {"{\"models\": [{\"name\": \"x\"}]}", "models[0] wants a path"},

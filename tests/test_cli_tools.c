@@ -773,7 +773,6 @@ static void test_bench_rounds(void **state)
     assert_string_equal(speedup, "1.00x");
     assert_string_equal(range, "1.00-1.00");
     assert_null(strstr(out, " \n"));                  /* no trailing spaces */
-    free(out);
     char *text = tu_read_file(json, NULL);
     assert_non_null(text);
     cJSON *root = cJSON_Parse(text);
@@ -788,10 +787,19 @@ static void test_bench_rounds(void **state)
     const cJSON *two = cJSON_GetArrayItem(levels, 1);
     assert_int_equal(cJSON_GetObjectItem(two, "generated")->valueint, 2 * 2 * 4);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(two, "speedup_range")), 2);
+    /* an all-f32 model keeps K/V in f32 by default; --kv-type chooses */
+    assert_string_equal(cJSON_GetObjectItem(root, "kv_type")->valuestring, "f32");
     cJSON_Delete(root);
+    assert_non_null(strstr(out, "; K/V f32;"));
+    free(out);
+    assert_int_equal(tessera(&out, "bench -m %s --concurrency 1 -n 2 --prompt-len 4 --bw-mem 0 "
+                                   "--kv-type f16", model), 0);
+    assert_non_null(strstr(out, "; K/V f16;"));
+    free(out);
 
     assert_int_equal(tessera(NULL, "bench -m %s --rounds 0", model), 2);
     assert_int_equal(tessera(NULL, "bench -m %s --rounds 65", model), 2);
+    assert_int_equal(tessera(NULL, "bench -m %s --kv-type f8", model), 2);
     free(model);
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "engine_util.h"
+#include "step_util.h"
 #include "util.h"
 
 static ts_engine *start(int max_seqs, int kv_blocks)
@@ -468,6 +469,86 @@ static void test_step_profile_counts_every_step(void **state)
     ts_engine_destroy(e);
 }
 
+/* The greedy text of n_new tokens after prompt by the batched forward pass with K/V in f16,
+ * stored by kv's own plain-C conversion (the engine hands its pool the SIMD table's). */
+static char *runner_greedy_f16(const ts_model *m, int32_t *prompt, int n, int n_new)
+{
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    su_runner r;
+    su_runner_init_kv(&r, m, simd_init(), 64, KV_DTYPE_F16);
+    int vocab = m->cfg.vocab_size, cnt[SU_MAX_SEQS] = {n};
+    int32_t next = 0, *toks[SU_MAX_SEQS] = {prompt};
+    float *out[SU_MAX_SEQS] = {malloc((size_t)vocab * sizeof(float))};
+    char *text = calloc(1, 4096);
+    size_t len = 0;
+    for (int i = 0; i < n_new; i++) {
+        su_runner_step(&r, toks, cnt, out);
+        next = su_argmax(out[0], vocab);
+        if (ts_token_is_eog(tok, next))
+            break;
+        size_t k = 0;
+        const char *piece = ts_token_bytes(tok, next, &k);
+        assert_true(len + k < 4096);
+        memcpy(text + len, piece, k);
+        len += k;
+        toks[0] = &next;
+        cnt[0] = 1;
+    }
+    free(out[0]);
+    su_runner_free(&r);
+    return text;
+}
+
+/* How K and V are stored: auto is f32 for the all-f32 model and f16 for a quantized file
+ * (as llama.cpp's cache); the same bytes of pool then hold twice the blocks; an explicit
+ * type is kept and an unknown one refused; the quantized file's greedy text through the
+ * engine (its SIMD f16 stores) is the batched forward's with plain-C f16 stores. */
+static void test_kv_type_follows_the_weights(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = 2;
+    o.kv_mem_bytes = 4 << 20;
+    ts_engine *e = eu_start(eu_model, &o);
+    assert_int_equal(ts_engine_kv_type(e), TS_KV_F32);
+    ts_engine_destroy(e);
+
+    ts_model *q8 = su_load_type("Q8_0");
+    e = eu_start(q8, &o);
+    assert_int_equal(ts_engine_kv_type(e), TS_KV_F16);
+    ts_engine_stats f16, f32;
+    ts_engine_get_stats(e, &f16);
+    int n = 0;
+    int32_t *ids = eu_tokenize(q8, "Once upon a time, there was a little", &n);
+    ts_request *req = eu_submit(e, ids, n, 40, TS_PRIORITY_NORMAL);
+    eu_result r = {0};
+    eu_collect(req, &r);
+    ts_request_release(req);
+    ts_engine_destroy(e);
+    char *want = runner_greedy_f16(q8, ids, n, 40);
+    assert_false(r.error);
+    assert_true(strlen(want) > 40);
+    assert_string_equal(r.text[0], want);
+
+    o.kv_type = TS_KV_F32;
+    e = eu_start(q8, &o);
+    assert_int_equal(ts_engine_kv_type(e), TS_KV_F32);
+    ts_engine_get_stats(e, &f32);
+    ts_engine_destroy(e);
+    assert_true(f32.kv_blocks_total > 0);
+    /* whole blocks of the same bytes: twice as many, or one more */
+    assert_in_range(f16.kv_blocks_total, 2 * f32.kv_blocks_total, 2 * f32.kv_blocks_total + 1);
+
+    o.kv_type = (ts_kv_type)7;
+    ts_error err = {0};
+    assert_int_equal(ts_engine_create(q8, &o, &e, &err), TS_ERR_INVALID_ARG);
+    eu_result_free(&r);
+    free(want);
+    free(ids);
+    ts_model_free(q8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -481,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_max_new_tokens_is_the_pool_bound),
         cmocka_unit_test(test_step_profile_counts_every_step),
         cmocka_unit_test(test_sampled_requests_alone_equal_together),
+        cmocka_unit_test(test_kv_type_follows_the_weights),
     };
     return cmocka_run_group_tests_name("engine", tests, eu_setup_stories, eu_teardown_stories);
 }

@@ -39,11 +39,20 @@ typedef enum ts_gemm_path {
     TS_GEMM_KERNEL, /* the SIMD skinny GEMM always */
 } ts_gemm_path;
 
+/* What the KV pool stores keys and values as. */
+typedef enum ts_kv_type {
+    TS_KV_AUTO, /* f32 for a model whose matrices are all f32, else f16 (llama.cpp's
+                 * default cache type): half the bytes attention reads, at the precision
+                 * the weights already gave up */
+    TS_KV_F32,
+    TS_KV_F16,
+} ts_kv_type;
+
 typedef struct ts_engine_options {
     size_t kv_mem_bytes;   /* KV pool size in bytes; 0 = use kv_blocks */
     int kv_blocks;         /* KV pool size in 32-token blocks when kv_mem_bytes is 0;
                             * 0 = enough for max_seqs full contexts, capped at 1 GiB */
-    bool kv_f16;           /* store K and V as f16 */
+    ts_kv_type kv_type;    /* how K and V are stored (default auto) */
     int max_seqs;          /* sequences decoding at once (default 64) */
     int step_tokens;       /* token budget of one step: decodes + prefill chunks (512) */
     int prefill_cap;       /* prompt tokens in a step that also decodes (128) when
@@ -223,5 +232,8 @@ ts_status ts_engine_wait_idle(ts_engine *engine, int timeout_ms);
 
 /* The model the engine serves (borrowed). */
 const ts_model *ts_engine_get_model(const ts_engine *engine);
+
+/* How the engine's KV pool stores K and V: TS_KV_F32 or TS_KV_F16 (auto resolved). */
+ts_kv_type ts_engine_kv_type(const ts_engine *engine);
 
 #endif /* TESSERA_ENGINE_H */

@@ -233,8 +233,8 @@ int cli_parse(int argc, char **argv, const cli_spec *s)
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
 {
     const char *a = argv[*i];
-    if (!strcmp(a, "--kv-f16")) {
-        o->kv_f16 = true;
+    if (!strcmp(a, "--kv-f16")) { /* the older spelling of --kv-type f16 */
+        o->kv_type = TS_KV_F16;
         return 1;
     }
     if (!strcmp(a, "--no-prefix-cache")) {
@@ -243,7 +243,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
     }
     static const char *const valued[] = {"--threads", "--kv-mem", "--max-seqs", "--max-queue",
                                          "--step-tokens", "--prefill-cap", "--aging",
-                                         "--itl-target", "--prefill-min"};
+                                         "--itl-target", "--prefill-min", "--kv-type"};
     size_t k = 0;
     while (k < sizeof valued / sizeof *valued && strcmp(a, valued[k]))
         k++;
@@ -270,6 +270,14 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         o->itl_target = itl;
         break;
     case 8: ok = cli_int(a, v, 0, 1 << 16, &o->prefill_min); break;
+    case 9:
+        if (!strcmp(v, "auto") || !strcmp(v, "f32") || !strcmp(v, "f16")) {
+            o->kv_type = v[0] == 'a' ? TS_KV_AUTO : v[1] == '3' ? TS_KV_F32 : TS_KV_F16;
+        } else {
+            fprintf(stderr, "tessera: --kv-type wants auto, f32 or f16, not '%s'\n", v);
+            ok = false;
+        }
+        break;
     }
     return ok ? 1 : -1;
 }

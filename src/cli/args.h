@@ -54,7 +54,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
     "  --threads N          OpenMP threads per step (default: one per physical core)\n"    \
     "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts\n" \
     "                       + 2 blocks each, at most 1G, at least one context)\n"         \
-    "  --kv-f16             store keys and values as f16 (half the memory)\n"               \
+    "  --kv-type T          how keys and values are stored: auto (f32 for an all-f32\n"     \
+    "                       model, else f16, as llama.cpp), f32 or f16; --kv-f16 = f16\n"   \
     "  --max-seqs N         sequences decoding at once (64)\n"                              \
     "  --max-queue N        waiting requests before new ones are refused (1024)\n"          \
     "  --step-tokens N      token budget of one step (512)\n"                               \

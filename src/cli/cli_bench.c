@@ -150,14 +150,19 @@ static void print_profiles(const bench_result *r, bool mixed)
     cli_table_print(stdout, &t, "");
 }
 
+static const char *kv_name(const ts_engine *e)
+{
+    return ts_engine_kv_type(e) == TS_KV_F16 ? "f16" : "f32";
+}
+
 static void print_report(const bench_result *r, const bench_opts *o, const ts_model *m,
-                         double bw, int threads)
+                         const ts_engine *e, double bw, int threads)
 {
     const ts_model_config *c = ts_model_get_config(m);
-    printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d thread%s; prompt %d, "
-           "n %d\n\n",
+    printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d thread%s; K/V %s; "
+           "prompt %d, n %d\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
-           threads == 1 ? "" : "s", o->cfg.prompt_len, o->cfg.n_tokens);
+           threads == 1 ? "" : "s", kv_name(e), o->cfg.prompt_len, o->cfg.n_tokens);
     bool ranges = o->cfg.rounds > 1;
     if (ranges)
         printf("median of %d rounds; speedup range: the rounds' lowest and highest ratio\n\n",
@@ -221,9 +226,11 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
 }
 
 static int write_json(const bench_result *r, const bench_opts *o, const ts_model *m,
-                      double bw, int threads)
+                      const ts_engine *e, double bw, int threads)
 {
     cJSON *root = bench_result_json(r, &o->cfg, o->model, threads);
+    if (root)
+        cJSON_AddStringToObject(root, "kv_type", kv_name(e));
     if (root && bw > 0) {
         cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
         cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(m));
@@ -269,8 +276,8 @@ int cli_bench(int argc, char **argv)
         fprintf(stderr, "tessera: %s\n", err.msg);
         goto out;
     }
-    print_report(&r, &o, m, bw, threads);
-    rc = o.json ? write_json(&r, &o, m, bw, threads) : 0;
+    print_report(&r, &o, m, e, bw, threads);
+    rc = o.json ? write_json(&r, &o, m, e, bw, threads) : 0;
 out:
     bench_result_free(&r);
     ts_engine_destroy(e);

@@ -307,7 +307,11 @@ static int serve(int argc, char **argv)
         }
         if (ts_server_add_model(srv, names[i], engines[i], &err) != TS_OK)
             goto done;
-        fprintf(stderr, "tessera serve: model '%s' from %s\n", names[i], paths[i]);
+        ts_engine_stats st;
+        ts_engine_get_stats(engines[i], &st);
+        fprintf(stderr, "tessera serve: model '%s' from %s (K/V %s, %d blocks of %d tokens)\n",
+                names[i], paths[i], ts_engine_kv_type(engines[i]) == TS_KV_F16 ? "f16" : "f32",
+                st.kv_blocks_total, TS_KV_BLOCK_TOKENS);
     }
     if (ts_server_start(srv, &err) != TS_OK)
         goto done;

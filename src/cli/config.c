@@ -53,6 +53,7 @@ static const config_key limit_keys[] = {
 static const config_key engine_keys[] = {
     {"threads", "--threads", VALUE_NUMBER},
     {"kv_mem", "--kv-mem", VALUE_SIZE},
+    {"kv_type", "--kv-type", VALUE_STRING},
     {"kv_f16", "--kv-f16", VALUE_FLAG},
     {"max_seqs", "--max-seqs", VALUE_NUMBER},
     {"max_queue", "--max-queue", VALUE_NUMBER},

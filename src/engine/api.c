@@ -57,18 +57,26 @@ const ts_model *ts_engine_get_model(const ts_engine *e)
     return e->model;
 }
 
+ts_kv_type ts_engine_kv_type(const ts_engine *e)
+{
+    return e->opts.kv_type;
+}
+
 /* Sizes the KV pool: explicit bytes, explicit blocks, or enough for max_seqs full
  * contexts capped at DEFAULT_KV_CAP_BYTES. */
 static ts_status create_pool(ts_engine *e, ts_error *err)
 {
     const ts_model_config *c = &e->model->cfg;
+    if (e->opts.kv_type == TS_KV_AUTO)
+        e->opts.kv_type = model_all_f32(&e->model->w, c) ? TS_KV_F32 : TS_KV_F16;
     kv_config kc = {
         .n_layers = c->n_layers,
         .n_kv_heads = c->n_kv_heads,
         .head_dim = c->head_dim,
-        .dtype = e->opts.kv_f16 ? KV_DTYPE_F16 : KV_DTYPE_F32,
+        .dtype = e->opts.kv_type == TS_KV_F16 ? KV_DTYPE_F16 : KV_DTYPE_F32,
         .n_blocks = e->opts.kv_blocks,
         .mem_bytes = e->opts.kv_mem_bytes,
+        .to_f16 = e->kernels->f32_to_f16,
     };
     if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
         size_t per_block = kv_block_bytes(&kc);
@@ -127,7 +135,8 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->prefill_cap < 1 ||
         o->max_queue < 1 || !(o->itl_target >= 0 && o->itl_target <= 1000) ||
         o->prefill_min < 0 ||
-        o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL) {
+        o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL ||
+        (unsigned)o->kv_type > TS_KV_F16) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue %d)",
                           o->max_seqs, o->step_tokens, o->max_queue);

@@ -58,6 +58,10 @@ typedef struct kv_config {
     size_t mem_bytes;   /* pool size in bytes, rounded down to whole blocks */
     kv_hash_fn hash_fn; /* NULL: the built-in 64-bit hash; a test hook otherwise */
     void *hash_ctx;     /* borrowed, must outlive the pool; passed to hash_fn */
+    /* f32 -> f16 for an f16 pool's stores; NULL: kv_f32_to_f16. The engine passes its
+     * SIMD table's (F16C, NEON), which gives the same bits: a step's K/V stores had
+     * taken longer than the f16 reads saved, in plain C. */
+    void (*to_f16)(uint16_t *out, const float *in, size_t n);
 } kv_config;
 
 /* Where the attention kernels find K and V. Offsets and strides count elements of dtype
@@ -177,7 +181,8 @@ ts_status kv_table_write(kv_pool *pool, const kv_table *t, int layer, int64_t po
 ts_status kv_table_read(float *k, float *v, const kv_pool *pool, const kv_table *t, int layer,
                         int64_t pos, ts_error *err);
 
-/* ---- element conversion (plain C; the SIMD engineer may swap in a fast version) ---- */
+/* ---- element conversion: the SIMD library's plain-C reference (kv_config.to_f16 takes a
+ * faster one for the stores) ---- */
 
 void kv_f32_to_f16(uint16_t *out, const float *in, size_t n);
 void kv_f16_to_f32(float *out, const uint16_t *in, size_t n);

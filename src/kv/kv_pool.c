@@ -126,6 +126,8 @@ ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err)
     if (!pool)
         return ts_error_set(err, TS_ERR_NOMEM, "kv pool: out of memory");
     pool->cfg = *cfg;
+    if (!pool->cfg.to_f16)
+        pool->cfg.to_f16 = kv_f32_to_f16;
     pool->n_blocks = (int32_t)n;
     pool->bytes_per_block = bpb;
 

@@ -157,13 +157,14 @@ static ts_status locate(int32_t *block, int *slot, const kv_pool *pool, const kv
     return TS_OK;
 }
 
-static void store_row(const kv_layout *l, size_t off, const float *src)
+static void store_row(const kv_pool *pool, size_t off, const float *src)
 {
+    const kv_layout *l = &pool->layout;
     size_t hd = (size_t)l->head_dim;
     for (int h = 0; h < l->n_kv_heads; h++) {
         size_t o = off + (size_t)h * l->head_stride;
         if (l->dtype == KV_DTYPE_F16)
-            kv_f32_to_f16((uint16_t *)l->base + o, src + (size_t)h * hd, hd);
+            pool->cfg.to_f16((uint16_t *)l->base + o, src + (size_t)h * hd, hd);
         else
             memcpy((float *)l->base + o, src + (size_t)h * hd, hd * sizeof(float));
     }
@@ -194,8 +195,8 @@ ts_status kv_table_write(kv_pool *pool, const kv_table *t, int layer, int64_t po
                             "kv write: position %lld lies in read-only block %d (refcount %d%s)",
                             (long long)pos, b, pool->meta[b].refcount,
                             pool->meta[b].published ? ", published" : "");
-    store_row(&pool->layout, row_offset(&pool->layout, b, layer, slot, false), k);
-    store_row(&pool->layout, row_offset(&pool->layout, b, layer, slot, true), v);
+    store_row(pool, row_offset(&pool->layout, b, layer, slot, false), k);
+    store_row(pool, row_offset(&pool->layout, b, layer, slot, true), v);
     return TS_OK;
 }
 

@@ -139,6 +139,14 @@ simd_qmat *model_matrix(const model_weights *w, int i)
     return lm[(i - 1) % MODEL_LAYER_MATRICES];
 }
 
+bool model_all_f32(const model_weights *w, const ts_model_config *c)
+{
+    for (int i = 0; i < model_matrices(c); i++)
+        if (model_matrix(w, i)->type != QT_F32)
+            return false;
+    return true;
+}
+
 void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64_t *bytes,
                         uint64_t *params)
 {
