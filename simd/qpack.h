@@ -17,9 +17,10 @@
  * The pack serves every M, each kernel giving the same bits, so once a matrix is packed
  * the file's blocks of it are never read again and the mapping's pages can be dropped
  * (madvise MADV_DONTNEED). Sizes: each weight keeps its file's bits (Q4_K nibbles, Q5_K
- * and Q6_K nibbles plus bit planes, Q8_0 and Q4_0 bytes), the scales are widened: per
- * 16x256 unit Q4_K takes 2560 bytes (1.11x the file's blocks), Q5_K 3072 (1.09x), Q6_K
- * 3392 (1.01x), per 16x32 unit Q8_0 576 (1.06x), Q4_0 576 (2.0x: a byte a weight); F16
+ * and Q6_K nibbles plus bit planes, Q8_0 and Q4_0 bytes), the f16 scales stay f16, 6-bit
+ * ones take a byte: per 16x256 unit Q4_K takes 2368 bytes (1.03x the file's blocks), Q5_K
+ * 2880 (1.02x), Q6_K 3392 (1.01x), per 16x32 unit Q8_0 576 (1.06x), Q4_0 576 (2.0x: a
+ * byte a weight), each unit rounded to 64 bytes; F16
  * and BF16 as bf16 (1.0x).
  *
  * F16 / BF16 weights run on bf16 tiles (TDPBF16PS, f32 sums): their activations are bf16

@@ -33,10 +33,13 @@ typedef void (*qpack_gemm_fn)(float *out, size_t ldo, const void *xq, const simd
  *         bits, the high nibble B-row r + blk / 8's
  *   hi    bits 5, 6: uint64 [bits - 4][blk / 4]: bit 4 + t of u(n, 4r + i) is bit 4n + i
  *         of hi[t][r]
- *   d     f32 [16]: the block's scale per row (0 for padding rows)
- *   dmin  f32 [16]: the block's scale of the minimums (has_min)
+ *   d     f16 [16]: the block's scale per row, the file's bits (0 for padding rows)
+ *   dmin  f16 [16]: the block's scale of the minimums (has_min)
  *   sc    int8 [n_sub][16]: sub-block scales (n_sub > 1)
- *   mn    int16 [n_sub / 2][16][2]: sub-block minimums, two per 32-bit lane (has_min)
+ *   mn    u8 [n_sub / 2][16][2]: sub-block minimums (6 bits), two per 16-bit pair (has_min)
+ * The scales stay as small as the file's: at 16 threads a step's packed weights stream
+ * from memory, and f32 d / dmin and int16 minimums had made a Q4_K unit 2560 bytes for the
+ * file's 2304 (now 2368; Q5_K 3072 -> 2880; Q6_K, Q8_0 and Q4_0 round to the same 64).
  * so that, per block, isum = sum_j sc[j] * (sum_{e in j} u_e x_e - off * sum_{e in j} x_e)
  * is qpack.h's sum_j sc[j] * dot_j over the signed q, exactly. */
 struct simd_qpack {

@@ -77,7 +77,7 @@ QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const
     float dx;
     memcpy(&dx, xb, sizeof dx); /* d leads both activation blocks */
     __m512 vdx = _mm512_set1_ps(dx);
-    __m512 dw = _mm512_load_ps((const float *)(unit + p->off_d));
+    __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_d)));
     acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, vdx), _mm512_cvtepi32_ps(isum), acc);
     if (p->has_min) {
         /* The activation sums of the 8 sub-blocks of 32 (Q4_K, Q5_K), each a bsums pair
@@ -87,14 +87,15 @@ QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const
         const __m256i *bs = (const __m256i *)((const qa_q8_k *)xb)->bsums;
         __m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256(bs), _mm256_set1_epi16(1));
         __m512i pairs = _mm512_castsi256_si512(_mm256_packs_epi32(s32, s32));
-        const int16_t *mn = (const int16_t *)(unit + p->off_mn);
+        const __m256i *mn = (const __m256i *)(unit + p->off_mn);
         __m512i ms = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int jj = 0; jj < 4; jj++) { /* minimums of sub-blocks 2jj, 2jj + 1 */
             __m512i pair = _mm512_permutexvar_epi32(_mm512_set1_epi32(jj + (jj & 2)), pairs);
-            ms = _mm512_add_epi32(ms, _mm512_madd_epi16(_mm512_load_si512(mn + jj * 32), pair));
+            __m512i m16 = _mm512_cvtepu8_epi16(_mm256_load_si256(mn + jj));
+            ms = _mm512_add_epi32(ms, _mm512_madd_epi16(m16, pair));
         }
-        __m512 dmin = _mm512_load_ps((const float *)(unit + p->off_dmin));
+        __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_dmin)));
         acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, vdx), _mm512_cvtepi32_ps(ms), acc);
     }
     return acc;

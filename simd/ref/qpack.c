@@ -82,7 +82,7 @@ bool simd_qpack_supports(uint32_t type)
 typedef struct unpacked {
     int8_t q[QK_K];
     int sc[QK_K / 16], mn[QK_K / 16];
-    float d, dmin;
+    uint16_t d, dmin; /* f16, as the file has them */
 } unpacked;
 
 /* Q4_K / Q5_K: eight 6-bit scales and minimums in 12 bytes. */
@@ -99,18 +99,18 @@ static void k_scale_min(int j, const uint8_t *s, int *sc, int *mn)
 
 static void unpack_block(unpacked *u, uint32_t type, const uint8_t *blk)
 {
-    u->dmin = 0.0f;
+    u->dmin = 0;
     switch (type) {
     case QT_Q8_0: {
         const qb_q8_0 *b = (const qb_q8_0 *)blk;
-        u->d = simd_f16_to_f32_scalar(b->d);
+        u->d = b->d;
         memcpy(u->q, b->qs, QK_32);
         u->sc[0] = 1;
         break;
     }
     case QT_Q4_0: {
         const qb_q4_0 *b = (const qb_q4_0 *)blk;
-        u->d = simd_f16_to_f32_scalar(b->d);
+        u->d = b->d;
         for (int i = 0; i < QK_32 / 2; i++) {
             u->q[i] = (int8_t)((b->qs[i] & 0x0f) - 8);
             u->q[i + QK_32 / 2] = (int8_t)((b->qs[i] >> 4) - 8);
@@ -127,8 +127,8 @@ static void unpack_block(unpacked *u, uint32_t type, const uint8_t *blk)
         bool five = type == QT_Q5_K;
         const uint8_t *scales = five ? b5->scales : b4->scales;
         const uint8_t *qs = five ? b5->qs : b4->qs;
-        u->d = simd_f16_to_f32_scalar(five ? b5->d : b4->d);
-        u->dmin = simd_f16_to_f32_scalar(five ? b5->dmin : b4->dmin);
+        u->d = five ? b5->d : b4->d;
+        u->dmin = five ? b5->dmin : b4->dmin;
         for (int c = 0; c < 4; c++)
             for (int l = 0; l < 32; l++) {
                 int lo = qs[32 * c + l] & 0x0f, hi = qs[32 * c + l] >> 4;
@@ -147,7 +147,7 @@ static void unpack_block(unpacked *u, uint32_t type, const uint8_t *blk)
         /* Each 128 elements h: ql[64h ..] low nibbles then high nibbles, two bits each from
          * qh[32h + l] at shifts 0, 2, 4, 6 for the four runs of 32; value - 32. */
         const qb_q6_k *b = (const qb_q6_k *)blk;
-        u->d = simd_f16_to_f32_scalar(b->d);
+        u->d = b->d;
         for (int h = 0; h < 2; h++)
             for (int l = 0; l < 32; l++) {
                 const uint8_t *ql = b->ql + 64 * h;
@@ -183,16 +183,15 @@ static void unit_put(uint8_t *unit, const simd_qpack *p, int n, const unpacked *
         for (int t = 0; t < p->bits - 4; t++)
             hi[(size_t)t * (p->blk / 4) + r] |= (uint64_t)((v >> (4 + t)) & 1) << (4 * n + i);
     }
-    ((float *)(unit + p->off_d))[n] = u->d;
+    ((uint16_t *)(unit + p->off_d))[n] = u->d;
     if (p->has_min)
-        ((float *)(unit + p->off_dmin))[n] = u->dmin;
+        ((uint16_t *)(unit + p->off_dmin))[n] = u->dmin;
     if (p->n_sub > 1)
         for (int j = 0; j < p->n_sub; j++)
             ((int8_t *)(unit + p->off_sc))[j * QP_ROWS + n] = (int8_t)u->sc[j];
     if (p->has_min)
         for (int j = 0; j < p->n_sub; j++)
-            ((int16_t *)(unit + p->off_mn))[(j / 2) * QP_ROWS * 2 + n * 2 + j % 2] =
-                (int16_t)u->mn[j];
+            (unit + p->off_mn)[(j / 2) * QP_ROWS * 2 + n * 2 + j % 2] = (uint8_t)u->mn[j];
 }
 
 static size_t round_up(size_t x) { return (x + QP_ALIGN - 1) / QP_ALIGN * QP_ALIGN; }
@@ -257,13 +256,13 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
     p->off_hi = off;
     off += p->bits > 4 && p->bits < 8 ? (size_t)(p->bits - 4) * (p->blk / 4) * sizeof(uint64_t) : 0;
     p->off_d = off;
-    off += sizeof(float) * QP_ROWS;
+    off += sizeof(uint16_t) * QP_ROWS;
     p->off_dmin = off;
-    off += p->has_min ? sizeof(float) * QP_ROWS : 0;
+    off += p->has_min ? sizeof(uint16_t) * QP_ROWS : 0;
     p->off_sc = off;
     off += p->n_sub > 1 ? (size_t)p->n_sub * QP_ROWS : 0;
     p->off_mn = off;
-    off += p->has_min ? sizeof(int16_t) * (size_t)p->n_sub * QP_ROWS : 0;
+    off += p->has_min ? (size_t)p->n_sub * QP_ROWS : 0;
     p->unit_bytes = round_up(off);
     size_t groups = ((size_t)w->N + QP_ROWS - 1) / QP_ROWS;
     p->bytes = groups * p->n_blk * p->unit_bytes;
@@ -381,16 +380,16 @@ static float twin_one(const uint8_t *xrow, const simd_qpack *p, int group, int n
             int sc = p->n_sub > 1 ? ((const int8_t *)(unit + p->off_sc))[j * QP_ROWS + n] : 1;
             isum += sc * dot;
         }
-        float dw = ((const float *)(unit + p->off_d))[n];
+        float dw = simd_f16_to_f32_scalar(((const uint16_t *)(unit + p->off_d))[n]);
         acc = fmaf(dw * dx, (float)isum, acc);
         if (p->has_min) {
             const qa_q8_k *xk = (const qa_q8_k *)xb;
-            const int16_t *mn = (const int16_t *)(unit + p->off_mn);
+            const uint8_t *mn = unit + p->off_mn;
             int32_t msum = 0;
             for (int j = 0; j < p->n_sub; j++)
                 msum += mn[(j / 2) * QP_ROWS * 2 + n * 2 + j % 2] *
                         (xk->bsums[2 * j] + xk->bsums[2 * j + 1]);
-            float dmin = ((const float *)(unit + p->off_dmin))[n];
+            float dmin = simd_f16_to_f32_scalar(((const uint16_t *)(unit + p->off_dmin))[n]);
             acc = fmaf(-(dmin * dx), (float)msum, acc);
         }
     }
