@@ -68,17 +68,36 @@ QP_INLINE __m512i qp_scales(const simd_qpack *p, const uint8_t *unit, int j)
     return _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(unit + p->off_sc + 16 * j)));
 }
 
-/* acc + one unit's float terms for one activation row (its block xb, d first), from the
- * block's integer sums isum (lane n: weight row n), exactly as the twin adds them:
+/* A unit's float scales and minimums, unpacked once for all the rows that use them (an
+ * f16 -> f32 conversion and four byte widenings a unit: a row's terms in tile loops that
+ * store their sums to memory would redo them for every row). */
+typedef struct qp_terms {
+    __m512 d, dmin;
+    __m512i mn[4]; /* minimums of sub-blocks 2jj, 2jj + 1 as int16 pairs (has_min) */
+} qp_terms;
+
+QP_INLINE void qp_unit_terms(qp_terms *t, const simd_qpack *p, const uint8_t *unit)
+{
+    const __m256i *mn = (const __m256i *)(unit + p->off_mn);
+    t->d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_d)));
+    t->dmin = p->has_min ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_dmin)))
+                         : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int jj = 0; jj < 4; jj++)
+        t->mn[jj] = p->has_min ? _mm512_cvtepu8_epi16(_mm256_load_si256(mn + jj))
+                               : _mm512_setzero_si512();
+}
+
+/* acc + one unit's float terms (t) for one activation row (its block xb, d first), from
+ * the block's integer sums isum (lane n: weight row n), exactly as the twin adds them:
  * fmaf(d * dx, isum, acc), then for K types with minimums fmaf(-(dmin * dx), msum, acc). */
-QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const uint8_t *unit,
+QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const qp_terms *t,
                             const uint8_t *xb)
 {
     float dx;
     memcpy(&dx, xb, sizeof dx); /* d leads both activation blocks */
     __m512 vdx = _mm512_set1_ps(dx);
-    __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_d)));
-    acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, vdx), _mm512_cvtepi32_ps(isum), acc);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(t->d, vdx), _mm512_cvtepi32_ps(isum), acc);
     if (p->has_min) {
         /* The activation sums of the 8 sub-blocks of 32 (Q4_K, Q5_K), each a bsums pair
          * (|sum| < 2^15), as int16 pairs (2jj, 2jj + 1) in dwords 0, 1, 4, 5 (packs works
@@ -87,16 +106,13 @@ QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const
         const __m256i *bs = (const __m256i *)((const qa_q8_k *)xb)->bsums;
         __m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256(bs), _mm256_set1_epi16(1));
         __m512i pairs = _mm512_castsi256_si512(_mm256_packs_epi32(s32, s32));
-        const __m256i *mn = (const __m256i *)(unit + p->off_mn);
         __m512i ms = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int jj = 0; jj < 4; jj++) { /* minimums of sub-blocks 2jj, 2jj + 1 */
             __m512i pair = _mm512_permutexvar_epi32(_mm512_set1_epi32(jj + (jj & 2)), pairs);
-            __m512i m16 = _mm512_cvtepu8_epi16(_mm256_load_si256(mn + jj));
-            ms = _mm512_add_epi32(ms, _mm512_madd_epi16(m16, pair));
+            ms = _mm512_add_epi32(ms, _mm512_madd_epi16(t->mn[jj], pair));
         }
-        __m512 dmin = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_dmin)));
-        acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, vdx), _mm512_cvtepi32_ps(ms), acc);
+        acc = _mm512_fnmadd_ps(_mm512_mul_ps(t->dmin, vdx), _mm512_cvtepi32_ps(ms), acc);
     }
     return acc;
 }

@@ -90,6 +90,8 @@ static inline void split_rows(float *out, size_t ldo, const uint8_t *xq, const s
             const uint8_t *unit = qpack_unit(p, g, bl);
             tiles_prefetch(p, unit);
             kind->operands(p, unit, b);
+            qp_terms t;
+            qp_unit_terms(&t, p, unit);
             for (int m0 = 0; m0 < M; m0 += QP_ROWS) {
                 int mr = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
                 if (mr != cur) {
@@ -103,7 +105,7 @@ static inline void split_rows(float *out, size_t ldo, const uint8_t *xq, const s
                         _mm512_sll_epi32(_mm512_load_si512(cbuf[0][r]), shift),
                         _mm512_load_si512(cbuf[1][r]));
                     float *a = acc[m0 + r];
-                    _mm512_store_ps(a, qp_f32_row(_mm512_load_ps(a), isum, p, unit,
+                    _mm512_store_ps(a, qp_f32_row(_mm512_load_ps(a), isum, p, &t,
                                                   x0 + (size_t)r * xrow));
                 }
             }

@@ -147,9 +147,11 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
             const uint8_t *xb[VQ_MR];
             __m512i isum[VQ_MR];
             block_isum(isum, xb, x0, xrow, b, p, unit, NULL, BITS, MR);
+            qp_terms t;
+            qp_unit_terms(&t, p, unit);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
-                acc[m] = qp_f32_row(acc[m], isum[m], p, unit, xb[m]);
+                acc[m] = qp_f32_row(acc[m], isum[m], p, &t, xb[m]);
         }
         __mmask16 mask = qp_group_mask(g, n_begin, n_end);
 #pragma GCC unroll 8
@@ -189,9 +191,11 @@ ALWAYS_INLINE void tile_fold(float (*acc)[QP_ROWS], const uint8_t *x0, size_t xr
     const uint8_t *xb[VQ_MR];
     __m512i isum[VQ_MR];
     block_isum(isum, xb, x0, xrow, b, p, unit, ub, BITS, MR);
+    qp_terms t;
+    qp_unit_terms(&t, p, unit);
 #pragma GCC unroll 8
     for (int m = 0; m < MR; m++)
-        _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum[m], p, unit, xb[m]));
+        _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum[m], p, &t, xb[m]));
 }
 
 /* Rows [0, rows) (rows <= VQ_ROW_BLOCK) from x0 against group g of a 4-6 bit pack, the
