@@ -543,6 +543,7 @@ static void test_kv_type_follows_the_weights(void **state)
     o.kv_type = (ts_kv_type)7;
     ts_error err = {0};
     assert_int_equal(ts_engine_create(q8, &o, &e, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "kv_type 7"));
     eu_result_free(&r);
     free(want);
     free(ids);

@@ -138,8 +138,9 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL ||
         (unsigned)o->kv_type > TS_KV_F16) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
-                          "engine options out of range (max_seqs %d, step_tokens %d, max_queue %d)",
-                          o->max_seqs, o->step_tokens, o->max_queue);
+                          "engine options out of range (max_seqs %d, step_tokens %d, max_queue "
+                          "%d, kv_type %d)",
+                          o->max_seqs, o->step_tokens, o->max_queue, (int)o->kv_type);
         goto fail;
     }
     e->kernels = simd_init();

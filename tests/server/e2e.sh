@@ -130,6 +130,11 @@ freed() {
 }
 check "disconnect frees blocks" freed
 check "metrics histograms" bash -c "grep -q '^tessera_time_to_first_token_seconds_count [1-9]' '$tmp/m' && grep -q '^tessera_request_duration_seconds_bucket{le=\"+Inf\"} [1-9]' '$tmp/m'"
+# serve's log names each model's K/V type (auto: f32 for this all-f32 model) and its pool,
+# the blocks /metrics reports
+blocks=$(sed -n "s/^tessera serve: model '.*' from .* (K\/V f32, \([0-9]*\) blocks of 32 tokens)$/\1/p" "$tmp/a.log")
+counted=$(sed -n 's/^tessera_kv_pool_blocks{.*} \([0-9]*\)$/\1/p' "$tmp/m")
+check "serve logs K/V f32 and the pool's $blocks blocks (/metrics: $counted)" test -n "$blocks" -a "$blocks" = "$counted"
 
 # --- errors
 e400() { # e400 NAME ROUTE BODY PARAM
@@ -179,10 +184,11 @@ curl -sN "$B/v1/completions" -d '{"prompt": "b", "max_tokens": 1900, "stream": t
 # of its own, as tinyllama-1.1b.Q8_0.gguf has, was once cut at its first dot)
 second=second.v2
 "$bin" convert -m "$model" -o "$tmp/$second.gguf" 2>/dev/null
-start_server "$tmp/c.log" -m "$tmp/$second.gguf" --max-seqs 2
+start_server "$tmp/c.log" -m "$tmp/$second.gguf" --max-seqs 2 --kv-type f16
 C="http://127.0.0.1:$port"
 cpid=$spid
 check "two models split the cores" grep -qE '^tessera serve: 2 models share [0-9]+ cores: (1 thread|[0-9]+ threads) each' "$tmp/c.log"
+check "--kv-type f16 holds for both models" test "$(grep -c '(K/V f16, [0-9]* blocks of 32 tokens)$' "$tmp/c.log")" = 2
 curl -s "$C/v1/models" >"$tmp/body"
 check "two models listed" jqb '(.data | length) == 2 and ([.data[].id] | index("'"$second"'")) != null'
 first=$(jq -r '[.data[].id | select(. != "'"$second"'")][0]' "$tmp/body")
