@@ -212,6 +212,10 @@ typedef struct ts_engine_stats {
     int kv_blocks_total, kv_blocks_free, kv_blocks_used, kv_blocks_cached;
     uint64_t prefix_lookups, prefix_hit_blocks, prefix_miss_blocks, kv_evictions;
     uint64_t preemptions;
+    /* Threads the steps run on now: the configured count, less those another process
+     * keeps from a core (engine/team.h); and the times the engine lowered it. */
+    int threads;
+    uint64_t thread_cuts;
     /* Once the engine is idle: submitted = completed + failed + cancelled. A request
      * ended for unread output (max_unread_bytes) counts as cancelled. */
     uint64_t requests_submitted, requests_completed, requests_failed, requests_cancelled;

@@ -412,6 +412,8 @@ static void *engine_thread(void *arg)
      * took most of the K/V store time of a 16-stream decode step in `tessera bench` on the
      * 16-core VM. */
     kv_pool_prefault(e->step.pool);
+    team_init(&e->step.team, omp_get_max_threads(), clock_now_s());
+    e->step.counters.threads = e->step.team.n;
     pthread_mutex_lock(&e->mu);
     while (!e->shared.stopping) {
         take_inbox(e);

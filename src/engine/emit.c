@@ -104,7 +104,8 @@ void emit_sample(ts_engine *e, const fwd_batch *b, int n)
     for (int i = 0; i < n; i++)
         rows += b->seqs[i].logits_row >= 0;
     ensure_trie(e, n);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(e->step.n_scratch) \
+    int threads = e->step.team.n < e->step.n_scratch ? e->step.team.n : e->step.n_scratch;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) \
     if (rows >= PARALLEL_SAMPLE_MIN_ROWS)
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];

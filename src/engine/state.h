@@ -17,6 +17,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/stop.h"
+#include "engine/team.h"
 #include "grammar/constraint.h"
 #include "kv/kv.h"
 #include "model/forward_batch.h"
@@ -103,6 +104,7 @@ typedef struct engine_step_state {
     int allocs_left;        /* fault injection countdown; 0 = off (see fail_alloc_at) */
     uint64_t admit_counter;
     step_cost cost;         /* what steps cost, learnt from their times (sched_plan's budget) */
+    team_size team;         /* the threads steps run on, fewer while some lack a core */
     int step_decode;        /* the current step's rows of decoding sequences, those that
                              * generated a token already (sched_pack) */
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */

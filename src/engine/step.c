@@ -1,18 +1,34 @@
 /* step.c: one engine step, read top to bottom as its stages: cancel, admit, plan, pack
  * (sched.c), forward, publish, sample, emit (emit.c), free (seq.c); then its times and the
  * stats snapshot. */
+#include <omp.h>
+
 #include "common/clock.h"
 #include "engine/emit.h"
 #include "engine/sched.h"
 #include "engine/seq.h"
 #include "engine/step.h"
 
+/* The threads of the forward pass that ran from start: fewer when some waited for a core
+ * (engine/team.h), one more when a try is due. */
+static void size_team(ts_engine *e, double start)
+{
+    const fwd_state *f = &e->step.fwd;
+    int n = team_observe(&e->step.team, f->run_delay, f->team_threads, start, clock_now_s());
+    if (n != omp_get_max_threads())
+        omp_set_num_threads(n);
+    e->step.counters.threads = n;
+    e->step.counters.thread_cuts = e->step.team.cuts;
+}
+
 /* Runs the batched forward pass over b (n sequences); when it fails, every request in the
  * batch fails with its error. */
 static ts_status forward(ts_engine *e, const fwd_batch *b, int n)
 {
     ts_error err = {0};
+    double start = clock_now_s();
     ts_status st = forward_batch(&e->step.fwd, e->model, e->step.pool, e->kernels, b, &err);
+    size_team(e, start);
     e->step.counters.steps++;
     if (st != TS_OK)
         for (int i = 0; i < n; i++)

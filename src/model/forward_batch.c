@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/run_delay.h"
 #include "model/forward_batch.h"
 
 /* Activation buffers for the forms the model's matrices take, for the longest input. */
@@ -373,9 +374,20 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
     f.team = threads > 1 &&
              !(s->f32_layers && fwd_gemm_takes_blas(k, s->gemm_path, T)) &&
              !(m->w.output.type == QT_F32 && fwd_gemm_takes_blas(k, s->gemm_path, b->n_logits));
+    s->team_threads = 0;
     if (f.team) {
+        /* each thread's run delay as it ends the step: the engine's team size (engine/team.h)
+         * follows the threads that waited for a core */
 #pragma omp parallel
-        run_layers(&f);
+        {
+            run_layers(&f);
+            int i = omp_get_thread_num(), n = omp_get_num_threads();
+            if (n <= FWD_TEAM_MAX) {
+                s->run_delay[i] = run_delay_s();
+                if (i == 0)
+                    s->team_threads = n;
+            }
+        }
     } else {
         run_layers(&f);
     }

@@ -53,6 +53,9 @@ ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, i
 void fwd_qbuf_free(fwd_qbuf *q); /* accepts a zeroed one */
 
 /* Scratch for steps of up to max_rows rows, max_logits of which sample. */
+/* Most threads of a team whose run delays a step records. */
+enum { FWD_TEAM_MAX = 256 };
+
 typedef struct fwd_state {
     int max_rows, max_logits;
     fwd_gemm_path gemm_path; /* auto after fwd_state_init; the engine sets its option's */
@@ -77,6 +80,10 @@ typedef struct fwd_state {
     double seconds[TS_PHASE_COUNT]; /* wall time forward_batch spent per phase (rowwise,
                                      * gemm, attention, lm_head), added up; the caller
                                      * reads and resets it */
+    int team_threads; /* threads of the last step's team (0: it ran without one, or on
+                       * more than FWD_TEAM_MAX) */
+    double run_delay[FWD_TEAM_MAX]; /* each of them: its run delay (common/run_delay.h)
+                                     * as it finished that step, negative if unknown */
 } fwd_state;
 
 /* Fails when out of memory, or for max_rows outside 1 .. 2^24 - 1. */

@@ -139,6 +139,12 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
     for (size_t i = 0; i < n; i++)
         strbuf_addf(b, "tessera_running_sequences{model=\"%s\"} %d\n", names[i],
                     models[i].stats.running);
+    header(b, "tessera_engine_threads", "gauge",
+           "Threads the engine's steps run on: the configured count, less those another "
+           "process keeps from a core.");
+    for (size_t i = 0; i < n; i++)
+        strbuf_addf(b, "tessera_engine_threads{model=\"%s\"} %d\n", names[i],
+                    models[i].stats.threads);
     header(b, "tessera_kv_blocks", "gauge", "KV cache blocks by state.");
     for (size_t i = 0; i < n; i++) {
         const ts_engine_stats *s = &models[i].stats;
@@ -173,6 +179,9 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
          offsetof(ts_engine_stats, kv_evictions)},
         {"tessera_preemptions_total", "Sequences preempted for lack of KV blocks.",
          offsetof(ts_engine_stats, preemptions)},
+        {"tessera_engine_thread_cuts_total",
+         "Times the engine ran its steps on fewer threads because some waited for a core.",
+         offsetof(ts_engine_stats, thread_cuts)},
         {"tessera_engine_requests_submitted_total", "Requests the engine accepted.",
          offsetof(ts_engine_stats, requests_submitted)},
         {"tessera_engine_requests_completed_total", "Requests that finished normally.",
