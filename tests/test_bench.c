@@ -46,15 +46,15 @@ static void test_rounds_combine_to_medians_and_totals(void **state)
         {.concurrency = 16, .decode_tok_s = 300, .prefill_tok_s = 20, .e2e_tok_s = 6,
          .all_decoding = true, .ttft_p50_ms = 8, .ttft_p99_ms = 80, .itl_p50_ms = 2,
          .itl_p99_ms = 20, .speedup = 6.0, .wall_s = 1.0, .generated = 100,
-         .decode = {.steps = 10, .rows = 160, .seconds = {[TS_PHASE_GEMM] = 0.5}}},
+         .threads_min = 16, .decode = {.steps = 10, .rows = 160, .seconds = {[TS_PHASE_GEMM] = 0.5}}},
         {.concurrency = 16, .decode_tok_s = 100, .prefill_tok_s = 10, .e2e_tok_s = 5,
          .all_decoding = true, .ttft_p50_ms = 7, .ttft_p99_ms = 70, .itl_p50_ms = 1,
          .itl_p99_ms = 10, .speedup = 2.0, .wall_s = 2.0, .generated = 100,
-         .decode = {.steps = 11, .rows = 150, .seconds = {[TS_PHASE_GEMM] = 0.25}}},
+         .thread_cuts = 2, .threads_min = 13, .decode = {.steps = 11, .rows = 150, .seconds = {[TS_PHASE_GEMM] = 0.25}}},
         {.concurrency = 16, .decode_tok_s = 900, .prefill_tok_s = 90, .e2e_tok_s = 19,
          .all_decoding = false, .ttft_p50_ms = 29, .ttft_p99_ms = 290, .itl_p50_ms = 9,
          .itl_p99_ms = 90, .speedup = 7.0, .wall_s = 4.0, .generated = 100,
-         .decode = {.steps = 12, .rows = 170, .seconds = {[TS_PHASE_GEMM] = 0.125}}},
+         .thread_cuts = 1, .threads_min = 15, .decode = {.steps = 12, .rows = 170, .seconds = {[TS_PHASE_GEMM] = 0.125}}},
     };
     bench_level c;
     bench_level_combine(&c, r, 3);
@@ -74,6 +74,8 @@ static void test_rounds_combine_to_medians_and_totals(void **state)
     assert_true(c.noisy);         /* gemm took 0.05, 0.023 and 0.010 s per step */
     assert_float_equal(c.wall_s, 7.0, 0);
     assert_int_equal(c.generated, 300);
+    assert_int_equal(c.thread_cuts, 3); /* cuts add up; the fewest threads of any round */
+    assert_int_equal(c.threads_min, 13);
     assert_int_equal(c.decode.steps, 33);
     assert_int_equal(c.decode.rows, 480);
     assert_float_equal(c.decode.seconds[TS_PHASE_GEMM], 0.875, 0);
@@ -218,6 +220,9 @@ static void test_tiny_run_has_the_json_shape(void **state)
             assert_float_equal(hi, 1.0, 1e-12);
         }
         assert_float_equal(number(l, "generated"), 2 * levels[i] * 8, 0); /* both rounds */
+        /* one thread here: nothing to cut, and the steps ran on it */
+        assert_float_equal(number(l, "thread_cuts"), 0, 0);
+        assert_float_equal(number(l, "threads_min"), 1, 0);
         const cJSON *all = cJSON_GetObjectItemCaseSensitive(l, "all_decoding");
         assert_true(cJSON_IsBool(all));
         if (levels[i] == 1) /* one request decodes alone from its first token to its last */

@@ -71,6 +71,9 @@ typedef struct bench_level {
     double speedup_min, speedup_max; /* range of the rounds' speedups */
     bool noisy;          /* a phase of the decode steps took over 2x longer per step in one
                           * round than another (bench_phases_vary) */
+    int thread_cuts;     /* times the engine ran its steps on fewer threads during the level
+                          * (engine/team.h: other processes held cores), all rounds */
+    int threads_min;     /* the fewest threads its steps ran on at a level's end */
     double wall_s;       /* first submit -> last event, summed over the rounds */
     long generated;      /* TOKEN events of the level, all rounds */
     ts_step_profile decode; /* the engine's decode-only steps during the level, all rounds
@@ -105,8 +108,9 @@ ts_status bench_run(bench_result *out, ts_engine *engine, const bench_config *cf
 void bench_result_free(bench_result *r);
 
 /* {"model", "threads", "prompt_len", "n_tokens", "rounds", "levels": [{"concurrency",
- * "decode_tok_s", "all_decoding", "noisy", "prefill_tok_s", "e2e_tok_s", "ttft_ms": {"p50",
- * "p99"}, "itl_ms": {"p50", "p99"}, "speedup", "speedup_range": [min, max]}...], "prefix":
+ * "decode_tok_s", "all_decoding", "noisy", "thread_cuts", "threads_min", "prefill_tok_s",
+ * "e2e_tok_s", "ttft_ms": {"p50", "p99"}, "itl_ms": {"p50", "p99"}, "speedup",
+ * "speedup_range": [min, max]}...], "prefix":
  * {"tokens", "ttft_cold_ms", "ttft_cached_ms", "cached_tokens"} when measured}. cfg is the
  * config bench_run ran r with: prompt_len, n_tokens, rounds and the prefix's tokens come
  * from it. The caller owns the result (cJSON_Delete); NULL when out of memory. model is

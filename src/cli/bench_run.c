@@ -326,6 +326,8 @@ static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
         ts_engine_get_stats(e, &after);
         profile_diff(&l->decode, &after.decode_steps, &before.decode_steps);
         profile_diff(&l->prompt, &after.prompt_steps, &before.prompt_steps);
+        l->thread_cuts = (int)(after.thread_cuts - before.thread_cuts);
+        l->threads_min = after.threads;
     }
     probe_set_free(&s);
     return st;

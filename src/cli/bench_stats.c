@@ -90,12 +90,15 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
     ROUNDS_MEDIAN(itl_p99_ms);
     ROUNDS_MEDIAN(speedup);
     out->all_decoding = true;
+    out->threads_min = rounds[0].threads_min;
     out->speedup_min = out->speedup_max = rounds[0].speedup;
     for (int r = 0; r < n; r++) {
         const bench_level *l = &rounds[r];
         out->all_decoding &= l->all_decoding;
         out->speedup_min = l->speedup < out->speedup_min ? l->speedup : out->speedup_min;
         out->speedup_max = l->speedup > out->speedup_max ? l->speedup : out->speedup_max;
+        out->thread_cuts += l->thread_cuts;
+        out->threads_min = l->threads_min < out->threads_min ? l->threads_min : out->threads_min;
         out->wall_s += l->wall_s;
         out->generated += l->generated;
         profile_add(&out->decode, &l->decode);
@@ -174,6 +177,8 @@ static cJSON *level_json(const bench_level *l)
         !cJSON_AddNumberToObject(o, "decode_tok_s", l->decode_tok_s) ||
         !cJSON_AddBoolToObject(o, "all_decoding", l->all_decoding) ||
         !cJSON_AddBoolToObject(o, "noisy", l->noisy) ||
+        !cJSON_AddNumberToObject(o, "thread_cuts", l->thread_cuts) ||
+        !cJSON_AddNumberToObject(o, "threads_min", l->threads_min) ||
         !cJSON_AddNumberToObject(o, "prefill_tok_s", l->prefill_tok_s) ||
         !cJSON_AddNumberToObject(o, "e2e_tok_s", l->e2e_tok_s))
         goto fail;

@@ -176,6 +176,7 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
     cli_table t;
     cli_table_init(&t, ranges ? 9 : 8, ranges ? heads : heads_1);
     bool fallback = false, noisy = false, superlinear = false;
+    int cuts = 0, threads_min = 0;
     for (int i = 0; i < r->n_levels; i++) {
         const bench_level *l = &r->levels[i];
         bool above = l->speedup > 1.05 * l->concurrency; /* more than linear: suspicious */
@@ -188,8 +189,11 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
         cli_table_cell(&t, "%.1f", l->e2e_tok_s);
         cli_table_cell(&t, "%.1f/%.1f", l->ttft_p50_ms, l->ttft_p99_ms);
         cli_table_cell(&t, "%.2f/%.2f", l->itl_p50_ms, l->itl_p99_ms);
-        cli_table_cell(&t, "%s%s%s", l->all_decoding ? "" : "*", l->noisy ? "!" : "",
-                       above ? "^" : "");
+        cli_table_cell(&t, "%s%s%s%s", l->all_decoding ? "" : "*", l->noisy ? "!" : "",
+                       above ? "^" : "", l->thread_cuts ? "~" : "");
+        if (l->thread_cuts && (!cuts || l->threads_min < threads_min))
+            threads_min = l->threads_min;
+        cuts += l->thread_cuts;
         fallback |= !l->all_decoding;
         noisy |= l->noisy;
         superlinear |= above;
@@ -202,6 +206,10 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
     if (noisy)
         printf("! a phase of this level's decode steps took more than 2x longer in one round "
                "than in another:\n  the machine was busy; its figures are unreliable\n");
+    if (cuts)
+        printf("~ other processes kept some of the engine's threads from a core: it ran its "
+               "steps on fewer\n  (%d time%s, down to %d): the machine was shared; these "
+               "figures are not its own\n", cuts, cuts == 1 ? "" : "s", threads_min);
     if (superlinear)
         printf("^ the speedup exceeds the concurrency, which batching cannot give: the "
                "baseline or this level\n  met a noisy spell (more --rounds tell)\n");
