@@ -6,12 +6,15 @@
 #include <sched.h>
 #include <stddef.h>
 
-/* libgomp's spin count before an idle thread sleeps, where the user sets none: about
- * 10-50 us, long enough to bridge the parallel regions of one step, short enough that a
- * thread whose partner lost its core to another process soon yields. (libgomp's own
- * default, 300000, spins for milliseconds: beside one busy process, throughput fell
- * 10-30x; docs/BENCHMARKS.md, "A shared host".) */
-#define CLI_GOMP_SPINCOUNT "1000"
+/* libgomp's spin count before an idle thread sleeps, where the user sets none: long
+ * enough that the threads of a step wait at its ~200 barriers without sleeping, and
+ * short of libgomp's own default (300000, milliseconds: idle threads spin that long after
+ * every step). On the benchmark host (16 threads, session 16) 10000 decoded stories110m
+ * 12-25% and TinyLlama ~10% faster than 1000; beside a CPU hog every spinning count
+ * collapses (10000 3x, 100000 25x: a thread that lost its core holds every barrier), which
+ * the engine answers by running its steps on the threads that have a core
+ * (engine/team.h). docs/BENCHMARKS.md, "A shared host". */
+#define CLI_GOMP_SPINCOUNT "10000"
 
 /* Physical cores among the CPUs of set, counted by distinct (package, core) pairs of
  * sysfs_cpu (normally /sys/devices/system/cpu, cpuN/topology/{physical_package_id,
