@@ -9,7 +9,7 @@
 #         b: bench/peer.sh, stories110m shape, Q4_K_M and Q8_0, the same levels; then
 #            TinyLlama Q4_K_M at one stream with a 2046-token prefill (its context is
 #            2048: the prompt and its 2 tokens fill it)
-#         c: bench/threads.sh on TinyLlama Q4_K_M (1, 2, 4, 8, 16 threads; 1, 16 and 64
+#         c: bench/threads.sh on TinyLlama Q4_K_M (1, 2, 4, 8, 16 threads; 1 and 16
 #            streams), then `--pack off` against the default at one stream, interleaved
 #            three times (the packs' single stream against the file blocks' direct tile)
 #   --bin DIR     tessera and the benchmarks (the bundle's bin/; its lib/ in LD_LIBRARY_PATH)
@@ -82,7 +82,7 @@ c)
   m=$(model tinyllama-1.1b Q4_K_M)
   # three rounds, medians: one thread's runs spread by 15% within a call (session 14)
   "$root/bench/threads.sh" -m "$m" --build "$bin" --threads-list "$threads_list" \
-    --concurrency 1,16,64 -n 32 --prompt-len 32 --rounds 3 -o "$out/c/threads" | tee "$out/c/threads.txt"
+    --concurrency 1,16 -n 32 --prompt-len 32 --rounds 3 -o "$out/c/threads" | tee "$out/c/threads.txt"
   for round in 1 2 3; do
     for pack in off auto; do
       "$bin/tessera" bench -m "$m" --threads "$threads" --concurrency 1 -n 48 --prompt-len 16 \
