@@ -51,3 +51,14 @@ double run_delay_s(void)
         return -1.0;
     return (double)waited * 1e-9;
 }
+
+double run_delay_since_s(void)
+{
+    static _Thread_local double mark; /* this thread's run delay at its last call */
+    double now = run_delay_s();
+    if (now < 0.0)
+        return -1.0;
+    double waited = now - mark;
+    mark = now;
+    return waited > 0.0 ? waited : 0.0;
+}

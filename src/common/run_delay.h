@@ -10,4 +10,10 @@
  * calls (a read, ~1-3 us) and closes when the thread ends. */
 double run_delay_s(void);
 
+/* The calling thread's run delay since its previous call of this function (since it
+ * started, the first time), seconds; negative where the kernel does not say. Each thread
+ * keeps its own mark, so a caller that asks from whichever thread runs a task gets that
+ * thread's own waiting. */
+double run_delay_since_s(void);
+
 #endif

@@ -14,7 +14,7 @@
 static void size_team(ts_engine *e, double start)
 {
     const fwd_state *f = &e->step.fwd;
-    int n = team_observe(&e->step.team, f->run_delay, f->team_threads, start, clock_now_s());
+    int n = team_observe(&e->step.team, f->waited, f->team_threads, start, clock_now_s());
     if (n != omp_get_max_threads())
         omp_set_num_threads(n);
     e->step.counters.threads = n;

@@ -1,5 +1,6 @@
 /* team.c: the engine's step threads, fewer while another process holds some of their
  * cores (team.h). */
+#include <stdbool.h>
 #include <string.h>
 
 #include "engine/team.h"
@@ -12,20 +13,17 @@ void team_init(team_size *t, int max, double now)
     t->backoff = TEAM_PROBE_FIRST_S;
 }
 
-/* Starts the window afresh from this step's delays (none where they are not usable). */
-static void restart(team_size *t, const double *delay, int n, double now)
+/* Starts the window afresh after a step of n threads that ended at end, leaving out its
+ * waits (none counts where they are not usable). */
+static void restart(team_size *t, const double *waited, int n, double end)
 {
-    t->tracked = 0;
-    for (int i = 0; i < n; i++)
-        if (delay[i] < 0.0)
-            n = 0;
-    if (n > 0 && n <= TEAM_MAX_THREADS) {
-        memcpy(t->last, delay, (size_t)n * sizeof *delay);
-        t->tracked = n;
-    }
+    bool known = n > 0 && n <= TEAM_MAX_THREADS;
+    for (int i = 0; known && i < n; i++)
+        known = waited[i] >= 0.0;
+    t->tracked = known ? n : 0;
     memset(t->waited, 0, sizeof t->waited);
     t->window = 0.0;
-    t->last_t = now;
+    t->last_t = end;
 }
 
 /* The window is full: lowers n by its starved threads, or tries one more. */
@@ -53,21 +51,19 @@ static void decide(team_size *t, int n, double now)
     }
 }
 
-int team_observe(team_size *t, const double *delay, int n, double start, double end)
+int team_observe(team_size *t, const double *waited, int n, double start, double end)
 {
     if (t->max > TEAM_MAX_THREADS)
         return t->n;
     bool usable = n > 0 && n == t->tracked && start - t->last_t <= TEAM_WINDOW_S;
     for (int i = 0; usable && i < n; i++)
-        usable = delay[i] >= t->last[i];
-    if (!usable) { /* a new team (or the first step): its delays start the next window */
-        restart(t, delay, n, end);
+        usable = waited[i] >= 0.0;
+    if (!usable) { /* a new team, a first step, a step after a pause: the next window */
+        restart(t, waited, n, end);
         return t->n;
     }
-    for (int i = 0; i < n; i++) {
-        t->waited[i] += delay[i] - t->last[i];
-        t->last[i] = delay[i];
-    }
+    for (int i = 0; i < n; i++)
+        t->waited[i] += waited[i];
     t->window += end - t->last_t;
     t->last_t = end;
     if (t->window >= TEAM_WINDOW_S) {

@@ -26,10 +26,9 @@ enum { TEAM_MAX_THREADS = 256 }; /* threads a team tracks; a larger team is not 
 typedef struct team_size {
     int max;        /* threads configured: never more */
     int n;          /* threads the next step runs on */
-    int tracked;    /* threads whose delays are in last[] (0: none, start afresh) */
-    double last[TEAM_MAX_THREADS]; /* each thread's run delay at the end of the last step */
-    double last_t;                 /* and when that step ended */
-    double waited[TEAM_MAX_THREADS]; /* this window's delay per thread */
+    int tracked;    /* threads of the steps in this window (0: none yet) */
+    double last_t;  /* when the last step ended */
+    double waited[TEAM_MAX_THREADS]; /* this window's run delay per thread */
     double window;                   /* this window's length */
     double probe_at; /* when to try one thread more (while n < max) */
     double backoff;  /* the wait after the next failed try */
@@ -40,11 +39,12 @@ typedef struct team_size {
 /* A team of max threads (1 to any: beyond TEAM_MAX_THREADS it is never changed). */
 void team_init(team_size *t, int max, double now);
 
-/* Feeds a step that ran from start to end: delay[i] is thread i's run delay (run_delay_s(),
- * read as it finished the step) for the n threads that ran it; n = 0, or a negative
- * delay, when the step had no team or the kernel gives no delays. A step that starts
- * more than a window after the last one ended starts a new window (the threads slept in
- * between). Returns the threads the next step should run on. */
-int team_observe(team_size *t, const double *delay, int n, double start, double end);
+/* Feeds a step that ran from start to end: waited[i] is how long thread i waited for a CPU
+ * since its previous step (run_delay_since_s(), read as it finished this one), for the n
+ * threads that ran it; n = 0, or a negative wait, when the step had no team or the kernel
+ * gives no delays. A step on another number of threads, or one that starts more than a
+ * window after the last one ended (the threads slept in between), starts a new window
+ * without its waits. Returns the threads the next step should run on. */
+int team_observe(team_size *t, const double *waited, int n, double start, double end);
 
 #endif

@@ -376,14 +376,14 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
              !(m->w.output.type == QT_F32 && fwd_gemm_takes_blas(k, s->gemm_path, b->n_logits));
     s->team_threads = 0;
     if (f.team) {
-        /* each thread's run delay as it ends the step: the engine's team size (engine/team.h)
-         * follows the threads that waited for a core */
+        /* how long each thread waited for a core since its last step: the engine's team
+         * size (engine/team.h) follows the threads that did */
 #pragma omp parallel
         {
             run_layers(&f);
             int i = omp_get_thread_num(), n = omp_get_num_threads();
             if (n <= FWD_TEAM_MAX) {
-                s->run_delay[i] = run_delay_s();
+                s->waited[i] = run_delay_since_s();
                 if (i == 0)
                     s->team_threads = n;
             }

@@ -82,8 +82,9 @@ typedef struct fwd_state {
                                      * reads and resets it */
     int team_threads; /* threads of the last step's team (0: it ran without one, or on
                        * more than FWD_TEAM_MAX) */
-    double run_delay[FWD_TEAM_MAX]; /* each of them: its run delay (common/run_delay.h)
-                                     * as it finished that step, negative if unknown */
+    double waited[FWD_TEAM_MAX]; /* each of them: seconds it waited for a CPU since it
+                                  * finished its previous step (run_delay_since_s),
+                                  * negative if the kernel does not say */
 } fwd_state;
 
 /* Fails when out of memory, or for max_rows outside 1 .. 2^24 - 1. */
