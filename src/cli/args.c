@@ -230,6 +230,14 @@ int cli_parse(int argc, char **argv, const cli_spec *s)
     return -1;
 }
 
+static const char *const KV_TYPE_NAMES[] = {[TS_KV_AUTO] = "auto", [TS_KV_F32] = "f32",
+                                             [TS_KV_F16] = "f16"};
+
+const char *cli_kv_type_name(ts_kv_type t)
+{
+    return (unsigned)t <= TS_KV_F16 ? KV_TYPE_NAMES[t] : "?";
+}
+
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
 {
     const char *a = argv[*i];
@@ -270,14 +278,17 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         o->itl_target = itl;
         break;
     case 8: ok = cli_int(a, v, 0, 1 << 16, &o->prefill_min); break;
-    case 9:
-        if (!strcmp(v, "auto") || !strcmp(v, "f32") || !strcmp(v, "f16")) {
-            o->kv_type = v[0] == 'a' ? TS_KV_AUTO : v[1] == '3' ? TS_KV_F32 : TS_KV_F16;
-        } else {
+    case 9: {
+        int t = TS_KV_AUTO;
+        while (t <= TS_KV_F16 && strcmp(v, KV_TYPE_NAMES[t]))
+            t++;
+        ok = t <= TS_KV_F16;
+        if (ok)
+            o->kv_type = (ts_kv_type)t;
+        else
             fprintf(stderr, "tessera: --kv-type wants auto, f32 or f16, not '%s'\n", v);
-            ok = false;
-        }
         break;
+    }
     }
     return ok ? 1 : -1;
 }

@@ -49,6 +49,9 @@ int cli_parse(int argc, char **argv, const cli_spec *s);
  * not, -1 after printing why its value was bad. */
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
 
+/* "auto", "f32" or "f16": the name --kv-type takes for t, and logs and bench print. */
+const char *cli_kv_type_name(ts_kv_type t);
+
 #define CLI_ENGINE_HELP                                                                   \
     "engine:\n"                                                                            \
     "  --threads N          OpenMP threads per step (default: one per physical core)\n"    \

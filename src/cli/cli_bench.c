@@ -150,11 +150,6 @@ static void print_profiles(const bench_result *r, bool mixed)
     cli_table_print(stdout, &t, "");
 }
 
-static const char *kv_name(const ts_engine *e)
-{
-    return ts_engine_kv_type(e) == TS_KV_F16 ? "f16" : "f32";
-}
-
 static void print_report(const bench_result *r, const bench_opts *o, const ts_model *m,
                          const ts_engine *e, double bw, int threads)
 {
@@ -162,7 +157,8 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
     printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d thread%s; K/V %s; "
            "prompt %d, n %d\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
-           threads == 1 ? "" : "s", kv_name(e), o->cfg.prompt_len, o->cfg.n_tokens);
+           threads == 1 ? "" : "s", cli_kv_type_name(ts_engine_kv_type(e)), o->cfg.prompt_len,
+           o->cfg.n_tokens);
     bool ranges = o->cfg.rounds > 1;
     if (ranges)
         printf("median of %d rounds; speedup range: the rounds' lowest and highest ratio\n\n",
@@ -238,7 +234,7 @@ static int write_json(const bench_result *r, const bench_opts *o, const ts_model
 {
     cJSON *root = bench_result_json(r, &o->cfg, o->model, threads);
     if (root)
-        cJSON_AddStringToObject(root, "kv_type", kv_name(e));
+        cJSON_AddStringToObject(root, "kv_type", cli_kv_type_name(ts_engine_kv_type(e)));
     if (root && bw > 0) {
         cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
         cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(m));

@@ -310,7 +310,7 @@ static int serve(int argc, char **argv)
         ts_engine_stats st;
         ts_engine_get_stats(engines[i], &st);
         fprintf(stderr, "tessera serve: model '%s' from %s (K/V %s, %d blocks of %d tokens)\n",
-                names[i], paths[i], ts_engine_kv_type(engines[i]) == TS_KV_F16 ? "f16" : "f32",
+                names[i], paths[i], cli_kv_type_name(ts_engine_kv_type(engines[i])),
                 st.kv_blocks_total, TS_KV_BLOCK_TOKENS);
     }
     if (ts_server_start(srv, &err) != TS_OK)

@@ -9,6 +9,9 @@
 #include "engine/seq.h"
 #include "engine/step.h"
 
+/* team_observe reads as many waits as the forward pass records. */
+_Static_assert((int)FWD_TEAM_MAX == (int)TEAM_MAX_THREADS, "a team's waits: one bound");
+
 /* The threads of the forward pass that ran from start: fewer when some waited for a core
  * (engine/team.h), one more when a try is due. */
 static void size_team(ts_engine *e, double start)

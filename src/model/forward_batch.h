@@ -52,10 +52,10 @@ ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, i
                         int max_k, ts_error *err);
 void fwd_qbuf_free(fwd_qbuf *q); /* accepts a zeroed one */
 
-/* Scratch for steps of up to max_rows rows, max_logits of which sample. */
-/* Most threads of a team whose run delays a step records. */
+/* Most threads of a team whose waits for a CPU a step records (fwd_state.waited). */
 enum { FWD_TEAM_MAX = 256 };
 
+/* Scratch for steps of up to max_rows rows, max_logits of which sample. */
 typedef struct fwd_state {
     int max_rows, max_logits;
     fwd_gemm_path gemm_path; /* auto after fwd_state_init; the engine sets its option's */
