@@ -532,6 +532,46 @@ static void test_prefill_cap_bounds_adaptive_chunks(void **state)
     ts_engine_destroy(e);
 }
 
+/* opts.step_log: a line a step, whose rows add up to the stats' and whose estimates come
+ * from a cost model that starts where cost_init puts it (mixed steps' scale 1: the engine
+ * once left it at 0, which made the first mixed steps' budget unbounded but for the cap). */
+static void test_step_log(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.step_log = tmpfile();
+    assert_non_null(o.step_log);
+    ts_engine *e = eu_start(eu_model, &o);
+    ts_request *req = eu_submit(e, prompt, n_prompt, 20, TS_PRIORITY_NORMAL);
+    eu_result r;
+    eu_collect(req, &r);
+    assert_false(r.error);
+    eu_result_free(&r);
+    ts_request_release(req);
+    assert_int_equal(ts_engine_wait_idle(e, 10000), TS_OK);
+    ts_engine_stats st;
+    ts_engine_get_stats(e, &st);
+    ts_engine_destroy(e);
+    rewind(o.step_log);
+    int decode, prompt_rows, full, lines = 0;
+    double ms, est_ms, est_full_ms, mixed;
+    uint64_t rows = 0;
+    while (fscanf(o.step_log, "%d %d %lf %lf %d %lf %lf", &decode, &prompt_rows, &ms, &est_ms,
+                  &full, &est_full_ms, &mixed) == 7) {
+        assert_true(decode >= 0 && prompt_rows >= 0 && decode + prompt_rows > 0);
+        assert_true(ms > 0 && est_ms >= 0 && est_full_ms >= 0);
+        assert_int_equal(full, 1);
+        assert_true(mixed == 1.0); /* no step both decoded and read a prompt */
+        rows += (uint64_t)(decode + prompt_rows);
+        lines++;
+    }
+    assert_true(feof(o.step_log));
+    assert_int_equal(lines, st.steps);
+    assert_int_equal(rows, st.decode_steps.rows + st.prompt_steps.rows);
+    fclose(o.step_log);
+}
+
 /* Steady arrivals: STREAMS requests run at once, each replaced by a new one as it ends, so
  * prompts keep arriving while the others decode. Each request's events record the engine
  * step they came in (its notify runs on the step thread during the step; the step thread
@@ -648,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_forks_keep_their_slots),
         cmocka_unit_test(test_steady_arrivals_keep_every_decoder_in_every_step),
         cmocka_unit_test(test_prefill_cap_bounds_adaptive_chunks),
+        cmocka_unit_test(test_step_log),
     };
     return cmocka_run_group_tests_name("engine_sched", tests, setup, teardown);
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tessera/model.h"
 #include "tessera/sampling.h"
@@ -74,6 +75,10 @@ typedef struct ts_engine_options {
                             * TESSERA_FAIL_ALLOC_AT */
     ts_gemm_path gemm;     /* the step's GEMM (default auto); the CLI fills it from
                             * TESSERA_GEMM */
+    FILE *step_log;        /* a line a step, for tuning the prefill budget: its decode and
+                            * prompt rows, milliseconds, and what the cost model estimated
+                            * of it and of a full decode step (NULL = none; tessera bench
+                            * --step-log). Written on the step thread; the caller owns it */
 } ts_engine_options;
 
 /* Fills the defaults above. */

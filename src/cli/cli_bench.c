@@ -14,7 +14,7 @@
 enum { MAX_LEVELS = 32 };
 
 typedef struct bench_opts {
-    const char *model, *tokenizer, *json;
+    const char *model, *tokenizer, *json, *step_log;
     int levels[MAX_LEVELS];
     bench_config cfg;
     size_t bw_bytes;
@@ -43,6 +43,9 @@ static void usage(FILE *out)
             "                      noisy machines)\n"
             "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
             "  --json FILE         also write the results as JSON\n"
+            "  --step-log FILE     a line per engine step: decode rows, prompt rows, ms, the\n"
+            "                      cost model's estimate of it (ms), the batch being filled,\n"
+            "                      the estimate of its decode step (ms), the mixed steps' scale\n"
             CLI_ENGINE_HELP CLI_LOAD_HELP
             "  (bench's default --kv-mem: enough for the largest level without preemption)\n"
             "metrics (per level; times on CLOCK_MONOTONIC as each event arrives):\n"
@@ -83,6 +86,8 @@ static int bench_option(void *ctx, const char *a, const char *v)
         ok = cli_size(a, v, &o->bw_bytes);
     else if (!strcmp(a, "--json"))
         o->json = v;
+    else if (!strcmp(a, "--step-log"))
+        o->step_log = v;
     else
         return 0;
     return ok ? 1 : -1;
@@ -273,7 +278,15 @@ int cli_bench(int argc, char **argv)
     ts_error err = {0};
     bench_result r = {0};
     rc = 1;
-    ts_engine *e = cli_make_engine(m, &o.engine);
+    ts_engine *e = NULL;
+    if (o.step_log) {
+        if (!(o.engine.step_log = fopen(o.step_log, "w"))) {
+            fprintf(stderr, "tessera: cannot write %s\n", o.step_log);
+            goto out;
+        }
+        fprintf(o.engine.step_log, "# decode prompt ms est_ms full est_full_ms mixed\n");
+    }
+    e = cli_make_engine(m, &o.engine);
     if (!e)
         goto out;
     if (bench_run(&r, e, &o.cfg, &err) != TS_OK) {
@@ -285,6 +298,10 @@ int cli_bench(int argc, char **argv)
 out:
     bench_result_free(&r);
     ts_engine_destroy(e);
+    if (o.engine.step_log && fclose(o.engine.step_log) != 0) {
+        fprintf(stderr, "tessera: cannot write %s\n", o.step_log);
+        rc = 1;
+    }
     ts_model_free(m);
     return rc;
 }

@@ -145,6 +145,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     }
     e->kernels = simd_init();
     e->step.allocs_left = o->fail_alloc_at;
+    cost_init(&e->step.cost);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
     if ((st = create_pool(e, err)) != TS_OK ||

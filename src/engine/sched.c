@@ -182,17 +182,18 @@ static void order_running(ts_engine *e, double now)
  * decode a few of them estimated the full batch's decode step from steps of other shapes,
  * 34% high on the development VM, and took a chunk that held those few decoders 1.9x a
  * full decode step. */
-static int prefill_budget(const ts_engine *e, int n_decode)
+static int prefill_budget(ts_engine *e, int n_decode)
 {
     const ts_engine_options *o = &e->opts;
+    int full = e->step.n_running + e->step.n_waiting;
+    full = full < o->max_seqs ? full : o->max_seqs;
+    e->step.plan_full = full;
     int room = o->step_tokens - n_decode;
     if (n_decode == 0 || room <= 0)
         return room;
     int cap = o->prefill_cap < room ? o->prefill_cap : room;
     int rows = -1;
     if (o->itl_target > 0) {
-        int full = e->step.n_running + e->step.n_waiting;
-        full = full < o->max_seqs ? full : o->max_seqs;
         int min_rows = o->prefill_min > 1 ? o->prefill_min : 1;
         rows = cost_prefill_budget(&e->step.cost, n_decode, full, o->itl_target, min_rows, cap);
     }

@@ -58,6 +58,17 @@ static void publish(ts_engine *e, int n)
     }
 }
 
+/* A line of opts.step_log: the step's rows and milliseconds, then what the cost model
+ * said before it ran: the step's estimate (a mixed step's scaled by step_cost.mixed), a
+ * full batch's decode step (plan_full rows) and the mixed steps' scale. */
+static void log_step(const ts_engine *e, int decode, int prompt, double seconds)
+{
+    const step_cost *c = &e->step.cost;
+    double est = cost_estimate(c, decode, prompt) * (decode > 0 && prompt > 0 ? c->mixed : 1.0);
+    fprintf(e->opts.step_log, "%d %d %.3f %.3f %d %.3f %.3f\n", decode, prompt, seconds * 1e3,
+            est * 1e3, e->step.plan_full, cost_estimate(c, e->step.plan_full, 0) * 1e3, c->mixed);
+}
+
 /* Adds a step's phase times (the forward pass's from e->step.fwd, which is reset) to the
  * profile of its kind, and its duration to the cost model that sizes prefill chunks. */
 static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
@@ -81,8 +92,10 @@ static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, doubl
         p->mixed_steps++;
         p->mixed_rows += (uint64_t)b->n_rows;
     }
-    cost_observe(&e->step.cost, e->step.step_decode, b->n_rows - e->step.step_decode,
-                 t_end - t_start);
+    int decode = e->step.step_decode, prompt = b->n_rows - decode;
+    if (e->opts.step_log)
+        log_step(e, decode, prompt, t_end - t_start);
+    cost_observe(&e->step.cost, decode, prompt, t_end - t_start);
 }
 
 void engine_publish_stats_locked(ts_engine *e)
