@@ -193,40 +193,6 @@ static void test_old_ranges_drop_out(void **state)
     assert_near(cost_estimate(&c, 0, 256), 0.160, 0.02);
 }
 
-/* A step held up by the machine (5x what its neighbours say) is left out, two in a row
- * too; a machine that stays 3x slower is followed all the same. */
-static void test_outliers_left_out(void **state)
-{
-    (void)state;
-    step_cost c;
-    cost_init(&c);
-    truth t = {.a = 0.020, .b = 0.00075, .noise = 0.0, .rng = 9};
-    feed(&c, &t, 200);
-    double before = cost_estimate(&c, 40, 60);
-    cost_observe(&c, 40, 60, 5 * before);
-    cost_observe(&c, 40, 60, 5 * before);
-    assert_near(cost_estimate(&c, 40, 60), before, 0.01);
-    for (int i = 0; i < 60; i++)
-        cost_observe(&c, 40, 60, 3 * before);
-    assert_near(cost_estimate(&c, 40, 60), 3 * before, 0.10);
-}
-
-/* A step of fewer rows that took longer than many larger ones (the smallest range, not
- * checked against neighbours) is pooled with them by their counts: it does not lift
- * every larger step's estimate to its own. */
-static void test_a_slow_small_step_is_pooled(void **state)
-{
-    (void)state;
-    step_cost c;
-    cost_init(&c);
-    for (int i = 0; i < 60; i++)
-        cost_observe(&c, 64, 0, 0.010);
-    cost_observe(&c, 0, 32, 0.030);
-    double at64 = cost_estimate(&c, 64, 0);
-    assert_true(at64 > 0.010 && at64 < 0.012);
-    assert_near(cost_estimate(&c, 16, 16), at64, 0.01); /* the pool's mean */
-}
-
 /* The burst that a 64-stream start is, on the benchmark host's curve: 16 streams have been
  * decoding, 48 prompts of 32 tokens wait and are taken in chunks while the decoders grow
  * from 16 to 64. After the first two steps (sized while the model has seen no step near
@@ -303,8 +269,6 @@ int main(void)
         cmocka_unit_test(test_follows_a_change),
         cmocka_unit_test(test_unvaried_steps_stay_sane),
         cmocka_unit_test(test_old_ranges_drop_out),
-        cmocka_unit_test(test_outliers_left_out),
-        cmocka_unit_test(test_a_slow_small_step_is_pooled),
         cmocka_unit_test(test_host_burst_stays_near_the_target),
         cmocka_unit_test(test_mixed_steps_dearer_than_the_model),
     };

@@ -1,7 +1,6 @@
 /* cost.c: the step cost model of cost.h, step times kept per range of rows and joined by
  * straight lines, and the prefill budget it allows. */
 #include <math.h>
-#include <stdbool.h>
 #include <string.h>
 
 #include "engine/cost.h"
@@ -15,9 +14,6 @@
  * 64-stream start has ~20), so it follows within a few of them. Each step's ratio is
  * clamped to [1/MIXED_CLAMP, MIXED_CLAMP]: one step held up by the machine moves it little. */
 #define MIXED_DECAY 0.7
-/* A step this many times the estimate between its neighbouring ranges is an outlier. */
-#define COST_OUTLIER 2.0
-#define COST_MAX_SKIPS 3
 #define MIXED_CLAMP 3.0
 
 void cost_init(step_cost *c)
@@ -32,35 +28,44 @@ static int range_of(int rows)
     return r < COST_RANGES - 1 ? r : COST_RANGES - 1;
 }
 
-/* The fresh ranges' means, rows ascending, with their seconds made to grow with rows as
- * a step with more rows does all a smaller one does and more: where a range's mean is
- * under a smaller range's, both take their pooled mean, weighted by their counts (pool
- * adjacent violators), so one slow step in a range seldom visited moves the estimates
- * little. Returns how many. */
+void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds)
+{
+    if (!(seconds >= 0) || !(seconds < 1e6) || n_decode < 0 || n_prefill < 0 ||
+        n_decode + n_prefill <= 0)
+        return;
+    if (n_decode > 0 && n_prefill > 0 && c->seen >= COST_MIN_STEPS) {
+        double est = cost_estimate(c, n_decode, n_prefill); /* as the plan saw it */
+        if (est > 0) {
+            double ratio = fmin(fmax(seconds / est, 1.0 / MIXED_CLAMP), MIXED_CLAMP);
+            c->mixed = MIXED_DECAY * c->mixed + (1.0 - MIXED_DECAY) * ratio;
+        }
+    }
+    for (int i = 0; i < COST_RANGES; i++) {
+        c->w[i] *= COST_DECAY;
+        c->rows[i] *= COST_DECAY;
+        c->secs[i] *= COST_DECAY;
+    }
+    int rows = n_decode + n_prefill, i = range_of(rows);
+    c->w[i] += 1.0;
+    c->rows[i] += rows;
+    c->secs[i] += seconds;
+    c->seen++;
+}
+
+/* The fresh ranges' means, rows ascending; seconds never less than a smaller step's (a
+ * step with more rows does all a smaller one does and more, whatever noise said).
+ * Returns how many. */
 static int means(const step_cost *c, double rows[COST_RANGES], double secs[COST_RANGES])
 {
-    double w[COST_RANGES], pool_w[COST_RANGES], pool_s[COST_RANGES];
-    int first[COST_RANGES]; /* each pool's first mean */
-    int n = 0, pools = 0;
+    int n = 0;
+    double floor = 0.0;
     for (int i = 0; i < COST_RANGES; i++) {
         if (c->w[i] < COST_FRESH)
             continue;
         rows[n] = c->rows[i] / c->w[i];
-        w[n] = c->w[i];
-        pool_w[pools] = w[n];
-        pool_s[pools] = c->secs[i] / c->w[i];
-        first[pools++] = n++;
-        while (pools > 1 && pool_s[pools - 2] > pool_s[pools - 1]) {
-            double pw = pool_w[pools - 2] + pool_w[pools - 1];
-            pool_s[pools - 2] = (pool_s[pools - 2] * pool_w[pools - 2] +
-                                 pool_s[pools - 1] * pool_w[pools - 1]) / pw;
-            pool_w[pools - 2] = pw;
-            pools--;
-        }
+        secs[n] = fmax(c->secs[i] / c->w[i], floor);
+        floor = secs[n++];
     }
-    for (int k = 0; k < pools; k++)
-        for (int i = first[k]; i < (k + 1 < pools ? first[k + 1] : n); i++)
-            secs[i] = pool_s[k];
     return n;
 }
 
@@ -85,47 +90,6 @@ double cost_estimate(const step_cost *c, int n_decode, int n_prefill)
     double rows[COST_RANGES], secs[COST_RANGES];
     int n = means(c, rows, secs);
     return estimate_rows(rows, secs, n, (double)n_decode + n_prefill);
-}
-
-void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds)
-{
-    if (!(seconds >= 0) || !(seconds < 1e6) || n_decode < 0 || n_prefill < 0 ||
-        n_decode + n_prefill <= 0)
-        return;
-    /* A step far slower than the steps around it in rows says more about the machine that
-     * moment than about steps of its rows (the first two steps of a 64-stream start on the
-     * benchmark host, 64 client threads starting, took 38 and 42 ms where the line between
-     * their neighbours said 7 and 14): up to COST_MAX_SKIPS such steps in a row are left
-     * out. More in a row are a machine that did get slower, and count. */
-    int rows = n_decode + n_prefill;
-    if (c->seen >= COST_MIN_STEPS) {
-        double r[COST_RANGES], t[COST_RANGES];
-        int n = means(c, r, t);
-        bool inside = n > 1 && rows >= r[0] && rows <= r[n - 1];
-        if (inside && seconds > COST_OUTLIER * estimate_rows(r, t, n, rows) &&
-            c->skipped < COST_MAX_SKIPS) {
-            c->skipped++;
-            return;
-        }
-    }
-    c->skipped = 0;
-    if (n_decode > 0 && n_prefill > 0 && c->seen >= COST_MIN_STEPS) {
-        double est = cost_estimate(c, n_decode, n_prefill); /* as the plan saw it */
-        if (est > 0) {
-            double ratio = fmin(fmax(seconds / est, 1.0 / MIXED_CLAMP), MIXED_CLAMP);
-            c->mixed = MIXED_DECAY * c->mixed + (1.0 - MIXED_DECAY) * ratio;
-        }
-    }
-    for (int i = 0; i < COST_RANGES; i++) {
-        c->w[i] *= COST_DECAY;
-        c->rows[i] *= COST_DECAY;
-        c->secs[i] *= COST_DECAY;
-    }
-    int i = range_of(rows);
-    c->w[i] += 1.0;
-    c->rows[i] += rows;
-    c->secs[i] += seconds;
-    c->seen++;
 }
 
 int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl_target,

@@ -14,9 +14,7 @@ enum { COST_RANGES = 34 };
  * each range keeps the mean rows and mean seconds of the steps that fell in it, every
  * step's weight decaying by COST_DECAY per newer step, and a step of R rows is estimated
  * by the straight line between the neighbouring ranges' means. A range no step has
- * visited for ~80 steps drops out; a step more than twice what its neighbours say is left
- * out (up to three in a row: more are a slower machine); a range whose mean is under a
- * smaller range's is pooled with it, by their counts. The cost is not linear in rows: small steps stream
+ * visited for ~80 steps drops out. The cost is not linear in rows: small steps stream
  * the weights from memory whatever their rows, large ones are bound by the arithmetic,
  * and the tile kernels amortise more of their operand work over longer steps. On the
  * benchmark host (session 16) TinyLlama Q4_K_M took ~6 ms a step at 1 row, 16 at 16, 33
@@ -29,7 +27,6 @@ typedef struct step_cost {
     double rows[COST_RANGES]; /* decayed sum of their rows */
     double secs[COST_RANGES]; /* decayed sum of their seconds */
     int seen;                 /* steps observed */
-    int skipped;              /* outliers left out in a row (cost.c) */
     double mixed;             /* what mixed steps (decode and prompt rows) took over what
                                * the model said before each ran, a decaying mean (1 until
                                * one is seen): a prompt row and a decode row do differ (a
