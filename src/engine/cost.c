@@ -1,20 +1,22 @@
-/* cost.c: the step cost model of cost.h, step times kept per range of rows and joined by
- * straight lines, and the prefill budget it allows. */
+/* cost.c: the step cost model of cost.h, a decayed least-squares fit of step time against
+ * decode and prompt rows, and the prefill budget it allows. */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "engine/cost.h"
 
-/* Weight of a step against the next one: each range's means follow with a time constant
- * of ~20 steps, so the model follows contexts that grow and machines whose load changes. */
+/* Weight of a step against the next one: the fit forgets with a time constant of ~20 steps. */
 #define COST_DECAY 0.95
-/* A range whose decayed count fell under this is not used: one step, ~80 steps ago. */
-#define COST_FRESH 0.02
-/* The same decay for step_cost.mixed, over mixed steps only: they come in bursts (a
- * 64-stream start has ~20), so it follows within a few of them. Each step's ratio is
- * clamped to [1/MIXED_CLAMP, MIXED_CLAMP]: one step held up by the machine moves it little. */
+/* The same for step_cost.mixed, over mixed steps only: they come in bursts (a 64-stream
+ * start has ~20), so it follows within a few of them. Each step's ratio is clamped to
+ * [1/MIXED_CLAMP, MIXED_CLAMP]: one step held up by the machine moves it little. */
 #define MIXED_DECAY 0.7
 #define MIXED_CLAMP 3.0
+/* Strength of the pull towards the proportional model, per step seen and per row^2 of the
+ * direction (ROW_SCALE rows): weak beside any direction the steps did vary in. */
+#define COST_PRIOR 0.001
+#define ROW_SCALE 64.0
 
 void cost_init(step_cost *c)
 {
@@ -22,16 +24,68 @@ void cost_init(step_cost *c)
     c->mixed = 1.0;
 }
 
-static int range_of(int rows)
+/* Solves m x = y (3x3) by Gaussian elimination with partial pivoting; false when singular. */
+static bool solve3(double x[3], double m[3][3], double y[3])
 {
-    int r = (int)(2.0 * log2((double)rows));
-    return r < COST_RANGES - 1 ? r : COST_RANGES - 1;
+    for (int col = 0; col < 3; col++) {
+        int piv = col;
+        for (int i = col + 1; i < 3; i++)
+            if (fabs(m[i][col]) > fabs(m[piv][col]))
+                piv = i;
+        if (fabs(m[piv][col]) < 1e-300)
+            return false;
+        for (int k = 0; k < 3; k++) {
+            double t = m[col][k];
+            m[col][k] = m[piv][k];
+            m[piv][k] = t;
+        }
+        double t = y[col];
+        y[col] = y[piv];
+        y[piv] = t;
+        for (int i = col + 1; i < 3; i++) {
+            double f = m[i][col] / m[col][col];
+            for (int k = col; k < 3; k++)
+                m[i][k] -= f * m[col][k];
+            y[i] -= f * y[col];
+        }
+    }
+    for (int i = 2; i >= 0; i--) {
+        double v = y[i];
+        for (int k = i + 1; k < 3; k++)
+            v -= m[i][k] * x[k];
+        x[i] = v / m[i][i];
+    }
+    return true;
+}
+
+/* Refits coef: ridge regression towards prior = (0, per_row, per_row). */
+static void refit(step_cost *c)
+{
+    double per_row = c->rows > 0 ? c->t / c->rows : 0.0;
+    double prior[3] = {0.0, per_row, per_row};
+    double scale[3] = {1.0, ROW_SCALE * ROW_SCALE, ROW_SCALE * ROW_SCALE};
+    double m[3][3], y[3], x[3];
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 3; k++)
+            m[i][k] = c->s[i][k];
+        double lambda = COST_PRIOR * c->n * scale[i];
+        m[i][i] += lambda;
+        y[i] = c->r[i] + lambda * prior[i];
+    }
+    if (!solve3(x, m, y)) {
+        memcpy(c->coef, prior, sizeof prior);
+        return;
+    }
+    /* Noise can make a coefficient negative; no part of a step takes negative time, and a
+     * prompt row always costs something (else the budget would be unbounded). */
+    c->coef[0] = x[0] > 0 ? x[0] : 0.0;
+    c->coef[1] = x[1] > 0 ? x[1] : 0.0;
+    c->coef[2] = x[2] > 0.05 * per_row ? x[2] : 0.05 * per_row;
 }
 
 void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds)
 {
-    if (!(seconds >= 0) || !(seconds < 1e6) || n_decode < 0 || n_prefill < 0 ||
-        n_decode + n_prefill <= 0)
+    if (!(seconds >= 0) || n_decode + n_prefill <= 0)
         return;
     if (n_decode > 0 && n_prefill > 0 && c->seen >= COST_MIN_STEPS) {
         double est = cost_estimate(c, n_decode, n_prefill); /* as the plan saw it */
@@ -40,56 +94,22 @@ void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds)
             c->mixed = MIXED_DECAY * c->mixed + (1.0 - MIXED_DECAY) * ratio;
         }
     }
-    for (int i = 0; i < COST_RANGES; i++) {
-        c->w[i] *= COST_DECAY;
-        c->rows[i] *= COST_DECAY;
-        c->secs[i] *= COST_DECAY;
+    double x[3] = {1.0, n_decode, n_prefill};
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 3; k++)
+            c->s[i][k] = COST_DECAY * c->s[i][k] + x[i] * x[k];
+        c->r[i] = COST_DECAY * c->r[i] + x[i] * seconds;
     }
-    int rows = n_decode + n_prefill, i = range_of(rows);
-    c->w[i] += 1.0;
-    c->rows[i] += rows;
-    c->secs[i] += seconds;
+    c->n = COST_DECAY * c->n + 1.0;
+    c->rows = COST_DECAY * c->rows + n_decode + n_prefill;
+    c->t = COST_DECAY * c->t + seconds;
     c->seen++;
-}
-
-/* The fresh ranges' means, rows ascending; seconds never less than a smaller step's (a
- * step with more rows does all a smaller one does and more, whatever noise said).
- * Returns how many. */
-static int means(const step_cost *c, double rows[COST_RANGES], double secs[COST_RANGES])
-{
-    int n = 0;
-    double floor = 0.0;
-    for (int i = 0; i < COST_RANGES; i++) {
-        if (c->w[i] < COST_FRESH)
-            continue;
-        rows[n] = c->rows[i] / c->w[i];
-        secs[n] = fmax(c->secs[i] / c->w[i], floor);
-        floor = secs[n++];
-    }
-    return n;
-}
-
-/* Seconds at `at` rows: between two means, the line joining them; outside them, in
- * proportion to the nearest (the most a step can cost where each row costs no more than
- * in the smaller steps, the least where it costs no less than in the larger). */
-static double estimate_rows(const double *rows, const double *secs, int n, double at)
-{
-    if (n == 0)
-        return 0.0;
-    if (at <= rows[0])
-        return secs[0] * at / rows[0];
-    for (int i = 1; i < n; i++)
-        if (at <= rows[i])
-            return secs[i - 1] +
-                   (secs[i] - secs[i - 1]) * (at - rows[i - 1]) / (rows[i] - rows[i - 1]);
-    return secs[n - 1] * at / rows[n - 1];
+    refit(c);
 }
 
 double cost_estimate(const step_cost *c, int n_decode, int n_prefill)
 {
-    double rows[COST_RANGES], secs[COST_RANGES];
-    int n = means(c, rows, secs);
-    return estimate_rows(rows, secs, n, (double)n_decode + n_prefill);
+    return c->coef[0] + c->coef[1] * n_decode + c->coef[2] * n_prefill;
 }
 
 int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl_target,
@@ -99,20 +119,11 @@ int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl
         return -1;
     if (min_rows > max_rows)
         min_rows = max_rows;
-    double rows[COST_RANGES], secs[COST_RANGES];
-    int n = means(c, rows, secs);
-    /* mixed * est(n_decode + p) <= itl_target * est(n_full): the largest such p, by
-     * bisection (the estimate grows with rows) */
-    double limit = itl_target * estimate_rows(rows, secs, n, n_full) / c->mixed;
-    if (estimate_rows(rows, secs, n, (double)n_decode + max_rows) <= limit)
+    /* mixed * (est(n_decode, 0) + b_prefill * rows) <= itl_target * est(n_full, 0) */
+    double spare = itl_target * cost_estimate(c, n_full, 0) / c->mixed -
+                   cost_estimate(c, n_decode, 0);
+    double rows = c->coef[2] > 0 ? spare / c->coef[2] : (double)max_rows;
+    if (!(rows < max_rows)) /* also NaN */
         return max_rows;
-    int lo = 0, hi = max_rows; /* est(lo) within the limit, or lo = 0; est(hi) past it */
-    while (hi - lo > 1) {
-        int mid = lo + (hi - lo) / 2;
-        if (estimate_rows(rows, secs, n, (double)n_decode + mid) <= limit)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo > min_rows ? lo : min_rows;
+    return rows > min_rows ? (int)rows : min_rows;
 }
