@@ -168,46 +168,6 @@ static void test_mixed_steps_dearer_than_the_fit(void **state)
     assert_true(c.mixed > 1.1);
 }
 
-/* A 64-stream start as the benchmark host ran it (TinyLlama Q4_K_M, 16 threads, session
- * 17's step logs): 16 streams have been decoding (16 ms a step), a 512-row prompt step
- * takes 16 prompts at 231 ms (a row costs less in long steps), and 48 prompts of 32
- * tokens wait, taken in chunks while the decoders grow from 16 to 64; a step costs
- * 5 ms + 0.55 ms a row. Once the first mixed steps are seen (from the third on), each
- * lasts at most 1.6x a step decoding all 64. Mixed steps of about the same rows, with
- * decode rows growing as prompt rows shrink, leave the fit's split between a and
- * b_decode to noise: with the bound by recent steps (cost.c, full_decode_estimate) the
- * worst step took 1.45x, without it 2.46x. */
-static double burst_secs(int rows)
-{
-    return 0.005 + 0.00055 * rows;
-}
-
-static void test_burst_stays_near_the_target(void **state)
-{
-    (void)state;
-    step_cost c;
-    cost_init(&c);
-    for (int i = 0; i < 60; i++)
-        cost_observe(&c, 16, 0, 0.016);
-    cost_observe(&c, 0, 512, 0.231);
-    uint32_t rng = 3;
-    int decoding = 16, waiting = 48 * 32, step = 0;
-    double full = burst_secs(64), worst = 0.0;
-    while (waiting > 0) {
-        int p = cost_prefill_budget(&c, decoding, 64, 1.5, 32, 128);
-        p = p < waiting ? p : waiting;
-        double secs = burst_secs(decoding + p) * (1.0 + 0.04 * (2.0 * frand(&rng) - 1.0));
-        if (step++ >= 2)
-            worst = fmax(worst, secs);
-        cost_observe(&c, decoding, p, secs);
-        waiting -= p;
-        decoding = 64 - (waiting + 31) / 32;
-    }
-    if (worst > 1.6 * full)
-        fail_msg("a mixed step took %.2fx a full decode step", worst / full);
-    assert_true(step > 12); /* the prompts were not all taken at once */
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,7 +177,6 @@ int main(void)
         cmocka_unit_test(test_follows_a_change),
         cmocka_unit_test(test_unvaried_steps_stay_sane),
         cmocka_unit_test(test_mixed_steps_dearer_than_the_fit),
-        cmocka_unit_test(test_burst_stays_near_the_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

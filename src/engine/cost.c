@@ -100,11 +100,6 @@ void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds)
             c->s[i][k] = COST_DECAY * c->s[i][k] + x[i] * x[k];
         c->r[i] = COST_DECAY * c->r[i] + x[i] * seconds;
     }
-    if (n_decode > 0) {
-        c->recent_rows[c->recent_next] = n_decode + n_prefill;
-        c->recent_secs[c->recent_next] = seconds;
-        c->recent_next = (c->recent_next + 1) % COST_RECENT;
-    }
     c->n = COST_DECAY * c->n + 1.0;
     c->rows = COST_DECAY * c->rows + n_decode + n_prefill;
     c->t = COST_DECAY * c->t + seconds;
@@ -117,23 +112,6 @@ double cost_estimate(const step_cost *c, int n_decode, int n_prefill)
     return c->coef[0] + c->coef[1] * n_decode + c->coef[2] * n_prefill;
 }
 
-/* A full decode step of n_full rows: the fit's estimate, but no more than any recent step
- * that decoded, of n_full rows or more, cost per row times n_full. A row costs no more in
- * a larger step (the weights are read once for all rows), so each such step bounds it;
- * a step held up by the machine only bounds it loosely, so the least bound holds. The fit
- * alone extrapolates from steps of other shapes: during a 64-stream start on the benchmark
- * host, its mixed steps had ~140 rows whose decode and prompt rows traded off (one more
- * decoder, one less prompt row), which left the split between a and b_decode to noise, and
- * its estimate of a 64-row decode step rose to 52-63 ms where 34 were measured. */
-static double full_decode_estimate(const step_cost *c, int n_full)
-{
-    double est = cost_estimate(c, n_full, 0);
-    for (int i = 0; i < COST_RECENT; i++)
-        if (c->recent_rows[i] >= n_full && n_full > 0)
-            est = fmin(est, c->recent_secs[i] * n_full / c->recent_rows[i]);
-    return est;
-}
-
 int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl_target,
                         int min_rows, int max_rows)
 {
@@ -142,7 +120,7 @@ int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl
     if (min_rows > max_rows)
         min_rows = max_rows;
     /* mixed * (est(n_decode, 0) + b_prefill * rows) <= itl_target * est(n_full, 0) */
-    double spare = itl_target * full_decode_estimate(c, n_full) / c->mixed -
+    double spare = itl_target * cost_estimate(c, n_full, 0) / c->mixed -
                    cost_estimate(c, n_decode, 0);
     double rows = c->coef[2] > 0 ? spare / c->coef[2] : (double)max_rows;
     if (!(rows < max_rows)) /* also NaN */

@@ -13,10 +13,6 @@
  * follows contexts that grow and machines whose load changes; a weak pull towards the
  * proportional model (a = 0, both b = seconds per row on average) decides the directions the
  * steps never varied in (every step with the same D, say). */
-/* Steps that decoded, newest last, kept for the bound on a full decode step
- * (cost_prefill_budget). */
-enum { COST_RECENT = 32 };
-
 typedef struct step_cost {
     double s[3][3];  /* decayed sum of x x^T, x = (1, D, P) */
     double r[3];     /* decayed sum of x t */
@@ -30,9 +26,6 @@ typedef struct step_cost {
                       * and a long prompt-only step weighs on the fit): on the benchmark
                       * host TinyLlama's mixed steps at 64 streams took 2.1x a decode step
                       * where the budget had aimed at 1.5x */
-    int recent_rows[COST_RECENT]; /* the last COST_RECENT steps with decode rows: rows */
-    double recent_secs[COST_RECENT]; /* and seconds (a ring; 0 rows = empty) */
-    int recent_next;
 } step_cost;
 
 /* Steps seen before cost_prefill_budget trusts the model. */
@@ -48,8 +41,7 @@ double cost_estimate(const step_cost *c, int n_decode, int n_prefill);
 
 /* Prompt rows a step with n_decode decode rows may take so that it lasts at most
  * itl_target times a step decoding n_full rows alone (n_full: the batch being filled, the
- * inter-token latency that decoding settles at; estimated by the fit, but never above what
- * the last COST_RECENT steps that decoded, of n_full rows or more, cost per row), at least min_rows (prompts always
+ * inter-token latency that decoding settles at), at least min_rows (prompts always
  * progress) and at most max_rows; the mixed step's estimate is scaled by what mixed steps
  * took against the model (step_cost.mixed). -1 before COST_MIN_STEPS steps were seen. */
 int cost_prefill_budget(const step_cost *c, int n_decode, int n_full, double itl_target,
