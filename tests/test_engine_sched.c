@@ -496,6 +496,16 @@ static void test_forks_keep_their_slots(void **state)
     free(long_prompt);
 }
 
+/* Reads req to its end, which must come without an error, and releases it. */
+static void finish_without_error(ts_request *req)
+{
+    eu_result r;
+    eu_collect(req, &r);
+    assert_false(r.error);
+    eu_result_free(&r);
+    ts_request_release(req);
+}
+
 /* The cost model sizes a prompt chunk beside decodes, and prefill_cap bounds it: with a
  * target so loose the model would take the whole step budget, a 400-token prompt that
  * arrives while another request decodes still goes in chunks of at most the cap. */
@@ -515,12 +525,7 @@ static void test_prefill_cap_bounds_adaptive_chunks(void **state)
     int32_t long_prompt[LONG];
     for (int i = 0; i < LONG; i++)
         long_prompt[i] = i == 0 ? 1 : 3 + (int32_t)((i * 37u) % 509u);
-    ts_request *req = eu_submit(e, long_prompt, LONG, 2, TS_PRIORITY_NORMAL);
-    eu_result r;
-    eu_collect(req, &r);
-    assert_false(r.error);
-    eu_result_free(&r);
-    ts_request_release(req);
+    finish_without_error(eu_submit(e, long_prompt, LONG, 2, TS_PRIORITY_NORMAL));
     ts_engine_stats st;
     ts_engine_get_stats(e, &st);
     const ts_step_profile *ps = &st.prompt_steps;
@@ -543,13 +548,8 @@ static void test_step_log(void **state)
     o.step_log = tmpfile();
     assert_non_null(o.step_log);
     ts_engine *e = eu_start(eu_model, &o);
-    ts_request *req = eu_submit(e, prompt, n_prompt, 20, TS_PRIORITY_NORMAL);
-    eu_result r;
-    eu_collect(req, &r);
-    assert_false(r.error);
-    eu_result_free(&r);
-    ts_request_release(req);
-    assert_int_equal(ts_engine_wait_idle(e, 10000), TS_OK);
+    finish_without_error(eu_submit(e, prompt, n_prompt, 20, TS_PRIORITY_NORMAL));
+    eu_wait_idle(e);
     ts_engine_stats st;
     ts_engine_get_stats(e, &st);
     ts_engine_destroy(e);

@@ -75,11 +75,16 @@ typedef struct ts_engine_options {
                             * TESSERA_FAIL_ALLOC_AT */
     ts_gemm_path gemm;     /* the step's GEMM (default auto); the CLI fills it from
                             * TESSERA_GEMM */
-    FILE *step_log;        /* a line a step, for tuning the prefill budget: its decode and
-                            * prompt rows, milliseconds, and what the cost model estimated
-                            * of it and of a full decode step (NULL = none; tessera bench
-                            * --step-log). Written on the step thread; the caller owns it */
+    FILE *step_log;        /* a line a step, for tuning the prefill budget, its columns
+                            * TS_STEP_LOG_COLUMNS (NULL = none; tessera bench --step-log).
+                            * Written on the step thread; the caller owns it */
 } ts_engine_options;
+
+/* ts_engine_options.step_log's columns, space-separated: the step's decode rows, prompt
+ * rows and milliseconds; what the cost model estimated of it before it ran (ms; a mixed
+ * step's estimate scaled by the mixed steps' scale); the batch being filled, the estimate
+ * of its decode step (ms); the mixed steps' scale. */
+#define TS_STEP_LOG_COLUMNS "decode prompt ms est_ms full est_full_ms mixed"
 
 /* Fills the defaults above. */
 void ts_engine_options_default(ts_engine_options *opts);

@@ -284,7 +284,7 @@ int cli_bench(int argc, char **argv)
             fprintf(stderr, "tessera: cannot write %s\n", o.step_log);
             goto out;
         }
-        fprintf(o.engine.step_log, "# decode prompt ms est_ms full est_full_ms mixed\n");
+        fprintf(o.engine.step_log, "# %s\n", TS_STEP_LOG_COLUMNS);
     }
     e = cli_make_engine(m, &o.engine);
     if (!e)

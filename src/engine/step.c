@@ -58,9 +58,8 @@ static void publish(ts_engine *e, int n)
     }
 }
 
-/* A line of opts.step_log: the step's rows and milliseconds, then what the cost model
- * said before it ran: the step's estimate (a mixed step's scaled by step_cost.mixed), a
- * full batch's decode step (plan_full rows) and the mixed steps' scale. */
+/* A line of opts.step_log, its columns TS_STEP_LOG_COLUMNS: the cost model is as the plan
+ * saw it (the step is observed after). */
 static void log_step(const ts_engine *e, int decode, int prompt, double seconds)
 {
     const step_cost *c = &e->step.cost;
