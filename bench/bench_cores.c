@@ -3,9 +3,9 @@
  * 10x one thread). Each thread runs independent instructions from registers, no memory:
  * 512-bit f32 FMAs (16 chains), 512-bit VPDPBUSD (16 chains) and, where AMX is granted,
  * TDPBUSD on four C tiles. Printed per thread count: the whole team's rate and its ratio
- * to one thread's. Then pairs: one thread on CPU 0 and one on CPU j, for every j, the FMA
- * rate of the pair over twice one thread's; a pair near 1.0 shares a core (SMT siblings
- * that the guest's topology may not show).
+ * to one thread's. Then pairs: one thread on CPU 0 and one on CPU j, for every j, the
+ * pair's rate over twice one thread's; a pair near 0.5 shares the unit (SMT siblings that
+ * the guest's topology may not show, or whatever the host shares behind them).
  * Usage: build/bench_cores [--quick] (threads: 1, 2, 4, ... up to the online CPUs) */
 #include <omp.h>
 #include <sched.h>
@@ -104,19 +104,6 @@ static double run_amx(void)
 
 typedef double (*run_fn)(void);
 
-/* The team's rate (ops/s) with n threads, each running fn once; the time is the slowest
- * thread's. */
-static double team_rate(run_fn fn, int n)
-{
-    double ops = 0, t0 = omp_get_wtime(), t1 = t0;
-#pragma omp parallel num_threads(n) reduction(+ : ops) reduction(max : t1)
-    {
-        ops = fn();
-        t1 = omp_get_wtime();
-    }
-    return ops / (t1 - t0);
-}
-
 static int pin(int cpu)
 {
     cpu_set_t set;
@@ -125,7 +112,21 @@ static int pin(int cpu)
     return sched_setaffinity(0, sizeof set, &set);
 }
 
-/* The FMA rate of one thread on CPU 0 and one on CPU j together. */
+/* The team's rate (ops/s) with n threads, thread i on CPU i (so the scheduler's placement
+ * does not enter), each running fn once; the time is the slowest thread's. */
+static double team_rate(run_fn fn, int n)
+{
+    double ops = 0, t0 = omp_get_wtime(), t1 = t0;
+#pragma omp parallel num_threads(n) reduction(+ : ops) reduction(max : t1)
+    {
+        pin(omp_get_thread_num());
+        ops = fn();
+        t1 = omp_get_wtime();
+    }
+    return ops / (t1 - t0);
+}
+
+/* The rate of one thread on CPU 0 and one on CPU j together. */
 static double pair_rate(run_fn fn, int j)
 {
     double ops = 0, t0 = omp_get_wtime(), t1 = t0;
@@ -177,16 +178,20 @@ int main(int argc, char **argv)
             printf("%7d %12.1f  %5.2fx\n", n, r * 1e-9, r / one);
         }
     }
-    if (!kinds[0].ok || cpus < 2)
-        return 0;
-    double one = team_rate(run_fma, 1);
-    printf("\npairs, f32 FMA: CPU 0 with CPU j, the pair's rate / twice one thread's\n");
-    for (int j = 1; j < cpus; j++) {
-        double r = pair_rate(run_fma, j);
-        if (r < 0)
-            printf("  CPU %2d: cannot pin\n", j);
-        else
-            printf("  CPU %2d: %.2f%s\n", j, r / (2 * one), r / (2 * one) < 0.75 ? "  shares a core" : "");
+    for (int k = 0; k < 3 && cpus > 1; k++) {
+        if (!kinds[k].ok)
+            continue;
+        double one = team_rate(kinds[k].fn, 1);
+        printf("\npairs, %s: CPU 0 with CPU j, the pair's rate / twice one thread's\n",
+               kinds[k].name);
+        for (int j = 1; j < cpus; j++) {
+            double r = pair_rate(kinds[k].fn, j);
+            if (r < 0)
+                printf("  CPU %2d: cannot pin\n", j);
+            else
+                printf("  CPU %2d: %.2f%s\n", j, r / (2 * one),
+                       r / (2 * one) < 0.75 ? "  shares a unit with CPU 0" : "");
+        }
     }
     return 0;
 #endif
