@@ -265,10 +265,15 @@ static ts_status read_kvs(gguf_file *f, cursor *c)
     return TS_OK;
 }
 
+/* The general.alignment entry, if any: a scan, since the parser stands below the lookups
+ * of gguf_meta.c (build_order has made the keys unique). */
 static ts_status read_alignment(gguf_file *f, ts_error *err)
 {
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
-    const gguf_kv *kv = gguf_find_kv(f, "general.alignment");
+    const gguf_kv *kv = NULL;
+    for (uint64_t i = 0; i < f->n_kv && !kv; i++)
+        if (gguf_str_eq(f->kv[i].key, "general.alignment"))
+            kv = &f->kv[i];
     if (!kv)
         return TS_OK;
     if (kv->val.type != GGUF_TYPE_UINT32)

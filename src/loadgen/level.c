@@ -7,33 +7,6 @@
 #include "common/clock.h"
 #include "loadgen/run_internal.h"
 
-double loadgen_uniform(uint64_t seed)
-{
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
-}
-
-void loadgen_acc_gap(loadgen_acc *a, int cls, double ms)
-{
-    loadgen_gaps *g[2] = {&a->all, &a->cls[cls]};
-    for (int i = 0; i < 2; i++) {
-        if (g[i]->n == g[i]->cap) {
-            size_t cap = g[i]->cap ? 2 * g[i]->cap : 1024;
-            double *v = realloc(g[i]->v, cap * sizeof *v);
-            if (!v) {
-                a->nomem = true;
-                return;
-            }
-            g[i]->v = v;
-            g[i]->cap = cap;
-        }
-        g[i]->v[g[i]->n++] = ms;
-    }
-}
-
 static void acc_free(loadgen_acc *a)
 {
     free(a->all.v);
