@@ -1,6 +1,7 @@
-/* model.c: format detection, config validation, weight allocation (layer tables, norms,
- * f32 matrices of in-memory models) and the model's lifecycle. The readers live in
- * model_gguf.c and model_llama2c.c. */
+/* model.c: config validation, weight allocation (layer tables, norms, f32 matrices of
+ * in-memory models), what the loaders share, and the model's getters and free. The
+ * loading entry points are model_load.c's, the readers model_gguf.c's and
+ * model_llama2c.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "model/model.h"
+#include "qpack.h"
 
 /* Caps on what an untrusted file may ask us to allocate. Generous for real models. */
 enum {
@@ -175,46 +177,15 @@ void model_rope_init(model_weights *w, const ts_model_config *c)
     }
 }
 
-/* GGUF files start with these four bytes; anything else is taken for llama2.c. */
-static int is_gguf_file(const char *path, ts_error *err, ts_status *st)
+/* Frees every pack of w (n_layers layers) and clears the pointers. The packs are made
+ * by model_pack.c, above this file; the weights own them. */
+void model_pack_free(model_weights *w, int n_layers)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *st = ts_error_set(err, TS_ERR_IO, "cannot open %s", path);
-        return -1;
+    for (int i = 0; w->layers && i < 1 + MODEL_LAYER_MATRICES * n_layers; i++) {
+        simd_qmat *q = model_matrix(w, i);
+        simd_qpack_free(q->pack);
+        q->pack = NULL;
     }
-    char magic[4] = {0};
-    size_t got = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    return got == 4 && memcmp(magic, "GGUF", 4) == 0;
-}
-
-ts_status ts_model_load_with(const char *path, const ts_model_load_opts *opts, ts_model **out,
-                             ts_error *err)
-{
-    *out = NULL;
-    static const ts_model_load_opts defaults = {0};
-    if (!opts)
-        opts = &defaults;
-    const char *tokenizer_path = opts->tokenizer_path;
-    ts_status st = TS_OK;
-    int gguf = is_gguf_file(path, err, &st);
-    if (gguf < 0)
-        return st;
-    if (gguf)
-        return model_load_gguf(path, opts, out, err);
-    if (!tokenizer_path)
-        return ts_error_set(err, TS_ERR_INVALID_ARG,
-                            "%s is not GGUF; a llama2.c checkpoint needs its tokenizer file",
-                            path);
-    return model_load_llama2c(path, tokenizer_path, out, err);
-}
-
-ts_status ts_model_load(const char *path, const char *tokenizer_path, ts_model **out,
-                        ts_error *err)
-{
-    ts_model_load_opts opts = {.tokenizer_path = tokenizer_path};
-    return ts_model_load_with(path, &opts, out, err);
 }
 
 void ts_model_free(ts_model *m)

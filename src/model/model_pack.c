@@ -1,5 +1,6 @@
 /* model_pack.c: repacking a loaded model's matrices into simd/qpack.h's layout per
- * ts_pack_mode, giving the mapped pages of each packed matrix back, and freeing the packs. */
+ * ts_pack_mode, and giving the mapped pages of each packed matrix back (model.c frees the
+ * packs with the weights). */
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -77,15 +78,6 @@ void model_pack(ts_model *m, ts_pack_mode mode)
     pack_job job = {m, mode};
     if (!own_thread_run(pack_all, &job))
         pack_all(&job);
-}
-
-void model_pack_free(model_weights *w, int n_layers)
-{
-    for (int i = 0; w->layers && i < 1 + MODEL_LAYER_MATRICES * n_layers; i++) {
-        simd_qmat *q = model_matrix(w, i);
-        simd_qpack_free(q->pack);
-        q->pack = NULL;
-    }
 }
 
 void ts_model_packed(const ts_model *m, int *packed, int *matrices, uint64_t *bytes)
