@@ -1,7 +1,6 @@
 /* openai_parse.c: OpenAI request bodies (chat, completions, tokenize, detokenize) into
  * validated parameters; every rejection names the field. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,27 +10,6 @@
 #include "server/openai.h"
 #include "server/utf8.h"
 #include "tessera/schema.h"
-
-ts_status oai_error_set(oai_error *e, int http_status, const char *param, const char *code,
-                        const char *fmt, ...)
-{
-    if (!e)
-        return TS_ERR_INVALID_ARG;
-    memset(e, 0, sizeof *e);
-    e->http_status = http_status;
-    const char *type = http_status == 401   ? "authentication_error"
-                       : http_status == 429 ? "rate_limit_error"
-                       : http_status >= 500 ? "server_error"
-                                            : "invalid_request_error";
-    snprintf(e->type, sizeof e->type, "%s", type);
-    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
-    va_end(ap);
-    return TS_ERR_INVALID_ARG;
-}
 
 /* ---- field readers: absent and null fields leave *out alone and succeed. */
 
