@@ -4,8 +4,10 @@
  * 512-bit f32 FMAs (16 chains), 512-bit VPDPBUSD (16 chains) and, where AMX is granted,
  * TDPBUSD on four C tiles. Printed per thread count: the whole team's rate and its ratio
  * to one thread's. Then pairs: one thread on CPU 0 and one on CPU j, for every j, the
- * pair's rate over twice one thread's; a pair near 0.5 shares the unit (SMT siblings that
- * the guest's topology may not show, or whatever the host shares behind them).
+ * pair's rate over twice one thread's; near 0.5, the two ran as one (SMT siblings that the
+ * guest's topology does not show, or a host that shares or throttles the unit behind it:
+ * on the benchmark host AMX pairs went from 0.93 to 0.47 midway through one run, so read
+ * a run's pairs in order, as a time series as much as a map).
  * Usage: build/bench_cores [--quick] (threads: 1, 2, 4, ... up to the online CPUs) */
 #include <omp.h>
 #include <sched.h>
@@ -190,7 +192,7 @@ int main(int argc, char **argv)
                 printf("  CPU %2d: cannot pin\n", j);
             else
                 printf("  CPU %2d: %.2f%s\n", j, r / (2 * one),
-                       r / (2 * one) < 0.75 ? "  shares a unit with CPU 0" : "");
+                       r / (2 * one) < 0.75 ? "  (two ran as one)" : "");
         }
     }
     return 0;
