@@ -3,7 +3,6 @@
  * loading entry points are model_load.c's, the readers model_gguf.c's and
  * model_llama2c.c's. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
