@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_index.h"
 
 /* Keys and tensor names longer than this are taken for corruption. */
 enum { GGUF_MAX_KEY_LEN = 65535, GGUF_MAX_NAME_LEN = 255 };
@@ -189,59 +190,10 @@ static void free_value(gguf_value *v)
     v->v.arr.items = NULL;
 }
 
-static int str_cmp(gguf_str a, gguf_str b)
-{
-    size_t n = a.len < b.len ? (size_t)a.len : (size_t)b.len;
-    int r = n ? memcmp(a.ptr, b.ptr, n) : 0;
-    if (r)
-        return r;
-    return (a.len > b.len) - (a.len < b.len);
-}
-
 bool gguf_str_eq(gguf_str s, const char *c)
 {
     size_t n = strlen(c);
     return s.len == n && (n == 0 || memcmp(s.ptr, c, n) == 0);
-}
-
-/* qsort has no context argument: sort (name, index) pairs instead. */
-typedef struct named_index {
-    gguf_str name;
-    uint64_t index;
-} named_index;
-
-static int named_index_cmp(const void *a, const void *b)
-{
-    return str_cmp(((const named_index *)a)->name, ((const named_index *)b)->name);
-}
-
-/* Sorts n names into *order; a duplicate name is an error naming it. */
-static ts_status build_order(uint64_t **order, const gguf_str *names, size_t stride,
-                             uint64_t n, const char *what, ts_error *err)
-{
-    if (n == 0)
-        return TS_OK;
-    named_index *tmp = malloc((size_t)n * sizeof *tmp);
-    *order = malloc((size_t)n * sizeof **order);
-    if (!tmp || !*order) {
-        free(tmp);
-        return ts_error_set(err, TS_ERR_NOMEM, "index of %llu %ss", (unsigned long long)n,
-                            what);
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        tmp[i].name = *(const gguf_str *)((const char *)names + i * stride);
-        tmp[i].index = i;
-    }
-    qsort(tmp, (size_t)n, sizeof *tmp, named_index_cmp);
-    ts_status st = TS_OK;
-    for (uint64_t i = 0; i < n; i++) {
-        (*order)[i] = tmp[i].index;
-        if (i && st == TS_OK && str_cmp(tmp[i - 1].name, tmp[i].name) == 0)
-            st = ts_error_set(err, TS_ERR_FORMAT, "duplicate %s '%.*s'", what,
-                              (int)tmp[i].name.len, tmp[i].name.ptr);
-    }
-    free(tmp);
-    return st;
 }
 
 static ts_status read_kvs(gguf_file *f, cursor *c)
@@ -265,15 +217,11 @@ static ts_status read_kvs(gguf_file *f, cursor *c)
     return TS_OK;
 }
 
-/* The general.alignment entry, if any: a scan, since the parser stands below the lookups
- * of gguf_meta.c (build_order has made the keys unique). */
+/* The general.alignment entry, if any (read once the keys are indexed). */
 static ts_status read_alignment(gguf_file *f, ts_error *err)
 {
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
-    const gguf_kv *kv = NULL;
-    for (uint64_t i = 0; i < f->n_kv && !kv; i++)
-        if (gguf_str_eq(f->kv[i].key, "general.alignment"))
-            kv = &f->kv[i];
+    const gguf_kv *kv = gguf_find_kv(f, "general.alignment");
     if (!kv)
         return TS_OK;
     if (kv->val.type != GGUF_TYPE_UINT32)
@@ -442,8 +390,8 @@ static ts_status parse(gguf_file *f, ts_error *err)
                             (unsigned long long)f->n_kv, (unsigned long long)f->n_tensors);
     if ((st = read_kvs(f, &c)) != TS_OK)
         return st;
-    if (f->n_kv && (st = build_order(&f->kv_order, &f->kv[0].key, sizeof *f->kv, f->n_kv,
-                                     "metadata key", err)) != TS_OK)
+    if (f->n_kv && (st = gguf_build_order(&f->kv_order, &f->kv[0].key, sizeof *f->kv,
+                                          f->n_kv, "metadata key", err)) != TS_OK)
         return st;
     if ((st = read_alignment(f, err)) != TS_OK)
         return st;
@@ -451,8 +399,8 @@ static ts_status parse(gguf_file *f, ts_error *err)
         if ((st = read_tensor_info(f, &c, i)) != TS_OK)
             return st;
     if (f->n_tensors &&
-        (st = build_order(&f->tensor_order, &f->tensors[0].name, sizeof *f->tensors,
-                          f->n_tensors, "tensor name", err)) != TS_OK)
+        (st = gguf_build_order(&f->tensor_order, &f->tensors[0].name, sizeof *f->tensors,
+                               f->n_tensors, "tensor name", err)) != TS_OK)
         return st;
     uint64_t pad = (f->alignment - c.pos % f->alignment) % f->alignment;
     f->data_offset = c.pos + pad;

@@ -1,46 +1,9 @@
-/* gguf_meta.c: looking up metadata and tensors of a parsed GGUF file, and typed getters
- * that name the key when it is missing or has the wrong type. */
+/* gguf_meta.c: typed getters for a parsed GGUF file's metadata, which name the key when
+ * it is missing or has the wrong type (the lookups they use are gguf_index.c's). */
 #include <stdint.h>
 #include <string.h>
 
 #include "gguf/gguf.h"
-
-/* Binary search over indices sorted by the gguf_str found at byte offset `field` of
- * element i (stride bytes apart) starting at base. */
-static const void *lookup(const void *base, size_t stride, const uint64_t *order, uint64_t n,
-                          const char *name)
-{
-    if (!base || !order || !name)
-        return NULL;
-    size_t len = strlen(name);
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        const void *elem = (const char *)base + order[mid] * stride;
-        const gguf_str *s = elem; /* both gguf_kv and gguf_tensor start with their name */
-        size_t m = s->len < len ? (size_t)s->len : len;
-        int r = m ? memcmp(s->ptr, name, m) : 0;
-        if (r == 0)
-            r = (s->len > len) - (s->len < len);
-        if (r == 0)
-            return elem;
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key)
-{
-    return lookup(f->kv, sizeof *f->kv, f->kv_order, f->n_kv, key);
-}
-
-const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name)
-{
-    return lookup(f->tensors, sizeof *f->tensors, f->tensor_order, f->n_tensors, name);
-}
 
 static ts_status find_or_fail(const gguf_file *f, const char *key, const gguf_kv **kv,
                               ts_error *err)
