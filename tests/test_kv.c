@@ -1,12 +1,17 @@
 /* test_kv.c: the KV block pool and block tables: sizes, allocation, out-of-blocks
- * atomicity, refcounts with fork, copy on write, the memory layout, prefaulting the free
- * blocks, f16 conversion. */
+ * atomicity, refcounts with fork, copy on write, the memory layout, zeroing the free
+ * blocks, committing the pool's pages and its guard page, f16 conversion. */
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "kv/kv.h"
@@ -395,10 +400,11 @@ static void test_layout_f16(void **state)
     layout_case(KV_DTYPE_F16);
 }
 
-/* kv_pool_prefault zeroes the free blocks and nothing else: a used block and a cached one
- * (published, then released) keep their K and V, and the counts, the free list and the
- * prefix cache are as they were. */
-static void prefault_case(kv_dtype dtype)
+/* kv_pool_zero_free (kv_pool_prefault's way on a kernel without MADV_POPULATE_WRITE) zeroes
+ * the free blocks and nothing else: a used block and a cached one (published, then
+ * released) keep their K and V, and the counts, the free list and the prefix cache are as
+ * they were. */
+static void zero_free_case(kv_dtype dtype)
 {
     enum { N_BLOCKS = 6 };
     kv_config c = small_config(dtype, N_BLOCKS);
@@ -406,7 +412,7 @@ static void prefault_case(kv_dtype dtype)
     assert_int_equal(kv_pool_init(&pool, &c, NULL), TS_OK);
     kv_layout l = kv_pool_layout(pool);
     const size_t bytes = l.block_stride * l.elem_size;
-    memset(l.base, 0xa5, N_BLOCKS * bytes); /* dirty, so zeros afterwards are prefault's */
+    memset(l.base, 0xa5, N_BLOCKS * bytes); /* dirty, so zeros afterwards are its work */
 
     int32_t tokens[TS_KV_BLOCK];
     for (int i = 0; i < TS_KV_BLOCK; i++)
@@ -433,7 +439,7 @@ static void prefault_case(kv_dtype dtype)
     assert_int_equal(s0.blocks_cached, 1);
     assert_int_equal(s0.blocks_used, 2);
 
-    kv_pool_prefault(pool);
+    kv_pool_zero_free(pool);
 
     int n_zeroed = 0;
     for (int32_t b = 0; b < N_BLOCKS; b++) {
@@ -442,7 +448,7 @@ static void prefault_case(kv_dtype dtype)
         if (is_free) {
             for (size_t i = 0; i < bytes; i++)
                 if (p[i] != 0)
-                    fail_msg("free block %d: byte %zu is 0x%02x after prefault", b, i, p[i]);
+                    fail_msg("free block %d: byte %zu is 0x%02x after zeroing", b, i, p[i]);
             n_zeroed++;
         } else {
             assert_memory_equal(p, before + (size_t)b * bytes, bytes);
@@ -474,16 +480,115 @@ static void prefault_case(kv_dtype dtype)
     kv_pool_free(pool);
 }
 
-static void test_prefault_f32(void **state)
+static void test_zero_free_f32(void **state)
 {
     (void)state;
-    prefault_case(KV_DTYPE_F32);
+    zero_free_case(KV_DTYPE_F32);
 }
 
-static void test_prefault_f16(void **state)
+static void test_zero_free_f16(void **state)
 {
     (void)state;
-    prefault_case(KV_DTYPE_F16);
+    zero_free_case(KV_DTYPE_F16);
+}
+
+/* Pages of [p, p + n) the kernel holds in memory (mincore). */
+static size_t resident_pages(const void *p, size_t n)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t n_pages = (n + page - 1) / page;
+    unsigned char *vec = malloc(n_pages);
+    assert_non_null(vec);
+    assert_int_equal(mincore((void *)p, n, vec), 0);
+    size_t in = 0;
+    for (size_t i = 0; i < n_pages; i++)
+        in += vec[i] & 1;
+    free(vec);
+    return in;
+}
+
+/* A new pool holds zeros and no committed page; kv_pool_prefault commits every page and
+ * changes no byte of a used block (nor of a free one, where the kernel populates without
+ * writing; its fallback zeroes free blocks); the counts stay. */
+static void test_prefault_commits_pages(void **state)
+{
+    (void)state;
+    enum { N_BLOCKS = 300 };
+    kv_config c = small_config(KV_DTYPE_F32, N_BLOCKS);
+    kv_pool *pool = NULL;
+    assert_int_equal(kv_pool_init(&pool, &c, NULL), TS_OK);
+    kv_layout l = kv_pool_layout(pool);
+    const size_t bytes = l.block_stride * l.elem_size, all = N_BLOCKS * bytes;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), n_pages = (all + page - 1) / page;
+    assert_true(n_pages >= 100);
+    assert_int_equal(resident_pages(l.base, all), 0);
+
+    kv_table used;
+    kv_table_init(&used);
+    assert_int_equal(kv_table_reserve(pool, &used, 40, NULL), TS_OK);
+    fill(pool, &used, 0, 40, 2.0f);
+    const int32_t dirty = N_BLOCKS - 1; /* a free block that holds something */
+    unsigned char *last = (unsigned char *)l.base + (size_t)dirty * bytes;
+    memset(last, 0xa5, bytes);
+    unsigned char *before = malloc(2 * bytes);
+    assert_non_null(before);
+    memcpy(before, l.base, 2 * bytes); /* the used table's two blocks, 0 and 1 */
+    assert_int_equal(used.blocks[0], 0);
+    assert_int_equal(used.blocks[1], 1);
+    assert_true(resident_pages(l.base, all) < n_pages);
+    kv_stats s0, s1;
+    kv_pool_stats(&s0, pool);
+
+    kv_pool_prefault(pool);
+
+    assert_int_equal(resident_pages(l.base, all), n_pages);
+    assert_memory_equal(l.base, before, 2 * bytes);
+    bool kept = last[0] == 0xa5;
+    for (size_t i = 0; i < bytes; i++)
+        if (last[i] != (kept ? 0xa5 : 0))
+            fail_msg("free block %d: byte %zu is 0x%02x, neither kept nor zeroed", dirty, i,
+                     last[i]);
+    for (size_t i = 2 * bytes; i < (size_t)dirty * bytes; i++)
+        if (((const unsigned char *)l.base)[i] != 0)
+            fail_msg("byte %zu of a new pool's free blocks is 0x%02x", i,
+                     ((const unsigned char *)l.base)[i]);
+    kv_pool_stats(&s1, pool);
+    assert_int_equal(s1.blocks_free, s0.blocks_free);
+    assert_int_equal(s1.blocks_used, s0.blocks_used);
+    const kv_table *tables[] = {&used};
+    check_pool(pool, tables, 1);
+    free(before);
+    kv_table_free(pool, &used);
+    kv_pool_free(pool);
+}
+
+/* A read of the byte after a pool of whole pages hits its guard page: the child process
+ * dies by SIGSEGV instead of reading on. */
+static void test_guard_page(void **state)
+{
+    (void)state;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    kv_config c = small_config(KV_DTYPE_F32, 1);
+    const size_t bytes = kv_block_bytes(&c);
+    c.n_blocks = (int64_t)(page / bytes > 0 ? page / bytes : 1);
+    assert_int_equal(c.n_blocks * bytes % page, 0);
+    kv_pool *pool = NULL;
+    assert_int_equal(kv_pool_init(&pool, &c, NULL), TS_OK);
+    const volatile unsigned char *end =
+        (const unsigned char *)kv_pool_layout(pool).base + (size_t)c.n_blocks * bytes;
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        signal(SIGSEGV, SIG_DFL); /* not cmocka's handler, which would go on with the tests */
+        unsigned char x = end[0];
+        _exit(x == 0 ? 0 : 1); /* reached only if the read did not fault */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGSEGV);
+    kv_pool_free(pool);
 }
 
 static void test_f16_conversion(void **state)
@@ -535,8 +640,10 @@ int main(void)
         cmocka_unit_test(test_copy_on_write),
         cmocka_unit_test(test_layout_f32),
         cmocka_unit_test(test_layout_f16),
-        cmocka_unit_test(test_prefault_f32),
-        cmocka_unit_test(test_prefault_f16),
+        cmocka_unit_test(test_zero_free_f32),
+        cmocka_unit_test(test_zero_free_f16),
+        cmocka_unit_test(test_prefault_commits_pages),
+        cmocka_unit_test(test_guard_page),
         cmocka_unit_test(test_f16_conversion),
     };
     return cmocka_run_group_tests_name("kv", tests, NULL, NULL);

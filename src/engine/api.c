@@ -407,7 +407,7 @@ static void *engine_thread(void *arg)
         omp_set_num_threads(e->opts.n_threads);
         openblas_set_num_threads(e->opts.n_threads);
     }
-    /* Every page of the pool written once before the first step, on the engine's own
+    /* Every page of the pool committed before the first step, on the engine's own
      * threads: the memory is committed at start-up (an overcommitted machine fails now,
      * not in the middle of a request), and no step pays for first-touch page faults, which
      * took most of the K/V store time of a 16-stream decode step in `tessera bench` on the

@@ -125,11 +125,15 @@ ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err);
  * passed to kv_table_free(NULL, t), which frees its array. */
 void kv_pool_free(kv_pool *pool);
 
-/* Writes zeros over the K and V of every free block (every block of a new pool), on the
- * calling thread's OpenMP threads, so that the pages are committed now and later writes
- * take no first-touch page faults. Used and cached blocks keep their contents; the lists,
+/* Commits every page of the pool's K/V memory now, on the calling thread's OpenMP threads,
+ * so that a machine short of memory fails at start-up and no step takes first-touch page
+ * faults. It changes no byte (madvise MADV_POPULATE_WRITE, Linux 5.14); where the kernel
+ * refuses that, it writes zeros over the free blocks instead (kv_pool_zero_free). The lists,
  * counters and prefix cache are left as they are. */
 void kv_pool_prefault(kv_pool *pool);
+/* Writes zeros over the K and V of every free block, on the calling thread's OpenMP
+ * threads; used and cached blocks keep their contents. (A new pool already holds zeros.) */
+void kv_pool_zero_free(kv_pool *pool);
 
 kv_layout kv_pool_layout(const kv_pool *pool);
 void kv_pool_stats(kv_stats *out, const kv_pool *pool);
