@@ -73,7 +73,12 @@ def main():
                 during = normal_round(srv.port, 8)  # while the slow client holds its stream
             time.sleep(1)
         generated = common.metric_sum(common.metrics(srv.port), "tessera_engine_generated_tokens_total")
-        checks.check("the slow reader got its first bytes", got.startswith(b"HTTP/1.1"), repr(got))
+        # A byte a loop turn, and a turn lasts a second or more (the scrapes and the round
+        # beside it): how many bytes arrive depends on the machine's load, not the server.
+        status_line = b"HTTP/1.1 200"
+        head = got[:len(status_line)]
+        checks.check("the slow reader got its first bytes (of its status line)",
+                     len(head) > 0 and status_line.startswith(head), repr(got))
         checks.check("the slow request is cancelled once over the limit", cancelled_at is not None)
         checks.check("its sequence and KV blocks are freed while the client still reads",
                      cancelled_at is not None and freed)
