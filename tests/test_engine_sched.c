@@ -55,9 +55,9 @@ static ts_request *submit_tracked(ts_engine *e, ts_priority prio, start_order *o
     return req;
 }
 
-/* Blocks until req has produced its first token (so it is running). The wait includes the
- * engine's start, whose write of the whole K/V pool (170 MB here) took over 10 s under
- * ThreadSanitizer on CI's two loaded cores: a minute is a hang, not a slow start. */
+/* Blocks until req has produced its first token (so it is running). A bound on a hang, not
+ * a speed check: the wait includes the engine's start, and a sanitizer build on two loaded
+ * cores (CI) once took over 10 s for it. */
 static void wait_first_token(ts_request *req, char **text)
 {
     ts_event ev;

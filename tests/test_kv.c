@@ -562,8 +562,24 @@ static void test_prefault_commits_pages(void **state)
     kv_pool_free(pool);
 }
 
-/* A read of the byte after a pool of whole pages hits its guard page: the child process
- * dies by SIGSEGV instead of reading on. */
+/* The protection of the mapping that holds addr, as /proc/self/maps writes it ("rw-p"),
+ * or "" when no mapping holds it. */
+static void protection_at(const void *addr, char perms[5])
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    assert_non_null(maps);
+    unsigned long lo, hi;
+    char p[5];
+    perms[0] = 0;
+    while (fscanf(maps, "%lx-%lx %4s%*[^\n]", &lo, &hi, p) == 3)
+        if ((uintptr_t)addr >= lo && (uintptr_t)addr < hi)
+            memcpy(perms, p, 5);
+    fclose(maps);
+}
+
+/* The page after a pool of whole pages is mapped with no access (so the check below does
+ * not pass merely because nothing was mapped there), and a read of its first byte kills a
+ * child process by SIGSEGV instead of reading on. */
 static void test_guard_page(void **state)
 {
     (void)state;
@@ -576,6 +592,11 @@ static void test_guard_page(void **state)
     assert_int_equal(kv_pool_init(&pool, &c, NULL), TS_OK);
     const volatile unsigned char *end =
         (const unsigned char *)kv_pool_layout(pool).base + (size_t)c.n_blocks * bytes;
+    char perms[5];
+    protection_at((const void *)end, perms);
+    assert_string_equal(perms, "---p");
+    protection_at((const void *)(end - 1), perms);
+    assert_string_equal(perms, "rw-p");
     fflush(NULL);
     pid_t child = fork();
     assert_true(child >= 0);

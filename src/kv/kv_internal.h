@@ -29,8 +29,7 @@ typedef struct kv_block_meta {
 
 struct kv_pool {
     kv_config cfg;
-    kv_layout layout;     /* layout.base: the K/V memory, mapped_bytes long, then a guard page */
-    size_t mapped_bytes;  /* n_blocks * bytes_per_block rounded up to whole pages */
+    kv_layout layout; /* layout.base: the K/V memory (kv_pool.c's map_blocks) */
     size_t bytes_per_block;
     int32_t n_blocks;
     kv_block_meta *meta; /* (n_blocks) */

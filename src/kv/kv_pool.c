@@ -113,21 +113,26 @@ static size_t page_bytes(void)
     return page > 0 ? (size_t)page : 4096;
 }
 
+/* The K/V memory's length: its blocks, rounded up to whole pages. */
+static size_t mapped_bytes(const kv_pool *pool)
+{
+    const size_t page = page_bytes();
+    return ((size_t)pool->n_blocks * pool->bytes_per_block + page - 1) / page * page;
+}
+
 /* The K/V memory: its own anonymous mapping, so a new pool holds zeros whatever the
  * allocator would have handed back, and its pages are committed by the kernel
  * (kv_pool_prefault) rather than by writing them. A PROT_NONE page after it makes a read or
  * write past the last block fault in every build, as AddressSanitizer's redzone did for the
- * heap block it replaces. *mapped gets the length before the guard; NULL when refused. */
-static void *map_blocks(size_t bytes, size_t *mapped)
+ * heap block it replaces. NULL when refused. */
+static void *map_blocks(size_t len)
 {
     const size_t page = page_bytes();
-    *mapped = (bytes + page - 1) / page * page;
-    char *p = mmap(NULL, *mapped + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    char *p = mmap(NULL, len + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    if (mprotect(p + *mapped, page, PROT_NONE) != 0) {
-        munmap(p, *mapped + page);
+    if (mprotect(p + len, page, PROT_NONE) != 0) {
+        munmap(p, len + page);
         return NULL;
     }
     return p;
@@ -167,7 +172,7 @@ ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err)
     pool->tokens = malloc((size_t)n * TS_KV_BLOCK * sizeof *pool->tokens);
     pool->buckets = malloc(n_buckets * sizeof *pool->buckets);
     size_t bytes = (size_t)n * bpb;
-    void *data = map_blocks(bytes, &pool->mapped_bytes);
+    void *data = map_blocks(mapped_bytes(pool));
     pool->layout.base = data;
     if (!pool->meta || !pool->tokens || !pool->buckets || !data) {
         ts_error_set(err, TS_ERR_NOMEM, "kv pool: cannot allocate %lld blocks (%zu bytes)",
@@ -213,7 +218,7 @@ void kv_pool_free(kv_pool *pool)
     if (!pool)
         return;
     if (pool->layout.base)
-        munmap(pool->layout.base, pool->mapped_bytes + page_bytes());
+        munmap(pool->layout.base, mapped_bytes(pool) + page_bytes());
     free(pool->meta);
     free(pool->tokens);
     free(pool->buckets);
@@ -242,7 +247,7 @@ void kv_pool_prefault(kv_pool *pool)
      * shadows every byte written, it took 4 s for stories260K's 170 MB pool per engine. */
     enum { CHUNK = 2 << 20 };
     char *base = pool->layout.base;
-    const size_t len = pool->mapped_bytes;
+    const size_t len = mapped_bytes(pool);
     const int64_t n_chunks = (int64_t)((len + CHUNK - 1) / CHUNK);
     int refused = 0;
 #pragma omp parallel for schedule(static) reduction(| : refused)
