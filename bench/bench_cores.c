@@ -6,7 +6,7 @@
  * to one thread's. Then pairs: one thread on CPU 0 and one on CPU j, for every j, the
  * pair's rate over twice one thread's; near 0.5, the two ran as one (SMT siblings that the
  * guest's topology does not show, or a host that shares or throttles the unit behind it:
- * on the benchmark host AMX pairs went from 0.93 to 0.47 midway through one run, so read
+ * on a 16-core Xeon guest AMX pairs went from 0.93 to 0.47 midway through one run, so read
  * a run's pairs in order, as a time series as much as a map).
  * Usage: build/bench_cores [--quick] (threads: 1, 2, 4, ... up to the online CPUs) */
 #include <omp.h>

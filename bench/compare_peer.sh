@@ -67,7 +67,7 @@ trap stop EXIT
 trap 'stop; exit 130' INT TERM
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # Waits until URL/health answers 200 (llama-server answers 503 while it loads); python's
-# urllib, as the benchmark host may have no curl.
+# urllib, as a measurement machine may have no curl.
 healthy() {
   python3 -c 'import sys, urllib.request
 try: sys.exit(0 if urllib.request.urlopen(sys.argv[1] + "/health", timeout=2).status == 200 else 1)

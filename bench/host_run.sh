@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/host_run.sh: the measurements issues 15 and 16 ask of the benchmark host, in parts
-# that each fit one device call (10 minutes at most), run from bench/bundle.sh's archive.
+# bench/host_run.sh: tessera against the llama.cpp peer, and its thread scaling, on a
+# many-core machine, in parts of 10 minutes at most, run from bench/bundle.sh's archive.
 # Every part writes its raw outputs and a summary under OUT/PART; tar OUT to bring it back.
 #
 # usage: bench/host_run.sh PART --bin DIR --peer DIR --vocab FILE --out DIR [--threads N]
@@ -46,7 +46,7 @@ mkdir -p "$models" "$out/$part"
 
 # The synthetic model of shape $1 and type $2 (written once, then reused), on disk before
 # anything is timed: the kernel's writeback of a fresh 700 MB file went on under the first
-# runs after it (session 14: a round of 16-thread steps at 6x their time).
+# runs after it (a round of 16-thread steps took 6x their time).
 model() {
   local f=$models/$1-$2.gguf
   if [[ ! -f $f ]]; then
@@ -80,7 +80,7 @@ b)
   ;;
 c)
   m=$(model tinyllama-1.1b Q4_K_M)
-  # three rounds, medians: one thread's runs spread by 15% within a call (session 14)
+  # three rounds, medians: one thread's runs spread by 15% within one run of this part
   "$root/bench/threads.sh" -m "$m" --build "$bin" --threads-list "$threads_list" \
     --concurrency 1,16 -n 32 --prompt-len 32 --rounds 3 -o "$out/c/threads" | tee "$out/c/threads.txt"
   for round in 1 2 3; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/peer_plot.sh: decode tok/s against concurrent streams for tessera and the llama.cpp
 # peer, side by side on one plot (gnuplot), from bench/peer.sh's streams.tsv. peer.sh runs
-# it when gnuplot is there; the benchmark host has none, so copy streams.tsv back and run
-# it where gnuplot is (it installs gnuplot-nox on Debian when missing).
+# it when gnuplot is there; where it is not, copy streams.tsv to a machine that has it and
+# run it there (it installs gnuplot-nox on Debian when missing).
 #
 # usage: bench/peer_plot.sh STREAMS.tsv [OUT.png] [TITLE]
 #   STREAMS.tsv: a header, then rows "series<TAB>streams<TAB>tessera tok/s<TAB>llama.cpp

@@ -32,7 +32,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The machine the numbers come from: this one unless PLOT_MACHINE names another (results
-# copied back from the benchmark host).
+# copied back from another machine).
 machine=${PLOT_MACHINE:-"$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"}
 machine=${machine//_/'\\_'} # gnuplot's enhanced text would make "_K" a subscript
 

@@ -12,9 +12,9 @@ enum {
 
 /* The kernels on packs (the vector kernel and the tiles) prefetch weights this many bytes
  * ahead of the unit they read, a unit's worth at a time: with few activation rows they
- * read faster than the hardware prefetcher fetches. From memory, one thread of the
- * development VM, one row: Q4_K 13 GB/s without, 40 with (the file blocks' direct tile:
- * 28); Q6_K 10 and 43. The tiles at 16-64 rows likewise (session 11, benchmark host). */
+ * read faster than the hardware prefetcher fetches. From memory, one thread of a 2-core
+ * AMD EPYC, one row: Q4_K 13 GB/s without, 40 with (the file blocks' direct tile: 28);
+ * Q6_K 10 and 43. The tiles at 16-64 rows likewise on a 16-core Xeon with AMX. */
 #ifndef QP_PF
 #define QP_PF 8192
 #endif

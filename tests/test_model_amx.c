@@ -349,8 +349,8 @@ static void *load_on_fresh_thread(void *arg)
 {
     int *grew = arg;
     omp_set_num_threads(4);
-    int before = threads_steady(); /* on the benchmark host, 8 of an earlier pack's pool
-                                    * were still exiting once, and grew read -8 */
+    int before = threads_steady(); /* 8 threads of an earlier pack's pool can still be
+                                    * exiting; grew would read -8 */
     ts_model *m = load_packed(su_kpath("stories260K-k-%s.gguf", "Q8_0"), TS_PACK_FORCE);
     int packed, n;
     uint64_t bytes;

@@ -136,7 +136,7 @@ static void test_unvaried_steps_stay_sane(void **state)
     assert_near(cost_estimate(&c, 16, 0), 0.040, 0.02);
 }
 
-/* Cost not linear in rows, as on the benchmark host: after a linear machine, mixed steps
+/* Cost not linear in rows, as on a 16-core Xeon: after a linear machine, mixed steps
  * (decode and prompt rows together) take 1.5x what the linear cost says, while decode-only
  * steps keep it; each round has one mixed step, sized by the budget, and one decode step
  * of the full batch. Within a few rounds the mixed steps keep near the target, 1.5x a full

@@ -13,8 +13,8 @@
  * then every 16-row activation tile runs against them (tiles: C0 and C1, A, and the two
  * B), its float sums kept per row in acc (up to 256 rows x 16 lanes, on the stack: longer
  * steps go in passes of 256 rows) until the group's last block. One activation tile at a
- * time, not a pair sharing the B loads: on the benchmark host (session 13, 16 threads,
- * two rounds) bench_qpack's Q6_K at 256 rows made 7912-9108 GOP/s against 6654-7003 with
+ * time, not a pair sharing the B loads: on a 16-core Xeon with AMX (16 threads, two
+ * rounds) bench_qpack's Q6_K at 256 rows made 7912-9108 GOP/s against 6654-7003 with
  * pairs, TinyLlama Q4_K_M's 512-row GEMM took 219-223 ms against 243-246 (bench_layers),
  * its 16 x 512 prefill 1930-1949 tok/s against 1462-1607; one thread alone ran both the
  * same (bench_amx_parts), and pairs with their A and B loads double-buffered were no

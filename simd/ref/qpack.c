@@ -297,21 +297,21 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
         if (p->bits == 8) {
             p->tiles = simd_amx_qpack_gemm;
         } else if (p->type == QT_Q4_K) {
-            /* From 32 rows: at 16 the vector kernel is as fast or faster. Benchmark host,
-             * 16 threads, with the tiles one activation tile at a time (session 13, two
-             * rounds): bench_qpack (N 5632, K 2048) vector against tiles, GOP/s, 16 rows
+            /* From 32 rows: at 16 the vector kernel is as fast or faster. On a 16-core
+             * Xeon with AMX, 16 threads, the tiles one activation tile at a time, two
+             * rounds: bench_qpack (N 5632, K 2048) vector against tiles, GOP/s, 16 rows
              * 2851, 3295 / 2774, 3116; 32 rows 2944, 3207 / 3865, 4020; bench_layers GEMM
              * ms a step with the tiles from 32 / from 48 (the vector kernel at 32):
              * TinyLlama Q4_K_M 32 rows 21.9, 24.5 / 28.0, 27.8; stories110m 3.67, 3.43 /
              * 3.65, 3.60; from 16, TinyLlama's 16-row GEMM took 17.2, 19.7 against 16.9,
-             * 16.8. (Session 12, with pairs of activation tiles, had the vector kernel
-             * ahead up to 32 rows.) */
+             * 16.8. (With pairs of activation tiles the vector kernel stayed ahead up to
+             * 32 rows.) */
             p->tiles = qpack_amx_caps() & QP_CAP_VBMI ? simd_amx_qpack_gemm_q4k
                                                       : simd_amx_qpack_gemm_q4k_bw;
             p->tile_min_m = 32;
         } else if (p->type == QT_Q6_K) {
             /* From 16 rows: Q6_K's vector kernel holds 1.4-1.8 TOPS at every M, its tiles
-             * 2.7 at 16 rows and 3.2-4.8 from 32 (bench_qpack, benchmark host, session 12,
+             * 2.7 at 16 rows and 3.2-4.8 from 32 (bench_qpack, 16-core Xeon with AMX,
              * N 2048 K 5632); bench_layers, TinyLlama Q4_K_M, GEMM ms a step with Q6_K's
              * tiles from 16 / 64 rows / never: 16 rows 17.0, 18.1 / 18.0, 18.8 / 18.9,
              * 18.8; 32 rows 24.3, 27.4 / 31.5, 31.6 / 31.9, 31.4; 512 rows 314, 321 / 333,

@@ -9,7 +9,7 @@
 /* libgomp's spin count before an idle thread sleeps, where the user sets none: long
  * enough that the threads of a step wait at its ~200 barriers without sleeping, and
  * short of libgomp's own default (300000, milliseconds: idle threads spin that long after
- * every step). On the benchmark host (16 threads, session 16) 10000 decoded stories110m
+ * every step). On a 16-core Xeon (16 threads) 10000 decoded stories110m
  * 12-25% and TinyLlama ~10% faster than 1000; beside a CPU hog every spinning count
  * collapses (10000 3x, 100000 25x: a thread that lost its core holds every barrier), which
  * the engine answers by running its steps on the threads that have a core

@@ -180,7 +180,7 @@ static void order_running(ts_engine *e, double now)
  * itl_target 0, or while the model has seen too few steps, prefill_cap tokens. The cap
  * bounds the model's first guesses when a burst of requests arrives: the first steps that
  * decode a few of them estimated the full batch's decode step from steps of other shapes,
- * 34% high on the development VM, and took a chunk that held those few decoders 1.9x a
+ * 34% high on a 2-core machine, and took a chunk that held those few decoders 1.9x a
  * full decode step. */
 static int prefill_budget(ts_engine *e, int n_decode)
 {

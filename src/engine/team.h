@@ -1,8 +1,8 @@
 /* team.h: how many threads the engine's steps run on. A step's threads meet at a barrier
  * after every stage (~200 a step), so one thread whose core another process takes holds
- * up all the others at each of them: on the benchmark host one CPU hog beside 16 threads
- * made stories110m's 16-stream decoding 3x slower when they spun 10000 times at each wait
- * than with 1000, and 25x with 100000 (docs/BENCHMARKS.md, session 16). The engine
+ * up all the others at each of them: on a 16-core Xeon one CPU hog beside 16 threads made
+ * stories110m's 16-stream decoding 3x slower when they spun 10000 times at each wait than
+ * with 1000, and 25x with 100000 (docs/BENCHMARKS.md, "A shared host"). The engine
  * therefore watches each thread's run delay (common/run_delay.h: time it was ready but had
  * no CPU) and runs its steps on fewer threads while some are starved, trying one more from
  * time to time. Plain data, no engine: the step thread owns one, tests feed it waits of
