@@ -1,4 +1,4 @@
-/* test_kv.c: the KV block pool and block tables: sizes, allocation, out-of-blocks
+/* test_kv.c: the KV block pool and block tables: block sizes, allocation, out-of-blocks
  * atomicity, refcounts with fork, copy on write, the memory layout, zeroing the free
  * blocks, committing the pool's pages and its guard page, f16 conversion. */
 #include <math.h>
@@ -33,48 +33,6 @@ static void check_pool(const kv_pool *pool, const kv_table *const *tables, int n
     ts_status st = kv_pool_check(pool, tables, n, &err);
     if (st != TS_OK)
         fail_msg("kv_pool_check: %s", err.msg);
-}
-
-static void test_parse_size(void **state)
-{
-    (void)state;
-    size_t v = 0;
-    ts_error err = {0};
-    assert_int_equal(kv_parse_size(&v, "512M", &err), TS_OK);
-    assert_int_equal(v, (size_t)512 << 20);
-    assert_int_equal(kv_parse_size(&v, "2G", NULL), TS_OK);
-    assert_int_equal(v, (size_t)2 << 30);
-    assert_int_equal(kv_parse_size(&v, "1.5G", NULL), TS_OK);
-    assert_int_equal(v, (size_t)3 << 29);
-    assert_int_equal(kv_parse_size(&v, "4096K", NULL), TS_OK);
-    assert_int_equal(v, (size_t)4096 << 10);
-    assert_int_equal(kv_parse_size(&v, "123456", NULL), TS_OK);
-    assert_int_equal(v, 123456);
-    assert_int_equal(kv_parse_size(&v, "1t", NULL), TS_OK);
-    assert_int_equal(v, (size_t)1 << 40);
-    assert_int_equal(kv_parse_size(&v, "2GiB", NULL), TS_OK);
-    assert_int_equal(v, (size_t)2 << 30);
-    assert_int_equal(kv_parse_size(&v, "64kb", NULL), TS_OK);
-    assert_int_equal(v, 65536);
-    assert_int_equal(kv_parse_size(&v, "0.25K", NULL), TS_OK);
-    assert_int_equal(v, 256);
-    /* eight fraction digits of a T: frac * 2^40 is past 64 bits unless reduced first */
-    assert_int_equal(kv_parse_size(&v, "0.99609375T", NULL), TS_OK);
-    assert_int_equal(v, (size_t)1095216660480ULL);
-    assert_int_equal(kv_parse_size(&v, "1.5000000000000K", NULL), TS_OK); /* zeros past 9 */
-    assert_int_equal(v, 1536);
-
-    const char *bad[] = {"", " ", "abc", "-1", "12X", "1.", ".5G", "1e9", "5G junk", "G",
-                         "1.5", "0.3K", "99999999999999999999", "20000000000T", "1..5M",
-                         "1.0000000001K"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err = (ts_error){0};
-        v = 7;
-        assert_int_equal(kv_parse_size(&v, bad[i], &err), TS_ERR_INVALID_ARG);
-        assert_int_equal(v, 0);
-        assert_true(strlen(err.msg) > 0);
-    }
-    assert_int_equal(kv_parse_size(&v, NULL, NULL), TS_ERR_INVALID_ARG);
 }
 
 static void test_pool_sizing_and_errors(void **state)
@@ -654,7 +612,6 @@ static void test_f16_conversion(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_pool_sizing_and_errors),
         cmocka_unit_test(test_alloc_free_and_out_of_blocks),
         cmocka_unit_test(test_fork_refcounts),

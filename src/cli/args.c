@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/args.h"
-#include "kv/kv.h"
+#include "common/size_parse.h"
 
 /* strto* skip leading white space and take a '+' (and strtoull a '-', wrapping it to a
  * huge value): an option's number must start with a digit, or '-' where negatives are
@@ -88,7 +88,7 @@ bool cli_int_list(const char *opt, const char *s, long min, long max, int *out, 
 bool cli_size(const char *opt, const char *s, size_t *out)
 {
     ts_error err = {0};
-    if (kv_parse_size(out, s, &err) != TS_OK) {
+    if (size_parse(out, s, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s: %s\n", opt, err.msg);
         return false;
     }

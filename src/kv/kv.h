@@ -109,10 +109,6 @@ typedef struct kv_pool kv_pool;
 
 /* ---- sizes ---- */
 
-/* Parses "512M", "2G", "1.5G", "4096K", "1T", "100" (bytes); suffixes K/M/G/T are powers
- * of 1024, case-insensitive, optionally followed by "B" or "iB". s is borrowed. */
-ts_status kv_parse_size(size_t *out, const char *s, ts_error *err);
-
 /* Bytes one block takes for this config (0 when the config is invalid). */
 size_t kv_block_bytes(const kv_config *cfg);
 

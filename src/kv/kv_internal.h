@@ -2,6 +2,8 @@
 #ifndef TESSERA_KV_KV_INTERNAL_H
 #define TESSERA_KV_KV_INTERNAL_H
 
+#include <stdlib.h>
+
 #include "kv/kv.h"
 
 typedef enum kv_block_state {
@@ -41,22 +43,46 @@ struct kv_pool {
     kv_stats stats;
 };
 
-/* kv_pool.c: takes a block (free list first, else evicts the LRU head); -1 when none.
- * The block comes back USED with refcount 1. */
-int32_t kv_block_alloc(kv_pool *pool);
+/* The files of src/kv/ call down only: kv_table.c -> kv_prefix.c -> kv_pool.c, and
+ * kv_check.c, which nothing here calls, -> kv_prefix.c. */
+
+/* kv_pool.c: takes the free list's head; -1 when the list is empty. */
+int32_t kv_block_take_free(kv_pool *pool);
+/* kv_pool.c: takes the LRU head off the LRU list, still published (the caller evicts it);
+ * -1 when no block is cached. Both takers hand the block back USED with refcount 1. */
+int32_t kv_block_take_cached(kv_pool *pool);
 /* refcount - 1; at 0 a published block goes to the LRU tail, others to the free list. */
 void kv_block_unref(kv_pool *pool, int32_t b);
 /* refcount + 1; a cached block leaves the LRU list. */
 void kv_block_ref(kv_pool *pool, int32_t b);
 
-/* kv_table.c: makes room for n_blocks entries in t->blocks; TS_ERR_NOMEM leaves t as is. */
-ts_status kv_table_grow(kv_table *t, int64_t n_blocks, ts_error *err);
-
-/* kv_prefix.c: removes a published block from the hash index and bumps its gen. */
+/* kv_prefix.c: takes a block (free list first, else evicts the LRU head: unpublished and
+ * counted in evictions); -1 when none. The block comes back USED with refcount 1. */
+int32_t kv_block_alloc(kv_pool *pool);
+/* Removes a published block from the hash index and bumps its gen. */
 void kv_prefix_unpublish(kv_pool *pool, int32_t b);
 /* True when b is reachable in the hash index (for kv_pool_check). */
 bool kv_prefix_indexed(const kv_pool *pool, int32_t b);
 /* Number of entries in the hash index (for kv_pool_check). */
 int64_t kv_prefix_index_size(const kv_pool *pool);
+
+/* Makes room for n_blocks entries in t->blocks; TS_ERR_NOMEM leaves t as is. Here, below
+ * both its callers (kv_table.c's reserve and fork, kv_prefix.c's lookup), since it touches
+ * no pool. */
+static inline ts_status kv_table_grow(kv_table *t, int64_t n_blocks, ts_error *err)
+{
+    if (n_blocks <= t->cap)
+        return TS_OK;
+    int64_t cap = t->cap ? t->cap : 8;
+    while (cap < n_blocks)
+        cap *= 2;
+    int32_t *blocks = realloc(t->blocks, (size_t)cap * sizeof *blocks);
+    if (!blocks)
+        return ts_error_set(err, TS_ERR_NOMEM, "kv table: cannot grow to %lld blocks",
+                            (long long)cap);
+    t->blocks = blocks;
+    t->cap = (int32_t)cap;
+    return TS_OK;
+}
 
 #endif /* TESSERA_KV_KV_INTERNAL_H */

@@ -1,93 +1,12 @@
 /* kv_pool.c: the KV block pool: one up-front mapping, a free list, reference counts,
- * the LRU list of cached blocks, counters, size parsing and the invariant check. */
-#include <ctype.h>
+ * the LRU list of cached blocks and the counters. Eviction, which unpublishes a block,
+ * belongs to the prefix cache (kv_prefix.c); the invariant check to kv_check.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "kv/kv_internal.h"
-
-/* ---- sizes ---- */
-
-ts_status kv_parse_size(size_t *out, const char *s, ts_error *err)
-{
-    *out = 0;
-    if (!s)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "size: missing value");
-    const char *p = s;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (!isdigit((unsigned char)*p))
-        goto bad;
-    /* Integer part, then up to 9 fraction digits, kept exact as integers. */
-    uint64_t whole = 0, frac = 0, frac_den = 1;
-    while (isdigit((unsigned char)*p)) {
-        if (whole > (UINT64_MAX - 9) / 10)
-            goto overflow;
-        whole = whole * 10 + (uint64_t)(*p++ - '0');
-    }
-    if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p))
-            goto bad;
-        while (isdigit((unsigned char)*p)) {
-            if (frac_den < 1000000000u) {
-                frac = frac * 10 + (uint64_t)(*p - '0');
-                frac_den *= 10;
-            } else if (*p != '0') { /* a billionth of a K is no whole byte either */
-                return ts_error_set(err, TS_ERR_INVALID_ARG,
-                                    "size '%s' is not a whole number of bytes", s);
-            }
-            p++;
-        }
-    }
-    uint64_t mult = 1;
-    switch (toupper((unsigned char)*p)) {
-    case 'K': mult = UINT64_C(1) << 10; break;
-    case 'M': mult = UINT64_C(1) << 20; break;
-    case 'G': mult = UINT64_C(1) << 30; break;
-    case 'T': mult = UINT64_C(1) << 40; break;
-    default: break;
-    }
-    if (mult > 1) {
-        p++;
-        if (toupper((unsigned char)p[0]) == 'I' && toupper((unsigned char)p[1]) == 'B')
-            p += 2;
-        else if (toupper((unsigned char)p[0]) == 'B')
-            p++;
-    } else if (toupper((unsigned char)*p) == 'B') {
-        p++;
-    }
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p)
-        goto bad;
-    if (whole > UINT64_MAX / mult)
-        goto overflow;
-    /* frac / frac_den * mult, exactly: mult is 2^k and frac_den 10^d, so their common
-     * factors of 2 go first; then frac < 10^d times what is left of mult stays under
-     * 5^9 * 2^40 < 2^62. */
-    uint64_t fmult = mult, fden = frac_den;
-    while (fmult > 1 && fden % 2 == 0) {
-        fmult /= 2;
-        fden /= 2;
-    }
-    uint64_t fpart = frac * fmult;
-    if (fpart % fden != 0)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "size '%s' is not a whole number of bytes",
-                            s);
-    uint64_t v = whole * mult;
-    if (v > UINT64_MAX - fpart / fden || v + fpart / fden > SIZE_MAX)
-        goto overflow;
-    *out = (size_t)(v + fpart / fden);
-    return TS_OK;
-bad:
-    return ts_error_set(err, TS_ERR_INVALID_ARG,
-                        "size '%s': expected a number with an optional K, M, G or T suffix", s);
-overflow:
-    return ts_error_set(err, TS_ERR_INVALID_ARG, "size '%s' is too large", s);
-}
 
 static bool config_ok(const kv_config *c)
 {
@@ -306,26 +225,35 @@ static void lru_push_tail(kv_pool *pool, int32_t b)
     pool->lru_tail = b;
 }
 
-int32_t kv_block_alloc(kv_pool *pool)
+/* The block leaves its list as a USED block of refcount 1. */
+static int32_t claim(kv_pool *pool, int32_t b)
 {
-    int32_t b = pool->free_head;
-    if (b >= 0) {
-        pool->free_head = pool->meta[b].next;
-        pool->stats.blocks_free--;
-    } else if ((b = pool->lru_head) >= 0) {
-        lru_remove(pool, b);
-        kv_prefix_unpublish(pool, b);
-        pool->stats.blocks_cached--;
-        pool->stats.evictions++;
-    } else {
-        return -1;
-    }
     kv_block_meta *m = &pool->meta[b];
     m->state = KV_BLOCK_USED;
     m->refcount = 1;
     m->prev = m->next = -1;
     pool->stats.blocks_used++;
     return b;
+}
+
+int32_t kv_block_take_free(kv_pool *pool)
+{
+    int32_t b = pool->free_head;
+    if (b < 0)
+        return -1;
+    pool->free_head = pool->meta[b].next;
+    pool->stats.blocks_free--;
+    return claim(pool, b);
+}
+
+int32_t kv_block_take_cached(kv_pool *pool)
+{
+    int32_t b = pool->lru_head;
+    if (b < 0)
+        return -1;
+    lru_remove(pool, b);
+    pool->stats.blocks_cached--;
+    return claim(pool, b);
 }
 
 void kv_block_ref(kv_pool *pool, int32_t b)
@@ -357,96 +285,4 @@ void kv_block_unref(kv_pool *pool, int32_t b)
         pool->free_head = b;
         pool->stats.blocks_free++;
     }
-}
-
-/* ---- invariant check ---- */
-
-#define CHECK(cond, ...)                                               \
-    do {                                                               \
-        if (!(cond)) {                                                 \
-            ts_error_set(err, TS_ERR_INTERNAL, __VA_ARGS__);           \
-            goto fail;                                                 \
-        }                                                              \
-    } while (0)
-
-ts_status kv_pool_check(const kv_pool *pool, const kv_table *const *tables, int n_tables,
-                        ts_error *err)
-{
-    const int32_t n = pool->n_blocks;
-    int32_t *refs = calloc((size_t)n, sizeof *refs);
-    uint8_t *seen = calloc((size_t)n, 1);
-    if (!refs || !seen) {
-        free(refs);
-        free(seen);
-        return ts_error_set(err, TS_ERR_NOMEM, "kv_pool_check: out of memory");
-    }
-    int64_t n_free = 0, n_cached = 0, n_used = 0, n_published = 0;
-
-    for (int32_t b = pool->free_head; b >= 0; b = pool->meta[b].next) {
-        CHECK(b < n && !seen[b], "free list: block %d repeated or out of range", b);
-        seen[b] = 1;
-        const kv_block_meta *m = &pool->meta[b];
-        CHECK(m->state == KV_BLOCK_FREE && m->refcount == 0 && !m->published,
-              "free list: block %d has state %d, refcount %d, published %d", b, m->state,
-              m->refcount, m->published);
-        n_free++;
-    }
-    int32_t prev = -1;
-    for (int32_t b = pool->lru_head; b >= 0; prev = b, b = pool->meta[b].next) {
-        CHECK(b < n && !seen[b], "lru list: block %d repeated, free, or out of range", b);
-        seen[b] = 1;
-        const kv_block_meta *m = &pool->meta[b];
-        CHECK(m->prev == prev, "lru list: block %d has prev %d, expected %d", b, m->prev, prev);
-        CHECK(m->state == KV_BLOCK_CACHED && m->refcount == 0 && m->published,
-              "lru list: block %d has state %d, refcount %d, published %d", b, m->state,
-              m->refcount, m->published);
-        n_cached++;
-    }
-    CHECK(pool->lru_tail == prev, "lru tail is %d, expected %d", pool->lru_tail, prev);
-    for (int32_t b = 0; b < n; b++) {
-        const kv_block_meta *m = &pool->meta[b];
-        if (!seen[b]) {
-            CHECK(m->state == KV_BLOCK_USED && m->refcount > 0,
-                  "block %d is on no list but has state %d, refcount %d", b, m->state,
-                  m->refcount);
-            n_used++;
-        }
-        CHECK(m->published == kv_prefix_indexed(pool, b),
-              "block %d: published %d but indexed %d", b, m->published, !m->published);
-        n_published += m->published;
-    }
-    CHECK(n_published == kv_prefix_index_size(pool), "hash index holds %lld blocks, %lld published",
-          (long long)kv_prefix_index_size(pool), (long long)n_published);
-    CHECK(n_free == pool->stats.blocks_free && n_cached == pool->stats.blocks_cached &&
-              n_used == pool->stats.blocks_used && n_free + n_cached + n_used == n,
-          "counts: free %lld/%lld cached %lld/%lld used %lld/%lld total %d", (long long)n_free,
-          (long long)pool->stats.blocks_free, (long long)n_cached,
-          (long long)pool->stats.blocks_cached, (long long)n_used,
-          (long long)pool->stats.blocks_used, n);
-
-    for (int i = 0; i < n_tables; i++) {
-        const kv_table *t = tables[i];
-        CHECK(t->n_blocks >= 0 && t->n_blocks <= t->cap && t->n_tokens >= 0 &&
-                  t->n_blocks == (t->n_tokens + TS_KV_BLOCK - 1) / TS_KV_BLOCK,
-              "table %d: %d blocks for %lld tokens", i, t->n_blocks, (long long)t->n_tokens);
-        for (int32_t j = 0; j < t->n_blocks; j++) {
-            int32_t b = t->blocks[j];
-            CHECK(b >= 0 && b < n, "table %d: block %d out of range", i, b);
-            CHECK(pool->meta[b].state == KV_BLOCK_USED, "table %d holds block %d in state %d", i,
-                  b, pool->meta[b].state);
-            refs[b]++;
-        }
-    }
-    if (tables) {
-        for (int32_t b = 0; b < n; b++)
-            CHECK(refs[b] == pool->meta[b].refcount, "block %d: refcount %d, held by %d tables",
-                  b, pool->meta[b].refcount, refs[b]);
-    }
-    free(refs);
-    free(seen);
-    return TS_OK;
-fail:
-    free(refs);
-    free(seen);
-    return TS_ERR_INTERNAL;
 }

@@ -1,5 +1,6 @@
 /* kv_prefix.c: the prefix cache: a hash index of published full blocks keyed by
- * hash(parent key, 32 token ids), verified on every hit by parent identity and tokens. */
+ * hash(parent key, 32 token ids), verified on every hit by parent identity and tokens,
+ * and the eviction of cached blocks when the free list is empty. */
 #include <string.h>
 
 #include "kv/kv_internal.h"
@@ -70,6 +71,19 @@ void kv_prefix_unpublish(kv_pool *pool, int32_t b)
     m->hnext = -1;
     m->published = false;
     m->gen++; /* children published under b no longer match (see kv_block_meta) */
+}
+
+int32_t kv_block_alloc(kv_pool *pool)
+{
+    int32_t b = kv_block_take_free(pool);
+    if (b >= 0)
+        return b;
+    b = kv_block_take_cached(pool);
+    if (b < 0)
+        return -1;
+    kv_prefix_unpublish(pool, b);
+    pool->stats.evictions++;
+    return b;
 }
 
 bool kv_prefix_indexed(const kv_pool *pool, int32_t b)

@@ -34,22 +34,6 @@ void kv_table_free(kv_pool *pool, kv_table *t)
     kv_table_init(t);
 }
 
-ts_status kv_table_grow(kv_table *t, int64_t n_blocks, ts_error *err)
-{
-    if (n_blocks <= t->cap)
-        return TS_OK;
-    int64_t cap = t->cap ? t->cap : 8;
-    while (cap < n_blocks)
-        cap *= 2;
-    int32_t *blocks = realloc(t->blocks, (size_t)cap * sizeof *blocks);
-    if (!blocks)
-        return ts_error_set(err, TS_ERR_NOMEM, "kv table: cannot grow to %lld blocks",
-                            (long long)cap);
-    t->blocks = blocks;
-    t->cap = (int32_t)cap;
-    return TS_OK;
-}
-
 /* True when the next token lands in a partial last block that another table also holds. */
 static bool needs_cow(const kv_pool *pool, const kv_table *t)
 {
