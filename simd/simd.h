@@ -43,10 +43,14 @@ typedef struct simd_attn_shape {
     int n_heads;       /* query heads */
     int n_kv_heads;    /* kv heads; divides n_heads, head h reads kv head h / (n_heads / n_kv_heads) */
     int head_dim;      /* even, >= 2 */
-    int pos0;          /* position of query row 0; row j attends to positions 0 .. pos0 + j */
+    int pos0;          /* position of query row 0; row j attends to positions up to pos0 + j */
     int n_rows;        /* query rows: 1 for decode, the chunk length for prefill */
     size_t q_stride;   /* floats between query rows (q[row * q_stride + head * head_dim]) */
     size_t out_stride; /* floats between output rows */
+    float scale;       /* scores are q . k times this: 1 / sqrt(head_dim) for most models */
+    float softcap;     /* > 0: scores become softcap * tanh(score / softcap) (Gemma 2) */
+    int window;        /* > 0: row j attends to the last `window` positions up to pos0 + j,
+                        * its own included; 0: to all of them */
 } simd_attn_shape;
 
 /* One implementation of every kernel. All pointers are borrowed for the call only.
@@ -67,6 +71,10 @@ typedef struct simd_kernels {
     /* out = gate * sigmoid(gate) * up, all (n). out may equal gate or up. */
     void (*silu_mul)(float *out, const float *gate, const float *up, size_t n);
 
+    /* out = gelu(gate) * up with GELU's tanh form, 0.5 g (1 + tanh(sqrt(2/pi) (g +
+     * 0.044715 g^3))), all (n). out may equal gate or up. */
+    void (*gelu_mul)(float *out, const float *gate, const float *up, size_t n);
+
     /* x = exp(x - max(x)) / sum, in place; x (n), n >= 1. */
     void (*softmax)(float *x, size_t n);
 
@@ -75,9 +83,10 @@ typedef struct simd_kernels {
     void (*f16_to_f32)(float *out, const uint16_t *x, size_t n);
 
     /* Causal attention of query heads [head_begin, head_end) of one sequence over its
-     * paged KV: out[j * out_stride + h * head_dim] = softmax(q_j,h . K / sqrt(head_dim)) V
-     * over positions 0 .. pos0 + j. Reads only those positions' slots: slots past
-     * pos0 + n_rows - 1 may hold anything. One pass, online softmax; query heads sharing a
+     * paged KV: out[j * out_stride + h * head_dim] = softmax(s) V with scores
+     * s = cap(scale * q_j,h . K) (shape's scale, soft-cap) over positions first .. pos0 + j,
+     * first = 0, or pos0 + j - window + 1 for a window. Reads only those positions'
+     * slots: the others may hold anything. One pass, online softmax; query heads sharing a
      * kv head are processed together so K and V are read once per kv head. out must not
      * overlap q. */
     void (*attention)(float *out, const float *q, const simd_kv_view *kv,

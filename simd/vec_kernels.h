@@ -16,7 +16,9 @@
 #error "define the vector vocabulary and SIMD_TABLE before including vec_kernels.h"
 #endif
 
+#include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "simd_internal.h"
 
@@ -112,6 +114,20 @@ static void vec_rope(float *x, const float *table, int rows, size_t row_stride, 
                 }
             }
         }
+    }
+}
+
+/* GELU's tanh form as g * sigmoid(2u), u = sqrt(2/pi) (g + 0.044715 g^3): 0.5 (1 +
+ * tanh(u)) is sigmoid(2u), one exp where tanh would take two. */
+static void vec_gelu_mul(float *out, const float *gate, const float *up, size_t n)
+{
+    for (size_t i = 0; i < n; i += VW) {
+        size_t m = LANES(i, n);
+        V g = ld(gate + i, m);
+        V g3 = v_mul(v_mul(g, g), g);
+        V u2 = v_mul(v_set1(-2.0f * 0.7978845608f), v_fma(g3, v_set1(0.044715f), g));
+        V y = v_div(g, v_add(v_set1(1.0f), v_exp(u2)));
+        st(out + i, v_mul(y, ld(up + i, m)), m);
     }
 }
 
@@ -229,20 +245,28 @@ ALWAYS_INLINE void prefetch_run(const void *pool, size_t i, size_t n, const int 
         __builtin_prefetch(p + off, 0, 3);
 }
 
+/* What every block of one attention call shares: the scores' scale and soft-cap. */
+typedef struct attn_scores {
+    float scale;
+    float softcap; /* > 0: scores become softcap * tanh(score / softcap) */
+} attn_scores;
+
 /* Block b (slots b * TS_KV_BLOCK ..) of kv head g for NQ query vectors; query q attends
- * to positions 0 .. last[q], last_max the tile's largest. m_run[q] and l_run[q] carry
- * query q's running max and sum from block to block (set by block 0), and op[q] its
- * unnormalised output (attn_finish divides). With prefetch, the next block's K and V runs
- * are asked for while this one works (the first tile of a block does it for the others).
- * NQ and f16 are constants after inlining, so the per-query accumulators live in
- * registers. */
-ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const int *last,
-                              int last_max, float *m_run, float *l_run,
-                              const simd_kv_view *kv, int g, int b, int prefetch,
-                              int head_dim, const int NQ, const int f16)
+ * to positions first[q] .. last[q], last_max the tile's largest last. m_run[q] and
+ * l_run[q] carry query q's running max and sum from block to block (set by the tile's
+ * first block, `first_block`), and op[q] its unnormalised output (attn_finish divides).
+ * A query none of whose positions are in this block (a window that starts later) keeps
+ * its sums and adds nothing. With prefetch, the next block's K and V runs are asked for
+ * while this one works (the first tile of a block does it for the others). NQ and f16 are
+ * constants after inlining, so the per-query accumulators live in registers. */
+ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const int *first,
+                              const int *last, int last_max, float *m_run, float *l_run,
+                              const simd_kv_view *kv, const attn_scores *sc, int g, int b,
+                              int first_block, int prefetch, int head_dim, const int NQ,
+                              const int f16)
 {
     size_t hd = (size_t)head_dim, d_full = hd - hd % VW;
-    float scale = 1.0f / sqrtf((float)head_dim);
+    float scale = sc->scale;
     float alpha[ATTN_TILE];
     float p[ATTN_TILE][TS_KV_BLOCK];
 
@@ -250,7 +274,7 @@ ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const in
     size_t kbase = base + kv->k_offset, vbase = base + kv->v_offset;
     int t0 = b * TS_KV_BLOCK;
     int nt = last_max - t0 + 1 < TS_KV_BLOCK ? last_max - t0 + 1 : TS_KV_BLOCK;
-    if (prefetch && b == 0)
+    if (prefetch && first_block)
         prefetch_run(kv->pool, vbase, (size_t)nt * hd, f16);
     if (prefetch && (b + 1) * TS_KV_BLOCK <= last_max) { /* the next block's runs */
         size_t next = (size_t)kv->block_table[b + 1] * kv->block_stride + (size_t)g * kv->head_stride;
@@ -286,28 +310,51 @@ ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const in
         }
     }
 
+    if (sc->softcap > 0.0f) {
+        float cap = sc->softcap, inv = 1.0f / sc->softcap;
+        for (int q = 0; q < NQ; q++)
+            for (int t = 0; t < nt; t++)
+                p[q][t] = cap * tanhf(p[q][t] * inv);
+    }
+
     /* online softmax: new running max, rescale factor, probabilities */
     for (int q = 0; q < NQ; q++) {
         int valid = last[q] - t0 + 1; /* may be <= 0 in a prefill tile's last blocks */
         valid = valid < 0 ? 0 : valid;
+        int lo = first[q] - t0; /* > 0 where a window starts inside (or past) this block */
+        lo = lo < 0 ? 0 : lo > valid ? valid : lo;
+        for (int t = 0; t < lo; t++)
+            p[q][t] = -INFINITY;
         for (int t = valid; t < TS_KV_BLOCK; t++)
             p[q][t] = -INFINITY;
+        if (lo == valid) { /* none of the query's positions here */
+            memset(p[q], 0, sizeof p[q]);
+            alpha[q] = 1.0f;
+            if (first_block) {
+                m_run[q] = -INFINITY;
+                l_run[q] = 0.0f;
+            }
+            continue;
+        }
         V vmax = v_load(p[q]);
         for (int t = VW; t < TS_KV_BLOCK; t += VW)
             vmax = v_max(vmax, v_load(p[q] + t));
         float mb = v_reduce_max(vmax);
-        float m_new = b == 0 || mb > m_run[q] ? mb : m_run[q]; /* block 0 is never empty */
-        alpha[q] = b == 0 ? 0.0f : expf(m_run[q] - m_new);
+        float m_new = first_block || mb > m_run[q] ? mb : m_run[q];
+        alpha[q] = first_block ? 0.0f : expf(m_run[q] - m_new); /* 0 after -inf */
         V vm = v_set1(m_new), vsum = v_zero();
         for (int t = 0; t < TS_KV_BLOCK; t += VW) {
             V e = v_exp(v_sub(v_load(p[q] + t), vm));
             v_store(p[q] + t, e);
         }
+        /* v_exp clamps, so masked slots need an exact zero */
+        for (int t = 0; t < lo; t++)
+            p[q][t] = 0.0f;
         for (int t = valid; t < TS_KV_BLOCK; t++)
-            p[q][t] = 0.0f; /* v_exp clamps, so masked slots need an exact zero */
+            p[q][t] = 0.0f;
         for (int t = 0; t < TS_KV_BLOCK; t += VW)
             vsum = v_add(vsum, v_load(p[q] + t));
-        l_run[q] = (b == 0 ? 0.0f : l_run[q] * alpha[q]) + v_reduce_add(vsum);
+        l_run[q] = (first_block ? 0.0f : l_run[q] * alpha[q]) + v_reduce_add(vsum);
         m_run[q] = m_new;
     }
 
@@ -315,29 +362,41 @@ ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const in
     const int DC = 2 * NQ <= V_ACCS ? 2 : 1;
     size_t d = 0;
     for (; d + (size_t)DC * VW <= d_full; d += (size_t)DC * VW)
-        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                 d, VW, NQ, DC, f16);
+        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, first_block, kv->pool, vbase, nt,
+                 hd, d, VW, NQ, DC, f16);
     for (; d < d_full; d += VW)
-        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                 d, VW, NQ, 1, f16);
+        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, first_block, kv->pool, vbase, nt,
+                 hd, d, VW, NQ, 1, f16);
     if (d_full < hd)
-        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, b == 0, kv->pool, vbase, nt, hd,
-                 d_full, hd - d_full, NQ, 1, f16);
+        pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, first_block, kv->pool, vbase, nt,
+                 hd, d_full, hd - d_full, NQ, 1, f16);
 }
 
-static void run_block(float *const *op, const float *const *qp, const int *last, int nq,
-                      int last_max, float *m_run, float *l_run, const simd_kv_view *kv, int g,
-                      int b, int prefetch, int head_dim)
+/* One tile's queries through block b: attn_block with the tile's size, head dimension and
+ * K/V type as constants. */
+typedef struct attn_tile {
+    float *const *op;
+    const float *const *qp;
+    const int *first, *last;
+    int nq, last_max;
+    float *m_run, *l_run;
+} attn_tile;
+
+static void run_block(const attn_tile *t, const simd_kv_view *kv, const attn_scores *sc, int g,
+                      int b, int first_block, int prefetch, int head_dim)
 {
     int f16 = kv->type == SIMD_KV_F16;
     /* head_dim 64 and 128 (most models) as constants: the loops over it unroll */
-#define BLOCK_HD(N, F)                                                                   \
-    if (head_dim == 64)                                                                  \
-        attn_block(op, qp, last, last_max, m_run, l_run, kv, g, b, prefetch, 64, N, F);  \
-    else if (head_dim == 128)                                                            \
-        attn_block(op, qp, last, last_max, m_run, l_run, kv, g, b, prefetch, 128, N, F); \
-    else                                                                                 \
-        attn_block(op, qp, last, last_max, m_run, l_run, kv, g, b, prefetch, head_dim, N, F);
+#define BLOCK_ARGS(HD, N, F)                                                              \
+    t->op, t->qp, t->first, t->last, t->last_max, t->m_run, t->l_run, kv, sc, g, b,       \
+        first_block, prefetch, HD, N, F
+#define BLOCK_HD(N, F)                                   \
+    if (head_dim == 64)                                  \
+        attn_block(BLOCK_ARGS(64, N, F));                \
+    else if (head_dim == 128)                            \
+        attn_block(BLOCK_ARGS(128, N, F));               \
+    else                                                 \
+        attn_block(BLOCK_ARGS(head_dim, N, F));
 #define BLOCK_CASE(N)                                                 \
     case N:                                                           \
         if (f16) {                                                    \
@@ -346,7 +405,7 @@ static void run_block(float *const *op, const float *const *qp, const int *last,
             BLOCK_HD(N, 0)                                            \
         }                                                             \
         break;
-    switch (nq) {
+    switch (t->nq) {
         BLOCK_CASE(1)
         BLOCK_CASE(2)
         BLOCK_CASE(3)
@@ -360,6 +419,7 @@ static void run_block(float *const *op, const float *const *qp, const int *last,
     }
 #undef BLOCK_CASE
 #undef BLOCK_HD
+#undef BLOCK_ARGS
 }
 
 /* op[q] /= l_run[q]: the softmax's sum, once every block is in. */
@@ -381,27 +441,36 @@ static void attn_finish(float *const *op, const float *l_run, int nq, int head_d
  * all blocks, each query row re-read its whole context from L2 or beyond. */
 enum { ATTN_GROUP = 256 };
 
-/* The n (<= ATTN_GROUP) queries at qp, in tiles of ATTN_TILE, block by block. */
-static void run_group(float *const *op, const float *const *qp, const int *last, int n,
-                      const simd_kv_view *kv, int g, int head_dim)
+/* The n (<= ATTN_GROUP) queries at qp, in tiles of ATTN_TILE, block by block: each tile
+ * from the block of its earliest first position to that of its latest last one. */
+static void run_group(float *const *op, const float *const *qp, const int *first,
+                      const int *last, int n, const simd_kv_view *kv, const attn_scores *sc,
+                      int g, int head_dim)
 {
     float m_run[ATTN_GROUP], l_run[ATTN_GROUP];
-    int tile_max[ATTN_GROUP / ATTN_TILE], n_tiles = (n + ATTN_TILE - 1) / ATTN_TILE;
-    int group_max = 0;
+    int tile_max[ATTN_GROUP / ATTN_TILE], tile_b0[ATTN_GROUP / ATTN_TILE];
+    int n_tiles = (n + ATTN_TILE - 1) / ATTN_TILE;
+    int group_max = 0, group_b0 = INT_MAX;
     for (int i = 0; i < n_tiles; i++) {
+        int lo = INT_MAX;
         tile_max[i] = 0;
-        for (int q = i * ATTN_TILE; q < n && q < (i + 1) * ATTN_TILE; q++)
+        for (int q = i * ATTN_TILE; q < n && q < (i + 1) * ATTN_TILE; q++) {
             tile_max[i] = last[q] > tile_max[i] ? last[q] : tile_max[i];
+            lo = first[q] < lo ? first[q] : lo;
+        }
+        tile_b0[i] = lo / TS_KV_BLOCK;
         group_max = tile_max[i] > group_max ? tile_max[i] : group_max;
+        group_b0 = tile_b0[i] < group_b0 ? tile_b0[i] : group_b0;
     }
-    for (int b = 0; b * TS_KV_BLOCK <= group_max; b++) {
+    for (int b = group_b0; b * TS_KV_BLOCK <= group_max; b++) {
         int prefetch = 1;
         for (int i = 0; i < n_tiles; i++) {
-            if (b * TS_KV_BLOCK > tile_max[i])
-                continue; /* the tile's queries end before this block */
+            if (b < tile_b0[i] || b * TS_KV_BLOCK > tile_max[i])
+                continue; /* the tile's windows start after, or its queries end before */
             int q0 = i * ATTN_TILE, nq = n - q0 < ATTN_TILE ? n - q0 : ATTN_TILE;
-            run_block(op + q0, qp + q0, last + q0, nq, tile_max[i], m_run + q0, l_run + q0, kv,
-                      g, b, prefetch, head_dim);
+            attn_tile t = {op + q0, qp + q0, first + q0, last + q0, nq, tile_max[i],
+                           m_run + q0, l_run + q0};
+            run_block(&t, kv, sc, g, b, b == tile_b0[i], prefetch, head_dim);
             prefetch = 0;
         }
     }
@@ -419,9 +488,11 @@ static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
      * ATTN_GROUP whose tiles of ATTN_TILE run block by block. */
     int hd = shape->head_dim;
     int group = shape->n_heads / shape->n_kv_heads;
+    attn_scores sc = {shape->scale > 0.0f ? shape->scale : 1.0f / sqrtf((float)hd),
+                      shape->softcap};
     const float *qp[ATTN_GROUP];
     float *op[ATTN_GROUP];
-    int last[ATTN_GROUP];
+    int first[ATTN_GROUP], last[ATTN_GROUP];
     for (int g = head_begin / group; g * group < head_end; g++) {
         int h_lo = g * group > head_begin ? g * group : head_begin;
         int h_hi = (g + 1) * group < head_end ? (g + 1) * group : head_end;
@@ -431,13 +502,16 @@ static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
                 qp[n] = q + (size_t)j * shape->q_stride + (size_t)h * hd;
                 op[n] = out + (size_t)j * shape->out_stride + (size_t)h * hd;
                 last[n] = shape->pos0 + j;
+                first[n] = shape->window > 0 && last[n] >= shape->window
+                               ? last[n] - shape->window + 1
+                               : 0;
                 if (++n == ATTN_GROUP) {
-                    run_group(op, qp, last, n, kv, g, hd);
+                    run_group(op, qp, first, last, n, kv, &sc, g, hd);
                     n = 0;
                 }
             }
         if (n)
-            run_group(op, qp, last, n, kv, g, hd);
+            run_group(op, qp, first, last, n, kv, &sc, g, hd);
     }
 }
 
@@ -449,6 +523,7 @@ const simd_kernels SIMD_TABLE = {
     .rmsnorm = vec_rmsnorm,
     .rope = vec_rope,
     .silu_mul = vec_silu_mul,
+    .gelu_mul = vec_gelu_mul,
     .softmax = vec_softmax,
     .f32_to_f16 = vec_f32_to_f16,
     .f16_to_f32 = vec_f16_to_f32,

@@ -16,7 +16,7 @@ static void check_dispatch(void)
         const simd_kernels *t = simd_kernels_for((simd_isa)i);
         if (t) {
             SC_CHECK(strcmp(t->name, simd_isa_name((simd_isa)i)) == 0, "table %d named %s", i, t->name);
-            SC_CHECK(t->rmsnorm && t->rope && t->silu_mul && t->softmax && t->f32_to_f16 &&
+            SC_CHECK(t->rmsnorm && t->rope && t->silu_mul && t->gelu_mul && t->softmax && t->f32_to_f16 &&
                          t->f16_to_f32 && t->attention && t->gemm_nt, "table %s complete", t->name);
         }
     }
@@ -179,6 +179,22 @@ static void check_silu_softmax(void)
             memcpy(got, g, sizeof(float) * n);
             isas[i]->silu_mul(got, got, u, n);
             SC_CHECK(sc_norm_err(got, want, n) < TOL, "%s silu_mul in place n=%zu", isas[i]->name, n);
+        }
+
+        /* GeGLU (Gemma): tanh GELU, against the formula in double */
+        ref->gelu_mul(want, g, u, n);
+        for (size_t i = 0; i < n; i++) {
+            double gi = g[i];
+            double expect = 0.5 * gi * (1.0 + tanh(0.7978845608028654 * (gi + 0.044715 * gi * gi * gi))) * u[i];
+            SC_CHECK(fabs(want[i] - expect) <= 1e-5 * (1.0 + fabs(expect)), "ref gelu n=%zu", n);
+        }
+        for (int i = 0; i < n_isa; i++) {
+            isas[i]->gelu_mul(got, g, u, n);
+            double e = sc_norm_err(got, want, n);
+            SC_CHECK(e < TOL, "%s gelu_mul n=%zu err %g", isas[i]->name, n, e);
+            memcpy(got, u, sizeof(float) * n);
+            isas[i]->gelu_mul(got, g, got, n);
+            SC_CHECK(sc_norm_err(got, want, n) < TOL, "%s gelu_mul in place n=%zu", isas[i]->name, n);
         }
 
         sc_fill(g, n, -15.0f, 15.0f);

@@ -1,5 +1,6 @@
 /* test_simd_attention.c: paged attention of every ISA against the reference, and the
- * reference against a naive two-pass softmax over a contiguous copy of K and V. */
+ * reference against a naive two-pass softmax over a contiguous copy of K and V, with and
+ * without sliding windows and soft-capped scores. */
 #include <string.h>
 
 #include "simd_check.h"
@@ -7,9 +8,16 @@
 #define N_LAYERS 2
 #define LAYER 1 /* the layer attended, so k_offset and v_offset are not zero */
 
+typedef struct attn_scores_case {
+    int window;    /* > 0: each row sees its last `window` positions */
+    float softcap; /* > 0: scores capped by softcap * tanh(s / softcap) */
+    float scale;   /* > 0: the scores' scale, else 1 / sqrt(head_dim) */
+} attn_scores_case;
+
 typedef struct attn_case {
     int head_dim, n_heads, n_kv_heads, pos0, n_rows;
     simd_kv_type type;
+    attn_scores_case sc; /* zero: causal over every position, 1 / sqrt(head_dim) */
 } attn_case;
 
 /* A pool holding one sequence of pos0 + n_rows tokens in shuffled physical blocks, with
@@ -93,17 +101,21 @@ static void naive_attention(float *out, const float *q, const test_kv *kv, const
         for (int h = 0; h < c->n_heads; h++) {
             const float *qh = q + j * q_stride + (size_t)h * hd;
             int g = h / group, n = c->pos0 + j + 1;
+            int t0 = c->sc.window > 0 && n > c->sc.window ? n - c->sc.window : 0;
+            double scale = c->sc.scale > 0.0f ? c->sc.scale : 1.0 / sqrt((double)hd);
             double mx = -INFINITY, sum = 0.0;
-            for (int t = 0; t < n; t++) {
+            for (int t = t0; t < n; t++) {
                 const float *k = kv->k + ((size_t)t * c->n_kv_heads + g) * hd;
                 double dot = 0.0;
                 for (int d = 0; d < hd; d++)
                     dot += (double)qh[d] * k[d];
-                s[t] = dot / sqrt((double)hd);
+                s[t] = dot * scale;
+                if (c->sc.softcap > 0.0f)
+                    s[t] = c->sc.softcap * tanh(s[t] / c->sc.softcap);
                 mx = s[t] > mx ? s[t] : mx;
             }
             memset(acc, 0, sizeof(double) * hd);
-            for (int t = 0; t < n; t++) {
+            for (int t = t0; t < n; t++) {
                 double p = exp(s[t] - mx);
                 sum += p;
                 const float *v = kv->v + ((size_t)t * c->n_kv_heads + g) * hd;
@@ -142,6 +154,7 @@ static void run_case(const attn_case *c)
     simd_attn_shape shape = {
         .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd, .pos0 = c->pos0,
         .n_rows = c->n_rows, .q_stride = q_stride, .out_stride = out_stride,
+        .scale = c->sc.scale, .softcap = c->sc.softcap, .window = c->sc.window,
     };
     const char *ty = c->type == SIMD_KV_F16 ? "f16" : "f32";
 
@@ -150,8 +163,9 @@ static void run_case(const attn_case *c)
         want[i] = NAN; /* the kernels must not read their output before writing it */
     simd_kernels_for(SIMD_ISA_REF)->attention(want, q, &kv.view, &shape, 0, c->n_heads);
     double e = rows_err(want, naive, c, out_stride);
-    SC_CHECK(e < 1e-5, "ref vs naive %s hd=%d heads=%d/%d pos0=%d rows=%d: err %g", ty, hd,
-             c->n_heads, c->n_kv_heads, c->pos0, c->n_rows, e);
+    SC_CHECK(e < 1e-5, "ref vs naive %s hd=%d heads=%d/%d pos0=%d rows=%d window=%d cap=%g: "
+             "err %g", ty, hd, c->n_heads, c->n_kv_heads, c->pos0, c->n_rows, c->sc.window,
+             (double)c->sc.softcap, e);
 
     const simd_kernels *isas[SIMD_ISA_COUNT];
     int n_isa = sc_simd_tables(isas);
@@ -160,8 +174,9 @@ static void run_case(const attn_case *c)
             got[k] = NAN;
         isas[i]->attention(got, q, &kv.view, &shape, 0, c->n_heads);
         e = rows_err(got, want, c, out_stride);
-        SC_CHECK(e < 1e-5, "%s vs ref %s hd=%d heads=%d/%d pos0=%d rows=%d: err %g",
-                 isas[i]->name, ty, hd, c->n_heads, c->n_kv_heads, c->pos0, c->n_rows, e);
+        SC_CHECK(e < 1e-5, "%s vs ref %s hd=%d heads=%d/%d pos0=%d rows=%d window=%d cap=%g: "
+                 "err %g", isas[i]->name, ty, hd, c->n_heads, c->n_kv_heads, c->pos0,
+                 c->n_rows, c->sc.window, (double)c->sc.softcap, e);
         /* the same heads split in two calls at a point inside a group */
         int split = c->n_heads > 1 ? c->n_heads / 2 + (c->n_heads > 2) : 1;
         for (size_t k = 0; k < out_n; k++)
@@ -187,7 +202,7 @@ static void check_decode(void)
                 continue;
             int ratio = gqa[(di + li) % 4], n_kv = 1 + (int)(li % 2);
             attn_case c = {dims[di], ratio * n_kv, n_kv, lens[li] - 1, 1,
-                           (di + li) % 2 ? SIMD_KV_F16 : SIMD_KV_F32};
+                           (di + li) % 2 ? SIMD_KV_F16 : SIMD_KV_F32, {0, 0, 0}};
             run_case(&c);
             c.type = c.type == SIMD_KV_F16 ? SIMD_KV_F32 : SIMD_KV_F16;
             if (lens[li] <= 100)
@@ -201,13 +216,13 @@ static void check_decode(void)
 static void check_prefill(void)
 {
     static const attn_case cases[] = {
-        {64, 4, 4, 0, 40, SIMD_KV_F32},   /* a whole prompt, multi-head */
-        {18, 8, 2, 45, 37, SIMD_KV_F16},  /* a chunk starting mid-block, GQA 4 */
-        {10, 8, 1, 13, 100, SIMD_KV_F32}, /* GQA 8, rows of one tile span blocks */
-        {80, 6, 3, 31, 2, SIMD_KV_F16},   /* GQA 2, two rows across a block edge */
-        {128, 2, 2, 64, 33, SIMD_KV_F32},
-        {48, 16, 2, 200, 9, SIMD_KV_F16},
-        {6, 3, 3, 0, 1, SIMD_KV_F32},     /* the first token */
+        {64, 4, 4, 0, 40, SIMD_KV_F32, {0, 0, 0}},   /* a whole prompt, multi-head */
+        {18, 8, 2, 45, 37, SIMD_KV_F16, {0, 0, 0}},  /* a chunk starting mid-block, GQA 4 */
+        {10, 8, 1, 13, 100, SIMD_KV_F32, {0, 0, 0}}, /* GQA 8, rows of one tile span blocks */
+        {80, 6, 3, 31, 2, SIMD_KV_F16, {0, 0, 0}},   /* GQA 2, two rows across a block edge */
+        {128, 2, 2, 64, 33, SIMD_KV_F32, {0, 0, 0}},
+        {48, 16, 2, 200, 9, SIMD_KV_F16, {0, 0, 0}},
+        {6, 3, 3, 0, 1, SIMD_KV_F32, {0, 0, 0}},     /* the first token */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i]);
@@ -216,12 +231,13 @@ static void check_prefill(void)
 /* A row whose keys are all equal averages the values; one dominant key selects its value. */
 static void check_exact_cases(void)
 {
-    attn_case c = {8, 2, 1, 69, 1, SIMD_KV_F32};
+    attn_case c = {8, 2, 1, 69, 1, SIMD_KV_F32, {0, 0, 0}};
     test_kv kv;
     kv_build(&kv, &c);
     float q[2 * 8 + 2 * 8] = {0}, out[2 * 8];
     float *pool = kv.pool;
-    simd_attn_shape shape = {2, 1, 8, 69, 1, sizeof q / sizeof q[0], 16};
+    simd_attn_shape shape = {.n_heads = 2, .n_kv_heads = 1, .head_dim = 8, .pos0 = 69,
+                             .n_rows = 1, .q_stride = sizeof q / sizeof q[0], .out_stride = 16};
     for (int t = 0; t < 70; t++) {
         size_t at = (size_t)kv.table[t / TS_KV_BLOCK] * kv.view.block_stride + (t % TS_KV_BLOCK) * 8;
         for (int d = 0; d < 8; d++) {
@@ -244,5 +260,27 @@ static void check_exact_cases(void)
     kv_free(&kv);
 }
 
-#define CHECKS(X) X(check_exact_cases) X(check_decode) X(check_prefill)
+/* Sliding windows (Gemma's local layers): windows inside one block, across block edges,
+ * of one position, and longer than the context; prefill chunks whose rows' windows start
+ * in different blocks (a tile's first block then holds nothing for some of its rows);
+ * and the soft-cap and scale of Gemma 2's scores, alone and with a window. */
+static void check_window_and_caps(void)
+{
+    static const attn_case cases[] = {
+        {16, 4, 2, 99, 1, SIMD_KV_F32, {64, 0, 0}},   /* decode past the window */
+        {32, 4, 2, 199, 1, SIMD_KV_F16, {64, 0, 0}},  /* a window of two whole blocks */
+        {16, 4, 2, 40, 1, SIMD_KV_F32, {1, 0, 0}},    /* only itself */
+        {16, 2, 2, 10, 1, SIMD_KV_F32, {4096, 0, 0}}, /* longer than the context */
+        {8, 8, 2, 70, 60, SIMD_KV_F32, {16, 0, 0}},   /* prefill, windows in several blocks */
+        {64, 4, 1, 0, 130, SIMD_KV_F16, {64, 0, 0}},  /* a whole prompt past its window */
+        {10, 6, 3, 33, 17, SIMD_KV_F32, {33, 0, 0}},  /* odd sizes, a window across an edge */
+        {32, 4, 2, 50, 20, SIMD_KV_F32, {0, 5.0f, 0}}, /* Gemma 2's attention soft-cap */
+        {32, 4, 2, 90, 9, SIMD_KV_F16, {64, 5.0f, 0.3f}}, /* cap, window, another scale */
+        {16, 2, 1, 30, 1, SIMD_KV_F32, {0, 0, 0.05f}},    /* a scale alone */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&cases[i]);
+}
+
+#define CHECKS(X) X(check_exact_cases) X(check_decode) X(check_prefill) X(check_window_and_caps)
 SC_MAIN("simd_attention", CHECKS)

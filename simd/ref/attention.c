@@ -1,5 +1,5 @@
 /* attention.c: reference paged attention, one query head and row at a time, one pass
- * with an online (running-max) softmax. */
+ * with an online (running-max) softmax, over all earlier positions or a sliding window. */
 #include <math.h>
 
 #include "simd_internal.h"
@@ -20,7 +20,8 @@ void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
     /* q (n_rows, q_stride), out (n_rows, out_stride), each holding (n_heads, head_dim) */
     int hd = shape->head_dim;
     int group = shape->n_heads / shape->n_kv_heads;
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = shape->scale > 0.0f ? shape->scale : 1.0f / sqrtf((float)hd);
+    float cap = shape->softcap;
     for (int h = head_begin; h < head_end; h++) {
         int g = h / group;
         for (int j = 0; j < shape->n_rows; j++) {
@@ -29,11 +30,16 @@ void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
             for (int d = 0; d < hd; d++)
                 o[d] = 0.0f;
             float m = -INFINITY, l = 0.0f;
-            for (int t = 0; t <= shape->pos0 + j; t++) {
+            int last = shape->pos0 + j, first = 0;
+            if (shape->window > 0 && last - shape->window + 1 > 0)
+                first = last - shape->window + 1;
+            for (int t = first; t <= last; t++) {
                 float s = 0.0f;
                 for (int d = 0; d < hd; d++)
                     s += qh[d] * kv_at(kv, kv->k_offset, g, t, d, hd);
                 s *= scale;
+                if (cap > 0.0f)
+                    s = cap * tanhf(s / cap);
                 float m_new = s > m ? s : m;
                 float alpha = expf(m - m_new), p = expf(s - m_new);
                 l = l * alpha + p;

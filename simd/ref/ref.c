@@ -51,6 +51,15 @@ static void ref_silu_mul(float *out, const float *gate, const float *up, size_t 
     }
 }
 
+static void ref_gelu_mul(float *out, const float *gate, const float *up, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float g = gate[i];
+        float u = 0.7978845608f * (g + 0.044715f * g * g * g); /* sqrt(2/pi) */
+        out[i] = 0.5f * g * (1.0f + tanhf(u)) * up[i];
+    }
+}
+
 static void ref_softmax(float *x, size_t n)
 {
     float max_val = x[0];
@@ -83,6 +92,7 @@ const simd_kernels simd_ref_table = {
     .rmsnorm = ref_rmsnorm,
     .rope = ref_rope,
     .silu_mul = ref_silu_mul,
+    .gelu_mul = ref_gelu_mul,
     .softmax = ref_softmax,
     .f32_to_f16 = ref_f32_to_f16,
     .f16_to_f32 = ref_f16_to_f32,
