@@ -1,6 +1,6 @@
-/* tessera/model.h: loading a Llama-family model (GGUF or llama2.c checkpoint), its weights
- * kept in the file's own types (a GGUF is mapped, not copied), and writing it back out as
- * GGUF. */
+/* tessera/model.h: loading a model (a GGUF of a family src/model/model_arch.c lists, or a
+ * llama2.c checkpoint), its weights kept in the file's own types (a GGUF is mapped, not
+ * copied), and writing it back out as GGUF. */
 #ifndef TESSERA_MODEL_H
 #define TESSERA_MODEL_H
 
@@ -12,16 +12,24 @@
 
 typedef struct ts_model ts_model;
 
-/* Hyper-parameters, read from GGUF `llama.*` keys or the llama2.c header. */
+/* The feed-forward block's activation of the gate: out = act(gate) * up. */
+typedef enum ts_ffn_act {
+    TS_FFN_SILU,      /* SwiGLU (Llama, Qwen, Phi) */
+    TS_FFN_GELU_TANH, /* GeGLU with the tanh approximation of GELU (Gemma) */
+} ts_ffn_act;
+
+/* Hyper-parameters, read from a GGUF's `ARCH.*` keys (model_arch.c's table says which
+ * family has which feature) or the llama2.c header. A zeroed config's features are
+ * Llama's: every field below `tied_output` is off at zero. */
 typedef struct ts_model_config {
-    char arch[32];        /* "llama" */
+    char arch[32];        /* general.architecture: "llama", "qwen2", "gemma3", ... */
     char name[64];        /* general.name, or the file's base name */
     int dim;              /* embedding length */
     int hidden_dim;       /* feed-forward length */
     int n_layers;
     int n_heads;
     int n_kv_heads;       /* < n_heads for grouped-query attention */
-    int head_dim;         /* dim / n_heads */
+    int head_dim;         /* attention.key_length, else dim / n_heads */
     int vocab_size;
     int context_len;      /* the longest sequence the model was trained for */
     float rope_freq_base; /* 10000 for Llama-2 */
@@ -30,7 +38,35 @@ typedef struct ts_model_config {
     bool rope_neox;       /* rotate (i, i + hd/2) pairs instead of (2i, 2i+1) */
     bool rope_factors;    /* rope_freqs.weight divides each pair's frequency (Llama 3.1 on) */
     bool tied_output;     /* the LM head is the token embedding */
+
+    /* The family's layer features (zero: Llama's). */
+    bool qkv_fused;       /* one attn_qkv matrix of rows [Q; K; V] (Phi-3) */
+    bool ffn_fused;       /* ffn_up of rows [gate; up], no ffn_gate (Phi-3) */
+    bool qkv_bias;        /* attn_{q,k,v}.bias added after the projections (Qwen2) */
+    bool qk_norm;         /* RMS norm of each Q and K head before RoPE (Qwen3, Gemma 3) */
+    bool post_norms;      /* RMS norm of each block's output before the residual add
+                           * (post_attention_norm, post_ffw_norm: Gemma) */
+    bool embd_scaled;     /* embedding rows times sqrt(dim) (Gemma) */
+    ts_ffn_act ffn_act;
+    float attn_scale;     /* attention scores times this; 0: 1 / sqrt(head_dim) */
+    float attn_softcap;   /* scores become cap * tanh(score / cap) (Gemma 2); 0: none */
+    float final_softcap;  /* logits likewise; 0: none */
+    int swa_window;       /* positions a windowed layer attends to, its own included (a
+                           * query at p sees keys p - swa_window < k <= p); 0: no layer
+                           * is windowed */
+    int swa_pattern;      /* with swa_window, layer l is windowed iff l % swa_pattern <
+                           * swa_pattern - 1 (0: every layer) */
+    float rope_freq_base_swa; /* RoPE base of windowed layers; 0: rope_freq_base */
 } ts_model_config;
+
+/* Positions layer l of c attends to: c->swa_window for a windowed layer, else 0 (all). */
+static inline int ts_model_layer_window(const ts_model_config *c, int l)
+{
+    if (c->swa_window <= 0)
+        return 0;
+    bool windowed = c->swa_pattern == 0 || l % c->swa_pattern < c->swa_pattern - 1;
+    return windowed ? c->swa_window : 0;
+}
 
 /* Which weight matrices are repacked at load into simd/qpack.h's layout: 16 rows
  * interleaved in the order one vpdpbusd (AVX-512 VNNI) or one AMX tile multiplies, each

@@ -2,6 +2,7 @@
  * is read once per step by one GEMM over all rows in its own type (forward_gemm.c);
  * attention runs per (chunk of rows, run of kv heads) in parallel through the SIMD kernels;
  * the whole step runs on one OpenMP team where no matrix goes to OpenBLAS. */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,10 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->chunk = malloc(R * sizeof(int32_t));
     s->chunk_key = malloc(R * sizeof(int64_t));
     s->rope = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
+    bool swa_rope = c->swa_window > 0 && c->rope_freq_base_swa > 0.0f &&
+                    c->rope_freq_base_swa != c->rope_freq_base;
+    if (swa_rope)
+        s->rope_swa = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
     s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
     ts_status st = state_qbuf_init(s, m, err);
@@ -64,7 +69,7 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         return st;
     }
     if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->seq || !s->chunk ||
-        !s->chunk_key || !s->rope || !s->xs || !s->logits) {
+        !s->chunk_key || !s->rope || (swa_rope && !s->rope_swa) || !s->xs || !s->logits) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
                             max_rows);
@@ -84,6 +89,7 @@ void fwd_state_free(fwd_state *s)
     free(s->chunk);
     free(s->chunk_key);
     free(s->rope);
+    free(s->rope_swa);
     free(s->xs);
     free(s->logits);
     fwd_qbuf_free(&s->qbuf);
@@ -142,38 +148,56 @@ static void lap(fwd_state *s, ts_step_phase phase, double *t)
  * that reads their rows runs them (fwd_pre). */
 enum { ROW_MIN_WORK = 1 << 14 };
 
-/* Each row's RoPE terms and embedding (the lookup decodes only the rows the step needs),
- * rows split: a 512-token prompt's cost ~2 ms on one thread. */
+/* Each row's RoPE terms (the windowed layers' too where their base differs) and
+ * embedding (the lookup decodes only the rows the step needs; scaled by sqrt(dim) where
+ * the family says), rows split: a 512-token prompt's cost ~2 ms on one thread. */
 static void embed_rows(const fwd_step *f)
 {
     fwd_state *s = f->s;
     const ts_model_config *c = &f->m->cfg;
     const model_weights *w = &f->m->w;
     int hd = c->head_dim;
+    float scale = sqrtf((float)c->dim);
 #pragma omp for schedule(static)
     for (int r = 0; r < f->b->n_rows; r++) {
-        simd_rope_table(s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd), s->pos + r, 1, hd,
-                        w->rope_freq, f->rope_style);
-        qtype_dequant_row(s->x + (size_t)r * c->dim,
+        size_t at = (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd);
+        simd_rope_table(s->rope + at, s->pos + r, 1, hd, w->rope_freq, f->rope_style);
+        if (s->rope_swa)
+            simd_rope_table(s->rope_swa + at, s->pos + r, 1, hd, w->rope_freq_swa, f->rope_style);
+        float *x = s->x + (size_t)r * c->dim;
+        qtype_dequant_row(x,
                           (const char *)w->tok_embd.data +
                               (size_t)f->b->tokens[r] * w->tok_embd.row_bytes,
                           w->tok_embd.type, c->dim);
+        for (int i = 0; c->embd_scaled && i < c->dim; i++)
+            x[i] *= scale;
     }
 }
 
-/* Rotates the new Q and K rows by the step's RoPE table and writes K and V into each
- * sequence's blocks, rows split (a long prompt's rows too: each row writes its own slots
- * of blocks reserved before the step). A failed store sets f->st. */
+/* Finishes the new Q, K and V rows of a layer, rows split (a long prompt's rows too: each
+ * row writes its own slots of blocks reserved before the step): the family's biases and
+ * per-head norms, then RoPE by the layer's table; and writes K and V into each
+ * sequence's blocks. A failed store sets f->st. */
 static void rope_and_store(fwd_step *f, int layer)
 {
     const fwd_state *s = f->s;
     const ts_model_config *c = &f->m->cfg;
+    const model_weights *w = &f->m->w;
     int hd = c->head_dim, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
     size_t qkv_rows = (size_t)model_qkv_rows(c);
+    const float *bias = w->qkv_bias ? w->qkv_bias + (size_t)layer * qkv_rows : NULL;
+    const float *tables = s->rope_swa && ts_model_layer_window(c, layer) ? s->rope_swa : s->rope;
 #pragma omp for schedule(static)
     for (int r = 0; r < f->b->n_rows; r++) {
         float *row = s->qkv + (size_t)r * qkv_rows;
-        const float *table = s->rope + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd);
+        const float *table = tables + (size_t)r * SIMD_ROPE_TABLE_FLOATS(hd);
+        for (size_t i = 0; bias && i < qkv_rows; i++)
+            row[i] += bias[i];
+        if (c->qk_norm) { /* each head a row of hd */
+            f->k->rmsnorm(row, row, w->q_norm + (size_t)layer * hd, c->n_heads, hd, c->rms_eps);
+            f->k->rmsnorm(row + q_dim, row + q_dim, w->k_norm + (size_t)layer * hd,
+                          c->n_kv_heads, hd, c->rms_eps);
+        }
         f->k->rope(row, table, 1, qkv_rows, c->n_heads, hd, f->rope_style);
         f->k->rope(row + q_dim, table, 1, qkv_rows, c->n_kv_heads, hd, f->rope_style);
         ts_error row_err;
@@ -267,6 +291,9 @@ static void attention(const fwd_step *f, int layer)
             .n_rows = sq->n_rows - j0 < ATT_CHUNK_ROWS ? sq->n_rows - j0 : ATT_CHUNK_ROWS,
             .q_stride = (size_t)qkv_rows,
             .out_stride = (size_t)q_dim,
+            .scale = c->attn_scale,
+            .softcap = c->attn_softcap,
+            .window = ts_model_layer_window(c, layer),
         };
         f->k->attention(s->att + (size_t)r0 * q_dim, s->qkv + (size_t)r0 * qkv_rows, &view,
                         &shape, kv0 * group, kv1 * group);
@@ -281,6 +308,64 @@ static void gemm(const fwd_step *f, float *out, size_t ldo, float *a, int lda,
         fwd_gemm_team(f->k, &f->s->qbuf, out, ldo, a, lda, pre, w, n_w, M, beta);
     else
         fwd_gemm(f->k, f->s->gemm_path, &f->s->qbuf, out, ldo, a, lda, pre, w, n_w, M, beta);
+}
+
+/* x[r] += rmsnorm(y[r]) * weight for the step's rows, rows split: a block's output
+ * normalised before the residual add (the family's post-norms); y is overwritten. */
+static void add_normed(const fwd_step *f, float *y, const float *weight)
+{
+    const ts_model_config *c = &f->m->cfg;
+    int dim = c->dim;
+#pragma omp for schedule(static)
+    for (int r = 0; r < f->b->n_rows; r++) {
+        float *yr = y + (size_t)r * dim, *xr = f->s->x + (size_t)r * dim;
+        f->k->rmsnorm(yr, yr, weight, 1, dim, c->rms_eps);
+        for (int i = 0; i < dim; i++)
+            xr[i] += yr[i];
+    }
+}
+
+/* logits = cap * tanh(logits / cap) for the rows that sample (the final soft-cap). */
+static void softcap_logits(const fwd_step *f)
+{
+    const ts_model_config *c = &f->m->cfg;
+    float cap = c->final_softcap, inv = 1.0f / cap;
+    size_t n = (size_t)f->b->n_logits * c->vocab_size;
+#pragma omp for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        f->s->logits[i] = cap * tanhf(f->s->logits[i] * inv);
+}
+
+/* The matrices of parts (n) that hold rows, into out: a fused matrix leaves its other
+ * parts empty. Returns how many. */
+static int held(const simd_qmat **out, const simd_qmat *const *parts, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (parts[i]->N > 0)
+            out[k++] = parts[i];
+    return k;
+}
+
+/* One block's output projection (the GEMM of the step's rows of a, lda wide, rewritten
+ * by pre first, by w) added to the residual stream: straight into x, or through the
+ * family's post-norm (into s->xn, which the block no longer needs, then normalised and
+ * added). */
+static void project_add(fwd_step *f, float *a, int lda, const fwd_pre *pre,
+                        const simd_qmat *w, const float *post_norm, double *t)
+{
+    fwd_state *s = f->s;
+    int T = f->b->n_rows, dim = f->m->cfg.dim;
+    const simd_qmat *ws[] = {w};
+    if (!post_norm) {
+        gemm(f, s->x, (size_t)dim, a, lda, pre, ws, 1, T, 1.0f);
+        lap(s, TS_PHASE_GEMM, t);
+        return;
+    }
+    gemm(f, s->xn, (size_t)dim, a, lda, pre, ws, 1, T, 0.0f);
+    lap(s, TS_PHASE_GEMM, t);
+    STAGE(f, (long)T * dim, ROW_MIN_WORK, add_normed(f, s->xn, post_norm));
+    lap(s, TS_PHASE_ROWWISE, t);
 }
 
 /* The RMS norm of x's rows by weight w into the GEMM's input rows (fwd_pre). */
@@ -301,13 +386,16 @@ static void run_layers(fwd_step *f)
     double t = clock_now_s();
     STAGE(f, (long)T * dim, ROW_MIN_WORK, embed_rows(f));
     lap(s, TS_PHASE_ROWWISE, &t);
+    fwd_pre act = {.kind = c->ffn_act == TS_FFN_GELU_TANH ? FWD_PRE_GELU_MUL : FWD_PRE_SILU_MUL};
     for (int l = 0; l < c->n_layers; l++) {
         const model_layer *ly = &w->layers[l];
-        const simd_qmat *qkv[] = {&ly->wq, &ly->wk, &ly->wv}, *wo[] = {&ly->wo};
-        const simd_qmat *w13[] = {&ly->w1, &ly->w3}, *w2[] = {&ly->w2};
+        const simd_qmat *qkv_parts[] = {&ly->wq, &ly->wk, &ly->wv}, *ffn_parts[] = {&ly->w1, &ly->w3};
+        const simd_qmat *qkv[3], *w13[2];
+        int n_qkv = held(qkv, qkv_parts, 3), n_w13 = held(w13, ffn_parts, 2);
+        size_t ld = (size_t)l * dim;
         /* attention block: the norm runs inside the QKV GEMM, on the rows it quantizes */
-        fwd_pre att_norm = norm_pre(c, s->x, w->rms_att + (size_t)l * dim);
-        gemm(f, s->qkv, (size_t)qkv_rows, s->xn, dim, &att_norm, qkv, 3, T, 0.0f);
+        fwd_pre att_norm = norm_pre(c, s->x, w->rms_att + ld);
+        gemm(f, s->qkv, (size_t)qkv_rows, s->xn, dim, &att_norm, qkv, n_qkv, T, 0.0f);
         lap(s, TS_PHASE_GEMM, &t);
         STAGE(f, (long)T * qkv_rows, ROW_MIN_WORK, rope_and_store(f, l));
         if (f->st != TS_OK)
@@ -315,16 +403,15 @@ static void run_layers(fwd_step *f)
         lap(s, TS_PHASE_ROWWISE, &t);
         STAGE(f, s->att_work, FWD_PARALLEL_MIN_WORK, attention(f, l));
         lap(s, TS_PHASE_ATTENTION, &t);
-        gemm(f, s->x, (size_t)dim, s->att, ly->wo.K, NULL, wo, 1, T, 1.0f);
-        lap(s, TS_PHASE_GEMM, &t);
+        project_add(f, s->att, ly->wo.K, NULL, &ly->wo,
+                    w->rms_post_att ? w->rms_post_att + ld : NULL, &t);
 
-        /* feed-forward block: the norm inside W1|W3's GEMM, silu(gate) * up inside W2's */
-        fwd_pre ffn_norm = norm_pre(c, s->x, w->rms_ffn + (size_t)l * dim);
-        gemm(f, s->gu, 2 * (size_t)ffn, s->xn, dim, &ffn_norm, w13, 2, T, 0.0f);
+        /* feed-forward block: the norm inside W1|W3's GEMM, act(gate) * up inside W2's */
+        fwd_pre ffn_norm = norm_pre(c, s->x, w->rms_ffn + ld);
+        gemm(f, s->gu, 2 * (size_t)ffn, s->xn, dim, &ffn_norm, w13, n_w13, T, 0.0f);
         lap(s, TS_PHASE_GEMM, &t);
-        fwd_pre swiglu = {.kind = FWD_PRE_SILU_MUL};
-        gemm(f, s->x, (size_t)dim, s->gu, 2 * ffn, &swiglu, w2, 1, T, 1.0f);
-        lap(s, TS_PHASE_GEMM, &t);
+        project_add(f, s->gu, 2 * ffn, &act, &ly->w2,
+                    w->rms_post_ffn ? w->rms_post_ffn + ld : NULL, &t);
     }
 
     /* LM head, only for the rows that sample */
@@ -340,6 +427,8 @@ static void run_layers(fwd_step *f)
         const simd_qmat *out[] = {&w->output};
         gemm(f, s->logits, (size_t)c->vocab_size, s->xs, dim, &final_norm, out, 1, b->n_logits,
              0.0f);
+        if (c->final_softcap > 0.0f)
+            STAGE(f, (long)b->n_logits * c->vocab_size, ROW_MIN_WORK, softcap_logits(f));
     }
     lap(s, TS_PHASE_LM_HEAD, &t);
 }

@@ -74,6 +74,7 @@ typedef struct fwd_state {
     int att_heads;  /* this step's kv heads an attention task */
     long att_work;  /* this step's attention work: K/V floats its sequences read */
     float *rope;    /* (max_rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) RoPE terms of the step */
+    float *rope_swa; /* the same for windowed layers whose base differs, else NULL */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
     fwd_qbuf qbuf;  /* (max(max_rows, max_logits), max K) quantized activations */
@@ -101,13 +102,14 @@ enum { FWD_PARALLEL_MIN_WORK = 1 << 15 };
 enum { FWD_MAX_PARTS = 4 };
 
 /* What a GEMM pass does to each input row a[r] before it reads it, row by row on the
- * thread that quantizes that row: the layer's RMS norm or SwiGLU, which then cost no
+ * thread that quantizes that row: the layer's RMS norm or gated activation, which then cost no
  * stage and barrier of their own (three a layer; ~4.5 us each at 16 threads on the
  * benchmark host). The rows come out as the separate stage would write them, bit for
  * bit: the same kernel on the same row. */
 typedef enum fwd_pre_kind {
     FWD_PRE_RMSNORM,  /* a[r][0, K) = rmsnorm(x[r][0, K)) * weight (x == a allowed) */
     FWD_PRE_SILU_MUL, /* a[r][0, K) = silu(a[r][0, K)) * a[r][K, 2K): gate, then up */
+    FWD_PRE_GELU_MUL, /* a[r][0, K) = gelu(a[r][0, K)) * a[r][K, 2K) (tanh GELU) */
 } fwd_pre_kind;
 
 typedef struct fwd_pre {

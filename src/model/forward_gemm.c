@@ -211,8 +211,10 @@ static void pre_rows(const simd_kernels *k, const fwd_pre *pre, float *a, int ld
         float *row = a + (size_t)r * lda;
         if (pre->kind == FWD_PRE_RMSNORM)
             k->rmsnorm(row, pre->x + (size_t)r * lda, pre->weight, 1, K, pre->eps);
-        else
+        else if (pre->kind == FWD_PRE_SILU_MUL)
             k->silu_mul(row, row, row + K, (size_t)K);
+        else
+            k->gelu_mul(row, row, row + K, (size_t)K);
     }
 }
 

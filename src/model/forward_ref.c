@@ -8,7 +8,7 @@
 
 /* out (N) = W (N, K) . x (K), W in any type: each row is decoded to the exact f32 values
  * it stands for (into row, K floats of scratch; F32 rows are read in place), then summed
- * in order as llama2.c does. */
+ * in order as llama2.c does. An empty W (a fused matrix's other part) writes nothing. */
 static void matvec(float *out, const float *x, const simd_qmat *w, float *row)
 {
     const uint8_t *data = w->data;
@@ -69,6 +69,16 @@ static void rope(float *vec, const float *freq, int n_heads, int hd, int pos, bo
     }
 }
 
+static float gelu_tanh(float g)
+{
+    return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g)));
+}
+
+static float softcap(float x, float cap)
+{
+    return cap > 0.0f ? cap * tanhf(x / cap) : x;
+}
+
 ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, ts_error *err)
 {
     const ts_model_config *c = &model->cfg;
@@ -80,9 +90,10 @@ ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, t
     f->max_pos = max_pos;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     size_t cache = (size_t)c->n_layers * max_pos * kv_dim;
+    size_t qkv = (size_t)model_qkv_rows(c);
     f->x = calloc((size_t)c->dim, sizeof(float));
     f->xb = calloc(q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim, sizeof(float));
-    f->qkv = calloc((size_t)model_qkv_rows(c), sizeof(float));
+    f->qkv = calloc(qkv > (size_t)c->dim ? qkv : (size_t)c->dim, sizeof(float));
     f->att = calloc((size_t)max_pos, sizeof(float));
     f->hb = calloc(2 * (size_t)c->hidden_dim, sizeof(float));
     f->key_cache = calloc(cache, sizeof(float));
@@ -125,17 +136,31 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
 
     qtype_dequant_row(x, (const uint8_t *)w->tok_embd.data + (size_t)token * w->tok_embd.row_bytes,
                       w->tok_embd.type, dim);
+    for (int i = 0; c->embd_scaled && i < dim; i++)
+        x[i] *= sqrtf((float)dim);
+    int qkv_rows = model_qkv_rows(c);
 
     for (int l = 0; l < c->n_layers; l++) {
-        /* attention: norm, q/k/v, rope, cache, scores, weighted sum, projection */
+        /* attention: norm, q/k/v (+ biases, per-head norms), rope, cache, scores, weighted
+         * sum, projection (+ post-norm) */
         rmsnorm(xb, x, w->rms_att + (size_t)l * dim, dim, c->rms_eps);
         const model_layer *ly = &w->layers[l];
         float *q = f->qkv, *k = f->qkv + q_dim, *v = f->qkv + q_dim + kv_dim;
-        matvec(q, xb, &ly->wq, f->wrow);
+        matvec(q, xb, &ly->wq, f->wrow); /* a fused [Q; K; V] fills all three */
         matvec(k, xb, &ly->wk, f->wrow);
         matvec(v, xb, &ly->wv, f->wrow);
-        rope(q, w->rope_freq, nh, hd, pos, c->rope_neox);
-        rope(k, w->rope_freq, nkv, hd, pos, c->rope_neox);
+        for (int i = 0; w->qkv_bias && i < qkv_rows; i++)
+            f->qkv[i] += w->qkv_bias[(size_t)l * qkv_rows + i];
+        for (int h = 0; c->qk_norm && h < nh; h++)
+            rmsnorm(q + h * hd, q + h * hd, w->q_norm + (size_t)l * hd, hd, c->rms_eps);
+        for (int h = 0; c->qk_norm && h < nkv; h++)
+            rmsnorm(k + h * hd, k + h * hd, w->k_norm + (size_t)l * hd, hd, c->rms_eps);
+        const float *freq = model_rope_freq(w, c, l);
+        rope(q, freq, nh, hd, pos, c->rope_neox);
+        rope(k, freq, nkv, hd, pos, c->rope_neox);
+        int window = ts_model_layer_window(c, l);
+        int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+        float scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
 
         float *kc = f->key_cache + ((size_t)l * f->max_pos) * kv_dim;
         float *vc = f->value_cache + ((size_t)l * f->max_pos) * kv_dim;
@@ -145,17 +170,17 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
         for (int h = 0; h < nh; h++) {
             const float *qh = q + (size_t)h * hd;
             int kvh = h / group;
-            for (int t = 0; t <= pos; t++) {
+            for (int t = first; t <= pos; t++) {
                 const float *kt = kc + (size_t)t * kv_dim + (size_t)kvh * hd;
                 float score = 0.0f;
                 for (int i = 0; i < hd; i++)
                     score += qh[i] * kt[i];
-                f->att[t] = score / sqrtf((float)hd);
+                f->att[t] = softcap(score * scale, c->attn_softcap);
             }
-            softmax(f->att, pos + 1);
+            softmax(f->att + first, pos + 1 - first);
             float *out = xb + (size_t)h * hd;
             memset(out, 0, (size_t)hd * sizeof(float));
-            for (int t = 0; t <= pos; t++) {
+            for (int t = first; t <= pos; t++) {
                 const float *vt = vc + (size_t)t * kv_dim + (size_t)kvh * hd;
                 for (int i = 0; i < hd; i++)
                     out[i] += f->att[t] * vt[i];
@@ -163,23 +188,31 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
         }
         float *proj = f->qkv; /* q/k/v are no longer needed: reuse for the projection */
         matvec(proj, xb, &ly->wo, f->wrow);
+        if (w->rms_post_att)
+            rmsnorm(proj, proj, w->rms_post_att + (size_t)l * dim, dim, c->rms_eps);
         for (int i = 0; i < dim; i++)
             x[i] += proj[i];
 
-        /* feed-forward: norm, gate and up, silu(gate) * up, down, residual */
+        /* feed-forward: norm, gate and up, act(gate) * up, down (+ post-norm), residual */
         rmsnorm(xb, x, w->rms_ffn + (size_t)l * dim, dim, c->rms_eps);
         float *gate = f->hb, *up = f->hb + ffn;
-        matvec(gate, xb, &ly->w1, f->wrow);
+        matvec(gate, xb, &ly->w1, f->wrow); /* a fused [gate; up] fills both */
         matvec(up, xb, &ly->w3, f->wrow);
         for (int i = 0; i < ffn; i++)
-            gate[i] = gate[i] * (1.0f / (1.0f + expf(-gate[i]))) * up[i];
+            gate[i] = (c->ffn_act == TS_FFN_GELU_TANH
+                           ? gelu_tanh(gate[i])
+                           : gate[i] * (1.0f / (1.0f + expf(-gate[i])))) * up[i];
         float *down = f->qkv;
         matvec(down, gate, &ly->w2, f->wrow);
+        if (w->rms_post_ffn)
+            rmsnorm(down, down, w->rms_post_ffn + (size_t)l * dim, dim, c->rms_eps);
         for (int i = 0; i < dim; i++)
             x[i] += down[i];
     }
 
     rmsnorm(x, x, w->rms_final, dim, c->rms_eps);
     matvec(f->logits, x, &w->output, f->wrow);
+    for (int i = 0; c->final_softcap > 0.0f && i < c->vocab_size; i++)
+        f->logits[i] = softcap(f->logits[i], c->final_softcap);
     return f->logits;
 }

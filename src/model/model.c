@@ -15,6 +15,7 @@ enum {
     MODEL_MAX_DIM = 1 << 16,
     MODEL_MAX_LAYERS = 1024,
     MODEL_MAX_HEADS = 1024,
+    MODEL_MAX_HEAD_DIM = 1024,
     MODEL_MAX_VOCAB = 1 << 20,
     MODEL_MAX_CONTEXT = 1 << 20,
 };
@@ -28,17 +29,18 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
                             c->hidden_dim);
     if (c->n_layers <= 0 || c->n_layers > MODEL_MAX_LAYERS)
         return ts_error_set(err, TS_ERR_FORMAT, "block count %d out of range", c->n_layers);
-    if (c->n_heads <= 0 || c->n_heads > MODEL_MAX_HEADS || c->dim % c->n_heads != 0)
-        return ts_error_set(err, TS_ERR_FORMAT,
-                            "head count %d out of range or does not divide dim %d",
-                            c->n_heads, c->dim);
+    if (c->n_heads <= 0 || c->n_heads > MODEL_MAX_HEADS)
+        return ts_error_set(err, TS_ERR_FORMAT, "head count %d out of range", c->n_heads);
     if (c->n_kv_heads <= 0 || c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0)
         return ts_error_set(err, TS_ERR_FORMAT,
                             "head count kv %d must divide head count %d", c->n_kv_heads,
                             c->n_heads);
-    if (c->head_dim <= 0 || c->head_dim % 2 != 0)
-        return ts_error_set(err, TS_ERR_FORMAT, "head dimension %d must be positive and even",
-                            c->head_dim);
+    if (c->head_dim <= 0 || c->head_dim % 2 != 0 || c->head_dim > MODEL_MAX_HEAD_DIM ||
+        (long)c->head_dim * c->n_heads > 4L * MODEL_MAX_DIM)
+        return ts_error_set(err, TS_ERR_FORMAT,
+                            "head dimension %d must be even, 2 to %d, and %d heads of it at "
+                            "most %d wide", c->head_dim, MODEL_MAX_HEAD_DIM, c->n_heads,
+                            4 * MODEL_MAX_DIM);
     if (c->vocab_size <= 0 || c->vocab_size > MODEL_MAX_VOCAB)
         return ts_error_set(err, TS_ERR_FORMAT, "vocab size %d out of range", c->vocab_size);
     if (c->context_len <= 0 || c->context_len > MODEL_MAX_CONTEXT)
@@ -50,6 +52,19 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
     if (!(c->rope_scale > 0.0f) || !isfinite(c->rope_scale))
         return ts_error_set(err, TS_ERR_FORMAT, "rope scaling factor %g out of range",
                             (double)c->rope_scale);
+    float nonneg[] = {c->attn_scale, c->attn_softcap, c->final_softcap, c->rope_freq_base_swa};
+    for (int i = 0; i < 4; i++)
+        if (!(nonneg[i] >= 0.0f) || !isfinite(nonneg[i]))
+            return ts_error_set(err, TS_ERR_FORMAT,
+                                "attention scale %g, soft-caps %g / %g or windowed rope base %g "
+                                "out of range", (double)c->attn_scale, (double)c->attn_softcap,
+                                (double)c->final_softcap, (double)c->rope_freq_base_swa);
+    if (c->swa_window < 0 || c->swa_pattern < 0 || c->swa_pattern > MODEL_MAX_LAYERS)
+        return ts_error_set(err, TS_ERR_FORMAT, "sliding window %d or its pattern %d out of range",
+                            c->swa_window, c->swa_pattern);
+    if ((unsigned)c->ffn_act > TS_FFN_GELU_TANH)
+        return ts_error_set(err, TS_ERR_FORMAT, "feed-forward activation %d unknown",
+                            (int)c->ffn_act);
     return TS_OK;
 }
 
@@ -78,18 +93,32 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool w
     size_t vocab = (size_t)c->vocab_size, q_dim = (size_t)c->n_heads * c->head_dim;
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
 
+    size_t hd = (size_t)c->head_dim, qkv_rows = (size_t)model_qkv_rows(c);
     w->layers = calloc(L, sizeof *w->layers);
     w->rms_final = alloc_floats(dim);
     w->rms_att = alloc_floats(L * dim);
     w->rms_ffn = alloc_floats(L * dim);
-    w->rope_factors = c->rope_factors ? alloc_floats((size_t)c->head_dim / 2) : NULL;
-    w->rope_freq = alloc_floats((size_t)c->head_dim / 2);
+    w->rope_factors = c->rope_factors ? alloc_floats(hd / 2) : NULL;
+    w->rope_freq = alloc_floats(hd / 2);
+    w->rope_freq_swa = alloc_floats(hd / 2);
+    bool family_ok = true; /* the family's arrays, where it has them */
+    if (c->qkv_bias)
+        family_ok &= (w->qkv_bias = alloc_floats(L * qkv_rows)) != NULL;
+    if (c->qk_norm) {
+        family_ok &= (w->q_norm = alloc_floats(L * hd)) != NULL;
+        family_ok &= (w->k_norm = alloc_floats(L * hd)) != NULL;
+    }
+    if (c->post_norms) {
+        family_ok &= (w->rms_post_att = alloc_floats(L * dim)) != NULL;
+        family_ok &= (w->rms_post_ffn = alloc_floats(L * dim)) != NULL;
+    }
     if (with_matrices) {
-        size_t per_layer = (q_dim + 2 * kv_dim) * dim + dim * q_dim + 3 * ffn * dim;
+        size_t per_layer = qkv_rows * dim + dim * q_dim + 3 * ffn * dim;
         w->store = alloc_floats(vocab * dim * (c->tied_output ? 1 : 2) + L * per_layer);
     }
-    if (!w->layers || !w->rms_final || !w->rms_att || !w->rms_ffn ||
-        (c->rope_factors && !w->rope_factors) || !w->rope_freq || (with_matrices && !w->store))
+    if (!w->layers || !w->rms_final || !w->rms_att || !w->rms_ffn || !family_ok ||
+        (c->rope_factors && !w->rope_factors) || !w->rope_freq || !w->rope_freq_swa ||
+        (with_matrices && !w->store))
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate weights for %s (dim %d, %d layers)",
                             c->name, c->dim, c->n_layers);
     if (!with_matrices)
@@ -102,12 +131,22 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool w
         carve(&w->output, &p, c->vocab_size, c->dim);
     for (int l = 0; l < c->n_layers; l++) {
         model_layer *ly = &w->layers[l];
-        carve(&ly->wq, &p, (int)q_dim, c->dim);
-        carve(&ly->wk, &p, (int)kv_dim, c->dim);
-        carve(&ly->wv, &p, (int)kv_dim, c->dim);
+        if (c->qkv_fused) {
+            carve(&ly->wq, &p, (int)qkv_rows, c->dim);
+            ly->wk = ly->wv = model_qmat_f32(NULL, 0, c->dim);
+        } else {
+            carve(&ly->wq, &p, (int)q_dim, c->dim);
+            carve(&ly->wk, &p, (int)kv_dim, c->dim);
+            carve(&ly->wv, &p, (int)kv_dim, c->dim);
+        }
         carve(&ly->wo, &p, c->dim, (int)q_dim);
-        carve(&ly->w1, &p, c->hidden_dim, c->dim);
-        carve(&ly->w3, &p, c->hidden_dim, c->dim);
+        if (c->ffn_fused) {
+            carve(&ly->w1, &p, 2 * c->hidden_dim, c->dim);
+            ly->w3 = model_qmat_f32(NULL, 0, c->dim);
+        } else {
+            carve(&ly->w1, &p, c->hidden_dim, c->dim);
+            carve(&ly->w3, &p, c->hidden_dim, c->dim);
+        }
         carve(&ly->w2, &p, c->dim, c->hidden_dim);
     }
     return TS_OK;
@@ -120,8 +159,14 @@ void model_weights_free(model_weights *w)
     free(w->rms_final);
     free(w->rms_att);
     free(w->rms_ffn);
+    free(w->qkv_bias);
+    free(w->q_norm);
+    free(w->k_norm);
+    free(w->rms_post_att);
+    free(w->rms_post_ffn);
     free(w->rope_factors);
     free(w->rope_freq);
+    free(w->rope_freq_swa);
     memset(w, 0, sizeof *w);
 }
 
@@ -165,15 +210,23 @@ void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64
     *params = n;
 }
 
-void model_rope_init(model_weights *w, const ts_model_config *c)
+/* table (hd/2) for RoPE base `base`, c's scaling and w's factors. */
+static void rope_fill(float *table, float base, const model_weights *w, const ts_model_config *c)
 {
     for (int i = 0; i < c->head_dim / 2; i++) {
         /* this exact expression, unscaled, is what llama2.c computes: models without
          * scaling keep its logits bit for bit (x / 1.0f == x) */
-        float freq = 1.0f / powf(c->rope_freq_base, (float)(2 * i) / (float)c->head_dim);
+        float freq = 1.0f / powf(base, (float)(2 * i) / (float)c->head_dim);
         float divisor = (w->rope_factors ? w->rope_factors[i] : 1.0f) * c->rope_scale;
-        w->rope_freq[i] = freq / divisor;
+        table[i] = freq / divisor;
     }
+}
+
+void model_rope_init(model_weights *w, const ts_model_config *c)
+{
+    rope_fill(w->rope_freq, c->rope_freq_base, w, c);
+    float swa_base = c->rope_freq_base_swa > 0.0f ? c->rope_freq_base_swa : c->rope_freq_base;
+    rope_fill(w->rope_freq_swa, swa_base, w, c);
 }
 
 /* Frees every pack of w (n_layers layers) and clears the pointers. The packs are made

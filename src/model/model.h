@@ -12,12 +12,15 @@
 
 /* One layer's matrices, row-major (out, in): y = x . W^T, as ggml and llama2.c store them.
  * Each may have its own type (a Q4_K_M file keeps some attn_v and ffn_down in Q6_K). */
+/* A fused matrix (cfg.qkv_fused, cfg.ffn_fused) sits in the first of its parts, whose rows
+ * it holds in order; the others are empty (N == 0, no data): a GEMM over the parts writes
+ * the same columns either way. */
 typedef struct model_layer {
-    simd_qmat wq; /* (nh*hd, dim) */
+    simd_qmat wq; /* (nh*hd, dim); fused: ((nh + 2*nkv)*hd, dim) [Q; K; V] */
     simd_qmat wk; /* (nkv*hd, dim) */
     simd_qmat wv; /* (nkv*hd, dim) */
     simd_qmat wo; /* (dim, nh*hd) */
-    simd_qmat w1; /* (ffn, dim) gate */
+    simd_qmat w1; /* (ffn, dim) gate; fused: (2*ffn, dim) [gate; up] */
     simd_qmat w3; /* (ffn, dim) up */
     simd_qmat w2; /* (dim, ffn) down */
 } model_layer;
@@ -29,8 +32,14 @@ typedef struct model_weights {
     float *rms_final;    /* (dim) */
     float *rms_att;      /* (layer, dim) */
     float *rms_ffn;      /* (layer, dim) */
+    float *qkv_bias;     /* (layer, (nh + 2*nkv)*hd) when cfg.qkv_bias (a missing one 0), else NULL */
+    float *q_norm;       /* (layer, hd) when cfg.qk_norm, else NULL */
+    float *k_norm;       /* (layer, hd) when cfg.qk_norm, else NULL */
+    float *rms_post_att; /* (layer, dim) when cfg.post_norms, else NULL */
+    float *rms_post_ffn; /* (layer, dim) when cfg.post_norms, else NULL */
     float *rope_factors; /* (hd/2) rope_freqs.weight when cfg.rope_factors, else NULL */
     float *rope_freq;    /* (hd/2) RoPE angle per position of each pair: model_rope_init() */
+    float *rope_freq_swa; /* (hd/2) the same for windowed layers (cfg.rope_freq_base_swa) */
     float *store;        /* owned f32 bytes of every matrix of an in-memory model, else NULL */
 } model_weights;
 
@@ -47,6 +56,14 @@ struct ts_model {
 static inline int model_qkv_rows(const ts_model_config *c)
 {
     return (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+}
+
+/* The RoPE table of layer l: the windowed layers' own where the family gives them another
+ * base. */
+static inline const float *model_rope_freq(const model_weights *w, const ts_model_config *c,
+                                           int l)
+{
+    return ts_model_layer_window(c, l) ? w->rope_freq_swa : w->rope_freq;
 }
 
 /* Allocates the layer table and zeroed f32 norm arrays for config c (filled and validated)
@@ -82,8 +99,9 @@ void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64
 
 /* Fills w->rope_freq from c's base and linear scale and w->rope_factors (read by then):
  * pair i turns by pos * base^(-2i/hd) / (factor[i] * scale), as llama.cpp's rope does with
- * freq_factors and freq_scale. Every loader calls it once the weights are in; the forward
- * passes read only the table. */
+ * freq_factors and freq_scale; w->rope_freq_swa likewise from c's windowed layers' base
+ * (the global one when it has none). Every loader calls it once the weights are in; the
+ * forward passes read only the tables. */
 void model_rope_init(model_weights *w, const ts_model_config *c);
 
 /* Repacks m's matrices (not the token embedding) per mode into simd/qpack.h's layout,

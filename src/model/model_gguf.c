@@ -1,11 +1,13 @@
-/* model_gguf.c: a Llama config from a parsed GGUF file, and its weights mapped in their
- * own types (norms converted to f32). */
+/* model_gguf.c: a model's config from a parsed GGUF file (its family's row of model_arch.c,
+ * then the file's ARCH.* keys), and its weights mapped in their own types (norms and
+ * biases converted to f32). */
 #include <limits.h>
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "model/model_arch.h"
 #include "model/model_gguf.h"
 
 /* An optional positive int key: *out keeps its default when the key is absent. */
@@ -36,25 +38,34 @@ static ts_status get_float(const gguf_file *f, const char *key, float *out, ts_e
     return st;
 }
 
-/* RoPE scaling, as llama.cpp reads it: llama.rope.scaling.type (linear when absent) and
- * llama.rope.scaling.factor (llama.rope.scale_linear in older files; 0 or absent is 1).
+/* The metadata key ARCH.suffix of c's family in buf (cap bytes). */
+static const char *arch_key(char *buf, size_t cap, const ts_model_config *c, const char *suffix)
+{
+    snprintf(buf, cap, "%s.%s", c->arch, suffix);
+    return buf;
+}
+
+/* RoPE scaling, as llama.cpp reads it: ARCH.rope.scaling.type (linear when absent) and
+ * ARCH.rope.scaling.factor (ARCH.rope.scale_linear in older files; 0 or absent is 1).
  * Linear scaling divides every frequency by the factor; "none" ignores the factor, as
  * llama.cpp does. Other types (yarn, longrope, ...) also change the attention or mix
  * frequencies by context length: refused by name rather than run wrongly. */
 static ts_status read_rope_scaling(ts_model_config *c, const gguf_file *f, ts_error *err)
 {
+    char key[96], old_key[96];
     gguf_str type = {"linear", 6};
-    ts_status st = gguf_get_str(f, "llama.rope.scaling.type", &type, err);
+    ts_status st = gguf_get_str(f, arch_key(key, sizeof key, c, "rope.scaling.type"), &type, err);
     if (st != TS_OK && st != TS_ERR_NOT_FOUND)
         return st;
     bool linear = gguf_str_eq(type, "linear");
     if (!linear && !gguf_str_eq(type, "none"))
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "llama.rope.scaling.type '%.*s' is not supported (none and linear "
-                            "are)", (int)(type.len > 64 ? 64 : type.len), type.ptr);
-    const char *key = "llama.rope.scaling.factor";
-    if (!gguf_find_kv(f, key) && gguf_find_kv(f, "llama.rope.scale_linear"))
-        key = "llama.rope.scale_linear";
+                            "%s '%.*s' is not supported (none and linear are)", key,
+                            (int)(type.len > 64 ? 64 : type.len), type.ptr);
+    arch_key(key, sizeof key, c, "rope.scaling.factor");
+    if (!gguf_find_kv(f, key) &&
+        gguf_find_kv(f, arch_key(old_key, sizeof old_key, c, "rope.scale_linear")))
+        memcpy(key, old_key, sizeof key);
     float factor = 0.0f;
     if ((st = get_float(f, key, &factor, err)) != TS_OK)
         return st;
@@ -62,6 +73,12 @@ static ts_status read_rope_scaling(ts_model_config *c, const gguf_file *f, ts_er
         return ts_error_set(err, TS_ERR_FORMAT, "metadata key '%s': %g is out of range", key,
                             (double)factor);
     c->rope_scale = linear && factor != 0.0f ? factor : 1.0f;
+    /* Phi-3.5 and Phi-4-mini's LongRoPE: factors chosen by context length and a scaled
+     * attention, which the forward pass does not have */
+    if (gguf_find_tensor(f, "rope_factors_long.weight") ||
+        gguf_find_tensor(f, "rope_factors_short.weight"))
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "LongRoPE (rope_factors_long / rope_factors_short) is not supported");
     return TS_OK;
 }
 
@@ -72,6 +89,47 @@ static void copy_str(char *dst, size_t cap, gguf_str s)
     dst[n] = '\0';
 }
 
+/* Sliding-window attention and Gemma's soft-caps and attention scale, per the family's
+ * row: its defaults, then the file's keys. */
+static ts_status read_family_attention(ts_model_config *c, const model_arch *a,
+                                       const gguf_file *f, ts_error *err)
+{
+    char key[96];
+    ts_status st;
+    if (a->softcaps) {
+        c->attn_softcap = a->attn_softcap;
+        c->final_softcap = a->final_softcap;
+        if ((st = get_float(f, arch_key(key, sizeof key, c, "attn_logit_softcapping"),
+                            &c->attn_softcap, err)) != TS_OK ||
+            (st = get_float(f, arch_key(key, sizeof key, c, "final_logit_softcapping"),
+                            &c->final_softcap, err)) != TS_OK)
+            return st;
+        if (!(c->attn_softcap >= 0.0f) || !(c->final_softcap >= 0.0f))
+            return ts_error_set(err, TS_ERR_FORMAT, "soft-caps %g and %g must not be negative",
+                                (double)c->attn_softcap, (double)c->final_softcap);
+    }
+    if (a->swa_reads) {
+        c->swa_window = a->swa_window;
+        c->swa_pattern = a->swa_pattern;
+        c->rope_freq_base_swa = a->rope_base_swa;
+        arch_key(key, sizeof key, c, "attention.sliding_window_pattern");
+        const gguf_kv *v = gguf_find_kv(f, key);
+        if (v && v->val.type == GGUF_TYPE_ARRAY)
+            return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                                "%s as a per-layer array is not supported", key);
+        if ((st = get_int(f, arch_key(key, sizeof key, c, "attention.sliding_window"), false,
+                          &c->swa_window, err)) != TS_OK ||
+            (st = get_int(f, arch_key(key, sizeof key, c, "attention.sliding_window_pattern"),
+                          false, &c->swa_pattern, err)) != TS_OK ||
+            (st = get_float(f, arch_key(key, sizeof key, c, "rope.freq_base_swa"),
+                            &c->rope_freq_base_swa, err)) != TS_OK)
+            return st;
+    }
+    if (a->attn_scale_dim_layers && c->n_layers == a->attn_scale_dim_layers)
+        c->attn_scale = 1.0f / sqrtf((float)(c->dim / c->n_heads));
+    return TS_OK;
+}
+
 ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                                  const char *name_fallback, ts_error *err)
 {
@@ -80,10 +138,14 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     ts_status st = gguf_get_str(f, "general.architecture", &s, err);
     if (st != TS_OK)
         return st;
-    if (!gguf_str_eq(s, "llama"))
+    int shown = (int)(s.len > 64 ? 64 : s.len);
+    const model_arch *a = model_arch_find(s.ptr, (size_t)s.len);
+    if (!a) {
+        const char *why = model_arch_refusal(s.ptr, (size_t)s.len);
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "architecture '%.*s' is not supported (only llama is)",
-                            (int)(s.len > 64 ? 64 : s.len), s.ptr);
+                            "architecture '%.*s' is not supported%s%s (tessera runs %s)", shown,
+                            s.ptr, why ? ": " : "", why ? why : "", model_arch_names());
+    }
     copy_str(c->arch, sizeof c->arch, s);
     /* general.name names the model unless it is missing or merely repeats the
      * architecture (llama.cpp's llama2.c converter writes "llama"); then the file's base
@@ -93,34 +155,69 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     else if (name_fallback)
         snprintf(c->name, sizeof c->name, "%s", name_fallback);
 
+    char key[96];
+    int experts = 0;
+    if ((st = get_int(f, arch_key(key, sizeof key, c, "expert_count"), false, &experts, err)) !=
+        TS_OK)
+        return st;
+    if (experts > 0)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "%s: %d experts: mixture-of-experts layers are not supported yet",
+                            key, experts);
+    float temp_scale = 0.0f;
+    if ((st = get_float(f, arch_key(key, sizeof key, c, "attention.temperature_scale"),
+                        &temp_scale, err)) != TS_OK)
+        return st;
+    if (temp_scale != 0.0f)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s (attention temperature) is not supported",
+                            key);
+
     c->rope_freq_base = 10000.0f;
     c->rms_eps = 1e-5f;
-    if ((st = get_int(f, "llama.context_length", true, &c->context_len, err)) != TS_OK ||
-        (st = get_int(f, "llama.embedding_length", true, &c->dim, err)) != TS_OK ||
-        (st = get_int(f, "llama.block_count", true, &c->n_layers, err)) != TS_OK ||
-        (st = get_int(f, "llama.feed_forward_length", true, &c->hidden_dim, err)) != TS_OK ||
-        (st = get_int(f, "llama.attention.head_count", true, &c->n_heads, err)) != TS_OK)
+    if ((st = get_int(f, arch_key(key, sizeof key, c, "context_length"), true, &c->context_len,
+                      err)) != TS_OK ||
+        (st = get_int(f, arch_key(key, sizeof key, c, "embedding_length"), true, &c->dim,
+                      err)) != TS_OK ||
+        (st = get_int(f, arch_key(key, sizeof key, c, "block_count"), true, &c->n_layers,
+                      err)) != TS_OK ||
+        (st = get_int(f, arch_key(key, sizeof key, c, "feed_forward_length"), true,
+                      &c->hidden_dim, err)) != TS_OK ||
+        (st = get_int(f, arch_key(key, sizeof key, c, "attention.head_count"), true,
+                      &c->n_heads, err)) != TS_OK)
         return st;
     c->n_kv_heads = c->n_heads;
-    if ((st = get_int(f, "llama.attention.head_count_kv", false, &c->n_kv_heads, err)) != TS_OK ||
-        (st = get_float(f, "llama.rope.freq_base", &c->rope_freq_base, err)) != TS_OK ||
-        (st = get_float(f, "llama.attention.layer_norm_rms_epsilon", &c->rms_eps, err)) != TS_OK ||
+    c->head_dim = c->dim / c->n_heads;
+    int v_dim = 0;
+    if ((st = get_int(f, arch_key(key, sizeof key, c, "attention.head_count_kv"), false,
+                      &c->n_kv_heads, err)) != TS_OK ||
+        (st = get_int(f, arch_key(key, sizeof key, c, "attention.key_length"), false,
+                      &c->head_dim, err)) != TS_OK ||
+        (st = get_int(f, arch_key(key, sizeof key, c, "attention.value_length"), false, &v_dim,
+                      err)) != TS_OK ||
+        (st = get_float(f, arch_key(key, sizeof key, c, "rope.freq_base"), &c->rope_freq_base,
+                        err)) != TS_OK ||
+        (st = get_float(f, arch_key(key, sizeof key, c, "attention.layer_norm_rms_epsilon"),
+                        &c->rms_eps, err)) != TS_OK ||
         (st = read_rope_scaling(c, f, err)) != TS_OK)
         return st;
-    c->head_dim = c->dim / c->n_heads;
+    if (v_dim != 0 && v_dim != c->head_dim)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "value heads of %d differ from key heads of %d (not supported)",
+                            v_dim, c->head_dim);
     int rot = c->head_dim;
-    if ((st = get_int(f, "llama.rope.dimension_count", false, &rot, err)) != TS_OK)
+    if ((st = get_int(f, arch_key(key, sizeof key, c, "rope.dimension_count"), false, &rot,
+                      err)) != TS_OK)
         return st;
     if (rot != c->head_dim)
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "llama.rope.dimension_count %d differs from the head dimension %d "
-                            "(partial rotary embeddings are not supported)", rot, c->head_dim);
+                            "%s %d differs from the head dimension %d (partial rotary "
+                            "embeddings are not supported)", key, rot, c->head_dim);
 
     /* Vocabulary size: the explicit key, else the token list, else the embedding rows. */
     const gguf_value *tokens;
     const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
-    if (gguf_find_kv(f, "llama.vocab_size")) {
-        if ((st = get_int(f, "llama.vocab_size", true, &c->vocab_size, err)) != TS_OK)
+    if (gguf_find_kv(f, arch_key(key, sizeof key, c, "vocab_size"))) {
+        if ((st = get_int(f, key, true, &c->vocab_size, err)) != TS_OK)
             return st;
     } else if (gguf_get_array(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tokens, NULL) ==
                    TS_OK && tokens->v.arr.n <= INT_MAX) {
@@ -129,12 +226,23 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
         c->vocab_size = (int)embd->ne[1];
     } else {
         return ts_error_set(err, TS_ERR_FORMAT,
-                            "vocabulary size: no llama.vocab_size, token list or token_embd.weight");
+                            "vocabulary size: no %s, token list or token_embd.weight", key);
     }
-    c->rope_neox = false; /* llama.cpp's converter stores Q and K for (2i, 2i+1) pairs */
+    /* llama.cpp's Llama converter stores Q and K for (2i, 2i+1) pairs; the other families
+     * keep their checkpoints' (i, i + hd/2) order */
+    c->rope_neox = a->rope_neox;
     c->rope_factors = gguf_find_tensor(f, "rope_freqs.weight") != NULL;
     c->tied_output = gguf_find_tensor(f, "output.weight") == NULL;
-    return TS_OK;
+    c->qkv_fused = gguf_find_tensor(f, "blk.0.attn_qkv.weight") != NULL;
+    c->ffn_fused = a->ffn_fused;
+    c->qkv_bias = gguf_find_tensor(f, "blk.0.attn_qkv.bias") ||
+                  gguf_find_tensor(f, "blk.0.attn_q.bias") ||
+                  gguf_find_tensor(f, "blk.0.attn_k.bias") || gguf_find_tensor(f, "blk.0.attn_v.bias");
+    c->qk_norm = a->qk_norm;
+    c->post_norms = a->post_norms;
+    c->embd_scaled = a->embd_scaled;
+    c->ffn_act = a->ffn_act;
+    return read_family_attention(c, a, f, err);
 }
 
 /* The tensor called name, which must have ggml shape (ne0, ne1): a refusal names it. */
@@ -216,13 +324,156 @@ static const char *layer_name(char *buf, size_t cap, int layer, const char *suff
     return buf;
 }
 
+/* Layer l's biases of Q, K and V into bias (qkv_rows): the fused attn_qkv.bias, or each of
+ * attn_{q,k,v}.bias that the file has (a missing one stays 0). */
+static ts_status load_qkv_bias(float *bias, const ts_model_config *c, const gguf_file *f, int l,
+                               ts_error *err)
+{
+    uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim;
+    uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    char n[96];
+    if (c->qkv_fused) {
+        snprintf(n, sizeof n, "blk.%d.attn_qkv.bias", l);
+        return gguf_find_tensor(f, n) ? load_vector(bias, f, n, q_dim + 2 * kv_dim, err) : TS_OK;
+    }
+    const char *part[] = {"attn_q", "attn_k", "attn_v"};
+    uint64_t rows[] = {q_dim, kv_dim, kv_dim}, at = 0;
+    for (int i = 0; i < 3; at += rows[i], i++) {
+        snprintf(n, sizeof n, "blk.%d.%s.bias", l, part[i]);
+        ts_status st;
+        if (gguf_find_tensor(f, n) && (st = load_vector(bias + at, f, n, rows[i], err)) != TS_OK)
+            return st;
+    }
+    return TS_OK;
+}
+
+/* Layer l's attention matrices: attn_qkv, or attn_q / attn_k / attn_v (c->qkv_fused); then
+ * attn_output. A fused matrix takes wq's place and leaves wk and wv empty. */
+static ts_status map_attention(model_layer *ly, const ts_model_config *c, const gguf_file *f,
+                               int l, ts_error *err)
+{
+    uint64_t dim = (uint64_t)c->dim, q_dim = (uint64_t)c->n_heads * c->head_dim;
+    uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    char n[96];
+    ts_status st;
+    if (c->qkv_fused) {
+        if ((st = map_matrix(&ly->wq, f, layer_name(n, sizeof n, l, "attn_qkv"), dim,
+                             q_dim + 2 * kv_dim, err)) != TS_OK)
+            return st;
+        ly->wk = ly->wv = (simd_qmat){.type = ly->wq.type, .K = c->dim};
+    } else if ((st = map_matrix(&ly->wq, f, layer_name(n, sizeof n, l, "attn_q"), dim, q_dim,
+                                err)) != TS_OK ||
+               (st = map_matrix(&ly->wk, f, layer_name(n, sizeof n, l, "attn_k"), dim, kv_dim,
+                                err)) != TS_OK ||
+               (st = map_matrix(&ly->wv, f, layer_name(n, sizeof n, l, "attn_v"), dim, kv_dim,
+                                err)) != TS_OK) {
+        return st;
+    }
+    return map_matrix(&ly->wo, f, layer_name(n, sizeof n, l, "attn_output"), q_dim, dim, err);
+}
+
+/* Layer l's feed-forward matrices: ffn_gate and ffn_up, or ffn_up holding both
+ * (c->ffn_fused, in w1's place with w3 empty); then ffn_down. */
+static ts_status map_ffn(model_layer *ly, const ts_model_config *c, const gguf_file *f, int l,
+                         ts_error *err)
+{
+    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
+    char n[96];
+    ts_status st;
+    if (c->ffn_fused) {
+        if ((st = map_matrix(&ly->w1, f, layer_name(n, sizeof n, l, "ffn_up"), dim, 2 * ffn,
+                             err)) != TS_OK)
+            return st;
+        ly->w3 = (simd_qmat){.type = ly->w1.type, .K = c->dim};
+    } else if ((st = map_matrix(&ly->w1, f, layer_name(n, sizeof n, l, "ffn_gate"), dim, ffn,
+                                err)) != TS_OK ||
+               (st = map_matrix(&ly->w3, f, layer_name(n, sizeof n, l, "ffn_up"), dim, ffn,
+                                err)) != TS_OK) {
+        return st;
+    }
+    return map_matrix(&ly->w2, f, layer_name(n, sizeof n, l, "ffn_down"), ffn, dim, err);
+}
+
+/* Layer l's norms: attn_norm and ffn_norm, and the family's per-head Q/K norms and
+ * post-norms. */
+static ts_status load_layer_norms(model_weights *w, const ts_model_config *c,
+                                  const gguf_file *f, int l, ts_error *err)
+{
+    size_t dim = (size_t)c->dim, hd = (size_t)c->head_dim;
+    char n[96];
+    ts_status st;
+    if ((st = load_vector(w->rms_att + l * dim, f, layer_name(n, sizeof n, l, "attn_norm"), dim,
+                          err)) != TS_OK ||
+        (st = load_vector(w->rms_ffn + l * dim, f, layer_name(n, sizeof n, l, "ffn_norm"), dim,
+                          err)) != TS_OK)
+        return st;
+    if (c->qk_norm &&
+        ((st = load_vector(w->q_norm + l * hd, f, layer_name(n, sizeof n, l, "attn_q_norm"), hd,
+                           err)) != TS_OK ||
+         (st = load_vector(w->k_norm + l * hd, f, layer_name(n, sizeof n, l, "attn_k_norm"), hd,
+                           err)) != TS_OK))
+        return st;
+    if (c->post_norms &&
+        ((st = load_vector(w->rms_post_att + l * dim, f,
+                           layer_name(n, sizeof n, l, "post_attention_norm"), dim, err)) != TS_OK ||
+         (st = load_vector(w->rms_post_ffn + l * dim, f,
+                           layer_name(n, sizeof n, l, "post_ffw_norm"), dim, err)) != TS_OK))
+        return st;
+    return TS_OK;
+}
+
+/* Whether c's forward pass reads a tensor called name: a tensor it would not read (an
+ * output bias, an expert, a family feature the table does not know) means the file is
+ * not the model tessera would run, so the loader refuses it by name. */
+static bool tensor_read(const ts_model_config *c, gguf_str name)
+{
+    static const char *const global[] = {"token_embd.weight", "output_norm.weight",
+                                         "output.weight", "rope_freqs.weight"};
+    for (int i = 0; i < 4; i++)
+        if (gguf_str_eq(name, global[i]))
+            return true;
+    char buf[128];
+    int layer = -1, end = 0;
+    if (name.len >= sizeof buf)
+        return false;
+    memcpy(buf, name.ptr, (size_t)name.len);
+    buf[name.len] = '\0';
+    if (sscanf(buf, "blk.%d.%n", &layer, &end) != 1 || end == 0 || layer < 0 ||
+        layer >= c->n_layers)
+        return false;
+    const char *suffix = buf + end;
+    const char *always[] = {"attn_norm.weight", "ffn_norm.weight", "attn_output.weight",
+                            "ffn_up.weight", "ffn_down.weight"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(suffix, always[i]))
+            return true;
+    if (c->qkv_fused ? !strcmp(suffix, "attn_qkv.weight") || (c->qkv_bias && !strcmp(suffix, "attn_qkv.bias"))
+                     : !strcmp(suffix, "attn_q.weight") || !strcmp(suffix, "attn_k.weight") ||
+                           !strcmp(suffix, "attn_v.weight") ||
+                           (c->qkv_bias && (!strcmp(suffix, "attn_q.bias") ||
+                                            !strcmp(suffix, "attn_k.bias") ||
+                                            !strcmp(suffix, "attn_v.bias"))))
+        return true;
+    if (!c->ffn_fused && !strcmp(suffix, "ffn_gate.weight"))
+        return true;
+    if (c->qk_norm && (!strcmp(suffix, "attn_q_norm.weight") || !strcmp(suffix, "attn_k_norm.weight")))
+        return true;
+    return c->post_norms &&
+           (!strcmp(suffix, "post_attention_norm.weight") || !strcmp(suffix, "post_ffw_norm.weight"));
+}
+
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err)
 {
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        gguf_str name = f->tensors[i].name;
+        if (!tensor_read(c, name))
+            return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                                "tensor '%.*s' is not part of a %s model as tessera runs it",
+                                (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
+    }
     /* ggml shapes are (in, out): ne[0] is the row length of our (out, in) matrices. */
-    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim, vocab = (uint64_t)c->vocab_size;
-    uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim;
-    uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
+    uint64_t dim = (uint64_t)c->dim, vocab = (uint64_t)c->vocab_size;
     ts_status st;
     if ((st = model_weights_alloc(w, c, false, err)) != TS_OK ||
         (st = map_matrix(&w->tok_embd, f, "token_embd.weight", dim, vocab, err)) != TS_OK ||
@@ -245,27 +496,14 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                     "tensor 'rope_freqs.weight': factor %d is %g, not a "
                                     "positive number", i, (double)w->rope_factors[i]);
     }
-    char n[96];
+    size_t qkv_rows = (size_t)model_qkv_rows(c);
     for (int l = 0; l < c->n_layers; l++) {
         model_layer *ly = &w->layers[l];
-        if ((st = load_vector(w->rms_att + l * dim, f, layer_name(n, sizeof n, l, "attn_norm"),
-                              dim, err)) != TS_OK ||
-            (st = load_vector(w->rms_ffn + l * dim, f, layer_name(n, sizeof n, l, "ffn_norm"),
-                              dim, err)) != TS_OK ||
-            (st = map_matrix(&ly->wq, f, layer_name(n, sizeof n, l, "attn_q"), dim, q_dim,
-                             err)) != TS_OK ||
-            (st = map_matrix(&ly->wk, f, layer_name(n, sizeof n, l, "attn_k"), dim, kv_dim,
-                             err)) != TS_OK ||
-            (st = map_matrix(&ly->wv, f, layer_name(n, sizeof n, l, "attn_v"), dim, kv_dim,
-                             err)) != TS_OK ||
-            (st = map_matrix(&ly->wo, f, layer_name(n, sizeof n, l, "attn_output"), q_dim, dim,
-                             err)) != TS_OK ||
-            (st = map_matrix(&ly->w1, f, layer_name(n, sizeof n, l, "ffn_gate"), dim, ffn,
-                             err)) != TS_OK ||
-            (st = map_matrix(&ly->w3, f, layer_name(n, sizeof n, l, "ffn_up"), dim, ffn,
-                             err)) != TS_OK ||
-            (st = map_matrix(&ly->w2, f, layer_name(n, sizeof n, l, "ffn_down"), ffn, dim,
-                             err)) != TS_OK)
+        if ((st = load_layer_norms(w, c, f, l, err)) != TS_OK ||
+            (st = map_attention(ly, c, f, l, err)) != TS_OK ||
+            (st = map_ffn(ly, c, f, l, err)) != TS_OK ||
+            (c->qkv_bias &&
+             (st = load_qkv_bias(w->qkv_bias + l * qkv_rows, c, f, l, err)) != TS_OK))
             return st;
     }
     return TS_OK;

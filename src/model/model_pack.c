@@ -59,7 +59,7 @@ static void pack_all(void *arg)
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < n; i++) {
         simd_qmat *w = model_matrix(&m->w, i);
-        if (!mode_packs(mode, w->type) || !(w->pack = simd_qpack_make(w)))
+        if (w->N == 0 || !mode_packs(mode, w->type) || !(w->pack = simd_qpack_make(w)))
             continue;
         const uint8_t *b = w->data, *e = b + (size_t)w->N * w->row_bytes;
         /* only a read-only file mapping's pages come back as they were; a tied output's

@@ -1,0 +1,87 @@
+/* model_arch.c: the table of model families (model_arch.h), as llama.cpp's converters
+ * write their GGUF files. Every family may carry a fused attn_qkv or separate Q, K and V
+ * matrices, with or without biases, and a tied or separate output: the reader finds those
+ * from the tensors, not from this table. */
+#include <string.h>
+
+#include "model/model_arch.h"
+
+static const model_arch ARCHS[] = {
+    {.name = "llama"},
+    /* Mistral Small 3.x under its own name: Llama's layers */
+    {.name = "mistral3"},
+    {.name = "qwen2", .rope_neox = true},
+    {.name = "qwen3", .rope_neox = true, .qk_norm = true},
+    {.name = "phi3", .rope_neox = true, .ffn_fused = true},
+    {
+        .name = "gemma2",
+        .rope_neox = true,
+        .post_norms = true,
+        .embd_scaled = true,
+        .ffn_act = TS_FFN_GELU_TANH,
+        .softcaps = true,
+        .attn_softcap = 50.0f,
+        .final_softcap = 30.0f,
+        .swa_reads = true,
+        .swa_window = 4096,
+        .swa_pattern = 2,
+        .attn_scale_dim_layers = 46,
+    },
+    {
+        .name = "gemma3",
+        .rope_neox = true,
+        .qk_norm = true,
+        .post_norms = true,
+        .embd_scaled = true,
+        .ffn_act = TS_FFN_GELU_TANH,
+        .softcaps = true, /* a final soft-cap only where the file has the key */
+        .swa_reads = true,
+        .swa_pattern = 6,
+        .rope_base_swa = 10000.0f,
+        .attn_scale_dim_layers = 62,
+    },
+};
+
+enum { N_ARCHS = sizeof ARCHS / sizeof ARCHS[0] };
+
+static bool name_is(const char *name, size_t n, const char *want)
+{
+    return strlen(want) == n && memcmp(name, want, n) == 0;
+}
+
+const model_arch *model_arch_find(const char *name, size_t n)
+{
+    for (int i = 0; i < N_ARCHS; i++)
+        if (name_is(name, n, ARCHS[i].name))
+            return &ARCHS[i];
+    return NULL;
+}
+
+const char *model_arch_names(void)
+{
+    return "llama, mistral3, qwen2, qwen3, phi3, gemma2, gemma3";
+}
+
+/* Families people ask for that need an operation the forward pass does not have. */
+static const struct {
+    const char *name, *why;
+} REFUSED[] = {
+    {"qwen2moe", "mixture-of-experts layers are not supported yet"},
+    {"qwen3moe", "mixture-of-experts layers are not supported yet"},
+    {"mixtral", "mixture-of-experts layers are not supported yet"},
+    {"deepseek2", "multi-head latent attention and mixture-of-experts layers are not supported"},
+    {"gpt-oss", "MXFP4 experts and attention sinks are not supported"},
+    {"gemma3n", "per-layer embeddings and AltUp are not supported"},
+    {"gemma", "Gemma 1 is not supported (Gemma 2 and 3 are)"},
+    {"phimoe", "mixture-of-experts layers are not supported yet"},
+    {"qwen2vl", "vision-language models are not supported"},
+    {"bert", "encoder models are not supported yet"},
+};
+
+const char *model_arch_refusal(const char *name, size_t n)
+{
+    for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++)
+        if (name_is(name, n, REFUSED[i].name))
+            return REFUSED[i].why;
+    return NULL;
+}
