@@ -151,6 +151,46 @@ static void test_mistral(void **state)
     expect(m, "[TOOL_CALLS][{\"name\": \"f\"", "[TOOL_CALLS][{\"name\": \"f\"", "");
     expect(m, "[TOOL_CALLS] hello", "[TOOL_CALLS] hello", "");
     expect(m, "[INST] is not [TOOL", "[INST] is not [TOOL", "");
+
+    /* Small 3.2, Magistral, Devstral: [TOOL_CALLS]name[ARGS]{arguments} per call; [ARGS]
+     * is a control token in their vocabularies, so its text may be missing */
+    expect(m, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}", "", CALL_OUT);
+    expect(m, "[TOOL_CALLS]get_weather{\"city\": \"Paris\"}", "", CALL_OUT);
+    expect(m, "Sure.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]now[ARGS]{}",
+           "Sure.", CALL_OUT " | now({})");
+    expect(m, "[TOOL_CALLS]f[ARGS][1]", "[TOOL_CALLS]f[ARGS][1]", "");
+    expect(m, "[TOOL_CALLS]f[ARGS]\"x\"", "[TOOL_CALLS]f[ARGS]\"x\"", "");
+    expect(m, "[TOOL_CALLS]get weather", "[TOOL_CALLS]get weather", "");
+    expect(m, "[TOOL_CALLS]f[ARG", "[TOOL_CALLS]f[ARG", "");
+    expect(m, "[TOOL_CALLS]f[ARGS]{\"a\": 1", "[TOOL_CALLS]f[ARGS]{\"a\": 1", "");
+    expect(m, "[TOOL_CALLS]f[X]{}", "[TOOL_CALLS]f[X]{}", "");
+}
+
+/* The real templates of Qwen 2.5 and Mistral Nemo (../shared/chat-templates) pick the
+ * syntax their models answer in; Qwen3's answers put their thinking before the calls. */
+static void test_family_templates(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        toolcall_syntax syntax;
+    } fam[] = {
+        {"chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja", TOOLCALL_SYNTAX_HERMES},
+        {"chat-templates/NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
+         TOOLCALL_SYNTAX_HERMES},
+        {"chat-templates/mistralai-Mistral-Nemo-Instruct-2407.jinja", TOOLCALL_SYNTAX_MISTRAL},
+        {"chat-templates/meta-llama-Llama-3.1-8B-Instruct.jinja", TOOLCALL_SYNTAX_LLAMA3},
+    };
+    for (size_t i = 0; i < sizeof fam / sizeof *fam; i++) {
+        char *t = tu_read_file(tu_shared(fam[i].file), NULL);
+        assert_non_null(t);
+        assert_int_equal(toolcall_syntax_for(chat_template_detect(t)), fam[i].syntax);
+        free(t);
+    }
+    expect(TOOLCALL_SYNTAX_HERMES,
+           "<think>\nThe user wants the weather.\n</think>\n\n<tool_call>\n" CALL_JSON
+           "\n</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+           "<think>\nThe user wants the weather.\n</think>\n\n", CALL_OUT " | now({})");
 }
 
 static void test_llama3(void **state)
@@ -233,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_hermes), cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_llama3), cmocka_unit_test(test_json),
         cmocka_unit_test(test_none),   cmocka_unit_test(test_marker_tokens),
+        cmocka_unit_test(test_family_templates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -218,6 +218,75 @@ static void make_vocab(tokenizer_vocab *v, const char *const *texts, const float
     v->add_bos = true; /* as a SentencePiece GGUF without tokenizer.ggml.add_bos_token */
 }
 
+/* What ends generation, as llama.cpp decides it: EOS, the file's eot, eom and FIM ids,
+ * and tokens spelled as llama.cpp's end texts (typed control whatever the file said, so
+ * they print nothing); gpt-oss's <|end|> and Gemma 4's </s> are the exceptions. */
+static void test_end_of_generation(void **state)
+{
+    (void)state;
+    const char *texts[] = {"<unk>", "<s>", "</s>", "a", "<|fim_pad|>", "<|repo_name|>",
+                           "<|file_sep|>", "<|eom_id|>", "<end_of_turn>", "<|im_start|>",
+                           "x", "<|end|>", "<|return|>", "<|call|>", "<|tool_response>"};
+    enum { N = 15 };
+    float scores[N] = {0};
+    int32_t types[N];
+    for (int i = 0; i < N; i++)
+        types[i] = VOCAB_TOKEN_NORMAL;
+    tokenizer_vocab v;
+    make_vocab(&v, texts, scores, types, 11);
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    bool want[11] = {[2] = true, [4] = true, [5] = true, [6] = true, [7] = true, [8] = true};
+    for (int32_t id = 0; id < 11; id++) {
+        assert_int_equal(ts_token_is_eog(tok, id), want[id]);
+        size_t len = 9;
+        ts_token_bytes(tok, id, &len);
+        assert_true(!want[id] || len == 0); /* typed normal in the file, printed as nothing */
+    }
+    ts_tokenizer_free(tok);
+
+    /* ids the file gives (tokenizer.ggml.eom_token_id, fim_*_token_id) end generation
+     * whatever their text; out of the vocabulary they are refused */
+    v.n_eog_extra = 2;
+    v.eog_extra[0] = 10;
+    v.eog_extra[1] = 3;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    assert_true(ts_token_is_eog(tok, 10));
+    assert_true(ts_token_is_eog(tok, 3));
+    assert_false(ts_token_is_eog(tok, 9));
+    ts_tokenizer_free(tok);
+    v.eog_extra[1] = 11;
+    ts_error err = {0};
+    assert_int_equal(tokenizer_create(&v, &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    vocab_clear(&v);
+
+    /* <|end|> ends a turn (Phi-3), unless <|return|> and <|call|> end messages (gpt-oss):
+     * then it separates them and prints. </s> ends generation unless <|tool_response> is a
+     * token (Gemma 4). */
+    make_vocab(&v, texts, scores, types, 12);
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    assert_true(ts_token_is_eog(tok, 11));
+    ts_tokenizer_free(tok);
+    vocab_clear(&v);
+    make_vocab(&v, texts, scores, types, N);
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    assert_false(ts_token_is_eog(tok, 11));
+    assert_true(ts_token_is_eog(tok, 12));
+    assert_true(ts_token_is_eog(tok, 13));
+    size_t len = 0;
+    assert_memory_equal(ts_token_bytes(tok, 11, &len), "<|end|>", 7);
+    assert_int_equal(len, 7);
+    assert_true(ts_token_is_eog(tok, 2)); /* still EOS */
+    ts_tokenizer_free(tok);
+    v.eos_id = -1;
+    assert_int_equal(tokenizer_create(&v, &tok, NULL), TS_OK);
+    assert_false(ts_token_is_eog(tok, 2));
+    assert_memory_equal(ts_token_bytes(tok, 2, &len), "</s>", 4);
+    ts_tokenizer_free(tok);
+    vocab_clear(&v);
+}
+
 static void test_merge_order_and_unk(void **state)
 {
     (void)state;
@@ -630,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_and_byte_fallback),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_merge_order_and_unk),
+        cmocka_unit_test(test_end_of_generation),
         cmocka_unit_test(test_user_defined_end_of_turn_is_control),
         cmocka_unit_test(test_special_tokens_spelled_out),
         cmocka_unit_test(test_special_tokens_sharing_a_prefix),

@@ -88,8 +88,10 @@ int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has n
  * 3's BPE, no for GPT-2, SmolLM, Qwen2 and the other byte-level BPE families). */
 bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
-/* True for tokens that end generation: EOS, EOT, and end-of-turn tokens such as
- * <|eot_id|> and <|im_end|> (control tokens, whatever type the file gave them). */
+/* True for tokens that end generation, as llama.cpp decides it: EOS, EOT, the file's
+ * eom and fill-in-the-middle ids, and the tokens spelled as llama.cpp's end texts, such as
+ * <|eot_id|>, <|im_end|>, <end_of_turn>, <|end|>, <|endoftext|> and </s> (control tokens,
+ * whatever type the file gave them, so they print nothing). */
 bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id);
 /* True for a token of ordinary text: typed normal (or untyped) in the vocabulary and none
  * of BOS, EOS, UNK, PAD, EOT or the end-of-generation tokens. An id past the vocabulary's

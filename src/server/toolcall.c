@@ -23,6 +23,7 @@ typedef enum state {
 } state;
 
 static const char HERMES_CLOSE[] = "</tool_call>";
+static const char MISTRAL_ARGS[] = "[ARGS]";
 
 toolcall_syntax toolcall_syntax_for(chat_template_kind kind)
 {
@@ -160,6 +161,32 @@ static int decode(toolcall_syntax syntax, const char *s, size_t n, toolcall_call
     return 1;
 }
 
+/* A call whose name came before its arguments (name, n bytes) and whose arguments are
+ * the JSON object s[0..len); the same returns as decode. */
+static int decode_named(const char *name, size_t n, const char *s, size_t len,
+                        toolcall_call **out, size_t *n_out)
+{
+    const char *end = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(s, len, &end, false);
+    if (!cJSON_IsObject(v) || end != s + len) {
+        cJSON_Delete(v);
+        return -1;
+    }
+    toolcall_call *c = calloc(1, sizeof *c);
+    if (c) {
+        c->name = strndup(name, n);
+        c->arguments = cJSON_PrintUnformatted(v);
+    }
+    cJSON_Delete(v);
+    if (!c || !c->name || !c->arguments) {
+        calls_free(c, c ? 1 : 0);
+        return 0;
+    }
+    *out = c;
+    *n_out = 1;
+    return 1;
+}
+
 /* ---- output */
 
 static void emit(toolcall_out *out, const char *s, size_t n)
@@ -214,6 +241,13 @@ static void start_payload(toolcall_parser *p, size_t scan_from)
     p->scan = scan_from;
     p->depth = 0;
     p->in_str = p->esc = false;
+    p->name_at = p->name_end = 0;
+}
+
+static bool is_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
 }
 
 /* Whether the n bytes at s are a beginning of the NUL-terminated w (all of it or less). */
@@ -275,10 +309,25 @@ static bool in_payload(toolcall_parser *p, toolcall_out *out, bool final)
     for (; p->scan < n && !end; p->scan++) {
         char c = s[p->scan];
         if (p->value_at == SIZE_MAX) { /* whitespace, then '{' (or '[' for a list) */
-            if (is_space(c))
+            bool mistral = p->syntax == TOOLCALL_SYNTAX_MISTRAL;
+            if (is_space(c) && !p->name_end)
                 continue;
-            bool list_ok =
-                p->syntax == TOOLCALL_SYNTAX_MISTRAL || p->syntax == TOOLCALL_SYNTAX_JSON;
+            if (mistral && is_name_char(c) && (!p->name_end || p->name_end == p->scan)) {
+                p->name_at = p->name_end ? p->name_at : p->scan; /* name[ARGS]{...} */
+                p->name_end = p->scan + 1;
+                continue;
+            }
+            size_t m = sizeof MISTRAL_ARGS - 1;
+            if (p->name_end == p->scan && begins(s + p->scan, n - p->scan, MISTRAL_ARGS)) {
+                if (n - p->scan >= m) {
+                    p->scan += m - 1;
+                    continue;
+                }
+                if (final)
+                    as_text(p, out, n);
+                return final; /* [ARGS] may still come whole */
+            }
+            bool list_ok = !p->name_end && (mistral || p->syntax == TOOLCALL_SYNTAX_JSON);
             if (c != '{' && !(c == '[' && list_ok)) {
                 as_text(p, out, p->scan);
                 return true;
@@ -307,7 +356,9 @@ static bool in_payload(toolcall_parser *p, toolcall_out *out, bool final)
     }
     toolcall_call *calls = NULL;
     size_t n_calls = 0;
-    int rc = decode(p->syntax, s + p->value_at, end - p->value_at, &calls, &n_calls);
+    int rc = p->name_end ? decode_named(s + p->name_at, p->name_end - p->name_at,
+                                        s + p->value_at, end - p->value_at, &calls, &n_calls)
+                         : decode(p->syntax, s + p->value_at, end - p->value_at, &calls, &n_calls);
     if (rc == 0)
         out->failed = true;
     if (rc != 1) { /* not a call: its text is content */

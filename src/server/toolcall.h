@@ -20,7 +20,10 @@ typedef enum toolcall_syntax {
     TOOLCALL_SYNTAX_HERMES,  /* <tool_call>{"name", "arguments"}</tool_call>, any number,
                               * anywhere (Hermes, Qwen; the closing tag may be missing at
                               * the end) */
-    TOOLCALL_SYNTAX_MISTRAL, /* [TOOL_CALLS] then a JSON array of {"name", "arguments"} */
+    TOOLCALL_SYNTAX_MISTRAL, /* [TOOL_CALLS] then a JSON array of {"name", "arguments"}
+                              * (Nemo, Small 3.0/3.1), or [TOOL_CALLS]name[ARGS]{...} per
+                              * call (Small 3.2, Magistral, Devstral; [ARGS] may be a
+                              * control token the detokenizer dropped) */
     TOOLCALL_SYNTAX_LLAMA3,  /* {"name", "parameters"} at the start of the answer, or after
                               * <|python_tag|>; several separated by ';' or whitespace */
     TOOLCALL_SYNTAX_JSON,    /* the answer is one {"name", "arguments"} or an array of them
@@ -69,6 +72,8 @@ typedef struct toolcall_parser {
     size_t scan, block_end; /* block_end: CLOSE: where the call's JSON ended */
     int depth;              /* PAYLOAD: JSON nesting, strings and escapes so far */
     bool in_str, esc;
+    size_t name_at, name_end; /* PAYLOAD, MISTRAL: a call's name before [ARGS] in held
+                               * (name_end 0: none) */
     toolcall_call *pending; /* CLOSE: the calls waiting for their closing tag */
     size_t n_pending;
 } toolcall_parser;

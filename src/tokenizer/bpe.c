@@ -352,6 +352,105 @@ static size_t split_deepseek_llm(const char *s, size_t n, size_t pos)
     return n;
 }
 
+/* Mistral's tekken (Nemo, Small 3.x, Devstral):
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|
+ *   \p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * cut as llama.cpp cuts it: its std::regex runs on a copy of the text in which every
+ * non-ASCII character stands for its category, the case classes written as "a letter not
+ * in a-z" and "a letter not in A-Z". So only ASCII letters have a case there: any other
+ * letter (É, ß, Я, 中) fits both classes, and marks are neither letters nor anything
+ * else the first two alternatives take. */
+enum { TK_UPPER, TK_LOWER, TK_CASELESS, TK_DIGIT, TK_SPACE, TK_BREAK, TK_OTHER, TK_NONE };
+
+/* The TK_* class of the character at pos (TK_NONE past the end); *len gets its bytes. */
+static int tekken_class_at(const char *s, size_t n, size_t pos, size_t *len)
+{
+    if (pos >= n) {
+        *len = 0;
+        return TK_NONE;
+    }
+    uint32_t cp;
+    *len = tokenizer_utf8_next(s + pos, n - pos, &cp);
+    if (cp < 0x80) { /* std::regex's own classes in the "C" locale */
+        if (cp >= 'A' && cp <= 'Z')
+            return TK_UPPER;
+        if (cp >= 'a' && cp <= 'z')
+            return TK_LOWER;
+        if (cp >= '0' && cp <= '9')
+            return TK_DIGIT;
+        if (cp == '\r' || cp == '\n')
+            return TK_BREAK;
+        return cp == ' ' || (cp >= '\t' && cp <= '\f') ? TK_SPACE : TK_OTHER;
+    }
+    uint32_t f = tokenizer_cpt_flags(cp);
+    return f & TOKENIZER_CPT_WHITESPACE ? TK_SPACE
+           : f & TOKENIZER_CPT_LETTER   ? TK_CASELESS
+           : f & TOKENIZER_CPT_NUMBER   ? TK_DIGIT
+                                        : TK_OTHER;
+}
+
+static bool tekken_is_letter(int c)
+{
+    return c == TK_UPPER || c == TK_LOWER || c == TK_CASELESS;
+}
+
+/* The end of the word of letters that starts at q. The first alternative's upper-case
+ * part backtracks from the longest run of upper-case and caseless letters to the last
+ * place a lower-case or caseless letter follows: the first lower-case letter, which the
+ * lower-case part then extends over lower-case and caseless letters; else the run's last
+ * caseless letter, taken alone. A run of ASCII capitals only is the second alternative's. */
+static size_t tekken_letters_end(const char *s, size_t n, size_t q)
+{
+    size_t k, p = q, after_caseless = 0;
+    int c;
+    while ((c = tekken_class_at(s, n, p, &k)) == TK_UPPER || c == TK_CASELESS) {
+        p += k;
+        if (c == TK_CASELESS)
+            after_caseless = p;
+    }
+    if (c == TK_LOWER) {
+        while ((c = tekken_class_at(s, n, p, &k)) == TK_LOWER || c == TK_CASELESS)
+            p += k;
+        return p;
+    }
+    return after_caseless ? after_caseless : p;
+}
+
+static size_t split_tekken(const char *s, size_t n, size_t pos)
+{
+    size_t k0, k;
+    int c0 = tekken_class_at(s, n, pos, &k0);
+    /* one character that is no letter, digit, CR or LF may lead a word of letters */
+    size_t q = tekken_is_letter(c0) || c0 == TK_DIGIT || c0 == TK_BREAK ? pos : pos + k0;
+    if (tekken_is_letter(tekken_class_at(s, n, q, &k)))
+        return tekken_letters_end(s, n, q);
+    if (c0 == TK_DIGIT)
+        return pos + k0;
+    size_t p = s[pos] == ' ' ? pos + 1 : pos;
+    if (tekken_class_at(s, n, p, &k) == TK_OTHER) {
+        while (tekken_class_at(s, n, p, &k) == TK_OTHER)
+            p += k;
+        while (p < n && (s[p] == '\r' || s[p] == '\n' || s[p] == '/'))
+            p++;
+        return p;
+    }
+    /* pos is whitespace: \s*[\r\n]+ reaches the run's last break; else \s+(?!\S) leaves
+     * the last character of a run of two or more before other text to the next word */
+    size_t end = pos, last = pos, brk = 0, count = 0;
+    int c;
+    while ((c = tekken_class_at(s, n, end, &k)) == TK_SPACE || c == TK_BREAK) {
+        last = end;
+        end += k;
+        count++;
+        if (c == TK_BREAK)
+            brk = end;
+    }
+    if (brk)
+        return brk;
+    return count > 1 && end < n ? last : end;
+}
+
 /* tokenizer.ggml.pre -> splitter, under the names llama.cpp's converter writes, and two
  * things llama.cpp's loader sets for its Llama 3 names (byte-level BPE does neither
  * otherwise). add_bos: prompts start with BOS when the file has no
@@ -380,6 +479,7 @@ static const struct {
     {"exaone", split_smollm, false, false},
     {"minerva-7b", split_smollm, false, false},
     {"deepseek-llm", split_deepseek_llm, false, false},
+    {"tekken", split_tekken, true, true},
 };
 
 static int find_pre(const char *pre)

@@ -153,6 +153,17 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
         (st = get_id(f, "tokenizer.ggml.padding_token_id", -1, n, &v->pad_id, err)) ||
         (st = get_id(f, "tokenizer.ggml.eot_token_id", -1, n, &v->eot_id, err)))
         return st;
+    static const char *const eog_keys[] = {
+        "tokenizer.ggml.eom_token_id", "tokenizer.ggml.fim_pad_token_id",
+        "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id",
+    };
+    for (size_t k = 0; k < sizeof eog_keys / sizeof *eog_keys; k++) {
+        int32_t id;
+        if ((st = get_id(f, eog_keys[k], -1, n, &id, err)) != TS_OK)
+            return st;
+        if (id >= 0)
+            v->eog_extra[v->n_eog_extra++] = id;
+    }
     /* llama.cpp's defaults: SentencePiece adds BOS and a leading space; byte-level BPE no
      * space, and BOS only for the pre-tokenizers llama.cpp names (Llama 3's). The keys,
      * when present, override either. */

@@ -12,11 +12,20 @@ enum {
     TOKENIZER_MAX_TOKEN_LEN = 1 << 16,
 };
 
-/* Tokens that end a turn in the chat formats we know, besides EOS and EOT. Some
- * conversions type them user-defined; llama.cpp makes each a control token at load,
- * whatever its type, and so does find_special_tokens. */
+/* Tokens that end generation besides EOS, EOT and the file's other end ids: the texts
+ * llama.cpp ends on (end of a turn, of a message, of a tool call; the fill-in-the-middle
+ * pad, repository and file separators). Some conversions type them user-defined or
+ * normal; llama.cpp makes each a control token at load, whatever its type, and so does
+ * find_special_tokens. */
 static const char *const eog_texts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
+    "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>",
+    "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>",
+    "<|tool_response>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence" "\xef\xbd\x9c>",
+    "[e~[",
+    /* fill-in-the-middle */
+    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>",
+    "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>",
 };
 
 static int hex_digit(char c)
@@ -148,6 +157,48 @@ static ts_status build_pieces(ts_tokenizer *tok, ts_error *err)
     return TS_OK;
 }
 
+static void add_eog(ts_tokenizer *tok, int32_t id)
+{
+    for (int i = 0; i < tok->n_eog; i++)
+        if (tok->eog[i] == id)
+            return;
+    if (id >= 0 && tok->n_eog < (int)(sizeof tok->eog / sizeof *tok->eog))
+        tok->eog[tok->n_eog++] = id;
+}
+
+static int32_t id_of(const ts_tokenizer *tok, const char *text)
+{
+    return tokenizer_map_get(&tok->text_to_id, text, strlen(text));
+}
+
+/* The tokens spelled as one of eog_texts that end generation, and their types: control,
+ * so that they end generation and print nothing. Two exceptions, as llama.cpp makes them:
+ * where <|return|> and <|call|> (or <|calls|> and <|flush|>) end a message, <|end|> only
+ * separates messages and prints (gpt-oss, Solar Open); where <|tool_response> is one, </s>
+ * is ordinary text (Gemma 4, PaddleOCR). */
+static void find_eog_texts(ts_tokenizer *tok)
+{
+    int32_t end = id_of(tok, "<|end|>"), s_end = id_of(tok, "</s>");
+    bool end_separates = end >= 0 && ((id_of(tok, "<|return|>") >= 0 && id_of(tok, "<|call|>") >= 0) ||
+                                      (id_of(tok, "<|calls|>") >= 0 && id_of(tok, "<|flush|>") >= 0));
+    bool s_is_text = s_end >= 0 && id_of(tok, "<|tool_response>") >= 0;
+    for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++) {
+        int32_t id = id_of(tok, eog_texts[k]);
+        if (id < 0)
+            continue;
+        if (id == end && end_separates) {
+            tok->vocab.tokens[id].type = VOCAB_TOKEN_USER_DEFINED;
+            continue;
+        }
+        if (id == s_end && s_is_text) {
+            tok->vocab.tokens[id].type = VOCAB_TOKEN_NORMAL;
+            continue;
+        }
+        tok->vocab.tokens[id].type = VOCAB_TOKEN_CONTROL;
+        add_eog(tok, id);
+    }
+}
+
 static void find_special_tokens(ts_tokenizer *tok)
 {
     const tokenizer_vocab *v = &tok->vocab;
@@ -159,21 +210,12 @@ static void find_special_tokens(ts_tokenizer *tok)
             id = tokenizer_map_get(&tok->text_to_id, (const char[]){(char)b}, 1);
         tok->byte_token[b] = id >= 0 ? id : v->unk_id;
     }
-    if (v->eos_id >= 0)
-        tok->eog[tok->n_eog++] = v->eos_id;
-    if (v->eot_id >= 0 && v->eot_id != v->eos_id)
-        tok->eog[tok->n_eog++] = v->eot_id;
-    for (size_t k = 0; k < sizeof eog_texts / sizeof *eog_texts; k++) {
-        int32_t id = tokenizer_map_get(&tok->text_to_id, eog_texts[k], strlen(eog_texts[k]));
-        if (id < 0)
-            continue;
-        /* a control token ends generation and prints nothing: a user-defined <|im_end|>
-         * would do neither */
-        tok->vocab.tokens[id].type = VOCAB_TOKEN_CONTROL;
-        if (id != v->eos_id && id != v->eot_id &&
-            tok->n_eog < (int)(sizeof tok->eog / sizeof *tok->eog))
-            tok->eog[tok->n_eog++] = id;
-    }
+    /* the file's own end ids first, then the ones llama.cpp knows by their text */
+    add_eog(tok, v->eos_id);
+    add_eog(tok, v->eot_id);
+    for (int i = 0; i < v->n_eog_extra; i++)
+        add_eog(tok, v->eog_extra[i]);
+    find_eog_texts(tok);
 }
 
 /* Whether ts_tokenize_ex finds t spelled out in text. */
@@ -251,6 +293,11 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
         (st = check_special(v, v->pad_id, "padding", err)) ||
         (st = check_special(v, v->eot_id, "end-of-turn", err)))
         return st;
+    if (v->n_eog_extra < 0 || v->n_eog_extra > (int)(sizeof v->eog_extra / sizeof *v->eog_extra))
+        return ts_error_set(err, TS_ERR_FORMAT, "%d end-of-generation ids", v->n_eog_extra);
+    for (int i = 0; i < v->n_eog_extra; i++)
+        if ((st = check_special(v, v->eog_extra[i], "end-of-generation", err)))
+            return st;
 
     ts_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok)

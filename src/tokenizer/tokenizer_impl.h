@@ -77,7 +77,8 @@ struct ts_tokenizer {
     char *pieces;              /* decoded bytes of every token, back to back */
     uint32_t *piece_off;       /* (n_tokens + 1) token i decodes to pieces[off[i], off[i+1]) */
     int32_t byte_token[256];   /* SPM: the token for a raw byte (<0xNN>), -1 if none */
-    int32_t eog[8];            /* end-of-generation ids: EOS, EOT, <|im_end|>-like tokens */
+    int32_t eog[48];           /* end-of-generation ids: EOS, EOT, the file's eom and FIM
+                                * ids, <|im_end|>-like tokens (eog_texts in tokenizer.c) */
     int n_eog;
     bpe_state *bpe;            /* byte-level BPE tables; NULL for SPM */
     special_node *special;     /* byte trie of the control and user-defined tokens' texts,

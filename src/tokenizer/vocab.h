@@ -39,6 +39,10 @@ typedef struct tokenizer_vocab {
     int n_merges;
     char **merges;        /* (n_merges) "left right", BPE only */
     int32_t bos_id, eos_id, unk_id, pad_id, eot_id; /* -1 when absent */
+    /* More tokens the file says end generation: its eom, fim_pad, fim_rep and fim_sep ids
+     * (llama.cpp ends on these too). A count, so that a zeroed vocab has none. */
+    int32_t eog_extra[4]; /* (n_eog_extra) */
+    int n_eog_extra;
     bool add_bos;         /* prompts start with BOS: tokenizer.ggml.add_bos_token, or
                            * vocab_default_add_bos when the file does not say */
     bool add_space_prefix;
