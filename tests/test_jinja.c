@@ -553,6 +553,18 @@ static void test_shared_values_bounded(void **state)
                  NULL, NULL, TS_ERR_TOO_LONG, "units of work", NULL);
 }
 
+/* A NUL in a template would cut its rendering short: refused at parse, naming where. */
+static void test_nul_refused(void **state)
+{
+    (void)state;
+    static const char src[] = "ab\ncd\0{{ 1 }}";
+    jinja_template *t = NULL;
+    ts_error err = {0};
+    assert_int_equal(jinja_parse(&t, src, sizeof src - 1, NULL, &err), TS_ERR_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "line 2 col 3: a NUL byte"));
+}
+
 /* A render stops when the caller's flag is set, with its own status. */
 static void test_render_cancelled(void **state)
 {
@@ -590,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_string_work_charged),
         cmocka_unit_test(test_shared_values_bounded),
         cmocka_unit_test(test_render_cancelled),
+        cmocka_unit_test(test_nul_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

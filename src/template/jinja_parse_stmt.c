@@ -375,6 +375,15 @@ ts_status jinja_parse(jinja_template **out, const char *src, size_t len, const j
                           len, t->limits.max_source);
         goto fail;
     }
+    /* A NUL would cut the rendered text (a C string) short where the template put it. */
+    const char *nul = memchr(src, 0, len);
+    if (nul) {
+        int line = 1, col = 1;
+        for (const char *q = src; q < nul; q++)
+            line += *q == '\n', col = *q == '\n' ? 1 : col + 1;
+        st = ts_error_set(err, TS_ERR_FORMAT, "template line %d col %d: a NUL byte", line, col);
+        goto fail;
+    }
     t->arena.limit = 256 * len + (4 << 20); /* tokens and nodes; max_nodes bounds the latter */
     jparser p = {.a = &t->arena, .lim = &t->limits, .err = err};
     if ((st = jinja_lex(&t->arena, src, len, &p.t, &p.n, err)) != TS_OK)
