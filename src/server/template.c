@@ -107,11 +107,16 @@ enum MHD_Result routes_apply_template(struct MHD_Connection *mc, srv_conn *c)
     oai_request_clear(&r);
     if (!text)
         return srv_send_error(mc, c, &e);
-    cJSON *j = cJSON_CreateObject();
-    if (j && !cJSON_AddStringToObject(j, "prompt", text)) {
+    /* A template's text may hold ill-formed UTF-8 (its own bytes, or a request's): the
+     * answer is JSON, so those sequences go out as U+FFFD, never raw. */
+    cJSON *j = cJSON_CreateObject(), *prompt = oai_bytes_string(text, strlen(text));
+    if (j && prompt && cJSON_AddItemToObject(j, "prompt", prompt)) {
+        prompt = NULL; /* j owns it */
+    } else {
         cJSON_Delete(j);
         j = NULL;
     }
+    cJSON_Delete(prompt);
     free(text);
     return srv_send_json(mc, c, 200, j);
 }
