@@ -140,7 +140,7 @@ static void expect_render(const char *src, const char *want)
     jinja_template *t = NULL;
     char *out = NULL;
     assert_int_equal(jinja_parse(&t, src, strlen(src), NULL, NULL), TS_OK);
-    assert_int_equal(jinja_render(t, NULL, 0, &out, NULL), TS_OK);
+    assert_int_equal(jinja_render(t, NULL, 0, NULL, &out, NULL), TS_OK);
     assert_string_equal(out, want);
     free(out);
     jinja_free(t);

@@ -3,6 +3,7 @@
  * errors with their line and column, and the sandbox's bounds. Each expected text is what
  * Python's jinja2 (trim_blocks, lstrip_blocks, loopcontrols) renders. */
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,7 +33,7 @@ static ts_status render_with(const char *src, const char *vars, const jinja_limi
     cJSON *v = vars ? cJSON_Parse(vars) : NULL;
     if (vars && !v)
         fail_msg("bad test JSON: %s", vars);
-    st = jinja_render(t, v, 1795564800, out, err);
+    st = jinja_render(t, v, 1795564800, NULL, out, err);
     cJSON_Delete(v);
     jinja_free(t);
     return st;
@@ -414,6 +415,176 @@ static void test_bounds(void **state)
                  NULL);
 }
 
+/* "{{ 'a'" + op repeated n times + " }}", malloc'd. */
+static char *chain(const char *op, int n)
+{
+    size_t len = 0, cap = strlen(op) * (size_t)n + 16;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    len += (size_t)sprintf(s, "{{ 'a'");
+    for (int i = 0; i < n; i++)
+        len += (size_t)sprintf(s + len, "%s", op);
+    strcpy(s + len, " }}");
+    return s;
+}
+
+/* Chains of 20,000 operators (about 120 KB) used to overflow the C stack while rendering
+ * (ASan: stack-overflow): each kind is now refused at parse, with where it went over. */
+static void test_operator_chains_refused(void **state)
+{
+    (void)state;
+    static const char *const ops[] = {"|upper", ".x",    " + 'a'", " ~ 'a'", " and 1",
+                                      " == 1",  " or 1", "[0]",    " * 1",   " is string"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        char *src = chain(ops[i], 20000);
+        jinja_template *t = NULL;
+        ts_error err = {0};
+        ts_status st = jinja_parse(&t, src, strlen(src), NULL, &err);
+        if (st != TS_ERR_TOO_LONG || !strstr(err.msg, "nested more than 256 deep") ||
+            !strstr(err.msg, "line 1 col "))
+            fail_msg("chain of '%s': status %d, message '%s'", ops[i], st, err.msg);
+        jinja_free(t);
+        free(src);
+    }
+    /* The bound is a parse bound: with a larger one the chain renders, one frame a level. */
+    char *src = chain("|upper", 250);
+    char *out = NULL;
+    ts_error err = {0};
+    assert_int_equal(render_with(src, NULL, NULL, &out, &err), TS_OK);
+    assert_string_equal(out, "A");
+    free(out);
+    free(src);
+    jinja_limits lim = {.max_tree_depth = 100};
+    src = chain(" ~ 'a'", 120);
+    expect_error(src, NULL, &lim, TS_ERR_TOO_LONG, "nested more than 100 deep", NULL);
+    free(src);
+}
+
+/* Macros calling macros stack their trees: the run-time count of nested evaluations
+ * stops them before the 64 macro calls would (each level here is a 200-operator chain). */
+static char *macro_tower(int levels)
+{
+    size_t len = 0;
+    char *src = malloc(8192);
+    assert_non_null(src);
+    len += (size_t)sprintf(src, "{%% macro r(k) %%}{{ (r(k + 1) if k < %d else '')", levels);
+    for (int i = 0; i < 200; i++)
+        len += (size_t)sprintf(src + len, " ~ 'a'");
+    sprintf(src + len, " }}{%% endmacro %%}{{ r(0)|length }}");
+    return src;
+}
+
+static void test_eval_depth_bounded(void **state)
+{
+    (void)state;
+    char *src = macro_tower(60);
+    expect_error(src, NULL, NULL, TS_ERR_TOO_LONG, "nested over 2048 evaluations deep", "line 1",
+                 NULL);
+    free(src);
+    src = macro_tower(5); /* 6 levels of 200: within the bound */
+    char *out = NULL;
+    ts_error err = {0};
+    assert_int_equal(render_with(src, NULL, NULL, &out, &err), TS_OK);
+    assert_string_equal(out, "1200");
+    free(out);
+    free(src);
+}
+
+/* Repetition of nothing is nothing, at once: "" * 2**63-1 used to loop 2**63 times. */
+static void test_empty_repetition(void **state)
+{
+    (void)state;
+    static const tcase cases[] = {
+        {"[{{ '' * 9223372036854775807 }}]", "[]"},
+        {"{{ ([] * 9223372036854775807)|length }}", "0"},
+        {"{{ (-1) ** 9223372036854775807 }} {{ (-1) ** 4 }} {{ (-1) ** 3 }}", "-1 1 -1"},
+    };
+    EXPECT_ALL(cases, NULL);
+}
+
+/* String operations charge the bytes they scan inside their loops: one call on a long
+ * string is refused by the work bound, where it counted a single step before. */
+static void test_string_work_charged(void **state)
+{
+    (void)state;
+    jinja_limits lim = {.max_work = 1000000};
+    static const char *const ops[] = {
+        "{{ s.count('b') }}",  "{{ s.find('b') }}",  "{{ s.replace('b', 'c')|length }}",
+        "{{ 'b' in s }}",      "{{ s.split('b')|length }}", "{{ s.upper()|length }}",
+        "{{ s|length }}",      "{{ s.strip('b')|length }}", "{{ (s ~ '')|length }}",
+        "{{ s[1:]|length }}",  "{{ s == s ~ '' }}",  "{{ [s]|tojson|length }}",
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        char src[200];
+        snprintf(src, sizeof src, "{%% set s = 'a' * 2000000 %%}%s", ops[i]);
+        expect_error(src, NULL, &lim, TS_ERR_TOO_LONG, "units of work", NULL);
+    }
+    /* count/find of a near-miss pattern cost the product of the lengths before: now
+     * linear, so the default budget covers 2 MB against 1 MB. */
+    char *out = NULL;
+    ts_error err = {0};
+    assert_int_equal(render_with("{% set a = 'a' * 2000000 %}{% set b = 'a' * 999999 + 'b' %}"
+                                 "{{ a.count(b) }} {{ a.find(b) }} {{ (a ~ b).find(b) }}",
+                                 NULL, NULL, &out, &err),
+                     TS_OK);
+    assert_string_equal(out, "0 -1 2000000");
+    free(out);
+}
+
+/* Lists sharing items stand for huge values: printing, joining or serialising them stops
+ * at the byte bound, and comparing them at the work bound. */
+static void test_shared_values_bounded(void **state)
+{
+    (void)state;
+    const char *big = "{% set a = ['xxxxxxxxxx'] * 1000 %}{% set b = [a] * 1000 %}"
+                      "{% set c = [b] * 100 %}";
+    static const char *const uses[] = {"{{ c|tojson }}", "{{ c }}", "{{ c|string }}",
+                                       "{{ c ~ '' }}", "{{ c|join(',') }}"};
+    for (size_t i = 0; i < sizeof uses / sizeof *uses; i++) {
+        char src[300];
+        snprintf(src, sizeof src, "%s%s", big, uses[i]);
+        expect_error(src, NULL, NULL, TS_ERR_TOO_LONG, "over 4194304 bytes", NULL);
+    }
+    expect_error("{% set ns = namespace(l=[1]) %}{% for i in range(60) %}"
+                 "{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l == ns.l }}",
+                 NULL, NULL, TS_ERR_TOO_LONG, "units of work", NULL);
+    expect_error("{% set ns = namespace(l=[1]) %}{% for i in range(60) %}"
+                 "{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ [ns.l, ns.l]|sort }}",
+                 NULL, NULL, TS_ERR_TOO_LONG, "units of work", NULL);
+}
+
+/* A NUL in a template would cut its rendering short: refused at parse, naming where. */
+static void test_nul_refused(void **state)
+{
+    (void)state;
+    static const char src[] = "ab\ncd\0{{ 1 }}";
+    jinja_template *t = NULL;
+    ts_error err = {0};
+    assert_int_equal(jinja_parse(&t, src, sizeof src - 1, NULL, &err), TS_ERR_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(err.msg, "line 2 col 3: a NUL byte"));
+}
+
+/* A render stops when the caller's flag is set, with its own status. */
+static void test_render_cancelled(void **state)
+{
+    (void)state;
+    const char *src = "{% for i in range(100) %}x{% endfor %}";
+    jinja_template *t = NULL;
+    ts_error err = {0};
+    assert_int_equal(jinja_parse(&t, src, strlen(src), NULL, &err), TS_OK);
+    atomic_bool cancel = true;
+    char *out = NULL;
+    assert_int_equal(jinja_render(t, NULL, 0, &cancel, &out, &err), TS_ERR_CANCELLED);
+    assert_null(out);
+    assert_non_null(strstr(err.msg, "cancelled"));
+    atomic_store(&cancel, false);
+    assert_int_equal(jinja_render(t, NULL, 0, &cancel, &out, &err), TS_OK);
+    assert_int_equal(strlen(out), 100);
+    free(out);
+    jinja_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +596,13 @@ int main(void)
         cmocka_unit_test(test_methods_and_globals),
         cmocka_unit_test(test_errors_name_line_and_column),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_operator_chains_refused),
+        cmocka_unit_test(test_eval_depth_bounded),
+        cmocka_unit_test(test_empty_repetition),
+        cmocka_unit_test(test_string_work_charged),
+        cmocka_unit_test(test_shared_values_bounded),
+        cmocka_unit_test(test_render_cancelled),
+        cmocka_unit_test(test_nul_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

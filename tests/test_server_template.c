@@ -21,6 +21,7 @@
 
 #include "engine_util.h"
 #include "model/model.h"
+#include "server/utf8.h"
 #include "server_util.h"
 #include "template_cases.h"
 #include "util.h"
@@ -277,6 +278,51 @@ static int setup(void **state)
     return 0;
 }
 
+/* A template holding ill-formed UTF-8 used to come back from /apply-template as raw
+ * bytes in the JSON: the answer is valid UTF-8, each bad byte U+FFFD. */
+static void test_apply_template_answers_valid_utf8(void **state)
+{
+    (void)state;
+    served s;
+    ts_error err = {0};
+    if (!serve(&s, write_template("bad_utf8.jinja", "A\xff\xc0\x80" "B{{ messages[0].content }}"),
+               NULL, &err))
+        fail_msg("%s", err.msg);
+    sv_answer a;
+    sv_post(s.sv.url, "/apply-template",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", &a);
+    assert_int_equal(a.status, 200);
+    assert_true(utf8_valid(a.body.s, a.body.len));
+    assert_non_null(a.json);
+    const char *prompt = str_at(a.json, "prompt", NULL);
+    assert_true(strncmp(prompt, "A\xEF\xBF\xBD", 4) == 0);
+    assert_non_null(strstr(prompt, "BHi"));
+    sv_answer_free(&a);
+    unserve(&s);
+}
+
+/* A 20,000-operator chain (about 120 KB) used to overflow the C stack when the server
+ * tried the template at start-up: it is refused, naming where. */
+static void test_operator_chain_refused_at_start(void **state)
+{
+    (void)state;
+    strbuf src = {0};
+    strbuf_add(&src, "{{ messages[0].content", 22);
+    for (int i = 0; i < 20000; i++)
+        strbuf_add(&src, "|upper", 6);
+    strbuf_add(&src, " }}", 4); /* with the NUL */
+    assert_false(src.failed);
+    served s;
+    ts_error err = {0};
+    bool up = serve(&s, write_template("chain.jinja", src.s), NULL, &err);
+    strbuf_free(&src);
+    if (up)
+        unserve(&s);
+    assert_false(up);
+    assert_non_null(strstr(err.msg, "nested more than 256 deep"));
+    assert_non_null(strstr(err.msg, "line 1 col "));
+}
+
 static int teardown(void **state)
 {
     ts_engine_destroy(engine);
@@ -290,6 +336,8 @@ int main(void)
         cmocka_unit_test(test_raise_is_a_400_on_chat_completions),
         cmocka_unit_test(test_kwargs_reach_the_template_and_family_wins),
         cmocka_unit_test(test_unsupported_templates),
+        cmocka_unit_test(test_apply_template_answers_valid_utf8),
+        cmocka_unit_test(test_operator_chain_refused_at_start),
     };
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int rc = cmocka_run_group_tests(tests, setup, teardown);

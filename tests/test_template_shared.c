@@ -74,7 +74,7 @@ static void test_every_shared_template(void **state)
             cJSON_AddStringToObject(vars, "bos_token", "<s>");
             cJSON_AddStringToObject(vars, "eos_token", "</s>");
             char *got = NULL;
-            ts_status st = jinja_render(t, vars, TEMPLATE_CASES_EPOCH, &got, &err);
+            ts_status st = jinja_render(t, vars, TEMPLATE_CASES_EPOCH, NULL, &got, &err);
             if (is_error) {
                 if (st == TS_OK || strcmp(err.msg, want))
                     print_error("%s.%s: want error '%s', got %d '%s'\n", name,

@@ -199,8 +199,8 @@ int cli_template(int argc, char **argv)
         goto out;
     }
     if (chat_jinja_render(&cj, r.chat_vars,
-                          cli_template_time() ? (time_t)cli_template_time() : time(NULL), &text,
-                          &err) != TS_OK) {
+                          cli_template_time() ? (time_t)cli_template_time() : time(NULL), NULL,
+                          &text, &err) != TS_OK) {
         fprintf(stderr, "tessera: the template says: %s\n", err.msg);
         goto out;
     }

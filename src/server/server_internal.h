@@ -47,6 +47,7 @@ typedef struct srv_model {
     chat_jinja jinja;            /* the Jinja template rendering its chats; .t NULL: the
                                   * family above does (template.c) */
     long long template_time;     /* the server's opts.template_time */
+    const atomic_bool *stopping; /* borrowed: the server's; a render in flight stops on it */
     int32_t tool_marker;         /* the token of its family's tool-call marker where the
                                   * vocabulary holds it as a control token (whose text is
                                   * not printed), else -1 */

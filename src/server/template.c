@@ -47,6 +47,7 @@ ts_status srv_template_setup(ts_server *srv, srv_model *m, ts_error *err)
     const char *own = ts_model_get_chat_template(model);
     m->template = chat_template_detect(own);
     m->template_time = srv->opts.template_time;
+    m->stopping = &srv->stopping;
     ts_status fst = srv->template_name
                         ? chat_template_from_name(srv->template_name, &m->template, err)
                         : TS_OK;
@@ -76,7 +77,7 @@ ts_status srv_template_render(const srv_model *m, const oai_request *r, char **t
 {
     ts_error err = {0};
     time_t now = m->template_time ? (time_t)m->template_time : time(NULL);
-    ts_status st = chat_jinja_render(&m->jinja, r->chat_vars, now, text, &err);
+    ts_status st = chat_jinja_render(&m->jinja, r->chat_vars, now, m->stopping, text, &err);
     if (st == TS_OK)
         return TS_OK;
     return oai_error_set(e, st == TS_ERR_NOMEM ? 500 : 400, "messages", "template_error", "%s",
@@ -106,11 +107,16 @@ enum MHD_Result routes_apply_template(struct MHD_Connection *mc, srv_conn *c)
     oai_request_clear(&r);
     if (!text)
         return srv_send_error(mc, c, &e);
-    cJSON *j = cJSON_CreateObject();
-    if (j && !cJSON_AddStringToObject(j, "prompt", text)) {
+    /* A template's text may hold ill-formed UTF-8 (its own bytes, or a request's): the
+     * answer is JSON, so those sequences go out as U+FFFD, never raw. */
+    cJSON *j = cJSON_CreateObject(), *prompt = oai_bytes_string(text, strlen(text));
+    if (j && prompt && cJSON_AddItemToObject(j, "prompt", prompt)) {
+        prompt = NULL; /* j owns it */
+    } else {
         cJSON_Delete(j);
         j = NULL;
     }
+    cJSON_Delete(prompt);
     free(text);
     return srv_send_json(mc, c, 200, j);
 }

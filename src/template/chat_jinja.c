@@ -30,7 +30,7 @@ ts_status chat_jinja_init(chat_jinja *cj, const char *src, size_t len, const ts_
                                "\"add_generation_prompt\": true}");
     char *text = NULL;
     ts_error perr = {0};
-    st = probe ? chat_jinja_render(cj, probe, 0, &text, &perr) : TS_ERR_NOMEM;
+    st = probe ? chat_jinja_render(cj, probe, 0, NULL, &text, &perr) : TS_ERR_NOMEM;
     cJSON_Delete(probe);
     free(text);
     if (st != TS_OK && st != TS_ERR_INVALID_ARG) {
@@ -43,8 +43,8 @@ fail:
     return st;
 }
 
-ts_status chat_jinja_render(const chat_jinja *cj, const cJSON *vars, time_t now, char **out,
-                            ts_error *err)
+ts_status chat_jinja_render(const chat_jinja *cj, const cJSON *vars, time_t now,
+                            const atomic_bool *cancel, char **out, ts_error *err)
 {
     /* vars is borrowed: bos_token and eos_token go on a copy. */
     cJSON *all = vars ? cJSON_Duplicate(vars, true) : cJSON_CreateObject();
@@ -57,7 +57,7 @@ ts_status chat_jinja_render(const chat_jinja *cj, const cJSON *vars, time_t now,
         !cJSON_AddStringToObject(all, "eos_token", cj->eos))
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory");
     if (st == TS_OK)
-        st = jinja_render(cj->t, all, now, out, err);
+        st = jinja_render(cj->t, all, now, cancel, out, err);
     cJSON_Delete(all);
     return st;
 }

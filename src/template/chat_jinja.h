@@ -26,9 +26,10 @@ ts_status chat_jinja_init(chat_jinja *cj, const char *src, size_t len, const ts_
 
 /* Renders the chat in vars (a JSON object: messages, tools, add_generation_prompt and any
  * other variables; borrowed) with bos_token and eos_token added, now as strftime_now's
- * time. See jinja_render for the errors. */
-ts_status chat_jinja_render(const chat_jinja *cj, const cJSON *vars, time_t now, char **out,
-                            ts_error *err);
+ * time, stopping when cancel (borrowed, may be NULL) is set. See jinja_render for the
+ * errors. */
+ts_status chat_jinja_render(const chat_jinja *cj, const cJSON *vars, time_t now,
+                            const atomic_bool *cancel, char **out, ts_error *err);
 
 /* Accepts a zeroed or freed one. */
 void chat_jinja_free(chat_jinja *cj);

@@ -9,6 +9,22 @@
 
 #include "template/jinja_internal.h"
 
+/* The budget's own message: whatever error a function reports after the budget ran out
+ * (a comparison "not equal", a value "cannot print") is that, not a fault of the template. */
+static void budget_msg(const jctx *c, ts_status *st, char *msg, size_t n)
+{
+    if (c->w.why == JB_CANCELLED) {
+        *st = TS_ERR_CANCELLED;
+        snprintf(msg, n, "template rendering cancelled");
+    } else if (c->w.why == JB_BYTES) {
+        *st = TS_ERR_TOO_LONG;
+        snprintf(msg, n, "template built a string over %zu bytes", c->w.max_bytes);
+    } else {
+        *st = TS_ERR_TOO_LONG;
+        snprintf(msg, n, "template ran over %zu units of work", c->w.max_work);
+    }
+}
+
 bool jinja_fail(jctx *c, const jnode *at, ts_status st, const char *fmt, ...)
 {
     if (c->st != TS_OK)
@@ -18,6 +34,8 @@ bool jinja_fail(jctx *c, const jnode *at, ts_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (c->w.why != JB_OK)
+        budget_msg(c, &st, msg, sizeof msg);
     if (at)
         c->st = ts_error_set(c->err, st, "template line %d col %d: %s", at->line, at->col, msg);
     else
@@ -29,6 +47,21 @@ bool jinja_step(jctx *c, const jnode *at)
 {
     if (++c->steps > c->lim->max_steps)
         return jinja_fail(c, at, TS_ERR_TOO_LONG, "template ran over %zu steps", c->lim->max_steps);
+    return jinja_work(c, at, 1);
+}
+
+bool jinja_work(jctx *c, const jnode *at, size_t units)
+{
+    return jv_charge(&c->w, units) || jinja_fail(c, at, TS_ERR_TOO_LONG, "out of work");
+}
+
+bool jinja_nest(jctx *c, const jnode *at)
+{
+    if (++c->nest > c->lim->max_eval_depth) {
+        c->nest--;
+        return jinja_fail(c, at, TS_ERR_TOO_LONG, "template nested over %d evaluations deep",
+                          c->lim->max_eval_depth);
+    }
     return true;
 }
 
@@ -43,13 +76,13 @@ bool jinja_emit(jctx *c, const jnode *at, const char *s, size_t n)
     if (c->out->len + n > c->lim->max_output)
         return jinja_fail(c, at, TS_ERR_TOO_LONG, "template output over %zu bytes",
                           c->lim->max_output);
-    return strbuf_add(c->out, s, n) || jinja_oom(c, at);
+    return jinja_work(c, at, n) && (strbuf_add(c->out, s, n) || jinja_oom(c, at));
 }
 
-jv *jinja_lookup(jinja_scope *s, const char *name, size_t n)
+jv *jinja_lookup(jctx *c, jinja_scope *s, const char *name, size_t n)
 {
     for (; s; s = s->parent) {
-        jv *v = jv_dict_get(&s->vars, name, n);
+        jv *v = jv_dict_get(&c->w, &s->vars, name, n);
         if (v)
             return v;
     }
@@ -58,7 +91,8 @@ jv *jinja_lookup(jinja_scope *s, const char *name, size_t n)
 
 bool jinja_set_var(jctx *c, const jnode *at, jinja_scope *s, const char *name, jv v)
 {
-    return jv_dict_set(c->arena, &s->vars, jv_str(name, strlen(name)), v) || jinja_oom(c, at);
+    return jv_dict_set(c->arena, &c->w, &s->vars, jv_str(name, strlen(name)), v) ||
+           jinja_oom(c, at);
 }
 
 jinja_scope *jinja_new_scope(jctx *c, const jnode *at, jinja_scope *parent)
@@ -197,6 +231,10 @@ bool jinja_eval_call(jctx *c, jinja_scope *s, const jnode *e, const jv *caller, 
 
 bool jinja_make_str(jctx *c, const jnode *at, strbuf *b, jv *out)
 {
+    if (!jv_fits(&c->w, b->len) || !jv_charge(&c->w, b->len)) {
+        strbuf_free(b);
+        return jinja_fail(c, at, TS_ERR_TOO_LONG, "string too long");
+    }
     char *t = b->len ? jinja_alloc(c->arena, b->len) : NULL;
     bool ok = !b->failed && (!b->len || t);
     if (ok) {
@@ -248,6 +286,8 @@ static bool eval_slice(jctx *c, const jnode *e, const jv *obj, const jv *b, cons
         len = jinja_cp_count(obj->u.s.s, obj->u.s.n);
     else
         return jinja_fail(c, e, TS_ERR_INVALID_ARG, "cannot slice %s", jv_type_name(obj));
+    if (obj->t == JV_STR && !jinja_work(c, e, obj->u.s.n))
+        return false;
     if (st->t != JV_UNDEF && st->t != JV_NONE && !jinja_get_int(c, e, st, &stp))
         return false;
     if (stp == 0)
@@ -274,17 +314,27 @@ static bool eval_slice(jctx *c, const jnode *e, const jv *obj, const jv *b, cons
     jv list;
     if (obj->t == JV_LIST && !jv_new_list(c->arena, &list, 0))
         return jinja_oom(c, e);
+    /* A string is walked once with a cursor (o, the byte offset of code point at), so a
+     * slice costs the string's length, not the length times the items taken. */
+    const char *str = obj->t == JV_STR ? obj->u.s.s : NULL;
+    size_t n = obj->t == JV_STR ? obj->u.s.n : 0, o = 0;
+    int64_t at = 0;
     for (int64_t i = lo; stp > 0 ? i < hi : i > hi; i += stp) {
         if (!jinja_step(c, e))
             return strbuf_free(&sb), false;
         if (obj->t == JV_LIST) {
             if (!jv_list_push(c->arena, list.u.l, obj->u.l->items[i]))
                 return jinja_oom(c, e);
-        } else {
-            size_t o = jinja_cp_offset(obj->u.s.s, obj->u.s.n, i);
-            size_t o2 = jinja_cp_offset(obj->u.s.s + o, obj->u.s.n - o, 1);
-            strbuf_add(&sb, obj->u.s.s + o, o2);
+            continue;
         }
+        for (; at < i; at++) /* forward to code point i */
+            o += jinja_cp_offset(str + o, n - o, 1);
+        for (; at > i; at--) /* back to code point i */
+            while (o > 0 && ((unsigned char)str[--o] & 0xC0) == 0x80)
+                ;
+        if (!jinja_work(c, e, (size_t)(stp < 0 ? -stp : stp)))
+            return strbuf_free(&sb), false;
+        strbuf_add(&sb, str + o, jinja_cp_offset(str + o, n - o, 1));
     }
     if (obj->t == JV_LIST) {
         *out = list;
@@ -301,10 +351,12 @@ static bool get_item(jctx *c, const jnode *e, const jv *obj, const jv *key, jv *
         return jinja_fail(c, e, TS_ERR_INVALID_ARG, "'%s' of an undefined value",
                           e->name ? e->name : "item");
     if (obj->t == JV_DICT) {
-        jv *v = jv_dict_find(obj->u.d, key);
+        jv *v = jv_dict_find(&c->w, obj->u.d, key);
         if (v)
             *out = *v;
     } else if ((obj->t == JV_LIST || obj->t == JV_STR) && (key->t == JV_INT)) {
+        if (obj->t == JV_STR && !jinja_work(c, e, obj->u.s.n))
+            return false;
         int64_t len =
             obj->t == JV_LIST ? (int64_t)obj->u.l->n : jinja_cp_count(obj->u.s.s, obj->u.s.n);
         int64_t i = key->u.i < 0 ? key->u.i + len : key->u.i;
@@ -320,10 +372,8 @@ static bool get_item(jctx *c, const jnode *e, const jv *obj, const jv *key, jv *
     return true;
 }
 
-bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
+static bool eval_node(jctx *c, jinja_scope *s, const jnode *e, jv *out)
 {
-    if (!jinja_step(c, e))
-        return false;
     *out = (jv){.t = JV_UNDEF};
     jv x, y, z;
     switch (e->k) {
@@ -333,7 +383,7 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
     case JN_NAME: {
         static const char *const fns[] = {"range", "namespace", "raise_exception", "strftime_now",
                                           "dict"};
-        jv *v = jinja_lookup(s, e->name, e->name_n);
+        jv *v = jinja_lookup(c, s, e->name, e->name_n);
         if (v) {
             *out = *v;
             return true;
@@ -357,7 +407,7 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
                 if (!jv_list_push(c->arena, out->u.l, x))
                     return jinja_oom(c, e);
             } else if (!jinja_eval(c, s, e->kids[i + 1], &y) ||
-                       !jv_dict_set(c->arena, out->u.d, x, y)) {
+                       !jv_dict_set(c->arena, &c->w, out->u.d, x, y)) {
                 return c->st != TS_OK ? false : jinja_oom(c, e);
             }
         }
@@ -431,4 +481,17 @@ bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
         (void)z;
         return jinja_fail(c, e, TS_ERR_INTERNAL, "not an expression");
     }
+}
+
+bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out)
+{
+    if (!jinja_step(c, e) || !jinja_nest(c, e))
+        return false;
+    bool ok = eval_node(c, s, e, out);
+    c->nest--;
+    /* A value computed after the budget ran out may be wrong (a comparison cut short):
+     * it never escapes. */
+    if (ok && c->w.why != JB_OK)
+        ok = jinja_fail(c, e, TS_ERR_TOO_LONG, "out of work");
+    return ok;
 }

@@ -31,6 +31,8 @@ static bool iterable(jctx *c, const jnode *at, const jv *v, jv *out)
         return jinja_oom(c, at);
     if (v->t == JV_UNDEF)
         return true;
+    if (!jinja_work(c, at, v->t == JV_DICT ? v->u.d->n : v->t == JV_STR ? v->u.s.n : 0))
+        return false;
     if (v->t == JV_DICT) {
         for (size_t i = 0; i < v->u.d->n; i++)
             if (!jv_list_push(c->arena, out->u.l, v->u.d->keys[i]))
@@ -84,7 +86,7 @@ static bool loop_var(jctx *c, const jnode *e, jinja_scope *s, const jv_list *ite
     };
     for (size_t j = 0; j < sizeof f / sizeof *f; j++)
         if (f[j].v.t != JV_UNDEF &&
-            !jv_dict_set(c->arena, loop.u.d, jv_str(f[j].name, strlen(f[j].name)), f[j].v))
+            !jv_dict_set(c->arena, &c->w, loop.u.d, jv_str(f[j].name, strlen(f[j].name)), f[j].v))
             return jinja_oom(c, e);
     return jinja_set_var(c, e, s, "loop", loop);
 }
@@ -131,19 +133,18 @@ static bool exec_set(jctx *c, jinja_scope *s, const jnode *e)
         return false;
     if (!e->name)
         return jinja_set_var(c, e, s, e->names[0], v);
-    jv *ns = jinja_lookup(s, e->names[0], strlen(e->names[0]));
+    jv *ns = jinja_lookup(c, s, e->names[0], strlen(e->names[0]));
     if (!ns || ns->t != JV_DICT || !ns->u.d->ns)
         return jinja_fail(c, e, TS_ERR_INVALID_ARG, "cannot set '%s.%s': not a namespace",
                           e->names[0], e->name);
-    return jv_dict_set(c->arena, ns->u.d, jv_str(e->name, e->name_n), v) || jinja_oom(c, e);
+    return jv_dict_set(c->arena, &c->w, ns->u.d, jv_str(e->name, e->name_n), v) ||
+           jinja_oom(c, e);
 }
 
-bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
+static bool exec_node(jctx *c, jinja_scope *s, const jnode *e)
 {
     jv v;
     strbuf b = {0};
-    if (!jinja_step(c, e))
-        return false;
     switch (e->k) {
     case JN_BODY:
         for (size_t i = 0; i < e->n && c->jump == JUMP_NONE; i++)
@@ -157,7 +158,7 @@ bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
             return false;
         if (v.t == JV_STR)
             return jinja_emit(c, e, v.u.s.s, v.u.s.n);
-        if (!jv_to_str(&b, &v)) {
+        if (!jv_to_str(&c->w, &b, &v)) {
             strbuf_free(&b);
             return jinja_fail(c, e, TS_ERR_INVALID_ARG, "cannot print this value");
         }
@@ -194,7 +195,7 @@ bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
             return false;
         if (v.t == JV_STR)
             return jinja_emit(c, e, v.u.s.s, v.u.s.n);
-        if (!jv_to_str(&b, &v))
+        if (!jv_to_str(&c->w, &b, &v))
             return strbuf_free(&b), jinja_fail(c, e, TS_ERR_INVALID_ARG, "cannot print this value");
         done = jinja_emit(c, e, b.s ? b.s : "", b.len);
         strbuf_free(&b);
@@ -211,18 +212,36 @@ bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
     }
 }
 
-ts_status jinja_render(const jinja_template *t, const cJSON *vars, time_t now, char **out,
-                       ts_error *err)
+bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
+{
+    if (!jinja_step(c, e) || !jinja_nest(c, e))
+        return false;
+    bool ok = exec_node(c, s, e);
+    c->nest--;
+    if (ok && c->w.why != JB_OK)
+        ok = jinja_fail(c, e, TS_ERR_TOO_LONG, "out of work");
+    return ok;
+}
+
+ts_status jinja_render(const jinja_template *t, const cJSON *vars, time_t now,
+                       const atomic_bool *cancel, char **out, ts_error *err)
 {
     jinja_arena arena = {.limit = t->limits.max_memory};
     strbuf buf = {0};
-    jctx c = {.arena = &arena, .lim = &t->limits, .out = &buf, .now = now, .err = err};
+    jctx c = {.arena = &arena,
+              .lim = &t->limits,
+              .out = &buf,
+              .now = now,
+              .err = err,
+              .w = {.max_work = t->limits.max_work,
+                    .max_bytes = t->limits.max_output,
+                    .cancel = cancel}};
     jinja_scope *root = jinja_new_scope(&c, t->root, NULL);
     *out = NULL;
     if (root && vars) {
         for (const cJSON *j = vars->child; j && c.st == TS_OK; j = j->next) {
             jv v;
-            if (!j->string || !jv_from_json(&arena, j, &v, 0))
+            if (!j->string || !jv_from_json(&arena, &c.w, j, &v, 0))
                 jinja_fail(&c, NULL, TS_ERR_INVALID_ARG,
                            "variable '%s' cannot be passed to a template",
                            j->string ? j->string : "");

@@ -13,7 +13,7 @@ static bool str_of(jctx *c, const jnode *at, const jv *v, jv *out)
         return true;
     }
     strbuf b = {0};
-    if (!jv_to_str(&b, v))
+    if (!jv_to_str(&c->w, &b, v))
         return strbuf_free(&b),
                jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot make a string of this");
     return jinja_make_str(c, at, &b, out);
@@ -59,7 +59,7 @@ static bool f_title(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
 {
     (void)s, (void)a;
     jv t;
-    if (!str_of(c, at, v, &t))
+    if (!str_of(c, at, v, &t) || !jinja_work(c, at, t.u.s.n))
         return false;
     char *o = t.u.s.n ? jinja_alloc(c->arena, t.u.s.n) : NULL;
     if (t.u.s.n && !o)
@@ -81,6 +81,8 @@ static bool f_title(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
 static bool f_length(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
 {
     (void)s, (void)a;
+    if (v->t == JV_STR && !jinja_work(c, at, v->u.s.n))
+        return false;
     if (v->t == JV_STR)
         *out = jv_int(jinja_cp_count(v->u.s.s, v->u.s.n));
     else if (v->t == JV_LIST)
@@ -103,6 +105,8 @@ bool jinja_as_list(jctx *c, const jnode *at, const jv *v, jv *out)
     }
     if (!jv_new_list(c->arena, out, 0))
         return jinja_oom(c, at);
+    if (!jinja_work(c, at, v->t == JV_DICT ? v->u.d->n : v->t == JV_STR ? v->u.s.n : 0))
+        return false;
     if (v->t == JV_DICT) {
         for (size_t i = 0; i < v->u.d->n; i++)
             if (!jv_list_push(c->arena, out->u.l, v->u.d->keys[i]))
@@ -124,7 +128,8 @@ static bool f_list(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const 
 {
     (void)s, (void)a;
     jv l;
-    if (!jinja_as_list(c, at, v, &l) || !jv_new_list(c->arena, out, l.u.l->n))
+    if (!jinja_as_list(c, at, v, &l) || !jinja_work(c, at, l.u.l->n) ||
+        !jv_new_list(c->arena, out, l.u.l->n))
         return c->st != TS_OK ? false : jinja_oom(c, at);
     for (size_t i = 0; i < l.u.l->n; i++)
         jv_list_push(c->arena, out->u.l, l.u.l->items[i]);
@@ -168,7 +173,7 @@ bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv 
     while (p <= end) {
         const char *dot = memchr(p, '.', (size_t)(end - p));
         size_t n = dot ? (size_t)(dot - p) : (size_t)(end - p);
-        jv *v = out->t == JV_DICT ? jv_dict_get(out->u.d, p, n) : NULL;
+        jv *v = out->t == JV_DICT ? jv_dict_get(&c->w, out->u.d, p, n) : NULL;
         *out = v ? *v : (jv){.t = JV_UNDEF};
         if (!dot)
             break;
@@ -186,9 +191,10 @@ static bool f_join(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const 
     if (!jinja_as_list(c, at, v, &l))
         return false;
     for (size_t i = 0; i < l.u.l->n; i++) {
-        if (i && sep && !jv_to_str(&b, sep))
+        if (i && sep && !jv_to_str(&c->w, &b, sep))
             break;
-        if (!jinja_attr_of(c, at, &l.u.l->items[i], attr, &item) || !jv_to_str(&b, &item))
+        if (!jinja_attr_of(c, at, &l.u.l->items[i], attr, &item) ||
+            !jv_to_str(&c->w, &b, &item))
             return strbuf_free(&b),
                    c->st != TS_OK ? false : jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot join");
     }
@@ -229,8 +235,8 @@ static bool f_tojson(jctx *c, jinja_scope *s, const jnode *at, const jv *v, cons
         have_seps = true;
     }
     strbuf b = {0};
-    if (!jv_to_json(&b, v, (int)indent, have_seps ? sep[0] : NULL, have_seps ? sep[1] : NULL,
-                    sort && jv_truthy(sort), 0)) {
+    if (!jv_to_json(&c->w, &b, v, (int)indent, have_seps ? sep[0] : NULL,
+                    have_seps ? sep[1] : NULL, sort && jv_truthy(sort), 0)) {
         strbuf_free(&b);
         return jinja_fail(c, at, TS_ERR_INVALID_ARG, "%s is not JSON serializable",
                           jv_type_name(v));
@@ -242,11 +248,16 @@ static bool f_tojson(jctx *c, jinja_scope *s, const jnode *at, const jv *v, cons
 
 char *jinja_tojson(const cJSON *v, int indent)
 {
+    /* The default render bounds, but the larger memory one for the text: v is the caller's
+     * JSON (tools of a request), bounded by the request's size, not the template's output. */
+    jinja_limits lim;
+    jinja_limits_default(&lim);
     jinja_arena a = {.limit = (size_t)1 << 30};
+    jv_budget w = {.max_work = lim.max_work, .max_bytes = lim.max_memory};
     strbuf b = {0};
     jv x;
-    bool ok = jv_from_json(&a, v, &x, 0) && jv_to_json(&b, &x, indent, NULL, NULL, false, 0) &&
-              strbuf_add(&b, "", 0);
+    bool ok = jv_from_json(&a, &w, v, &x, 0) &&
+              jv_to_json(&w, &b, &x, indent, NULL, NULL, false, 0) && strbuf_add(&b, "", 0);
     jinja_arena_free(&a);
     if (!ok) {
         strbuf_free(&b);
@@ -318,7 +329,8 @@ static bool f_reverse(jctx *c, jinja_scope *s, const jnode *at, const jv *v, con
 {
     (void)s, (void)a;
     jv l;
-    if (!jinja_as_list(c, at, v, &l) || !jv_new_list(c->arena, out, l.u.l->n))
+    if (!jinja_as_list(c, at, v, &l) || !jinja_work(c, at, l.u.l->n) ||
+        !jv_new_list(c->arena, out, l.u.l->n))
         return c->st != TS_OK ? false : jinja_oom(c, at);
     for (size_t i = l.u.l->n; i-- > 0;)
         jv_list_push(c->arena, out->u.l, l.u.l->items[i]);

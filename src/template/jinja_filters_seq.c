@@ -87,7 +87,7 @@ bool jinja_f_rejectattr(jctx *c, jinja_scope *s, const jnode *at, const jv *v, c
 /* Python's ordering of a and b for sort: case folded unless case_sensitive. */
 static bool order(jctx *c, const jnode *at, const jv *a, const jv *b, bool fold, int *out)
 {
-    return jv_cmp(a, b, fold, out) ||
+    return jv_cmp(&c->w, a, b, fold, out) ||
            jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot order %s and %s", jv_type_name(a),
                       jv_type_name(b));
 }
@@ -129,6 +129,8 @@ static bool sort_list(jctx *c, const jnode *at, const jv *l, const jv *attr, int
     jv *keys = jinja_alloc(c->arena, 3 * n * sizeof *keys);
     if (!keys)
         return jinja_oom(c, at);
+    if (!jinja_work(c, at, n))
+        return false;
     for (size_t i = 0; i < n; i++) {
         const jv *it = &l->u.l->items[i];
         if (attr && !jinja_attr_of(c, at, it, attr, &keys[i]))
@@ -191,8 +193,8 @@ bool jinja_f_unique(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
             if (!jinja_step(c, at))
                 return false;
             dup = key.t == JV_STR && seen.u.l->items[j].t == JV_STR
-                      ? jv_cmp(&key, &seen.u.l->items[j], fold, &cmp) && cmp == 0
-                      : jv_eq(&key, &seen.u.l->items[j]);
+                      ? jv_cmp(&c->w, &key, &seen.u.l->items[j], fold, &cmp) && cmp == 0
+                      : jv_eq(&c->w, &key, &seen.u.l->items[j]);
         }
         if (!dup && (!jv_list_push(c->arena, seen.u.l, key) ||
                      !jv_list_push(c->arena, out->u.l, l.u.l->items[i])))
@@ -213,6 +215,8 @@ bool jinja_f_batch(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const 
         return jinja_fail(c, at, TS_ERR_INVALID_ARG, "batch size must be positive");
     if (!jv_new_list(c->arena, out, 0))
         return jinja_oom(c, at);
+    if (!jinja_work(c, at, l.u.l->n))
+        return false;
     for (size_t i = 0; i < l.u.l->n; i++) {
         if (row.t == JV_UNDEF &&
             (!jv_new_list(c->arena, &row, 0) || !jv_list_push(c->arena, out->u.l, row)))
@@ -223,7 +227,7 @@ bool jinja_f_batch(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const 
             row.t = JV_UNDEF;
     }
     while (fill && fill->t != JV_NONE && row.t == JV_LIST && (int64_t)row.u.l->n < k)
-        if (!jv_list_push(c->arena, row.u.l, *fill))
+        if (!jinja_work(c, at, 1) || !jv_list_push(c->arena, row.u.l, *fill))
             return jinja_oom(c, at);
     /* the row held in `out` is the same list object, so the fill shows there too */
     return true;
@@ -245,6 +249,8 @@ bool jinja_f_indent(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
             strbuf_add(&pad, " ", 1);
     if (v->t != JV_STR)
         return strbuf_free(&pad), jinja_fail(c, at, TS_ERR_INVALID_ARG, "indent needs a string");
+    if (!jinja_work(c, at, v->u.s.n))
+        return strbuf_free(&pad), false;
     const char *p = v->u.s.s, *end = p + v->u.s.n;
     bool line_start = true, first_line = true;
     /* Python's splitlines drops a final newline, so "a\n" indents as "a". */
@@ -253,6 +259,8 @@ bool jinja_f_indent(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const
     for (; p <= end; p++) {
         if (line_start) {
             bool empty = p == end || *p == '\n';
+            if (!jinja_work(c, at, pad.len))
+                return strbuf_free(&pad), strbuf_free(&b), false;
             if ((first_line ? first : true) && (blank || !empty || first_line) && pad.len)
                 strbuf_add(&b, pad.s, pad.len);
             line_start = false;
@@ -279,7 +287,7 @@ bool jinja_f_sum(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const ja
     if (!jinja_as_list(c, at, v, &l))
         return false;
     for (size_t i = 0; i < l.u.l->n; i++)
-        if (!jinja_attr_of(c, at, &l.u.l->items[i], attr, &item) ||
+        if (!jinja_step(c, at) || !jinja_attr_of(c, at, &l.u.l->items[i], attr, &item) ||
             !jinja_arith(c, at, JO_ADD, out, &item, out))
             return false;
     return true;

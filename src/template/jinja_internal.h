@@ -3,6 +3,7 @@
 #ifndef TESSERA_TEMPLATE_JINJA_INTERNAL_H
 #define TESSERA_TEMPLATE_JINJA_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,24 @@ typedef struct jinja_arena {
 /* Zeroed memory, or NULL past the limit or when out of memory. */
 void *jinja_alloc(jinja_arena *a, size_t n);
 void jinja_arena_free(jinja_arena *a);
+
+/* ---- budget: what one render may spend, charged where the work is done ---- */
+enum { JB_OK, JB_WORK, JB_BYTES, JB_CANCELLED };
+typedef struct jv_budget {
+    size_t work, max_work;     /* units spent and allowed (jinja_limits.max_work) */
+    size_t max_bytes;          /* the longest string a render builds (max_output) */
+    const atomic_bool *cancel; /* borrowed; when another thread sets it the render stops */
+    int why;                   /* JB_*: why the budget ran out; once set it stays */
+} jv_budget;
+
+/* Units charged per value a comparison, search or serialisation visits: visiting a value
+ * takes about as long as scanning this many bytes, so max_work bounds time either way. */
+enum { JV_VISIT_UNITS = 8 };
+
+/* Spends units of w; false once the work is spent or the render cancelled (w->why says). */
+bool jv_charge(jv_budget *w, size_t units);
+/* Whether a string of n bytes may be built; false (w->why = JB_BYTES) when longer. */
+bool jv_fits(jv_budget *w, size_t n);
 
 /* ---- values ---- */
 typedef enum jv_type {
@@ -80,20 +99,24 @@ bool jv_truthy(const jv *v);
 bool jv_new_list(jinja_arena *a, jv *out, size_t cap);
 bool jv_new_dict(jinja_arena *a, jv *out, size_t cap);
 bool jv_list_push(jinja_arena *a, jv_list *l, jv v);
-bool jv_dict_set(jinja_arena *a, jv_dict *d, jv key, jv val);
+/* The functions below that take a budget w charge it for every value they visit and byte
+ * they compare or write, and stop (false, or "not equal") once it is spent: the caller
+ * reads w->why to tell that from a real answer. */
+bool jv_dict_set(jinja_arena *a, jv_budget *w, jv_dict *d, jv key, jv val);
 /* The value under key, or NULL. */
-jv *jv_dict_get(const jv_dict *d, const char *key, size_t n);
-jv *jv_dict_find(const jv_dict *d, const jv *key);
-bool jv_eq(const jv *a, const jv *b);
+jv *jv_dict_get(jv_budget *w, const jv_dict *d, const char *key, size_t n);
+jv *jv_dict_find(jv_budget *w, const jv_dict *d, const jv *key);
+bool jv_eq(jv_budget *w, const jv *a, const jv *b);
 /* -1, 0 or 1; false when a and b cannot be ordered. fold: compare strings ASCII-lowercased. */
-bool jv_cmp(const jv *a, const jv *b, bool fold, int *out);
-/* Python's str(v) (repr inside lists and dicts); undefined is "". */
-bool jv_to_str(strbuf *b, const jv *v);
+bool jv_cmp(jv_budget *w, const jv *a, const jv *b, bool fold, int *out);
+/* Python's str(v) (repr inside lists and dicts); undefined is "". Stops past w->max_bytes. */
+bool jv_to_str(jv_budget *w, strbuf *b, const jv *v);
 /* json.dumps(v, indent, separators, sort_keys, ensure_ascii=False); indent < 0 = none.
- * item_sep / key_sep NULL take the defaults. False for a value JSON cannot hold. */
-bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const char *key_sep,
-                bool sort_keys, int depth);
-bool jv_from_json(jinja_arena *a, const cJSON *j, jv *out, int depth);
+ * item_sep / key_sep NULL take the defaults. False for a value JSON cannot hold, or past
+ * w->max_bytes. */
+bool jv_to_json(jv_budget *w, strbuf *b, const jv *v, int indent, const char *item_sep,
+                const char *key_sep, bool sort_keys, int depth);
+bool jv_from_json(jinja_arena *a, jv_budget *w, const cJSON *j, jv *out, int depth);
 /* The string view of v if it is one. */
 const char *jv_type_name(const jv *v);
 
@@ -217,8 +240,10 @@ typedef struct jctx {
     const jinja_limits *lim;
     strbuf *out; /* where output goes now (macros and blocks capture theirs) */
     size_t steps;
-    int depth;
+    int depth; /* macro calls */
+    int nest;  /* jinja_eval and jinja_exec frames on the C stack */
     time_t now;
+    jv_budget w; /* work and string bytes, and the caller's cancel flag */
     int jump; /* JUMP_BREAK or JUMP_CONTINUE while unwinding a loop body */
     ts_error *err;
     ts_status st;      /* set with the first error */
@@ -281,13 +306,18 @@ bool jinja_capture(jctx *c, jinja_scope *s, const jnode *body, jv *out);
 bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv *out);
 /* A call node, with caller (may be NULL) passed to a macro for {% call %}. */
 bool jinja_eval_call(jctx *c, jinja_scope *s, const jnode *e, const jv *caller, jv *out);
-/* Counts a step; false (error recorded) past max_steps. */
+/* Counts a step (and a unit of work); false (error recorded) past max_steps. */
 bool jinja_step(jctx *c, const jnode *at);
+/* Charges units of work; false (error recorded) once the budget is spent or cancelled. */
+bool jinja_work(jctx *c, const jnode *at, size_t units);
+/* Counts one more nested evaluation; false (error recorded) past max_eval_depth. The
+ * caller decrements c->nest when it returns. */
+bool jinja_nest(jctx *c, const jnode *at);
 /* Records running out of the arena; returns false. */
 bool jinja_oom(jctx *c, const jnode *at);
 /* Copies b into the arena as a string value and frees b. */
 bool jinja_make_str(jctx *c, const jnode *at, strbuf *b, jv *out);
-jv *jinja_lookup(jinja_scope *s, const char *name, size_t n);
+jv *jinja_lookup(jctx *c, jinja_scope *s, const char *name, size_t n);
 bool jinja_set_var(jctx *c, const jnode *at, jinja_scope *s, const char *name, jv v);
 jinja_scope *jinja_new_scope(jctx *c, const jnode *at, jinja_scope *parent);
 bool jinja_get_int(jctx *c, const jnode *at, const jv *v, int64_t *out);

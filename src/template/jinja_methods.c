@@ -63,18 +63,22 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m, 
     const jv *a0 = jargs_get(a, 0, NULL), *a1 = jargs_get(a, 1, NULL);
     if (!strcmp(m, "strip") || !strcmp(m, "lstrip") || !strcmp(m, "rstrip")) {
         const jv *chars = a0 && a0->t != JV_NONE ? a0 : NULL;
-        size_t lo = 0, hi = n;
+        size_t lo = 0, hi = n, per = 1 + (chars ? chars->u.s.n : 0);
         if (m[0] != 'r')
-            while (lo < hi && in_set(s[lo], chars))
+            while (lo < hi && jinja_work(c, at, per) && in_set(s[lo], chars))
                 lo++;
         if (m[0] != 'l')
-            while (hi > lo && in_set(s[hi - 1], chars))
+            while (hi > lo && jinja_work(c, at, per) && in_set(s[hi - 1], chars))
                 hi--;
+        if (c->st != TS_OK)
+            return false;
         *out = jv_str(s + lo, hi - lo);
         return true;
     }
     if (!strcmp(m, "upper") || !strcmp(m, "lower") || !strcmp(m, "title") ||
         !strcmp(m, "capitalize")) {
+        if (!jinja_work(c, at, n))
+            return false;
         char *t = n ? jinja_alloc(c->arena, n) : NULL;
         if (n && !t)
             return jinja_oom(c, at);
@@ -90,7 +94,7 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m, 
         size_t k = list ? list->u.l->n : 1;
         for (size_t i = 0; i < k && !hit; i++) {
             const jv *p = list ? &list->u.l->items[i] : a0;
-            if (!want_str(c, at, p, m))
+            if (!want_str(c, at, p, m) || !jinja_work(c, at, 1 + p->u.s.n))
                 return false;
             hit = p->u.s.n <= n && !memcmp(start ? s : s + n - p->u.s.n, p->u.s.s, p->u.s.n);
         }
@@ -100,14 +104,27 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m, 
     if (!strcmp(m, "find") || !strcmp(m, "count")) {
         if (!want_str(c, at, a0, m))
             return false;
+        /* Python's semantics: count does not overlap and counts "" at every code point
+         * boundary; each search is memmem (linear), charged what it may scan. */
+        const char *p = a0->u.s.s;
+        size_t k = a0->u.s.n;
         int64_t count = 0, found = -1;
-        for (size_t i = 0; a0->u.s.n <= n && i + a0->u.s.n <= n; i++) {
-            if (memcmp(s + i, a0->u.s.s, a0->u.s.n))
-                continue;
+        if (!k) {
+            found = 0;
+            count = jinja_cp_count(s, n) + 1;
+        }
+        for (size_t i = 0; k && i + k <= n;) {
+            if (!jinja_work(c, at, n - i + k))
+                return false;
+            const char *hit = memmem(s + i, n - i, p, k);
+            if (!hit)
+                break;
             if (found < 0)
-                found = jinja_cp_count(s, i);
+                found = jinja_cp_count(s, (size_t)(hit - s));
             count++;
-            i += a0->u.s.n ? a0->u.s.n - 1 : 0;
+            if (m[0] == 'f')
+                break;
+            i = (size_t)(hit - s) + k;
         }
         *out = jv_int(m[0] == 'f' ? found : count);
         return true;
@@ -118,15 +135,19 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m, 
         const jv *cnt = jargs_get(a, 2, "count");
         int64_t left = cnt && cnt->t == JV_INT ? cnt->u.i : -1;
         strbuf b = {0};
+        /* One memmem per replacement: linear in the string, charged for what it scans
+         * and writes. An empty pattern replaces nothing. */
         for (size_t i = 0; i < n;) {
-            if (left != 0 && a0->u.s.n && i + a0->u.s.n <= n &&
-                !memcmp(s + i, a0->u.s.s, a0->u.s.n)) {
+            const char *hit = left != 0 && a0->u.s.n ? memmem(s + i, n - i, a0->u.s.s, a0->u.s.n)
+                                                      : NULL;
+            size_t e = hit ? (size_t)(hit - s) : n;
+            if (!jinja_work(c, at, e - i + a0->u.s.n + (hit ? a1->u.s.n : 0)))
+                return strbuf_free(&b), false;
+            strbuf_add(&b, s + i, e - i);
+            if (hit)
                 strbuf_add(&b, a1->u.s.s, a1->u.s.n);
-                i += a0->u.s.n;
-                left--;
-            } else {
-                strbuf_add(&b, s + i++, 1);
-            }
+            i = hit ? e + a0->u.s.n : n;
+            left -= hit != NULL;
             if (b.len > c->lim->max_output)
                 return strbuf_free(&b), jinja_fail(c, at, TS_ERR_TOO_LONG, "string too long");
         }
@@ -141,7 +162,11 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m, 
         if (!jv_new_list(c->arena, out, 0))
             return jinja_oom(c, at);
         size_t i = 0, from = 0;
+        if (!jinja_work(c, at, n))
+            return false;
         while (i <= n) {
+            if (!jinja_work(c, at, 1 + (sep ? sep->u.s.n : 0)))
+                return false;
             if (!sep) {
                 while (i < n && is_ws(s[i]))
                     i++;
@@ -183,7 +208,11 @@ static bool str_method(jctx *c, const jnode *at, const jv *self, const char *m, 
                 strbuf_add(&b, s, n);
             if (a0->u.l->items[i].t != JV_STR)
                 return strbuf_free(&b), jinja_fail(c, at, TS_ERR_INVALID_ARG, "join needs strings");
+            if (!jinja_work(c, at, n + a0->u.l->items[i].u.s.n))
+                return strbuf_free(&b), false;
             strbuf_add(&b, a0->u.l->items[i].u.s.s, a0->u.l->items[i].u.s.n);
+            if (b.len > c->lim->max_output)
+                return strbuf_free(&b), jinja_fail(c, at, TS_ERR_TOO_LONG, "string too long");
         }
         return jinja_make_str(c, at, &b, out);
     }
@@ -201,13 +230,15 @@ bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n
     if (self->t == JV_DICT) {
         jv_dict *d = self->u.d;
         if (!strcmp(name, "get")) {
-            jv *v = a0 ? jv_dict_find(d, a0) : NULL;
+            jv *v = a0 ? jv_dict_find(&c->w, d, a0) : NULL;
             const jv *def = jargs_get(a, 1, "default");
             *out = v ? *v : def ? *def : (jv){.t = JV_NONE};
             return true;
         }
         bool items = !strcmp(name, "items"), keys = !strcmp(name, "keys");
         if (items || keys || !strcmp(name, "values")) {
+            if (!jinja_work(c, at, d->n))
+                return false;
             if (!jv_new_list(c->arena, out, d->n))
                 return jinja_oom(c, at);
             for (size_t i = 0; i < d->n; i++) {
@@ -237,6 +268,8 @@ bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n
             i += (int64_t)l->n;
         if (i < 0 || i >= (int64_t)l->n)
             return jinja_fail(c, at, TS_ERR_INVALID_ARG, "pop index out of range");
+        if (!jinja_work(c, at, l->n - (size_t)i))
+            return false;
         *out = l->items[i];
         memmove(&l->items[i], &l->items[i + 1], (l->n - (size_t)i - 1) * sizeof(jv));
         l->n--;
@@ -294,9 +327,9 @@ bool jinja_test(jctx *c, const jnode *at, const char *t, size_t n, const jv *v, 
     else if (IS("true") || IS("false"))
         *out = v->t == JV_BOOL && v->u.b == IS("true");
     else if (IS("equalto") || IS("eq") || IS("==") || IS("sameas"))
-        *out = jv_eq(v, x);
+        *out = jv_eq(&c->w, v, x);
     else if (IS("ne") || IS("!="))
-        *out = !jv_eq(v, x);
+        *out = !jv_eq(&c->w, v, x);
     else if (IS("callable"))
         *out = v->t == JV_MACRO || v->t == JV_FUNC;
     else if (IS("in")) {
@@ -307,6 +340,8 @@ bool jinja_test(jctx *c, const jnode *at, const char *t, size_t n, const jv *v, 
     } else if (IS("lower") || IS("upper")) {
         bool up = IS("upper");
         *out = v->t == JV_STR;
+        if (*out && !jinja_work(c, at, v->u.s.n))
+            return false;
         for (size_t i = 0; *out && i < v->u.s.n; i++)
             *out = !(up ? (v->u.s.s[i] >= 'a' && v->u.s.s[i] <= 'z')
                         : (v->u.s.s[i] >= 'A' && v->u.s.s[i] <= 'Z'));
@@ -347,9 +382,11 @@ static bool kwargs_dict(jctx *c, const jnode *at, const jargs *a, bool ns, jv *o
             if (a->v[i].t != JV_DICT)
                 return jinja_fail(c, at, TS_ERR_INVALID_ARG, "expected keyword arguments");
             for (size_t k = 0; k < a->v[i].u.d->n; k++)
-                if (!jv_dict_set(c->arena, out->u.d, a->v[i].u.d->keys[k], a->v[i].u.d->vals[k]))
+                if (!jv_dict_set(c->arena, &c->w, out->u.d, a->v[i].u.d->keys[k],
+                                 a->v[i].u.d->vals[k]))
                     return jinja_oom(c, at);
-        } else if (!jv_dict_set(c->arena, out->u.d, jv_str(a->names[i], a->name_n[i]), a->v[i])) {
+        } else if (!jv_dict_set(c->arena, &c->w, out->u.d, jv_str(a->names[i], a->name_n[i]),
+                                a->v[i])) {
             return jinja_oom(c, at);
         }
     }
@@ -385,7 +422,7 @@ bool jinja_global(jctx *c, const jnode *at, int fn, const jargs *a, jv *out)
     case JF_RAISE: {
         strbuf b = {0};
         if (a0)
-            jv_to_str(&b, a0);
+            jv_to_str(&c->w, &b, a0);
         bool r =
             jinja_fail(c, NULL, TS_ERR_INVALID_ARG, "%s", b.s ? b.s : "template raised an error");
         strbuf_free(&b);

@@ -21,40 +21,50 @@ static bool contains(jctx *c, const jnode *at, const jv *x, const jv *y, bool *o
         if (x->t != JV_STR)
             return jinja_fail(c, at, TS_ERR_INVALID_ARG, "'in <string>' needs a string, not %s",
                               jv_type_name(x));
+        /* memmem is linear in both lengths (glibc's two-way search), so charged as such. */
+        if (!jinja_work(c, at, y->u.s.n + x->u.s.n))
+            return false;
         *out = x->u.s.n == 0 || memmem(y->u.s.s, y->u.s.n, x->u.s.s, x->u.s.n) != NULL;
         return true;
     case JV_LIST:
         for (size_t i = 0; i < y->u.l->n && !*out; i++)
-            *out = jv_eq(x, &y->u.l->items[i]);
+            *out = jv_eq(&c->w, x, &y->u.l->items[i]);
         return true;
     case JV_DICT:
-        *out = jv_dict_find(y->u.d, x) != NULL;
+        *out = jv_dict_find(&c->w, y->u.d, x) != NULL;
         return true;
     default:
         return jinja_fail(c, at, TS_ERR_INVALID_ARG, "%s is not a container", jv_type_name(y));
     }
 }
 
-/* x repeated k times (a string or a list), for * with an integer. */
+/* x repeated k times (a string or a list), for * with an integer. An empty x gives an
+ * empty result at once: "" * 2**63 must not loop 2**63 times. */
 static bool repeat(jctx *c, const jnode *at, const jv *x, int64_t k, jv *out)
 {
-    if (k < 0)
-        k = 0;
     size_t unit = x->t == JV_STR ? x->u.s.n : x->u.l->n * sizeof(jv);
+    if (k <= 0 || unit == 0)
+        k = 0;
     if (unit && (uint64_t)k > c->lim->max_output / unit)
         return jinja_fail(c, at, TS_ERR_TOO_LONG, "repetition too large");
     if (x->t == JV_STR) {
         strbuf b = {0};
-        for (int64_t i = 0; i < k; i++)
+        for (int64_t i = 0; i < k; i++) {
+            if (!jinja_work(c, at, x->u.s.n))
+                return strbuf_free(&b), false;
             strbuf_add(&b, x->u.s.s, x->u.s.n);
+        }
         return jinja_make_str(c, at, &b, out);
     }
     if (!jv_new_list(c->arena, out, 0))
         return jinja_oom(c, at);
-    for (int64_t i = 0; i < k; i++)
+    for (int64_t i = 0; i < k; i++) {
+        if (!jinja_work(c, at, x->u.l->n))
+            return false;
         for (size_t j = 0; j < x->u.l->n; j++)
             if (!jv_list_push(c->arena, out->u.l, x->u.l->items[j]))
                 return jinja_oom(c, at);
+    }
     return true;
 }
 
@@ -103,7 +113,11 @@ static bool int_op(jctx *c, const jnode *at, int op, int64_t a, int64_t b, jv *o
             return true;
         }
         r = 1;
-        for (int64_t i = 0; i < b; i++) {
+        for (int64_t i = 0; i < b; i++) { /* ends within 64 rounds unless r is 0, 1 or -1 */
+            if (r == -1) {
+                r = b % 2 ? -1 : 1;
+                break;
+            }
             if (__builtin_mul_overflow(r, a, &r))
                 return overflow(c, at);
             if (r == 0 || r == 1)
@@ -124,16 +138,16 @@ bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv 
     bool r;
     switch (op) {
     case JO_EQ:
-        *out = jv_bool(jv_eq(x, y));
+        *out = jv_bool(jv_eq(&c->w, x, y));
         return true;
     case JO_NE:
-        *out = jv_bool(!jv_eq(x, y));
+        *out = jv_bool(!jv_eq(&c->w, x, y));
         return true;
     case JO_LT:
     case JO_LE:
     case JO_GT:
     case JO_GE:
-        if (!jv_cmp(x, y, false, &cmp))
+        if (!jv_cmp(&c->w, x, y, false, &cmp))
             return jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot compare %s with %s",
                               jv_type_name(x), jv_type_name(y));
         *out = jv_bool(op == JO_LT   ? cmp < 0
@@ -149,7 +163,7 @@ bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv 
         return true;
     case JO_CONCAT: {
         strbuf b = {0};
-        if (!jv_to_str(&b, x) || !jv_to_str(&b, y)) {
+        if (!jv_to_str(&c->w, &b, x) || !jv_to_str(&c->w, &b, y)) {
             strbuf_free(&b);
             return jinja_fail(c, at, TS_ERR_INVALID_ARG, "cannot join these values with ~");
         }
@@ -159,6 +173,8 @@ bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv 
         break;
     }
     if (op == JO_ADD && x->t == JV_STR && y->t == JV_STR) {
+        if (x->u.s.n + y->u.s.n > c->lim->max_output)
+            return jinja_fail(c, at, TS_ERR_TOO_LONG, "string too long");
         strbuf b = {0};
         strbuf_add(&b, x->u.s.s, x->u.s.n);
         strbuf_add(&b, y->u.s.s, y->u.s.n);
@@ -167,6 +183,8 @@ bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv 
         return jinja_make_str(c, at, &b, out);
     }
     if (op == JO_ADD && x->t == JV_LIST && y->t == JV_LIST) {
+        if (!jinja_work(c, at, x->u.l->n + y->u.l->n))
+            return false;
         if (!jv_new_list(c->arena, out, x->u.l->n + y->u.l->n))
             return jinja_oom(c, at);
         for (size_t i = 0; i < x->u.l->n + y->u.l->n; i++)

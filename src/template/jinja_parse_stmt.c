@@ -290,6 +290,51 @@ static bool is_global(const char *s)
     return false;
 }
 
+/* Refuses a tree taller than max_tree_depth, naming the first node past it. The parser
+ * builds operator chains in loops, so their height is unbounded until here; this walk
+ * keeps its own stack on the heap, so a tall tree cannot overflow the C stack either. */
+static bool check_height(jparser *p, const jnode *root)
+{
+    typedef struct {
+        const jnode *e;
+        int depth;
+    } frame;
+    size_t n = 0, cap = 256;
+    frame *st = malloc(cap * sizeof *st);
+    bool ok = st != NULL;
+    if (ok)
+        st[n++] = (frame){root, 1};
+    while (ok && n) {
+        frame f = st[--n];
+        if (f.depth > p->lim->max_tree_depth) {
+            ok = jp_fail(p, &(jtok){.line = f.e->line, .col = f.e->col}, TS_ERR_TOO_LONG,
+                         "nested more than %d deep (each operator of a chain counts)",
+                         p->lim->max_tree_depth);
+            break;
+        }
+        const jnode *kids[4] = {f.e->a, f.e->b, f.e->c, f.e->d};
+        size_t more = 4 + f.e->n;
+        if (n + more > cap) {
+            size_t nc = (n + more) * 2;
+            frame *ns = realloc(st, nc * sizeof *ns);
+            if (!(ok = ns != NULL))
+                break;
+            st = ns;
+            cap = nc;
+        }
+        for (size_t i = 0; i < 4; i++)
+            if (kids[i])
+                st[n++] = (frame){kids[i], f.depth + 1};
+        for (size_t i = 0; i < f.e->n; i++)
+            if (f.e->kids[i])
+                st[n++] = (frame){f.e->kids[i], f.depth + 1};
+    }
+    free(st);
+    if (!ok && p->st == TS_OK)
+        jp_fail(p, &(jtok){.line = root->line, .col = root->col}, TS_ERR_NOMEM, "out of memory");
+    return ok;
+}
+
 void jinja_limits_default(jinja_limits *l)
 {
     *l = (jinja_limits){.max_source = 1 << 20,
@@ -297,7 +342,10 @@ void jinja_limits_default(jinja_limits *l)
                         .max_depth = 64,
                         .max_steps = 2000000,
                         .max_output = 4 << 20,
-                        .max_memory = 64 << 20};
+                        .max_memory = 64 << 20,
+                        .max_tree_depth = 256,
+                        .max_eval_depth = 2048,
+                        .max_work = (size_t)256 << 20};
 }
 
 ts_status jinja_parse(jinja_template **out, const char *src, size_t len, const jinja_limits *limits,
@@ -318,10 +366,22 @@ ts_status jinja_parse(jinja_template **out, const char *src, size_t len, const j
     TAKE(max_steps);
     TAKE(max_output);
     TAKE(max_memory);
+    TAKE(max_tree_depth);
+    TAKE(max_eval_depth);
+    TAKE(max_work);
 #undef TAKE
     if (len > t->limits.max_source) {
         st = ts_error_set(err, TS_ERR_TOO_LONG, "template of %zu bytes is over the limit of %zu",
                           len, t->limits.max_source);
+        goto fail;
+    }
+    /* A NUL would cut the rendered text (a C string) short where the template put it. */
+    const char *nul = memchr(src, 0, len);
+    if (nul) {
+        int line = 1, col = 1;
+        for (const char *q = src; q < nul; q++)
+            line += *q == '\n', col = *q == '\n' ? 1 : col + 1;
+        st = ts_error_set(err, TS_ERR_FORMAT, "template line %d col %d: a NUL byte", line, col);
         goto fail;
     }
     t->arena.limit = 256 * len + (4 << 20); /* tokens and nodes; max_nodes bounds the latter */
@@ -330,7 +390,7 @@ ts_status jinja_parse(jinja_template **out, const char *src, size_t len, const j
         goto fail;
     const char *stopped = NULL;
     t->root = parse_body(&p, NULL, &stopped);
-    if (!t->root) {
+    if (!t->root || !check_height(&p, t->root)) {
         st = p.st != TS_OK ? p.st : ts_error_set(err, TS_ERR_INTERNAL, "template parse failed");
         goto fail;
     }

@@ -45,6 +45,26 @@ void jinja_arena_free(jinja_arena *a)
     a->used = 0;
 }
 
+bool jv_charge(jv_budget *w, size_t units)
+{
+    if (w->why != JB_OK)
+        return false;
+    if (w->cancel && atomic_load_explicit(w->cancel, memory_order_relaxed))
+        w->why = JB_CANCELLED;
+    else if (units > w->max_work - w->work)
+        w->why = JB_WORK;
+    else
+        w->work += units;
+    return w->why == JB_OK;
+}
+
+bool jv_fits(jv_budget *w, size_t n)
+{
+    if (w->why == JB_OK && n > w->max_bytes)
+        w->why = JB_BYTES;
+    return w->why == JB_OK;
+}
+
 jv jv_str(const char *s, size_t n) { return (jv){.t = JV_STR, .u.s = {s, n}}; }
 jv jv_int(int64_t i) { return (jv){.t = JV_INT, .u.i = i}; }
 jv jv_bool(bool b) { return (jv){.t = JV_BOOL, .u.b = b}; }
@@ -117,23 +137,25 @@ bool jv_list_push(jinja_arena *a, jv_list *l, jv v)
     return true;
 }
 
-jv *jv_dict_find(const jv_dict *d, const jv *key)
+jv *jv_dict_find(jv_budget *w, const jv_dict *d, const jv *key)
 {
     for (size_t i = 0; i < d->n; i++)
-        if (jv_eq(&d->keys[i], key))
+        if (jv_eq(w, &d->keys[i], key))
             return &d->vals[i];
     return NULL;
 }
 
-jv *jv_dict_get(const jv_dict *d, const char *key, size_t n)
+jv *jv_dict_get(jv_budget *w, const jv_dict *d, const char *key, size_t n)
 {
     jv k = jv_str(key, n);
-    return jv_dict_find(d, &k);
+    return jv_dict_find(w, d, &k);
 }
 
-bool jv_dict_set(jinja_arena *a, jv_dict *d, jv key, jv val)
+bool jv_dict_set(jinja_arena *a, jv_budget *w, jv_dict *d, jv key, jv val)
 {
-    jv *have = jv_dict_find(d, &key);
+    jv *have = jv_dict_find(w, d, &key);
+    if (w->why != JB_OK)
+        return false;
     if (have) {
         *have = val;
         return true;
@@ -154,16 +176,17 @@ static double num(const jv *v)
 }
 
 /* Values can hold themselves (a list appended to itself), so comparisons stop at a
- * depth: equal is then false, ordering fails. */
+ * depth: equal is then false, ordering fails. Lists sharing items make a small value
+ * stand for an exponentially large one, so every value visited is charged. */
 enum { MAX_DEPTH = 64 };
 
-static bool eq(const jv *a, const jv *b, int depth);
+static bool eq(jv_budget *w, const jv *a, const jv *b, int depth);
 
-bool jv_eq(const jv *a, const jv *b) { return eq(a, b, 0); }
+bool jv_eq(jv_budget *w, const jv *a, const jv *b) { return eq(w, a, b, 0); }
 
-static bool eq(const jv *a, const jv *b, int depth)
+static bool eq(jv_budget *w, const jv *a, const jv *b, int depth)
 {
-    if (depth > MAX_DEPTH)
+    if (depth > MAX_DEPTH || !jv_charge(w, JV_VISIT_UNITS))
         return false;
     if (is_num(a) && is_num(b)) {
         if (a->t != JV_FLOAT && b->t != JV_FLOAT)
@@ -174,20 +197,21 @@ static bool eq(const jv *a, const jv *b, int depth)
         return false;
     switch (a->t) {
     case JV_STR:
-        return a->u.s.n == b->u.s.n && !memcmp(a->u.s.s, b->u.s.s, a->u.s.n);
+        return a->u.s.n == b->u.s.n && jv_charge(w, a->u.s.n) &&
+               !memcmp(a->u.s.s, b->u.s.s, a->u.s.n);
     case JV_LIST:
         if (a->u.l->n != b->u.l->n)
             return false;
         for (size_t i = 0; i < a->u.l->n; i++)
-            if (!eq(&a->u.l->items[i], &b->u.l->items[i], depth + 1))
+            if (!eq(w, &a->u.l->items[i], &b->u.l->items[i], depth + 1))
                 return false;
         return true;
     case JV_DICT:
         if (a->u.d->n != b->u.d->n)
             return false;
         for (size_t i = 0; i < a->u.d->n; i++) {
-            jv *o = jv_dict_find(b->u.d, &a->u.d->keys[i]);
-            if (!o || !eq(&a->u.d->vals[i], o, depth + 1))
+            jv *o = jv_dict_find(w, b->u.d, &a->u.d->keys[i]);
+            if (!o || !eq(w, &a->u.d->vals[i], o, depth + 1))
                 return false;
         }
         return true;
@@ -205,13 +229,16 @@ static unsigned char fold_byte(unsigned char c, bool fold)
     return fold && c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
 }
 
-static bool cmp(const jv *a, const jv *b, bool fold, int *out, int depth);
+static bool cmp(jv_budget *w, const jv *a, const jv *b, bool fold, int *out, int depth);
 
-bool jv_cmp(const jv *a, const jv *b, bool fold, int *out) { return cmp(a, b, fold, out, 0); }
-
-static bool cmp(const jv *a, const jv *b, bool fold, int *out, int depth)
+bool jv_cmp(jv_budget *w, const jv *a, const jv *b, bool fold, int *out)
 {
-    if (depth > MAX_DEPTH)
+    return cmp(w, a, b, fold, out, 0);
+}
+
+static bool cmp(jv_budget *w, const jv *a, const jv *b, bool fold, int *out, int depth)
+{
+    if (depth > MAX_DEPTH || !jv_charge(w, JV_VISIT_UNITS))
         return false;
     if (is_num(a) && is_num(b)) {
         double x = num(a), y = num(b);
@@ -223,6 +250,8 @@ static bool cmp(const jv *a, const jv *b, bool fold, int *out, int depth)
     }
     if (a->t == JV_STR && b->t == JV_STR) {
         size_t n = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
+        if (!jv_charge(w, n))
+            return false;
         for (size_t i = 0; i < n; i++) {
             unsigned char x = fold_byte((unsigned char)a->u.s.s[i], fold);
             unsigned char y = fold_byte((unsigned char)b->u.s.s[i], fold);
@@ -237,7 +266,7 @@ static bool cmp(const jv *a, const jv *b, bool fold, int *out, int depth)
     if (a->t == JV_LIST && b->t == JV_LIST) {
         size_t n = a->u.l->n < b->u.l->n ? a->u.l->n : b->u.l->n;
         for (size_t i = 0; i < n; i++) {
-            if (!cmp(&a->u.l->items[i], &b->u.l->items[i], fold, out, depth + 1))
+            if (!cmp(w, &a->u.l->items[i], &b->u.l->items[i], fold, out, depth + 1))
                 return false;
             if (*out)
                 return true;
@@ -329,11 +358,18 @@ static void add_repr_str(strbuf *b, const char *s, size_t n)
     strbuf_add(b, &q, 1);
 }
 
-static bool add_repr(strbuf *b, const jv *v, int depth);
+static bool add_repr(jv_budget *w, strbuf *b, const jv *v, int depth);
 
-static bool add_str(strbuf *b, const jv *v, int depth)
+/* Charges a value about to be written to b, and stops once b is past the byte bound:
+ * shared items make a small value print as a huge one, so the check is per item. */
+static bool may_add(jv_budget *w, strbuf *b, const jv *v)
 {
-    if (depth > 64)
+    return jv_charge(w, JV_VISIT_UNITS + (v->t == JV_STR ? v->u.s.n : 0)) && jv_fits(w, b->len);
+}
+
+static bool add_str(jv_budget *w, strbuf *b, const jv *v, int depth)
+{
+    if (depth > 64 || !may_add(w, b, v))
         return false;
     switch (v->t) {
     case JV_UNDEF:
@@ -358,7 +394,7 @@ static bool add_str(strbuf *b, const jv *v, int depth)
         for (size_t i = 0; i < v->u.l->n; i++) {
             if (i)
                 strbuf_add(b, ", ", 2);
-            if (!add_repr(b, &v->u.l->items[i], depth + 1))
+            if (!add_repr(w, b, &v->u.l->items[i], depth + 1))
                 return false;
         }
         if (v->u.l->tuple && v->u.l->n == 1)
@@ -370,10 +406,10 @@ static bool add_str(strbuf *b, const jv *v, int depth)
         for (size_t i = 0; i < v->u.d->n; i++) {
             if (i)
                 strbuf_add(b, ", ", 2);
-            if (!add_repr(b, &v->u.d->keys[i], depth + 1))
+            if (!add_repr(w, b, &v->u.d->keys[i], depth + 1))
                 return false;
             strbuf_add(b, ": ", 2);
-            if (!add_repr(b, &v->u.d->vals[i], depth + 1))
+            if (!add_repr(w, b, &v->u.d->vals[i], depth + 1))
                 return false;
         }
         strbuf_add(b, "}", 1);
@@ -384,16 +420,21 @@ static bool add_str(strbuf *b, const jv *v, int depth)
     }
 }
 
-static bool add_repr(strbuf *b, const jv *v, int depth)
+static bool add_repr(jv_budget *w, strbuf *b, const jv *v, int depth)
 {
     if (v->t == JV_STR) {
+        if (!may_add(w, b, v))
+            return false;
         add_repr_str(b, v->u.s.s, v->u.s.n);
         return true;
     }
-    return add_str(b, v, depth);
+    return add_str(w, b, v, depth);
 }
 
-bool jv_to_str(strbuf *b, const jv *v) { return add_str(b, v, 0) && !b->failed; }
+bool jv_to_str(jv_budget *w, strbuf *b, const jv *v)
+{
+    return add_str(w, b, v, 0) && jv_fits(w, b->len) && !b->failed;
+}
 
 static void add_json_str(strbuf *b, const char *s, size_t n)
 {
@@ -425,10 +466,10 @@ static void newline_indent(strbuf *b, int indent, int level)
         strbuf_add(b, " ", 1);
 }
 
-bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const char *key_sep,
-                bool sort_keys, int depth)
+static bool to_json(jv_budget *w, strbuf *b, const jv *v, int indent, const char *item_sep,
+                    const char *key_sep, bool sort_keys, int depth)
 {
-    if (depth > 64)
+    if (depth > 64 || !may_add(w, b, v))
         return false;
     const char *is = item_sep ? item_sep : indent >= 0 ? "," : ", ";
     const char *ks = key_sep ? key_sep : ": ";
@@ -441,7 +482,7 @@ bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const 
         return true;
     case JV_INT:
     case JV_FLOAT:
-        return add_str(b, v, depth);
+        return add_str(w, b, v, depth);
     case JV_STR:
         add_json_str(b, v->u.s.s, v->u.s.n);
         return true;
@@ -456,7 +497,7 @@ bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const 
                 strbuf_add(b, is, strlen(is));
             if (indent >= 0)
                 newline_indent(b, indent, depth + 1);
-            if (!jv_to_json(b, &v->u.l->items[i], indent, item_sep, key_sep, sort_keys, depth + 1))
+            if (!to_json(w, b, &v->u.l->items[i], indent, item_sep, key_sep, sort_keys, depth + 1))
                 return false;
         }
         if (indent >= 0)
@@ -477,9 +518,9 @@ bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const 
                 const jv *best = NULL;
                 for (size_t j = 0; j < d->n; j++) {
                     int c1 = 1, c2 = -1;
-                    if (prev && (!jv_cmp(&d->keys[j], prev, false, &c1) || c1 <= 0))
+                    if (prev && (!jv_cmp(w, &d->keys[j], prev, false, &c1) || c1 <= 0))
                         continue;
-                    if (best && (!jv_cmp(&d->keys[j], best, false, &c2) || c2 >= 0))
+                    if (best && (!jv_cmp(w, &d->keys[j], best, false, &c2) || c2 >= 0))
                         continue;
                     best = &d->keys[j];
                     k = j;
@@ -494,7 +535,7 @@ bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const 
                 newline_indent(b, indent, depth + 1);
             add_json_str(b, d->keys[k].u.s.s, d->keys[k].u.s.n);
             strbuf_add(b, ks, strlen(ks));
-            if (!jv_to_json(b, &d->vals[k], indent, item_sep, key_sep, sort_keys, depth + 1))
+            if (!to_json(w, b, &d->vals[k], indent, item_sep, key_sep, sort_keys, depth + 1))
                 return false;
         }
         if (indent >= 0)
@@ -507,9 +548,15 @@ bool jv_to_json(strbuf *b, const jv *v, int indent, const char *item_sep, const 
     }
 }
 
-bool jv_from_json(jinja_arena *a, const cJSON *j, jv *out, int depth)
+bool jv_to_json(jv_budget *w, strbuf *b, const jv *v, int indent, const char *item_sep,
+                const char *key_sep, bool sort_keys, int depth)
 {
-    if (depth > 64)
+    return to_json(w, b, v, indent, item_sep, key_sep, sort_keys, depth) && jv_fits(w, b->len);
+}
+
+bool jv_from_json(jinja_arena *a, jv_budget *w, const cJSON *j, jv *out, int depth)
+{
+    if (depth > 64 || !jv_charge(w, JV_VISIT_UNITS))
         return false;
     if (cJSON_IsString(j)) {
         size_t n = strlen(j->valuestring);
@@ -533,7 +580,7 @@ bool jv_from_json(jinja_arena *a, const cJSON *j, jv *out, int depth)
             return false;
         for (const cJSON *e = j->child; e; e = e->next) {
             jv v;
-            if (!jv_from_json(a, e, &v, depth + 1) || !jv_list_push(a, out->u.l, v))
+            if (!jv_from_json(a, w, e, &v, depth + 1) || !jv_list_push(a, out->u.l, v))
                 return false;
         }
     } else if (cJSON_IsObject(j)) {
@@ -543,11 +590,11 @@ bool jv_from_json(jinja_arena *a, const cJSON *j, jv *out, int depth)
             jv k, v;
             size_t n = strlen(e->string);
             char *s = jinja_alloc(a, n + 1);
-            if (!s || !jv_from_json(a, e, &v, depth + 1))
+            if (!s || !jv_from_json(a, w, e, &v, depth + 1))
                 return false;
             memcpy(s, e->string, n);
             k = jv_str(s, n);
-            if (!jv_dict_set(a, out->u.d, k, v))
+            if (!jv_dict_set(a, w, out->u.d, k, v))
                 return false;
         }
     } else {

@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char msg[2][256];
     for (int k = 0; k < 2; k++) {
         ts_error e = {0};
-        rs[k] = jinja_render(t, use, 1795564800, &out[k], &e);
+        rs[k] = jinja_render(t, use, 1795564800, NULL, &out[k], &e);
         memcpy(msg[k], e.msg, sizeof msg[k]);
         if (rs[k] == TS_OK) {
             FUZZ_CHECK(out[k] != NULL, "rendered without a text");
