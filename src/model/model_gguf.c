@@ -465,13 +465,7 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err)
 {
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        gguf_str name = f->tensors[i].name;
-        if (!tensor_read(c, name))
-            return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                                "tensor '%.*s' is not part of a %s model as tessera runs it",
-                                (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
-    }
+
     /* ggml shapes are (in, out): ne[0] is the row length of our (out, in) matrices. */
     uint64_t dim = (uint64_t)c->dim, vocab = (uint64_t)c->vocab_size;
     ts_status st;
@@ -505,6 +499,14 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
             (c->qkv_bias &&
              (st = load_qkv_bias(w->qkv_bias + l * qkv_rows, c, f, l, err)) != TS_OK))
             return st;
+    }
+    /* every tensor it needs is there: now any it would not read */
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        gguf_str name = f->tensors[i].name;
+        if (!tensor_read(c, name))
+            return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                                "tensor '%.*s' is not part of a %s model as tessera runs it",
+                                (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
     }
     return TS_OK;
 }

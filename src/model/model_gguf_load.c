@@ -37,19 +37,22 @@ static ts_status read_chat_template(ts_model *m, const gguf_file *f, ts_error *e
     return TS_OK;
 }
 
-/* Refuses a config whose weights the file's tensors cannot hold, before allocating them:
- * a few bytes of metadata must not make the loader ask for gigabytes. Every weight is one
- * element of some tensor, so the elements of all tensors bound what a loadable file needs;
- * and as the reader refuses tensors that share bytes, those elements are bounded in turn
- * by the file's size (a few elements per byte for the densest quantisations). */
+/* Refuses a config whose arrays the file's tensors cannot fill, before allocating them:
+ * a few bytes of metadata must not make the loader ask for gigabytes. The loader allocates
+ * the embedding's worth of logits and, per layer, the norms and biases it converts to f32;
+ * each of those values comes from one element of some tensor, so the elements of all
+ * tensors bound what a loadable file needs; and as the reader refuses tensors that share
+ * bytes, those elements are bounded in turn by the file's size (a few elements per byte
+ * for the densest quantisations). The matrices are mapped, not allocated: a missing one
+ * is left to the weights' reader, which names it. */
 static ts_status check_weights_fit(const ts_model_config *c, const gguf_file *f,
                                    const char *name, ts_error *err)
 {
     /* Validated sizes keep this far below 2^64. */
-    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
-    uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim, qkv = (uint64_t)model_qkv_rows(c);
-    uint64_t need = (uint64_t)c->vocab_size * dim * (c->tied_output ? 1 : 2) + dim +
-                    L * (2 * dim + qkv * dim + dim * q_dim + 3 * ffn * dim);
+    uint64_t dim = (uint64_t)c->dim, L = (uint64_t)c->n_layers, hd = (uint64_t)c->head_dim;
+    uint64_t per_layer = 2 * dim + (c->post_norms ? 2 * dim : 0) + (c->qk_norm ? 2 * hd : 0) +
+                         (c->qkv_bias ? (uint64_t)model_qkv_rows(c) : 0);
+    uint64_t need = (uint64_t)c->vocab_size * dim + dim + L * per_layer;
     uint64_t have = 0;
     for (uint64_t i = 0; i < f->n_tensors && have < need; i++)
         have = f->tensors[i].n_elems > UINT64_MAX - have ? UINT64_MAX
