@@ -492,9 +492,11 @@ static void test_engine_window_prefix_cache(void **state)
 
 /* A copy of f with edits: tensor `drop` left out, tensor `shrink` one row shorter, tensor
  * `add` (a copy of attn_norm's bytes under another name) added, and key `set_key` set to
- * the string set_val; written to a temporary file whose path is returned. */
+ * the string set_val (with a NUL at nul_at); written to a temporary file whose path is
+ * returned. */
 typedef struct gguf_edit {
     const char *drop, *shrink, *add, *set_key, *set_val;
+    int nul_at; /* > 0: set_val's byte there becomes a NUL */
 } gguf_edit;
 
 static void copy_kv(gguf_writer *w, const gguf_kv *kv, const gguf_edit *e)
@@ -546,8 +548,18 @@ static const char *write_edited(const char *name, const gguf_edit *e)
     assert_int_equal(gguf_writer_create(f->alignment, &w, &err), TS_OK);
     for (uint64_t i = 0; i < f->n_kv; i++)
         copy_kv(w, &f->kv[i], e);
-    if (e->set_key)
+    if (e->set_key && e->nul_at > 0) {
+        const char *v = e->set_val;
+        char bytes[256];
+        uint64_t len = strlen(v);
+        assert_true(len + 8 <= sizeof bytes && (uint64_t)e->nul_at < len);
+        memcpy(bytes, &len, 8); /* a GGUF string: its length, then its bytes */
+        memcpy(bytes + 8, v, len);
+        bytes[8 + e->nul_at] = '\0';
+        gguf_writer_add_raw(w, e->set_key, GGUF_TYPE_STRING, bytes, 8 + len);
+    } else if (e->set_key) {
         gguf_writer_add_str(w, e->set_key, e->set_val);
+    }
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         char tn[256];
@@ -616,6 +628,11 @@ static void test_bad_files_refused(void **state)
                    (const char *[]){"qwen2.rope.scaling.type", "yarn", "not supported", NULL});
     expect_refusal("gemma2-f32", &(gguf_edit){.set_key = "general.architecture", .set_val = "gemma9"},
                    (const char *[]){"gemma9", "not supported", "gemma3", NULL});
+    /* a chat template with a NUL inside: refused, not cut at the NUL */
+    expect_refusal("qwen3-f32",
+                   &(gguf_edit){.set_key = "tokenizer.chat_template", .set_val = "{{ 1 }}",
+                                .nul_at = 3},
+                   (const char *[]){"chat_template", "NUL", "offset 3", NULL});
 }
 
 /* MoE files say why they are refused. */

@@ -29,6 +29,12 @@ static ts_status read_chat_template(ts_model *m, const gguf_file *f, ts_error *e
         return TS_OK;
     if (st != TS_OK)
         return st;
+    /* a C string would end the template at its first NUL and render what is before it */
+    const char *nul = memchr(s.ptr, '\0', (size_t)s.len);
+    if (nul)
+        return ts_error_set(err, TS_ERR_FORMAT,
+                            "tokenizer.chat_template holds a NUL byte at offset %zu of %llu",
+                            (size_t)(nul - s.ptr), (unsigned long long)s.len);
     if (!(m->chat_template = malloc((size_t)s.len + 1)))
         return ts_error_set(err, TS_ERR_NOMEM, "chat template of %llu bytes",
                             (unsigned long long)s.len);
