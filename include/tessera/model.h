@@ -25,7 +25,7 @@ typedef struct ts_model_config {
     char arch[32];        /* general.architecture: "llama", "qwen2", "gemma3", ... */
     char name[64];        /* general.name, or the file's base name */
     int dim;              /* embedding length */
-    int hidden_dim;       /* feed-forward length */
+    int hidden_dim;       /* feed-forward length: each expert's in a mixture-of-experts model */
     int n_layers;
     int n_heads;
     int n_kv_heads;       /* < n_heads for grouped-query attention */
@@ -57,6 +57,10 @@ typedef struct ts_model_config {
     int swa_pattern;      /* with swa_window, layer l is windowed iff l % swa_pattern <
                            * swa_pattern - 1 (0: every layer) */
     float rope_freq_base_swa; /* RoPE base of windowed layers; 0: rope_freq_base */
+    int n_experts;        /* > 0: every layer's feed-forward block is a mixture of this many
+                           * experts (ffn_*_exps), routed by ffn_gate_inp */
+    int n_experts_used;   /* experts a token goes through: the top ones of the router's
+                           * softmax, their weights renormalised to sum to 1 */
 } ts_model_config;
 
 /* Positions layer l of c attends to: c->swa_window for a windowed layer, else 0 (all). */

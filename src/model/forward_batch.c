@@ -15,7 +15,7 @@
 static ts_status state_qbuf_init(fwd_state *s, const ts_model *m, ts_error *err)
 {
     const ts_model_config *c = &m->cfg;
-    int n = model_matrices(c);
+    int n = model_matrices(&m->w);
     const simd_qmat **mats = malloc((size_t)n * sizeof *mats);
     if (!mats)
         return ts_error_set(err, TS_ERR_NOMEM, "matrix list of %d layers", c->n_layers);
@@ -23,10 +23,55 @@ static ts_status state_qbuf_init(fwd_state *s, const ts_model *m, ts_error *err)
         mats[i] = model_matrix(&m->w, i);
     int q_dim = c->n_heads * c->head_dim, max_k = c->dim > q_dim ? c->dim : q_dim;
     max_k = c->hidden_dim > max_k ? c->hidden_dim : max_k;
-    int rows = s->max_rows > s->max_logits ? s->max_rows : s->max_logits;
+    /* a mixture's passes run on every (row, expert) pair of the step */
+    int pairs = s->max_rows * (c->n_experts > 0 ? c->n_experts_used : 1);
+    int rows = pairs > s->max_logits ? pairs : s->max_logits;
     ts_status st = fwd_qbuf_init(&s->qbuf, mats, n, rows, max_k, err);
     free(mats);
     return st;
+}
+
+/* A mixture of experts' buffers for steps of s->max_rows rows; all NULL for a dense model. */
+static ts_status moe_init(fwd_moe *mo, const ts_model_config *c, int max_rows, ts_error *err)
+{
+    memset(mo, 0, sizeof *mo);
+    if (c->n_experts == 0)
+        return TS_OK;
+    size_t T = (size_t)max_rows, E = (size_t)c->n_experts, TU = T * c->n_experts_used;
+    mo->router = malloc(T * E * sizeof(float));
+    mo->expert = malloc(TU * sizeof(int32_t));
+    mo->weight = malloc(TU * sizeof(float));
+    mo->slot = malloc(TU * sizeof(int32_t));
+    mo->src = malloc(TU * sizeof(int32_t));
+    mo->count = malloc(E * sizeof(int32_t));
+    mo->first = malloc(E * sizeof(int32_t));
+    mo->groups = calloc(E, sizeof(fwd_group));
+    mo->scratch = malloc((E * FWD_MAX_PARTS + 1) * sizeof(int));
+    mo->in = malloc(TU * (size_t)c->dim * sizeof(float));
+    mo->gu = malloc(TU * 2 * (size_t)c->hidden_dim * sizeof(float));
+    mo->out = malloc(TU * (size_t)c->dim * sizeof(float));
+    if (!mo->router || !mo->expert || !mo->weight || !mo->slot || !mo->src || !mo->count ||
+        !mo->first || !mo->groups || !mo->scratch || !mo->in || !mo->gu || !mo->out)
+        return ts_error_set(err, TS_ERR_NOMEM, "mixture-of-experts buffers for %d rows",
+                            max_rows);
+    return TS_OK;
+}
+
+static void moe_free(fwd_moe *mo)
+{
+    free(mo->router);
+    free(mo->expert);
+    free(mo->weight);
+    free(mo->slot);
+    free(mo->src);
+    free(mo->count);
+    free(mo->first);
+    free(mo->groups);
+    free(mo->scratch);
+    free(mo->in);
+    free(mo->gu);
+    free(mo->out);
+    memset(mo, 0, sizeof *mo);
 }
 
 /* A step's rows stay below 2^CHUNK_ROW_BITS: an attention chunk's sort key holds its cost
@@ -39,8 +84,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     const ts_model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->gemm_path = FWD_GEMM_AUTO;
-    for (int i = 1; i < model_matrices(c); i++)
-        s->f32_layers |= model_matrix(&m->w, i)->type == QT_F32;
+    for (int i = 1; i < model_matrices(&m->w); i++)
+        s->f32_layers |= model_matrix(&m->w, i)->N > 0 && model_matrix(&m->w, i)->type == QT_F32;
     if (max_rows < 1 || max_rows >= 1 << CHUNK_ROW_BITS)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "steps of %d rows: 1 to %d", max_rows,
                             (1 << CHUNK_ROW_BITS) - 1);
@@ -64,6 +109,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
     s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
     ts_status st = state_qbuf_init(s, m, err);
+    if (st == TS_OK)
+        st = moe_init(&s->moe, c, max_rows, err);
     if (st != TS_OK) {
         fwd_state_free(s);
         return st;
@@ -93,6 +140,7 @@ void fwd_state_free(fwd_state *s)
     free(s->xs);
     free(s->logits);
     fwd_qbuf_free(&s->qbuf);
+    moe_free(&s->moe);
     memset(s, 0, sizeof *s);
 }
 
@@ -311,7 +359,8 @@ static void gemm(const fwd_step *f, float *out, size_t ldo, float *a, int lda,
 }
 
 /* x[r] += rmsnorm(y[r]) * weight for the step's rows, rows split: a block's output
- * normalised before the residual add (the family's post-norms); y is overwritten. */
+ * normalised before the residual add (the family's post-norms; weight NULL: none, y
+ * added as it is); y is overwritten. */
 static void add_normed(const fwd_step *f, float *y, const float *weight)
 {
     const ts_model_config *c = &f->m->cfg;
@@ -319,7 +368,8 @@ static void add_normed(const fwd_step *f, float *y, const float *weight)
 #pragma omp for schedule(static)
     for (int r = 0; r < f->b->n_rows; r++) {
         float *yr = y + (size_t)r * dim, *xr = f->s->x + (size_t)r * dim;
-        f->k->rmsnorm(yr, yr, weight, 1, dim, c->rms_eps);
+        if (weight)
+            f->k->rmsnorm(yr, yr, weight, 1, dim, c->rms_eps);
         for (int i = 0; i < dim; i++)
             xr[i] += yr[i];
     }
@@ -368,6 +418,156 @@ static void project_add(fwd_step *f, float *a, int lda, const fwd_pre *pre,
     lap(s, TS_PHASE_ROWWISE, t);
 }
 
+/* ---- a mixture of experts ----------------------------------------------------------- */
+
+/* Each row's experts from its router logits, rows split: the softmax over all experts,
+ * the n_used most probable (ties to the lower index), their probabilities renormalised to
+ * sum to 1, as llama.cpp routes Qwen3 and Mixtral models. */
+static void moe_route(const fwd_step *f)
+{
+    const ts_model_config *c = &f->m->cfg;
+    const fwd_moe *mo = &f->s->moe;
+    int E = c->n_experts, U = c->n_experts_used;
+#pragma omp for schedule(static)
+    for (int r = 0; r < f->b->n_rows; r++) {
+        float *p = mo->router + (size_t)r * E;
+        f->k->softmax(p, (size_t)E);
+        int32_t *ex = mo->expert + (size_t)r * U;
+        float *w = mo->weight + (size_t)r * U, sum = 0.0f;
+        for (int j = 0; j < U; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                bool taken = false;
+                for (int i = 0; i < j && !taken; i++)
+                    taken = ex[i] == e;
+                if (!taken && (best < 0 || p[e] > p[best]))
+                    best = e;
+            }
+            ex[j] = best;
+            w[j] = p[best];
+            sum += w[j];
+        }
+        for (int j = 0; j < U; j++)
+            w[j] /= sum;
+    }
+}
+
+/* The step's (row, expert) pairs grouped by expert, on one thread: expert e's rows are
+ * the moe rows [first[e], first[e] + count[e]) in row order, slot[r][j] is where pair
+ * (r, j) went, src the step row of each moe row; and the grouped passes' groups, the
+ * expert's gate and up for the first, its down for the second (`part` 0 or 1) is filled
+ * in by moe_groups. */
+static void moe_sort(const fwd_step *f)
+{
+    const ts_model_config *c = &f->m->cfg;
+    const fwd_moe *mo = &f->s->moe;
+    int E = c->n_experts, U = c->n_experts_used, T = f->b->n_rows;
+    memset(mo->count, 0, (size_t)E * sizeof *mo->count);
+    for (int i = 0; i < T * U; i++)
+        mo->count[mo->expert[i]]++;
+    for (int e = 0, at = 0; e < E; at += mo->count[e], e++)
+        mo->first[e] = at;
+    memset(mo->count, 0, (size_t)E * sizeof *mo->count);
+    for (int i = 0; i < T * U; i++) { /* pairs in row order: each expert's rows ascending */
+        int e = mo->expert[i], at = mo->first[e] + mo->count[e]++;
+        mo->slot[i] = at;
+        mo->src[at] = i / U;
+    }
+}
+
+/* The groups of the first (gate | up) or second (down) grouped pass of layer ly. */
+static void moe_groups(const fwd_step *f, const model_layer *ly, bool down)
+{
+    const fwd_moe *mo = &f->s->moe;
+    for (int e = 0; e < f->m->cfg.n_experts; e++) {
+        const simd_qmat *ex = ly->experts + (size_t)e * MODEL_EXPERT_MATRICES;
+        fwd_group *g = &mo->groups[e];
+        g->row0 = mo->first[e];
+        g->n_rows = mo->count[e];
+        g->n_w = down ? 1 : 2;
+        g->w[0] = down ? &ex[MODEL_EXPERT_DOWN] : &ex[MODEL_EXPERT_GATE];
+        g->w[1] = &ex[MODEL_EXPERT_UP];
+    }
+}
+
+/* moe rows of in = the normalised step rows they hold, rows split. */
+static void moe_gather(const fwd_step *f)
+{
+    const fwd_moe *mo = &f->s->moe;
+    int dim = f->m->cfg.dim;
+#pragma omp for schedule(static)
+    for (int i = 0; i < f->b->n_rows * f->m->cfg.n_experts_used; i++)
+        memcpy(mo->in + (size_t)i * dim, f->s->xn + (size_t)mo->src[i] * dim,
+               (size_t)dim * sizeof(float));
+}
+
+/* xn[r] = the weighted sum of row r's experts' outputs, in the order of its experts (best
+ * first), rows split: the same sum whatever else the step holds. */
+static void moe_combine(const fwd_step *f)
+{
+    const fwd_moe *mo = &f->s->moe;
+    int dim = f->m->cfg.dim, U = f->m->cfg.n_experts_used;
+#pragma omp for schedule(static)
+    for (int r = 0; r < f->b->n_rows; r++) {
+        float *y = f->s->xn + (size_t)r * dim;
+        for (int j = 0; j < U; j++) {
+            const float *o = mo->out + (size_t)mo->slot[r * U + j] * dim;
+            float w = mo->weight[r * U + j];
+            for (int i = 0; i < dim; i++)
+                y[i] = j == 0 ? w * o[i] : y[i] + w * o[i];
+        }
+    }
+}
+
+/* A mixture's feed-forward block: the router's GEMM (the norm inside it, as for a dense
+ * block's W1|W3), the routing, the rows gathered by expert, each expert's gate | up and
+ * then down multiplied with its rows only (an expert no row chose is not read), and the
+ * weighted outputs added to the residual stream (through the family's post-norm). */
+static void moe_ffn(fwd_step *f, int l, const fwd_pre *act, double *t)
+{
+    fwd_state *s = f->s;
+    const ts_model_config *c = &f->m->cfg;
+    const model_weights *w = &f->m->w;
+    const model_layer *ly = &w->layers[l];
+    fwd_moe *mo = &s->moe;
+    int T = f->b->n_rows, dim = c->dim, ffn = c->hidden_dim, pairs = T * c->n_experts_used;
+    fwd_pre ffn_norm = {.kind = FWD_PRE_RMSNORM, .x = s->x, .weight = w->rms_ffn + (size_t)l * dim,
+                        .eps = c->rms_eps};
+    const simd_qmat *router[] = {&ly->router};
+    gemm(f, mo->router, (size_t)c->n_experts, s->xn, dim, &ffn_norm, router, 1, T, 0.0f);
+    lap(s, TS_PHASE_GEMM, t);
+    STAGE(f, (long)T * c->n_experts * 8, ROW_MIN_WORK, moe_route(f));
+    if (f->team) {
+#pragma omp single
+        moe_sort(f);
+    } else {
+        moe_sort(f);
+    }
+    STAGE(f, (long)pairs * dim, ROW_MIN_WORK, moe_gather(f));
+    lap(s, TS_PHASE_ROWWISE, t);
+    if (f->team) {
+#pragma omp single
+        moe_groups(f, ly, false);
+    } else {
+        moe_groups(f, ly, false);
+    }
+    fwd_gemm_grouped(f->k, &s->qbuf, mo->gu, 2 * (size_t)ffn, mo->in, dim, NULL, mo->groups,
+                     c->n_experts, pairs, mo->scratch, f->team);
+    if (f->team) {
+#pragma omp single
+        moe_groups(f, ly, true);
+    } else {
+        moe_groups(f, ly, true);
+    }
+    fwd_gemm_grouped(f->k, &s->qbuf, mo->out, (size_t)dim, mo->gu, 2 * ffn, act, mo->groups,
+                     c->n_experts, pairs, mo->scratch, f->team);
+    lap(s, TS_PHASE_GEMM, t);
+    STAGE(f, (long)pairs * dim, ROW_MIN_WORK, moe_combine(f));
+    STAGE(f, (long)T * dim, ROW_MIN_WORK,
+          add_normed(f, s->xn, w->rms_post_ffn ? w->rms_post_ffn + (size_t)l * dim : NULL));
+    lap(s, TS_PHASE_ROWWISE, t);
+}
+
 /* The RMS norm of x's rows by weight w into the GEMM's input rows (fwd_pre). */
 static fwd_pre norm_pre(const ts_model_config *c, const float *x, const float *w)
 {
@@ -406,6 +606,10 @@ static void run_layers(fwd_step *f)
         project_add(f, s->att, ly->wo.K, NULL, &ly->wo,
                     w->rms_post_att ? w->rms_post_att + ld : NULL, &t);
 
+        if (c->n_experts > 0) {
+            moe_ffn(f, l, &act, &t);
+            continue;
+        }
         /* feed-forward block: the norm inside W1|W3's GEMM, act(gate) * up inside W2's */
         fwd_pre ffn_norm = norm_pre(c, s->x, w->rms_ffn + ld);
         gemm(f, s->gu, 2 * (size_t)ffn, s->xn, dim, &ffn_norm, w13, n_w13, T, 0.0f);

@@ -52,6 +52,34 @@ ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, i
                         int max_k, ts_error *err);
 void fwd_qbuf_free(fwd_qbuf *q); /* accepts a zeroed one */
 
+/* Most matrices one fwd_gemm() call covers. */
+enum { FWD_MAX_PARTS = 4 };
+
+/* One group of a grouped pass (a mixture's expert): its matrices, which share the pass's
+ * input, and the run of the pass's rows they multiply. */
+typedef struct fwd_group {
+    const simd_qmat *w[FWD_MAX_PARTS];
+    int n_w;
+    int row0, n_rows;
+} fwd_group;
+
+/* A step's buffers for a mixture of experts (E experts, U used a row, T rows): each row
+ * goes to U experts, so the experts' passes run on T * U "moe rows", grouped by expert. */
+typedef struct fwd_moe {
+    float *router;   /* (T, E) the router's logits */
+    int32_t *expert; /* (T, U) row r's experts, best first */
+    float *weight;   /* (T, U) their weights, summing to 1 */
+    int32_t *slot;   /* (T, U) the moe row each (row, expert) went to */
+    int32_t *src;    /* (T * U) the step row each moe row holds */
+    int32_t *count;  /* (E) the step's rows of each expert */
+    int32_t *first;  /* (E) its first moe row */
+    fwd_group *groups; /* (E) the grouped passes' groups */
+    int *scratch;    /* (E * FWD_MAX_PARTS + 1) their chunk list */
+    float *in;       /* (T * U, dim) the rows, gathered by expert */
+    float *gu;       /* (T * U, 2 * ffn) gate | up, then act(gate) * up */
+    float *out;      /* (T * U, dim) each expert's output */
+} fwd_moe;
+
 /* Most threads of a team whose waits for a CPU a step records (fwd_state.waited). */
 enum { FWD_TEAM_MAX = 256 };
 
@@ -75,6 +103,7 @@ typedef struct fwd_state {
     long att_work;  /* this step's attention work: K/V floats its sequences read */
     float *rope;    /* (max_rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) RoPE terms of the step */
     float *rope_swa; /* the same for windowed layers whose base differs, else NULL */
+    fwd_moe moe;    /* a mixture of experts' buffers; zeroed for a dense model */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
     fwd_qbuf qbuf;  /* (max(max_rows, max_logits), max K) quantized activations */
@@ -97,9 +126,6 @@ void fwd_state_free(fwd_state *s);
 /* Below this much work (multiply-adds, K/V floats read) a parallel region costs more than
  * it saves: fwd_gemm's and the attention's bound. */
 enum { FWD_PARALLEL_MIN_WORK = 1 << 15 };
-
-/* Most matrices one fwd_gemm() call covers. */
-enum { FWD_MAX_PARTS = 4 };
 
 /* What a GEMM pass does to each input row a[r] before it reads it, row by row on the
  * thread that quantizes that row: the layer's RMS norm or gated activation, which then cost no
@@ -133,6 +159,18 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
 
 /* Whether fwd_gemm on `path` sends an f32 matrix of an M-row pass to OpenBLAS. */
 bool fwd_gemm_takes_blas(const simd_kernels *k, fwd_gemm_path path, int M);
+
+/* The grouped pass: for each group g, out's rows [row0, row0 + n_rows) (ldo wide) get
+ * a's same rows times g's matrices, their columns side by side as in fwd_gemm (beta 0).
+ * pre (NULL: none) first rewrites a's M rows, which are then quantized once for the forms
+ * of every group's matrices (qb sized for M rows); f32 matrices take the skinny SIMD GEMM.
+ * Chunks of every group's matrices share one worksharing loop, so a step's experts run
+ * side by side on the threads. team: the caller is inside a parallel region that every
+ * thread reaches with the same arguments; else the pass opens its own. scratch holds
+ * n_groups * FWD_MAX_PARTS + 1 ints. All pointers borrowed. */
+void fwd_gemm_grouped(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t ldo,
+                      float *a, int lda, const fwd_pre *pre, const fwd_group *g, int n_groups,
+                      int M, int *scratch, bool team);
 
 /* fwd_gemm's pass for a caller inside a parallel region that every thread of the team
  * reaches with the same arguments: the team shares the work, with no region of its own

@@ -303,3 +303,129 @@ void fwd_gemm_team(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t
     gemm_plan_make(&g, qb, a, lda, w, n_w, M, false, omp_get_num_threads());
     gemm_plan_run(&g, k, qb, out, ldo, a, lda, pre, M, beta);
 }
+
+/* ---- grouped passes (a mixture's experts) ------------------------------------------- */
+
+/* Rows of matrix m (in a group of n_rows rows, K inputs) a chunk of a grouped pass takes:
+ * the matrix's share of threads * GEMM_CHUNKS_PER_THREAD chunks by its share of the
+ * pass's work (total), no chunk under GEMM_MIN_CHUNK_COST, whole tiles. Plain arithmetic:
+ * every thread gets the same. */
+static int grouped_chunk(const simd_qmat *m, int n_rows, int K, long total, int threads)
+{
+    long work = (long)m->N * K * n_rows;
+    long want = total > 0 ? (long)threads * GEMM_CHUNKS_PER_THREAD * work / total : 1;
+    want = want < 1 ? 1 : want;
+    long rows = (m->N + want - 1) / want;
+    long min_rows = GEMM_MIN_CHUNK_COST / ((long)K * (n_rows + 8));
+    rows = rows > min_rows ? rows : min_rows;
+    return (int)round_near((size_t)rows, m->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
+}
+
+/* The matrix of part p of groups g (group p / FWD_MAX_PARTS), or NULL where that group has
+ * no such part or no rows. */
+static const simd_qmat *grouped_part(const fwd_group *g, int p)
+{
+    const fwd_group *gr = &g[p / FWD_MAX_PARTS];
+    int j = p % FWD_MAX_PARTS;
+    return j < gr->n_w && gr->n_rows > 0 && gr->w[j]->N > 0 ? gr->w[j] : NULL;
+}
+
+/* The grouped pass on the threads of the enclosing team (worksharing loops; outside a
+ * region, on the calling thread alone): pre and the activations' forms, each thread a
+ * slice of the rows, then every group's chunks in one loop. */
+static void grouped_run(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t ldo,
+                        float *a, int lda, const fwd_pre *pre, const fwd_group *g,
+                        int n_groups, int M, int K, int *chunk0)
+{
+    int nt = omp_get_num_threads(), n_parts = n_groups * FWD_MAX_PARTS;
+    const void *xq[FWD_ACT_FORMS] = {0};
+    int todo[FWD_ACT_FORMS], n_todo = 0;
+    long total = 0;
+    for (int p = 0; p < n_parts; p++) {
+        const simd_qmat *m = grouped_part(g, p);
+        if (!m)
+            continue;
+        total += (long)m->N * K * g[p / FWD_MAX_PARTS].n_rows;
+        if (m->type == QT_F32)
+            continue;
+        int f = act_form(m);
+        if (!xq[f] && f == QACT_F32 && lda == K) {
+            xq[f] = a;
+        } else if (!xq[f]) {
+            xq[f] = qb->form[f];
+            todo[n_todo++] = f;
+        }
+    }
+#pragma omp for schedule(static)
+    for (int t = 0; t < nt; t++) {
+        int r0 = (int)((long)M * t / nt), r1 = (int)((long)M * (t + 1) / nt);
+        if (r0 < r1 && pre)
+            pre_rows(k, pre, a, lda, r0, r1, K);
+        for (int i = 0; r0 < r1 && i < n_todo; i++)
+            quantize_part(k, qb->form[todo[i]], a, lda, r0, r1, K, todo[i]);
+    }
+#pragma omp single
+    {
+        chunk0[0] = 0;
+        for (int p = 0; p < n_parts; p++) {
+            const simd_qmat *m = grouped_part(g, p);
+            int c = m ? grouped_chunk(m, g[p / FWD_MAX_PARTS].n_rows, K, total, nt) : 1;
+            chunk0[p + 1] = chunk0[p] + (m ? (m->N + c - 1) / c : 0);
+        }
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int i = 0; i < chunk0[n_parts]; i++) {
+        int lo = 0, hi = n_parts - 1; /* the part p with chunk0[p] <= i < chunk0[p + 1] */
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (chunk0[mid] <= i)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        int p = lo;
+        const fwd_group *gr = &g[p / FWD_MAX_PARTS];
+        const simd_qmat *m = gr->w[p % FWD_MAX_PARTS];
+        int col0 = 0;
+        for (int j = 0; j < p % FWD_MAX_PARTS; j++)
+            col0 += gr->w[j]->N;
+        int c = grouped_chunk(m, gr->n_rows, K, total, nt);
+        int nb = (i - chunk0[p]) * c, ne = nb + c < m->N ? nb + c : m->N;
+        float *o = out + (size_t)gr->row0 * ldo + col0;
+        if (m->type == QT_F32) {
+            k->gemm_nt(o, ldo, a + (size_t)gr->row0 * lda, (size_t)lda, m->data, gr->n_rows,
+                       m->N, K, 0.0f, nb, ne);
+            continue;
+        }
+        int f = act_form(m); /* a form's rows are form_row_bytes apart (F32: lda == K) */
+        const char *x = (const char *)xq[f] + (size_t)gr->row0 * form_row_bytes(f, K);
+        if (m->pack)
+            simd_qpack_gemm(o, ldo, x, m->pack, gr->n_rows, 0.0f, nb, ne);
+        else
+            k->qgemm(o, ldo, x, m, gr->n_rows, 0.0f, nb, ne);
+    }
+}
+
+void fwd_gemm_grouped(const simd_kernels *k, const fwd_qbuf *qb, float *out, size_t ldo,
+                      float *a, int lda, const fwd_pre *pre, const fwd_group *g, int n_groups,
+                      int M, int *scratch, bool team)
+{
+    int K = 0;
+    long work = 0;
+    for (int p = 0; p < n_groups * FWD_MAX_PARTS; p++) {
+        const simd_qmat *m = grouped_part(g, p);
+        if (m) {
+            K = m->K;
+            work += (long)m->N * m->K * g[p / FWD_MAX_PARTS].n_rows;
+        }
+    }
+    if (K == 0)
+        return; /* no group has rows */
+    if (team) {
+        grouped_run(k, qb, out, ldo, a, lda, pre, g, n_groups, M, K, scratch);
+        return;
+    }
+    bool parallel = work >= FWD_PARALLEL_MIN_WORK && omp_get_max_threads() > 1;
+#pragma omp parallel if (parallel)
+    grouped_run(k, qb, out, ldo, a, lda, pre, g, n_groups, M, K, scratch);
+}

@@ -79,6 +79,56 @@ static float softcap(float x, float cap)
     return cap > 0.0f ? cap * tanhf(x / cap) : x;
 }
 
+/* out (dim) = down(act(gate . xb) * (up . xb)): one feed-forward block (or one expert)
+ * on f->xb; a fused gate (up empty) fills both halves of f->hb. */
+static void ffn_block(ref_forward *f, const simd_qmat *gate_w, const simd_qmat *up_w,
+                      const simd_qmat *down_w, float *out)
+{
+    const ts_model_config *c = &f->model->cfg;
+    int ffn = c->hidden_dim;
+    float *gate = f->hb, *up = f->hb + ffn;
+    matvec(gate, f->xb, gate_w, f->wrow);
+    matvec(up, f->xb, up_w, f->wrow);
+    for (int i = 0; i < ffn; i++)
+        gate[i] = (c->ffn_act == TS_FFN_GELU_TANH ? gelu_tanh(gate[i])
+                                                  : gate[i] * (1.0f / (1.0f + expf(-gate[i])))) *
+                  up[i];
+    matvec(out, gate, down_w, f->wrow);
+}
+
+/* out (dim) = the token's mixture: the router's softmax over the experts, the
+ * n_experts_used most probable (ties to the lower index) with their probabilities
+ * renormalised, each expert's block weighted by its share, summed best first. */
+static void moe(ref_forward *f, const model_layer *ly, float *out)
+{
+    const ts_model_config *c = &f->model->cfg;
+    int E = c->n_experts, dim = c->dim;
+    float *p = f->router, *y = f->expert_out;
+    matvec(p, f->xb, &ly->router, f->wrow);
+    softmax(p, E);
+    int chosen[MODEL_REF_MAX_USED];
+    float weight[MODEL_REF_MAX_USED], sum = 0.0f;
+    for (int j = 0; j < c->n_experts_used; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            bool taken = false;
+            for (int i = 0; i < j; i++)
+                taken |= chosen[i] == e;
+            if (!taken && (best < 0 || p[e] > p[best]))
+                best = e;
+        }
+        chosen[j] = best;
+        weight[j] = p[best];
+        sum += p[best];
+    }
+    for (int j = 0; j < c->n_experts_used; j++) {
+        const simd_qmat *ex = ly->experts + (size_t)chosen[j] * MODEL_EXPERT_MATRICES;
+        ffn_block(f, &ex[MODEL_EXPERT_GATE], &ex[MODEL_EXPERT_UP], &ex[MODEL_EXPERT_DOWN], y);
+        for (int i = 0; i < dim; i++)
+            out[i] = j == 0 ? weight[j] / sum * y[i] : out[i] + weight[j] / sum * y[i];
+    }
+}
+
 ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, ts_error *err)
 {
     const ts_model_config *c = &model->cfg;
@@ -86,6 +136,9 @@ ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, t
     if (max_pos <= 0 || max_pos > c->context_len)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "max_pos %d outside 1..%d", max_pos,
                             c->context_len);
+    if (c->n_experts_used > MODEL_REF_MAX_USED)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "the reference pass takes at most %d "
+                            "experts a token", MODEL_REF_MAX_USED);
     f->model = model;
     f->max_pos = max_pos;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
@@ -99,11 +152,13 @@ ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, t
     f->key_cache = calloc(cache, sizeof(float));
     f->value_cache = calloc(cache, sizeof(float));
     f->logits = calloc((size_t)c->vocab_size, sizeof(float));
+    f->router = calloc((size_t)(c->n_experts > 0 ? c->n_experts : 1), sizeof(float));
+    f->expert_out = calloc((size_t)c->dim, sizeof(float));
     size_t max_k = (size_t)c->dim > q_dim ? (size_t)c->dim : q_dim;
     max_k = (size_t)c->hidden_dim > max_k ? (size_t)c->hidden_dim : max_k;
     f->wrow = calloc(max_k, sizeof(float));
     if (!f->x || !f->xb || !f->qkv || !f->att || !f->hb || !f->key_cache || !f->value_cache ||
-        !f->logits || !f->wrow) {
+        !f->logits || !f->wrow || !f->router || !f->expert_out) {
         ref_forward_free(f);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate reference state for %d positions",
                             max_pos);
@@ -122,6 +177,8 @@ void ref_forward_free(ref_forward *f)
     free(f->value_cache);
     free(f->logits);
     free(f->wrow);
+    free(f->router);
+    free(f->expert_out);
     memset(f, 0, sizeof *f);
 }
 
@@ -130,7 +187,7 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
     const ts_model_config *c = &f->model->cfg;
     const model_weights *w = &f->model->w;
     int dim = c->dim, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
-    int ffn = c->hidden_dim, q_dim = nh * hd, kv_dim = nkv * hd;
+    int q_dim = nh * hd, kv_dim = nkv * hd;
     int group = nh / nkv;
     float *x = f->x, *xb = f->xb;
 
@@ -193,17 +250,14 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
         for (int i = 0; i < dim; i++)
             x[i] += proj[i];
 
-        /* feed-forward: norm, gate and up, act(gate) * up, down (+ post-norm), residual */
+        /* feed-forward: norm, gate and up, act(gate) * up, down (+ post-norm), residual;
+         * or the weighted sum of that through the token's experts */
         rmsnorm(xb, x, w->rms_ffn + (size_t)l * dim, dim, c->rms_eps);
-        float *gate = f->hb, *up = f->hb + ffn;
-        matvec(gate, xb, &ly->w1, f->wrow); /* a fused [gate; up] fills both */
-        matvec(up, xb, &ly->w3, f->wrow);
-        for (int i = 0; i < ffn; i++)
-            gate[i] = (c->ffn_act == TS_FFN_GELU_TANH
-                           ? gelu_tanh(gate[i])
-                           : gate[i] * (1.0f / (1.0f + expf(-gate[i])))) * up[i];
         float *down = f->qkv;
-        matvec(down, gate, &ly->w2, f->wrow);
+        if (c->n_experts > 0)
+            moe(f, ly, down);
+        else
+            ffn_block(f, &ly->w1, &ly->w3, &ly->w2, down);
         if (w->rms_post_ffn)
             rmsnorm(down, down, w->rms_post_ffn + (size_t)l * dim, dim, c->rms_eps);
         for (int i = 0; i < dim; i++)

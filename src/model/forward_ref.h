@@ -20,7 +20,12 @@ typedef struct ref_forward {
     float *value_cache;    /* (layer, max_pos, nkv*hd) */
     float *logits;         /* (vocab) */
     float *wrow;           /* (max(dim, nh*hd, ffn)) one weight row decoded to f32 */
+    float *router;         /* (n_experts) a mixture's router probabilities */
+    float *expert_out;     /* (dim) one expert's output */
 } ref_forward;
+
+/* Most experts a token goes through that the reference pass takes. */
+enum { MODEL_REF_MAX_USED = 64 };
 
 /* Prepares caches for positions 0..max_pos-1 (max_pos <= the model's context). */
 ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, ts_error *err);

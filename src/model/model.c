@@ -16,6 +16,7 @@ enum {
     MODEL_MAX_LAYERS = 1024,
     MODEL_MAX_HEADS = 1024,
     MODEL_MAX_HEAD_DIM = 1024,
+    MODEL_MAX_EXPERTS = 1024,
     MODEL_MAX_VOCAB = 1 << 20,
     MODEL_MAX_CONTEXT = 1 << 20,
 };
@@ -62,6 +63,10 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
     if (c->swa_window < 0 || c->swa_pattern < 0 || c->swa_pattern > MODEL_MAX_LAYERS)
         return ts_error_set(err, TS_ERR_FORMAT, "sliding window %d or its pattern %d out of range",
                             c->swa_window, c->swa_pattern);
+    if (c->n_experts < 0 || c->n_experts > MODEL_MAX_EXPERTS ||
+        (c->n_experts > 0 && (c->n_experts_used < 1 || c->n_experts_used > c->n_experts)))
+        return ts_error_set(err, TS_ERR_FORMAT, "%d experts, %d used a token: out of range",
+                            c->n_experts, c->n_experts_used);
     if ((unsigned)c->ffn_act > TS_FFN_GELU_TANH)
         return ts_error_set(err, TS_ERR_FORMAT, "feed-forward activation %d unknown",
                             (int)c->ffn_act);
@@ -112,6 +117,17 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool w
         family_ok &= (w->rms_post_att = alloc_floats(L * dim)) != NULL;
         family_ok &= (w->rms_post_ffn = alloc_floats(L * dim)) != NULL;
     }
+    w->n_layers = c->n_layers;
+    w->layer_matrices = MODEL_LAYER_MATRICES;
+    if (c->n_experts > 0) {
+        if (with_matrices)
+            return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                                "%s: a mixture of experts is read from GGUF files only", c->name);
+        w->layer_matrices += 1 + MODEL_EXPERT_MATRICES * c->n_experts;
+        for (size_t l = 0; w->layers && l < L; l++)
+            family_ok &= (w->layers[l].experts = calloc((size_t)c->n_experts * MODEL_EXPERT_MATRICES,
+                                                        sizeof(simd_qmat))) != NULL;
+    }
     if (with_matrices) {
         size_t per_layer = qkv_rows * dim + dim * q_dim + 3 * ffn * dim;
         w->store = alloc_floats(vocab * dim * (c->tied_output ? 1 : 2) + L * per_layer);
@@ -154,6 +170,8 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool w
 
 void model_weights_free(model_weights *w)
 {
+    for (int l = 0; w->layers && l < w->n_layers; l++)
+        free(w->layers[l].experts);
     free(w->layers);
     free(w->store);
     free(w->rms_final);
@@ -179,16 +197,18 @@ simd_qmat *model_matrix(const model_weights *w, int i)
 {
     if (i == 0)
         return (simd_qmat *)&w->output;
-    model_layer *ly = &w->layers[(i - 1) / MODEL_LAYER_MATRICES];
-    simd_qmat *lm[MODEL_LAYER_MATRICES] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo,
-                                           &ly->w1, &ly->w3, &ly->w2};
-    return lm[(i - 1) % MODEL_LAYER_MATRICES];
+    model_layer *ly = &w->layers[(i - 1) / w->layer_matrices];
+    int j = (i - 1) % w->layer_matrices;
+    simd_qmat *lm[MODEL_LAYER_MATRICES + 1] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo,
+                                               &ly->w1, &ly->w3, &ly->w2, &ly->router};
+    return j <= MODEL_LAYER_MATRICES ? lm[j] : &ly->experts[j - MODEL_LAYER_MATRICES - 1];
 }
 
 bool model_all_f32(const model_weights *w, const ts_model_config *c)
 {
-    for (int i = 0; i < model_matrices(c); i++)
-        if (model_matrix(w, i)->type != QT_F32)
+    (void)c;
+    for (int i = 0; i < model_matrices(w); i++)
+        if (model_matrix(w, i)->N > 0 && model_matrix(w, i)->type != QT_F32)
             return false;
     return true;
 }
@@ -201,7 +221,7 @@ void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64
         b += qmat_bytes(&w->output);
         n += (uint64_t)w->output.N * (uint64_t)w->output.K;
     }
-    for (int i = 1; w->layers && i < model_matrices(c); i++) {
+    for (int i = 1; w->layers && i < model_matrices(w); i++) {
         const simd_qmat *m = model_matrix(w, i);
         b += qmat_bytes(m);
         n += (uint64_t)m->N * (uint64_t)m->K;
@@ -231,9 +251,9 @@ void model_rope_init(model_weights *w, const ts_model_config *c)
 
 /* Frees every pack of w (n_layers layers) and clears the pointers. The packs are made
  * by model_pack.c, above this file; the weights own them. */
-void model_pack_free(model_weights *w, int n_layers)
+void model_pack_free(model_weights *w)
 {
-    for (int i = 0; w->layers && i < 1 + MODEL_LAYER_MATRICES * n_layers; i++) {
+    for (int i = 0; w->layers && i < model_matrices(w); i++) {
         simd_qmat *q = model_matrix(w, i);
         simd_qpack_free(q->pack);
         q->pack = NULL;
@@ -244,7 +264,7 @@ void ts_model_free(ts_model *m)
 {
     if (!m)
         return;
-    model_pack_free(&m->w, m->cfg.n_layers);
+    model_pack_free(&m->w);
     model_weights_free(&m->w);
     if (m->locked_bytes)
         munlock(m->file->base, m->locked_bytes);

@@ -20,10 +20,17 @@ typedef struct model_layer {
     simd_qmat wk; /* (nkv*hd, dim) */
     simd_qmat wv; /* (nkv*hd, dim) */
     simd_qmat wo; /* (dim, nh*hd) */
-    simd_qmat w1; /* (ffn, dim) gate; fused: (2*ffn, dim) [gate; up] */
+    simd_qmat w1; /* (ffn, dim) gate; fused: (2*ffn, dim) [gate; up]; MoE: empty */
     simd_qmat w3; /* (ffn, dim) up */
     simd_qmat w2; /* (dim, ffn) down */
+    simd_qmat router;   /* (n_experts, dim) ffn_gate_inp, in a mixture of experts */
+    simd_qmat *experts; /* (n_experts, 3) each expert's gate (ffn, dim), up (ffn, dim) and
+                         * down (dim, ffn): slices of the file's 3-D ffn_*_exps; owned
+                         * array, NULL for a dense layer */
 } model_layer;
+
+/* An expert's matrices in model_layer.experts. */
+enum { MODEL_EXPERT_GATE, MODEL_EXPERT_UP, MODEL_EXPERT_DOWN, MODEL_EXPERT_MATRICES };
 
 typedef struct model_weights {
     simd_qmat tok_embd;  /* (vocab, dim) */
@@ -41,6 +48,9 @@ typedef struct model_weights {
     float *rope_freq;    /* (hd/2) RoPE angle per position of each pair: model_rope_init() */
     float *rope_freq_swa; /* (hd/2) the same for windowed layers (cfg.rope_freq_base_swa) */
     float *store;        /* owned f32 bytes of every matrix of an in-memory model, else NULL */
+    int n_layers;        /* layers allocated (cfg.n_layers) */
+    int layer_matrices;  /* per layer in model_matrix()'s count: MODEL_LAYER_MATRICES, and a
+                          * mixture's router and every expert's three */
 } model_weights;
 
 struct ts_model {
@@ -80,12 +90,14 @@ void model_weights_free(model_weights *w);
 simd_qmat model_qmat_f32(const float *data, int n, int k);
 
 /* The weight matrices the steps multiply by, the token embedding excluded: i = 0 is the
- * output, then MODEL_LAYER_MATRICES per layer (wq wk wv wo w1 w3 w2), model_matrices(c) in
- * all. w->layers must be allocated. */
+ * output, then w->layer_matrices per layer (wq wk wv wo w1 w3 w2, then in a mixture of
+ * experts the router and each expert's gate, up and down), model_matrices(w) in all. Some
+ * are empty (N == 0: a fused matrix's other parts, a mixture's dense w1 w3 w2). w->layers
+ * must be allocated. */
 enum { MODEL_LAYER_MATRICES = 7 };
-static inline int model_matrices(const ts_model_config *c)
+static inline int model_matrices(const model_weights *w)
 {
-    return 1 + MODEL_LAYER_MATRICES * c->n_layers;
+    return 1 + w->layer_matrices * w->n_layers;
 }
 simd_qmat *model_matrix(const model_weights *w, int i);
 
@@ -109,8 +121,8 @@ void model_rope_init(model_weights *w, const ts_model_config *c);
  * (a tied output's excepted: the embedding lookup reads them). GGUF models only; a matrix
  * the pack refuses stays as it was. Never fails. */
 void model_pack(ts_model *m, ts_pack_mode mode);
-/* Frees every pack of w (n_layers layers) and clears the pointers. */
-void model_pack_free(model_weights *w, int n_layers);
+/* Frees every pack of w and clears the pointers. */
+void model_pack_free(model_weights *w);
 
 /* Checks a config read from an untrusted file: positive sizes, divisibility, caps. */
 ts_status model_config_validate(const ts_model_config *c, ts_error *err);

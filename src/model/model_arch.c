@@ -12,6 +12,7 @@ static const model_arch ARCHS[] = {
     {.name = "mistral3"},
     {.name = "qwen2", .rope_neox = true},
     {.name = "qwen3", .rope_neox = true, .qk_norm = true},
+    {.name = "qwen3moe", .rope_neox = true, .qk_norm = true, .experts = true},
     {.name = "phi3", .rope_neox = true, .ffn_fused = true},
     {
         .name = "gemma2",
@@ -59,21 +60,22 @@ const model_arch *model_arch_find(const char *name, size_t n)
 
 const char *model_arch_names(void)
 {
-    return "llama, mistral3, qwen2, qwen3, phi3, gemma2, gemma3";
+    return "llama, mistral3, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
 }
 
 /* Families people ask for that need an operation the forward pass does not have. */
 static const struct {
     const char *name, *why;
 } REFUSED[] = {
-    {"qwen2moe", "mixture-of-experts layers are not supported yet"},
-    {"qwen3moe", "mixture-of-experts layers are not supported yet"},
-    {"mixtral", "mixture-of-experts layers are not supported yet"},
+    {"qwen2moe", "its shared experts are not supported (Qwen3's mixtures are)"},
+    {"mixtral", "Mixtral GGUFs are `llama` files with experts; this name is not"},
     {"deepseek2", "multi-head latent attention and mixture-of-experts layers are not supported"},
     {"gpt-oss", "MXFP4 experts and attention sinks are not supported"},
     {"gemma3n", "per-layer embeddings and AltUp are not supported"},
     {"gemma", "Gemma 1 is not supported (Gemma 2 and 3 are)"},
-    {"phimoe", "mixture-of-experts layers are not supported yet"},
+    {"phimoe", "its sparse-mixer routing is not supported"},
+    {"llama4", "interleaved chunked attention and shared experts are not supported"},
+    {"dots1", "its sigmoid routing and shared experts are not supported"},
     {"qwen2vl", "vision-language models are not supported"},
     {"bert", "encoder models are not supported yet"},
 };

@@ -16,6 +16,8 @@ typedef struct model_arch {
     bool qk_norm;         /* attn_q_norm / attn_k_norm (head_dim) in every layer */
     bool post_norms;      /* post_attention_norm / post_ffw_norm (dim) in every layer */
     bool ffn_fused;       /* ffn_up holds [gate; up] and there is no ffn_gate */
+    bool experts;         /* the family's files are mixtures of experts (the others may be:
+                           * a Mixtral file is a `llama` one with ARCH.expert_count) */
     bool embd_scaled;     /* embedding rows times sqrt(dim) */
     ts_ffn_act ffn_act;
     /* Gemma's soft-caps: read from ARCH.attn_logit_softcapping and

@@ -89,6 +89,64 @@ static void copy_str(char *dst, size_t cap, gguf_str s)
     dst[n] = '\0';
 }
 
+/* A scalar value as a number, whatever its type; NaN for a string or an array. */
+static double kv_number(const gguf_kv *kv)
+{
+    switch (kv->val.type) {
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_INT16:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_INT64: return (double)kv->val.v.i64;
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_UINT64: return (double)kv->val.v.u64;
+    case GGUF_TYPE_FLOAT32:
+    case GGUF_TYPE_FLOAT64: return kv->val.v.f64;
+    case GGUF_TYPE_BOOL: return kv->val.v.b;
+    default: return NAN;
+    }
+}
+
+/* A mixture of experts: ARCH.expert_count experts, ARCH.expert_used_count a token, each
+ * ARCH.expert_feed_forward_length wide (Qwen3's files), else feed_forward_length (as a
+ * Mixtral file, a `llama` one, gives it); hidden_dim becomes that width. Routing weights
+ * that the file scales or gates otherwise (shared experts, sigmoid routers) are refused. */
+static ts_status read_experts(ts_model_config *c, const model_arch *a, const gguf_file *f,
+                              ts_error *err)
+{
+    char key[96];
+    ts_status st;
+    if ((st = get_int(f, arch_key(key, sizeof key, c, "expert_count"), false, &c->n_experts,
+                      err)) != TS_OK)
+        return st;
+    if (a->experts && c->n_experts == 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s: a %s file needs its experts' count", key,
+                            c->arch);
+    if (c->n_experts == 0)
+        return TS_OK;
+    /* keys whose other values change the routing: (name, the value tessera runs: 0 is also
+     * taken as absent) */
+    static const struct {
+        const char *key;
+        double ok;
+    } routing[] = {{"expert_shared_count", 0}, {"expert_weights_scale", 1},
+                   {"expert_gating_func", 1}}; /* llama.cpp's 1: softmax */
+    for (int i = 0; i < 3; i++) {
+        const gguf_kv *kv = gguf_find_kv(f, arch_key(key, sizeof key, c, routing[i].key));
+        double v = kv ? kv_number(kv) : 0.0;
+        if (v != 0.0 && v != routing[i].ok)
+            return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s %g is not supported (routing is "
+                                "a softmax over the experts, top ones renormalised)", key, v);
+    }
+    if ((st = get_int(f, arch_key(key, sizeof key, c, "expert_used_count"), true,
+                      &c->n_experts_used, err)) != TS_OK ||
+        (st = get_int(f, arch_key(key, sizeof key, c, "expert_feed_forward_length"), false,
+                      &c->hidden_dim, err)) != TS_OK)
+        return st;
+    return TS_OK;
+}
+
 /* Sliding-window attention and Gemma's soft-caps and attention scale, per the family's
  * row: its defaults, then the file's keys. */
 static ts_status read_family_attention(ts_model_config *c, const model_arch *a,
@@ -156,14 +214,6 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
         snprintf(c->name, sizeof c->name, "%s", name_fallback);
 
     char key[96];
-    int experts = 0;
-    if ((st = get_int(f, arch_key(key, sizeof key, c, "expert_count"), false, &experts, err)) !=
-        TS_OK)
-        return st;
-    if (experts > 0)
-        return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "%s: %d experts: mixture-of-experts layers are not supported yet",
-                            key, experts);
     float temp_scale = 0.0f;
     if ((st = get_float(f, arch_key(key, sizeof key, c, "attention.temperature_scale"),
                         &temp_scale, err)) != TS_OK)
@@ -199,6 +249,8 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
         (st = get_float(f, arch_key(key, sizeof key, c, "attention.layer_norm_rms_epsilon"),
                         &c->rms_eps, err)) != TS_OK ||
         (st = read_rope_scaling(c, f, err)) != TS_OK)
+        return st;
+    if ((st = read_experts(c, a, f, err)) != TS_OK)
         return st;
     if (v_dim != 0 && v_dim != c->head_dim)
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
@@ -372,14 +424,68 @@ static ts_status map_attention(model_layer *ly, const ts_model_config *c, const 
     return map_matrix(&ly->wo, f, layer_name(n, sizeof n, l, "attn_output"), q_dim, dim, err);
 }
 
+/* The experts of 3-D tensor `name`, ggml shape (k, n, n_experts), into every expert's
+ * matrix `part`: each a slice of the file's bytes, (n, k). */
+static ts_status map_experts(model_layer *ly, const ts_model_config *c, const gguf_file *f,
+                             const char *name, int part, uint64_t k, uint64_t n, ts_error *err)
+{
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    uint64_t e = (uint64_t)c->n_experts;
+    if (!t)
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s' is missing", name);
+    if (t->ne[0] != k || t->ne[1] != n || t->ne[2] != e || t->ne[3] != 1)
+        return ts_error_set(err, TS_ERR_FORMAT,
+                            "tensor '%s' has shape (%llu, %llu, %llu, %llu), expected (%llu, "
+                            "%llu, %llu)", name, (unsigned long long)t->ne[0],
+                            (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+                            (unsigned long long)t->ne[3], (unsigned long long)k,
+                            (unsigned long long)n, (unsigned long long)e);
+    const qtype_info *q = qtype_get(t->type);
+    size_t row = qtype_row_bytes(t->type, (int64_t)k);
+    if (!q || row == 0 || t->nbytes != (uint64_t)row * n * e)
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s': type %u with rows of %llu is not "
+                            "a whole number of blocks, or its bytes do not match",
+                            name, t->type, (unsigned long long)k);
+    if (q->block_elems == 1 && (uintptr_t)t->data % q->block_bytes != 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s': data not aligned", name);
+    for (uint64_t i = 0; i < e; i++)
+        ly->experts[i * MODEL_EXPERT_MATRICES + (uint64_t)part] = (simd_qmat){
+            .type = t->type, .N = (int)n, .K = (int)k, .row_bytes = row,
+            .data = t->data + i * n * row};
+    return TS_OK;
+}
+
+/* Layer l's mixture of experts: the router ffn_gate_inp and the 3-D ffn_{gate,up,down}_exps;
+ * the dense w1 w3 w2 stay empty. */
+static ts_status map_moe(model_layer *ly, const ts_model_config *c, const gguf_file *f, int l,
+                         ts_error *err)
+{
+    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
+    char n[96];
+    ts_status st;
+    ly->w1 = ly->w3 = (simd_qmat){.type = QT_F32, .K = c->dim};
+    ly->w2 = (simd_qmat){.type = QT_F32, .K = c->hidden_dim};
+    if ((st = map_matrix(&ly->router, f, layer_name(n, sizeof n, l, "ffn_gate_inp"), dim,
+                         (uint64_t)c->n_experts, err)) != TS_OK ||
+        (st = map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_gate_exps"),
+                          MODEL_EXPERT_GATE, dim, ffn, err)) != TS_OK ||
+        (st = map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_up_exps"), MODEL_EXPERT_UP,
+                          dim, ffn, err)) != TS_OK)
+        return st;
+    return map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_down_exps"), MODEL_EXPERT_DOWN,
+                       ffn, dim, err);
+}
+
 /* Layer l's feed-forward matrices: ffn_gate and ffn_up, or ffn_up holding both
- * (c->ffn_fused, in w1's place with w3 empty); then ffn_down. */
+ * (c->ffn_fused, in w1's place with w3 empty); then ffn_down. Or its experts. */
 static ts_status map_ffn(model_layer *ly, const ts_model_config *c, const gguf_file *f, int l,
                          ts_error *err)
 {
     uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
     char n[96];
     ts_status st;
+    if (c->n_experts > 0)
+        return map_moe(ly, c, f, l, err);
     if (c->ffn_fused) {
         if ((st = map_matrix(&ly->w1, f, layer_name(n, sizeof n, l, "ffn_up"), dim, 2 * ffn,
                              err)) != TS_OK)
@@ -442,11 +548,17 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
         layer >= c->n_layers)
         return false;
     const char *suffix = buf + end;
-    const char *always[] = {"attn_norm.weight", "ffn_norm.weight", "attn_output.weight",
-                            "ffn_up.weight", "ffn_down.weight"};
-    for (int i = 0; i < 5; i++)
+    const char *always[] = {"attn_norm.weight", "ffn_norm.weight", "attn_output.weight"};
+    for (int i = 0; i < 3; i++)
         if (!strcmp(suffix, always[i]))
             return true;
+    const char *moe[] = {"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
+                         "ffn_down_exps.weight"};
+    for (int i = 0; c->n_experts > 0 && i < 4; i++)
+        if (!strcmp(suffix, moe[i]))
+            return true;
+    if (c->n_experts == 0 && (!strcmp(suffix, "ffn_up.weight") || !strcmp(suffix, "ffn_down.weight")))
+        return true;
     if (c->qkv_fused ? !strcmp(suffix, "attn_qkv.weight") || (c->qkv_bias && !strcmp(suffix, "attn_qkv.bias"))
                      : !strcmp(suffix, "attn_q.weight") || !strcmp(suffix, "attn_k.weight") ||
                            !strcmp(suffix, "attn_v.weight") ||
@@ -454,7 +566,7 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
                                             !strcmp(suffix, "attn_k.bias") ||
                                             !strcmp(suffix, "attn_v.bias"))))
         return true;
-    if (!c->ffn_fused && !strcmp(suffix, "ffn_gate.weight"))
+    if (!c->ffn_fused && c->n_experts == 0 && !strcmp(suffix, "ffn_gate.weight"))
         return true;
     if (c->qk_norm && (!strcmp(suffix, "attn_q_norm.weight") || !strcmp(suffix, "attn_k_norm.weight")))
         return true;

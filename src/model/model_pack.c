@@ -51,7 +51,7 @@ static void pack_all(void *arg)
 {
     ts_model *m = ((pack_job *)arg)->m;
     ts_pack_mode mode = ((pack_job *)arg)->mode;
-    int n = model_matrices(&m->cfg);
+    int n = model_matrices(&m->w);
     const uint8_t *map = m->file->map, *end = map + m->file->size;
     /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks; each
      * matrix's pages go back as soon as it is packed, so the file and the packs are never
@@ -84,7 +84,7 @@ void ts_model_packed(const ts_model *m, int *packed, int *matrices, uint64_t *by
 {
     *packed = 0;
     *bytes = 0;
-    *matrices = model_matrices(&m->cfg);
+    *matrices = model_matrices(&m->w);
     for (int i = 0; m->w.layers && i < *matrices; i++) {
         const simd_qpack *p = model_matrix(&m->w, i)->pack;
         if (p) {
