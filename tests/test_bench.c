@@ -145,10 +145,12 @@ static void test_engine_options_fit_the_largest_level(void **state)
     assert_int_equal(o.max_seqs, 64);
 }
 
-static ts_engine *tiny_engine(ts_model **m, const bench_config *cfg)
+/* An engine of one thread on the model at path (stories260K when NULL), sized for cfg. */
+static ts_engine *engine_on(const char *path, ts_model **m, const bench_config *cfg)
 {
-    assert_int_equal(ts_model_load(tu_shared("models/stories260K/stories260K.gguf"), NULL, m, NULL),
-                     TS_OK);
+    if (!path)
+        path = tu_shared("models/stories260K/stories260K.gguf");
+    assert_int_equal(ts_model_load(path, NULL, m, NULL), TS_OK);
     ts_engine_options o;
     ts_engine_options_default(&o);
     o.n_threads = 1;
@@ -156,6 +158,51 @@ static ts_engine *tiny_engine(ts_model **m, const bench_config *cfg)
     ts_engine *e = NULL;
     assert_int_equal(ts_engine_create(*m, &o, &e, NULL), TS_OK);
     return e;
+}
+
+static ts_engine *tiny_engine(ts_model **m, const bench_config *cfg)
+{
+    return engine_on(NULL, m, cfg);
+}
+
+/* A mixture of experts (../shared's qwen3moe archref model: 8 experts, 2 used, 2 layers):
+ * the bytes one token reads are the router and two experts' worth, and the decode steps
+ * count the experts they read: two a layer for one stream, more for four, never over 8. */
+static void test_moe_bytes_and_experts_read(void **state)
+{
+    (void)state;
+    static const int levels[] = {1, 4};
+    bench_config cfg;
+    bench_config_default(&cfg);
+    cfg.levels = levels;
+    cfg.n_levels = 2;
+    cfg.n_tokens = 12;
+    cfg.prompt_len = 8;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/archref/models/qwen3moe-f32.gguf", TS_BUILD_DIR);
+    ts_model *m = NULL;
+    ts_engine *e = engine_on(path, &m, &cfg);
+    /* per layer: q 128x64, k and v 64x64, o 64x128, router 8x64, two experts of 3 x 64x64,
+     * two norms of 64; then the 4096x64 output and the final norm (F32 throughout) */
+    double per_layer = 128 * 64 + 2 * 64 * 64 + 64 * 128 + 8 * 64 + 2 * 3 * 64 * 64 + 2 * 64;
+    assert_float_equal(bench_weight_bytes(m), (2 * per_layer + 4096 * 64 + 64) * 4, 0);
+    bench_result r;
+    ts_error err = {0};
+    assert_int_equal(bench_run(&r, e, &cfg, &err), TS_OK);
+    for (int i = 0; i < r.n_levels; i++) {
+        const ts_step_profile *d = &r.levels[i].decode;
+        assert_true(d->moe_layers > 0);
+        assert_int_equal(d->moe_layers, 2 * d->steps);
+        double per_layer_read = (double)d->experts_read / (double)d->moe_layers;
+        assert_int_equal(d->expert_pairs, 2 * (uint64_t)d->rows * 2);
+        if (r.levels[i].concurrency == 1)
+            assert_float_equal(per_layer_read, 2.0, 0);
+        else
+            assert_true(per_layer_read >= 2.0 && per_layer_read <= 8.0);
+    }
+    bench_result_free(&r);
+    ts_engine_destroy(e);
+    ts_model_free(m);
 }
 
 static double number(const cJSON *o, const char *key)
@@ -353,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_weight_bytes_and_bandwidth),
         cmocka_unit_test(test_engine_options_fit_the_largest_level),
         cmocka_unit_test(test_tiny_run_has_the_json_shape),
+        cmocka_unit_test(test_moe_bytes_and_experts_read),
         cmocka_unit_test(test_baseline_is_added_and_bad_configs_refused),
     };
     return cmocka_run_group_tests_name("bench", tests, NULL, NULL);

@@ -214,6 +214,11 @@ typedef struct ts_step_profile {
     uint64_t mixed_steps, mixed_rows; /* of steps: those with decode and prompt rows both,
                                        * and their rows */
     double seconds[TS_PHASE_COUNT];
+    /* A mixture of experts: its layers' passes (a layer a step), the experts they read and
+     * the (row, expert) pairs those multiplied: experts_read / moe_layers of the model's
+     * experts is the share of its expert weights a step reads, pairs / experts_read the
+     * rows each expert read was multiplied with. 0 for a dense model. */
+    uint64_t moe_layers, experts_read, expert_pairs;
 } ts_step_profile;
 
 typedef struct ts_engine_stats {

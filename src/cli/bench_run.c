@@ -300,6 +300,9 @@ static void profile_diff(ts_step_profile *d, const ts_step_profile *a, const ts_
     d->decode_rows = a->decode_rows - b->decode_rows;
     d->mixed_steps = a->mixed_steps - b->mixed_steps;
     d->mixed_rows = a->mixed_rows - b->mixed_rows;
+    d->moe_layers = a->moe_layers - b->moe_layers;
+    d->experts_read = a->experts_read - b->experts_read;
+    d->expert_pairs = a->expert_pairs - b->expert_pairs;
     for (int i = 0; i < TS_PHASE_COUNT; i++)
         d->seconds[i] = a->seconds[i] - b->seconds[i];
 }

@@ -71,6 +71,9 @@ static void profile_add(ts_step_profile *sum, const ts_step_profile *p)
     sum->decode_rows += p->decode_rows;
     sum->mixed_steps += p->mixed_steps;
     sum->mixed_rows += p->mixed_rows;
+    sum->moe_layers += p->moe_layers;
+    sum->experts_read += p->experts_read;
+    sum->expert_pairs += p->expert_pairs;
     for (int i = 0; i < TS_PHASE_COUNT; i++)
         sum->seconds[i] += p->seconds[i];
 }
@@ -123,6 +126,11 @@ double bench_weight_bytes(const ts_model *m)
         bytes += qmat_bytes(&ly->wq) + qmat_bytes(&ly->wk) + qmat_bytes(&ly->wv) +
                  qmat_bytes(&ly->wo) + qmat_bytes(&ly->w1) + qmat_bytes(&ly->w3) +
                  qmat_bytes(&ly->w2) + 2.0 * c->dim * sizeof(float);
+        if (c->n_experts > 0) /* the router and a token's experts (expert 0's size) */
+            bytes += qmat_bytes(&ly->router) +
+                     c->n_experts_used * (qmat_bytes(&ly->experts[MODEL_EXPERT_GATE]) +
+                                          qmat_bytes(&ly->experts[MODEL_EXPERT_UP]) +
+                                          qmat_bytes(&ly->experts[MODEL_EXPERT_DOWN]));
     }
     return bytes;
 }
@@ -164,6 +172,17 @@ static cJSON *profile_json(const ts_step_profile *p)
             cJSON_Delete(o);
             return NULL;
         }
+    cJSON *moe = NULL;
+    if (p->moe_layers > 0 &&
+        (!(moe = cJSON_AddObjectToObject(o, "experts")) ||
+         !cJSON_AddNumberToObject(moe, "read_per_layer",
+                                  (double)p->experts_read / (double)p->moe_layers) ||
+         !cJSON_AddNumberToObject(moe, "rows_each", p->experts_read ? (double)p->expert_pairs /
+                                                                          (double)p->experts_read
+                                                                    : 0.0))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
     return o;
 }
 

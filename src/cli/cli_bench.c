@@ -220,7 +220,20 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
     for (int i = 0; i < r->n_levels && single == 0.0; i++)
         if (r->levels[i].concurrency == 1)
             single = r->levels[i].decode_tok_s;
-    printf("\nweights read per decode step: %.1f MB\n", wbytes / 1e6);
+    int experts = ts_model_get_config(m)->n_experts;
+    printf("\nweights read per decode step: %.1f MB%s\n", wbytes / 1e6,
+           experts > 0 ? " (one token's: the router and its experts)" : "");
+    for (int i = 0; experts > 0 && i < r->n_levels; i++) {
+        const ts_step_profile *d = &r->levels[i].decode;
+        if (d->moe_layers == 0)
+            continue;
+        if (i == 0)
+            printf("experts a decode step reads in a layer, of %d, and rows each:\n",
+                   experts);
+        printf("  %4d streams: %.1f experts, %.2f rows each\n", r->levels[i].concurrency,
+               (double)d->experts_read / (double)d->moe_layers,
+               d->experts_read ? (double)d->expert_pairs / (double)d->experts_read : 0.0);
+    }
     if (bw > 0)
         printf("memory bandwidth (parallel read of %.0f MiB, best of 3): %.2f GB/s\n"
                "single-request decode streams weights at %.2f GB/s = %.0f%% of it "

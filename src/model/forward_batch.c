@@ -473,6 +473,11 @@ static void moe_sort(const fwd_step *f)
         mo->slot[i] = at;
         mo->src[at] = i / U;
     }
+    fwd_moe *counted = &f->s->moe;
+    counted->layers++;
+    counted->pairs += (uint64_t)T * U;
+    for (int e = 0; e < E; e++)
+        counted->experts_read += mo->count[e] > 0;
 }
 
 /* The groups of the first (gate | up) or second (down) grouped pass of layer ly. */

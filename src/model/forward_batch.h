@@ -75,6 +75,8 @@ typedef struct fwd_moe {
     int32_t *first;  /* (E) its first moe row */
     fwd_group *groups; /* (E) the grouped passes' groups */
     int *scratch;    /* (E * FWD_MAX_PARTS + 1) their chunk list */
+    uint64_t layers, experts_read, pairs; /* added up over the passes (ts_step_profile's
+                                           * moe_*); the caller reads and resets them */
     float *in;       /* (T * U, dim) the rows, gathered by expert */
     float *gu;       /* (T * U, 2 * ffn) gate | up, then act(gate) * up */
     float *out;      /* (T * U, dim) each expert's output */
