@@ -12,23 +12,31 @@
 #         c: bench/threads.sh on TinyLlama Q4_K_M (1, 2, 4, 8, 16 threads; 1 and 16
 #            streams), then `--pack off` against the default at one stream, interleaved
 #            three times (the packs' single stream against the file blocks' direct tile)
+#         d: the model families at real shapes, Q4_K_M (SHAPES, default qwen3-8b and
+#            gemma3-4b): 1 and 16 streams, prefill of 4 x 512, against each peer given
+#         e: a mixture of experts (SHAPES, default qwen3-30b-a3b), Q4_K_M: 1, 16 and 64
+#            streams, prefill of 16 x 512, against each peer given
 #   --bin DIR     tessera and the benchmarks (the bundle's bin/; its lib/ in LD_LIBRARY_PATH)
 #   --peer DIR    the llama.cpp binaries (the unpacked peer tarball)
 #   --vocab FILE  a llama SPM vocabulary GGUF (../shared/vocab/ggml-vocab-llama-spm.gguf)
+#   --native DIR  also the peer built here (bench/peer_native.sh's DIR), parts d and e
+#   --shapes L    parts d and e: comma list of synth shapes
 #   --threads N   threads for both programs (default all CPUs)
 #   --threads-list L  part c's thread counts (default 1,2,4,8,16)
 # Models are synthesized once per OUT (tessera synth) and reused by later parts.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in -h|--help) usage; exit 0 ;; esac
 part=${1:-}
 shift || true
-bin="" peer="" vocab="" out="" threads=$(nproc) threads_list=1,2,4,8,16
+bin="" peer="" native="" shapes="" vocab="" out="" threads=$(nproc) threads_list=1,2,4,8,16
 while (($#)); do
   case $1 in
     --bin) bin=$2; shift 2 ;;
     --peer) peer=$2; shift 2 ;;
+    --native) native=$2; shift 2 ;;
+    --shapes) shapes=$2; shift 2 ;;
     --vocab) vocab=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
@@ -37,7 +45,7 @@ while (($#)); do
     *) echo "host_run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-case $part in a|b|c) ;; *) echo "host_run.sh: PART is a, b or c (--help)" >&2; exit 2 ;; esac
+case $part in a|b|c|d|e) ;; *) echo "host_run.sh: PART is a to e (--help)" >&2; exit 2 ;; esac
 [[ -x $bin/tessera ]] || { echo "host_run.sh: no tessera in --bin '$bin'" >&2; exit 2; }
 [[ -f $vocab ]] || { echo "host_run.sh: no vocabulary '$vocab' (--vocab)" >&2; exit 2; }
 [[ -n $out ]] || { echo "host_run.sh: --out DIR is required" >&2; exit 2; }
@@ -66,7 +74,34 @@ peer_run() {
     --shape "$shape" --vocab "$vocab" "$@"
 }
 
+# Each shape of $1 (comma list) in Q4_K_M against the shared peer and, with --native, the
+# one built here: bench/peer.sh once per peer on the same file, into OUT/PART/SHAPE/PEER.
+peers_run() {
+  local list=$1 shape p dir
+  shift
+  for shape in ${list//,/ }; do
+    for p in shared native; do
+      local pdir=$peer
+      [[ $p == native ]] && pdir=$native
+      [[ -n $pdir ]] || continue
+      dir=$out/$part/$shape/$p
+      mkdir -p "$dir"
+      ln -sf "$(model "$shape" Q4_K_M)" "$dir/$shape-Q4_K_M.gguf"
+      "$root/bench/peer.sh" --peer "$pdir" --build "$bin" --out "$dir" --threads "$threads" \
+        --shape "$shape" --vocab "$vocab" --types Q4_K_M "$@"
+    done
+  done
+}
+
 case $part in
+d)
+  peers_run "${shapes:-qwen3-8b,gemma3-4b}" --levels 1,16 --prompt-len 64 -n 32 \
+    --prefill-seqs 4
+  ;;
+e)
+  peers_run "${shapes:-qwen3-30b-a3b}" --levels 1,16,64 --prompt-len 64 -n 32 \
+    --prefill-seqs 16
+  ;;
 a)
   peer_run tinyllama-1.1b --types Q4_K_M,Q8_0 --prompt-len 32 -n 64 --prefill-seqs 1,16
   ;;
