@@ -103,6 +103,24 @@ static bool file_exists(const char *path)
 
 /* ---- info ---- */
 
+/* A family's features and a mixture's experts, on ../shared's archref models. */
+static void test_info_family_features(void **state)
+{
+    (void)state;
+    char path[4096], *out = NULL;
+    snprintf(path, sizeof path, "%s/archref/models/gemma2-f32.gguf", TS_BUILD_DIR);
+    assert_int_equal(tessera(&out, "info -m %s", path), 0);
+    assert_non_null(strstr(out, "architecture: gemma2"));
+    assert_non_null(strstr(out, "features         post-norms embedding-scale geglu "
+                                "soft-caps=5/30 sliding-window=64/pattern-2\n"));
+    free(out);
+    snprintf(path, sizeof path, "%s/archref/models/qwen3moe-f32.gguf", TS_BUILD_DIR);
+    assert_int_equal(tessera(&out, "info -m %s", path), 0);
+    assert_non_null(strstr(out, "features         qk-norm experts=8/used-2\n"));
+    assert_int_equal(field(out, "hidden_dim"), 64); /* each expert's */
+    free(out);
+}
+
 static void test_info_gguf_model(void **state)
 {
     (void)state;
@@ -118,6 +136,7 @@ static void test_info_gguf_model(void **state)
     assert_non_null(strstr(out, "tied_output      false"));
     assert_non_null(strstr(out, "rope_scale       1\n"));
     assert_non_null(strstr(out, "rope_factors     false"));
+    assert_non_null(strstr(out, "features         none (Llama's layers)"));
     assert_non_null(strstr(out, "kind             llama"));
     assert_non_null(strstr(out, "bos              1 \"<s>\""));
     assert_non_null(strstr(out, "add_space_prefix true"));
@@ -846,6 +865,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_gguf_model),
+        cmocka_unit_test(test_info_family_features),
         cmocka_unit_test(test_info_quantized),
         cmocka_unit_test(test_info_llama2c),
         cmocka_unit_test(test_info_vocab_only),

@@ -107,6 +107,30 @@ static void print_config(const ts_model_config *c)
     printf("  %-16s %s\n", "rope_neox", c->rope_neox ? "true" : "false");
     printf("  %-16s %s\n", "rope_factors", c->rope_factors ? "true" : "false");
     printf("  %-16s %s\n", "tied_output", c->tied_output ? "true" : "false");
+    /* the family's features (model_arch.c), those it has */
+    printf("  %-16s", "features");
+    const struct {
+        bool on;
+        const char *name;
+    } feats[] = {
+        {c->qkv_fused, "fused-qkv"},   {c->ffn_fused, "fused-gate-up"},
+        {c->qkv_bias, "qkv-bias"},     {c->qk_norm, "qk-norm"},
+        {c->post_norms, "post-norms"}, {c->embd_scaled, "embedding-scale"},
+        {c->ffn_act == TS_FFN_GELU_TANH, "geglu"},
+    };
+    int shown = 0;
+    for (size_t i = 0; i < sizeof feats / sizeof feats[0]; i++)
+        if (feats[i].on)
+            printf(" %s", feats[i].name), shown++;
+    if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
+        printf(" soft-caps=%g/%g", (double)c->attn_softcap, (double)c->final_softcap), shown++;
+    if (c->swa_window > 0)
+        printf(" sliding-window=%d/pattern-%d", c->swa_window, c->swa_pattern), shown++;
+    if (c->rope_freq_base_swa > 0.0f)
+        printf(" rope-base-swa=%g", (double)c->rope_freq_base_swa), shown++;
+    if (c->n_experts > 0)
+        printf(" experts=%d/used-%d", c->n_experts, c->n_experts_used), shown++;
+    printf("%s\n", shown ? "" : " none (Llama's layers)");
 }
 
 /* Weights as model.h lays them out: the tied LM head is not counted twice. */
@@ -115,7 +139,9 @@ static uint64_t param_count(const ts_model_config *c)
     uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
     uint64_t vocab = (uint64_t)c->vocab_size, q_dim = (uint64_t)c->n_heads * c->head_dim;
     uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
-    uint64_t layer = 2 * dim + (q_dim + 2 * kv_dim) * dim + dim * q_dim + 3 * ffn * dim;
+    uint64_t experts = c->n_experts > 0 ? (uint64_t)c->n_experts : 1;
+    uint64_t layer = 2 * dim + (q_dim + 2 * kv_dim) * dim + dim * q_dim +
+                     experts * 3 * ffn * dim + (c->n_experts > 0 ? experts * dim : 0);
     return vocab * dim * (c->tied_output ? 1 : 2) + dim + (uint64_t)c->n_layers * layer;
 }
 
