@@ -41,7 +41,7 @@ enum { N = 256, K = 2048 }; /* 16 groups x 8 blocks: 1 MiB of pack, in L2 */
 typedef struct parts {
     const simd_qpack *p;
     const split_kind *kind; /* Q4_K's with VBMI where the CPU says it has it */
-    qpack_gemm_fn whole;    /* the kernel on kind */
+    simd_qpack_fn whole;    /* the kernel on kind */
     const uint8_t *xq;
     size_t xrow;
     int M;

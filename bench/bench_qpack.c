@@ -5,7 +5,7 @@
  * QP_NO_F32=1 skip the comparisons; QP_VECTOR=1 times the vector kernel at every M (no
  * tiles); QP_MS=4,8,16 sets the step sizes (default 1,4,16,64,512) and QP_TYPES=Q4_K,Q6_K
  * the types. From QP_TILE_MIN_M rows up to the pack's tile_min_m (Q4_K's is more), where
- * simd_qpack_gemm takes the vector kernel, the tile kernel is timed beside it ("tiles"), to
+ * simd_qmat_gemm takes the vector kernel, the tile kernel is timed beside it ("tiles"), to
  * tune tile_min_m; where a pack has a second tile kernel (Q4_K's without VBMI, beside the
  * one with it), that one is timed too ("other tiles").
  * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
@@ -17,6 +17,7 @@
 
 #include "../tests/qpack_data.h"
 #include "qpack.h"
+#include "qmat.h"
 #include "qpack_internal.h"
 #include "simd.h"
 
@@ -25,7 +26,8 @@ static int vector_only;     /* QP_VECTOR=1 */
 
 typedef struct job {
     const simd_qpack *pack;
-    qpack_gemm_fn kernel; /* a tile kernel to time instead of simd_qpack_gemm's choice */
+    const simd_qmat *packed; /* the weights planned on pack */
+    simd_qpack_fn kernel; /* a tile kernel to time instead of the plan's choice */
     const simd_qmat *w;
     const void *xq, *xq_file; /* activations for the pack, for qgemm on the file's blocks */
     const simd_kernels *k;
@@ -43,9 +45,11 @@ static void run_qpack(const job *j)
         if (j->kernel)
             j->kernel(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
         else if (vector_only)
-            j->pack->gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
+            j->packed->mul.gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows,
+                                ne);
         else
-            simd_qpack_gemm(j->out, (size_t)j->N, j->xq, j->pack, j->M, 0.0f, c * chunk_rows, ne);
+            simd_qmat_gemm(j->out, (size_t)j->N, j->xq, 0, j->packed, j->M, 0.0f, c * chunk_rows,
+                           ne);
     }
 }
 
@@ -137,9 +141,11 @@ int main(int argc, char **argv)
             xq_file = xq;
         }
         simd_qmat qm = {.type = types[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
+        simd_qmat packed = qm;
         double t0 = omp_get_wtime();
-        simd_qpack *p = simd_qpack_make(&qm);
+        simd_qmat_plan(&packed, k, SIMD_PACK_ALWAYS);
         double pack_s = omp_get_wtime() - t0;
+        simd_qpack *p = packed.pack;
         if (!p) {
             printf("%s: pack refused\n", names[t]);
             return 1;
@@ -148,14 +154,14 @@ int main(int argc, char **argv)
                names[t], pack_s * 1e3, simd_qpack_bytes(p) / 1e6, (double)wrow * N / 1e6,
                simd_qpack_bytes(p) / ((double)wrow * N));
         for (int i = 0; i < n_m; i++) {
-            job j = {.pack = p, .w = &qm, .xq = xq, .xq_file = xq_file, .k = k, .x = x,
+            job j = {.pack = p, .packed = &packed, .w = &qm, .xq = xq, .xq_file = xq_file, .k = k, .x = x,
                      .wf = wf, .out = out, .M = Ms[i], .N = N, .K = K};
             double flop = 2.0 * Ms[i] * (double)N * K;
             double tp = best_time(run_qpack, &j, 0.5);
             printf("  M=%4d  packed %8.3f ms %6.0f GOP/s", Ms[i], tp * 1e3, flop / tp / 1e9);
-            qpack_gemm_fn tiles[2];
+            simd_qpack_fn tiles[2];
             int n_tiles = vector_only || Ms[i] < QP_TILE_MIN_M ? 0 : qpack_tile_kernels(p, tiles);
-            for (int c = Ms[i] >= p->tile_min_m; c < n_tiles; c++) { /* not "packed"'s own */
+            for (int c = Ms[i] >= packed.mul.tile_min_m; c < n_tiles; c++) { /* not "packed"'s own */
                 job o = j;
                 o.kernel = tiles[c];
                 double to = best_time(run_qpack, &o, 0.5);

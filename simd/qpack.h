@@ -1,18 +1,10 @@
 /* qpack.h: weight matrices repacked once at load, 16 rows interleaved in the order one
- * AVX-512 VNNI instruction or one AMX tile multiplies (qpack_internal.h), the GEMM on that
- * layout (a vector kernel for every M, AMX tiles for steps of 16 rows or more, 32 for
- * Q4_K, none for Q5_K; bf16 tiles for F16 / BF16), and its plain-C twin.
+ * AVX-512 VNNI instruction or one AMX tile multiplies (qpack_internal.h), the kernels on
+ * that layout (a vector kernel for every M, AMX tiles for steps of 16 rows or more, 32 for
+ * Q4_K, none for Q5_K; bf16 tiles for F16 / BF16), and their plain-C twin.
  *
- * How the model uses it:
- *
- *     if (simd_qpack_supports(w.type) && simd_qpack_fast(w.type))
- *         pack = simd_qpack_make(&w);          // once per matrix at load; NULL = keep w
- *     ...                                      // per step, once per GEMM input:
- *     if (w.type == QT_F16 || w.type == QT_BF16) simd_qpack_bf16_rows(xq, x, lda, M, K);
- *     else k->quantize_act(xq, x, lda, M, K, qtype_get(w.type)->act);  // as for qgemm
- *     ...                                      // per thread, its n range:
- *     if (pack) simd_qpack_gemm(out, ldo, xq, pack, M, beta, n_begin, n_end);
- *     else      k->qgemm(out, ldo, xq, &w, M, beta, n_begin, n_end);
+ * The model does not call these directly: simd_qmat_plan() (qmat.h) decides at load
+ * whether a matrix is packed and which kernel runs its pack, and simd_qmat_gemm() runs it.
  *
  * The pack serves every M, each kernel giving the same bits, so once a matrix is packed
  * the file's blocks of it are never read again and the mapping's pages can be dropped
@@ -50,9 +42,9 @@
 
 typedef struct simd_qpack simd_qpack;
 
-/* True where the tile kernels can run: they were built (x86-64, a compiler with AMX),
- * CPUID shows AMX-TILE, AMX-INT8 and AVX-512 F/BW/VL, XCR0 enables the AVX-512 and tile
- * state, and Linux granted this process the tile data state (arch_prctl
+/* True where the tile kernels can run (dispatch.c asks): they were built (x86-64, a
+ * compiler with AMX), CPUID shows AMX-TILE, AMX-INT8 and AVX-512 F/BW/VL, XCR0 enables the
+ * AVX-512 and tile state, and Linux granted this process the tile data state (arch_prctl
  * ARCH_REQ_XCOMP_PERM, asked once). False when TESSERA_FORCE_REF=1 or TESSERA_NO_AMX=1.
  * Thread-safe; the answer is computed once. */
 bool simd_amx_usable(void);
@@ -76,7 +68,7 @@ const char *simd_qpack_kernels(void);
  * followed by that block's scales. Plain C, on any CPU (the twin computes on it too).
  * w->data is borrowed for the call only. Returns an owned pack to free with
  * simd_qpack_free(), or NULL for an unsupported type or shape or when out of memory.
- * The gemm it will run (tiles or the twin) is chosen here, once. */
+ * Which kernel runs it is simd_qmat_plan()'s choice (qmat.h). */
 simd_qpack *simd_qpack_make(const simd_qmat *w);
 
 /* Frees a pack; NULL is fine. */
@@ -85,24 +77,19 @@ void simd_qpack_free(simd_qpack *p);
 /* Bytes the pack holds (its weights and scales). */
 size_t simd_qpack_bytes(const simd_qpack *p);
 
-/* out[m][n] = sum_k x[m][k] * w[n][k] + beta * out[m][n] for m < M and n in
- * [n_begin, n_end) (0 <= n_begin <= n_end <= N), computed as the comment at the top
- * says: xq holds the M rows quantize_act() made for qtype_get(type)->act, row m at
- * xq + m * qact_row_bytes(act, K) (for F16 / BF16 the rows of simd_qpack_bf16_rows());
- * out is (M, ldo), ldo >= N. beta == 0 never reads out.
- * Runs the tile kernel where simd_amx_usable() was true when the pack was made, else the
- * twin. out must not overlap xq. Threads split [0, N) outside, best in multiples of 16
- * (a 16-row group split between two calls is computed by both). */
-void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
-                     float beta, int n_begin, int n_end);
-
 /* Activations for a pack of F16 or BF16 weights: x (M, lda) rounded to bf16 (nearest
- * even), out (M, K) row-major. simd_qpack_gemm takes these rows as xq for such a pack (in
- * place of quantize_act's QACT_F32 copy). Call it once per GEMM input, not per n range.
- * Plain C. */
+ * even), out (M, K) row-major: the activation form SIMD_ACT_BF16 (qmat.h) such a pack's kernels
+ * take (in place of quantize_act's QACT_F32 copy). Plain C. */
 void simd_qpack_bf16_rows(uint16_t *out, const float *x, size_t lda, int M, int K);
 
-/* The plain-C twin of the tile kernel, same contract, same results bit for bit. */
+/* The plain-C twin of every kernel on a pack: out[m][n] = sum_k x[m][k] * w[n][k] +
+ * beta * out[m][n] for m < M and n in [n_begin, n_end) (0 <= n_begin <= n_end <= N),
+ * computed as the comment at the top says: xq holds the M rows quantize_act() made for
+ * qtype_get(type)->act, row m at xq + m * qact_row_bytes(act, K) (for F16 / BF16 the rows
+ * of simd_qpack_bf16_rows()); out is (M, ldo), ldo >= N. beta == 0 never reads out. out
+ * must not overlap xq. Threads split [0, N) outside, best in multiples of 16 (a 16-row
+ * group split between two calls is computed by both). The vector and tile kernels keep
+ * this contract and its results bit for bit (the bf16 tiles to f32 rounding). */
 void simd_qpack_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
 

@@ -19,9 +19,6 @@ enum {
 #define QP_PF 8192
 #endif
 
-typedef void (*qpack_gemm_fn)(float *out, size_t ldo, const void *xq, const simd_qpack *p,
-                              int M, float beta, int n_begin, int n_end);
-
 /* One unit = one 16-row group x one activation block (blk elements), at
  * data + (group * n_blk + b) * unit_bytes, 64-byte aligned. Each weight is kept as an
  * unsigned integer u = its signed integer q + off (off: 128 Q8_0, 8 Q4_0, 32 Q6_K, 0 Q4_K
@@ -59,14 +56,11 @@ struct simd_qpack {
     size_t unit_bytes;
     size_t bytes;         /* groups * n_blk * unit_bytes */
     uint8_t *data;        /* owned, 64-byte aligned */
-    qpack_gemm_fn gemm;   /* every M: the vector kernel, or the twin */
-    qpack_gemm_fn tiles;  /* steps of tile_min_m rows or more: the tile kernel, or NULL */
-    int tile_min_m;       /* >= QP_TILE_MIN_M, per type (ref/qpack.c says why) */
 };
 
-/* The fewest rows from which a step takes the tile kernel where there is one: below, one
- * tile would hold mostly padding rows. A pack's tile_min_m may be more, where the vector
- * kernel is faster further up; every tile kernel gives the twin's bits from here (the
+/* The fewest rows from which a step takes an int8 tile kernel where there is one: below,
+ * one tile would hold mostly padding rows. dispatch.c may start a type's tiles further up,
+ * where the vector kernel is faster; every tile kernel gives the twin's bits from here (the
  * tests call them from here), so the choice never shows. */
 enum { QP_TILE_MIN_M = 16 };
 
@@ -90,7 +84,7 @@ static inline const uint8_t *qpack_unit(const simd_qpack *p, int group, int b)
     return p->data + ((size_t)group * p->n_blk + b) * p->unit_bytes;
 }
 
-/* What the tile kernels may use here, asked once (ref/qpack.c): int8 and bf16 tiles, and
+/* What the tile kernels may use here, asked once (dispatch.c): int8 and bf16 tiles, and
  * AVX-512 VBMI beside them (the Q4_K tiles' vpermi2b). */
 enum { QP_CAP_INT8 = 1, QP_CAP_BF16 = 2, QP_CAP_VBMI = 4 };
 int qpack_amx_caps(void);
@@ -101,12 +95,10 @@ simd_qpack *qpack_bf16_make(const simd_qmat *w);
 void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
 
-/* Whether p's gemm is a tile kernel (not the twin). */
-bool qpack_on_tiles(const simd_qpack *p);
-
-/* Every tile kernel that can run p here, p->tiles first, into fns (2 at most); how many.
- * Q4_K has two (with and without VBMI) where the CPU has VBMI, for the tests. */
-int qpack_tile_kernels(const simd_qpack *p, qpack_gemm_fn fns[2]);
+/* Every tile kernel that can run p here (dispatch.c), the one simd_qmat_plan() takes
+ * first, into fns (2 at most); how many. Q4_K has two (with and without VBMI) where the
+ * CPU has VBMI, for the tests. */
+int qpack_tile_kernels(const simd_qpack *p, simd_qpack_fn fns[2]);
 
 /* The vector kernel on int8-type packs (avx512vnni/), built with TS_HAVE_AVX512VNNI: the
  * twin's results for any M. */

@@ -143,18 +143,51 @@ void qtype_dequant_row(float *out, const void *row, uint32_t type, int64_t k);
 
 /* ---- the quantized GEMM ---- */
 
+struct simd_qmat;
+struct simd_qpack;
+
+/* The three kernel shapes a weight matrix can be multiplied by (simd.h's table holds the
+ * first two per ISA; qpack.h's kernels the third). */
+typedef void (*simd_gemm_nt_fn)(float *out, size_t ldo, const float *x, size_t lda,
+                                const float *w, int M, int N, int K, float beta, int n_begin,
+                                int n_end);
+typedef void (*simd_qgemm_fn)(float *out, size_t ldo, const void *xq, const struct simd_qmat *w,
+                              int M, float beta, int n_begin, int n_end);
+typedef void (*simd_qpack_fn)(float *out, size_t ldo, const void *xq, const struct simd_qpack *p,
+                              int M, float beta, int n_begin, int n_end);
+
+/* How a matrix is multiplied: filled once, at load, by simd_qmat_plan() (qmat.h, decided
+ * in dispatch.c); simd_qmat_gemm() follows it for every chunk of every step. */
+typedef enum simd_mul_how {
+    SIMD_MUL_F32,    /* f32 weights: gemm_nt on the activation rows as they are */
+    SIMD_MUL_BLOCKS, /* the file's blocks: qgemm on quantized activations */
+    SIMD_MUL_PACK,   /* the pack (qpack.h): its kernel below tile_min_m rows, tiles from there */
+} simd_mul_how;
+
+typedef struct simd_qmul {
+    simd_mul_how how;
+    int act;                 /* the activation form it multiplies (qmat.h's SIMD_ACT_*) */
+    int n_align;             /* a chunk of rows of N is best a multiple of this many */
+    int tile_min_m;          /* PACK: rows from which `tiles` runs (INT_MAX: never) */
+    simd_gemm_nt_fn gemm_nt; /* F32 */
+    simd_qgemm_fn qgemm;     /* BLOCKS */
+    simd_qpack_fn gemm;      /* PACK: steps of fewer than tile_min_m rows */
+    simd_qpack_fn tiles;     /* PACK: from tile_min_m rows, or NULL */
+    const char *isa;         /* the kernels' instruction set, for people: "avx2", "AVX-512 VNNI" */
+} simd_qmul;
+
 /* A weight matrix of N rows of K inputs as the file stores it: row n is row_bytes bytes at
  * data + n * row_bytes, in type's blocks. data is borrowed (a mapping, or a buffer the
- * model owns). On CPUs with AMX, qpack.h repacks one once at load (simd_qpack_make) into
- * the tile kernels' layout, which then serves every step in place of data. */
+ * model owns). simd_qmat_plan() may repack it once at load (qpack.h), which then serves
+ * every step in place of data, and records in mul how it is multiplied. */
 typedef struct simd_qmat {
     uint32_t type; /* qtype */
     int N, K;
     size_t row_bytes;
     const void *data;
-    struct simd_qpack *pack; /* NULL, or data repacked for the tile kernels (qpack.h): the
-                              * GEMM then reads only the pack, for every M; its owner
-                              * frees it */
+    struct simd_qpack *pack; /* NULL, or data repacked (qpack.h): the GEMM then reads only
+                              * the pack, for every M; its owner frees it */
+    simd_qmul mul;           /* simd_qmat_plan()'s choice; zero until planned */
 } simd_qmat;
 
 #endif /* TESSERA_SIMD_QUANT_H */

@@ -83,9 +83,10 @@ static void check_chunk_order(const fwd_state *fs, const fwd_seq *seqs, int n_se
 /* Runs N_SEQ sequences of different lengths of model m through steps that mix prefill
  * chunks of `chunk` tokens with decodes, and compares every sampled row with the
  * reference. */
-static void run_mixed(const ts_model *m, const simd_kernels *k, fwd_gemm_path path,
+static void run_mixed(ts_model *m, const simd_kernels *k, fwd_gemm_path path,
                       kv_dtype dtype, int chunk, double tol)
 {
+    model_use_kernels(m, k); /* the matrices on k's kernels too; back to the default below */
     int vocab = m->cfg.vocab_size;
     int lens[N_SEQ] = {150, 37, 1, 70, 96};
     int32_t tokens[N_SEQ][MAX_LEN];
@@ -150,6 +151,7 @@ static void run_mixed(const ts_model *m, const simd_kernels *k, fwd_gemm_path pa
     }
     fwd_state_free(&fs);
     kv_pool_free(pool);
+    model_use_kernels(m, simd_init());
 }
 
 static void test_batched_matches_reference_f32(void **state)

@@ -55,6 +55,8 @@ static void unpack_some(ts_model *m)
     simd_qpack_free(ly->wk.pack);
     simd_qpack_free(ly->w3.pack);
     ly->wk.pack = ly->w3.pack = NULL;
+    simd_qmat_plan(&ly->wk, simd_init(), SIMD_PACK_NEVER);
+    simd_qmat_plan(&ly->w3, simd_init(), SIMD_PACK_NEVER);
 }
 
 /* ---- which matrices pack ---- */
@@ -110,7 +112,7 @@ static void test_modes_choose_matrices(void **state)
             bool tiles = int8                 ? (caps & QP_CAP_INT8) != 0
                          : w->pack->bits == 0 ? (caps & QP_CAP_BF16) != 0
                                               : false;
-            if (qpack_on_tiles(w->pack) != tiles)
+            if ((w->mul.tiles != NULL) != tiles)
                 fail_msg("%s: matrix %d (%s, %d-bit pack) %s tiles; tile caps %#x", su_types[t],
                          i, qtype_get(w->type)->name, w->pack->bits,
                          tiles ? "not on" : "on", caps);

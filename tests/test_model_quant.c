@@ -102,8 +102,9 @@ static void mix_tokens(int32_t tok[3][MIX_LEN], int vocab)
 /* Every sampled row of the mix through kernels k against the reference logits ref[s]
  * (mix_lens[s], vocab). Returns the largest error relative to the largest reference
  * logit of its row. */
-static double batched_vs_reference(const ts_model *m, const simd_kernels *k, float *const *ref)
+static double batched_vs_reference(ts_model *m, const simd_kernels *k, float *const *ref)
 {
+    model_use_kernels(m, k); /* the matrices on k's kernels too; back to the default below */
     enum { LEN = MIX_LEN };
     int vocab = m->cfg.vocab_size;
     int32_t tok[3][LEN];
@@ -142,6 +143,7 @@ static double batched_vs_reference(const ts_model *m, const simd_kernels *k, flo
     for (int s = 0; s < SU_MAX_SEQS; s++)
         free(out[s]);
     su_runner_free(&r);
+    model_use_kernels(m, simd_init());
     return worst;
 }
 

@@ -7,6 +7,7 @@
 #include <cpuid.h>
 #endif
 
+#include "qmat.h"
 #include "qpack_data.h"
 #include "qpack_internal.h"
 #include "simd_check.h"
@@ -33,8 +34,22 @@ typedef struct problem {
     int M, N, K;
     uint8_t *w, *xq;
     float *want; /* (M, N) */
-    simd_qpack *pack;
+    simd_qmat qm; /* the weights, planned on a pack (their kernels in qm.mul) */
+    simd_qpack *pack; /* qm.pack */
 } problem;
+
+/* Packs qm whatever the CPU and records the kernels dispatch.c picks for it; the pack. */
+static simd_qpack *plan_pack(simd_qmat *qm)
+{
+    simd_qmat_plan(qm, simd_kernels_for(SIMD_ISA_REF), SIMD_PACK_ALWAYS);
+    return qm->pack;
+}
+
+/* The kernel simd_qmat_gemm runs for M rows of qm (a pack). */
+static simd_qpack_fn planned(const simd_qmat *qm, int M)
+{
+    return M >= qm->mul.tile_min_m ? qm->mul.tiles : qm->mul.gemm;
+}
 
 static void problem_make(problem *p, uint32_t type, int M, int N, int kblocks, int want)
 {
@@ -43,8 +58,8 @@ static void problem_make(problem *p, uint32_t type, int M, int N, int kblocks, i
     p->w = qd_weights(type, N, p->K, &wrow);
     float *xf = want ? malloc(sizeof(float) * (size_t)M * p->K) : NULL;
     p->xq = qd_acts(type, M, p->K, xf, &xrow);
-    simd_qmat qm = {.type = type, .N = N, .K = p->K, .row_bytes = wrow, .data = p->w};
-    p->pack = simd_qpack_make(&qm);
+    p->qm = (simd_qmat){.type = type, .N = N, .K = p->K, .row_bytes = wrow, .data = p->w};
+    p->pack = plan_pack(&p->qm);
     p->want = NULL;
     if (!want)
         return;
@@ -77,7 +92,7 @@ static bool problem_packed(problem *p)
     return p->pack != NULL;
 }
 
-typedef qpack_gemm_fn gemm_fn;
+typedef simd_qpack_fn gemm_fn;
 
 /* out (M, ldo = N + 3): the gemm over [0, N) in three ranges cut at odd columns, from NaN
  * (beta 0) or from before (beta 1). The padding columns must stay NaN. */
@@ -136,8 +151,8 @@ static void kernels_here(const char *check, bool *vector, bool *tiles)
 {
     problem probe;
     problem_make(&probe, QT_Q8_0, 1, 16, 1, 0);
-    *vector = probe.pack && probe.pack->gemm != simd_qpack_gemm_ref;
-    *tiles = probe.pack && probe.pack->tiles;
+    *vector = probe.pack && probe.qm.mul.gemm != simd_qpack_gemm_ref;
+    *tiles = probe.pack && probe.qm.mul.tiles;
     problem_free(&probe);
     if (!*vector)
         printf("[  SKIPPED ] %s, vector kernel on packs: this CPU has no AVX-512 VNNI\n", check);
@@ -153,7 +168,7 @@ static int kernels_of(const problem *p, bool vector, gemm_fn fns[3])
 {
     int n = 0;
     if (vector)
-        fns[n++] = p->pack->gemm;
+        fns[n++] = p->qm.mul.gemm;
     if (p->M >= QP_TILE_MIN_M)
         n += qpack_tile_kernels(p->pack, fns + n);
     return n;
@@ -161,7 +176,7 @@ static int kernels_of(const problem *p, bool vector, gemm_fn fns[3])
 
 static const char *kernel_name(const problem *p, gemm_fn f)
 {
-    return f == p->pack->gemm ? "vector" : f == p->pack->tiles ? "tiles" : "other tiles";
+    return f == p->qm.mul.gemm ? "vector" : f == p->qm.mul.tiles ? "tiles" : "other tiles";
 }
 
 /* The pack's kernels equal the twin bit for bit: the vector kernel at every M (where the
@@ -213,9 +228,9 @@ static void make_extreme(problem *p)
     qd_extreme(p->type, p->w, p->N, p->K, p->xq, p->M);
     simd_qpack_free(p->pack);
     int be = qd_block_elems(p->type);
-    simd_qmat qm = {.type = p->type, .N = p->N, .K = p->K, .row_bytes = qd_block_bytes(p->type) *
-                    (size_t)(p->K / be), .data = p->w};
-    p->pack = simd_qpack_make(&qm);
+    p->qm = (simd_qmat){.type = p->type, .N = p->N, .K = p->K,
+                        .row_bytes = qd_block_bytes(p->type) * (size_t)(p->K / be), .data = p->w};
+    p->pack = plan_pack(&p->qm);
 }
 
 /* Edges of the shapes and values, every kernel against the twin bit for bit: N of 1 and 16,
@@ -274,10 +289,10 @@ static void check_rows_alone(void)
         size_t xrow = (size_t)(p.K / qd_block_elems(p.type)) *
                       (qd_block_elems(p.type) == 32 ? sizeof(qa_q8_32) : sizeof(qa_q8_k));
         float *all = malloc(sizeof(float) * (size_t)p.M * p.N), one[35];
-        simd_qpack_gemm(all, (size_t)p.N, p.xq, p.pack, p.M, 0.0f, 0, p.N);
+        simd_qmat_gemm(all, (size_t)p.N, p.xq, 0, &p.qm, p.M, 0.0f, 0, p.N);
         int bad = 0;
         for (int m = 0; m < p.M; m++) {
-            simd_qpack_gemm(one, (size_t)p.N, p.xq + (size_t)m * xrow, p.pack, 1, 0.0f, 0, p.N);
+            simd_qmat_gemm(one, (size_t)p.N, p.xq + (size_t)m * xrow, 0, &p.qm, 1, 0.0f, 0, p.N);
             bad += memcmp(one, all + (size_t)m * p.N, sizeof one) != 0;
         }
         SC_CHECK(bad == 0, "%s: %d of 67 rows differ from the row alone", type_name(p.type),
@@ -296,13 +311,14 @@ static void check_make(void)
         int K = 2 * qd_block_elems(TYPES[t]), N = 33;
         uint8_t *w = qd_weights(TYPES[t], N, K, &wrow);
         simd_qmat qm = {.type = TYPES[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
-        simd_qpack *p = simd_qpack_make(&qm);
+        simd_qpack *p = plan_pack(&qm);
         SC_CHECK(simd_qpack_supports(TYPES[t]), "%s supported", type_name(TYPES[t]));
         /* tiles wherever AMX-INT8 runs, for every int8 type but Q5_K */
         bool tiles = (qpack_amx_caps() & QP_CAP_INT8) && TYPES[t] != QT_Q5_K;
-        SC_CHECK(p && (p->tiles != NULL) == tiles && p->tile_min_m >= QP_TILE_MIN_M,
+        SC_CHECK(p && (qm.mul.tiles != NULL) == tiles && qm.mul.tile_min_m >= QP_TILE_MIN_M,
                  "%s: tiles %s (want %s), from %d rows", type_name(TYPES[t]),
-                 p && p->tiles ? "set" : "unset", tiles ? "set" : "unset", p ? p->tile_min_m : 0);
+                 qm.mul.tiles ? "set" : "unset", tiles ? "set" : "unset", qm.mul.tile_min_m);
+        qm.pack = NULL;
         SC_CHECK(simd_qpack_bytes(p) == 3 * 2 * unit[t], "%s: %zu bytes", type_name(TYPES[t]),
                  simd_qpack_bytes(p));
         simd_qpack_free(p);
@@ -349,9 +365,10 @@ static void check_vs_qgemm(void)
         uint8_t *xq = malloc(qact_row_bytes(a, K) * M);
         isas[n_isa - 1]->quantize_act(xq, x, (size_t)K, M, K, a);
         simd_qmat qm = {.type = TYPES[t], .N = N, .K = K, .row_bytes = wrow, .data = w};
-        simd_qpack *p = simd_qpack_make(&qm);
+        simd_qmat packed = qm;
+        simd_qpack *p = plan_pack(&packed);
         float *got = malloc(sizeof(float) * (size_t)M * N), *want = malloc(sizeof(float) * M * N);
-        simd_qpack_gemm(got, (size_t)N, xq, p, M, 0.0f, 0, N);
+        simd_qmat_gemm(got, (size_t)N, xq, 0, &packed, M, 0.0f, 0, N);
         for (int i = 0; i < n_isa; i++) {
             isas[i]->qgemm(want, (size_t)N, xq, &qm, M, 0.0f, 0, N);
             double err = sc_norm_err(got, want, (size_t)M * N);
@@ -359,7 +376,8 @@ static void check_vs_qgemm(void)
             for (int k = 0; k < M * N; k++)
                 same += memcmp(&got[k], &want[k], sizeof(float)) == 0;
             printf("         %s: pack (%s) vs %s qgemm: error %.2g, %d of %d outputs equal\n",
-                   type_name(TYPES[t]), p->gemm != simd_qpack_gemm_ref ? "vector" : "twin",
+                   type_name(TYPES[t]), planned(&packed, M) == simd_qpack_gemm_ref ? "twin"
+                                        : M >= packed.mul.tile_min_m ? "tiles" : "vector",
                    isas[i]->name,
                    err, same, M * N);
             SC_CHECK(err < 1e-5, "%s: pack vs %s qgemm error %g", type_name(TYPES[t]),
@@ -378,7 +396,8 @@ typedef struct bf_problem {
     float *x;      /* (M, K) */
     uint16_t *w;   /* (N, K) f16 or bf16 bits */
     uint16_t *xb;  /* (M, K) simd_qpack_bf16_rows(x) */
-    simd_qpack *pack;
+    simd_qmat qm;  /* the weights, planned on a pack */
+    simd_qpack *pack; /* qm.pack */
 } bf_problem;
 
 static float bf_weight(uint32_t type, uint16_t h)
@@ -406,8 +425,8 @@ static void bf_make(bf_problem *p, uint32_t type, int M, int N, int K)
         p->w[i] = type == QT_F16 ? simd_f32_to_f16_scalar(f) : (uint16_t)(u >> 16);
     }
     simd_qpack_bf16_rows(p->xb, p->x, (size_t)K, M, K);
-    simd_qmat qm = {.type = type, .N = N, .K = K, .row_bytes = (size_t)K * 2, .data = p->w};
-    p->pack = simd_qpack_make(&qm);
+    p->qm = (simd_qmat){.type = type, .N = N, .K = K, .row_bytes = (size_t)K * 2, .data = p->w};
+    p->pack = plan_pack(&p->qm);
 }
 
 static void bf_free(bf_problem *p)
@@ -463,7 +482,8 @@ static void check_bf16_tiles(void)
         for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
             bf_problem p;
             bf_make(&p, t ? QT_BF16 : QT_F16, Ms[i], i % 2 ? 53 : 40, 32 * (1 + (int)(i % 3)));
-            SC_CHECK(p.pack && qpack_on_tiles(p.pack), "bf16 pack on tiles");
+            SC_CHECK(p.pack && p.qm.mul.tiles && planned(&p.qm, 1) == p.qm.mul.tiles,
+                     "bf16 pack on tiles");
             if (!p.pack) {
                 bf_free(&p);
                 continue;
@@ -475,7 +495,7 @@ static void check_bf16_tiles(void)
                 before[k] = qd_unit(-1.0f, 1.0f);
             for (int beta = 0; beta < 2; beta++) {
                 problem q = {.M = p.M, .N = p.N, .xq = (uint8_t *)p.xb, .pack = p.pack};
-                run_split(a, simd_qpack_gemm, &q, (float)beta, before);
+                run_split(a, planned(&p.qm, p.M), &q, (float)beta, before);
                 run_split(b, simd_qpack_gemm_ref, &q, (float)beta, before);
                 int pad = 0;
                 double num = 0.0, den = 0.0; /* sc_norm_err over the N columns of each row */
@@ -496,10 +516,10 @@ static void check_bf16_tiles(void)
             }
             if (p.M == 67) { /* rows alone equal rows in the batch, bit for bit */
                 int bad = 0;
-                simd_qpack_gemm(a, (size_t)p.N, p.xb, p.pack, p.M, 0.0f, 0, p.N);
+                simd_qmat_gemm(a, (size_t)p.N, p.xb, 0, &p.qm, p.M, 0.0f, 0, p.N);
                 for (int m = 0; m < p.M; m++) {
-                    simd_qpack_gemm(b, (size_t)p.N, p.xb + (size_t)m * p.K, p.pack, 1, 0.0f, 0,
-                                    p.N);
+                    simd_qmat_gemm(b, (size_t)p.N, p.xb + (size_t)m * p.K, 0, &p.qm, 1, 0.0f, 0,
+                                   p.N);
                     bad += memcmp(b, a + (size_t)m * p.N, sizeof(float) * p.N) != 0;
                 }
                 SC_CHECK(bad == 0, "%s: %d of 67 rows differ alone", type_name(p.type), bad);

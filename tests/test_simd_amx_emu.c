@@ -48,7 +48,7 @@ static bool cpu_ok(void)
 
 /* One kernel on one shape (extreme: qd_extreme's values) against the twin, over three
  * ranges cut inside the second and third groups, beta 0 and 1. */
-static void check_one(const char *name, uint32_t type, qpack_gemm_fn f, int M, int N, int K,
+static void check_one(const char *name, uint32_t type, simd_qpack_fn f, int M, int N, int K,
                       bool extreme)
 {
     size_t wrow, xrow;
@@ -93,7 +93,7 @@ static void check_tiles_emulated(void)
     static const struct {
         uint32_t type;
         const char *name;
-        qpack_gemm_fn f;
+        simd_qpack_fn f;
         bool vbmi;
     } kernels[] = {
         {QT_Q8_0, "Q8_0", emu_qpack_gemm, false},

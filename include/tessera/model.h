@@ -135,6 +135,12 @@ void ts_model_weight_bytes(const ts_model *model, uint64_t *bytes, uint64_t *par
  * "AVX-512 VNNI", "AMX tiles" or "plain C" (a static string). */
 const char *ts_pack_kernels(void);
 
+/* How the model's weight matrices are multiplied, as decided at load: each(arg, kernel,
+ * n) once per kind of kernel ("Q4_K 16-row pack, AVX-512 VNNI, AMX tiles from 32 rows":
+ * borrowed for the call) with the number of matrices that run on it. */
+void ts_model_kernels(const ts_model *model, void (*each)(void *arg, const char *kernel, int n),
+                      void *arg);
+
 /* How many weight matrices run on packs (of how many), and the packs' bytes. */
 void ts_model_packed(const ts_model *model, int *packed, int *matrices, uint64_t *bytes);
 

@@ -1,5 +1,5 @@
 /* qgemm_amx.c: the GEMM on 8-bit packs (Q8_0, Q4_0; qpack_internal.h) with AMX int8
- * tiles, for steps of QP_TILE_MIN_M rows or more (simd_qpack_gemm takes the vector kernel
+ * tiles, for steps of QP_TILE_MIN_M rows or more (simd_qmat_gemm takes the vector kernel
  * below that). The 4-6 bit types have their own tile kernels (Q4_K, Q6_K: tiles_split.h),
  * or none (Q5_K: a fold per sub-block made tiles no faster than the vector kernel).
  *

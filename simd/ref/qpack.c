@@ -1,73 +1,11 @@
-/* qpack.c: repacks quantized weights into the AMX tile layout (qpack_internal.h), the
- * plain-C twin of the tile kernel, and the run-time check that AMX may be used. */
+/* qpack.c: repacks quantized weights into the tile layout (qpack_internal.h), and the
+ * plain-C twin of the kernels on it. Which kernel runs a pack is dispatch.c's choice. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../qpack_internal.h"
 #include "../simd_internal.h"
-
-#if defined(TS_HAVE_AMX) && defined(__x86_64__) && defined(__linux__)
-#include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
-#define XCR0_AVX512 0xe6u
-#define XCR0_TILE (3u << 17) /* XTILECFG, XTILEDATA */
-
-static int amx_probe(void)
-{
-    unsigned eax, ebx, ecx, edx;
-    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE))
-        return 0;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
-        return 0;
-    unsigned amx_bf16 = edx & (1u << 22), amx_tile = edx & (1u << 24),
-             amx_int8 = edx & (1u << 25);
-    if (!amx_tile)
-        return 0;
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("fma"))
-        return 0;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    if ((lo & XCR0_AVX512) != XCR0_AVX512 || (lo & XCR0_TILE) != XCR0_TILE)
-        return 0;
-    /* Linux (5.16+) hands out the 8 KiB tile data state only to processes that ask. */
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
-        return 0;
-    unsigned vbmi = ecx & (1u << 1); /* AVX-512 VBMI: CPUID leaf 7, ECX bit 1 */
-    return (amx_int8 ? QP_CAP_INT8 : 0) | (amx_bf16 ? QP_CAP_BF16 : 0) | (vbmi ? QP_CAP_VBMI : 0);
-}
-#else
-static int amx_probe(void) { return 0; }
-#endif
-
-static bool env_is_1(const char *name)
-{
-    const char *v = getenv(name);
-    return v && strcmp(v, "1") == 0;
-}
-
-int qpack_amx_caps(void)
-{
-    enum { KNOWN = 1 << 16 }; /* above every QP_CAP_ bit */
-    static atomic_int state;  /* 0 unknown, else KNOWN | caps */
-    int s = atomic_load(&state);
-    if (s == 0) {
-        /* Racing first callers both probe; the request is idempotent. */
-        bool off = env_is_1("TESSERA_FORCE_REF") || env_is_1("TESSERA_NO_AMX");
-        s = KNOWN | (off ? 0 : amx_probe());
-        atomic_store(&state, s);
-    }
-    return s & ~KNOWN;
-}
-
-bool simd_amx_usable(void) { return (qpack_amx_caps() & QP_CAP_INT8) != 0; }
 
 bool simd_qpack_supports(uint32_t type)
 {
@@ -196,36 +134,6 @@ static void unit_put(uint8_t *unit, const simd_qpack *p, int n, const unpacked *
 
 static size_t round_up(size_t x) { return (x + QP_ALIGN - 1) / QP_ALIGN * QP_ALIGN; }
 
-/* Where the vector kernel runs: built, and the CPU has AVX-512 VNNI. */
-static bool vnni_usable(void)
-{
-#if defined(TS_HAVE_AVX512VNNI)
-    const char *v = getenv("TESSERA_FORCE_REF");
-    if (v && strcmp(v, "1") == 0)
-        return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-#else
-    return false;
-#endif
-}
-
-bool simd_qpack_fast(uint32_t type)
-{
-    if (type == QT_F16 || type == QT_BF16)
-        return (qpack_amx_caps() & QP_CAP_BF16) != 0;
-    return simd_qpack_supports(type) && (vnni_usable() || (qpack_amx_caps() & QP_CAP_INT8));
-}
-
-const char *simd_qpack_kernels(void)
-{
-    bool tiles = (qpack_amx_caps() & QP_CAP_INT8) != 0;
-    if (vnni_usable())
-        return tiles ? "AVX-512 VNNI + AMX tiles" : "AVX-512 VNNI";
-    return tiles ? "AMX tiles" : "plain C";
-}
-
 simd_qpack *simd_qpack_make(const simd_qmat *w)
 {
     if (w->type == QT_F16 || w->type == QT_BF16)
@@ -286,40 +194,6 @@ simd_qpack *simd_qpack_make(const simd_qmat *w)
                          n < w->N ? &u : &zero);
             }
         }
-    p->gemm = vnni_usable() ? simd_vnni_qpack_gemm : simd_qpack_gemm_ref;
-    p->tile_min_m = QP_TILE_MIN_M;
-#if defined(TS_HAVE_AMX)
-    /* Tiles for the 8-bit units, Q4_K and Q6_K, whose sub-block scales go into the two B
-     * operands (Q4_K's split as 8 sh + sl, Q6_K's multiplied in and the products split as
-     * 128 h + l), so no fold per sub-block is needed; Q5_K's would need a fold per
-     * sub-block, which made tiles no faster than the vector kernel. */
-    if (qpack_amx_caps() & QP_CAP_INT8) {
-        if (p->bits == 8) {
-            p->tiles = simd_amx_qpack_gemm;
-        } else if (p->type == QT_Q4_K) {
-            /* From 32 rows: at 16 the vector kernel is as fast or faster. On a 16-core
-             * Xeon with AMX, 16 threads, the tiles one activation tile at a time, two
-             * rounds: bench_qpack (N 5632, K 2048) vector against tiles, GOP/s, 16 rows
-             * 2851, 3295 / 2774, 3116; 32 rows 2944, 3207 / 3865, 4020; bench_layers GEMM
-             * ms a step with the tiles from 32 / from 48 (the vector kernel at 32):
-             * TinyLlama Q4_K_M 32 rows 21.9, 24.5 / 28.0, 27.8; stories110m 3.67, 3.43 /
-             * 3.65, 3.60; from 16, TinyLlama's 16-row GEMM took 17.2, 19.7 against 16.9,
-             * 16.8. (With pairs of activation tiles the vector kernel stayed ahead up to
-             * 32 rows.) */
-            p->tiles = qpack_amx_caps() & QP_CAP_VBMI ? simd_amx_qpack_gemm_q4k
-                                                      : simd_amx_qpack_gemm_q4k_bw;
-            p->tile_min_m = 32;
-        } else if (p->type == QT_Q6_K) {
-            /* From 16 rows: Q6_K's vector kernel holds 1.4-1.8 TOPS at every M, its tiles
-             * 2.7 at 16 rows and 3.2-4.8 from 32 (bench_qpack, 16-core Xeon with AMX,
-             * N 2048 K 5632); bench_layers, TinyLlama Q4_K_M, GEMM ms a step with Q6_K's
-             * tiles from 16 / 64 rows / never: 16 rows 17.0, 18.1 / 18.0, 18.8 / 18.9,
-             * 18.8; 32 rows 24.3, 27.4 / 31.5, 31.6 / 31.9, 31.4; 512 rows 314, 321 / 333,
-             * 345 / 389, 423. */
-            p->tiles = simd_amx_qpack_gemm_q6k;
-        }
-    }
-#endif
     return p;
 }
 
@@ -332,33 +206,6 @@ void simd_qpack_free(simd_qpack *p)
 }
 
 size_t simd_qpack_bytes(const simd_qpack *p) { return p ? p->bytes : 0; }
-
-bool qpack_on_tiles(const simd_qpack *p)
-{
-    return p->tiles || (p->gemm != simd_qpack_gemm_ref && p->gemm != qpack_bf16_gemm_ref &&
-                        (p->type == QT_F16 || p->type == QT_BF16));
-}
-
-int qpack_tile_kernels(const simd_qpack *p, qpack_gemm_fn fns[2])
-{
-    int n = 0;
-    if (p->tiles)
-        fns[n++] = p->tiles;
-#if defined(TS_HAVE_AMX)
-    if (p->tiles == simd_amx_qpack_gemm_q4k)
-        fns[n++] = simd_amx_qpack_gemm_q4k_bw;
-#endif
-    return n;
-}
-
-void simd_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
-                     float beta, int n_begin, int n_end)
-{
-    if (p->tiles && M >= p->tile_min_m)
-        p->tiles(out, ldo, xq, p, M, beta, n_begin, n_end);
-    else
-        p->gemm(out, ldo, xq, p, M, beta, n_begin, n_end);
-}
 
 /* ---- the twin ---- */
 

@@ -66,11 +66,6 @@ simd_qpack *qpack_bf16_make(const simd_qmat *w)
             u[((e / 2) * QP_ROWS + n % QP_ROWS) * 2 + e % 2] = v;
         }
     }
-#if defined(TS_HAVE_AMX)
-    p->gemm = qpack_amx_caps() & QP_CAP_BF16 ? simd_amx_qpack_gemm_bf16 : qpack_bf16_gemm_ref;
-#else
-    p->gemm = qpack_bf16_gemm_ref;
-#endif
     return p;
 }
 

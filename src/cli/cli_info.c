@@ -1,6 +1,7 @@
 /* cli_info.c: `tessera info`: what a model file holds: format, config, parameter count,
  * vocabulary, chat template, and for GGUF every metadata key and tensor (type, bits per
- * weight, shape, bytes) with the tensors' total size. */
+ * weight, shape, bytes) with the tensors' total size, and how each weight matrix is
+ * multiplied here. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,6 +206,12 @@ static void print_template(const gguf_file *f)
     putchar('\n');
 }
 
+static void print_kernel(void *arg, const char *kernel, int n)
+{
+    (void)arg;
+    printf("  %s: %d matri%s\n", kernel, n, n == 1 ? "x" : "ces");
+}
+
 static void print_model(const ts_model *m)
 {
     const ts_model_config *c = ts_model_get_config(m);
@@ -221,6 +228,8 @@ static void print_model(const ts_model *m)
     ts_model_packed(m, &packed, &matrices, &bytes);
     printf("packed matrices: %d of %d (%s), %.1f MiB\n", packed, matrices, ts_pack_kernels(),
            (double)bytes / (1024.0 * 1024.0));
+    printf("kernels:\n");
+    ts_model_kernels(m, print_kernel, NULL);
     print_vocab(tokenizer_get_vocab(ts_model_get_tokenizer(m)));
 }
 

@@ -8,6 +8,7 @@
 
 #include "kv/kv.h"
 #include "model/model.h"
+#include "qmat.h"
 #include "simd.h"
 #include "tessera/step_phase.h"
 
@@ -36,18 +37,16 @@ typedef enum fwd_gemm_path {
     FWD_GEMM_KERNEL, /* the SIMD skinny GEMM always */
 } fwd_gemm_path;
 
-/* Activation forms: the qact values, then bf16 rows for F16/BF16 matrices packed for AMX. */
-enum { FWD_ACT_BF16 = 3, FWD_ACT_FORMS = 4 };
-
-/* A step's activations in the forms its weight types multiply with (indexed by qact or
- * FWD_ACT_BF16), each row_cap[form] bytes per row; NULL for forms no matrix takes. */
+/* A step's activations in the forms its matrices multiply (simd_qmat_act(): indexed by
+ * qmat.h's form), each row_cap[form] bytes per row; NULL for forms no matrix takes. */
 typedef struct fwd_qbuf {
-    void *form[FWD_ACT_FORMS];
-    size_t row_cap[FWD_ACT_FORMS];
+    void *form[SIMD_ACT_FORMS];
+    size_t row_cap[SIMD_ACT_FORMS];
 } fwd_qbuf;
 
 /* Sizes buffers for max_rows rows of up to max_k inputs for the forms mats (n_mats,
- * borrowed for the call) need: none for f32 matrices. */
+ * planned, borrowed for the call) take: none for f32 matrices, which read the rows in
+ * place. */
 ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, int max_rows,
                         int max_k, ts_error *err);
 void fwd_qbuf_free(fwd_qbuf *q); /* accepts a zeroed one */
@@ -150,10 +149,11 @@ typedef struct fwd_pre {
 /* One pass over n_w (1..FWD_MAX_PARTS) matrices that share the input a (M, K; row stride
  * lda), each w[i] (N_i, K) in its own type: out (M, ldo) gets w[0]'s N_0 columns first,
  * then w[1]'s, ...: out[m][col_i + n] = a[m] . w[i][n] + beta * out[m][col_i + n].
- * f32 matrices go through `path` (FWD_GEMM_AUTO picks by M); the others quantize a once
- * per activation form into qb (sized by fwd_qbuf_init for M rows; may be NULL when every
- * matrix is f32) and run qgemm, or simd_qpack_gemm for a matrix with a pack. Chunks of
- * every matrix's rows share one parallel region. pre (NULL: none) first rewrites a's M
+ * f32 matrices go through `path` (fwd_gemm_takes_blas: OpenBLAS or their kernel); the
+ * others' rows are made once per activation form into qb (sized by fwd_qbuf_init for M
+ * rows; may be NULL when every matrix is f32). Every matrix but those OpenBLAS takes runs
+ * as simd_qmat_plan() chose at load, one simd_qmat_gemm() per chunk of its rows; the
+ * chunks of every matrix share one parallel region. pre (NULL: none) first rewrites a's M
  * rows in place. All pointers borrowed; out must not overlap a, qb or the weights. */
 void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, float *out,
               size_t ldo, float *a, int lda, const fwd_pre *pre, const simd_qmat *const *w,

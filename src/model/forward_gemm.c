@@ -1,29 +1,16 @@
-/* forward_gemm.c: the step's weight GEMM on matrices in their file's types. f32 matrices
- * take the skinny SIMD GEMM or OpenBLAS by rows; the others quantize the activations once
- * per form and run the kernel table's qgemm. Matrices that share an input run as one pass
- * over their concatenated output columns (Wq|Wk|Wv, W1|W3): one parallel region, one
- * output buffer, no concatenated copy of the weights. A packed matrix (its
- * simd_qmat.pack) runs simd_qpack_gemm for every M, so each row's result is the same
- * whatever the step holds; int8 packs take the same activation blocks as qgemm, F16/BF16
- * packs bf16 rows (FWD_ACT_BF16). */
+/* forward_gemm.c: the step's weight GEMM. Each matrix runs as simd_qmat_plan() chose at
+ * load (qmat.h): the pass makes each activation form its matrices ask for once, then
+ * calls simd_qmat_gemm() once per chunk of a matrix's rows; only f32 matrices of large
+ * steps leave that path, for OpenBLAS (fwd_gemm_takes_blas). Matrices that share an input
+ * run as one pass over their concatenated output columns (Wq|Wk|Wv, W1|W3): one parallel
+ * region, one output buffer, no concatenated copy of the weights. */
 #include <cblas.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/forward_batch.h"
-#include "qpack.h"
-
-/* Rows of N a chunk of the kernel path is rounded to: whole kernel tiles (of 3, 4 or 6
- * weight rows) and whole 64-byte lines of out, so threads never share one. */
-enum { GEMM_ALIGN = 48 };
-/* The same for a packed matrix: whole 16-row groups (a group split between chunks would
- * be computed twice), 64-byte runs of out. One group, not the int8 tile kernel's pair:
- * with many chunks a thread, a 2048-row matrix at 16 threads wants chunks of 16 rows, and
- * rounding them to 32 left each thread 4 chunks of a step's shortest GEMMs, the last of
- * them taken by only some threads. Each matrix of a pass rounds its chunks to its own
- * alignment. */
-enum { GEMM_ALIGN_PACKED = 16 };
+#include "qmat.h"
 
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
  * process or an interrupt) delays the GEMM by a chunk, not by its whole share, and the
@@ -57,19 +44,6 @@ enum { GEMM_MIN_CHUNK_COST = 500000 };
  * for its Q4_K layers) but left K = 2048's 512 rows in one block (6% slower there). */
 enum { GEMM_BLOCK_BYTES = 3 << 19, GEMM_BLOCK_MAX_ROWS = 256 };
 
-/* The activation form w multiplies with: a qact, or FWD_ACT_BF16. */
-static int act_form(const simd_qmat *w)
-{
-    if (w->pack && (w->type == QT_F16 || w->type == QT_BF16))
-        return FWD_ACT_BF16;
-    return (int)qtype_get(w->type)->act;
-}
-
-static size_t form_row_bytes(int f, int K)
-{
-    return f == FWD_ACT_BF16 ? (size_t)K * sizeof(uint16_t) : qact_row_bytes((qact)f, K);
-}
-
 static size_t round_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
@@ -87,14 +61,14 @@ ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, i
                         int max_k, ts_error *err)
 {
     memset(q, 0, sizeof *q);
-    bool need[FWD_ACT_FORMS] = {false};
+    bool need[SIMD_ACT_FORMS] = {false};
     for (int i = 0; i < n_mats; i++)
-        if (mats[i]->type != QT_F32)
-            need[act_form(mats[i])] = true;
-    for (int a = 0; a < FWD_ACT_FORMS; a++) {
+        if (simd_qmat_act(mats[i]) != SIMD_ACT_ROWS)
+            need[simd_qmat_act(mats[i])] = true;
+    for (int a = 0; a < SIMD_ACT_FORMS; a++) {
         if (!need[a])
             continue;
-        q->row_cap[a] = form_row_bytes(a, (int)round_up((size_t)max_k, QK_K));
+        q->row_cap[a] = simd_act_row_bytes(a, (int)round_up((size_t)max_k, QK_K));
         size_t bytes = round_up(q->row_cap[a] * (size_t)max_rows, 64);
         if (!(q->form[a] = aligned_alloc(64, bytes))) {
             fwd_qbuf_free(q);
@@ -106,7 +80,7 @@ ts_status fwd_qbuf_init(fwd_qbuf *q, const simd_qmat *const *mats, int n_mats, i
 
 void fwd_qbuf_free(fwd_qbuf *q)
 {
-    for (int a = 0; a < FWD_ACT_FORMS; a++)
+    for (int a = 0; a < SIMD_ACT_FORMS; a++)
         free(q->form[a]);
     memset(q, 0, sizeof *q);
 }
@@ -115,13 +89,15 @@ void fwd_qbuf_free(fwd_qbuf *q)
 static void quantize_part(const simd_kernels *k, void *out, const float *a, int lda, int r0,
                           int r1, int K, int f)
 {
-    size_t row = form_row_bytes(f, K);
-    if (f == FWD_ACT_BF16)
-        simd_qpack_bf16_rows((uint16_t *)((char *)out + (size_t)r0 * row), a + (size_t)r0 * lda,
-                             (size_t)lda, r1 - r0, K);
-    else
-        k->quantize_act((char *)out + (size_t)r0 * row, a + (size_t)r0 * lda, (size_t)lda,
-                        r1 - r0, K, (qact)f);
+    simd_act_make(k, (char *)out + (size_t)r0 * simd_act_row_bytes(f, K), a + (size_t)r0 * lda,
+                  (size_t)lda, r1 - r0, K, f);
+}
+
+/* Whether w goes to OpenBLAS in a pass that sends f32 matrices there (`blas`): the one
+ * place a step overrides a matrix's plan. */
+static bool on_blas(const simd_qmat *w, bool blas)
+{
+    return blas && w->type == QT_F32;
 }
 
 /* out[:, col0 ..] (M, N; stride ldo) = a . w^T + beta * out through OpenBLAS (f32 only);
@@ -139,12 +115,14 @@ static void blas_gemm(float *out, size_t ldo, const float *a, int lda, const sim
 }
 
 /* What a pass runs on the kernels: its matrices but those OpenBLAS takes, their first
- * output column and their chunks, and the activation forms to quantize first. */
+ * output column and their chunks, their activations, and the forms to make first. */
 typedef struct gemm_plan {
     const simd_qmat *part[FWD_MAX_PARTS];
     int col0[FWD_MAX_PARTS], chunk[FWD_MAX_PARTS], chunk0[FWD_MAX_PARTS + 1], n_parts;
-    const void *xq[FWD_ACT_FORMS]; /* the activations each matrix's form reads */
-    int todo[FWD_ACT_FORMS], n_todo; /* forms the pass quantizes a into first */
+    const char *x[FWD_MAX_PARTS];  /* each part's activation rows in its form */
+    size_t x_row[FWD_MAX_PARTS];   /* bytes between them */
+    const void *xq[SIMD_ACT_FORMS]; /* the rows of each form the pass reads */
+    int todo[SIMD_ACT_FORMS], n_todo; /* forms the pass makes from a first */
     int K;
     int block_rows, n_blocks; /* the step's rows in n_blocks blocks of block_rows (the last
                                  may be shorter), each block's chunks in turn */
@@ -162,17 +140,22 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
     int col = 0, K = w[0]->K;
     g->K = K;
     for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++) {
-        if (w[i]->type == QT_F32 && blas)
+        if (on_blas(w[i], blas))
             continue;
-        if (w[i]->type != QT_F32) {
+        int f = simd_qmat_act(w[i]);
+        if (f == SIMD_ACT_ROWS) {
+            g->x[g->n_parts] = (const char *)a;
+            g->x_row[g->n_parts] = (size_t)lda * sizeof(float);
+        } else {
             /* each activation form once for all the matrices that take it */
-            int f = act_form(w[i]);
             if (!g->xq[f] && f == QACT_F32 && lda == K) {
                 g->xq[f] = a;
             } else if (!g->xq[f]) {
                 g->xq[f] = qb->form[f];
                 g->todo[g->n_todo++] = f;
             }
+            g->x[g->n_parts] = g->xq[f];
+            g->x_row[g->n_parts] = simd_act_row_bytes(f, K);
         }
         g->part[g->n_parts] = w[i];
         g->col0[g->n_parts++] = col;
@@ -182,9 +165,9 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
     /* rows a block: the widest form a chunk reads within GEMM_BLOCK_BYTES, whole 16-row
      * tiles, the blocks of a step as even as that allows */
     size_t row_bytes = (size_t)K * sizeof(float);
-    for (int f = 0; f < FWD_ACT_FORMS; f++)
-        if (g->xq[f] && form_row_bytes(f, K) > row_bytes)
-            row_bytes = form_row_bytes(f, K);
+    for (int f = 0; f < SIMD_ACT_FORMS; f++)
+        if (g->xq[f] && simd_act_row_bytes(f, K) > row_bytes)
+            row_bytes = simd_act_row_bytes(f, K);
     long fit = (long)(GEMM_BLOCK_BYTES / row_bytes) / 16 * 16;
     fit = fit < 16 ? 16 : fit > GEMM_BLOCK_MAX_ROWS ? GEMM_BLOCK_MAX_ROWS : fit;
     g->n_blocks = M > fit ? (int)((M + fit - 1) / fit) : 1;
@@ -197,7 +180,7 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
     rows = rows > min_rows ? rows : min_rows;
     for (int p = 0; p < g->n_parts; p++) {
         const simd_qmat *m = g->part[p];
-        g->chunk[p] = (int)round_near((size_t)rows, m->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
+        g->chunk[p] = (int)round_near((size_t)rows, (size_t)m->mul.n_align);
         g->chunk0[p + 1] = g->chunk0[p] + (m->N + g->chunk[p] - 1) / g->chunk[p];
     }
 }
@@ -247,18 +230,8 @@ static void gemm_plan_run(const gemm_plan *g, const simd_kernels *k, const fwd_q
         const simd_qmat *m = g->part[p];
         int nb = (c - g->chunk0[p]) * g->chunk[p];
         int ne = nb + g->chunk[p] < m->N ? nb + g->chunk[p] : m->N;
-        float *o = out + (size_t)r0 * ldo + g->col0[p];
-        const float *ar = a + (size_t)r0 * lda;
-        if (m->type == QT_F32) {
-            k->gemm_nt(o, ldo, ar, (size_t)lda, m->data, rows, m->N, K, beta, nb, ne);
-        } else {
-            int f = act_form(m); /* a form's rows are form_row_bytes apart (F32: lda == K) */
-            const char *xq = (const char *)g->xq[f] + (size_t)r0 * form_row_bytes(f, K);
-            if (m->pack)
-                simd_qpack_gemm(o, ldo, xq, m->pack, rows, beta, nb, ne);
-            else
-                k->qgemm(o, ldo, xq, m, rows, beta, nb, ne);
-        }
+        simd_qmat_gemm(out + (size_t)r0 * ldo + g->col0[p], ldo, g->x[p] + (size_t)r0 * g->x_row[p],
+                       (size_t)lda, m, rows, beta, nb, ne);
     }
 }
 
@@ -274,7 +247,7 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
     bool blas = fwd_gemm_takes_blas(k, path, M);
     int col = 0;
     for (int i = 0; i < n_w && i < FWD_MAX_PARTS; col += w[i]->N, i++) {
-        if (w[i]->type != QT_F32 || !blas)
+        if (!on_blas(w[i], blas))
             continue;
         if (pre) { /* OpenBLAS reads every row: pre goes over them all first */
             long work = (long)M * w[0]->K;
@@ -318,7 +291,7 @@ static int grouped_chunk(const simd_qmat *m, int n_rows, int K, long total, int 
     long rows = (m->N + want - 1) / want;
     long min_rows = GEMM_MIN_CHUNK_COST / ((long)K * (n_rows + 8));
     rows = rows > min_rows ? rows : min_rows;
-    return (int)round_near((size_t)rows, m->pack ? GEMM_ALIGN_PACKED : GEMM_ALIGN);
+    return (int)round_near((size_t)rows, (size_t)m->mul.n_align);
 }
 
 /* The matrix of part p of groups g (group p / FWD_MAX_PARTS), or NULL where that group has
@@ -338,17 +311,17 @@ static void grouped_run(const simd_kernels *k, const fwd_qbuf *qb, float *out, s
                         int n_groups, int M, int K, int *chunk0)
 {
     int nt = omp_get_num_threads(), n_parts = n_groups * FWD_MAX_PARTS;
-    const void *xq[FWD_ACT_FORMS] = {0};
-    int todo[FWD_ACT_FORMS], n_todo = 0;
+    const void *xq[SIMD_ACT_FORMS] = {0};
+    int todo[SIMD_ACT_FORMS], n_todo = 0;
     long total = 0;
     for (int p = 0; p < n_parts; p++) {
         const simd_qmat *m = grouped_part(g, p);
         if (!m)
             continue;
         total += (long)m->N * K * g[p / FWD_MAX_PARTS].n_rows;
-        if (m->type == QT_F32)
+        int f = simd_qmat_act(m);
+        if (f == SIMD_ACT_ROWS)
             continue;
-        int f = act_form(m);
         if (!xq[f] && f == QACT_F32 && lda == K) {
             xq[f] = a;
         } else if (!xq[f]) {
@@ -391,18 +364,12 @@ static void grouped_run(const simd_kernels *k, const fwd_qbuf *qb, float *out, s
             col0 += gr->w[j]->N;
         int c = grouped_chunk(m, gr->n_rows, K, total, nt);
         int nb = (i - chunk0[p]) * c, ne = nb + c < m->N ? nb + c : m->N;
-        float *o = out + (size_t)gr->row0 * ldo + col0;
-        if (m->type == QT_F32) {
-            k->gemm_nt(o, ldo, a + (size_t)gr->row0 * lda, (size_t)lda, m->data, gr->n_rows,
-                       m->N, K, 0.0f, nb, ne);
-            continue;
-        }
-        int f = act_form(m); /* a form's rows are form_row_bytes apart (F32: lda == K) */
-        const char *x = (const char *)xq[f] + (size_t)gr->row0 * form_row_bytes(f, K);
-        if (m->pack)
-            simd_qpack_gemm(o, ldo, x, m->pack, gr->n_rows, 0.0f, nb, ne);
-        else
-            k->qgemm(o, ldo, x, m, gr->n_rows, 0.0f, nb, ne);
+        int f = simd_qmat_act(m);
+        const char *x = f == SIMD_ACT_ROWS
+                            ? (const char *)(a + (size_t)gr->row0 * lda)
+                            : (const char *)xq[f] + (size_t)gr->row0 * simd_act_row_bytes(f, K);
+        simd_qmat_gemm(out + (size_t)gr->row0 * ldo + col0, ldo, x, (size_t)lda, m, gr->n_rows,
+                       0.0f, nb, ne);
     }
 }
 

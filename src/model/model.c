@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "model/model.h"
+#include "qmat.h"
 #include "qpack.h"
 
 /* Caps on what an untrusted file may ask us to allocate. Generous for real models. */
@@ -80,8 +81,10 @@ static float *alloc_floats(size_t n)
 
 simd_qmat model_qmat_f32(const float *data, int n, int k)
 {
-    return (simd_qmat){.type = QT_F32, .N = n, .K = k, .row_bytes = (size_t)k * sizeof(float),
-                       .data = data};
+    simd_qmat m = {.type = QT_F32, .N = n, .K = k, .row_bytes = (size_t)k * sizeof(float),
+                   .data = data};
+    simd_qmat_plan(&m, simd_init(), SIMD_PACK_NEVER);
+    return m;
 }
 
 /* Points m at n x k floats of the store at *cursor and moves the cursor past them. */

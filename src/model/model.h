@@ -8,6 +8,7 @@
 
 #include "gguf/gguf.h"
 #include "quant.h"
+#include "simd.h"
 #include "tessera/model.h"
 
 /* One layer's matrices, row-major (out, in): y = x . W^T, as ggml and llama2.c store them.
@@ -86,7 +87,8 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool w
  * matrix bytes are left alone. */
 void model_weights_free(model_weights *w);
 
-/* A QT_F32 matrix of n rows of k floats at data (borrowed). */
+/* A QT_F32 matrix of n rows of k floats at data (borrowed), planned on simd_init()'s
+ * gemm_nt. */
 simd_qmat model_qmat_f32(const float *data, int n, int k);
 
 /* The weight matrices the steps multiply by, the token embedding excluded: i = 0 is the
@@ -116,11 +118,15 @@ void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64
  * forward passes read only the tables. */
 void model_rope_init(model_weights *w, const ts_model_config *c);
 
-/* Repacks m's matrices (not the token embedding) per mode into simd/qpack.h's layout,
- * their packs in simd_qmat.pack, and gives back the mapped pages of each packed matrix
- * (a tied output's excepted: the embedding lookup reads them). GGUF models only; a matrix
- * the pack refuses stays as it was. Never fails. */
+/* Decides how each of m's matrices (not the token embedding) is multiplied
+ * (simd_qmat_plan, simd_init()'s table): a GGUF model's repacked per mode into
+ * simd/qpack.h's layout (their packs in simd_qmat.pack), the mapped pages of each packed
+ * matrix given back (a tied output's excepted: the embedding lookup reads them). A matrix
+ * the pack refuses stays on its file's blocks. Every loader calls it. Never fails. */
 void model_pack(ts_model *m, ts_pack_mode mode);
+/* Plans m's matrices again for table k (borrowed, static): those on the file's blocks or
+ * f32 then run k's kernels; packs are kept. For tests that run a model on each table. */
+void model_use_kernels(ts_model *m, const simd_kernels *k);
 /* Frees every pack of w and clears the pointers. */
 void model_pack_free(model_weights *w);
 

@@ -1,12 +1,15 @@
-/* model_pack.c: repacking a loaded model's matrices into simd/qpack.h's layout per
- * ts_pack_mode, and giving the mapped pages of each packed matrix back (model.c frees the
- * packs with the weights). */
+/* model_pack.c: how a loaded model's matrices are multiplied: each planned by simd/qmat.h
+ * (repacked per ts_pack_mode where the CPU has a kernel for it), the mapped pages of each
+ * packed matrix given back (model.c frees the packs with the weights), and what was chosen
+ * reported. */
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/own_thread.h"
 #include "model/model.h"
+#include "qmat.h"
 #include "qpack.h"
 
 bool ts_pack_mode_parse(const char *s, ts_pack_mode *out)
@@ -20,16 +23,18 @@ bool ts_pack_mode_parse(const char *s, ts_pack_mode *out)
     return false;
 }
 
-/* Whether mode packs a matrix of this type. */
-static bool mode_packs(ts_pack_mode mode, uint32_t type)
+static simd_pack_policy policy_of(ts_pack_mode mode)
 {
-    if (mode == TS_PACK_OFF || !simd_qpack_supports(type))
-        return false;
-    if (mode == TS_PACK_FORCE)
-        return true;
-    if (type == QT_F16 || type == QT_BF16) /* bf16 tiles round the activations to bf16 */
-        return mode == TS_PACK_ALL && simd_qpack_fast(type);
-    return simd_qpack_fast(type);
+    switch (mode) {
+    case TS_PACK_OFF:
+        return SIMD_PACK_NEVER;
+    case TS_PACK_ALL:
+        return SIMD_PACK_FAST;
+    case TS_PACK_FORCE:
+        return SIMD_PACK_ALWAYS;
+    default:
+        return SIMD_PACK_FAST_INT8;
+    }
 }
 
 /* Gives back the whole pages inside [p, p + n) of the read-only mapping; they fault back
@@ -44,13 +49,14 @@ static void drop_pages(const void *p, size_t n)
 
 typedef struct pack_job {
     ts_model *m;
-    ts_pack_mode mode;
+    simd_pack_policy policy;
 } pack_job;
 
 static void pack_all(void *arg)
 {
     ts_model *m = ((pack_job *)arg)->m;
-    ts_pack_mode mode = ((pack_job *)arg)->mode;
+    simd_pack_policy policy = ((pack_job *)arg)->policy;
+    const simd_kernels *k = simd_init();
     int n = model_matrices(&m->w);
     const uint8_t *map = m->file->map, *end = map + m->file->size;
     /* a NULL pack (out of memory, a shape the pack refuses) keeps the file's blocks; each
@@ -59,7 +65,7 @@ static void pack_all(void *arg)
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < n; i++) {
         simd_qmat *w = model_matrix(&m->w, i);
-        if (w->N == 0 || !mode_packs(mode, w->type) || !(w->pack = simd_qpack_make(w)))
+        if (!simd_qmat_plan(w, k, policy))
             continue;
         const uint8_t *b = w->data, *e = b + (size_t)w->N * w->row_bytes;
         /* only a read-only file mapping's pages come back as they were; a tied output's
@@ -71,13 +77,21 @@ static void pack_all(void *arg)
 
 void model_pack(ts_model *m, ts_pack_mode mode)
 {
-    if (mode == TS_PACK_OFF || !m->file)
+    pack_job job = {m, m->file ? policy_of(mode) : SIMD_PACK_NEVER};
+    if (job.policy == SIMD_PACK_NEVER) {
+        model_use_kernels(m, simd_init());
         return;
+    }
     /* On a thread of its own, whose OpenMP pool ends with it (common/own_thread.h): a pool
      * left on the loading thread made the engine's threads sleep between its regions. */
-    pack_job job = {m, mode};
     if (!own_thread_run(pack_all, &job))
         pack_all(&job);
+}
+
+void model_use_kernels(ts_model *m, const simd_kernels *k)
+{
+    for (int i = 0; m->w.layers && i < model_matrices(&m->w); i++)
+        simd_qmat_plan(model_matrix(&m->w, i), k, SIMD_PACK_NEVER);
 }
 
 void ts_model_packed(const ts_model *m, int *packed, int *matrices, uint64_t *bytes)
@@ -97,4 +111,30 @@ void ts_model_packed(const ts_model *m, int *packed, int *matrices, uint64_t *by
 const char *ts_pack_kernels(void)
 {
     return simd_qpack_kernels();
+}
+
+void ts_model_kernels(const ts_model *m, void (*each)(void *arg, const char *kernel, int n),
+                      void *arg)
+{
+    enum { MAX_KINDS = 32, LEN = 112 };
+    char kind[MAX_KINDS][LEN], d[LEN];
+    int count[MAX_KINDS], n_kinds = 0;
+    for (int i = 0; m->w.layers && i < model_matrices(&m->w); i++) {
+        const simd_qmat *w = model_matrix(&m->w, i);
+        if (w->N == 0) /* the empty parts of a fused matrix */
+            continue;
+        simd_qmat_describe(w, d, sizeof d);
+        int j = 0;
+        while (j < n_kinds && strcmp(kind[j], d) != 0)
+            j++;
+        if (j == n_kinds && n_kinds == MAX_KINDS)
+            continue;
+        if (j == n_kinds) {
+            memcpy(kind[j], d, sizeof d);
+            count[n_kinds++] = 0;
+        }
+        count[j]++;
+    }
+    for (int j = 0; j < n_kinds; j++)
+        each(arg, kind[j], count[j]);
 }
