@@ -1,7 +1,8 @@
 /* test_server_harden.c: the pure pieces of the server's defences against outside
  * attackers (issue 17): log escaping, URL unescaping that keeps %00, the Host / Origin /
  * Content-Type rules, NUL-safe JSON strings, trailing bytes and NUL escapes in bodies,
- * and prefix-cache namespaces in the KV pool. */
+ * prefix-cache namespaces in the KV pool, and the request-line and header checks that
+ * answer 400 as nginx does (reqcheck.h; tests/test_server_http.c sends them for real). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include "kv/kv.h"
 #include "server/openai.h"
 #include "server/origin.h"
+#include "server/reqcheck.h"
 #include "server/utf8.h"
 
 static void test_escape_controls(void **state)
@@ -138,6 +140,65 @@ static void test_kv_namespaces(void **state)
     kv_pool_free(pool);
 }
 
+static void test_reqcheck_host(void **state)
+{
+    (void)state;
+    const char *good[] = {"localhost", "127.0.0.1:8080", "[::1]", "[::1]:80", "a-b.example",
+                          "box:65535", "localhost  "};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        if (!reqcheck_host_ok(good[i], strlen(good[i])))
+            fail_msg("refused Host '%s'", good[i]);
+    const char *bad[] = {"", "localhost:1:2", "a b", "localhost:", "localhost:123456",
+                         "localhost:8o", "[::1", "[]", "[::1]x", "a/b", "a@b", "::1",
+                         "127.0.0.1\r"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (reqcheck_host_ok(bad[i], strlen(bad[i])))
+            fail_msg("accepted Host '%s'", bad[i]);
+    assert_false(reqcheck_host_ok("a\0b", 3)); /* a NUL in the value */
+}
+
+static void test_reqcheck_fields(void **state)
+{
+    (void)state;
+    assert_true(reqcheck_field_ok("X-A", 3, "a b\t", 4));
+    assert_false(reqcheck_field_ok("X-A", 3, "a\rb", 3));  /* a bare CR */
+    assert_false(reqcheck_field_ok("X-A", 3, "a\nb", 3));
+    assert_false(reqcheck_field_ok("X-A", 3, "Bearer k\0junk", 13)); /* MHD's length */
+    assert_false(reqcheck_field_ok("X A", 3, "a", 1));
+    assert_false(reqcheck_field_ok("", 0, "a", 1));
+    /* The header block as MHD 0.9.75 leaves it: CR LF (or LF) turned into NULs. */
+    const char crlf[] = "A\0x\0\0B\0y\0\0\0\0";
+    assert_true(reqcheck_value_whole(crlf + 2, 1, crlf + 5));
+    assert_true(reqcheck_value_whole(crlf + 7, 1, NULL));
+    const char lf[] = "A\0x\0B\0y\0\0";
+    assert_true(reqcheck_value_whole(lf + 2, 1, lf + 4));
+    const char cut[] = "A\0k\0junk\0\0B\0k\0junk\0\0\0\0";
+    assert_false(reqcheck_value_whole(cut + 2, 1, cut + 10)); /* "k\0junk" */
+    assert_false(reqcheck_value_whole(cut + 12, 1, NULL));    /* the last one */
+    assert_true(reqcheck_value_whole("", 0, NULL));
+}
+
+static void test_reqcheck_line(void **state)
+{
+    (void)state;
+    /* "GET /a HTTP/1.1" as MHD 0.9.75 splits it in place */
+    const char ok[] = "GET\0/a\0HTTP/1.1";
+    assert_true(reqcheck_line_ok(ok, ok + 4, 2, ok + 7, 1024));
+    const char spaces[] = "GET\0  /a\0HTTP/1.1";
+    assert_true(reqcheck_line_ok(spaces, spaces + 6, 2, spaces + 9, 1024));
+    const char nul_uri[] = "GET\0/a\0junk\0HTTP/1.1"; /* "GET /a\0junk HTTP/1.1" */
+    assert_false(reqcheck_line_ok(nul_uri, nul_uri + 4, 2, nul_uri + 12, 1024));
+    const char nul_method[] = "GE\0T\0/a\0HTTP/1.1";
+    assert_false(reqcheck_line_ok(nul_method, nul_method + 5, 2, nul_method + 8, 1024));
+    /* pointers that are not one line are not judged */
+    assert_true(reqcheck_line_ok(nul_uri, nul_uri + 4, 2, nul_uri + 12, 4));
+    assert_true(reqcheck_line_ok(ok + 7, ok + 4, 2, ok, 1024));
+    assert_true(reqcheck_target_ok("/a?b=%00%0d"));
+    assert_false(reqcheck_target_ok("/a\rb"));
+    assert_false(reqcheck_target_ok("/a\x1b[31m"));
+    assert_false(reqcheck_target_ok("/a\x7f"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +207,9 @@ int main(void)
         cmocka_unit_test(test_host_origin_ctype),
         cmocka_unit_test(test_nul_in_json),
         cmocka_unit_test(test_kv_namespaces),
+        cmocka_unit_test(test_reqcheck_host),
+        cmocka_unit_test(test_reqcheck_fields),
+        cmocka_unit_test(test_reqcheck_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

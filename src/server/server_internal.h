@@ -101,6 +101,11 @@ struct ts_server {
 /* Per-request state, in MHD's *req_cls; freed only by the completion callback. */
 typedef struct srv_conn {
     ts_server *srv;
+    bool begun;                   /* the access handler has seen it (else only the URI
+                                   * log callback has: nothing to log or count) */
+    const char *raw_uri;          /* MHD's, before unescaping; valid during the request */
+    size_t raw_uri_len;           /* its strlen before MHD unescaped it in place */
+    bool target_ok;               /* no control byte in the raw target */
     const struct http_route *entry; /* its row of http.c's route table; NULL: none */
     const char *allow;            /* the route's method (a 405's Allow header); static */
     bool in_flight;               /* counted in srv->in_flight */
