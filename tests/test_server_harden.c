@@ -199,6 +199,83 @@ static void test_reqcheck_line(void **state)
     assert_false(reqcheck_target_ok("/a\x7f"));
 }
 
+/* A chat body with one tool whose parameters nest n objects, and (args_depth > 0) an
+ * assistant call whose arguments string nests args_depth arrays. malloc'd. */
+static char *deep_body(int n, int args_depth)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "type", "string");
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject(), *props = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", "object");
+        cJSON_AddItemToObject(props, "a", p);
+        cJSON_AddItemToObject(o, "properties", props);
+        p = o;
+    }
+    cJSON *root = cJSON_CreateObject(), *tools = cJSON_AddArrayToObject(root, "tools");
+    cJSON *t = cJSON_CreateObject(), *fn = cJSON_AddObjectToObject(t, "function");
+    cJSON_AddStringToObject(t, "type", "function");
+    cJSON_AddStringToObject(fn, "name", "f");
+    cJSON_AddItemToObject(fn, "parameters", p);
+    cJSON_AddItemToArray(tools, t);
+    cJSON *msgs = cJSON_AddArrayToObject(root, "messages"), *u = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", "hi");
+    cJSON_AddItemToArray(msgs, u);
+    if (args_depth > 0) {
+        char *args = malloc(2 * (size_t)args_depth + 1);
+        assert_non_null(args);
+        memset(args, '[', (size_t)args_depth);
+        memset(args + args_depth, ']', (size_t)args_depth);
+        args[2 * args_depth] = '\0';
+        cJSON *a = cJSON_CreateObject(), *calls = cJSON_AddArrayToObject(a, "tool_calls");
+        cJSON *c = cJSON_CreateObject(), *cf = cJSON_AddObjectToObject(c, "function");
+        cJSON_AddStringToObject(a, "role", "assistant");
+        cJSON_AddStringToObject(a, "content", "");
+        cJSON_AddStringToObject(c, "id", "c1");
+        cJSON_AddStringToObject(c, "type", "function");
+        cJSON_AddStringToObject(cf, "name", "f");
+        cJSON_AddStringToObject(cf, "arguments", args);
+        cJSON_AddItemToArray(calls, c);
+        cJSON_AddItemToArray(msgs, a);
+        free(args);
+    }
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    assert_non_null(s);
+    return s;
+}
+
+/* Tool parameters and call arguments nested past OAI_MAX_JSON_DEPTH are a 400 naming the
+ * field at parse, before the chat template (whose tojson stops at 64) could fail with a
+ * 500; up to the bound they pass. */
+static void test_deep_tools(void **state)
+{
+    (void)state;
+    oai_request r;
+    oai_error e;
+    char *ok = deep_body(15, 32); /* parameters 31 deep, arguments 32 */
+    assert_int_equal(oai_parse_request(OAI_CHAT, ok, strlen(ok), &r, &e), TS_OK);
+    oai_request_clear(&r);
+    free(ok);
+    int deep[] = {16, 31, 200};
+    for (size_t i = 0; i < sizeof deep / sizeof *deep; i++) {
+        char *b = deep_body(deep[i], 0);
+        assert_int_equal(oai_parse_request(OAI_CHAT, b, strlen(b), &r, &e), TS_ERR_INVALID_ARG);
+        assert_int_equal(e.http_status, 400);
+        assert_string_equal(e.param, "tools[0].function.parameters");
+        free(b);
+    }
+    int args[] = {33, 500};
+    for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+        char *b = deep_body(1, args[i]);
+        assert_int_equal(oai_parse_request(OAI_CHAT, b, strlen(b), &r, &e), TS_ERR_INVALID_ARG);
+        assert_int_equal(e.http_status, 400);
+        assert_string_equal(e.param, "messages[1].tool_calls[0].function.arguments");
+        free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_reqcheck_host),
         cmocka_unit_test(test_reqcheck_fields),
         cmocka_unit_test(test_reqcheck_line),
+        cmocka_unit_test(test_deep_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
