@@ -1,7 +1,9 @@
 /* test_server_http.c: raw requests that nginx answers 400 get 400 from a real server too:
  * two Hosts, none in HTTP/1.1, "Host: localhost:1:2", a NUL or control byte in the request
  * line, a bare CR or a NUL in a header, "Bearer KEY\0junk"; the same requests made well
- * still pass. Loopback only; every read is bounded by a timeout. */
+ * still pass. And every request's memory (its body, /tokenize's and /detokenize's work)
+ * counts against the server-wide budget: 503 with Retry-After once it is spent, all of it
+ * given back after. Loopback only; every read is bounded by a timeout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 
 #include "engine_util.h"
 #include "server_util.h"
+#include "server/server_internal.h"
 #include "tessera/server.h"
 #include "util.h"
 
@@ -140,11 +143,86 @@ static void test_well_formed_pass(void **state)
                          "Authorization: Bearer sk-other\r\n\r\n", body), 401);
 }
 
+/* A JSON body {"model": "stories", "prompt": n bytes of text}. malloc'd. */
+static char *tokenize_body(size_t n)
+{
+    char *b = malloc(n + 64);
+    assert_non_null(b);
+    int at = sprintf(b, "{\"model\": \"stories\", \"prompt\": \"");
+    for (size_t i = 0; i < n; i++)
+        b[at + i] = "Once upon a time "[i % 17];
+    strcpy(b + at + n, "\"}");
+    return b;
+}
+
+static void expect_busy(const sv_served *s, const char *path, const char *body)
+{
+    sv_answer a;
+    sv_post(s->url, path, body, &a);
+    if (a.status != 503)
+        fail_msg("%s: %ld, not 503: %.200s", path, a.status, a.body.s);
+    assert_non_null(strstr(a.body.s, "server_busy"));
+    char *retry = sv_header(&a, "Retry-After");
+    assert_non_null(retry);
+    assert_string_equal(retry, "1");
+    free(retry);
+    sv_answer_free(&a);
+}
+
+/* With a 256 KiB budget: a small /tokenize passes and answers every token; one whose work
+ * would pass the budget, a body past it, and a /detokenize whose text would, are 503
+ * server_busy with Retry-After; the budget is all given back once they complete. */
+static void test_request_budget(void **state)
+{
+    (void)state;
+    ts_server_options so;
+    ts_server_options_default(&so);
+    so.max_answers_total = 256 << 10;
+    sv_served s;
+    sv_start(&s, NULL, &so);
+
+    char *small = tokenize_body(4000);
+    sv_answer a;
+    sv_post(s.url, "/tokenize", small, &a);
+    assert_int_equal(a.status, 200);
+    assert_non_null(a.json);
+    const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(a.json, "tokens");
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(a.json, "count");
+    assert_true(cJSON_IsArray(tokens) && cJSON_IsNumber(count));
+    assert_int_equal(cJSON_GetArraySize(tokens), count->valueint);
+    assert_true(count->valueint > 100);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(a.json, "model")->valuestring,
+                        "stories");
+    sv_answer_free(&a);
+    free(small);
+
+    char *big = tokenize_body(64000); /* 64 KB of text: ~1.5 MB of work */
+    expect_busy(&s, "/tokenize", big);
+    free(big);
+    char *huge = tokenize_body(300000); /* the body alone is past the budget */
+    expect_busy(&s, "/v1/completions", huge);
+    free(huge);
+    strbuf d = {0}; /* 20000 tokens of "Once": ~100 KB of text, ~700 KB as JSON at worst */
+    strbuf_addf(&d, "{\"model\": \"stories\", \"tokens\": [");
+    for (int i = 0; i < 20000; i++)
+        strbuf_addf(&d, "%s%d", i ? "," : "", 300 + i % 200);
+    strbuf_addf(&d, "]}");
+    expect_busy(&s, "/detokenize", d.s);
+    strbuf_free(&d);
+
+    /* on_completed gives each request's bytes back; it may run just after the answer */
+    for (int i = 0; i < 100 && atomic_load(&s.server->answer_bytes) != 0; i++)
+        usleep(10000);
+    assert_int_equal(atomic_load(&s.server->answer_bytes), 0);
+    sv_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_well_formed_pass),
         cmocka_unit_test(test_nginx_400s),
+        cmocka_unit_test(test_request_budget),
     };
     curl_global_init(CURL_GLOBAL_DEFAULT);
     int failed = cmocka_run_group_tests_name("server_http", tests, setup, teardown);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "server/budget.h"
 #include "server/origin.h"
 #include "server/reqcheck.h"
 #include "server/server_internal.h"
@@ -111,11 +112,31 @@ static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
     return true;
 }
 
-/* Appends an upload chunk; past the limit the rest is read and dropped, answered 413. */
+bool srv_reserve(srv_conn *c, size_t n, oai_error *e)
+{
+    ts_server *srv = c->srv;
+    if (budget_reserve(&srv->answer_bytes, &c->held, n, 0, srv->opts.max_answers_total) ==
+        BUDGET_OK)
+        return true;
+    budget_busy_error(e, srv->opts.max_answers_total);
+    return false;
+}
+
+/* Appends an upload chunk, counted in the server-wide budget; past the limit the rest is
+ * read and dropped, answered 413; past the budget the body is freed, the rest dropped,
+ * answered 503. */
 static void accumulate(srv_conn *c, const char *data, size_t n, size_t limit)
 {
-    if (c->body_too_big || c->body.len + n > limit) {
+    oai_error e;
+    if (c->body_too_big || c->body_busy)
+        return;
+    if (c->body.len + n > limit) {
         c->body_too_big = true;
+        return;
+    }
+    if (!srv_reserve(c, n, &e)) {
+        c->body_busy = true;
+        strbuf_free(&c->body);
         return;
     }
     if (!strbuf_add(&c->body, data, n))
@@ -310,6 +331,10 @@ static enum MHD_Result end_request(struct MHD_Connection *mc, srv_conn *c)
                       "the request body is over the limit of %zu bytes", c->srv->opts.max_body);
         return srv_send_error(mc, c, &e);
     }
+    if (c->body_busy) {
+        budget_busy_error(&e, c->srv->opts.max_answers_total);
+        return srv_send_error(mc, c, &e);
+    }
     if (!c->body.s)
         accumulate(c, "", 0, 1); /* an empty body is parsed (and refused) as JSON */
     return dispatch(mc, c);
@@ -423,6 +448,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
         return;
     }
     guard_request_done(srv->guard, c->guard);
+    budget_release(&srv->answer_bytes, &c->held); /* its body, its work, its answer */
     int prompt_tokens = 0, completion_tokens = 0;
     bool in_flight = c->in_flight;
     if (c->job)
