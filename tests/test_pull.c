@@ -1,5 +1,6 @@
 /* test_pull.c: the pieces of `tessera pull` that need no network: SHA-256 against the
- * FIPS 180-4 examples, repository references, and choosing the file from a hub listing.
+ * FIPS 180-4 examples, repository references, choosing the file from a hub listing (names
+ * with control bytes, sizes past the bound), and checking a file against its listing.
  * The downloads themselves: tests/pull/pull.sh against a loopback hub. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cli/pull.h"
 #include "common/sha256.h"
+#include "util.h"
 
 static void hex_of(const void *data, size_t len, size_t piece, char out[65])
 {
@@ -111,12 +114,76 @@ static void test_pick(void **state)
         assert_int_equal(pull_pick(&f, bad[i], strlen(bad[i]), "Q8_0", &err), TS_ERR_FORMAT);
 }
 
+/* Names are escaped in messages and a chosen name with control bytes is refused; a listed
+ * size over PULL_MAX_SIZE is refused before anything is fetched. */
+static void test_pick_hostile(void **state)
+{
+    (void)state;
+    pull_file f;
+    ts_error err = {0};
+    const char *esc = "[{\"path\": \"x\\u001b[2J.Q4_K_M.gguf\", \"size\": 5},"
+                      " {\"path\": \"y\\n.Q8_0.gguf\", \"size\": 5}]";
+    assert_int_equal(pull_pick(&f, esc, strlen(esc), "Q5_0", &err), TS_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "x\\x1b[2J.Q4_K_M.gguf, y\\x0a.Q8_0.gguf"));
+    assert_null(strchr(err.msg, '\x1b'));
+    assert_int_equal(pull_pick(&f, esc, strlen(esc), "Q4_K_M", &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "control characters"));
+    assert_null(strchr(err.msg, '\x1b'));
+    assert_int_equal(pull_pick(&f, esc, strlen(esc), "Q8_0", &err), TS_ERR_FORMAT);
+    assert_null(strchr(err.msg, '\n'));
+    const char *huge = "[{\"path\": \"a.Q8_0.gguf\", \"size\": 68719476737}]";
+    assert_int_equal(pull_pick(&f, huge, strlen(huge), "Q8_0", &err), TS_ERR_TOO_LONG);
+    const char *max = "[{\"path\": \"a.Q8_0.gguf\", \"size\": 68719476736}]";
+    assert_int_equal(pull_pick(&f, max, strlen(max), "Q8_0", &err), TS_OK);
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(data, 1, n, fp), n);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* pull_verify: the size, the GGUF magic, and the sha256 when one is listed; a file of the
+ * right size but other bytes is not the file. */
+static void test_verify(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("pull_verify.gguf"));
+    char gguf[64] = "GGUF";
+    pull_file f = {.size = sizeof gguf};
+    ts_error err = {0};
+    write_file(path, gguf, sizeof gguf);
+    assert_int_equal(pull_verify(path, &f, &err), TS_OK); /* no checksum: size and magic */
+    hex_of(gguf, sizeof gguf, 64, f.sha256);
+    assert_int_equal(pull_verify(path, &f, &err), TS_OK);
+    char other[64] = "GGUF";
+    other[63] = 1; /* same size, same magic, other bytes */
+    write_file(path, other, sizeof other);
+    assert_int_equal(pull_verify(path, &f, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "sha256"));
+    f.sha256[0] = '\0';
+    char html[64] = "<html>";
+    write_file(path, html, sizeof html);
+    assert_int_equal(pull_verify(path, &f, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "not a GGUF file"));
+    write_file(path, gguf, 10);
+    assert_int_equal(pull_verify(path, &f, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "10 bytes"));
+    unlink(path);
+    assert_int_equal(pull_verify(path, &f, &err), TS_ERR_IO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_refs),
         cmocka_unit_test(test_pick),
+        cmocka_unit_test(test_pick_hostile),
+        cmocka_unit_test(test_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

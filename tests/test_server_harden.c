@@ -1,7 +1,8 @@
 /* test_server_harden.c: the pure pieces of the server's defences against outside
  * attackers (issue 17): log escaping, URL unescaping that keeps %00, the Host / Origin /
  * Content-Type rules, NUL-safe JSON strings, trailing bytes and NUL escapes in bodies,
- * and prefix-cache namespaces in the KV pool. */
+ * prefix-cache namespaces in the KV pool, and the request-line and header checks that
+ * answer 400 as nginx does (reqcheck.h; tests/test_server_http.c sends them for real). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include "kv/kv.h"
 #include "server/openai.h"
 #include "server/origin.h"
+#include "server/reqcheck.h"
 #include "server/utf8.h"
 
 static void test_escape_controls(void **state)
@@ -138,6 +140,142 @@ static void test_kv_namespaces(void **state)
     kv_pool_free(pool);
 }
 
+static void test_reqcheck_host(void **state)
+{
+    (void)state;
+    const char *good[] = {"localhost", "127.0.0.1:8080", "[::1]", "[::1]:80", "a-b.example",
+                          "box:65535", "localhost  "};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        if (!reqcheck_host_ok(good[i], strlen(good[i])))
+            fail_msg("refused Host '%s'", good[i]);
+    const char *bad[] = {"", "localhost:1:2", "a b", "localhost:", "localhost:123456",
+                         "localhost:8o", "[::1", "[]", "[::1]x", "a/b", "a@b", "::1",
+                         "127.0.0.1\r"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (reqcheck_host_ok(bad[i], strlen(bad[i])))
+            fail_msg("accepted Host '%s'", bad[i]);
+    assert_false(reqcheck_host_ok("a\0b", 3)); /* a NUL in the value */
+}
+
+static void test_reqcheck_fields(void **state)
+{
+    (void)state;
+    assert_true(reqcheck_field_ok("X-A", 3, "a b\t", 4));
+    assert_false(reqcheck_field_ok("X-A", 3, "a\rb", 3));  /* a bare CR */
+    assert_false(reqcheck_field_ok("X-A", 3, "a\nb", 3));
+    assert_false(reqcheck_field_ok("X-A", 3, "Bearer k\0junk", 13)); /* MHD's length */
+    assert_false(reqcheck_field_ok("X A", 3, "a", 1));
+    assert_false(reqcheck_field_ok("", 0, "a", 1));
+    /* The header block as MHD 0.9.75 leaves it: CR LF (or LF) turned into NULs. */
+    const char crlf[] = "A\0x\0\0B\0y\0\0\0\0";
+    assert_true(reqcheck_value_whole(crlf + 2, 1, crlf + 5));
+    assert_true(reqcheck_value_whole(crlf + 7, 1, NULL));
+    const char lf[] = "A\0x\0B\0y\0\0";
+    assert_true(reqcheck_value_whole(lf + 2, 1, lf + 4));
+    const char cut[] = "A\0k\0junk\0\0B\0k\0junk\0\0\0\0";
+    assert_false(reqcheck_value_whole(cut + 2, 1, cut + 10)); /* "k\0junk" */
+    assert_false(reqcheck_value_whole(cut + 12, 1, NULL));    /* the last one */
+    assert_true(reqcheck_value_whole("", 0, NULL));
+}
+
+static void test_reqcheck_line(void **state)
+{
+    (void)state;
+    /* "GET /a HTTP/1.1" as MHD 0.9.75 splits it in place */
+    const char ok[] = "GET\0/a\0HTTP/1.1";
+    assert_true(reqcheck_line_ok(ok, ok + 4, 2, ok + 7, 1024));
+    const char spaces[] = "GET\0  /a\0HTTP/1.1";
+    assert_true(reqcheck_line_ok(spaces, spaces + 6, 2, spaces + 9, 1024));
+    const char nul_uri[] = "GET\0/a\0junk\0HTTP/1.1"; /* "GET /a\0junk HTTP/1.1" */
+    assert_false(reqcheck_line_ok(nul_uri, nul_uri + 4, 2, nul_uri + 12, 1024));
+    const char nul_method[] = "GE\0T\0/a\0HTTP/1.1";
+    assert_false(reqcheck_line_ok(nul_method, nul_method + 5, 2, nul_method + 8, 1024));
+    /* pointers that are not one line are not judged */
+    assert_true(reqcheck_line_ok(nul_uri, nul_uri + 4, 2, nul_uri + 12, 4));
+    assert_true(reqcheck_line_ok(ok + 7, ok + 4, 2, ok, 1024));
+    assert_true(reqcheck_target_ok("/a?b=%00%0d"));
+    assert_false(reqcheck_target_ok("/a\rb"));
+    assert_false(reqcheck_target_ok("/a\x1b[31m"));
+    assert_false(reqcheck_target_ok("/a\x7f"));
+}
+
+/* A chat body with one tool whose parameters nest n objects, and (args_depth > 0) an
+ * assistant call whose arguments string nests args_depth arrays. malloc'd. */
+static char *deep_body(int n, int args_depth)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "type", "string");
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject(), *props = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", "object");
+        cJSON_AddItemToObject(props, "a", p);
+        cJSON_AddItemToObject(o, "properties", props);
+        p = o;
+    }
+    cJSON *root = cJSON_CreateObject(), *tools = cJSON_AddArrayToObject(root, "tools");
+    cJSON *t = cJSON_CreateObject(), *fn = cJSON_AddObjectToObject(t, "function");
+    cJSON_AddStringToObject(t, "type", "function");
+    cJSON_AddStringToObject(fn, "name", "f");
+    cJSON_AddItemToObject(fn, "parameters", p);
+    cJSON_AddItemToArray(tools, t);
+    cJSON *msgs = cJSON_AddArrayToObject(root, "messages"), *u = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", "hi");
+    cJSON_AddItemToArray(msgs, u);
+    if (args_depth > 0) {
+        char *args = malloc(2 * (size_t)args_depth + 1);
+        assert_non_null(args);
+        memset(args, '[', (size_t)args_depth);
+        memset(args + args_depth, ']', (size_t)args_depth);
+        args[2 * args_depth] = '\0';
+        cJSON *a = cJSON_CreateObject(), *calls = cJSON_AddArrayToObject(a, "tool_calls");
+        cJSON *c = cJSON_CreateObject(), *cf = cJSON_AddObjectToObject(c, "function");
+        cJSON_AddStringToObject(a, "role", "assistant");
+        cJSON_AddStringToObject(a, "content", "");
+        cJSON_AddStringToObject(c, "id", "c1");
+        cJSON_AddStringToObject(c, "type", "function");
+        cJSON_AddStringToObject(cf, "name", "f");
+        cJSON_AddStringToObject(cf, "arguments", args);
+        cJSON_AddItemToArray(calls, c);
+        cJSON_AddItemToArray(msgs, a);
+        free(args);
+    }
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    assert_non_null(s);
+    return s;
+}
+
+/* Tool parameters and call arguments nested past OAI_MAX_JSON_DEPTH are a 400 naming the
+ * field at parse, before the chat template (whose tojson stops at 64) could fail with a
+ * 500; up to the bound they pass. */
+static void test_deep_tools(void **state)
+{
+    (void)state;
+    oai_request r;
+    oai_error e;
+    char *ok = deep_body(15, 32); /* parameters 31 deep, arguments 32 */
+    assert_int_equal(oai_parse_request(OAI_CHAT, ok, strlen(ok), &r, &e), TS_OK);
+    oai_request_clear(&r);
+    free(ok);
+    int deep[] = {16, 31, 200};
+    for (size_t i = 0; i < sizeof deep / sizeof *deep; i++) {
+        char *b = deep_body(deep[i], 0);
+        assert_int_equal(oai_parse_request(OAI_CHAT, b, strlen(b), &r, &e), TS_ERR_INVALID_ARG);
+        assert_int_equal(e.http_status, 400);
+        assert_string_equal(e.param, "tools[0].function.parameters");
+        free(b);
+    }
+    int args[] = {33, 500};
+    for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+        char *b = deep_body(1, args[i]);
+        assert_int_equal(oai_parse_request(OAI_CHAT, b, strlen(b), &r, &e), TS_ERR_INVALID_ARG);
+        assert_int_equal(e.http_status, 400);
+        assert_string_equal(e.param, "messages[1].tool_calls[0].function.arguments");
+        free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +284,10 @@ int main(void)
         cmocka_unit_test(test_host_origin_ctype),
         cmocka_unit_test(test_nul_in_json),
         cmocka_unit_test(test_kv_namespaces),
+        cmocka_unit_test(test_reqcheck_host),
+        cmocka_unit_test(test_reqcheck_fields),
+        cmocka_unit_test(test_reqcheck_line),
+        cmocka_unit_test(test_deep_tools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,9 +30,11 @@ typedef struct ts_server_options {
                                 * (default 1 MiB; 0 = unbounded), see max_unread_bytes */
     size_t max_answer;         /* bytes a non-streamed answer may grow to before it is
                                 * cancelled with a 400 (default 8 MiB; 0 = unbounded) */
-    size_t max_answers_total;  /* bytes of non-streamed answers held at once over all
-                                * clients, built or unread, past which a growing one is
-                                * cancelled with a 503 (default 64 MiB; 0 = unbounded) */
+    size_t max_answers_total;  /* bytes held at once over all clients: non-streamed
+                                * answers, built or unread, request bodies and the work of
+                                * /tokenize and /detokenize; the request that would pass it
+                                * is refused or cancelled with a 503 (default 64 MiB;
+                                * 0 = unbounded) */
     int read_timeout_ms;       /* a request's headers and body must be in within this
                                 * time of the connection's opening (or of the previous
                                 * answer's end), else the connection is closed; a whole

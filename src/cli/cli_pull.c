@@ -10,18 +10,23 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/pull.h"
+#include "server/utf8.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: tessera pull OWNER/REPO[:QUANT] [--model-dir DIR] [--endpoint URL] [--quiet]\n"
+            "usage: tessera pull OWNER/REPO[:QUANT] [--model-dir DIR] [--endpoint URL]\n"
+            "                    [--stall-seconds N] [--quiet]\n"
             "  fetches the repository's GGUF of that quantization (default " PULL_DEFAULT_QUANT
             ", as named\n"
             "  in the file name: Q8_0, Q4_0, ...) into the model directory, resuming a partial\n"
-            "  download and checking its size and sha256; `tessera serve -m NAME` then finds it.\n"
+            "  download and checking its size, sha256 and GGUF magic before it is put in place;\n"
+            "  `tessera serve -m NAME` then finds it. A file there already is checked the same way.\n"
             "  --model-dir DIR   where to store it (default: the first directory of\n"
             "                    $TESSERA_MODELS, else ./models)\n"
             "  --endpoint URL    the hub (default $HF_ENDPOINT, else https://huggingface.co)\n"
+            "  --stall-seconds N a transfer under 16 KiB/s for N seconds is stalled and\n"
+            "                    retried, up to 3 times (default 60)\n"
             "  --quiet           no progress lines\n"
             "  $HF_TOKEN         sent as a bearer token to the hub (gated repositories)\n");
 }
@@ -47,6 +52,7 @@ int cli_pull(int argc, char **argv)
 {
     const char *ref = NULL, *dir = NULL, *endpoint = getenv("HF_ENDPOINT");
     bool quiet = false;
+    int stall_s = PULL_STALL_S;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -59,6 +65,15 @@ int cli_pull(int argc, char **argv)
             if (!v)
                 return 2;
             *(a[2] == 'm' ? &dir : &endpoint) = v;
+        } else if (!strcmp(a, "--stall-seconds")) {
+            const char *v = cli_value(argc, argv, &i);
+            char *end;
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || n < 1 || n > 3600) {
+                fprintf(stderr, "tessera pull: --stall-seconds wants 1 to 3600\n");
+                return 2;
+            }
+            stall_s = (int)n;
         } else if (a[0] != '-' && !ref) {
             ref = a;
         } else {
@@ -106,14 +121,23 @@ int cli_pull(int argc, char **argv)
         ts_error_set(&err, TS_ERR_INVALID_ARG, "path too long: %s", f.path);
         goto done;
     }
+    char shown[sizeof f.path];
+    utf8_escape_controls(shown, sizeof shown, f.path);
     if (!quiet)
-        fprintf(stderr, "pull: %s (%.1f MB%s) from %s\n", f.path, (double)f.size / 1e6,
+        fprintf(stderr, "pull: %s (%.1f MB%s) from %s\n", shown, (double)f.size / 1e6,
                 f.sha256[0] ? ", sha256 checked" : ", no checksum listed", repo);
     struct stat st;
-    if (stat(dest, &st) == 0 && (uint64_t)st.st_size == f.size) {
+    ts_error why = {0};
+    /* A file of the listed size is hashed (or its magic read) before it counts as there. */
+    if (stat(dest, &st) == 0 && (uint64_t)st.st_size == f.size &&
+        pull_verify(dest, &f, &why) == TS_OK) {
         fprintf(stderr, "pull: %s is there already\n", dest);
-    } else if (pull_download(url, dest, &f, token, !quiet, &err) != TS_OK) {
-        goto done;
+    } else {
+        if (why.msg[0])
+            fprintf(stderr, "pull: %s; fetching it again\n", why.msg);
+        pull_options po = {.bearer_token = token, .progress = !quiet, .stall_s = stall_s};
+        if (pull_download(url, dest, &f, &po, &err) != TS_OK)
+            goto done;
     }
     printf("%s\n", dest);
     if (!quiet)

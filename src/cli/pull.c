@@ -3,15 +3,18 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/pull.h"
 #include "common/sha256.h"
+#include "server/utf8.h"
 
 enum { PULL_MAX_LISTING = 16 << 20, PULL_ATTEMPTS = 4 };
 
@@ -70,6 +73,15 @@ static bool ends_with_gguf(const char *s)
     return n > 5 && !strcasecmp(s + n - 5, ".gguf");
 }
 
+/* A name with a byte a terminal would act on (an ESC, a newline, DEL). */
+static bool has_controls(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return true;
+    return false;
+}
+
 ts_status pull_pick(pull_file *out, const char *listing, size_t len, const char *quant,
                     ts_error *err)
 {
@@ -88,14 +100,21 @@ ts_status pull_pick(pull_file *out, const char *listing, size_t len, const char 
         const cJSON *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
         if (!cJSON_IsString(path) || !ends_with_gguf(path->valuestring))
             continue;
-        const char *base = strrchr(path->valuestring, '/');
-        base = base ? base + 1 : path->valuestring;
+        const char *raw = strrchr(path->valuestring, '/');
+        raw = raw ? raw + 1 : path->valuestring;
+        char base[256]; /* for messages: a listing's names may hold any byte */
+        utf8_escape_controls(base, sizeof base, raw);
         size_t used = strlen(offered);
         if (used + strlen(base) + 3 < sizeof offered)
             snprintf(offered + used, sizeof offered - used, "%s%s", used ? ", " : "", base);
-        if (!names_quant(base, quant))
+        if (!names_quant(raw, quant))
             continue;
-        if (is_split(base)) {
+        if (has_controls(path->valuestring)) {
+            st = ts_error_set(err, TS_ERR_FORMAT, "the file name %s holds control characters",
+                              base);
+            goto done;
+        }
+        if (is_split(raw)) {
             st = ts_error_set(err, TS_ERR_UNSUPPORTED,
                               "%s is split into parts, which pull does not join yet", base);
             goto done;
@@ -109,6 +128,12 @@ ts_status pull_pick(pull_file *out, const char *listing, size_t len, const char 
             sz->valuedouble < 0 || sz->valuedouble > 9e15) {
             st = ts_error_set(err, TS_ERR_FORMAT, "the file list's entry for %s is malformed",
                               base);
+            goto done;
+        }
+        if (sz->valuedouble > (double)PULL_MAX_SIZE) {
+            st = ts_error_set(err, TS_ERR_TOO_LONG,
+                              "%s is listed at %.0f bytes, over pull's bound of %llu", base,
+                              sz->valuedouble, (unsigned long long)PULL_MAX_SIZE);
             goto done;
         }
         strcpy(out->path, path->valuestring);
@@ -130,18 +155,32 @@ done:
 }
 
 typedef struct sink {
-    FILE *f;          /* the .part file, or NULL for memory */
+    int fd;           /* the .part file, or -1 for memory */
+    uint64_t at;      /* bytes in the file */
+    uint64_t limit;   /* the most the file may hold: its listed size */
     char *buf;        /* memory */
     size_t len, cap;
-    bool too_big;
+    bool too_big;     /* the body ran past limit (or PULL_MAX_LISTING in memory) */
 } sink;
 
 static size_t on_data(char *p, size_t size, size_t n, void *user)
 {
     sink *s = user;
     size_t bytes = size * n;
-    if (s->f)
-        return fwrite(p, 1, bytes, s->f);
+    if (s->fd >= 0) {
+        if (bytes > s->limit - s->at) {
+            s->too_big = true;
+            return 0;
+        }
+        for (size_t off = 0; off < bytes;) {
+            ssize_t w = write(s->fd, p + off, bytes - off);
+            if (w < 0 && errno != EINTR)
+                return 0;
+            off += w > 0 ? (size_t)w : 0;
+        }
+        s->at += bytes;
+        return bytes;
+    }
     if (s->len + bytes > PULL_MAX_LISTING) {
         s->too_big = true;
         return 0;
@@ -194,7 +233,7 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
     return 0;
 }
 
-static CURL *new_handle(const char *url, const char *bearer_token, sink *s)
+static CURL *new_handle(const char *url, const char *bearer_token, int stall_s, sink *s)
 {
     CURL *h = curl_easy_init();
     if (!h)
@@ -207,9 +246,9 @@ static CURL *new_handle(const char *url, const char *bearer_token, sink *s)
     curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "tessera-pull/0.1");
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-    /* a stalled transfer: under 1 KB/s for a minute */
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+    /* a stalled transfer, a slow drip included: under PULL_MIN_RATE for stall_s */
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)PULL_MIN_RATE);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)stall_s);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
     if (bearer_token && *bearer_token) {
@@ -223,8 +262,8 @@ static CURL *new_handle(const char *url, const char *bearer_token, sink *s)
 ts_status pull_get(const char *url, const char *bearer_token, char **body, size_t *len,
                    ts_error *err)
 {
-    sink s = {.f = NULL};
-    CURL *h = new_handle(url, bearer_token, &s);
+    sink s = {.fd = -1};
+    CURL *h = new_handle(url, bearer_token, PULL_STALL_S, &s);
     if (!h)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot start libcurl");
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
@@ -241,46 +280,66 @@ ts_status pull_get(const char *url, const char *bearer_token, char **body, size_
     return TS_OK;
 }
 
-static ts_status file_sha256(const char *path, char out[65], ts_error *err)
+static uint64_t fd_size(int fd)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ts_error_set(err, TS_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    sha256_ctx c;
-    sha256_init(&c);
+    struct stat st;
+    return fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Whether the open file fd is f (pull_verify); name is for messages. */
+static ts_status verify_fd(int fd, const char *name, const pull_file *f, ts_error *err)
+{
+    uint64_t size = fd_size(fd);
+    if (size != f->size)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s is %llu bytes, the repository lists %llu",
+                            name, (unsigned long long)size, (unsigned long long)f->size);
+    char magic[4];
+    if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "GGUF", 4))
+        return ts_error_set(err, TS_ERR_FORMAT, "%s is not a GGUF file (no GGUF magic)", name);
+    if (!f->sha256[0])
+        return TS_OK;
     enum { CHUNK = 1 << 20 };
     unsigned char *buf = malloc(CHUNK);
-    size_t n;
-    while (buf && (n = fread(buf, 1, CHUNK, f)) > 0)
-        sha256_update(&c, buf, n);
-    bool bad = !buf || ferror(f);
+    if (!buf)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot hash %s", name);
+    sha256_ctx c;
+    sha256_init(&c);
+    ssize_t n;
+    for (off_t at = 0; (n = pread(fd, buf, CHUNK, at)) > 0; at += n)
+        sha256_update(&c, buf, (size_t)n);
     free(buf);
-    fclose(f);
-    if (bad)
-        return ts_error_set(err, TS_ERR_IO, "cannot read %s", path);
-    sha256_final_hex(&c, out);
+    if (n < 0)
+        return ts_error_set(err, TS_ERR_IO, "cannot read %s: %s", name, strerror(errno));
+    char sum[65];
+    sha256_final_hex(&c, sum);
+    if (strcmp(sum, f->sha256))
+        return ts_error_set(err, TS_ERR_FORMAT, "%s: sha256 %s, the repository says %s", name,
+                            sum, f->sha256);
     return TS_OK;
 }
 
-static uint64_t file_size(const char *path)
+ts_status pull_verify(const char *path, const pull_file *f, ts_error *err)
 {
-    struct stat st;
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ts_error_set(err, TS_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    ts_status st = verify_fd(fd, path, f, err);
+    close(fd);
+    return st;
 }
 
-/* One attempt: appends to part from its current size. */
-static CURLcode fetch_once(const char *url, const char *part, const char *bearer_token,
-                           progress *pg, long *http_code)
+/* One attempt: appends to fd from its current size, never past limit bytes in all;
+ * *too_big when the body would have gone past. */
+static CURLcode fetch_once(const char *url, int fd, uint64_t limit, const pull_options *o,
+                           progress *pg, long *http_code, bool *too_big)
 {
-    uint64_t have = file_size(part);
-    sink s = {.f = fopen(part, "ab")};
-    if (!s.f)
+    uint64_t have = fd_size(fd);
+    sink s = {.fd = fd, .at = have, .limit = limit};
+    if (lseek(fd, 0, SEEK_END) < 0)
         return CURLE_WRITE_ERROR;
-    CURL *h = new_handle(url, bearer_token, &s);
-    if (!h) {
-        fclose(s.f);
+    CURL *h = new_handle(url, o->bearer_token, o->stall_s > 0 ? o->stall_s : PULL_STALL_S, &s);
+    if (!h)
         return CURLE_OUT_OF_MEMORY;
-    }
     if (have)
         curl_easy_setopt(h, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)have);
     pg->base = have;
@@ -292,64 +351,137 @@ static CURLcode fetch_once(const char *url, const char *part, const char *bearer
     *http_code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, http_code);
     curl_easy_cleanup(h);
-    if (fclose(s.f) != 0 && rc == CURLE_OK)
-        rc = CURLE_WRITE_ERROR;
+    *too_big = s.too_big;
+    return rc;
+}
+
+/* Why an attempt failed, in words. */
+static const char *why(CURLcode rc, long code, int stall_s, char *buf, size_t cap)
+{
+    if (rc == CURLE_OPERATION_TIMEDOUT && code) /* the answer began, then slowed */
+        snprintf(buf, cap, "the transfer stalled: under %d KiB/s for %d s", PULL_MIN_RATE >> 10,
+                 stall_s);
+    else
+        snprintf(buf, cap, "%s", curl_easy_strerror(rc));
+    return buf;
+}
+
+/* The .part file, opened for writing into *fd: never through a symbolic link, never
+ * anything but a regular file. */
+static ts_status open_part(const char *part, int *fd, ts_error *err)
+{
+    *fd = open(part, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (*fd < 0)
+        return errno == ELOOP ? ts_error_set(err, TS_ERR_IO, "%s is a symbolic link; pull does "
+                                                             "not write through one",
+                                             part)
+                              : ts_error_set(err, TS_ERR_IO, "cannot open %s: %s", part,
+                                             strerror(errno));
+    struct stat st;
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(*fd);
+        *fd = -1;
+        return ts_error_set(err, TS_ERR_IO, "%s is not a regular file", part);
+    }
+    return TS_OK;
+}
+
+/* The loop of attempts into fd; *too_big when the server sent more than f->size. Returns
+ * the last failure that says more than "cannot resume" (a stall, a dropped connection). */
+static CURLcode fetch_all(const char *url, int fd, const pull_file *f, const pull_options *o,
+                          long *code, bool *too_big)
+{
+    int stall_s = o->stall_s > 0 ? o->stall_s : PULL_STALL_S;
+    progress pg = {.on = o->progress, .tty = isatty(2), .total = f->size, .last_decile = -1};
+    CURLcode rc = CURLE_OK, told = CURLE_OK;
+    long told_code = 0;
+    char reason[128];
+    *too_big = false;
+    for (int attempt = 0; attempt < PULL_ATTEMPTS; attempt++) {
+        uint64_t have = fd_size(fd);
+        if (have > f->size && ftruncate(fd, 0) != 0) /* not this file: start over */
+            return CURLE_WRITE_ERROR;
+        if (have == f->size)
+            break;
+        if (have && o->progress)
+            fprintf(stderr, "pull: resuming at %.1f MB\n", (double)have / 1e6);
+        rc = fetch_once(url, fd, f->size, o, &pg, code, too_big);
+        if (pg.tty && o->progress)
+            fputc('\n', stderr);
+        if (*too_big)
+            break;
+        if (rc != CURLE_RANGE_ERROR) {
+            told = rc;
+            told_code = *code;
+        }
+        if (rc == CURLE_RANGE_ERROR && ftruncate(fd, 0) == 0) /* cannot resume: restart */
+            continue;
+        if (rc == CURLE_HTTP_RETURNED_ERROR && *code != 416)
+            break; /* 404, 401...: no retry helps */
+        if (rc == CURLE_OK && fd_size(fd) == f->size)
+            break;
+        if (rc != CURLE_OK && o->progress)
+            fprintf(stderr, "pull: %s; retrying\n", why(rc, *code, stall_s, reason, sizeof reason));
+    }
+    if (rc == CURLE_RANGE_ERROR && told != CURLE_OK) {
+        *code = told_code;
+        return told;
+    }
     return rc;
 }
 
 ts_status pull_download(const char *url, const char *dest, const pull_file *f,
-                        const char *bearer_token, bool progress_on, ts_error *err)
+                        const pull_options *o, ts_error *err)
 {
-    char part[4096];
+    char part[4096], reason[128];
     if ((size_t)snprintf(part, sizeof part, "%s.part", dest) >= sizeof part)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "path too long: %s", dest);
-    progress pg = {.on = progress_on, .tty = isatty(2), .total = f->size, .last_decile = -1};
-    CURLcode rc = CURLE_OK;
+    int fd;
+    ts_status st = open_part(part, &fd, err);
+    if (st != TS_OK)
+        return st;
+    uint64_t have = fd_size(fd);
+    struct statvfs vfs;
+    if (have < f->size && fstatvfs(fd, &vfs) == 0 &&
+        (uint64_t)vfs.f_bavail * vfs.f_frsize < f->size - have) {
+        st = ts_error_set(err, TS_ERR_IO, "%s needs %.1f MB more, its disk has %.1f MB free",
+                          dest, (double)(f->size - have) / 1e6,
+                          (double)vfs.f_bavail * (double)vfs.f_frsize / 1e6);
+        goto out;
+    }
     long code = 0;
-    for (int attempt = 0; attempt < PULL_ATTEMPTS; attempt++) {
-        uint64_t have = file_size(part);
-        if (have > f->size && truncate(part, 0) != 0) /* not this file: start over */
-            return ts_error_set(err, TS_ERR_IO, "cannot truncate %s: %s", part, strerror(errno));
-        if (have == f->size)
-            break;
-        if (have && progress_on)
-            fprintf(stderr, "pull: resuming %s at %.1f MB\n", part, (double)have / 1e6);
-        rc = fetch_once(url, part, bearer_token, &pg, &code);
-        if (pg.tty && progress_on)
-            fputc('\n', stderr);
-        if (rc == CURLE_RANGE_ERROR && truncate(part, 0) == 0) /* cannot resume: restart */
-            continue;
-        if (rc == CURLE_HTTP_RETURNED_ERROR && code != 416)
-            break; /* 404, 401...: no retry helps */
-        if (rc == CURLE_OK && file_size(part) == f->size)
-            break;
-        if (rc != CURLE_OK && progress_on)
-            fprintf(stderr, "pull: %s; retrying\n", curl_easy_strerror(rc));
+    bool too_big;
+    CURLcode rc = fetch_all(url, fd, f, o, &code, &too_big);
+    if (too_big) {
+        unlink(part);
+        st = ts_error_set(err, TS_ERR_FORMAT, "%s: the server sent more than the listed %llu "
+                                              "bytes; the download is removed",
+                          dest, (unsigned long long)f->size);
+        goto out;
     }
-    uint64_t got = file_size(part);
+    uint64_t got = fd_size(fd);
     if (got != f->size) {
+        int stall_s = o->stall_s > 0 ? o->stall_s : PULL_STALL_S;
         if (rc == CURLE_HTTP_RETURNED_ERROR)
-            return ts_error_set(err, TS_ERR_IO, "GET %s: HTTP %ld", url, code);
-        return ts_error_set(err, TS_ERR_IO, "%s: got %llu of %llu bytes (%s); run pull again "
-                                            "to resume",
-                            part, (unsigned long long)got, (unsigned long long)f->size,
-                            curl_easy_strerror(rc));
+            st = ts_error_set(err, TS_ERR_IO, "GET %s: HTTP %ld", url, code);
+        else
+            st = ts_error_set(err, TS_ERR_IO, "%s: got %llu of %llu bytes (%s); run pull "
+                                              "again to resume",
+                              part, (unsigned long long)got, (unsigned long long)f->size,
+                              why(rc, code, stall_s, reason, sizeof reason));
+        goto out;
     }
-    if (f->sha256[0]) {
-        char sum[65];
-        ts_status st = file_sha256(part, sum, err);
-        if (st != TS_OK)
-            return st;
-        if (strcmp(sum, f->sha256)) {
-            unlink(part);
-            return ts_error_set(err, TS_ERR_FORMAT,
-                                "%s: sha256 %s, the repository says %s; the download is "
-                                "removed",
-                                dest, sum, f->sha256);
-        }
+    if ((st = verify_fd(fd, dest, f, err)) != TS_OK) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+        unlink(part);
+        ts_error_set(err, st, "%s; the download is removed", msg);
+        goto out;
     }
     if (rename(part, dest) != 0)
-        return ts_error_set(err, TS_ERR_IO, "cannot rename %s to %s: %s", part, dest,
-                            strerror(errno));
-    return TS_OK;
+        st = ts_error_set(err, TS_ERR_IO, "cannot rename %s to %s: %s", part, dest,
+                          strerror(errno));
+out:
+    close(fd);
+    return st;
 }

@@ -254,7 +254,9 @@ static bool value_typed(const cJSON *v, unsigned set)
                                   ((set & 1u << TY_INTEGER) && d == floor(d))));
 }
 
-/* enum or const: a literal node of the values of the allowed types. */
+/* enum or const: a literal node of the values of the allowed types. The values are read
+ * in list order (cJSON_GetArrayItem per index would make a large enum quadratic); their
+ * texts share one trie (sb_literal), so compiling is near-linear in the enum's bytes. */
 static int enum_node(comp *c, const cJSON *sch, const cJSON *en, const cJSON *cn,
                      unsigned types)
 {
@@ -264,11 +266,9 @@ static int enum_node(comp *c, const cJSON *sch, const cJSON *en, const cJSON *cn
     const cJSON **vals = malloc((size_t)(n ? n : 1) * sizeof *vals);
     if (!vals)
         return comp_nomem(c);
-    for (int i = 0; i < n; i++) {
-        const cJSON *v = en ? cJSON_GetArrayItem(en, i) : cn;
+    for (const cJSON *v = en ? en->child : cn; v && k < n; v = en ? v->next : NULL)
         if (!types || value_typed(v, types))
             vals[k++] = v;
-    }
     int node = comp_memo_add(c, sch, comp_literal(c, vals, k));
     free(vals);
     return node;

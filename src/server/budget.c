@@ -31,3 +31,9 @@ void budget_error(oai_error *e, budget_verdict v, size_t max_one, size_t max_tot
                       "answers waiting to be read hold over %zu bytes; the request was "
                       "cancelled; retry or stream it", max_total);
 }
+
+void budget_busy_error(oai_error *e, size_t max_total)
+{
+    oai_error_set(e, 503, NULL, "server_busy",
+                  "the requests in progress hold over %zu bytes; retry shortly", max_total);
+}

@@ -1,5 +1,7 @@
-/* budget.h: the bytes of whole (not streamed) answers: one answer's bound and the total
- * over all clients, built or waiting to be read. Below complete.c; calls nothing else. */
+/* budget.h: the server-wide byte budget: whole (not streamed) answers, built or waiting
+ * to be read, with one answer's bound; and what every request holds besides, its body
+ * and its route's work (/tokenize's tokens, /detokenize's text), counted against the
+ * same total. Below http.c and the routes; calls nothing else. */
 #ifndef TESSERA_SERVER_BUDGET_H
 #define TESSERA_SERVER_BUDGET_H
 
@@ -25,5 +27,9 @@ void budget_release(atomic_size_t *total, size_t *held);
 
 /* The error for a verdict past a bound (max_one or max_total, whichever it names). */
 void budget_error(oai_error *e, budget_verdict v, size_t max_one, size_t max_total);
+
+/* The error for a request refused because the total is spent (503 server_busy, which
+ * is answered with Retry-After). */
+void budget_busy_error(oai_error *e, size_t max_total);
 
 #endif /* TESSERA_SERVER_BUDGET_H */

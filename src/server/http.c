@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "server/budget.h"
 #include "server/origin.h"
+#include "server/reqcheck.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
 #include "server/ui.h"
@@ -110,11 +112,31 @@ static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
     return true;
 }
 
-/* Appends an upload chunk; past the limit the rest is read and dropped, answered 413. */
+bool srv_reserve(srv_conn *c, size_t n, oai_error *e)
+{
+    ts_server *srv = c->srv;
+    if (budget_reserve(&srv->answer_bytes, &c->held, n, 0, srv->opts.max_answers_total) ==
+        BUDGET_OK)
+        return true;
+    budget_busy_error(e, srv->opts.max_answers_total);
+    return false;
+}
+
+/* Appends an upload chunk, counted in the server-wide budget; past the limit the rest is
+ * read and dropped, answered 413; past the budget the body is freed, the rest dropped,
+ * answered 503. */
 static void accumulate(srv_conn *c, const char *data, size_t n, size_t limit)
 {
-    if (c->body_too_big || c->body.len + n > limit) {
+    oai_error e;
+    if (c->body_too_big || c->body_busy)
+        return;
+    if (c->body.len + n > limit) {
         c->body_too_big = true;
+        return;
+    }
+    if (!srv_reserve(c, n, &e)) {
+        c->body_busy = true;
+        strbuf_free(&c->body);
         return;
     }
     if (!strbuf_add(&c->body, data, n))
@@ -122,27 +144,69 @@ static void accumulate(srv_conn *c, const char *data, size_t n, size_t limit)
 }
 
 typedef struct header_count {
-    int lines, content_length;
+    int lines, content_length, host;
+    int bad_line;       /* the first header line with a NUL, CR or LF (1-based), or 0 */
+    bool bad_host;      /* a Host value that is no host[:port] */
+    const char *last_value; /* the previous header's value and length, judged by */
+    size_t last_len;        /* reqcheck_value_whole once the next name is known */
 } header_count;
 
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
+                                    size_t key_size, const char *value, size_t value_size)
 {
     (void)kind;
-    (void)value;
     header_count *hc = cls;
+    if (!hc->bad_line && hc->last_value &&
+        !reqcheck_value_whole(hc->last_value, hc->last_len, key))
+        hc->bad_line = hc->lines;
     hc->lines++;
+    if (!hc->bad_line && !reqcheck_field_ok(key, key_size, value, value_size))
+        hc->bad_line = hc->lines;
+    hc->last_value = value;
+    hc->last_len = value_size;
     hc->content_length += !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
+        hc->host++;
+        hc->bad_host |= !reqcheck_host_ok(value, value_size);
+    }
     return MHD_YES;
+}
+
+/* The request line and Host, as nginx checks them: a NUL or control byte in the request
+ * line, a NUL, CR or LF inside a header, no Host in HTTP/1.1, two Hosts or a malformed
+ * one are answered 400 and the connection closed. */
+static bool line_ok(srv_conn *c, const char *method, const char *version,
+                    const header_count *hc, oai_error *e)
+{
+    const char *why = NULL;
+    if (!c->target_ok ||
+        !reqcheck_line_ok(method, c->raw_uri, c->raw_uri_len, version, SRV_CONN_MEMORY))
+        why = "the request line holds a NUL or a control byte";
+    else if (hc->bad_line)
+        why = "a header holds a NUL, a CR or a LF";
+    else if (hc->host > 1)
+        why = "the request has more than one Host header";
+    else if (hc->host == 0 && !strcmp(version, MHD_HTTP_VERSION_1_1))
+        why = "an HTTP/1.1 request needs a Host header";
+    else if (hc->bad_host)
+        why = "the Host header is not host[:port]";
+    if (!why)
+        return true;
+    c->close = true;
+    oai_error_set(e, 400, NULL, "invalid_request", "%s", why);
+    return false;
 }
 
 /* The framing checks, before anything else: two Content-Length headers let a request
  * hide in a body (answered 400 and closed); more header lines than SRV_MAX_HEADERS are
- * answered 431 while the connection's memory still holds an answer. */
-static bool framing_ok(struct MHD_Connection *mc, srv_conn *c, oai_error *e)
+ * answered 431 while the connection's memory still holds an answer; then line_ok. */
+static bool framing_ok(struct MHD_Connection *mc, srv_conn *c, const char *method,
+                       const char *version, oai_error *e)
 {
-    header_count hc = {0, 0};
-    MHD_get_connection_values(mc, MHD_HEADER_KIND, count_header, &hc);
+    header_count hc = {0};
+    MHD_get_connection_values_n(mc, MHD_HEADER_KIND, count_header, &hc);
+    if (!hc.bad_line && hc.last_value && !reqcheck_value_whole(hc.last_value, hc.last_len, NULL))
+        hc.bad_line = hc.lines;
     if (hc.content_length > 1) {
         c->close = true;
         oai_error_set(e, 400, NULL, "invalid_request",
@@ -156,7 +220,7 @@ static bool framing_ok(struct MHD_Connection *mc, srv_conn *c, oai_error *e)
                       SRV_MAX_HEADERS);
         return false;
     }
-    return true;
+    return line_ok(c, method, version, &hc, e);
 }
 
 /* Browser-driven requests: a Host that is no loopback name on a loopback bind (DNS
@@ -202,11 +266,11 @@ static int browser_check(struct MHD_Connection *mc, srv_conn *c, const char *met
 
 /* First call for a request: route, method, auth and declared size are checked at once. */
 static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
-                                     const char *method)
+                                     const char *method, const char *version)
 {
     const http_route *r = c->entry;
     oai_error e;
-    if (!framing_ok(mc, c, &e))
+    if (!framing_ok(mc, c, method, version, &e))
         return srv_send_error(mc, c, &e);
     enum MHD_Result rc;
     if (browser_check(mc, c, method, &rc))
@@ -267,6 +331,10 @@ static enum MHD_Result end_request(struct MHD_Connection *mc, srv_conn *c)
                       "the request body is over the limit of %zu bytes", c->srv->opts.max_body);
         return srv_send_error(mc, c, &e);
     }
+    if (c->body_busy) {
+        budget_busy_error(&e, c->srv->opts.max_answers_total);
+        return srv_send_error(mc, c, &e);
+    }
     if (!c->body.s)
         accumulate(c, "", 0, 1); /* an empty body is parsed (and refused) as JSON */
     return dispatch(mc, c);
@@ -277,14 +345,17 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
                                  const char *upload_data, size_t *upload_data_size,
                                  void **req_cls)
 {
-    (void)version;
     ts_server *srv = cls;
     srv_conn *c = *req_cls;
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c)
-            return MHD_NO;
-        *req_cls = c; /* from here on only on_completed frees it */
+    if (!c || !c->begun) {
+        if (!c) { /* on_uri could not allocate: the request line goes unchecked */
+            c = calloc(1, sizeof *c);
+            if (!c)
+                return MHD_NO;
+            *req_cls = c; /* from here on only on_completed frees it */
+            c->target_ok = true;
+        }
+        c->begun = true;
         c->srv = srv;
         c->t_start = clock_now_s();
         c->priority = TS_PRIORITY_NORMAL;
@@ -304,7 +375,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         c->guard = ci ? ci->socket_context : NULL;
-        enum MHD_Result rc = begin_request(srv, mc, c, method);
+        enum MHD_Result rc = begin_request(srv, mc, c, method, version);
         if (c->status || c->read_done)
             guard_request_in(srv->guard, c->guard);
         return rc;
@@ -318,6 +389,22 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
     }
     guard_request_in(srv->guard, c->guard);
     return end_request(mc, c);
+}
+
+/* MHD's URI log callback, the first sight of a request: its state is allocated here, so
+ * that the raw target is seen before MHD unescapes it in place. Returns the initial
+ * *req_cls (NULL out of memory); only on_completed frees it. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+    (void)cls;
+    (void)mc;
+    srv_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->raw_uri = uri;
+    c->raw_uri_len = uri ? strlen(uri) : 0;
+    c->target_ok = !uri || reqcheck_target_ok(uri);
+    return c;
 }
 
 static size_t on_unescape(void *cls, struct MHD_Connection *mc, char *s)
@@ -356,7 +443,12 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     if (!c)
         return;
     *req_cls = NULL;
+    if (!c->begun) { /* refused by MHD before the access handler saw it */
+        free(c);
+        return;
+    }
     guard_request_done(srv->guard, c->guard);
+    budget_release(&srv->answer_bytes, &c->held); /* its body, its work, its answer */
     int prompt_tokens = 0, completion_tokens = 0;
     bool in_flight = c->in_flight;
     if (c->job)
@@ -505,6 +597,7 @@ ts_status ts_server_start(ts_server *srv, ts_error *err)
         (unsigned)srv->opts.max_connections + SRV_CONN_SPARE,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SRV_CONN_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
         MHD_OPTION_END);
     if (!srv->daemon)
         return ts_error_set(err, TS_ERR_IO, "cannot serve on %s port %d", srv->host, srv->port);

@@ -24,6 +24,9 @@ enum {
     OAI_MAX_TOOL_NAME = 64,    /* bytes of a function name: [a-zA-Z0-9_-], as OpenAI's */
     OAI_MAX_PARALLEL_CALLS = 8, /* calls of a forced answer (tool_choice required): a model
                                  * that never closes the list stops there */
+    OAI_MAX_JSON_DEPTH = 32,   /* objects and arrays nested in a tool's parameters or a
+                                * call's arguments: the chat template renders them with
+                                * tojson, which stops at 64 with what surrounds them */
 };
 
 typedef enum oai_kind { OAI_CHAT, OAI_COMPLETION } oai_kind;

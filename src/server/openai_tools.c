@@ -37,6 +37,50 @@ static bool name_ok(const char *s)
     return true;
 }
 
+/* Objects and arrays nested in v (0 for a scalar), counted no further than limit + 1. */
+static int json_depth(const cJSON *v, int limit)
+{
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
+        return 0;
+    int deepest = 0;
+    if (limit >= 0)
+        for (const cJSON *c = v->child; c && deepest <= limit; c = c->next) {
+            int d = json_depth(c, limit - 1);
+            deepest = d > deepest ? d : deepest;
+        }
+    return deepest + 1;
+}
+
+/* The same for JSON text: brackets outside strings (a text need not be valid JSON to be
+ * too deep). */
+static int text_depth(const char *s)
+{
+    int depth = 0, deepest = 0;
+    bool in_str = false;
+    for (; *s; s++) {
+        if (in_str) {
+            if (*s == '\\' && s[1])
+                s++;
+            else if (*s == '"')
+                in_str = false;
+        } else if (*s == '"') {
+            in_str = true;
+        } else if (*s == '{' || *s == '[') {
+            deepest = ++depth > deepest ? depth : deepest;
+        } else if ((*s == '}' || *s == ']') && depth > 0) {
+            depth--;
+        }
+    }
+    return deepest;
+}
+
+static ts_status too_deep(oai_error *err, const char *name)
+{
+    return oai_error_set(err, 400, name, "invalid_value",
+                         "'%s' nests objects and arrays deeper than %d", name,
+                         OAI_MAX_JSON_DEPTH);
+}
+
 /* tools[i]: {"type": "function", "function": {"name", "description"?, "parameters"?,
  * "strict"?}}, its name unlike those before it. */
 static ts_status check_tool(const cJSON *tools, const cJSON *t, int i, oai_error *err)
@@ -88,6 +132,8 @@ static ts_status check_tool(const cJSON *tools, const cJSON *t, int i, oai_error
         snprintf(name, sizeof name, "tools[%d].function.%s", i, opt[o].key);
         if (v && !opt[o].is(v))
             return wrong_type(err, name, opt[o].want);
+        if (v && json_depth(v, OAI_MAX_JSON_DEPTH) > OAI_MAX_JSON_DEPTH)
+            return too_deep(err, name);
     }
     return TS_OK;
 }
@@ -336,6 +382,12 @@ ts_status oai_check_message_tools(const cJSON *m, int i, const char *role, oai_e
         if (what) {
             snprintf(name, sizeof name, "messages[%d].tool_calls[%d]%s", i, k, what);
             return wrong_type(err, name, want);
+        }
+        if (args && (cJSON_IsString(args) ? text_depth(args->valuestring)
+                                          : json_depth(args, OAI_MAX_JSON_DEPTH)) >
+                        OAI_MAX_JSON_DEPTH) {
+            snprintf(name, sizeof name, "messages[%d].tool_calls[%d].function.arguments", i, k);
+            return too_deep(err, name);
         }
         k++;
     }

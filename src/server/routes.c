@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/strbuf.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
 
@@ -85,6 +86,34 @@ enum MHD_Result routes_model(struct MHD_Connection *mc, srv_conn *c)
     return srv_send_error(mc, c, &e);
 }
 
+/* What /tokenize may hold per byte of text, counted before it starts: the tokenizer's
+ * work and ids (a 1 MB text peaks at ~38 MB of RSS) and the answer (a token per byte at
+ * most, each up to 10 digits and a comma). */
+enum { TOKENIZE_BYTES_PER_BYTE = 36 + 11, ROUTE_FIXED_BYTES = 4096 };
+
+/* {"model": ..., "count": n, "tokens": [ids]} written directly: a cJSON number per token
+ * held ~64 bytes each (a 1 MiB text made a 60 MiB tree). NULL when out of memory. */
+static char *tokens_json(const char *model, const int32_t *ids, size_t n, size_t *len)
+{
+    cJSON *name = cJSON_CreateString(model);
+    char *quoted = name ? cJSON_PrintUnformatted(name) : NULL;
+    cJSON_Delete(name);
+    strbuf b = {0};
+    if (quoted)
+        strbuf_addf(&b, "{\"model\":%s,\"count\":%zu,\"tokens\":[", quoted, n);
+    free(quoted);
+    for (size_t i = 0; b.s && i < n; i++)
+        strbuf_addf(&b, i ? ",%d" : "%d", (int)ids[i]);
+    if (b.s)
+        strbuf_addf(&b, "]}");
+    if (!b.s || b.failed) {
+        strbuf_free(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return b.s;
+}
+
 enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
 {
     oai_tokenize_request t;
@@ -92,35 +121,24 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
     if (oai_parse_tokenize(c->body.s, c->body.len, &t, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
     srv_model *m = srv_find_model(c->srv, t.model, &e);
-    if (!m) {
+    size_t text_len = t.text ? strlen(t.text) : 0;
+    if (!m || !srv_reserve(c, text_len * TOKENIZE_BYTES_PER_BYTE + ROUTE_FIXED_BYTES, &e)) {
         oai_tokenize_request_clear(&t);
         return srv_send_error(mc, c, &e);
     }
     const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
     ts_tokenize_opts opts = {.add_special = t.add_special, .parse_special = t.parse_special};
     int32_t *ids = NULL;
-    size_t n = 0;
-    ts_status st = ts_tokenize_alloc(tok, t.text, strlen(t.text), &opts, &ids, &n);
-    cJSON *j = NULL;
-    if (st == TS_OK) {
-        j = cJSON_CreateObject();
-        cJSON *arr = j ? cJSON_AddArrayToObject(j, "tokens") : NULL;
-        bool ok = arr && cJSON_AddStringToObject(j, "model", m->name) &&
-                  cJSON_AddNumberToObject(j, "count", (double)n);
-        for (size_t i = 0; ok && i < n; i++)
-            ok = cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
-        if (!ok) {
-            cJSON_Delete(j);
-            j = NULL;
-        }
-    }
+    size_t n = 0, len = 0;
+    ts_status st = ts_tokenize_alloc(tok, t.text, text_len, &opts, &ids, &n);
+    char *body = st == TS_OK ? tokens_json(m->name, ids, n, &len) : NULL;
     free(ids);
     oai_tokenize_request_clear(&t);
     if (st != TS_OK) {
         oai_error_set(&e, 500, NULL, NULL, "tokenization failed: %s", ts_status_str(st));
         return srv_send_error(mc, c, &e);
     }
-    return srv_send_json(mc, c, 200, j);
+    return srv_send(mc, c, 200, "application/json", body, len);
 }
 
 enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
@@ -145,6 +163,11 @@ enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
             return srv_send_error(mc, c, &e);
         }
     size_t need = ts_detokenize(tok, d.tokens, d.n_tokens, NULL, 0);
+    /* the text, and its JSON answer: up to 6 bytes a byte (\u00XX) */
+    if (!srv_reserve(c, need * 7 + ROUTE_FIXED_BYTES, &e)) {
+        oai_detokenize_request_clear(&d);
+        return srv_send_error(mc, c, &e);
+    }
     char *text = malloc(need + 1);
     cJSON *j = NULL;
     if (text) {

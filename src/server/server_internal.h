@@ -102,6 +102,11 @@ struct ts_server {
 /* Per-request state, in MHD's *req_cls; freed only by the completion callback. */
 typedef struct srv_conn {
     ts_server *srv;
+    bool begun;                   /* the access handler has seen it (else only the URI
+                                   * log callback has: nothing to log or count) */
+    const char *raw_uri;          /* MHD's, before unescaping; valid during the request */
+    size_t raw_uri_len;           /* its strlen before MHD unescaped it in place */
+    bool target_ok;               /* no control byte in the raw target */
     const struct http_route *entry; /* its row of http.c's route table; NULL: none */
     const char *allow;            /* the route's method (a 405's Allow header); static */
     bool in_flight;               /* counted in srv->in_flight */
@@ -116,6 +121,9 @@ typedef struct srv_conn {
     double t_start;               /* monotonic seconds */
     strbuf body;                  /* the accumulated upload */
     bool body_too_big;
+    bool body_busy;               /* the server-wide budget could not hold the upload */
+    size_t held;                  /* bytes counted in srv->answer_bytes for this request
+                                   * (body, route work); given back by on_completed */
     bool close;                   /* answer with Connection: close (broken framing) */
     const char *cors_origin;      /* MHD's; set when --cors lets this request's Origin in */
     int status;                   /* HTTP status answered, 0 before */
@@ -143,6 +151,11 @@ enum MHD_Result srv_send(struct MHD_Connection *mc, srv_conn *c, int status,
 
 /* Adds the CORS headers to r when c's Origin is let in by --cors. */
 void srv_add_cors_headers(struct MHD_Response *r, const srv_conn *c);
+
+/* Counts n more bytes of c's work against the server-wide budget (srv->answer_bytes,
+ * opts.max_answers_total). False, with e set to a 503 server_busy, when the total is
+ * spent (what c held is then given back). */
+bool srv_reserve(srv_conn *c, size_t n, oai_error *e);
 
 /* Queues an OpenAI error body (adds Retry-After on 429). */
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e);

@@ -4,12 +4,16 @@
 (/api/models/OWNER/NAME/tree/main), resolve URLs (a 302 to /cdn/FILE, as the hub
 redirects to its CDN) and byte ranges, and misbehaves on purpose: the first whole-file
 request for tiny.Q4_K_M.gguf is cut off halfway, bad.Q4_K_M.gguf is listed with a wrong
-sha256. Every file request's Range header goes to LOGFILE. Standard library only."""
+sha256, endless.Q4_K_M.gguf never ends (up to 16 MiB), drip.Q4_K_M.gguf comes at 2 KB/s,
+page.Q4_K_M.gguf is an HTML page listed without a checksum, and test/esc-GGUF names files
+with an ESC and a newline. Every file request's Range header goes to LOGFILE. Standard
+library only."""
 import hashlib
 import http.server
 import json
 import sys
 import threading
+import time
 
 model = open(sys.argv[1], "rb").read()
 files = {
@@ -17,11 +21,20 @@ files = {
     "tiny.Q8_0.gguf": model[:4096] + bytes(range(256)) * 64,
     "bad.Q4_K_M.gguf": b"GGUF" + bytes(5000),
     "big-Q4_K_M-00001-of-00002.gguf": b"GGUF",
+    "page.Q4_K_M.gguf": b"<html><body>Sign in to continue</body></html>\n" * 20,
 }
+# Listed without a checksum; served by endless() and drip() rather than from files.
+endless_size = 5000
+drip_size = 400000
+unlisted_sum = {"page.Q4_K_M.gguf"}
 repos = {
     "test/tiny-GGUF": ["README.md", "tiny.Q4_K_M.gguf", "tiny.Q8_0.gguf"],
     "test/badsum-GGUF": ["bad.Q4_K_M.gguf"],
     "test/split-GGUF": ["big-Q4_K_M-00001-of-00002.gguf"],
+    "test/endless-GGUF": ["endless.Q4_K_M.gguf"],
+    "test/drip-GGUF": ["drip.Q4_K_M.gguf"],
+    "test/page-GGUF": ["page.Q4_K_M.gguf"],
+    "test/esc-GGUF": ["x\x1b[31m.Q4_K_M.gguf", "y\n.Q8_0.gguf"],
 }
 lock = threading.Lock()
 cut_once = {"tiny.Q4_K_M.gguf"}
@@ -29,6 +42,12 @@ log = open(sys.argv[3], "a")
 
 
 def entry(name):
+    if name == "endless.Q4_K_M.gguf":
+        return {"type": "file", "path": name, "size": endless_size}
+    if name == "drip.Q4_K_M.gguf":
+        return {"type": "file", "path": name, "size": drip_size}
+    if name in unlisted_sum:
+        return {"type": "file", "path": name, "size": len(files[name])}
     if name not in files:
         return {"type": "file", "path": name, "size": 10, "oid": "0" * 40}
     data = files[name]
@@ -63,9 +82,42 @@ class Hub(http.server.BaseHTTPRequestHandler):
             return self.send(200, body, [("Content-Type", "application/json")])
         if len(parts) >= 6 and parts[3:5] == ["resolve", "main"]:
             return self.send(302, b"", [("Location", "/cdn/" + "/".join(parts[5:]))])
+        if parts[1] == "cdn" and parts[2] == "endless.Q4_K_M.gguf":
+            return self.endless()
+        if parts[1] == "cdn" and parts[2] == "drip.Q4_K_M.gguf":
+            return self.drip()
         if parts[1] == "cdn" and parts[2] in files:
             return self.serve_file(parts[2])
         self.send(404, b"not found")
+
+    def endless(self):
+        """A body without Content-Length that goes on until the client hangs up (16 MiB at
+        most, so that a client without a bound still finishes)."""
+        self.send_response(200)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        chunk = b"GGUF" + bytes(65532)
+        try:
+            for _ in range(256):
+                self.wfile.write(chunk)
+        except OSError:
+            pass
+
+    def drip(self):
+        """The listed length announced, then 2 KB a second (for 200 s at most)."""
+        self.send_response(200)
+        self.send_header("Content-Length", str(drip_size))
+        self.end_headers()
+        self.close_connection = True
+        try:
+            self.wfile.write(b"GGUF")
+            for _ in range(200):
+                time.sleep(1)
+                self.wfile.write(bytes(2048))
+                self.wfile.flush()
+        except OSError:
+            pass
 
     def serve_file(self, name):
         data = files[name]

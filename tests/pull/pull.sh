@@ -2,7 +2,9 @@
 # pull.sh TESSERA MODEL: `tessera pull` against a loopback hub (hub.py): picks the quant
 # from the file list, follows the redirect, resumes after a dropped connection and from a
 # partial file, checks the sha256 (a wrong one fails and leaves nothing), refuses split
-# files, unknown quants, missing repositories and bad references. Loopback only.
+# files, unknown quants, missing repositories and bad references; and the hostile hub's
+# tricks: an endless body, a 2 KB/s drip, an HTML page for a GGUF, a symlinked .part file,
+# a same-size file of other bytes, ESC and newlines in names. Loopback only.
 set -euo pipefail
 bin=$1 model=$2
 tmp=$(mktemp -d)
@@ -50,6 +52,49 @@ st=0; pull test/missing >/dev/null 2>"$tmp/err" || st=$?
 check "missing repository fails" bash -c "test $st = 1 && grep -q 'tree/main' '$tmp/err'"
 st=0; pull not-a-repo >/dev/null 2>&1 || st=$?
 check "a bad reference is bad usage" test "$st" = 2
+
+# A file of the listed size but other bytes is hashed, found wrong and fetched again.
+python3 -c "import sys; n=len(open(sys.argv[1],'rb').read()); sys.stdout.buffer.write(b'GGUF' + bytes(n - 4))" "$model" >"$m/tiny.Q4_K_M.gguf"
+st=0; pull test/tiny-GGUF --quiet >/dev/null 2>"$tmp/err" || st=$?
+check "a same-size file of other bytes is fetched again" bash -c "test $st = 0 && cmp -s '$m/tiny.Q4_K_M.gguf' '$model'"
+
+# An endless body stops at the listed 5000 bytes and leaves nothing.
+st=0; timeout 60 "$bin" pull --endpoint "$ep" --model-dir "$m" test/endless-GGUF --quiet >/dev/null 2>"$tmp/err" || st=$?
+check "an endless body fails" test "$st" = 1
+check "an endless body says it ran past the listed size" grep -q "more than the listed 5000 bytes" "$tmp/err"
+check "an endless body leaves nothing" test ! -e "$m/endless.Q4_K_M.gguf" -a ! -e "$m/endless.Q4_K_M.gguf.part"
+
+# A 2 KB/s drip is a stalled transfer: it times out (here after 2 s a try) and says so.
+t0=$(date +%s)
+st=0; timeout 60 "$bin" pull --endpoint "$ep" --model-dir "$m" --stall-seconds 2 test/drip-GGUF --quiet >/dev/null 2>"$tmp/err" || st=$?
+check "a drip times out" test "$st" = 1
+check "a drip is called stalled" grep -q "stalled: under 16 KiB/s for 2 s" "$tmp/err"
+check "a drip gives up within 40 s" test $(( $(date +%s) - t0 )) -lt 40
+check "a drip leaves no file in place" test ! -e "$m/drip.Q4_K_M.gguf"
+
+# Without a listed sha256, a body that is not a GGUF is refused before it is renamed.
+st=0; pull test/page-GGUF >/dev/null 2>"$tmp/err" || st=$?
+check "a non-GGUF body fails" test "$st" = 1
+check "a non-GGUF body says so" grep -q "not a GGUF file" "$tmp/err"
+check "a non-GGUF body leaves nothing" test ! -e "$m/page.Q4_K_M.gguf" -a ! -e "$m/page.Q4_K_M.gguf.part"
+
+# A .part that is a symbolic link is refused; its target keeps its bytes.
+m2=$tmp/models2
+mkdir -p "$m2"
+printf 'keep me\n' >"$tmp/victim"
+ln -s "$tmp/victim" "$m2/tiny.Q4_K_M.gguf.part"
+st=0; "$bin" pull --endpoint "$ep" --model-dir "$m2" test/tiny-GGUF --quiet >/dev/null 2>"$tmp/err" || st=$?
+check "a symlinked .part fails" test "$st" = 1
+check "a symlinked .part says so" grep -q "symbolic link" "$tmp/err"
+check "a symlinked .part's target is untouched" test "$(cat "$tmp/victim")" = "keep me"
+
+# Names with ESC and newlines come out escaped, and such a file is not written.
+st=0; pull test/esc-GGUF:Q5_K_S >/dev/null 2>"$tmp/err" || st=$?
+check "ESC in a listed name is escaped" bash -c "test $st = 1 && grep -qF 'x\\x1b[31m.Q4_K_M.gguf, y\\x0a.Q8_0.gguf' '$tmp/err'"
+check "no raw ESC or split line" bash -c "! grep -q \$'\\x1b' '$tmp/err' && test \$(wc -l <'$tmp/err') = 1"
+st=0; pull test/esc-GGUF >/dev/null 2>"$tmp/err" || st=$?
+check "a name with an ESC is refused" bash -c "test $st = 1 && grep -q 'control characters' '$tmp/err' && ! grep -q \$'\\x1b' '$tmp/err'"
+check "no file named with an ESC" bash -c "! ls '$m' | grep -q \$'\\x1b'"
 
 echo "$fails failures"
 [ "$fails" = 0 ]
