@@ -1,6 +1,8 @@
 /* test_synth.c: random-weight models (model_synth_write) in F32, Q8_0 and Q4_K_M's mix,
- * Llama 3.2's and 3.1's RoPE factors, and the GGUF writer's tensors filled by callback at
- * write time. */
+ * every family's shapes (their headers read back at full size, shrunk files loaded and
+ * run), Llama 3.2's and 3.1's RoPE factors, and the GGUF writer's tensors filled by
+ * callback at write time. */
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,8 @@
 #include "quant.h"
 #include "quant/quantize.h"
 #include "tessera/engine.h"
+#include "cli/cli.h"
+#include "engine_util.h"
 #include "util.h"
 
 static tokenizer_vocab stories_vocab(void)
@@ -102,44 +106,216 @@ static void views_free(views *v)
         free(v->mat[k]);
 }
 
+/* Every field of two configs, named in the failure. */
+static void assert_config_equal(const ts_model_config *got, const ts_model_config *want)
+{
+    assert_string_equal(got->arch, want->arch);
+    assert_string_equal(got->name, want->name);
+#define SAME_INT(f)                                                                          \
+    if (got->f != want->f)                                                                   \
+        fail_msg("%s %s: " #f " is %d, want %d", want->arch, want->name, (int)got->f,        \
+                 (int)want->f)
+#define SAME_FLOAT(f)                                                                        \
+    if (got->f != want->f)                                                                   \
+        fail_msg("%s %s: " #f " is %g, want %g", want->arch, want->name, (double)got->f,     \
+                 (double)want->f)
+    SAME_INT(dim);
+    SAME_INT(hidden_dim);
+    SAME_INT(n_layers);
+    SAME_INT(n_heads);
+    SAME_INT(n_kv_heads);
+    SAME_INT(head_dim);
+    SAME_INT(vocab_size);
+    SAME_INT(context_len);
+    SAME_FLOAT(rope_freq_base);
+    SAME_FLOAT(rope_scale);
+    SAME_FLOAT(rms_eps);
+    SAME_INT(rope_neox);
+    SAME_INT(rope_factors);
+    SAME_INT(tied_output);
+    SAME_INT(qkv_fused);
+    SAME_INT(ffn_fused);
+    SAME_INT(qkv_bias);
+    SAME_INT(qk_norm);
+    SAME_INT(post_norms);
+    SAME_INT(embd_scaled);
+    SAME_INT(ffn_act);
+    SAME_FLOAT(attn_scale);
+    SAME_FLOAT(attn_softcap);
+    SAME_FLOAT(final_softcap);
+    SAME_INT(swa_window);
+    SAME_INT(swa_pattern);
+    SAME_FLOAT(rope_freq_base_swa);
+#undef SAME_INT
+#undef SAME_FLOAT
+}
+
+/* The published hyper-parameters of each listed shape, in --list's order. */
+static const struct shape_want {
+    const char *name, *arch;
+    int dim, ffn, layers, heads, kv, head_dim, vocab, ctx;
+    float rope, eps;
+    bool tied, rope_factors, qkv_bias, qkv_fused;
+} SHAPES[] = {
+    /* name, arch, dim, ffn, layers, heads, kv, head_dim, vocab, context, rope base, eps,
+     * tied, rope_factors, qkv_bias, qkv_fused */
+    {"stories110m", "llama", 768, 2048, 12, 12, 12, 64, 32000, 1024, 1e4f, 1e-5f,
+     true, false, false, false},
+    {"smollm2-360m", "llama", 960, 2560, 32, 15, 5, 64, 49152, 8192, 1e5f, 1e-5f,
+     true, false, false, false},
+    {"tinyllama-1.1b", "llama", 2048, 5632, 22, 32, 4, 64, 32000, 2048, 1e4f, 1e-5f,
+     false, false, false, false},
+    {"llama3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 5e5f, 1e-5f,
+     true, true, false, false},
+    {"llama3.1-8b", "llama", 4096, 14336, 32, 32, 8, 128, 128256, 131072, 5e5f, 1e-5f,
+     false, true, false, false},
+    {"mistral-7b", "llama", 4096, 14336, 32, 32, 8, 128, 32000, 32768, 1e4f, 1e-5f,
+     false, false, false, false},
+    {"mistral-7b-v0.3", "llama", 4096, 14336, 32, 32, 8, 128, 32768, 32768, 1e6f, 1e-5f,
+     false, false, false, false},
+    {"mistral-nemo-12b", "llama", 5120, 14336, 40, 32, 8, 128, 131072, 1024000, 1e6f, 1e-5f,
+     false, false, false, false},
+    {"qwen2.5-7b", "qwen2", 3584, 18944, 28, 28, 4, 128, 152064, 32768, 1e6f, 1e-6f,
+     false, false, true, false},
+    {"qwen3-4b", "qwen3", 2560, 9728, 36, 32, 8, 128, 151936, 40960, 1e6f, 1e-6f,
+     true, false, false, false},
+    {"qwen3-8b", "qwen3", 4096, 12288, 36, 32, 8, 128, 151936, 40960, 1e6f, 1e-6f,
+     false, false, false, false},
+    {"gemma2-9b", "gemma2", 3584, 14336, 42, 16, 8, 256, 256000, 8192, 1e4f, 1e-6f,
+     true, false, false, false},
+    {"gemma3-4b", "gemma3", 2560, 10240, 34, 8, 4, 256, 262208, 131072, 1e6f, 1e-6f,
+     true, false, false, false},
+    {"gemma3-12b", "gemma3", 3840, 15360, 48, 16, 8, 256, 262208, 131072, 1e6f, 1e-6f,
+     true, false, false, false},
+    {"phi-4-mini", "phi3", 3072, 8192, 32, 24, 8, 128, 200064, 131072, 1e4f, 1e-5f,
+     true, false, false, true},
+};
+enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
+
 static void test_shapes(void **state)
 {
     (void)state;
-    static const struct {
-        const char *name;
-        int dim, ffn, layers, heads, kv, vocab, ctx;
-        float rope;
-        bool tied, rope_factors;
-    } want[] = {
-        {"stories110m", 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true, false},
-        {"smollm2-360m", 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true, false},
-        {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false, false},
-        {"llama3.2-1b", 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true, true},
-        {"llama3.1-8b", 4096, 14336, 32, 32, 8, 128256, 131072, 500000.0f, false, true},
-        {"mistral-7b", 4096, 14336, 32, 32, 8, 32000, 32768, 10000.0f, false, false},
-        {"mistral-7b-v0.3", 4096, 14336, 32, 32, 8, 32768, 32768, 1000000.0f, false, false},
-    };
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    for (int i = 0; i < N_SHAPES; i++) {
+        const struct shape_want *w = &SHAPES[i];
         ts_model_config c;
-        assert_true(model_synth_shape(&c, want[i].name));
-        assert_string_equal(model_synth_shape_name((int)i), want[i].name);
-        assert_int_equal(c.dim, want[i].dim);
-        assert_int_equal(c.hidden_dim, want[i].ffn);
-        assert_int_equal(c.n_layers, want[i].layers);
-        assert_int_equal(c.n_heads, want[i].heads);
-        assert_int_equal(c.n_kv_heads, want[i].kv);
-        assert_int_equal(c.head_dim, want[i].dim / want[i].heads);
-        assert_int_equal(c.vocab_size, want[i].vocab);
-        assert_int_equal(c.context_len, want[i].ctx);
-        assert_true(c.rope_freq_base == want[i].rope);
-        assert_int_equal(c.tied_output, want[i].tied);
-        assert_int_equal(c.rope_factors, want[i].rope_factors);
-        assert_true(c.rope_scale == 1.0f);
-        assert_int_equal(model_config_validate(&c, NULL), TS_OK);
+        assert_true(model_synth_shape(&c, w->name));
+        assert_string_equal(model_synth_shape_name(i), w->name);
+        assert_string_equal(c.arch, w->arch);
+        assert_int_equal(c.dim, w->dim);
+        assert_int_equal(c.hidden_dim, w->ffn);
+        assert_int_equal(c.n_layers, w->layers);
+        assert_int_equal(c.n_heads, w->heads);
+        assert_int_equal(c.n_kv_heads, w->kv);
+        assert_int_equal(c.head_dim, w->head_dim);
+        assert_int_equal(c.vocab_size, w->vocab);
+        assert_int_equal(c.context_len, w->ctx);
+        assert_true(c.rope_freq_base == w->rope);
+        assert_true(c.rms_eps == w->eps);
+        assert_int_equal(c.tied_output, w->tied);
+        assert_int_equal(c.rope_factors, w->rope_factors);
+        assert_int_equal(c.qkv_bias, w->qkv_bias);
+        assert_int_equal(c.qkv_fused, w->qkv_fused);
+        assert_int_equal(model_synth_check(&c, NULL), TS_OK);
     }
-    assert_null(model_synth_shape_name(7)); /* test-tiny is not listed */
+    assert_null(model_synth_shape_name(N_SHAPES)); /* test-tiny is not listed */
     ts_model_config c;
     assert_false(model_synth_shape(&c, "gpt-5"));
+
+    /* The family features, from model_arch.c's rows and the published configs. */
+    assert_true(model_synth_shape(&c, "mistral-nemo-12b"));
+    assert_int_not_equal(c.head_dim, c.dim / c.n_heads); /* 128, not 160 */
+    assert_false(c.rope_neox || c.qk_norm || c.swa_window);
+    assert_true(model_synth_shape(&c, "qwen2.5-7b"));
+    assert_true(c.rope_neox && !c.qk_norm && !c.post_norms && c.ffn_act == TS_FFN_SILU);
+    assert_true(model_synth_shape(&c, "qwen3-8b"));
+    assert_true(c.rope_neox && c.qk_norm && !c.qkv_bias && !c.post_norms);
+    assert_true(model_synth_shape(&c, "gemma2-9b"));
+    assert_true(c.post_norms && c.embd_scaled && !c.qk_norm && c.ffn_act == TS_FFN_GELU_TANH);
+    assert_true(c.attn_softcap == 50.0f && c.final_softcap == 30.0f);
+    assert_int_equal(c.swa_window, 4096);
+    assert_int_equal(c.swa_pattern, 2);
+    assert_true(c.attn_scale == 0.0f && c.rope_scale == 1.0f);
+    assert_true(model_synth_shape(&c, "gemma3-4b"));
+    assert_true(c.qk_norm && c.post_norms && c.embd_scaled && c.ffn_act == TS_FFN_GELU_TANH);
+    assert_true(c.attn_softcap == 0.0f && c.final_softcap == 0.0f);
+    assert_int_equal(c.swa_window, 1024);
+    assert_int_equal(c.swa_pattern, 6);
+    assert_true(c.rope_freq_base == 1e6f && c.rope_freq_base_swa == 1e4f);
+    assert_true(c.rope_scale == 8.0f);
+    assert_true(model_synth_shape(&c, "gemma3-12b"));
+    assert_int_equal(c.swa_window, 1024);
+    assert_true(c.rope_scale == 8.0f);
+    assert_true(model_synth_shape(&c, "phi-4-mini"));
+    assert_true(c.qkv_fused && c.ffn_fused && c.rope_neox && !c.swa_window);
+    assert_true(c.rope_scale == 1.0f && !c.rope_factors);
+}
+
+/* c's metadata alone (no tensors, no vocabulary: no gigabytes written) read back by the
+ * loader's config reader, which must give c but for what it takes from the tensors. */
+static void read_back_header(ts_model_config *out, const ts_model_config *c)
+{
+    gguf_writer *g = NULL;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    gguf_file *f = NULL;
+    ts_error err = {0};
+    assert_int_equal(gguf_writer_create(0, &g, NULL), TS_OK);
+    model_synth_add_config(g, c, QUANT_FTYPE_Q4_K_M);
+    assert_int_equal(gguf_writer_finish(g, &bytes, &len, &err), TS_OK);
+    gguf_writer_free(g);
+    assert_int_equal(gguf_open_buffer(bytes, len, &f, &err), TS_OK);
+    if (model_gguf_read_config(out, f, NULL, &err) != TS_OK)
+        fail_msg("%s: %s", c->name, err.msg);
+    int64_t ft = 0;
+    assert_int_equal(gguf_get_i64(f, "general.file_type", &ft, NULL), TS_OK);
+    assert_int_equal(ft, QUANT_FTYPE_Q4_K_M);
+    gguf_close(f);
+    free(bytes);
+}
+
+static void test_full_shapes_headers_read_back(void **state)
+{
+    (void)state;
+    for (int i = 0; model_synth_shape_name(i); i++) {
+        ts_model_config c, got;
+        assert_true(model_synth_shape(&c, model_synth_shape_name(i)));
+        read_back_header(&got, &c);
+        /* the tensors tell these: a tied output, fused Q/K/V, biases, Llama 3's factors */
+        got.tied_output = c.tied_output;
+        got.qkv_fused = c.qkv_fused;
+        got.qkv_bias = c.qkv_bias;
+        got.rope_factors = c.rope_factors;
+        assert_config_equal(&got, &c);
+    }
+    /* A window pattern and windowed base of its own are written; the family's are not,
+     * as converted Gemma 3 files leave them out. */
+    ts_model_config c, got;
+    assert_true(model_synth_shape(&c, "gemma3-4b"));
+    c.swa_pattern = 4;
+    c.rope_freq_base_swa = 20000.0f;
+    read_back_header(&got, &c);
+    assert_int_equal(got.swa_pattern, 4);
+    assert_true(got.rope_freq_base_swa == 20000.0f);
+    gguf_writer *g = NULL;
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    gguf_file *f = NULL;
+    assert_true(model_synth_shape(&c, "gemma3-4b"));
+    assert_int_equal(gguf_writer_create(0, &g, NULL), TS_OK);
+    model_synth_add_config(g, &c, QUANT_FTYPE_F32);
+    assert_int_equal(gguf_writer_finish(g, &bytes, &len, NULL), TS_OK);
+    gguf_writer_free(g);
+    assert_int_equal(gguf_open_buffer(bytes, len, &f, NULL), TS_OK);
+    assert_null(gguf_find_kv(f, "gemma3.attention.sliding_window_pattern"));
+    assert_null(gguf_find_kv(f, "gemma3.rope.freq_base_swa"));
+    assert_null(gguf_find_kv(f, "gemma3.attn_logit_softcapping"));
+    assert_non_null(gguf_find_kv(f, "gemma3.attention.sliding_window"));
+    assert_non_null(gguf_find_kv(f, "gemma3.rope.scaling.factor"));
+    int64_t kl = 0;
+    assert_int_equal(gguf_get_i64(f, "gemma3.attention.key_length", &kl, NULL), TS_OK);
+    assert_int_equal(kl, 256);
+    gguf_close(f);
+    free(bytes);
 }
 
 /* Synth quantizes through quant_row: ggml's Q8_0 layout, f16 scale then 32 int8. */
@@ -516,6 +692,262 @@ static void test_q4_k_m_mix(void **state)
     vocab_clear(&v);
 }
 
+/* ---- every family, shrunk ---- */
+
+/* Whether the GGUF at path has a tensor called name. */
+static bool has_tensor(const char *path, const char *name)
+{
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open(path, &f, NULL), TS_OK);
+    bool has = gguf_find_tensor(f, name) != NULL;
+    gguf_close(f);
+    return has;
+}
+
+/* Three greedy requests in one batch, prompts (14 tokens) and completions (16) past a
+ * shrunk window of 8: every one completes with its tokens, and the two equal prompts give
+ * equal text. */
+static void generate_batched(const ts_model *m)
+{
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.kv_blocks = 32;
+    ts_engine *e = eu_start(m, &o);
+    int32_t a[14], b[14];
+    for (int i = 0; i < 14; i++) {
+        a[i] = i == 0 ? 1 : 300 + 7 * i;
+        b[i] = i == 0 ? 1 : 100 + 13 * i;
+    }
+    const int32_t *prompts[3] = {a, b, a};
+    ts_request *r[3];
+    for (int k = 0; k < 3; k++) {
+        ts_request_params p = eu_greedy(prompts[k], 14, 16);
+        p.ignore_eos = true;
+        r[k] = eu_submit_params(e, &p);
+    }
+    eu_result res[3];
+    for (int k = 0; k < 3; k++) {
+        memset(&res[k], 0, sizeof res[k]);
+        eu_collect(r[k], &res[k]);
+        if (res[k].error)
+            fail_msg("%s: request %d: %s", m->cfg.name, k, res[k].error_message);
+        assert_int_equal(res[k].n_done, 1);
+        assert_int_equal(res[k].tokens[0], 16);
+    }
+    assert_string_equal(res[0].text[0], res[2].text[0]);
+    for (int k = 0; k < 3; k++) {
+        eu_result_free(&res[k]);
+        ts_request_release(r[k]);
+    }
+    ts_engine_destroy(e);
+}
+
+/* Each family's shape shrunk, in one of the types quantize takes: the file has the
+ * family's tensors, loads with exactly the shrunk config (its features read back from
+ * keys and tensors), and generates in a batch. */
+static void test_every_family_shrunk_loads_and_generates(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *shape, *type;
+        const char *has[3], *lacks[2]; /* tensors the family's file has and has not */
+    } cases[] = {
+        {"llama3.2-1b", "Q8_0", {"rope_freqs.weight", "blk.1.ffn_gate.weight"},
+         {"output.weight", "blk.0.attn_q_norm.weight"}},
+        {"mistral-nemo-12b", "Q4_K_M", {"blk.0.attn_q.weight", "output.weight"},
+         {"blk.0.attn_q.bias"}},
+        {"qwen2.5-7b", "Q8_0", {"blk.1.attn_q.bias", "blk.1.attn_v.bias", "output.weight"},
+         {"blk.0.attn_q_norm.weight"}},
+        {"qwen3-4b", "F16", {"blk.0.attn_q_norm.weight", "blk.1.attn_k_norm.weight"},
+         {"output.weight", "blk.0.attn_q.bias"}},
+        {"qwen3-8b", "Q4_K_M", {"blk.1.attn_k_norm.weight", "output.weight"},
+         {"blk.0.post_ffw_norm.weight"}},
+        {"gemma2-9b", "Q8_0", {"blk.1.post_attention_norm.weight", "blk.1.post_ffw_norm.weight"},
+         {"blk.0.attn_q_norm.weight", "output.weight"}},
+        {"gemma3-4b", "Q4_0", {"blk.5.post_ffw_norm.weight", "blk.5.attn_q_norm.weight"},
+         {"blk.6.attn_norm.weight", "output.weight"}},
+        {"gemma3-12b", "F32", {"blk.0.post_attention_norm.weight", "blk.0.attn_k_norm.weight"},
+         {"output.weight"}},
+        {"phi-4-mini", "Q8_0", {"blk.0.attn_qkv.weight", "blk.1.ffn_up.weight"},
+         {"blk.0.attn_q.weight", "blk.0.ffn_gate.weight"}},
+    };
+    tokenizer_vocab v = stories_vocab();
+    const char *path = tu_tmp_path("synth-family.gguf");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ts_model_config c;
+        ts_error err = {0};
+        assert_true(model_synth_shape(&c, cases[i].shape));
+        model_synth_shrink(&c);
+        if (model_synth_write(path, &c, cases[i].type, &v, 17, &err) != TS_OK)
+            fail_msg("%s %s: %s", cases[i].shape, cases[i].type, err.msg);
+        for (int k = 0; k < 3 && cases[i].has[k]; k++)
+            if (!has_tensor(path, cases[i].has[k]))
+                fail_msg("%s: no %s", cases[i].shape, cases[i].has[k]);
+        for (int k = 0; k < 2 && cases[i].lacks[k]; k++)
+            if (has_tensor(path, cases[i].lacks[k]))
+                fail_msg("%s: %s", cases[i].shape, cases[i].lacks[k]);
+        ts_model *m = load(path);
+        assert_config_equal(&m->cfg, &c);
+        generate_batched(m);
+        ts_model_free(m);
+    }
+    remove(path);
+    vocab_clear(&v);
+}
+
+/* The shrunk shapes keep what makes the family: heads per KV head, a head width apart
+ * from dim / n_heads where the model has one, a window with a global layer after it, and
+ * Llama 3's factor of the shape it came from. */
+static void test_shrink(void **state)
+{
+    (void)state;
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "qwen2.5-7b"));
+    model_synth_shrink(&c);
+    assert_string_equal(c.name, "synth-qwen2.5-7b-tiny");
+    assert_int_equal(c.n_kv_heads, 2);
+    assert_int_equal(c.n_heads, 14); /* 7 per KV head */
+    assert_int_equal(c.dim, 14 * 16);
+    assert_true(c.qkv_bias && c.rope_freq_base == 1e6f && c.rms_eps == 1e-6f);
+    assert_true(model_synth_shape(&c, "mistral-nemo-12b"));
+    model_synth_shrink(&c);
+    assert_int_equal(c.dim, 64);
+    assert_int_equal(c.n_heads * c.head_dim, 128);
+    assert_true(model_synth_shape(&c, "gemma3-4b"));
+    model_synth_shrink(&c);
+    assert_int_equal(c.swa_window, 8);
+    assert_int_equal(c.n_layers, 6);
+    assert_int_equal(ts_model_layer_window(&c, 4), 8);
+    assert_int_equal(ts_model_layer_window(&c, 5), 0);
+    assert_true(c.qk_norm && c.post_norms && c.rope_scale == 8.0f && c.rope_freq_base_swa == 1e4f);
+    assert_true(model_synth_shape(&c, "gemma2-9b"));
+    model_synth_shrink(&c);
+    assert_int_equal(c.n_layers, 2);
+    assert_true(c.attn_softcap == 50.0f && c.final_softcap == 30.0f);
+    assert_int_equal(model_synth_check(&c, NULL), TS_OK);
+    assert_true(model_synth_shape(&c, "phi-4-mini"));
+    model_synth_shrink(&c);
+    assert_true(c.qkv_fused && c.ffn_fused && c.tied_output);
+    assert_int_equal(c.n_heads, 6);
+
+    /* llama3.1-8b's factor 8 survives the "-tiny" name, and reaches the file */
+    assert_true(model_synth_shape(&c, "llama3.1-8b"));
+    model_synth_shrink(&c);
+    assert_string_equal(c.name, "synth-llama3.1-8b-tiny");
+    float f[8];
+    model_synth_llama3_factors(f, &c);
+    assert_true(f[7] == 8.0f);
+    tokenizer_vocab v = stories_vocab();
+    const char *path = tu_tmp_path("synth-l31.gguf");
+    assert_int_equal(model_synth_write(path, &c, "Q8_0", &v, 2, NULL), TS_OK);
+    ts_model *m = load(path);
+    assert_memory_equal(m->w.rope_factors, f, sizeof f);
+    ts_model_free(m);
+    remove(path);
+    vocab_clear(&v);
+}
+
+/* A feature the family's row would not read back is refused before anything is written. */
+static void test_family_mismatch_refused(void **state)
+{
+    (void)state;
+    tokenizer_vocab v = stories_vocab();
+    const char *path = tu_tmp_path("synth-bad.gguf");
+    ts_error err = {0};
+    ts_model_config c = tiny_config();
+    c.qk_norm = true; /* a llama file has no q/k norms */
+    assert_int_equal(model_synth_write(path, &c, "F32", &v, 1, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "qk_norm"));
+    c = tiny_config();
+    c.swa_window = 8;
+    assert_int_equal(model_synth_check(&c, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "swa_window"));
+    c = tiny_config();
+    c.attn_softcap = 30.0f;
+    assert_int_equal(model_synth_check(&c, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "soft-caps"));
+    c = tiny_config();
+    snprintf(c.arch, sizeof c.arch, "gpt2");
+    assert_int_equal(model_synth_write(path, &c, "F32", &v, 1, &err), TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "gemma3"));
+    assert_true(model_synth_shape(&c, "phi-4-mini"));
+    model_synth_shrink(&c);
+    c.ffn_fused = false; /* phi3's ffn_up always holds the gate */
+    assert_int_equal(model_synth_write(path, &c, "Q8_0", &v, 1, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "ffn_fused"));
+    assert_true(model_synth_shape(&c, "gemma2-9b"));
+    model_synth_shrink(&c);
+    c.swa_window = 0; /* a window key of 0 is refused, so the default 4096 would come back */
+    assert_int_equal(model_synth_check(&c, &err), TS_ERR_INVALID_ARG);
+    assert_true(model_synth_shape(&c, "gemma2-9b"));
+    c.n_layers = 46; /* the 27B's layer count gives its attention scale */
+    assert_int_equal(model_synth_check(&c, &err), TS_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "attn_scale"));
+    assert_int_equal(access(path, F_OK), -1);
+    vocab_clear(&v);
+}
+
+/* `tessera synth --tiny` writes the shrunk family; --list exits 0; a shape the list does
+ * not have is a usage error. */
+static void test_cli_tiny_and_list(void **state)
+{
+    (void)state;
+    char *path = strdup(tu_tmp_path("synth-cli.gguf"));
+    char *vocab = strdup(tu_shared("models/stories260K/stories260K.gguf"));
+    char *argv[] = {"synth", "--shape", "gemma3-12b", "--tiny", "--type", "Q8_0",
+                    "--vocab", vocab, "-o", path, NULL};
+    assert_int_equal(cli_synth(10, argv), 0);
+    ts_model *m = load(path);
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "gemma3-12b"));
+    model_synth_shrink(&c);
+    assert_config_equal(&m->cfg, &c);
+    ts_model_free(m);
+    remove(path);
+    /* --list's table, through a file in place of stdout: a line per shape with its
+     * family, sizes and features */
+    char *out = strdup(tu_tmp_path("synth-list.txt"));
+    char *list[] = {"synth", "--list", NULL};
+    fflush(stdout);
+    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 1);
+    int rc = cli_synth(2, list);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(fd);
+    close(saved);
+    assert_int_equal(rc, 0);
+    size_t n = 0;
+    char *text = tu_read_file(out, &n);
+    assert_non_null(text);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += text[i] == '\n';
+    assert_int_equal(lines, 1 + N_SHAPES);
+    static const char *const rows[] = {
+        "gemma3-4b         gemma3    3.88B  2560 10240     34      8    4    256  262208  131072",
+        "qwen2.5-7b        qwen2     7.62B  3584 18944     28     28    4    128  152064   32768",
+        "mistral-nemo-12b  llama    12.25B  5120 14336     40     32    8    128  131072 1024000",
+    };
+    for (int i = 0; i < 3; i++)
+        if (!strstr(text, rows[i]))
+            fail_msg("--list lacks \"%s\":\n%s", rows[i], text);
+    static const char *const feats[] = {"window:1024/6", "softcap:50/30", "fused-qkv fused-gate-up",
+                                        "qkv-bias", "qk-norm", "rope-linear:8"};
+    for (int i = 0; i < 6; i++)
+        if (!strstr(text, feats[i]))
+            fail_msg("--list lacks %s:\n%s", feats[i], text);
+    free(text);
+    remove(out);
+    free(out);
+    char *bad[] = {"synth", "--shape", "gemma4-1t", "--vocab", vocab, "-o", path, NULL};
+    assert_int_equal(cli_synth(7, bad), 2); /* its usage goes to stderr */
+    assert_int_equal(access(path, F_OK), -1);
+    free(path);
+    free(vocab);
+}
+
 /* ---- the writer's fill callback ---- */
 
 typedef struct fill_state {
@@ -613,6 +1045,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_full_shapes_headers_read_back),
+        cmocka_unit_test(test_shrink),
+        cmocka_unit_test(test_family_mismatch_refused),
+        cmocka_unit_test(test_every_family_shrunk_loads_and_generates),
+        cmocka_unit_test(test_cli_tiny_and_list),
         cmocka_unit_test(test_q8_0_matches_ggml_layout),
         cmocka_unit_test(test_f32_model_loads_with_the_config_and_distribution),
         cmocka_unit_test(test_llama3_rope_factors),

@@ -15,7 +15,8 @@
 static void usage(FILE *out)
 {
     fprintf(out, "usage: tessera synth --shape SHAPE [--type TYPE] [--vocab FILE.gguf]\n"
-                 "                     [--seed S] -o OUT.gguf\n"
+                 "                     [--seed S] [--tiny] -o OUT.gguf\n"
+                 "       tessera synth --list\n"
                  "  SHAPE:");
     for (int i = 0; model_synth_shape_name(i); i++)
         fprintf(out, " %s", model_synth_shape_name(i));
@@ -29,6 +30,9 @@ static void usage(FILE *out)
                  "             built-in stories260K.gguf, 512 tokens); one smaller than the\n"
                  "             shape's is padded with <unused_N> tokens, a larger one refused\n"
                  "  --seed     random seed (default 1); the same arguments give the same bytes\n"
+                 "  --tiny     the shape shrunk to a few KiB with its family's features (2 KV\n"
+                 "             heads of 16, dim 64, vocabulary 512, a window of 8), for checks\n"
+                 "  --list     print each shape's family and hyper-parameters, and exit\n"
                  "  weights are normal with std %g, norm weights 1.\n", (double)MODEL_SYNTH_STD);
 }
 
@@ -57,13 +61,18 @@ static bool read_vocab(tokenizer_vocab *v, const char *path, bool is_default)
 typedef struct synth_args {
     const char *shape, *vocab, *out, *type;
     uint64_t seed;
+    bool tiny, list;
 } synth_args;
 
-/* One of synth's options (cli_spec.own); each takes a value. */
+/* One of synth's options (cli_spec.own); each but --tiny and --list takes a value. */
 static int synth_option(void *ctx, const char *a, const char *v)
 {
     synth_args *o = ctx;
-    if (!strcmp(a, "--shape"))
+    if (!strcmp(a, "--tiny"))
+        o->tiny = true;
+    else if (!strcmp(a, "--list"))
+        o->list = true;
+    else if (!strcmp(a, "--shape"))
         o->shape = v;
     else if (!strcmp(a, "--type"))
         o->type = v;
@@ -78,14 +87,87 @@ static int synth_option(void *ctx, const char *a, const char *v)
     return 1;
 }
 
+/* Weights in c's matrices, the embedding and (untied) output included. */
+static double params(const ts_model_config *c)
+{
+    double dim = c->dim, q = (double)c->n_heads * c->head_dim;
+    double kv = (double)c->n_kv_heads * c->head_dim;
+    double layer = dim * (q + 2 * kv) + q * dim + 3 * dim * c->hidden_dim;
+    return (double)c->vocab_size * dim * (c->tied_output ? 1 : 2) + c->n_layers * layer;
+}
+
+/* The features beyond Llama's that c's file carries, space-separated, into buf; "-" for
+ * none. */
+static const char *features(char *buf, size_t cap, const ts_model_config *c)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+#define FEATURE(...)                                                \
+    do {                                                            \
+        if (n < cap)                                                \
+            n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__);   \
+    } while (0)
+    if (c->tied_output)
+        FEATURE(" tied");
+    if (c->qkv_fused)
+        FEATURE(" fused-qkv");
+    if (c->ffn_fused)
+        FEATURE(" fused-gate-up");
+    if (c->qkv_bias)
+        FEATURE(" qkv-bias");
+    if (c->qk_norm)
+        FEATURE(" qk-norm");
+    if (c->post_norms)
+        FEATURE(" post-norms");
+    if (c->embd_scaled)
+        FEATURE(" embd-scaled");
+    if (c->ffn_act == TS_FFN_GELU_TANH)
+        FEATURE(" geglu");
+    if (c->rope_neox)
+        FEATURE(" rope-neox");
+    if (c->rope_factors)
+        FEATURE(" rope-llama3");
+    if (c->rope_scale != 1.0f)
+        FEATURE(" rope-linear:%g", (double)c->rope_scale);
+    if (c->swa_window)
+        FEATURE(" window:%d/%d", c->swa_window, c->swa_pattern);
+    if (c->rope_freq_base_swa > 0.0f)
+        FEATURE(" rope-base-window:%g", (double)c->rope_freq_base_swa);
+    if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
+        FEATURE(" softcap:%g/%g", (double)c->attn_softcap, (double)c->final_softcap);
+#undef FEATURE
+    return buf[0] ? buf + 1 : "-";
+}
+
+static void list_shapes(FILE *out)
+{
+    fprintf(out, "%-17s %-7s %7s %5s %5s %6s %6s %4s %6s %7s %7s %9s %6s  %s\n", "shape",
+            "arch", "params", "dim", "ffn", "layers", "heads", "kv", "head", "vocab", "context",
+            "rope", "eps", "features");
+    for (int i = 0; model_synth_shape_name(i); i++) {
+        ts_model_config c;
+        char feat[256];
+        model_synth_shape(&c, model_synth_shape_name(i));
+        fprintf(out, "%-17s %-7s %6.2fB %5d %5d %6d %6d %4d %6d %7d %7d %9g %6g  %s\n",
+                model_synth_shape_name(i), c.arch, params(&c) * 1e-9, c.dim, c.hidden_dim,
+                c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size, c.context_len,
+                (double)c.rope_freq_base, (double)c.rms_eps, features(feat, sizeof feat, &c));
+    }
+}
+
 int cli_synth(int argc, char **argv)
 {
     synth_args o = {.vocab = NULL, .type = "f32", .seed = 1};
     char builtin[4096];
-    cli_spec spec = {"synth", usage, NULL, NULL, NULL, NULL, synth_option, &o, NULL};
+    static const char *const flags[] = {"--tiny", "--list", NULL};
+    cli_spec spec = {"synth", usage, flags, NULL, NULL, NULL, synth_option, &o, NULL};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
         return parsed;
+    if (o.list) {
+        list_shapes(stdout);
+        return 0;
+    }
     const char *shape = o.shape, *vocab = o.vocab, *out = o.out, *type = o.type;
     uint64_t seed = o.seed;
     ts_model_config cfg;
@@ -99,6 +181,8 @@ int cli_synth(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (o.tiny)
+        model_synth_shrink(&cfg);
     quant_ftype ftype;
     if (!quant_ftype_parse(&ftype, type)) { /* a usage error here, before reading anything */
         fprintf(stderr, "tessera synth: unknown --type '%s'\n", type);
@@ -124,7 +208,8 @@ int cli_synth(int argc, char **argv)
         rc = 1;
     } else {
         struct stat st;
-        fprintf(stderr, "tessera: wrote %s (%s, %s, %lld bytes) in %.1f s\n", out, shape, type,
+        fprintf(stderr, "tessera: wrote %s (%s%s, %s, %lld bytes) in %.1f s\n", out, shape,
+                o.tiny ? " shrunk" : "", type,
                 stat(out, &st) == 0 ? (long long)st.st_size : -1LL, seconds() - t0);
     }
     vocab_clear(&v);

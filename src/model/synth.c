@@ -1,10 +1,12 @@
-/* synth.c: random-weight GGUF models at real shapes, generated row by row as the writer
- * streams them, in F32 or any of llama.cpp's ftypes (each tensor in its mix's type). */
+/* synth.c: random-weight GGUF models of every family at real shapes, generated row by row
+ * as the writer streams them, in F32 or any of llama.cpp's ftypes (each tensor in its
+ * mix's type). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_arch.h"
 #include "model/model_gguf.h"
 #include "model/synth.h"
 #include "quant.h"
@@ -12,26 +14,80 @@
 
 typedef struct synth_shape {
     const char *name;
-    bool hidden; /* for tests; not listed */
+    const char *arch; /* general.architecture: the family's row of model_arch.c */
+    bool hidden;      /* for tests; not listed */
     int dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, context_len;
+    int head_dim;     /* attention.key_length; 0: dim / n_heads */
     float rope_freq_base;
-    bool tied_output;
+    float rope_scale; /* linear rope_scaling's factor; 0: none */
+    float rms_eps;    /* 0: 1e-5 */
+    bool tied_output, qkv_bias, qkv_fused;
     float llama3_factor; /* rope_scaling llama3's factor, as rope_freqs.weight; 0: none */
+    int swa_window;      /* the windowed layers' span; 0: the family's default */
 } synth_shape;
 
 /* From each model's published config.json (llama2.c's README for stories110m, whose
  * checkpoint shares the classifier with the embedding: 110M parameters with it tied).
  * mistral-7b is v0.1 (vocabulary 32000, base 10000), mistral-7b-v0.3 its 32768-token,
- * base 1e6 successor; both untied, 32768 positions. */
+ * base 1e6 successor; both untied, 32768 positions. Mistral Nemo is converted as a llama
+ * file whose heads (128) are narrower than dim / n_heads (160). Gemma 3's 4B and 12B
+ * scale RoPE linearly by 8 (rope_scaling), base 1e6 on global layers and 1e4 (the
+ * family's default) on windowed ones; Gemma 2's window and soft-caps are the family's
+ * defaults (4096; 50 and 30). Phi-4-mini's RoPE is written plain and whole-head: its
+ * LongRoPE factors and partial rotary factor (0.75) are left out, as the loader refuses
+ * both. */
 static const synth_shape shapes[] = {
-    {"stories110m", false, 768, 2048, 12, 12, 12, 32000, 1024, 10000.0f, true, 0.0f},
-    {"smollm2-360m", false, 960, 2560, 32, 15, 5, 49152, 8192, 100000.0f, true, 0.0f},
-    {"tinyllama-1.1b", false, 2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f, false, 0.0f},
-    {"llama3.2-1b", false, 2048, 8192, 16, 32, 8, 128256, 131072, 500000.0f, true, 32.0f},
-    {"llama3.1-8b", false, 4096, 14336, 32, 32, 8, 128256, 131072, 500000.0f, false, 8.0f},
-    {"mistral-7b", false, 4096, 14336, 32, 32, 8, 32000, 32768, 10000.0f, false, 0.0f},
-    {"mistral-7b-v0.3", false, 4096, 14336, 32, 32, 8, 32768, 32768, 1000000.0f, false, 0.0f},
-    {"test-tiny", true, 64, 128, 2, 4, 2, 512, 128, 10000.0f, false, 0.0f},
+    {.name = "stories110m", .arch = "llama", .dim = 768, .hidden_dim = 2048, .n_layers = 12,
+     .n_heads = 12, .n_kv_heads = 12, .vocab_size = 32000, .context_len = 1024,
+     .rope_freq_base = 10000.0f, .tied_output = true},
+    {.name = "smollm2-360m", .arch = "llama", .dim = 960, .hidden_dim = 2560, .n_layers = 32,
+     .n_heads = 15, .n_kv_heads = 5, .vocab_size = 49152, .context_len = 8192,
+     .rope_freq_base = 100000.0f, .tied_output = true},
+    {.name = "tinyllama-1.1b", .arch = "llama", .dim = 2048, .hidden_dim = 5632,
+     .n_layers = 22, .n_heads = 32, .n_kv_heads = 4, .vocab_size = 32000,
+     .context_len = 2048, .rope_freq_base = 10000.0f},
+    {.name = "llama3.2-1b", .arch = "llama", .dim = 2048, .hidden_dim = 8192, .n_layers = 16,
+     .n_heads = 32, .n_kv_heads = 8, .vocab_size = 128256, .context_len = 131072,
+     .rope_freq_base = 500000.0f, .tied_output = true, .llama3_factor = 32.0f},
+    {.name = "llama3.1-8b", .arch = "llama", .dim = 4096, .hidden_dim = 14336, .n_layers = 32,
+     .n_heads = 32, .n_kv_heads = 8, .vocab_size = 128256, .context_len = 131072,
+     .rope_freq_base = 500000.0f, .llama3_factor = 8.0f},
+    {.name = "mistral-7b", .arch = "llama", .dim = 4096, .hidden_dim = 14336, .n_layers = 32,
+     .n_heads = 32, .n_kv_heads = 8, .vocab_size = 32000, .context_len = 32768,
+     .rope_freq_base = 10000.0f},
+    {.name = "mistral-7b-v0.3", .arch = "llama", .dim = 4096, .hidden_dim = 14336,
+     .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .vocab_size = 32768,
+     .context_len = 32768, .rope_freq_base = 1000000.0f},
+    {.name = "mistral-nemo-12b", .arch = "llama", .dim = 5120, .hidden_dim = 14336,
+     .n_layers = 40, .n_heads = 32, .n_kv_heads = 8, .head_dim = 128, .vocab_size = 131072,
+     .context_len = 1024000, .rope_freq_base = 1000000.0f},
+    {.name = "qwen2.5-7b", .arch = "qwen2", .dim = 3584, .hidden_dim = 18944, .n_layers = 28,
+     .n_heads = 28, .n_kv_heads = 4, .vocab_size = 152064, .context_len = 32768,
+     .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f, .qkv_bias = true},
+    {.name = "qwen3-4b", .arch = "qwen3", .dim = 2560, .hidden_dim = 9728, .n_layers = 36,
+     .n_heads = 32, .n_kv_heads = 8, .head_dim = 128, .vocab_size = 151936,
+     .context_len = 40960, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f,
+     .tied_output = true},
+    {.name = "qwen3-8b", .arch = "qwen3", .dim = 4096, .hidden_dim = 12288, .n_layers = 36,
+     .n_heads = 32, .n_kv_heads = 8, .head_dim = 128, .vocab_size = 151936,
+     .context_len = 40960, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f},
+    {.name = "gemma2-9b", .arch = "gemma2", .dim = 3584, .hidden_dim = 14336, .n_layers = 42,
+     .n_heads = 16, .n_kv_heads = 8, .head_dim = 256, .vocab_size = 256000,
+     .context_len = 8192, .rope_freq_base = 10000.0f, .rms_eps = 1e-6f, .tied_output = true},
+    {.name = "gemma3-4b", .arch = "gemma3", .dim = 2560, .hidden_dim = 10240, .n_layers = 34,
+     .n_heads = 8, .n_kv_heads = 4, .head_dim = 256, .vocab_size = 262208,
+     .context_len = 131072, .rope_freq_base = 1000000.0f, .rope_scale = 8.0f,
+     .rms_eps = 1e-6f, .tied_output = true, .swa_window = 1024},
+    {.name = "gemma3-12b", .arch = "gemma3", .dim = 3840, .hidden_dim = 15360,
+     .n_layers = 48, .n_heads = 16, .n_kv_heads = 8, .head_dim = 256, .vocab_size = 262208,
+     .context_len = 131072, .rope_freq_base = 1000000.0f, .rope_scale = 8.0f,
+     .rms_eps = 1e-6f, .tied_output = true, .swa_window = 1024},
+    {.name = "phi-4-mini", .arch = "phi3", .dim = 3072, .hidden_dim = 8192, .n_layers = 32,
+     .n_heads = 24, .n_kv_heads = 8, .vocab_size = 200064, .context_len = 131072,
+     .rope_freq_base = 10000.0f, .tied_output = true, .qkv_fused = true},
+    {.name = "test-tiny", .arch = "llama", .hidden = true, .dim = 64, .hidden_dim = 128,
+     .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 512, .context_len = 128,
+     .rope_freq_base = 10000.0f},
 };
 
 /* Llama 3's rope_scaling (rope_type llama3) but for its factor, which is the shape's: 32
@@ -41,6 +97,39 @@ static const struct {
     int original_context;
 } llama3_scaling = {1.0f, 4.0f, 8192};
 
+/* Gemma's 27B attention scale, 1 / sqrt(dim / n_heads), where c's layer count is the one
+ * that names that size in its family a; else 0 (1 / sqrt(head_dim)). */
+static float family_attn_scale(const ts_model_config *c, const model_arch *a)
+{
+    return a->attn_scale_dim_layers && c->n_layers == a->attn_scale_dim_layers
+               ? 1.0f / sqrtf((float)(c->dim / c->n_heads))
+               : 0.0f;
+}
+
+/* The features c's family row gives every file of it, as model_gguf.c reads them: what
+ * the loader sets whatever the file's tensors (q/k norms, post-norms, ...), the family's
+ * soft-caps and window defaults, and Gemma's attention scale of the 27B size. */
+static void family_features(ts_model_config *c, const model_arch *a)
+{
+    c->rope_neox = a->rope_neox;
+    c->qk_norm = a->qk_norm;
+    c->post_norms = a->post_norms;
+    c->ffn_fused = a->ffn_fused;
+    c->embd_scaled = a->embd_scaled;
+    c->ffn_act = a->ffn_act;
+    c->attn_softcap = a->softcaps ? a->attn_softcap : 0.0f;
+    c->final_softcap = a->softcaps ? a->final_softcap : 0.0f;
+    c->swa_window = a->swa_reads ? a->swa_window : 0;
+    c->swa_pattern = a->swa_reads ? a->swa_pattern : 0;
+    c->rope_freq_base_swa = a->swa_reads ? a->rope_base_swa : 0.0f;
+    c->attn_scale = family_attn_scale(c, a);
+}
+
+static const model_arch *family_of(const ts_model_config *c)
+{
+    return model_arch_find(c->arch, strnlen(c->arch, sizeof c->arch));
+}
+
 bool model_synth_shape(ts_model_config *out, const char *name)
 {
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
@@ -48,24 +137,53 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         if (strcmp(s->name, name) != 0)
             continue;
         memset(out, 0, sizeof *out);
-        snprintf(out->arch, sizeof out->arch, "llama");
+        snprintf(out->arch, sizeof out->arch, "%s", s->arch);
         snprintf(out->name, sizeof out->name, "synth-%s", s->name);
         out->dim = s->dim;
         out->hidden_dim = s->hidden_dim;
         out->n_layers = s->n_layers;
         out->n_heads = s->n_heads;
         out->n_kv_heads = s->n_kv_heads;
-        out->head_dim = s->dim / s->n_heads;
+        out->head_dim = s->head_dim ? s->head_dim : s->dim / s->n_heads;
         out->vocab_size = s->vocab_size;
         out->context_len = s->context_len;
         out->rope_freq_base = s->rope_freq_base;
-        out->rope_scale = 1.0f;
-        out->rms_eps = 1e-5f;
+        out->rope_scale = s->rope_scale > 0.0f ? s->rope_scale : 1.0f;
+        out->rms_eps = s->rms_eps > 0.0f ? s->rms_eps : 1e-5f;
         out->rope_factors = s->llama3_factor > 0.0f;
         out->tied_output = s->tied_output;
+        out->qkv_bias = s->qkv_bias;
+        out->qkv_fused = s->qkv_fused;
+        family_features(out, family_of(out));
+        if (s->swa_window)
+            out->swa_window = s->swa_window;
         return true;
     }
     return false;
+}
+
+void model_synth_shrink(ts_model_config *c)
+{
+    enum { HEAD = 16, KV = 2 };
+    int gqa = c->n_heads / c->n_kv_heads;
+    bool dim_is_heads = c->dim == c->n_heads * c->head_dim;
+    c->n_kv_heads = c->n_kv_heads < KV ? c->n_kv_heads : KV;
+    c->n_heads = c->n_kv_heads * gqa;
+    c->head_dim = HEAD;
+    c->dim = dim_is_heads ? c->n_heads * HEAD : 64;
+    c->hidden_dim = 128;
+    c->vocab_size = 512;
+    c->context_len = 256;
+    if (c->swa_window > 8)
+        c->swa_window = 8;
+    int layers = c->swa_window ? c->swa_pattern : 0; /* windowed layers, then a global one */
+    c->n_layers = layers > 2 ? layers : 2;
+    const model_arch *a = family_of(c);
+    if (a) /* Gemma's 27B scale follows the layer count, which changed */
+        c->attn_scale = family_attn_scale(c, a);
+    size_t n = strnlen(c->name, sizeof c->name);
+    if (n + 5 < sizeof c->name)
+        memcpy(c->name + n, "-tiny", 6);
 }
 
 const char *model_synth_shape_name(int i)
@@ -76,14 +194,19 @@ const char *model_synth_shape_name(int i)
     return NULL;
 }
 
-/* The llama3 factor of the shape c was made from (its name is "synth-SHAPE"), else Llama
- * 3.2's. */
+/* The llama3 factor of the shape c was made from (its name is "synth-SHAPE", or
+ * "synth-SHAPE-tiny" shrunk), else Llama 3.2's. */
 static float llama3_factor(const ts_model_config *c)
 {
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-        if (!strncmp(c->name, "synth-", 6) && !strcmp(c->name + 6, shapes[i].name) &&
-            shapes[i].llama3_factor > 0.0f)
+    if (strncmp(c->name, "synth-", 6) != 0)
+        return 32.0f;
+    const char *shape = c->name + 6;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        size_t n = strlen(shapes[i].name);
+        if (!strncmp(shape, shapes[i].name, n) &&
+            (!shape[n] || !strcmp(shape + n, "-tiny")) && shapes[i].llama3_factor > 0.0f)
             return shapes[i].llama3_factor;
+    }
     return 32.0f;
 }
 
@@ -241,8 +364,9 @@ typedef struct synth_plan {
     uint64_t unfit_ne0;
 } synth_plan;
 
-/* Records one tensor of ggml shape (ne0, ne1), 1-D when ne1 is 0; norms are F32 ones. */
-static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1)
+/* Records one tensor of ggml shape (ne0, ne1), 1-D when ne1 is 0, of normals of std (0:
+ * ones, for norm weights). */
+static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1, float std)
 {
     synth_tensor *t = &p->tensors[p->n];
     const uint64_t ne[2] = {ne0, ne1};
@@ -250,7 +374,7 @@ static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1
     t->index = (uint64_t)p->n++;
     t->ne0 = ne0;
     t->type = quant_mix_type(p->ftype, &p->info, name, ne1 ? 2 : 1, ne0);
-    t->std = ne1 ? MODEL_SYNTH_STD : 0.0f;
+    t->std = std;
     if (t->type == QUANT_TYPE_NONE) {
         if (!p->unfit) {
             p->unfit = strdup(name);
@@ -262,35 +386,182 @@ static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1
     gguf_writer_add_tensor_fill(p->g, name, t->type, ne1 ? 2 : 1, ne, fill_rows, t);
 }
 
-static void plan_layer(synth_plan *p, int layer, const char *suffix, uint64_t ne0, uint64_t ne1)
+/* blk.LAYER.SUFFIX: a matrix (ne1 > 0), a bias (ne1 0, std > 0) or a norm of ones. */
+static void plan_layer(synth_plan *p, int layer, const char *suffix, uint64_t ne0, uint64_t ne1,
+                       float std)
 {
     char name[96];
-    snprintf(name, sizeof name, "blk.%d.%s.weight", layer, suffix);
-    plan_add(p, name, ne0, ne1);
+    snprintf(name, sizeof name, "blk.%d.%s", layer, suffix);
+    plan_add(p, name, ne0, ne1, std);
 }
 
-/* The tensors under llama.cpp's names, in the order model_gguf_write() uses (after
- * rope_freqs.weight, which model_synth_write() adds itself). */
+/* At most this many tensors per layer: norms (attn, ffn, q, k, post-attention, post-ffw),
+ * Q, K, V and their biases, attn_output, gate, up, down. */
+enum { SYNTH_LAYER_TENSORS = 16 };
+
+/* Layer l's attention: Q, K and V (fused into attn_qkv for c->qkv_fused), their biases
+ * for c->qkv_bias, per-head norms for c->qk_norm, then attn_output. */
+static void plan_attention(synth_plan *p, const ts_model_config *c, int l)
+{
+    const float std = MODEL_SYNTH_STD;
+    uint64_t dim = (uint64_t)c->dim, hd = (uint64_t)c->head_dim;
+    uint64_t q_dim = (uint64_t)c->n_heads * hd, kv_dim = (uint64_t)c->n_kv_heads * hd;
+    if (c->qkv_fused) {
+        plan_layer(p, l, "attn_qkv.weight", dim, q_dim + 2 * kv_dim, std);
+        if (c->qkv_bias)
+            plan_layer(p, l, "attn_qkv.bias", q_dim + 2 * kv_dim, 0, std);
+    } else {
+        static const char *const part[3] = {"attn_q", "attn_k", "attn_v"};
+        const uint64_t rows[3] = {q_dim, kv_dim, kv_dim};
+        char name[32];
+        for (int i = 0; i < 3; i++) {
+            snprintf(name, sizeof name, "%s.weight", part[i]);
+            plan_layer(p, l, name, dim, rows[i], std);
+        }
+        for (int i = 0; i < 3 && c->qkv_bias; i++) {
+            snprintf(name, sizeof name, "%s.bias", part[i]);
+            plan_layer(p, l, name, rows[i], 0, std);
+        }
+    }
+    if (c->qk_norm) {
+        plan_layer(p, l, "attn_q_norm.weight", hd, 0, 0.0f);
+        plan_layer(p, l, "attn_k_norm.weight", hd, 0, 0.0f);
+    }
+    plan_layer(p, l, "attn_output.weight", q_dim, dim, std);
+}
+
+/* The tensors under llama.cpp's names, in its converters' order (after rope_freqs.weight,
+ * which model_synth_write() adds itself): for a Llama config, model_gguf_write()'s. */
 static void plan_tensors(synth_plan *p, const ts_model_config *c)
 {
+    const float std = MODEL_SYNTH_STD;
     uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
-    uint64_t q_dim = (uint64_t)c->n_heads * (uint64_t)c->head_dim;
-    uint64_t kv_dim = (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim;
-    plan_add(p, "token_embd.weight", dim, (uint64_t)c->vocab_size);
-    plan_add(p, "output_norm.weight", dim, 0);
+    plan_add(p, "token_embd.weight", dim, (uint64_t)c->vocab_size, std);
+    plan_add(p, "output_norm.weight", dim, 0, 0.0f);
     if (!c->tied_output)
-        plan_add(p, "output.weight", dim, (uint64_t)c->vocab_size);
+        plan_add(p, "output.weight", dim, (uint64_t)c->vocab_size, std);
     for (int l = 0; l < c->n_layers; l++) {
-        plan_layer(p, l, "attn_norm", dim, 0);
-        plan_layer(p, l, "attn_q", dim, q_dim);
-        plan_layer(p, l, "attn_k", dim, kv_dim);
-        plan_layer(p, l, "attn_v", dim, kv_dim);
-        plan_layer(p, l, "attn_output", q_dim, dim);
-        plan_layer(p, l, "ffn_norm", dim, 0);
-        plan_layer(p, l, "ffn_gate", dim, ffn);
-        plan_layer(p, l, "ffn_up", dim, ffn);
-        plan_layer(p, l, "ffn_down", ffn, dim);
+        plan_layer(p, l, "attn_norm.weight", dim, 0, 0.0f);
+        plan_attention(p, c, l);
+        if (c->post_norms)
+            plan_layer(p, l, "post_attention_norm.weight", dim, 0, 0.0f);
+        plan_layer(p, l, "ffn_norm.weight", dim, 0, 0.0f);
+        if (c->ffn_fused) {
+            plan_layer(p, l, "ffn_up.weight", dim, 2 * ffn, std); /* [gate; up] */
+        } else {
+            plan_layer(p, l, "ffn_gate.weight", dim, ffn, std);
+            plan_layer(p, l, "ffn_up.weight", dim, ffn, std);
+        }
+        plan_layer(p, l, "ffn_down.weight", ffn, dim, std);
+        if (c->post_norms)
+            plan_layer(p, l, "post_ffw_norm.weight", dim, 0, 0.0f);
     }
+}
+
+/* ---- metadata ---- */
+
+/* ARCH.suffix of c's family, in buf. */
+static const char *arch_key(char *buf, size_t cap, const ts_model_config *c, const char *suffix)
+{
+    snprintf(buf, cap, "%s.%s", c->arch, suffix);
+    return buf;
+}
+
+void model_synth_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type)
+{
+    const model_arch *a = family_of(c);
+    char k[96];
+    gguf_writer_add_str(g, "general.architecture", c->arch);
+    gguf_writer_add_str(g, "general.name", c->name[0] ? c->name : "tessera");
+    gguf_writer_add_u32(g, "general.file_type", file_type);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "context_length"), (uint32_t)c->context_len);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "embedding_length"), (uint32_t)c->dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "block_count"), (uint32_t)c->n_layers);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "feed_forward_length"),
+                        (uint32_t)c->hidden_dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.head_count"),
+                        (uint32_t)c->n_heads);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.head_count_kv"),
+                        (uint32_t)c->n_kv_heads);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.key_length"),
+                        (uint32_t)c->head_dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.value_length"),
+                        (uint32_t)c->head_dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "rope.dimension_count"),
+                        (uint32_t)c->head_dim);
+    gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.freq_base"), c->rope_freq_base);
+    if (c->rope_scale != 1.0f) {
+        gguf_writer_add_str(g, arch_key(k, sizeof k, c, "rope.scaling.type"), "linear");
+        gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.scaling.factor"), c->rope_scale);
+    }
+    gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attention.layer_norm_rms_epsilon"),
+                        c->rms_eps);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "vocab_size"), (uint32_t)c->vocab_size);
+    if (a && a->softcaps) { /* Gemma 2 files carry both; Gemma 3's have none */
+        if (c->attn_softcap != 0.0f || a->attn_softcap != 0.0f)
+            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attn_logit_softcapping"),
+                                c->attn_softcap);
+        if (c->final_softcap != 0.0f || a->final_softcap != 0.0f)
+            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "final_logit_softcapping"),
+                                c->final_softcap);
+    }
+    if (a && a->swa_reads) {
+        if (c->swa_window != 0) /* as converted files carry it */
+            gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.sliding_window"),
+                                (uint32_t)c->swa_window);
+        if (c->swa_pattern != a->swa_pattern)
+            gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.sliding_window_pattern"),
+                                (uint32_t)c->swa_pattern);
+        if (c->rope_freq_base_swa != a->rope_base_swa)
+            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.freq_base_swa"),
+                                c->rope_freq_base_swa);
+    }
+}
+
+/* The first of c's row-given features that differs from family a's row, or NULL. */
+static const char *family_mismatch(const ts_model_config *c, const model_arch *a)
+{
+    ts_model_config want = *c;
+    family_features(&want, a);
+    if (c->rope_neox != want.rope_neox)
+        return "RoPE order (rope_neox)";
+    if (c->qk_norm != want.qk_norm)
+        return "q/k norms (qk_norm)";
+    if (c->post_norms != want.post_norms)
+        return "post-norms (post_norms)";
+    if (c->ffn_fused != want.ffn_fused)
+        return "fused gate/up (ffn_fused)";
+    if (c->embd_scaled != want.embd_scaled)
+        return "embedding scale (embd_scaled)";
+    if (c->ffn_act != want.ffn_act)
+        return "activation (ffn_act)";
+    if (c->attn_scale != want.attn_scale)
+        return "attention scale (attn_scale)";
+    if (!a->softcaps && (c->attn_softcap != 0.0f || c->final_softcap != 0.0f))
+        return "soft-caps (attn_softcap, final_softcap)";
+    if (!a->swa_reads && (c->swa_window || c->swa_pattern || c->rope_freq_base_swa != 0.0f))
+        return "sliding window (swa_window, swa_pattern, rope_freq_base_swa)";
+    /* a key of 0 is refused, so the family's default window and pattern cannot be unset */
+    if ((!c->swa_window && a->swa_window) || (!c->swa_pattern && a->swa_pattern))
+        return "sliding window of 0 (swa_window, swa_pattern)";
+    return NULL;
+}
+
+ts_status model_synth_check(const ts_model_config *c, ts_error *err)
+{
+    ts_status st = model_config_validate(c, err);
+    if (st != TS_OK)
+        return st;
+    const model_arch *a = family_of(c);
+    if (!a)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "synthetic '%.32s' model: tessera runs %s",
+                            c->arch, model_arch_names());
+    const char *what = family_mismatch(c, a);
+    if (what)
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "synthetic %s model: its %s is not the family's, which the loader "
+                            "would read instead", c->arch, what);
+    return TS_OK;
 }
 
 ts_status model_synth_write(const char *path, const ts_model_config *c, const char *type,
@@ -300,7 +571,7 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, const ch
     float *rope_factors = NULL;
     tokenizer_vocab padded;
     memset(&padded, 0, sizeof padded);
-    ts_status st = model_config_validate(c, err);
+    ts_status st = model_synth_check(c, err);
     if (st != TS_OK)
         return st;
     if (!quant_ftype_parse(&p.ftype, type))
@@ -312,13 +583,14 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, const ch
     p.info.has_output = !c->tied_output;
     if ((st = pad_vocab(&padded, v, c->vocab_size, err)) != TS_OK)
         goto done;
-    if (!(p.tensors = calloc((size_t)(3 + 9 * c->n_layers), sizeof *p.tensors))) {
+    if (!(p.tensors = calloc((size_t)(3 + SYNTH_LAYER_TENSORS * c->n_layers),
+                             sizeof *p.tensors))) {
         st = ts_error_set(err, TS_ERR_NOMEM, "tensor list of %d layers", c->n_layers);
         goto done;
     }
     if ((st = gguf_writer_create(0, &p.g, err)) != TS_OK)
         goto done;
-    model_gguf_add_config(p.g, c, (uint32_t)ftype);
+    model_synth_add_config(p.g, c, (uint32_t)ftype);
     if (quant_ftype_base(ftype) != QT_F32 && quant_ftype_base(ftype) != QT_F16 &&
         quant_ftype_base(ftype) != QT_BF16)
         gguf_writer_add_u32(p.g, "general.quantization_version", 2);

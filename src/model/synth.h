@@ -1,23 +1,38 @@
-/* synth.h: GGUF files with seeded random weights at the shapes of real Llama models, for
- * benchmarks and tests that need a model's size and speed but not its knowledge. */
+/* synth.h: GGUF files with seeded random weights at the shapes of real models of every
+ * family model_arch.c lists, for benchmarks and tests that need a model's size and speed
+ * but not its knowledge. */
 #ifndef TESSERA_MODEL_SYNTH_H
 #define TESSERA_MODEL_SYNTH_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "tokenizer/vocab.h"
 
 /* Weights are normal with this standard deviation; RMS-norm weights are 1. */
 #define MODEL_SYNTH_STD 0.02f
 
-/* Fills *out with the named shape's config ("stories110m", "smollm2-360m",
- * "tinyllama-1.1b", "llama3.2-1b", "llama3.1-8b", "mistral-7b", "mistral-7b-v0.3"; also
- * the small "test-tiny" for tests). name borrowed. Returns false for an unknown name. The
- * Llama 3 shapes have rope_factors set: their files carry the rope_freqs.weight of the
- * model's long-context scaling, as real ones do. */
+/* Fills *out with the named shape's config as the loader reads it back from the file
+ * model_synth_write() makes of it: the published hyper-parameters, and the family's
+ * features from its row of model_arch.c. Llama: "stories110m", "smollm2-360m",
+ * "tinyllama-1.1b", "llama3.2-1b", "llama3.1-8b", "mistral-7b", "mistral-7b-v0.3",
+ * "mistral-nemo-12b" (a llama file with 128-wide heads); "qwen2.5-7b"; "qwen3-4b",
+ * "qwen3-8b"; "gemma2-9b"; "gemma3-4b", "gemma3-12b"; "phi-4-mini" (plain RoPE over the
+ * whole head: its LongRoPE and partial rotary embedding are left out, which the loader
+ * refuses); also the small "test-tiny" for tests. name borrowed. Returns false for an
+ * unknown name. The Llama 3 shapes have rope_factors set: their files carry the
+ * rope_freqs.weight of the model's long-context scaling, as real ones do. */
 bool model_synth_shape(ts_model_config *out, const char *name);
+
+/* Shrinks *c to a few kilobytes of weights with the same family features: 2 KV heads (1
+ * kept at 1) with the same query heads per KV head, heads of 16, dim 64 (or the heads'
+ * width where the model's dim is theirs), feed-forward 128, vocabulary 512, context 256,
+ * a window of at most 8 positions and enough layers for one full-attention layer after
+ * the windowed ones (at least 2). Biases, fused matrices, norms, soft-caps, RoPE bases and
+ * tying are kept; the name gains "-tiny". For tests and quick checks of a family. */
+void model_synth_shrink(ts_model_config *c);
 
 /* The RoPE factors (c->head_dim / 2 floats into out) of Llama 3's rope_scaling (rope_type
  * llama3: low_freq_factor 1, high_freq_factor 4, original context 8192, and factor 8 for a
@@ -28,9 +43,28 @@ void model_synth_llama3_factors(float *out, const ts_model_config *c);
 /* Name of the i-th public shape (test-tiny is not listed); NULL past the end. */
 const char *model_synth_shape_name(int i);
 
-/* Writes a GGUF v3 file at path (borrowed) with config c (borrowed, must validate), the
+/* Adds c's metadata (borrowed) under its family's keys (general.architecture = c->arch,
+ * ARCH.embedding_length, ARCH.attention.key_length, ...) to g, with general.file_type:
+ * the keys a converted file of the family carries, and any the family's defaults would
+ * not give back (a window pattern or windowed RoPE base of its own). Assumes
+ * model_synth_check(c) passed. */
+void model_synth_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type);
+
+/* TS_OK when the loader would read c back from a file model_synth_write() makes: a
+ * family of model_arch.c whose row gives c's features (q/k norms, post-norms, fused
+ * gate/up, embedding scale, activation, RoPE order, attention scale; soft-caps and
+ * windows only where the family reads them), and a config that validates. Else
+ * TS_ERR_UNSUPPORTED (an unknown family), TS_ERR_INVALID_ARG (naming the feature) or
+ * model_config_validate's code. */
+ts_status model_synth_check(const ts_model_config *c, ts_error *err);
+
+/* Writes a GGUF v3 file at path (borrowed) with config c (borrowed, must pass
+ * model_synth_check), the
  * vocabulary v (borrowed) and random weights from seed; with c->rope_factors, the
- * model_synth_llama3_factors() of c as rope_freqs.weight. type (borrowed) names the file's
+ * model_synth_llama3_factors() of c as rope_freqs.weight. The tensors are the family's
+ * (attn_qkv or attn_q/k/v, with biases for c->qkv_bias, drawn like the matrices; ffn_up
+ * of [gate; up] rows for c->ffn_fused; attn_q_norm / attn_k_norm and post_attention_norm
+ * / post_ffw_norm of ones). type (borrowed) names the file's
  * type as `tessera quantize` takes it: "F32", "F16", "BF16" or one of llama.cpp's ftypes
  * ("Q8_0", "Q4_K_M", ...; any case; TS_ERR_UNSUPPORTED for another name); each matrix gets
  * the type llama.cpp's mix gives it (quant_mix_type), norms stay F32; TS_ERR_INVALID_ARG
