@@ -512,6 +512,8 @@ static void test_engine_window_prefix_cache(void **state)
 typedef struct gguf_edit {
     const char *drop, *shrink, *add, *set_key, *set_val;
     int nul_at; /* > 0: set_val's byte there becomes a NUL */
+    const char *f32_key; /* also this float key, of value f32_val */
+    float f32_val;
 } gguf_edit;
 
 static void copy_kv(gguf_writer *w, const gguf_kv *kv, const gguf_edit *e)
@@ -575,6 +577,8 @@ static const char *write_edited(const char *name, const gguf_edit *e)
     } else if (e->set_key) {
         gguf_writer_add_str(w, e->set_key, e->set_val);
     }
+    if (e->f32_key)
+        gguf_writer_add_f32(w, e->f32_key, e->f32_val);
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         char tn[256];
@@ -648,6 +652,33 @@ static void test_bad_files_refused(void **state)
                    &(gguf_edit){.set_key = "tokenizer.chat_template", .set_val = "{{ 1 }}",
                                 .nul_at = 3},
                    (const char *[]){"chat_template", "NUL", "offset 3", NULL});
+}
+
+/* Gemma 3's linear RoPE scaling (8 in its 4B to 27B files) is the global layers' only:
+ * its windowed layers turn at their own base, unscaled, as llama.cpp runs them; Gemma 2's
+ * windowed layers take the global scale. */
+static void test_gemma_windowed_rope_scale(void **state)
+{
+    (void)state;
+    const char *files[] = {"gemma3-f32", "gemma2-f32"};
+    for (int i = 0; i < 2; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", i == 0 ? "gemma3" : "gemma2");
+        const char *path = write_edited(files[i], &(gguf_edit){.f32_key = key, .f32_val = 8.0f});
+        ts_model *m = su_load_path(path);
+        const ts_model_config *c = &m->cfg;
+        assert_float_equal(c->rope_scale, 8.0f, 0);
+        float base_swa = c->rope_freq_base_swa > 0.0f ? c->rope_freq_base_swa : c->rope_freq_base;
+        for (int k = 0; k < c->head_dim / 2; k++) {
+            float e = (float)(2 * k) / (float)c->head_dim;
+            float global = 1.0f / powf(c->rope_freq_base, e) / 8.0f;
+            float local = 1.0f / powf(base_swa, e) / (i == 0 ? 1.0f : 8.0f);
+            assert_float_equal(m->w.rope_freq[k], global, 1e-9);
+            assert_float_equal(m->w.rope_freq_swa[k], local, 1e-9);
+        }
+        ts_model_free(m);
+        remove(path);
+    }
 }
 
 /* Mixtures tessera does not run say why; a mixture's file with its experts cut short, or
@@ -728,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_matches_reference_pass),
         cmocka_unit_test(test_engine_window_prefix_cache),
         cmocka_unit_test(test_bad_files_refused),
+        cmocka_unit_test(test_gemma_windowed_rope_scale),
         cmocka_unit_test(test_moe_refusals),
         cmocka_unit_test(test_moe_grouped_matches_reference),
     };

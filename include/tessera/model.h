@@ -57,6 +57,8 @@ typedef struct ts_model_config {
     int swa_pattern;      /* with swa_window, layer l is windowed iff l % swa_pattern <
                            * swa_pattern - 1 (0: every layer) */
     float rope_freq_base_swa; /* RoPE base of windowed layers; 0: rope_freq_base */
+    float rope_scale_swa; /* linear RoPE scaling of windowed layers (Gemma 3's are unscaled:
+                           * 1); 0: rope_scale */
     int n_experts;        /* > 0: every layer's feed-forward block is a mixture of this many
                            * experts (ffn_*_exps), routed by ffn_gate_inp */
     int n_experts_used;   /* experts a token goes through: the top ones of the router's

@@ -102,8 +102,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->chunk = malloc(R * sizeof(int32_t));
     s->chunk_key = malloc(R * sizeof(int64_t));
     s->rope = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
-    bool swa_rope = c->swa_window > 0 && c->rope_freq_base_swa > 0.0f &&
-                    c->rope_freq_base_swa != c->rope_freq_base;
+    bool swa_rope = c->swa_window > 0 && memcmp(m->w.rope_freq, m->w.rope_freq_swa,
+                                                (size_t)c->head_dim / 2 * sizeof(float)) != 0;
     if (swa_rope)
         s->rope_swa = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));

@@ -54,8 +54,9 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
     if (!(c->rope_scale > 0.0f) || !isfinite(c->rope_scale))
         return ts_error_set(err, TS_ERR_FORMAT, "rope scaling factor %g out of range",
                             (double)c->rope_scale);
-    float nonneg[] = {c->attn_scale, c->attn_softcap, c->final_softcap, c->rope_freq_base_swa};
-    for (int i = 0; i < 4; i++)
+    float nonneg[] = {c->attn_scale, c->attn_softcap, c->final_softcap, c->rope_freq_base_swa,
+                      c->rope_scale_swa};
+    for (int i = 0; i < 5; i++)
         if (!(nonneg[i] >= 0.0f) || !isfinite(nonneg[i]))
             return ts_error_set(err, TS_ERR_FORMAT,
                                 "attention scale %g, soft-caps %g / %g or windowed rope base %g "
@@ -233,23 +234,25 @@ void model_weight_bytes(const model_weights *w, const ts_model_config *c, uint64
     *params = n;
 }
 
-/* table (hd/2) for RoPE base `base`, c's scaling and w's factors. */
-static void rope_fill(float *table, float base, const model_weights *w, const ts_model_config *c)
+/* table (hd/2) for RoPE base `base`, linear scale `scale` and w's factors. */
+static void rope_fill(float *table, float base, float scale, const model_weights *w,
+                      const ts_model_config *c)
 {
     for (int i = 0; i < c->head_dim / 2; i++) {
         /* this exact expression, unscaled, is what llama2.c computes: models without
          * scaling keep its logits bit for bit (x / 1.0f == x) */
         float freq = 1.0f / powf(base, (float)(2 * i) / (float)c->head_dim);
-        float divisor = (w->rope_factors ? w->rope_factors[i] : 1.0f) * c->rope_scale;
+        float divisor = (w->rope_factors ? w->rope_factors[i] : 1.0f) * scale;
         table[i] = freq / divisor;
     }
 }
 
 void model_rope_init(model_weights *w, const ts_model_config *c)
 {
-    rope_fill(w->rope_freq, c->rope_freq_base, w, c);
+    rope_fill(w->rope_freq, c->rope_freq_base, c->rope_scale, w, c);
     float swa_base = c->rope_freq_base_swa > 0.0f ? c->rope_freq_base_swa : c->rope_freq_base;
-    rope_fill(w->rope_freq_swa, swa_base, w, c);
+    float swa_scale = c->rope_scale_swa > 0.0f ? c->rope_scale_swa : c->rope_scale;
+    rope_fill(w->rope_freq_swa, swa_base, swa_scale, w, c);
 }
 
 /* Frees every pack of w (n_layers layers) and clears the pointers. The packs are made

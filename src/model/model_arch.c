@@ -26,6 +26,7 @@ static const model_arch ARCHS[] = {
         .swa_reads = true,
         .swa_window = 4096,
         .swa_pattern = 2,
+        .swa_rope_scaled = true,
         .attn_scale_dim_layers = 46,
     },
     {

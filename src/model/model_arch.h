@@ -31,8 +31,10 @@ typedef struct model_arch {
     bool swa_reads;
     int swa_window, swa_pattern;
     /* Windowed layers' RoPE base when ARCH.rope.freq_base_swa is absent; 0: the global
-     * base. */
+     * base. Their linear RoPE scaling is none unless swa_rope_scaled (then the global
+     * layers'), as llama.cpp scales them. */
     float rope_base_swa;
+    bool swa_rope_scaled;
     /* Gemma's 27B models scale attention scores by 1/sqrt(dim / n_heads), the others by
      * 1/sqrt(head_dim): the layer count that names that size (0: never). */
     int attn_scale_dim_layers;

@@ -170,6 +170,7 @@ static ts_status read_family_attention(ts_model_config *c, const model_arch *a,
         c->swa_window = a->swa_window;
         c->swa_pattern = a->swa_pattern;
         c->rope_freq_base_swa = a->rope_base_swa;
+        c->rope_scale_swa = a->swa_rope_scaled ? 0.0f : 1.0f;
         arch_key(key, sizeof key, c, "attention.sliding_window_pattern");
         const gguf_kv *v = gguf_find_kv(f, key);
         if (v && v->val.type == GGUF_TYPE_ARRAY)

@@ -122,6 +122,7 @@ static void family_features(ts_model_config *c, const model_arch *a)
     c->swa_window = a->swa_reads ? a->swa_window : 0;
     c->swa_pattern = a->swa_reads ? a->swa_pattern : 0;
     c->rope_freq_base_swa = a->swa_reads ? a->rope_base_swa : 0.0f;
+    c->rope_scale_swa = a->swa_reads && !a->swa_rope_scaled ? 1.0f : 0.0f;
     c->attn_scale = family_attn_scale(c, a);
 }
 
