@@ -681,6 +681,23 @@ static void test_gemma_windowed_rope_scale(void **state)
     }
 }
 
+/* `convert` writes Llama's layer tensors only: a family with other tensors is refused, not
+ * written as a file that would load wrong; a Mistral 3 file (Llama's layers) is written
+ * under its own keys and loads back. */
+static void test_save_families(void **state)
+{
+    (void)state;
+    const char *refused[] = {"qwen3-f32", "phi3-f32", "gemma2-f32", "qwen3moe-f32"};
+    for (int i = 0; i < 4; i++) {
+        ts_model *m = su_load_path(model_path(refused[i]));
+        ts_error err = {0};
+        assert_int_equal(ts_model_save_gguf(m, tu_tmp_path("saved.gguf"), &err),
+                         TS_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, m->cfg.arch));
+        ts_model_free(m);
+    }
+}
+
 /* Mixtures tessera does not run say why; a mixture's file with its experts cut short, or
  * routed another way, is refused by name. */
 static void test_moe_refusals(void **state)
@@ -760,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_engine_window_prefix_cache),
         cmocka_unit_test(test_bad_files_refused),
         cmocka_unit_test(test_gemma_windowed_rope_scale),
+        cmocka_unit_test(test_save_families),
         cmocka_unit_test(test_moe_refusals),
         cmocka_unit_test(test_moe_grouped_matches_reference),
     };

@@ -260,7 +260,7 @@ static void read_back_header(ts_model_config *out, const ts_model_config *c)
     gguf_file *f = NULL;
     ts_error err = {0};
     assert_int_equal(gguf_writer_create(0, &g, NULL), TS_OK);
-    model_synth_add_config(g, c, QUANT_FTYPE_Q4_K_M);
+    model_gguf_add_config(g, c, QUANT_FTYPE_Q4_K_M);
     assert_int_equal(gguf_writer_finish(g, &bytes, &len, &err), TS_OK);
     gguf_writer_free(g);
     assert_int_equal(gguf_open_buffer(bytes, len, &f, &err), TS_OK);
@@ -302,7 +302,7 @@ static void test_full_shapes_headers_read_back(void **state)
     gguf_file *f = NULL;
     assert_true(model_synth_shape(&c, "gemma3-4b"));
     assert_int_equal(gguf_writer_create(0, &g, NULL), TS_OK);
-    model_synth_add_config(g, &c, QUANT_FTYPE_F32);
+    model_gguf_add_config(g, &c, QUANT_FTYPE_F32);
     assert_int_equal(gguf_writer_finish(g, &bytes, &len, NULL), TS_OK);
     gguf_writer_free(g);
     assert_int_equal(gguf_open_buffer(bytes, len, &f, NULL), TS_OK);

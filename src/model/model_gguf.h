@@ -46,7 +46,9 @@ ts_status model_gguf_write(const char *path, const ts_model_config *c, const mod
 enum { MODEL_GGUF_FILE_F32 = 0, MODEL_GGUF_FILE_Q8_0 = 7 };
 
 /* The metadata model_gguf_write() writes, for writers that add their own tensors: the
- * general.* and llama.* keys of c (borrowed), and the tokenizer.ggml.* keys of v (borrowed);
+ * general.* and ARCH.* keys of c (borrowed; its family's keys as llama.cpp's converters
+ * write them: key_length, soft-caps, windows, experts), and the tokenizer.ggml.* keys of
+ * v (borrowed);
  * the rope_freqs.weight tensor of c->rope_factors is theirs to add.
  * Writer errors are sticky in g; model_gguf_add_vocab() also reports running out of memory
  * through err. */

@@ -2,28 +2,74 @@
  * GGUF v3 file of F32 tensors that llama.cpp and model_gguf_read_* load. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "model/model_arch.h"
 #include "model/model_gguf.h"
+
+/* ARCH.suffix of c's family, in buf. */
+static const char *arch_key(char *buf, size_t cap, const ts_model_config *c, const char *suffix)
+{
+    snprintf(buf, cap, "%s.%s", c->arch, suffix);
+    return buf;
+}
 
 void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type)
 {
-    gguf_writer_add_str(g, "general.architecture", "llama");
+    const model_arch *a = model_arch_find(c->arch, strnlen(c->arch, sizeof c->arch));
+    char k[96];
+    gguf_writer_add_str(g, "general.architecture", c->arch);
     gguf_writer_add_str(g, "general.name", c->name[0] ? c->name : "tessera");
     gguf_writer_add_u32(g, "general.file_type", file_type);
-    gguf_writer_add_u32(g, "llama.context_length", (uint32_t)c->context_len);
-    gguf_writer_add_u32(g, "llama.embedding_length", (uint32_t)c->dim);
-    gguf_writer_add_u32(g, "llama.block_count", (uint32_t)c->n_layers);
-    gguf_writer_add_u32(g, "llama.feed_forward_length", (uint32_t)c->hidden_dim);
-    gguf_writer_add_u32(g, "llama.attention.head_count", (uint32_t)c->n_heads);
-    gguf_writer_add_u32(g, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads);
-    gguf_writer_add_u32(g, "llama.rope.dimension_count", (uint32_t)c->head_dim);
-    gguf_writer_add_f32(g, "llama.rope.freq_base", c->rope_freq_base);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "context_length"), (uint32_t)c->context_len);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "embedding_length"), (uint32_t)c->dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "block_count"), (uint32_t)c->n_layers);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "feed_forward_length"),
+                        (uint32_t)c->hidden_dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.head_count"),
+                        (uint32_t)c->n_heads);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.head_count_kv"),
+                        (uint32_t)c->n_kv_heads);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.key_length"),
+                        (uint32_t)c->head_dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.value_length"),
+                        (uint32_t)c->head_dim);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "rope.dimension_count"),
+                        (uint32_t)c->head_dim);
+    gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.freq_base"), c->rope_freq_base);
     if (c->rope_scale != 1.0f) {
-        gguf_writer_add_str(g, "llama.rope.scaling.type", "linear");
-        gguf_writer_add_f32(g, "llama.rope.scaling.factor", c->rope_scale);
+        gguf_writer_add_str(g, arch_key(k, sizeof k, c, "rope.scaling.type"), "linear");
+        gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.scaling.factor"), c->rope_scale);
     }
-    gguf_writer_add_f32(g, "llama.attention.layer_norm_rms_epsilon", c->rms_eps);
-    gguf_writer_add_u32(g, "llama.vocab_size", (uint32_t)c->vocab_size);
+    gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attention.layer_norm_rms_epsilon"),
+                        c->rms_eps);
+    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "vocab_size"), (uint32_t)c->vocab_size);
+    if (a && a->softcaps) { /* Gemma 2 files carry both; Gemma 3's have none */
+        if (c->attn_softcap != 0.0f || a->attn_softcap != 0.0f)
+            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attn_logit_softcapping"),
+                                c->attn_softcap);
+        if (c->final_softcap != 0.0f || a->final_softcap != 0.0f)
+            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "final_logit_softcapping"),
+                                c->final_softcap);
+    }
+    if (a && a->swa_reads) {
+        if (c->swa_window != 0) /* as converted files carry it */
+            gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.sliding_window"),
+                                (uint32_t)c->swa_window);
+        if (c->swa_pattern != a->swa_pattern)
+            gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.sliding_window_pattern"),
+                                (uint32_t)c->swa_pattern);
+        if (c->rope_freq_base_swa != a->rope_base_swa)
+            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.freq_base_swa"),
+                                c->rope_freq_base_swa);
+    }
+    if (c->n_experts > 0) {
+        gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "expert_count"), (uint32_t)c->n_experts);
+        gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "expert_used_count"),
+                            (uint32_t)c->n_experts_used);
+        gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "expert_feed_forward_length"),
+                            (uint32_t)c->hidden_dim);
+    }
 }
 
 static void add_id(gguf_writer *g, const char *key, int32_t id)
@@ -149,6 +195,13 @@ static void add_weights(gguf_writer *g, const ts_model_config *c, const model_we
 ts_status model_gguf_write(const char *path, const ts_model_config *c, const model_weights *w,
                            const tokenizer_vocab *v, const char *chat_template, ts_error *err)
 {
+    /* the weights go out under Llama's layer tensors: a family whose layers have others
+     * is refused rather than written as a file that loads wrong */
+    if (c->qkv_fused || c->ffn_fused || c->qkv_bias || c->qk_norm || c->post_norms ||
+        c->n_experts > 0)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "writing a %s model's tensors is not supported (only Llama's "
+                            "layers are written)", c->arch);
     gguf_writer *g = NULL;
     ts_status st = gguf_writer_create(0, &g, err);
     if (st != TS_OK)

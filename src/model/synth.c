@@ -461,64 +461,6 @@ static void plan_tensors(synth_plan *p, const ts_model_config *c)
 
 /* ---- metadata ---- */
 
-/* ARCH.suffix of c's family, in buf. */
-static const char *arch_key(char *buf, size_t cap, const ts_model_config *c, const char *suffix)
-{
-    snprintf(buf, cap, "%s.%s", c->arch, suffix);
-    return buf;
-}
-
-void model_synth_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type)
-{
-    const model_arch *a = family_of(c);
-    char k[96];
-    gguf_writer_add_str(g, "general.architecture", c->arch);
-    gguf_writer_add_str(g, "general.name", c->name[0] ? c->name : "tessera");
-    gguf_writer_add_u32(g, "general.file_type", file_type);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "context_length"), (uint32_t)c->context_len);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "embedding_length"), (uint32_t)c->dim);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "block_count"), (uint32_t)c->n_layers);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "feed_forward_length"),
-                        (uint32_t)c->hidden_dim);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.head_count"),
-                        (uint32_t)c->n_heads);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.head_count_kv"),
-                        (uint32_t)c->n_kv_heads);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.key_length"),
-                        (uint32_t)c->head_dim);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.value_length"),
-                        (uint32_t)c->head_dim);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "rope.dimension_count"),
-                        (uint32_t)c->head_dim);
-    gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.freq_base"), c->rope_freq_base);
-    if (c->rope_scale != 1.0f) {
-        gguf_writer_add_str(g, arch_key(k, sizeof k, c, "rope.scaling.type"), "linear");
-        gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.scaling.factor"), c->rope_scale);
-    }
-    gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attention.layer_norm_rms_epsilon"),
-                        c->rms_eps);
-    gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "vocab_size"), (uint32_t)c->vocab_size);
-    if (a && a->softcaps) { /* Gemma 2 files carry both; Gemma 3's have none */
-        if (c->attn_softcap != 0.0f || a->attn_softcap != 0.0f)
-            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attn_logit_softcapping"),
-                                c->attn_softcap);
-        if (c->final_softcap != 0.0f || a->final_softcap != 0.0f)
-            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "final_logit_softcapping"),
-                                c->final_softcap);
-    }
-    if (a && a->swa_reads) {
-        if (c->swa_window != 0) /* as converted files carry it */
-            gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.sliding_window"),
-                                (uint32_t)c->swa_window);
-        if (c->swa_pattern != a->swa_pattern)
-            gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "attention.sliding_window_pattern"),
-                                (uint32_t)c->swa_pattern);
-        if (c->rope_freq_base_swa != a->rope_base_swa)
-            gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.freq_base_swa"),
-                                c->rope_freq_base_swa);
-    }
-}
-
 /* The first of c's row-given features that differs from family a's row, or NULL. */
 static const char *family_mismatch(const ts_model_config *c, const model_arch *a)
 {
@@ -591,7 +533,7 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, const ch
     }
     if ((st = gguf_writer_create(0, &p.g, err)) != TS_OK)
         goto done;
-    model_synth_add_config(p.g, c, (uint32_t)ftype);
+    model_gguf_add_config(p.g, c, (uint32_t)ftype);
     if (quant_ftype_base(ftype) != QT_F32 && quant_ftype_base(ftype) != QT_F16 &&
         quant_ftype_base(ftype) != QT_BF16)
         gguf_writer_add_u32(p.g, "general.quantization_version", 2);

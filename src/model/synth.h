@@ -43,13 +43,6 @@ void model_synth_llama3_factors(float *out, const ts_model_config *c);
 /* Name of the i-th public shape (test-tiny is not listed); NULL past the end. */
 const char *model_synth_shape_name(int i);
 
-/* Adds c's metadata (borrowed) under its family's keys (general.architecture = c->arch,
- * ARCH.embedding_length, ARCH.attention.key_length, ...) to g, with general.file_type:
- * the keys a converted file of the family carries, and any the family's defaults would
- * not give back (a window pattern or windowed RoPE base of its own). Assumes
- * model_synth_check(c) passed. */
-void model_synth_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type);
-
 /* TS_OK when the loader would read c back from a file model_synth_write() makes: a
  * family of model_arch.c whose row gives c's features (q/k norms, post-norms, fused
  * gate/up, embedding scale, activation, RoPE order, attention scale; soft-caps and
