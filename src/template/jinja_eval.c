@@ -62,9 +62,10 @@ static jargs as_jargs(const call_args *a)
     return (jargs){.v = a->all, .names = a->names, .name_n = a->name_n, .n = a->n_pos + a->n_kw};
 }
 
-bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args, size_t n_args,
-                      const jnode *const *kw, const jv *kw_vals, size_t n_kw, const jv *caller,
-                      jv *out)
+/* Calls a macro with evaluated arguments; the result is its output as a string. */
+static bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args,
+                             size_t n_args, const jnode *const *kw, const jv *kw_vals,
+                             size_t n_kw, const jv *caller, jv *out)
 {
     const jnode *def = m->u.m.node;
     if (++c->depth > c->lim->max_depth)

@@ -10,6 +10,9 @@
 
 #include "template/jinja_internal.h"
 
+/* Runs a statement. */
+static bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e);
+
 bool jinja_capture(jctx *c, jinja_scope *s, const jnode *body, jv *out)
 {
     strbuf buf = {0}, *saved = c->out;
@@ -215,7 +218,7 @@ static bool exec_node(jctx *c, jinja_scope *s, const jnode *e)
     }
 }
 
-bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
+static bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
 {
     if (!jinja_step(c, e) || !jinja_nest(c, e))
         return false;

@@ -302,12 +302,7 @@ bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv 
 bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out);
 /* A call node, with caller (may be NULL) passed to a macro for {% call %}. */
 bool jinja_eval_call(jctx *c, jinja_scope *s, const jnode *e, const jv *caller, jv *out);
-/* Calls a macro with evaluated arguments; the result is its output as a string. */
-bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args, size_t n_args,
-                      const jnode *const *kw, const jv *kw_vals, size_t n_kw, const jv *caller,
-                      jv *out);
-/* Runs a statement (jinja_exec) or a body with its output captured as a string. */
-bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e);
+/* Runs a body with its output captured as a string. */
 bool jinja_capture(jctx *c, jinja_scope *s, const jnode *body, jv *out);
 
 /* ---- jinja_filters.c, jinja_filters_seq.c, jinja_methods.c, jinja_ops.c: the built-ins ---- */
