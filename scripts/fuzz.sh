@@ -85,7 +85,7 @@ make_corpus() {
       done ;;
     fuzz_chat_template)
       seed models/tinystories-656k/tokenizer_config.json "$dir" ;;
-    fuzz_jinja)
+    fuzz_jinja | fuzz_template_render)
       for f in "$shared"/chat-templates/*.jinja; do
         [ -f "$f" ] && seed "chat-templates/$(basename "$f")" "$dir"
       done ;;

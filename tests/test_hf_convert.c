@@ -27,33 +27,33 @@
 
 #define HF_DIR "models/tinystories-656k"
 
-static const st_tensor *need(const st_file *f, const char *name)
+static const safetensors_tensor *need(const safetensors_file *f, const char *name)
 {
-    const st_tensor *t = st_find(f, name);
+    const safetensors_tensor *t = safetensors_find(f, name);
     if (!t)
         fail_msg("no %s", name);
     return t;
 }
 
 /* out[n] = W (n x k, row-major as PyTorch stores nn.Linear) . x[k] */
-static void linear(float *out, const st_tensor *w, const float *x, int n, int k)
+static void linear(float *out, const safetensors_tensor *w, const float *x, int n, int k)
 {
     for (int i = 0; i < n; i++) {
         double s = 0;
         for (int j = 0; j < k; j++)
-            s += (double)st_get(w, (uint64_t)i * k + j) * x[j];
+            s += (double)safetensors_get(w, (uint64_t)i * k + j) * x[j];
         out[i] = (float)s;
     }
 }
 
-static void rmsnorm(float *out, const float *x, const st_tensor *w, int d, float eps)
+static void rmsnorm(float *out, const float *x, const safetensors_tensor *w, int d, float eps)
 {
     double ss = 0;
     for (int i = 0; i < d; i++)
         ss += (double)x[i] * x[i];
     float r = 1.0f / sqrtf((float)(ss / d) + eps);
     for (int i = 0; i < d; i++)
-        out[i] = x[i] * r * st_get(w, (uint64_t)i);
+        out[i] = x[i] * r * safetensors_get(w, (uint64_t)i);
 }
 
 /* transformers' apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, where pair i of a
@@ -73,7 +73,7 @@ static void rope_half(float *v, int heads, int hd, int pos, float theta, const f
 }
 
 /* Hugging Face LlamaForCausalLM, causal, on tokens[0..n), logits (n, vocab) malloc'd. */
-static float *hf_forward(const st_file *f, const ts_model_config *c, const int32_t *tokens,
+static float *hf_forward(const safetensors_file *f, const ts_model_config *c, const int32_t *tokens,
                          int n, const float *inv_freq)
 {
     int d = c->dim, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, ffn = c->hidden_dim;
@@ -86,7 +86,7 @@ static float *hf_forward(const st_file *f, const ts_model_config *c, const int32
     float *tmp = malloc(sizeof(float) * d), *sc = malloc(sizeof(float) * n);
     float *logits = malloc(sizeof(float) * (size_t)n * V);
     assert_true(x && xn && q && att && ks && vs && g && u && tmp && sc && logits);
-    const st_tensor *emb = st_find(f, "model.embed_tokens.weight");
+    const safetensors_tensor *emb = safetensors_find(f, "model.embed_tokens.weight");
     if (!emb)
         emb = need(f, "lm_head.weight");
     char name[128];
@@ -94,7 +94,7 @@ static float *hf_forward(const st_file *f, const ts_model_config *c, const int32
     for (int p = 0; p < n; p++) {
         float *xp = x + (size_t)p * d;
         for (int i = 0; i < d; i++)
-            xp[i] = st_get(emb, (uint64_t)tokens[p] * d + i);
+            xp[i] = safetensors_get(emb, (uint64_t)tokens[p] * d + i);
         for (int l = 0; l < L; l++) {
             float *kp = ks + ((size_t)l * n + p) * nkv * hd, *vp = vs + ((size_t)l * n + p) * nkv * hd;
             rmsnorm(xn, xp, W("model.layers.%d.input_layernorm.weight", l), d, c->rms_eps);
@@ -174,9 +174,9 @@ static void test_logits_equal_hf_forward(void **state)
 
     static const int32_t tokens[] = {1, 80, 147, 201, 282, 215, 286, 598, 629, 10, 1288, 67};
     int n = (int)(sizeof tokens / sizeof *tokens);
-    st_file f;
+    safetensors_file f;
     char *st_path = strdup(tu_shared(HF_DIR "/model.safetensors"));
-    assert_int_equal(st_open(&f, st_path, &err), TS_OK);
+    assert_int_equal(safetensors_open(&f, st_path, &err), TS_OK);
     float *want = hf_forward(&f, c, tokens, n, NULL);
     float *got = tu_reference_logits(m, tokens, n);
     double worst = 0;
@@ -205,7 +205,7 @@ static void test_logits_equal_hf_forward(void **state)
     }
     free(want);
     free(got);
-    st_close(&f);
+    safetensors_close(&f);
     free(st_path);
     ts_model_free(m);
     free(path);
@@ -274,7 +274,7 @@ static void write_st(const char *path, const char *header, size_t data_len)
 static void test_refusals(void **state)
 {
     (void)state;
-    st_file f;
+    safetensors_file f;
     ts_error err = {0};
     const char *p = tu_tmp_path("x.safetensors");
     static const struct {
@@ -298,22 +298,22 @@ static void test_refusals(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         write_st(p, bad[i].header, bad[i].data);
-        assert_int_equal(st_open(&f, p, &err), bad[i].st);
+        assert_int_equal(safetensors_open(&f, p, &err), bad[i].st);
         if (!strstr(err.msg, bad[i].says))
             fail_msg("'%s' says '%s'", bad[i].header, err.msg);
         assert_null(f.map);
     }
     uint8_t huge[16] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, '{', '}'};
     write_file(p, huge, sizeof huge);
-    assert_int_equal(st_open(&f, p, &err), TS_ERR_FORMAT);
+    assert_int_equal(safetensors_open(&f, p, &err), TS_ERR_FORMAT);
     write_file(p, huge, 5);
-    assert_int_equal(st_open(&f, p, &err), TS_ERR_FORMAT);
+    assert_int_equal(safetensors_open(&f, p, &err), TS_ERR_FORMAT);
     write_st(p, "{\"__metadata__\": {\"format\": \"pt\"}, \"b\": {\"dtype\": \"BF16\", "
                 "\"shape\": [2], \"data_offsets\": [0, 4]}}", 4);
-    assert_int_equal(st_open(&f, p, &err), TS_OK);
+    assert_int_equal(safetensors_open(&f, p, &err), TS_OK);
     assert_int_equal(f.n_tensors, 1);
-    assert_non_null(st_find(&f, "b"));
-    st_close(&f);
+    assert_non_null(safetensors_find(&f, "b"));
+    safetensors_close(&f);
 
     /* directories: no config, another architecture, YaRN, a byte-level tokenizer */
     char dir[4096], path[4200];
@@ -473,9 +473,9 @@ static void test_llama3_rope_scaling(void **state)
 
     static const int32_t tokens[] = {1, 80, 147, 201, 282, 215, 286, 598, 629, 10, 1288, 67};
     int n = (int)(sizeof tokens / sizeof *tokens);
-    st_file f;
+    safetensors_file f;
     char *st_path = strdup(tu_shared(HF_DIR "/model.safetensors"));
-    assert_int_equal(st_open(&f, st_path, &err), TS_OK);
+    assert_int_equal(safetensors_open(&f, st_path, &err), TS_OK);
     float *want = hf_forward(&f, c, tokens, n, inv), *unscaled = hf_forward(&f, c, tokens, n, NULL);
     float *got = tu_reference_logits(m, tokens, n);
     double worst = 0, moved = 0;
@@ -489,7 +489,7 @@ static void test_llama3_rope_scaling(void **state)
     free(want);
     free(unscaled);
     free(got);
-    st_close(&f);
+    safetensors_close(&f);
     free(st_path);
     ts_model_free(m);
 

@@ -164,14 +164,14 @@ done:
 
 /* Every *.safetensors of dir, mapped. */
 typedef struct shards {
-    st_file files[HF_MAX_SHARDS];
+    safetensors_file files[HF_MAX_SHARDS];
     int n;
 } shards;
 
 static void shards_close(shards *s)
 {
     for (int i = 0; i < s->n; i++)
-        st_close(&s->files[i]);
+        safetensors_close(&s->files[i]);
     s->n = 0;
 }
 
@@ -191,7 +191,7 @@ static ts_status shards_open(shards *s, const char *dir, ts_error *err)
             st = ts_error_set(err, TS_ERR_UNSUPPORTED, "%s: over %d shards", dir, HF_MAX_SHARDS);
             break;
         }
-        if ((st = st_open(&s->files[s->n], g.gl_pathv[i], err)) == TS_OK)
+        if ((st = safetensors_open(&s->files[s->n], g.gl_pathv[i], err)) == TS_OK)
             s->n++;
     }
     globfree(&g);
@@ -200,10 +200,10 @@ static ts_status shards_open(shards *s, const char *dir, ts_error *err)
     return st;
 }
 
-static const st_tensor *shards_find(const shards *s, const char *name)
+static const safetensors_tensor *shards_find(const shards *s, const char *name)
 {
     for (int i = 0; i < s->n; i++) {
-        const st_tensor *t = st_find(&s->files[i], name);
+        const safetensors_tensor *t = safetensors_find(&s->files[i], name);
         if (t)
             return t;
     }
@@ -212,7 +212,7 @@ static const st_tensor *shards_find(const shards *s, const char *name)
 
 /* One output tensor: rows of src (rows x cols), in GGUF's order. */
 typedef struct out_tensor {
-    const st_tensor *src;
+    const safetensors_tensor *src;
     uint64_t rows, cols;
     int rope_heads;   /* > 0: Q or K of that many heads, rows reordered for RoPE */
     uint32_t type;    /* GGUF_TENSOR_F32, _F16 or _BF16 */
@@ -235,7 +235,7 @@ static ts_status fill_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_r
     for (uint64_t r = row0; r < row0 + n_rows; r++) {
         uint64_t src = hd ? rope_src_row(r, hd) : r;
         for (uint64_t k = 0; k < o->cols; k++) {
-            float x = st_get(o->src, src * o->cols + k);
+            float x = safetensors_get(o->src, src * o->cols + k);
             uint64_t at = (r - row0) * o->cols + k;
             if (o->type == GGUF_TENSOR_F32) {
                 memcpy(dst + 4 * at, &x, 4);
@@ -269,7 +269,7 @@ typedef struct converter {
 static ts_status add(converter *cv, const char *name, const char *hf, uint64_t rows,
                      uint64_t cols, int rope_heads, uint32_t type, ts_error *err)
 {
-    const st_tensor *t = shards_find(&cv->sh, hf);
+    const safetensors_tensor *t = shards_find(&cv->sh, hf);
     if (!t)
         return ts_error_set(err, TS_ERR_FORMAT, "the safetensors have no %s", hf);
     bool shape_ok = cols ? t->n_dims == 2 && t->shape[0] == rows && t->shape[1] == cols

@@ -10,7 +10,7 @@
 #include "gguf/gguf.h"
 #include "model/safetensors.h"
 
-static ts_status parse_tensor(st_tensor *t, const cJSON *e, const uint8_t *data,
+static ts_status parse_tensor(safetensors_tensor *t, const cJSON *e, const uint8_t *data,
                               uint64_t data_len, const char *path, ts_error *err)
 {
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -28,9 +28,9 @@ static ts_status parse_tensor(st_tensor *t, const cJSON *e, const uint8_t *data,
     if (k == 3)
         return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s: tensor %s has dtype %s (F32, F16 "
                             "and BF16 are converted)", path, e->string, dtype->valuestring);
-    t->dtype = (st_dtype)k;
+    t->dtype = (safetensors_dtype)k;
     t->n_dims = cJSON_GetArraySize(shape);
-    if (t->n_dims > ST_MAX_DIMS)
+    if (t->n_dims > SAFETENSORS_MAX_DIMS)
         return ts_error_set(err, TS_ERR_FORMAT, "%s: tensor %s has %d dimensions", path,
                             e->string, t->n_dims);
     t->n_elems = 1;
@@ -58,7 +58,7 @@ static ts_status parse_tensor(st_tensor *t, const cJSON *e, const uint8_t *data,
 }
 
 /* The header and tensors of size bytes at p (borrowed) into f->tensors. */
-static ts_status parse(st_file *f, const uint8_t *p, size_t size, const char *path,
+static ts_status parse(safetensors_file *f, const uint8_t *p, size_t size, const char *path,
                        ts_error *err)
 {
     cJSON *root = NULL;
@@ -68,7 +68,7 @@ static ts_status parse(st_file *f, const uint8_t *p, size_t size, const char *pa
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | p[i];
-    if (hlen > ST_MAX_HEADER || hlen > size - 8) {
+    if (hlen > SAFETENSORS_MAX_HEADER || hlen > size - 8) {
         st = ts_error_set(err, TS_ERR_FORMAT, "%s: header of %llu bytes does not fit", path,
                           (unsigned long long)hlen);
         goto fail;
@@ -97,16 +97,16 @@ fail:
     return st;
 }
 
-ts_status st_open_buffer(st_file *f, const void *data, size_t size, ts_error *err)
+ts_status safetensors_open_buffer(safetensors_file *f, const void *data, size_t size, ts_error *err)
 {
     memset(f, 0, sizeof *f);
     ts_status st = parse(f, data, size, "buffer", err);
     if (st != TS_OK)
-        st_close(f);
+        safetensors_close(f);
     return st;
 }
 
-ts_status st_open(st_file *f, const char *path, ts_error *err)
+ts_status safetensors_open(safetensors_file *f, const char *path, ts_error *err)
 {
     memset(f, 0, sizeof *f);
     ts_status st = TS_OK;
@@ -132,11 +132,11 @@ fail:
     if (fd >= 0)
         close(fd);
     if (st != TS_OK)
-        st_close(f);
+        safetensors_close(f);
     return st;
 }
 
-void st_close(st_file *f)
+void safetensors_close(safetensors_file *f)
 {
     if (!f)
         return;
@@ -148,7 +148,7 @@ void st_close(st_file *f)
     memset(f, 0, sizeof *f);
 }
 
-const st_tensor *st_find(const st_file *f, const char *name)
+const safetensors_tensor *safetensors_find(const safetensors_file *f, const char *name)
 {
     for (int i = 0; i < f->n_tensors; i++)
         if (!strcmp(f->tensors[i].name, name))
@@ -156,21 +156,21 @@ const st_tensor *st_find(const st_file *f, const char *name)
     return NULL;
 }
 
-float st_get(const st_tensor *t, uint64_t i)
+float safetensors_get(const safetensors_tensor *t, uint64_t i)
 {
     const uint8_t *p = t->data;
     switch (t->dtype) {
-    case ST_F32: {
+    case SAFETENSORS_F32: {
         float v;
         memcpy(&v, p + 4 * i, 4);
         return v;
     }
-    case ST_F16: {
+    case SAFETENSORS_F16: {
         uint16_t h;
         memcpy(&h, p + 2 * i, 2);
         return gguf_f16_to_f32(h);
     }
-    case ST_BF16: {
+    case SAFETENSORS_BF16: {
         uint16_t h;
         memcpy(&h, p + 2 * i, 2);
         uint32_t bits = (uint32_t)h << 16;

@@ -1,6 +1,6 @@
 /* chat_internal.h: what the built-in chat families' files share (chat_template.c renders
- * chats without tools, chat_tools.c chats with tools, calls or results): a rendering under
- * way, its markup and its content. */
+ * chats without tools, chat_tools.c chats with tools, calls or results, both with
+ * chat_render.c's primitives): a rendering under way, its markup and its content. */
 #ifndef TESSERA_TEMPLATE_CHAT_INTERNAL_H
 #define TESSERA_TEMPLATE_CHAT_INTERNAL_H
 
@@ -19,6 +19,8 @@ typedef struct chat_render {
     strbuf spans;
 } chat_render;
 
+/* ---- chat_render.c: the primitives both renderers use ---- */
+
 /* Appends markup: the NUL-terminated strings given, up to a NULL. */
 void chat_template__markup(chat_render *out, ...);
 
@@ -30,10 +32,6 @@ void chat_template__content(chat_render *out, const char *c, size_t len, bool st
 /* Appends v (borrowed) as content, as the tojson filter writes it (indent < 0: one line);
  * false when out of memory or nested too deep. */
 bool chat_template__json(chat_render *out, const cJSON *v, int indent);
-
-/* True when the chat needs the tool formats: tools given, or a message with tool calls or
- * of the tool role. */
-bool chat_template__tool_mode(const chat_message *m, size_t n, const cJSON *tools);
 
 /* chat_tools.c: renders a chat in tool mode for kind into out. A family without a tool
  * format gets rewritten messages (tools in the system text, calls in the assistant's,

@@ -1,13 +1,11 @@
 /* chat_template.c: native C renderings of the common chat formats and the detection of a
  * GGUF Jinja template's family by its markers. */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "template/chat_internal.h"
-#include "template/jinja.h"
 
 static const char *const kind_names[CHAT_TEMPLATE_COUNT] = {
     [CHAT_TEMPLATE_PLAIN] = "plain",     [CHAT_TEMPLATE_CHATML] = "chatml",
@@ -69,55 +67,14 @@ bool chat_template_trims(chat_template_kind kind)
 typedef chat_render render;
 #define markup chat_template__markup
 
-void chat_template__markup(chat_render *out, ...)
-{
-    va_list ap;
-    va_start(ap, out);
-    for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
-        strbuf_add(&out->text, s, strlen(s));
-    va_end(ap);
-}
-
-static bool is_ascii_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-/* The Llama 3 and Gemma templates pass every message through Jinja's trim and Llama 2's
- * through strip(), so "  hi\n" is rendered as "hi" there. Only ASCII whitespace goes, as
- * in llama.cpp's renderings. */
-void chat_template__content(chat_render *out, const char *c, size_t len, bool strip_lead,
-                            bool strip_trail)
-{
-    while (strip_lead && len > 0 && is_ascii_space(*c)) {
-        c++;
-        len--;
-    }
-    while (strip_trail && len > 0 && is_ascii_space(c[len - 1]))
-        len--;
-    ts_text_span sp = {out->text.len, len};
-    if (sp.len == 0)
-        return;
-    strbuf_add(&out->text, c, sp.len);
-    strbuf_add(&out->spans, &sp, sizeof sp);
-}
-
 static void content_part(render *out, const char *c, bool strip_lead, bool strip_trail)
 {
     chat_template__content(out, c, strlen(c), strip_lead, strip_trail);
 }
 
-bool chat_template__json(chat_render *out, const cJSON *v, int indent)
-{
-    char *j = jinja_tojson(v, indent);
-    if (!j)
-        return false;
-    chat_template__content(out, j, strlen(j), false, false);
-    free(j);
-    return true;
-}
-
-bool chat_template__tool_mode(const chat_message *m, size_t n, const cJSON *tools)
+/* True when the chat needs the tool formats: tools given, or a message with tool calls or
+ * of the tool role. */
+static bool tool_mode(const chat_message *m, size_t n, const cJSON *tools)
 {
     if (cJSON_GetArraySize(tools) > 0)
         return true;
@@ -268,7 +225,7 @@ ts_status chat_template_render(chat_template_kind kind, const chat_message *msgs
             return ts_error_set(err, TS_ERR_INVALID_ARG, "messages[%zu].content is missing", i);
     }
     render r = {0};
-    if (!chat_template__tool_mode(msgs, n, tools))
+    if (!tool_mode(msgs, n, tools))
         render_plain(&r, kind, msgs, n);
     else if (chat_template__render_tools(&r, kind, msgs, n, tools, render_plain) != TS_OK)
         r.text.failed = true;

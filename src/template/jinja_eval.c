@@ -1,108 +1,13 @@
-/* jinja_eval.c: runs the syntax tree: statements write to the current output, expressions
- * give values. Every node counts a step, values come from a bounded arena, output is
- * bounded, and macro calls count towards the nesting depth. */
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
+/* jinja_eval.c: evaluates expressions to values, and calls (macros, methods, globals).
+ * Every node counts a step, values come from a bounded arena, and macro calls count
+ * towards the nesting depth.
+ * Mutual recursion with jinja_exec.c, the language's own: a macro's body is statements
+ * (jinja_call_macro -> jinja_capture), and statements hold expressions (jinja_exec ->
+ * jinja_eval, jinja_eval_call). Both count every frame in jctx.nest. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "template/jinja_internal.h"
-
-/* The budget's own message: whatever error a function reports after the budget ran out
- * (a comparison "not equal", a value "cannot print") is that, not a fault of the template. */
-static void budget_msg(const jctx *c, ts_status *st, char *msg, size_t n)
-{
-    if (c->w.why == JB_CANCELLED) {
-        *st = TS_ERR_CANCELLED;
-        snprintf(msg, n, "template rendering cancelled");
-    } else if (c->w.why == JB_BYTES) {
-        *st = TS_ERR_TOO_LONG;
-        snprintf(msg, n, "template built a string over %zu bytes", c->w.max_bytes);
-    } else {
-        *st = TS_ERR_TOO_LONG;
-        snprintf(msg, n, "template ran over %zu units of work", c->w.max_work);
-    }
-}
-
-bool jinja_fail(jctx *c, const jnode *at, ts_status st, const char *fmt, ...)
-{
-    if (c->st != TS_OK)
-        return false;
-    char msg[220];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (c->w.why != JB_OK)
-        budget_msg(c, &st, msg, sizeof msg);
-    if (at)
-        c->st = ts_error_set(c->err, st, "template line %d col %d: %s", at->line, at->col, msg);
-    else
-        c->st = ts_error_set(c->err, st, "%s", msg);
-    return false;
-}
-
-bool jinja_step(jctx *c, const jnode *at)
-{
-    if (++c->steps > c->lim->max_steps)
-        return jinja_fail(c, at, TS_ERR_TOO_LONG, "template ran over %zu steps", c->lim->max_steps);
-    return jinja_work(c, at, 1);
-}
-
-bool jinja_work(jctx *c, const jnode *at, size_t units)
-{
-    return jv_charge(&c->w, units) || jinja_fail(c, at, TS_ERR_TOO_LONG, "out of work");
-}
-
-bool jinja_nest(jctx *c, const jnode *at)
-{
-    if (++c->nest > c->lim->max_eval_depth) {
-        c->nest--;
-        return jinja_fail(c, at, TS_ERR_TOO_LONG, "template nested over %d evaluations deep",
-                          c->lim->max_eval_depth);
-    }
-    return true;
-}
-
-bool jinja_oom(jctx *c, const jnode *at)
-{
-    return jinja_fail(c, at, TS_ERR_TOO_LONG, "template used over %zu bytes of memory",
-                      c->lim->max_memory);
-}
-
-bool jinja_emit(jctx *c, const jnode *at, const char *s, size_t n)
-{
-    if (c->out->len + n > c->lim->max_output)
-        return jinja_fail(c, at, TS_ERR_TOO_LONG, "template output over %zu bytes",
-                          c->lim->max_output);
-    return jinja_work(c, at, n) && (strbuf_add(c->out, s, n) || jinja_oom(c, at));
-}
-
-jv *jinja_lookup(jctx *c, jinja_scope *s, const char *name, size_t n)
-{
-    for (; s; s = s->parent) {
-        jv *v = jv_dict_get(&c->w, &s->vars, name, n);
-        if (v)
-            return v;
-    }
-    return NULL;
-}
-
-bool jinja_set_var(jctx *c, const jnode *at, jinja_scope *s, const char *name, jv v)
-{
-    return jv_dict_set(c->arena, &c->w, &s->vars, jv_str(name, strlen(name)), v) ||
-           jinja_oom(c, at);
-}
-
-jinja_scope *jinja_new_scope(jctx *c, const jnode *at, jinja_scope *parent)
-{
-    jinja_scope *s = jinja_alloc(c->arena, sizeof *s);
-    if (!s)
-        return jinja_oom(c, at), NULL;
-    s->parent = parent;
-    return s;
-}
 
 /* ---- calls ---- */
 
@@ -157,21 +62,10 @@ static jargs as_jargs(const call_args *a)
     return (jargs){.v = a->all, .names = a->names, .name_n = a->name_n, .n = a->n_pos + a->n_kw};
 }
 
-const jv *jargs_get(const jargs *a, size_t pos, const char *name)
-{
-    for (size_t i = 0; i < a->n; i++)
-        if (a->names[i] && name && !strcmp(a->names[i], name))
-            return &a->v[i];
-    size_t seen = 0;
-    for (size_t i = 0; i < a->n; i++)
-        if (!a->names[i] && seen++ == pos)
-            return &a->v[i];
-    return NULL;
-}
-
-bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args, size_t n_args,
-                      const jnode *const *kw, const jv *kw_vals, size_t n_kw, const jv *caller,
-                      jv *out)
+/* Calls a macro with evaluated arguments; the result is its output as a string. */
+static bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args,
+                             size_t n_args, const jnode *const *kw, const jv *kw_vals,
+                             size_t n_kw, const jv *caller, jv *out)
 {
     const jnode *def = m->u.m.node;
     if (++c->depth > c->lim->max_depth)
@@ -228,53 +122,6 @@ bool jinja_eval_call(jctx *c, jinja_scope *s, const jnode *e, const jv *caller, 
 }
 
 /* ---- expressions ---- */
-
-bool jinja_make_str(jctx *c, const jnode *at, strbuf *b, jv *out)
-{
-    if (!jv_fits(&c->w, b->len) || !jv_charge(&c->w, b->len)) {
-        strbuf_free(b);
-        return jinja_fail(c, at, TS_ERR_TOO_LONG, "string too long");
-    }
-    char *t = b->len ? jinja_alloc(c->arena, b->len) : NULL;
-    bool ok = !b->failed && (!b->len || t);
-    if (ok) {
-        if (b->len)
-            memcpy(t, b->s, b->len);
-        *out = jv_str(t ? t : "", b->len);
-    }
-    strbuf_free(b);
-    return ok || jinja_oom(c, at);
-}
-
-/* The byte offset of code point i of s (n bytes), or n when past the end. */
-size_t jinja_cp_offset(const char *s, size_t n, int64_t i)
-{
-    size_t o = 0;
-    while (o < n && i > 0) {
-        o++;
-        while (o < n && ((unsigned char)s[o] & 0xC0) == 0x80)
-            o++;
-        i--;
-    }
-    return o;
-}
-
-int64_t jinja_cp_count(const char *s, size_t n)
-{
-    int64_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return k;
-}
-
-bool jinja_get_int(jctx *c, const jnode *at, const jv *v, int64_t *out)
-{
-    if (v->t == JV_INT || v->t == JV_BOOL) {
-        *out = v->t == JV_INT ? v->u.i : v->u.b;
-        return true;
-    }
-    return jinja_fail(c, at, TS_ERR_INVALID_ARG, "expected an integer, got %s", jv_type_name(v));
-}
 
 static bool eval_slice(jctx *c, const jnode *e, const jv *obj, const jv *b, const jv *d,
                        const jv *st, jv *out)

@@ -1,11 +1,17 @@
 /* jinja_exec.c: runs statements (output, if, for with its loop variable, set, macro, call
  * and filter blocks, break and continue) and renders a template. A for body and a macro get
  * their own scope, as in Jinja, so a {% set %} inside a loop does not leak out of it
- * (which is why templates use namespace()). */
+ * (which is why templates use namespace()).
+ * Mutual recursion with jinja_eval.c, the language's own: statements hold expressions
+ * (jinja_eval, jinja_eval_call), and a macro's body is statements (jinja_call_macro ->
+ * jinja_capture). Both count every frame in jctx.nest. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "template/jinja_internal.h"
+
+/* Runs a statement. */
+static bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e);
 
 bool jinja_capture(jctx *c, jinja_scope *s, const jnode *body, jv *out)
 {
@@ -212,7 +218,7 @@ static bool exec_node(jctx *c, jinja_scope *s, const jnode *e)
     }
 }
 
-bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
+static bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e)
 {
     if (!jinja_step(c, e) || !jinja_nest(c, e))
         return false;

@@ -1,6 +1,9 @@
 /* jinja_filters.c: the filters chat templates use, with Jinja's defaults (sort, dictsort
  * and unique ignore case unless told otherwise; tojson is json.dumps without ASCII
- * escaping, as Hugging Face renders). */
+ * escaping, as Hugging Face renders).
+ * Mutual recursion with jinja_filters_seq.c, the language's own: this file's table lists
+ * the sequence filters, and map, select and reject apply a filter named in the template
+ * through jinja_filter (`map('map', ...)` comes back here). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,34 +99,6 @@ static bool f_length(jctx *c, jinja_scope *s, const jnode *at, const jv *v, cons
     return true;
 }
 
-/* v as a list: a list itself, a dict's keys, a string's characters, nothing for undefined. */
-bool jinja_as_list(jctx *c, const jnode *at, const jv *v, jv *out)
-{
-    if (v->t == JV_LIST) {
-        *out = *v;
-        return true;
-    }
-    if (!jv_new_list(c->arena, out, 0))
-        return jinja_oom(c, at);
-    if (!jinja_work(c, at, v->t == JV_DICT ? v->u.d->n : v->t == JV_STR ? v->u.s.n : 0))
-        return false;
-    if (v->t == JV_DICT) {
-        for (size_t i = 0; i < v->u.d->n; i++)
-            if (!jv_list_push(c->arena, out->u.l, v->u.d->keys[i]))
-                return jinja_oom(c, at);
-    } else if (v->t == JV_STR) {
-        for (size_t o = 0; o < v->u.s.n;) {
-            size_t k = jinja_cp_offset(v->u.s.s + o, v->u.s.n - o, 1);
-            if (!jv_list_push(c->arena, out->u.l, jv_str(v->u.s.s + o, k)))
-                return jinja_oom(c, at);
-            o += k;
-        }
-    } else if (v->t != JV_UNDEF) {
-        return jinja_fail(c, at, TS_ERR_INVALID_ARG, "%s is not iterable", jv_type_name(v));
-    }
-    return true;
-}
-
 static bool f_list(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)
 {
     (void)s, (void)a;
@@ -153,33 +128,6 @@ static bool f_last(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const 
 {
     (void)s, (void)a;
     return f_first_last(c, at, v, true, out);
-}
-
-/* item.attr (dotted: "a.b") or the item itself when attr is NULL. */
-bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv *out)
-{
-    *out = *item;
-    if (!attr || attr->t == JV_NONE)
-        return true;
-    if (attr->t == JV_INT) {
-        *out = item->t == JV_LIST && attr->u.i >= 0 && (size_t)attr->u.i < item->u.l->n
-                   ? item->u.l->items[attr->u.i]
-                   : (jv){.t = JV_UNDEF};
-        return true;
-    }
-    if (attr->t != JV_STR)
-        return jinja_fail(c, at, TS_ERR_INVALID_ARG, "attribute must be a string");
-    const char *p = attr->u.s.s, *end = p + attr->u.s.n;
-    while (p <= end) {
-        const char *dot = memchr(p, '.', (size_t)(end - p));
-        size_t n = dot ? (size_t)(dot - p) : (size_t)(end - p);
-        jv *v = out->t == JV_DICT ? jv_dict_get(&c->w, out->u.d, p, n) : NULL;
-        *out = v ? *v : (jv){.t = JV_UNDEF};
-        if (!dot)
-            break;
-        p = dot + 1;
-    }
-    return true;
 }
 
 static bool f_join(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a, jv *out)

@@ -1,5 +1,7 @@
 /* jinja_filters_seq.c: the filters over sequences: map, select, reject, selectattr,
- * rejectattr, unique, sort, dictsort, batch, sum, min, max, and indent. */
+ * rejectattr, unique, sort, dictsort, batch, sum, min, max, and indent.
+ * Mutual recursion with jinja_filters.c, the language's own: map applies a filter named in
+ * the template through jinja_filter, whose table lists this file's filters. */
 #include <string.h>
 
 #include "template/jinja_internal.h"

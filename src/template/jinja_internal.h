@@ -229,7 +229,7 @@ bool jinja_filter_known(const char *name, size_t n);
 bool jinja_test_known(const char *name, size_t n);
 bool jinja_method_known(const char *name, size_t n);
 
-/* ---- evaluation ---- */
+/* ---- evaluation: the render state ---- */
 typedef struct jinja_scope {
     struct jinja_scope *parent;
     jv_dict vars;
@@ -253,28 +253,59 @@ typedef struct jctx {
 
 enum { JUMP_NONE, JUMP_BREAK, JUMP_CONTINUE };
 
-/* Records the first error; returns false so callers can `return jinja_fail(...)`. */
-bool jinja_fail(jctx *c, const jnode *at, ts_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out);
-/* Calls a macro with evaluated arguments; the result is its output as a string. */
-bool jinja_call_macro(jctx *c, const jnode *at, const jv *m, const jv *args, size_t n_args,
-                      const jnode *const *kw, const jv *kw_vals, size_t n_kw, const jv *caller,
-                      jv *out);
-
-/* A filter, test or method applied to v with evaluated arguments: kw_names[i] is NULL for
- * a positional one. */
+/* A filter, test or method applied to v with evaluated arguments: names[i] is NULL for a
+ * positional one. */
 typedef struct jargs {
     const jv *v;
     const char *const *names;
     const size_t *name_n;
     size_t n;
 } jargs;
+
+/* ---- jinja_ctx.c: helpers every part of the evaluator uses (calls only jinja_value.c) ---- */
+
+/* Records the first error; returns false so callers can `return jinja_fail(...)`. */
+bool jinja_fail(jctx *c, const jnode *at, ts_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Counts a step (and a unit of work); false (error recorded) past max_steps. */
+bool jinja_step(jctx *c, const jnode *at);
+/* Charges units of work; false (error recorded) once the budget is spent or cancelled. */
+bool jinja_work(jctx *c, const jnode *at, size_t units);
+/* Counts one more nested evaluation; false (error recorded) past max_eval_depth. The
+ * caller decrements c->nest when it returns. */
+bool jinja_nest(jctx *c, const jnode *at);
+/* Records running out of the arena; returns false. */
+bool jinja_oom(jctx *c, const jnode *at);
+/* Appends to the current output, within max_output. */
+bool jinja_emit(jctx *c, const jnode *at, const char *s, size_t n);
+/* Copies b into the arena as a string value and frees b. */
+bool jinja_make_str(jctx *c, const jnode *at, strbuf *b, jv *out);
+jv *jinja_lookup(jctx *c, jinja_scope *s, const char *name, size_t n);
+bool jinja_set_var(jctx *c, const jnode *at, jinja_scope *s, const char *name, jv v);
+jinja_scope *jinja_new_scope(jctx *c, const jnode *at, jinja_scope *parent);
+bool jinja_get_int(jctx *c, const jnode *at, const jv *v, int64_t *out);
+/* Code points in s, and the byte offset of code point i (n when past the end). */
+int64_t jinja_cp_count(const char *s, size_t n);
+size_t jinja_cp_offset(const char *s, size_t n, int64_t i);
 /* The argument called name or at position pos (NULL when absent). */
 const jv *jargs_get(const jargs *a, size_t pos, const char *name);
+/* v as a list: a list itself, a dict's keys, a string's characters, [] for undefined. */
+bool jinja_as_list(jctx *c, const jnode *at, const jv *v, jv *out);
+/* item.attr (attr dotted, "a.b", or an integer index), or item itself when attr is NULL. */
+bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv *out);
+
+/* ---- jinja_eval.c and jinja_exec.c: expressions and statements, each calling the other ---- */
+
+bool jinja_eval(jctx *c, jinja_scope *s, const jnode *e, jv *out);
+/* A call node, with caller (may be NULL) passed to a macro for {% call %}. */
+bool jinja_eval_call(jctx *c, jinja_scope *s, const jnode *e, const jv *caller, jv *out);
+/* Runs a body with its output captured as a string. */
+bool jinja_capture(jctx *c, jinja_scope *s, const jnode *body, jv *out);
+
+/* ---- jinja_filters.c, jinja_filters_seq.c, jinja_methods.c, jinja_ops.c: the built-ins ---- */
 
 /* Filters in jinja_filters_seq.c, listed for jinja_filters.c's table. */
 typedef bool (*filter_fn)(jctx *c, jinja_scope *s, const jnode *at, const jv *v, const jargs *a,
@@ -287,10 +318,6 @@ typedef bool (*filter_fn)(jctx *c, jinja_scope *s, const jnode *at, const jv *v,
                         jv *out);
 JINJA_SEQ_FILTERS(JINJA_FILTER_DECL)
 #undef JINJA_FILTER_DECL
-/* v as a list: a list itself, a dict's keys, a string's characters, [] for undefined. */
-bool jinja_as_list(jctx *c, const jnode *at, const jv *v, jv *out);
-/* item.attr (attr dotted, "a.b", or an integer index), or item itself when attr is NULL. */
-bool jinja_attr_of(jctx *c, const jnode *at, const jv *item, const jv *attr, jv *out);
 
 bool jinja_filter(jctx *c, jinja_scope *s, const jnode *at, const char *name, size_t n, const jv *v,
                   const jargs *args, jv *out);
@@ -299,32 +326,7 @@ bool jinja_test(jctx *c, const jnode *at, const char *name, size_t n, const jv *
 bool jinja_method(jctx *c, const jnode *at, jv *self, const char *name, size_t n, const jargs *args,
                   jv *out);
 bool jinja_global(jctx *c, const jnode *at, int fn, const jargs *args, jv *out);
-/* Runs a statement (jinja_exec) or a body with its output captured as a string. */
-bool jinja_exec(jctx *c, jinja_scope *s, const jnode *e);
-bool jinja_capture(jctx *c, jinja_scope *s, const jnode *body, jv *out);
 /* Binary operator op (jop) on x and y. */
 bool jinja_arith(jctx *c, const jnode *at, int op, const jv *x, const jv *y, jv *out);
-/* A call node, with caller (may be NULL) passed to a macro for {% call %}. */
-bool jinja_eval_call(jctx *c, jinja_scope *s, const jnode *e, const jv *caller, jv *out);
-/* Counts a step (and a unit of work); false (error recorded) past max_steps. */
-bool jinja_step(jctx *c, const jnode *at);
-/* Charges units of work; false (error recorded) once the budget is spent or cancelled. */
-bool jinja_work(jctx *c, const jnode *at, size_t units);
-/* Counts one more nested evaluation; false (error recorded) past max_eval_depth. The
- * caller decrements c->nest when it returns. */
-bool jinja_nest(jctx *c, const jnode *at);
-/* Records running out of the arena; returns false. */
-bool jinja_oom(jctx *c, const jnode *at);
-/* Copies b into the arena as a string value and frees b. */
-bool jinja_make_str(jctx *c, const jnode *at, strbuf *b, jv *out);
-jv *jinja_lookup(jctx *c, jinja_scope *s, const char *name, size_t n);
-bool jinja_set_var(jctx *c, const jnode *at, jinja_scope *s, const char *name, jv v);
-jinja_scope *jinja_new_scope(jctx *c, const jnode *at, jinja_scope *parent);
-bool jinja_get_int(jctx *c, const jnode *at, const jv *v, int64_t *out);
-/* Code points in s, and the byte offset of code point i (n when past the end). */
-int64_t jinja_cp_count(const char *s, size_t n);
-size_t jinja_cp_offset(const char *s, size_t n, int64_t i);
-/* Appends to the current output, within max_output. */
-bool jinja_emit(jctx *c, const jnode *at, const char *s, size_t n);
 
 #endif /* TESSERA_TEMPLATE_JINJA_INTERNAL_H */

@@ -335,19 +335,6 @@ static bool check_height(jparser *p, const jnode *root)
     return ok;
 }
 
-void jinja_limits_default(jinja_limits *l)
-{
-    *l = (jinja_limits){.max_source = 1 << 20,
-                        .max_nodes = 100000,
-                        .max_depth = 64,
-                        .max_steps = 2000000,
-                        .max_output = 4 << 20,
-                        .max_memory = 64 << 20,
-                        .max_tree_depth = 256,
-                        .max_eval_depth = 2048,
-                        .max_work = (size_t)256 << 20};
-}
-
 ts_status jinja_parse(jinja_template **out, const char *src, size_t len, const jinja_limits *limits,
                       ts_error *err)
 {

@@ -1,5 +1,6 @@
-/* jinja_value.c: the interpreter's arena and values: Python's truth, equality, ordering,
- * str() and json.dumps() for them, and their conversion from JSON. */
+/* jinja_value.c: the interpreter's arena, its bounds (jinja_limits_default) and budget, and
+ * values: Python's truth, equality, ordering, str() and json.dumps() for them, and their
+ * conversion from JSON. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,19 @@ void jinja_arena_free(jinja_arena *a)
         a->head = next;
     }
     a->used = 0;
+}
+
+void jinja_limits_default(jinja_limits *l)
+{
+    *l = (jinja_limits){.max_source = 1 << 20,
+                        .max_nodes = 100000,
+                        .max_depth = 64,
+                        .max_steps = 2000000,
+                        .max_output = 4 << 20,
+                        .max_memory = 64 << 20,
+                        .max_tree_depth = 256,
+                        .max_eval_depth = 2048,
+                        .max_work = (size_t)256 << 20};
 }
 
 bool jv_charge(jv_budget *w, size_t units)
