@@ -77,8 +77,9 @@ static int kv_make(bench_kv *kv, int ctx, simd_kv_type type)
 static double attention_step(const simd_kernels *k, const bench_kv *kv, int ctx, const float *q,
                              float *out)
 {
-    simd_attn_shape shape = {N_HEADS, N_KV, HEAD_DIM, ctx - 1, 1, N_HEADS * HEAD_DIM,
-                             N_HEADS * HEAD_DIM};
+    simd_attn_shape shape = {.n_heads = N_HEADS, .n_kv_heads = N_KV, .head_dim = HEAD_DIM,
+                             .pos0 = ctx - 1, .n_rows = 1, .q_stride = N_HEADS * HEAD_DIM,
+                             .out_stride = N_HEADS * HEAD_DIM};
     int group = N_HEADS / N_KV;
     double t0 = now_s();
 #pragma omp parallel for schedule(dynamic, 1)
@@ -136,8 +137,10 @@ static double prefill_step(const simd_kernels *k, const bench_kv *kv, int n, con
             .head_stride = (size_t)TS_KV_BLOCK * HEAD_DIM, .block_table = kv->table,
         };
         int r0 = c * PREFILL_CHUNK;
-        simd_attn_shape shape = {N_HEADS, N_KV, HEAD_DIM, r0,
-                                 n - r0 < PREFILL_CHUNK ? n - r0 : PREFILL_CHUNK, row, row};
+        simd_attn_shape shape = {.n_heads = N_HEADS, .n_kv_heads = N_KV, .head_dim = HEAD_DIM,
+                                 .pos0 = r0,
+                                 .n_rows = n - r0 < PREFILL_CHUNK ? n - r0 : PREFILL_CHUNK,
+                                 .q_stride = row, .out_stride = row};
         size_t at = ((size_t)layer * n + r0) * row;
         k->attention(out + at, q + at, &view, &shape, g * group, (g + 1) * group);
     }
