@@ -146,6 +146,9 @@ static void assert_config_equal(const ts_model_config *got, const ts_model_confi
     SAME_INT(swa_window);
     SAME_INT(swa_pattern);
     SAME_FLOAT(rope_freq_base_swa);
+    SAME_FLOAT(rope_scale_swa);
+    SAME_INT(n_experts);
+    SAME_INT(n_experts_used);
 #undef SAME_INT
 #undef SAME_FLOAT
 }
@@ -189,6 +192,10 @@ static const struct shape_want {
      true, false, false, false},
     {"phi-4-mini", "phi3", 3072, 8192, 32, 24, 8, 128, 200064, 131072, 1e4f, 1e-5f,
      true, false, false, true},
+    {"qwen3-30b-a3b", "qwen3moe", 2048, 768, 48, 32, 4, 128, 151936, 40960, 1e6f, 1e-6f,
+     false, false, false, false},
+    {"mixtral-8x7b", "llama", 4096, 14336, 32, 32, 8, 128, 32000, 32768, 1e6f, 1e-5f,
+     false, false, false, false},
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
@@ -770,6 +777,11 @@ static void test_every_family_shrunk_loads_and_generates(void **state)
          {"output.weight"}},
         {"phi-4-mini", "Q8_0", {"blk.0.attn_qkv.weight", "blk.1.ffn_up.weight"},
          {"blk.0.attn_q.weight", "blk.0.ffn_gate.weight"}},
+        {"qwen3-30b-a3b", "Q4_K_M",
+         {"blk.1.ffn_gate_inp.weight", "blk.1.ffn_down_exps.weight", "blk.0.attn_q_norm.weight"},
+         {"blk.0.ffn_gate.weight", "blk.0.ffn_up.weight"}},
+        {"mixtral-8x7b", "Q8_0", {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight"},
+         {"blk.0.ffn_down.weight", "blk.0.attn_q_norm.weight"}},
     };
     tokenizer_vocab v = stories_vocab();
     const char *path = tu_tmp_path("synth-family.gguf");

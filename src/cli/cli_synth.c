@@ -92,7 +92,9 @@ static double params(const ts_model_config *c)
 {
     double dim = c->dim, q = (double)c->n_heads * c->head_dim;
     double kv = (double)c->n_kv_heads * c->head_dim;
-    double layer = dim * (q + 2 * kv) + q * dim + 3 * dim * c->hidden_dim;
+    double experts = c->n_experts > 0 ? c->n_experts : 1; /* and a mixture's router */
+    double layer = dim * (q + 2 * kv) + q * dim + experts * 3 * dim * c->hidden_dim +
+                   (c->n_experts > 0 ? dim * c->n_experts : 0);
     return (double)c->vocab_size * dim * (c->tied_output ? 1 : 2) + c->n_layers * layer;
 }
 
@@ -133,6 +135,8 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
         FEATURE(" window:%d/%d", c->swa_window, c->swa_pattern);
     if (c->rope_freq_base_swa > 0.0f)
         FEATURE(" rope-base-window:%g", (double)c->rope_freq_base_swa);
+    if (c->n_experts > 0)
+        FEATURE(" experts:%d/%d", c->n_experts, c->n_experts_used);
     if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
         FEATURE(" softcap:%g/%g", (double)c->attn_softcap, (double)c->final_softcap);
 #undef FEATURE

@@ -24,6 +24,7 @@ typedef struct synth_shape {
     bool tied_output, qkv_bias, qkv_fused;
     float llama3_factor; /* rope_scaling llama3's factor, as rope_freqs.weight; 0: none */
     int swa_window;      /* the windowed layers' span; 0: the family's default */
+    int n_experts, n_experts_used; /* a mixture of experts (hidden_dim: each one's) */
 } synth_shape;
 
 /* From each model's published config.json (llama2.c's README for stories110m, whose
@@ -85,6 +86,15 @@ static const synth_shape shapes[] = {
     {.name = "phi-4-mini", .arch = "phi3", .dim = 3072, .hidden_dim = 8192, .n_layers = 32,
      .n_heads = 24, .n_kv_heads = 8, .vocab_size = 200064, .context_len = 131072,
      .rope_freq_base = 10000.0f, .tied_output = true, .qkv_fused = true},
+    /* mixtures of experts: Qwen3-30B-A3B (128 experts of 768, 8 a token, about 3.3B
+     * active parameters of 30.5B) and Mixtral 8x7B (a llama file: 8 of 14336, 2 used) */
+    {.name = "qwen3-30b-a3b", .arch = "qwen3moe", .dim = 2048, .hidden_dim = 768,
+     .n_layers = 48, .n_heads = 32, .n_kv_heads = 4, .head_dim = 128, .vocab_size = 151936,
+     .context_len = 40960, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f, .n_experts = 128,
+     .n_experts_used = 8},
+    {.name = "mixtral-8x7b", .arch = "llama", .dim = 4096, .hidden_dim = 14336,
+     .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .vocab_size = 32000, .context_len = 32768,
+     .rope_freq_base = 1000000.0f, .n_experts = 8, .n_experts_used = 2},
     {.name = "test-tiny", .arch = "llama", .hidden = true, .dim = 64, .hidden_dim = 128,
      .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 512, .context_len = 128,
      .rope_freq_base = 10000.0f},
@@ -155,6 +165,8 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         out->tied_output = s->tied_output;
         out->qkv_bias = s->qkv_bias;
         out->qkv_fused = s->qkv_fused;
+        out->n_experts = s->n_experts;
+        out->n_experts_used = s->n_experts_used;
         family_features(out, family_of(out));
         if (s->swa_window)
             out->swa_window = s->swa_window;
@@ -367,14 +379,16 @@ typedef struct synth_plan {
 
 /* Records one tensor of ggml shape (ne0, ne1), 1-D when ne1 is 0, of normals of std (0:
  * ones, for norm weights). */
-static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1, float std)
+static void plan_add3(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1,
+                      uint64_t ne2, float std)
 {
     synth_tensor *t = &p->tensors[p->n];
-    const uint64_t ne[2] = {ne0, ne1};
+    const uint64_t ne[3] = {ne0, ne1, ne2};
+    uint32_t n_dims = ne2 > 1 ? 3 : ne1 ? 2 : 1;
     t->seed = p->seed;
     t->index = (uint64_t)p->n++;
     t->ne0 = ne0;
-    t->type = quant_mix_type(p->ftype, &p->info, name, ne1 ? 2 : 1, ne0);
+    t->type = quant_mix_type(p->ftype, &p->info, name, n_dims, ne0);
     t->std = std;
     if (t->type == QUANT_TYPE_NONE) {
         if (!p->unfit) {
@@ -384,7 +398,12 @@ static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1
         t->type = QT_F32; /* the file is refused; keep the writer's state consistent */
     }
     t->row_bytes = qtype_row_bytes(t->type, (int64_t)ne0);
-    gguf_writer_add_tensor_fill(p->g, name, t->type, ne1 ? 2 : 1, ne, fill_rows, t);
+    gguf_writer_add_tensor_fill(p->g, name, t->type, n_dims, ne, fill_rows, t);
+}
+
+static void plan_add(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1, float std)
+{
+    plan_add3(p, name, ne0, ne1, 1, std);
 }
 
 /* blk.LAYER.SUFFIX: a matrix (ne1 > 0), a bias (ne1 0, std > 0) or a norm of ones. */
@@ -447,6 +466,18 @@ static void plan_tensors(synth_plan *p, const ts_model_config *c)
         if (c->post_norms)
             plan_layer(p, l, "post_attention_norm.weight", dim, 0, 0.0f);
         plan_layer(p, l, "ffn_norm.weight", dim, 0, 0.0f);
+        if (c->n_experts > 0) { /* the router, then the experts as 3-D tensors */
+            uint64_t e = (uint64_t)c->n_experts;
+            char name[96];
+            plan_layer(p, l, "ffn_gate_inp.weight", dim, e, std);
+            snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", l);
+            plan_add3(p, name, dim, ffn, e, std);
+            snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", l);
+            plan_add3(p, name, dim, ffn, e, std);
+            snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", l);
+            plan_add3(p, name, ffn, dim, e, std);
+            continue;
+        }
         if (c->ffn_fused) {
             plan_layer(p, l, "ffn_up.weight", dim, 2 * ffn, std); /* [gate; up] */
         } else {
@@ -487,6 +518,8 @@ static const char *family_mismatch(const ts_model_config *c, const model_arch *a
     /* a key of 0 is refused, so the family's default window and pattern cannot be unset */
     if ((!c->swa_window && a->swa_window) || (!c->swa_pattern && a->swa_pattern))
         return "sliding window of 0 (swa_window, swa_pattern)";
+    if (a->experts && c->n_experts == 0)
+        return "a mixture of experts (n_experts)";
     return NULL;
 }
 
