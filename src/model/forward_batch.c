@@ -188,10 +188,10 @@ static void lap(fwd_state *s, ts_step_phase phase, double *t)
 
 /* Below this many floats of work a region of row kernels costs more than it saves. The row
  * kernels (RoPE and K/V stores, the embedding) take about a nanosecond an element or less
- * on one core; a region's start costs 4-6 us on the benchmark host at 16 threads
- * (spinning, bench_layers), so 16 rows of a 2048-wide model (32K elements) are worth
- * splitting: with 64K as the bound, TinyLlama's 16-stream steps spent 2.2-2.4 ms of 25-27
- * in serial norms and RoPE, and 1.3-1.7 with 16K (session 11). A team splits every stage:
+ * on one core; a region's start costs 4-6 us on a 16-core Xeon at 16 threads (spinning,
+ * bench_layers), so 16 rows of a 2048-wide model (32K elements) are worth splitting: with
+ * 64K as the bound, TinyLlama's 16-stream steps spent 2.2-2.4 ms of 25-27 in serial norms
+ * and RoPE there, and 1.3-1.7 with 16K. A team splits every stage:
  * there it costs a barrier (1.4 us). The norms and the SwiGLU have no stage: the GEMM
  * that reads their rows runs them (fwd_pre). */
 enum { ROW_MIN_WORK = 1 << 14 };
@@ -667,7 +667,7 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         .rope_style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL, .st = TS_OK, .err = err,
     };
     /* One region for the whole step where nothing in it calls OpenBLAS: each stage then
-     * costs a barrier (1.4 us on the benchmark host at 16 threads) instead of a region's
+     * costs a barrier (1.4 us on a 16-core Xeon at 16 threads) instead of a region's
      * start (4.5 us), about 90-180 of them a step. */
     f.team = threads > 1 &&
              !(s->f32_layers && fwd_gemm_takes_blas(k, s->gemm_path, T)) &&

@@ -15,8 +15,8 @@
 /* Chunks of N per thread. Threads take chunks in turn, so one held up (by another
  * process or an interrupt) delays the GEMM by a chunk, not by its whole share, and the
  * threads that finish first wait for at most one chunk: with 4 a thread, the tail of each
- * of a step's ~90 GEMMs cost up to a quarter of it. On the benchmark host (session 11,
- * bench_layers, TinyLlama Q4_K_M, 16 threads) 8 chunks a thread of 16-row groups made
+ * of a step's ~90 GEMMs cost up to a quarter of it. On a 16-core Xeon with AMX
+ * (bench_layers, TinyLlama Q4_K_M, 16 threads) 8 chunks a thread of 16-row groups made
  * 16- and 64-row steps' GEMMs 8-19% faster than 4 of 32-row pairs, and 16 a further 3-9%
  * at 1, 16 and 64 rows (512 the same). */
 enum { GEMM_CHUNKS_PER_THREAD = 16 };
@@ -24,22 +24,22 @@ enum { GEMM_CHUNKS_PER_THREAD = 16 };
 /* But no chunk smaller than this, in weights x (rows + 8): a chunk's cost, its weights
  * streamed (about what 8 rows of products cost beside them) and multiplied with every
  * row. Taking a chunk costs ~80 ns when 16 threads ask at once (an empty dynamic loop
- * of 256 chunks: 20 us on the benchmark host), and stories110m's matrices at 16 threads
+ * of 256 chunks: 20 us on a 16-core Xeon), and stories110m's matrices at 16 threads
  * made chunks of 16 rows x 768 of about a microsecond. 500K is ~2 us there; with it (and
  * 16 a thread otherwise) bench_layers, stories110m Q4_K_M, 16 rows: 2.67 / 2.78 ms a
  * step against 3.05 / 3.07 with 16 chunks a thread alone; TinyLlama's chunks were
- * already larger at 16 and 64 rows (session 12, two rounds each). */
+ * already larger at 16 and 64 rows (two rounds each). */
 enum { GEMM_MIN_CHUNK_COST = 500000 };
 
 /* The most activation bytes a chunk reads, and its most rows: a step's rows go in blocks
  * of about this much, each block's chunks before the next's, so that a thread's chunks of
- * one block find the block's activations in its own L2 (2 MiB a core on the benchmark
- * host). Without blocks every chunk read all of a step's rows, and a 512-row step of
+ * one block find the block's activations in its own L2 (2 MiB a core on a 16-core Xeon
+ * with AMX). Without blocks every chunk read all of a step's rows, and a 512-row step of
  * TinyLlama's W2 (K = 5632: 3.3 MB of Q8_K activations) streamed them again from L3 for
  * each 16 weight rows. No more than 256 rows a block: the tile kernels go over a chunk's
  * rows in passes of 256 (SPLIT_ROWS, simd/amx/tiles_split.h), so a longer block only
- * widens what a chunk reads. On the benchmark host (session 13, bench_layers, TinyLlama
- * Q4_K_M, 512 rows, two rounds): 294-309 ms a step with 1 MiB blocks against 349-371
+ * widens what a chunk reads. On that Xeon (bench_layers, TinyLlama Q4_K_M, 512 rows, two
+ * rounds): 294-309 ms a step with 1 MiB blocks against 349-371
  * without; 1.5 MiB ones made W2's blocks 176 rows rather than 128 (45-47 ms against 50-53
  * for its Q4_K layers) but left K = 2048's 512 rows in one block (6% slower there). */
 enum { GEMM_BLOCK_BYTES = 3 << 19, GEMM_BLOCK_MAX_ROWS = 256 };
