@@ -10,6 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 #include "gguf/gguf.h"
 #include "server/toolcall.h"
 #include "util.h"
@@ -28,6 +30,10 @@ static void add_out(result *r, const toolcall_out *o)
                     o->calls[i].arguments);
 }
 
+/* The declared tools the parsers check calls against (toolcall_declare); NULL: none
+ * declared, any name is a call. Set by the test that needs it. */
+static const cJSON *declared_tools;
+
 /* Feeds text cut at the offsets in cuts (ascending, n_cuts of them), resetting the output
  * after each piece as a stream does. */
 static void parse_pieces(toolcall_syntax syn, const char *text, const size_t *cuts,
@@ -36,6 +42,8 @@ static void parse_pieces(toolcall_syntax syn, const char *text, const size_t *cu
     toolcall_parser p;
     toolcall_out o = {0};
     toolcall_init(&p, syn);
+    if (declared_tools)
+        toolcall_declare(&p, declared_tools);
     *r = (result){0};
     size_t at = 0, len = strlen(text);
     for (size_t k = 0; k <= n_cuts; k++) {
@@ -91,6 +99,36 @@ static void expect(toolcall_syntax syn, const char *text, const char *content, c
 
 #define CALL_JSON "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"
 #define CALL_OUT "get_weather({\"city\":\"Paris\"})"
+
+/* Only declared tools are called: an undeclared name stays the text the model wrote, in
+ * every syntax; and a NUL spelled in a name or in the arguments (cJSON would cut the C
+ * strings there) leaves the call as its text, the escape kept. */
+static void test_declared_tools_only(void **state)
+{
+    (void)state;
+    cJSON *tools = cJSON_Parse("[{\"type\": \"function\", \"function\": {\"name\": "
+                               "\"get_weather\", \"parameters\": {\"type\": \"object\"}}}]");
+    assert_non_null(tools);
+    declared_tools = tools;
+    expect(TOOLCALL_SYNTAX_HERMES, "<tool_call>" CALL_JSON "</tool_call>", "", CALL_OUT);
+    const char *evil = "<tool_call>{\"name\": \"delete_all_files\", \"arguments\": {}}</tool_call>";
+    expect(TOOLCALL_SYNTAX_HERMES, evil, evil, "");
+    const char *evil_json = "{\"name\": \"delete_all_files\", \"arguments\": {}}";
+    expect(TOOLCALL_SYNTAX_JSON, evil_json, evil_json, "");
+    const char *evil_mistral = "[TOOL_CALLS]delete_all_files[ARGS]{\"path\": \"/\"}";
+    expect(TOOLCALL_SYNTAX_MISTRAL, evil_mistral, evil_mistral, "");
+    const char *nul_name =
+        "<tool_call>{\"name\": \"get_weather\\u0000evil\", \"arguments\": {}}</tool_call>";
+    expect(TOOLCALL_SYNTAX_HERMES, nul_name, nul_name, "");
+    const char *nul_args = "<tool_call>{\"name\": \"get_weather\", \"arguments\": "
+                           "{\"city\": \"Paris\\u0000; rm -rf /\"}}</tool_call>";
+    expect(TOOLCALL_SYNTAX_HERMES, nul_args, nul_args, "");
+    declared_tools = NULL;
+    /* with nothing declared, a name is a name, but a NUL still leaves the text */
+    expect(TOOLCALL_SYNTAX_HERMES, evil, "", "delete_all_files({})");
+    expect(TOOLCALL_SYNTAX_HERMES, nul_name, nul_name, "");
+    cJSON_Delete(tools);
+}
 
 static void test_hermes(void **state)
 {
@@ -270,7 +308,7 @@ static void test_marker_tokens(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hermes), cmocka_unit_test(test_mistral),
+        cmocka_unit_test(test_declared_tools_only), cmocka_unit_test(test_hermes), cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_llama3), cmocka_unit_test(test_json),
         cmocka_unit_test(test_none),   cmocka_unit_test(test_marker_tokens),
         cmocka_unit_test(test_family_templates),

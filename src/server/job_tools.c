@@ -18,8 +18,10 @@ void job_tools_start(srv_job *j)
     toolcall_syntax syn = j->oreq.tools.choice == OAI_TOOL_CHOICE_AUTO
                               ? toolcall_syntax_for(j->model->template)
                               : TOOLCALL_SYNTAX_JSON;
-    for (int i = 0; i < j->oreq.n; i++)
+    for (int i = 0; i < j->oreq.n; i++) {
         toolcall_init(&j->acc[i].tc, syn);
+        toolcall_declare(&j->acc[i].tc, j->oreq.tools.defs);
+    }
 }
 
 static uint64_t splitmix64(uint64_t *x)

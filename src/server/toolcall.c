@@ -98,7 +98,39 @@ void toolcall_parser_free(toolcall_parser *p)
     *p = (toolcall_parser){0};
 }
 
+void toolcall_declare(toolcall_parser *p, const cJSON *tools)
+{
+    p->tools = tools;
+}
+
 /* ---- decoding a call's JSON */
+
+/* Whether JSON text s[0..n) spells a NUL (\u0000, at any depth of string escaping): cJSON
+ * would decode it into the C strings of a name or arguments and cut them there, so such a
+ * call is left as the text it is. */
+static bool spells_nul(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 5 < n; i++)
+        if (s[i] == '\\' && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4))
+            return true;
+    return false;
+}
+
+/* Whether name is among the declared tools (p->tools; NULL: any name is). */
+static bool declared(const toolcall_parser *p, const char *name)
+{
+    if (!p->tools)
+        return true;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, p->tools)
+    {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+            return true;
+    }
+    return false;
+}
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -361,6 +393,17 @@ static bool in_payload(toolcall_parser *p, toolcall_out *out, bool final)
                          : decode(p->syntax, s + p->value_at, end - p->value_at, &calls, &n_calls);
     if (rc == 0)
         out->failed = true;
+    /* a NUL in the call's text, a raw one in a name before [ARGS], or an undeclared tool:
+     * not a call the client asked for, so the model's text goes out as it is */
+    bool nul = spells_nul(s + p->value_at, end - p->value_at) ||
+               (p->name_end && memchr(s + p->name_at, '\0', p->name_end - p->name_at));
+    for (size_t i = 0; rc == 1 && i < n_calls; i++)
+        if (nul || !declared(p, calls[i].name))
+            rc = -1;
+    if (rc == -1 && calls) {
+        calls_free(calls, n_calls);
+        calls = NULL;
+    }
     if (rc != 1) { /* not a call: its text is content */
         as_text(p, out, end);
         return true;

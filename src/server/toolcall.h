@@ -76,10 +76,16 @@ typedef struct toolcall_parser {
                                * (name_end 0: none) */
     toolcall_call *pending; /* CLOSE: the calls waiting for their closing tag */
     size_t n_pending;
+    const struct cJSON *tools; /* borrowed: the request's declared tools (oai_tools.defs);
+                                * a call naming no tool of them is content. NULL: any name */
 } toolcall_parser;
 
 /* Zeroed parser for syntax; free it with toolcall_parser_free. */
 void toolcall_init(toolcall_parser *p, toolcall_syntax syntax);
+/* Calls must name one of tools ([{"type": "function", "function": {"name", ...}}], borrowed
+ * for the parser's life): a call of an undeclared name is released as content, its text as
+ * the model wrote it. */
+void toolcall_declare(toolcall_parser *p, const struct cJSON *tools);
 void toolcall_parser_free(toolcall_parser *p);
 
 /* Feeds len bytes of the answer (borrowed); appends to out what they decide. False when
