@@ -202,6 +202,15 @@ static void test_request_budget(void **state)
     char *huge = tokenize_body(300000); /* the body alone is past the budget */
     expect_busy(&s, "/v1/completions", huge);
     free(huge);
+    /* a 16 KB chat body: its JSON tree while parsed (40 bytes a byte) is past 256 KiB */
+    strbuf chat = {0};
+    strbuf_addf(&chat, "{\"model\": \"stories\", \"max_tokens\": 1, \"messages\": [");
+    for (int i = 0; i < 700; i++)
+        strbuf_addf(&chat, "%s{\"role\": \"user\", \"content\": \"x\"}", i ? "," : "");
+    strbuf_addf(&chat, "]}");
+    assert_true(chat.len > 16000 && chat.len < 40000);
+    expect_busy(&s, "/v1/chat/completions", chat.s);
+    strbuf_free(&chat);
     strbuf d = {0}; /* 20000 tokens of "Once": ~100 KB of text, ~700 KB as JSON at worst */
     strbuf_addf(&d, "{\"model\": \"stories\", \"tokens\": [");
     for (int i = 0; i < 20000; i++)

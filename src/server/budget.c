@@ -20,6 +20,13 @@ void budget_release(atomic_size_t *total, size_t *held)
     *held = 0;
 }
 
+void budget_give_back(atomic_size_t *total, size_t *held, size_t n)
+{
+    n = n < *held ? n : *held;
+    atomic_fetch_sub(total, n);
+    *held -= n;
+}
+
 void budget_error(oai_error *e, budget_verdict v, size_t max_one, size_t max_total)
 {
     if (v == BUDGET_OVER_ONE)

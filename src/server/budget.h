@@ -25,6 +25,9 @@ budget_verdict budget_reserve(atomic_size_t *total, size_t *held, size_t n, size
 /* Gives back what an answer holds; *held = 0. */
 void budget_release(atomic_size_t *total, size_t *held);
 
+/* Gives back n (<= *held) of what a request holds: work it reserved and is done with. */
+void budget_give_back(atomic_size_t *total, size_t *held, size_t n);
+
 /* The error for a verdict past a bound (max_one or max_total, whichever it names). */
 void budget_error(oai_error *e, budget_verdict v, size_t max_one, size_t max_total);
 

@@ -228,6 +228,8 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     return srv_send(mc, c, 200, "application/json", json, len);
 }
 
+enum { PARSE_BYTES_PER_BYTE = 40 };
+
 static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
 {
     ts_server *srv = c->srv;
@@ -242,7 +244,15 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     j->t_start = c->t_start;
     j->client_fd = -1;
     j->request_id = c->request_id;
-    if (oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e) != TS_OK)
+    /* The body's JSON tree while it is read into the request: cJSON holds ~80 bytes a value
+     * and a value can take 2 bytes of text ("[0,0,..."), so up to 40x the body, counted in
+     * the server-wide budget during the parse and given back after it. */
+    size_t parse_bytes = c->body.len * PARSE_BYTES_PER_BYTE;
+    if (!srv_reserve(c, parse_bytes, &e))
+        return srv_send_error(mc, c, &e);
+    ts_status parsed = oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e);
+    budget_give_back(&srv->answer_bytes, &c->held, parse_bytes);
+    if (parsed != TS_OK)
         return srv_send_error(mc, c, &e);
     memcpy(c->ignored, j->oreq.ignored, sizeof c->ignored);
     j->model = srv_find_model(srv, j->oreq.model, &e);
