@@ -102,9 +102,6 @@ ts_status tokenizer_bpe_init(ts_tokenizer *tok, ts_error *err);
 typedef size_t (*bpe_split_fn)(const char *s, size_t n, size_t pos);
 /* The pre-tokenizer of a tokenizer.ggml.pre name; NULL for one we do not know. */
 bpe_split_fn tokenizer_bpe_splitter(const char *pre);
-/* Whether llama.cpp starts prompts with BOS for this pre-tokenizer name when the file does
- * not say (Llama 3's family); false for one we do not know. */
-bool tokenizer_bpe_pre_adds_bos(const char *pre);
 void tokenizer_bpe_free(bpe_state *b);
 ts_status tokenizer_bpe_encode(const ts_tokenizer *tok, const char *text, size_t len,
                                tokenizer_out *out);
