@@ -23,6 +23,8 @@ typedef struct comp {
     char where[TS_SCHEMA_PATH_LEN];
 } comp;
 
+/* ---- schema_comp.c: the compilation's state */
+
 /* Records the first failure, at keyword (NULL: the schema at the current path); -1. */
 int comp_fail(comp *c, ts_status st, const char *keyword, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -44,6 +46,8 @@ int comp_literal(comp *c, const cJSON *const *values, int n);
 
 /* The node of any JSON value. */
 int comp_any(comp *c);
+
+/* ---- schema_compile.c and schema_types.c, which call each other as schemas nest */
 
 /* The node of schema sch (an object or a boolean), compiled once however often it is
  * reached. */

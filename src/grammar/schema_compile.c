@@ -1,9 +1,12 @@
 /* schema_compile.c: a JSON Schema's text into the node graph of schema.h (ts_schema): the
  * table of keywords tessera knows and the walk over them. Each schema object becomes one
  * node (shared by every $ref to it, so recursion is a cycle in the graph); schema_types.c
- * makes the node of each JSON type and schema_pass.c checks and completes the graph. */
+ * makes the node of each JSON type and schema_pass.c checks and completes the graph.
+ * Mutual recursion with schema_types.c, the schemas' own: a schema object's type has
+ * schemas inside it (walk -> comp_typed), and those are schema objects (items,
+ * properties: comp_typed -> comp_schema); comp_schema bounds it with comp.depth. The
+ * compilation's state (failures, path, memo, new nodes) is schema_comp.c's, below both. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,62 +44,7 @@ static const struct keyword {
 static const char *const type_names[TY_COUNT] = {"null", "boolean", "object", "array",
                                                  "number", "integer", "string"};
 
-/* ---- the compilation's state (schema_comp.h) */
-
-int comp_fail(comp *c, ts_status st, const char *keyword, const char *fmt, ...)
-{
-    if (c->st != TS_OK)
-        return -1;
-    c->st = st;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
-    va_end(ap);
-    sb_path_join(c->where, sizeof c->where, c->path, keyword ? keyword : "");
-    return -1;
-}
-
-int comp_nomem(comp *c)
-{
-    return comp_fail(c, TS_ERR_NOMEM, NULL, "out of memory compiling a schema");
-}
-
-size_t comp_push(comp *c, const char *fmt, ...)
-{
-    size_t at = strlen(c->path);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->path + at, sizeof c->path - at, fmt, ap);
-    va_end(ap);
-    if (at == 0 && c->path[0] == '.') /* no dot before the first segment */
-        memmove(c->path, c->path + 1, strlen(c->path));
-    return at;
-}
-
-void comp_pop(comp *c, size_t at)
-{
-    c->path[at] = '\0';
-}
-
-int comp_memo_add(comp *c, const cJSON *sch, int node)
-{
-    if (node < 0 || !sch)
-        return node;
-    if (c->n_memo == c->cap_memo) {
-        int cap = c->cap_memo ? 2 * c->cap_memo : 64;
-        const cJSON **k = realloc(c->memo_key, (size_t)cap * sizeof *k);
-        if (k)
-            c->memo_key = k;
-        int *n = k ? realloc(c->memo_node, (size_t)cap * sizeof *n) : NULL;
-        if (!n)
-            return comp_nomem(c);
-        c->memo_node = n;
-        c->cap_memo = cap;
-    }
-    c->memo_key[c->n_memo] = sch;
-    c->memo_node[c->n_memo++] = node;
-    return node;
-}
+/* ---- the memo (schema_comp.c fills it) */
 
 static int memo_find(const comp *c, const cJSON *sch)
 {
@@ -104,38 +52,6 @@ static int memo_find(const comp *c, const cJSON *sch)
         if (c->memo_key[i] == sch)
             return c->memo_node[i];
     return -1;
-}
-
-static int node_failed(comp *c)
-{
-    return c->b.s->n_nodes >= SCH_MAX_NODES
-               ? comp_fail(c, TS_ERR_TOO_LONG, NULL, "over %d schema nodes", SCH_MAX_NODES)
-               : comp_nomem(c);
-}
-
-int comp_node(comp *c, sch_kind kind, uint16_t need)
-{
-    int n = sb_node(&c->b, kind);
-    if (n < 0)
-        return node_failed(c);
-    c->b.s->nodes[n].need = need;
-    return n;
-}
-
-int comp_literal(comp *c, const cJSON *const *values, int n)
-{
-    int node = sb_literal(&c->b, values, n);
-    if (node < 0)
-        return node_failed(c);
-    c->b.s->nodes[node].need = n > 0 ? 0 : SCH_NEED_NEVER;
-    return node;
-}
-
-int comp_any(comp *c)
-{
-    if (c->any < 0)
-        c->any = comp_node(c, SCH_ANY, 0);
-    return c->any;
 }
 
 /* ---- the walk */

@@ -1,6 +1,9 @@
 /* schema_types.c: the node of a schema read as one JSON type: strings (lengths, pattern,
  * format), integers and numbers (bounds), arrays (items, counts) and objects (properties
- * in schema order, required, additionalProperties). */
+ * in schema order, required, additionalProperties).
+ * Mutual recursion with schema_compile.c, the schemas' own: items and properties are
+ * schemas (comp_typed -> comp_schema), and each schema's type is made here
+ * (schema_compile.c's walk -> comp_typed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

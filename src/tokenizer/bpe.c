@@ -496,10 +496,17 @@ bpe_split_fn tokenizer_bpe_splitter(const char *pre)
     return i < 0 ? NULL : pre_tokenizers[i].split;
 }
 
-bool tokenizer_bpe_pre_adds_bos(const char *pre)
+/* Whether llama.cpp starts prompts with BOS for this pre-tokenizer name when the file does
+ * not say (Llama 3's family); false for one we do not know. */
+static bool tokenizer_bpe_pre_adds_bos(const char *pre)
 {
     int i = find_pre(pre);
     return i >= 0 && pre_tokenizers[i].add_bos;
+}
+
+bool vocab_default_add_bos(vocab_kind kind, const char *pre)
+{
+    return kind == VOCAB_KIND_SPM || (kind == VOCAB_KIND_BPE && tokenizer_bpe_pre_adds_bos(pre));
 }
 
 /* ---- tables -------------------------------------------------------------------------- */

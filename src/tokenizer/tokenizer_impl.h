@@ -1,5 +1,8 @@
 /* tokenizer_impl.h: the tokenizer's insides, shared by tokenizer.c and the encoders
- * (spm.c, bpe.c). Nothing outside src/tokenizer/ includes this. */
+ * (spm.c, bpe.c). Nothing outside src/tokenizer/ includes this. Grouped by the file that
+ * defines each part: tokenizer.c calls down into spm.c and bpe.c, all three into
+ * tokenizer_util.c; the encoders call nothing of tokenizer.c's (what they share with it,
+ * tokenizer_out, tokenizer_emit and TOKENIZER_MAX_TEXT, lives here). */
 #ifndef TESSERA_TOKENIZER_IMPL_H
 #define TESSERA_TOKENIZER_IMPL_H
 
@@ -8,6 +11,8 @@
 #include <stdint.h>
 
 #include "tokenizer/vocab.h"
+
+/* ---- tokenizer_util.c: the hash map, the merge heap, UTF-8 */
 
 /* Open-addressing map from byte strings to int32 values. Keys are borrowed: they must
  * outlive the map. Putting an existing key overwrites its value (last one wins, as in
@@ -46,6 +51,12 @@ typedef struct tokenizer_heap {
 int tokenizer_heap_push(tokenizer_heap *h, tokenizer_bigram b); /* -1: out of memory */
 tokenizer_bigram tokenizer_heap_pop(tokenizer_heap *h);         /* h->n > 0 */
 void tokenizer_heap_free(tokenizer_heap *h);
+
+/* Length of the UTF-8 character starting at s[0] (n > 0 bytes available): 1 for a byte
+ * that does not begin a well-formed character, whose *cp is then U+FFFD. */
+size_t tokenizer_utf8_next(const char *s, size_t n, uint32_t *cp);
+
+/* ---- the tokenizer (tokenizer.c builds it) and where the encoders write */
 
 /* Where encoders write ids: ids[0..cap) receive the first cap ids, n counts them all. */
 typedef struct tokenizer_out {
@@ -90,9 +101,13 @@ struct ts_tokenizer {
  * holds up to 4 bytes per input byte. */
 #define TOKENIZER_MAX_TEXT ((size_t)INT32_MAX / 4)
 
+/* ---- spm.c */
+
 /* SentencePiece-BPE encoding of len bytes of text, without BOS (spm.c). */
 ts_status tokenizer_spm_encode(const ts_tokenizer *tok, const char *text, size_t len,
                                tokenizer_out *out);
+
+/* ---- bpe.c */
 
 /* Byte-level BPE (bpe.c): tables built from the vocab's merges, the encoder, and the
  * decoding of one token's text back to bytes (appended to dst, which must hold len bytes;
@@ -102,16 +117,9 @@ ts_status tokenizer_bpe_init(ts_tokenizer *tok, ts_error *err);
 typedef size_t (*bpe_split_fn)(const char *s, size_t n, size_t pos);
 /* The pre-tokenizer of a tokenizer.ggml.pre name; NULL for one we do not know. */
 bpe_split_fn tokenizer_bpe_splitter(const char *pre);
-/* Whether llama.cpp starts prompts with BOS for this pre-tokenizer name when the file does
- * not say (Llama 3's family); false for one we do not know. */
-bool tokenizer_bpe_pre_adds_bos(const char *pre);
 void tokenizer_bpe_free(bpe_state *b);
 ts_status tokenizer_bpe_encode(const ts_tokenizer *tok, const char *text, size_t len,
                                tokenizer_out *out);
 size_t tokenizer_bpe_decode_text(char *dst, const char *text, size_t len);
-
-/* Length of the UTF-8 character starting at s[0] (n > 0 bytes available): 1 for a byte
- * that does not begin a well-formed character, whose *cp is then U+FFFD. */
-size_t tokenizer_utf8_next(const char *s, size_t n, uint32_t *cp);
 
 #endif /* TESSERA_TOKENIZER_IMPL_H */

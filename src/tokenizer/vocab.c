@@ -1,9 +1,10 @@
-/* vocab.c: releasing a vocabulary filled by a model reader, and the defaults a reader
- * applies where the file is silent. */
+/* vocab.c: releasing a vocabulary filled by a model reader. The default a reader applies
+ * where the file does not say whether prompts start with BOS (vocab_default_add_bos) is
+ * bpe.c's, beside the pre-tokenizer table it reads, so that this file calls nothing. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/vocab.h"
 
 void vocab_clear(tokenizer_vocab *v)
 {
@@ -21,9 +22,4 @@ void vocab_clear(tokenizer_vocab *v)
     v->merges = NULL;
     v->n_tokens = 0;
     v->n_merges = 0;
-}
-
-bool vocab_default_add_bos(vocab_kind kind, const char *pre)
-{
-    return kind == VOCAB_KIND_SPM || (kind == VOCAB_KIND_BPE && tokenizer_bpe_pre_adds_bos(pre));
 }

@@ -59,7 +59,8 @@ ts_status vocab_read_gguf(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
 
 /* llama.cpp's answer to "does a prompt start with BOS?" for a file without
  * tokenizer.ggml.add_bos_token: yes for SentencePiece; for byte-level BPE only under the
- * pre-tokenizers it says so for (Llama 3's family), so SmolLM, Qwen2 and GPT-2 get none. */
+ * pre-tokenizers it says so for (Llama 3's family), so SmolLM, Qwen2 and GPT-2 get none.
+ * Defined in bpe.c, beside its table of pre-tokenizers. */
 bool vocab_default_add_bos(vocab_kind kind, const char *pre);
 
 /* Builds a tokenizer from v (copied; the caller keeps v). */
