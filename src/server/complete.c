@@ -248,8 +248,11 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
      * and a value can take 2 bytes of text ("[0,0,..."), so up to 40x the body, counted in
      * the server-wide budget during the parse and given back after it. */
     size_t parse_bytes = c->body.len * PARSE_BYTES_PER_BYTE;
-    if (!srv_reserve(c, parse_bytes, &e))
+    if (budget_reserve(&srv->answer_bytes, &c->held, parse_bytes, 0,
+                       srv->opts.max_answers_total) != BUDGET_OK) {
+        budget_busy_error(&e, srv->opts.max_answers_total);
         return srv_send_error(mc, c, &e);
+    }
     ts_status parsed = oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e);
     budget_give_back(&srv->answer_bytes, &c->held, parse_bytes);
     if (parsed != TS_OK)
