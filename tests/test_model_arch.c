@@ -514,13 +514,17 @@ typedef struct gguf_edit {
     int nul_at; /* > 0: set_val's byte there becomes a NUL */
     const char *f32_key; /* also this float key, of value f32_val */
     float f32_val;
+    const char *u32_key[2]; /* and these unsigned ones (replacing the file's), of u32_val */
+    uint32_t u32_val[2];
 } gguf_edit;
 
 static void copy_kv(gguf_writer *w, const gguf_kv *kv, const gguf_edit *e)
 {
     char key[256];
     snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
-    if (e->set_key && !strcmp(key, e->set_key))
+    if ((e->set_key && !strcmp(key, e->set_key)) ||
+        (e->u32_key[0] && !strcmp(key, e->u32_key[0])) ||
+        (e->u32_key[1] && !strcmp(key, e->u32_key[1])))
         return; /* written after the copy */
     const gguf_value *v = &kv->val;
     switch (v->type) {
@@ -579,6 +583,8 @@ static const char *write_edited(const char *name, const gguf_edit *e)
     }
     if (e->f32_key)
         gguf_writer_add_f32(w, e->f32_key, e->f32_val);
+    for (int i = 0; i < 2 && e->u32_key[i]; i++)
+        gguf_writer_add_u32(w, e->u32_key[i], e->u32_val[i]);
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         char tn[256];
@@ -712,6 +718,19 @@ static void test_moe_refusals(void **state)
     expect_refusal("llama-moe-f32",
                    &(gguf_edit){.set_key = "llama.expert_gating_func", .set_val = "sigmoid"},
                    (const char *[]){"expert_gating_func", "not supported", NULL});
+    /* a header asking for 1000 layers of 1024 experts (three billion records' worth of
+     * weights) is refused before any record is made; one asking for 1024 experts of a
+     * 2-layer file, by its router's shape */
+    expect_refusal("qwen3moe-f32",
+                   &(gguf_edit){.u32_key = {"qwen3moe.expert_count", "qwen3moe.block_count"},
+                                .u32_val = {1024, 1000}},
+                   (const char *[]){"the config needs", NULL});
+    expect_refusal("qwen3moe-f32",
+                   &(gguf_edit){.u32_key = {"qwen3moe.expert_count"}, .u32_val = {1024}},
+                   (const char *[]){"ffn_gate_inp", "shape", NULL});
+    expect_refusal("qwen3moe-f32",
+                   &(gguf_edit){.u32_key = {"qwen3moe.expert_used_count"}, .u32_val = {9}},
+                   (const char *[]){"experts", "out of range", NULL});
     /* a dense file with a stray expert tensor */
     expect_refusal("qwen3-f32", &(gguf_edit){.add = "blk.0.ffn_gate_inp.weight"},
                    (const char *[]){"blk.0.ffn_gate_inp.weight", "not part of a qwen3", NULL});

@@ -56,8 +56,10 @@ static ts_status check_weights_fit(const ts_model_config *c, const gguf_file *f,
 {
     /* Validated sizes keep this far below 2^64. */
     uint64_t dim = (uint64_t)c->dim, L = (uint64_t)c->n_layers, hd = (uint64_t)c->head_dim;
+    /* a mixture's expert records: each expert matrix has dim rows or inputs */
     uint64_t per_layer = 2 * dim + (c->post_norms ? 2 * dim : 0) + (c->qk_norm ? 2 * hd : 0) +
-                         (c->qkv_bias ? (uint64_t)model_qkv_rows(c) : 0);
+                         (c->qkv_bias ? (uint64_t)model_qkv_rows(c) : 0) +
+                         (uint64_t)c->n_experts * MODEL_EXPERT_MATRICES * dim;
     uint64_t need = (uint64_t)c->vocab_size * dim + dim + L * per_layer;
     uint64_t have = 0;
     for (uint64_t i = 0; i < f->n_tensors && have < need; i++)
