@@ -1,6 +1,8 @@
-/* model_gguf.h: the Llama model as GGUF describes it: config from `llama.*` keys, weights
- * from `token_embd` / `blk.N.*` tensors, the vocabulary from `tokenizer.ggml.*`; and the
- * reverse, writing a model back out as GGUF v3 with F32 tensors. */
+/* model_gguf.h: a model as GGUF describes it: config from its family's row of
+ * model_arch.c and the file's `ARCH.*` keys, weights from `token_embd` / `blk.N.*` tensors
+ * (fused or separate, dense or a mixture's experts), the vocabulary from
+ * `tokenizer.ggml.*`; and the reverse, writing a model back out as GGUF v3 with F32
+ * tensors (Llama's layers only). */
 #ifndef TESSERA_MODEL_MODEL_GGUF_H
 #define TESSERA_MODEL_MODEL_GGUF_H
 
@@ -8,11 +10,13 @@
 #include "model/model.h"
 #include "tokenizer/vocab.h"
 
-/* Fills c from f's metadata (f borrowed). Refuses architectures other than "llama" by
- * name, RoPE scaling types other than none and linear by name (TS_ERR_UNSUPPORTED), and
- * missing or ill-typed keys naming the key. name_fallback (borrowed, may be NULL) names
- * the model when general.name is absent. tied_output is set when f has no output.weight,
- * rope_factors when it has rope_freqs.weight. The caller still runs
+/* Fills c from f's metadata (f borrowed). Refuses architectures model_arch.c has no row
+ * for by name (with the reason where it knows one), RoPE scaling types other than none
+ * and linear, LongRoPE, attention temperature, routing other than a softmax's top experts
+ * (TS_ERR_UNSUPPORTED), and missing or ill-typed keys naming the key. name_fallback
+ * (borrowed, may be NULL) names the model when general.name is absent. What the tensors
+ * say is read from them: tied_output (no output.weight), rope_factors (rope_freqs.weight),
+ * qkv_fused (attn_qkv), qkv_bias (any Q/K/V bias). The caller still runs
  * model_config_validate(). */
 ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                                  const char *name_fallback, ts_error *err);
