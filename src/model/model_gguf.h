@@ -31,11 +31,12 @@ ts_status model_gguf_load_parsed(const gguf_file *f, const char *name, ts_model 
 
 /* Fills w (zeroed on entry; free it with model_weights_free() whatever the result) from
  * f's tensors for c (a validated config): every matrix points into f's bytes in the
- * tensor's own type (f borrowed, must outlive w), norms and RoPE factors are converted to
- * owned f32 arrays. A missing tensor, a wrong shape, a byte size that does not match the
- * type and shape, or a type tessera does not compute on (refused by name) is an error
- * naming the tensor, as is a RoPE factor that is not a positive number. w->rope_freq is
- * left to model_rope_init(). */
+ * tensor's own type (f borrowed, must outlive w; a mixture's experts are slices of its
+ * 3-D tensors), norms, biases and RoPE factors are converted to owned f32 arrays. A
+ * missing tensor, a wrong shape, a byte size that does not match the type and shape, a
+ * type tessera does not compute on (refused by name), or a tensor c's forward pass would
+ * not read is an error naming the tensor, as is a RoPE factor that is not a positive
+ * number. w->rope_freq is left to model_rope_init(). */
 ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                   const gguf_file *f, ts_error *err);
 
