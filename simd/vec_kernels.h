@@ -319,9 +319,11 @@ ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const in
 
     /* online softmax: new running max, rescale factor, probabilities */
     for (int q = 0; q < NQ; q++) {
-        int valid = last[q] - t0 + 1; /* may be <= 0 in a prefill tile's last blocks */
-        valid = valid < 0 ? 0 : valid;
-        int lo = first[q] - t0; /* > 0 where a window starts inside (or past) this block */
+        /* the query's slots here are [lo, valid): valid <= 0 in a prefill tile's last
+         * blocks, lo > 0 where a window starts inside (or past) this block */
+        int valid = last[q] - t0 + 1;
+        valid = valid < 0 ? 0 : valid > TS_KV_BLOCK ? TS_KV_BLOCK : valid;
+        int lo = first[q] - t0;
         lo = lo < 0 ? 0 : lo > valid ? valid : lo;
         for (int t = 0; t < lo; t++)
             p[q][t] = -INFINITY;
