@@ -206,7 +206,7 @@ static void test_greedy_against_llama_cpp(void **state)
         greedy_run g[2] = {read_greedy(m, su_types[t], "01"), read_greedy(m, su_types[t], "02")};
         /* K/V in f32, then as the engine keeps them by default for this file (f16 unless
          * every matrix is f32) */
-        bool f32_file = model_all_f32(&m->w, &m->cfg);
+        bool f32_file = model_all_f32(&m->w);
         for (int f16 = 0; f16 <= !f32_file; f16++) {
             agreement a = {0};
             run_greedy(m, g, f16 ? KV_DTYPE_F16 : KV_DTYPE_F32, &a);

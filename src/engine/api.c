@@ -68,7 +68,7 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
 {
     const ts_model_config *c = &e->model->cfg;
     if (e->opts.kv_type == TS_KV_AUTO)
-        e->opts.kv_type = model_all_f32(&e->model->w, c) ? TS_KV_F32 : TS_KV_F16;
+        e->opts.kv_type = model_all_f32(&e->model->w) ? TS_KV_F32 : TS_KV_F16;
     kv_config kc = {
         .n_layers = c->n_layers,
         .n_kv_heads = c->n_kv_heads,

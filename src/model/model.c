@@ -208,9 +208,8 @@ simd_qmat *model_matrix(const model_weights *w, int i)
     return j <= MODEL_LAYER_MATRICES ? lm[j] : &ly->experts[j - MODEL_LAYER_MATRICES - 1];
 }
 
-bool model_all_f32(const model_weights *w, const ts_model_config *c)
+bool model_all_f32(const model_weights *w)
 {
-    (void)c;
     for (int i = 0; i < model_matrices(w); i++)
         if (model_matrix(w, i)->N > 0 && model_matrix(w, i)->type != QT_F32)
             return false;

@@ -103,8 +103,9 @@ static inline int model_matrices(const model_weights *w)
 }
 simd_qmat *model_matrix(const model_weights *w, int i);
 
-/* Whether every matrix of w is f32 (the engine then keeps K/V in f32 by default). */
-bool model_all_f32(const model_weights *w, const ts_model_config *c);
+/* Whether every matrix of w that holds rows is f32 (the engine then keeps K/V in f32 by
+ * default); a fused matrix's empty parts do not count. */
+bool model_all_f32(const model_weights *w);
 
 /* Bytes of every matrix of w as stored (the tied output counted once), and the weights
  * they hold: what one token's pass reads. */
