@@ -51,6 +51,13 @@ typedef struct simd_attn_shape {
     float softcap;     /* > 0: scores become softcap * tanh(score / softcap) (Gemma 2) */
     int window;        /* > 0: row j attends to the last `window` positions up to pos0 + j,
                         * its own included; 0: to all of them */
+    /* A span of the context (split-K): positions outside [span_begin, span_end) are left
+     * out of every row's softmax (span_end 0: no upper bound). With lse set, the kernel
+     * also writes lse[j * n_heads + h] = log(sum over the row's positions in the span of
+     * exp(score)), -INFINITY where it has none (its output row is then zero), so that
+     * the spans' outputs can be merged: simd_attn_merge(). */
+    int span_begin, span_end;
+    float *lse;
 } simd_attn_shape;
 
 /* One implementation of every kernel. All pointers are borrowed for the call only.
@@ -85,8 +92,8 @@ typedef struct simd_kernels {
     /* Causal attention of query heads [head_begin, head_end) of one sequence over its
      * paged KV: out[j * out_stride + h * head_dim] = softmax(s) V with scores
      * s = cap(scale * q_j,h . K) (shape's scale, soft-cap) over positions first .. pos0 + j,
-     * first = 0, or pos0 + j - window + 1 for a window. Reads only those positions'
-     * slots: the others may hold anything. One pass, online softmax; query heads sharing a
+     * first = 0, or pos0 + j - window + 1 for a window, within the shape's span. Reads
+     * only those positions' slots: the others may hold anything. One pass, online softmax; query heads sharing a
      * kv head are processed together so K and V are read once per kv head. out must not
      * overlap q. */
     void (*attention)(float *out, const float *q, const simd_kv_view *kv,
@@ -144,6 +151,14 @@ typedef enum simd_isa {
 /* The best table for this CPU, or the reference when the environment variable
  * TESSERA_FORCE_REF=1 is set or the build has TESSERA_FORCE_REF. Never NULL; returns a
  * pointer to a static constant table, so it is cheap, idempotent and thread-safe. */
+/* One row's attention from its spans (simd_attn_shape's span and lse): out[h * head_dim ..]
+ * = sum over spans p of w_p part_p / sum of w_p, w_p = exp(lse_p - max lse), for heads
+ * [head_begin, head_end). parts (n_parts, n_heads * head_dim) and lse (n_parts, n_heads)
+ * are the spans' rows in order. Plain C, the same for every kernel set, so a row split into
+ * the same spans gives the same bits whichever threads ran them. */
+void simd_attn_merge(float *out, const float *parts, const float *lse, int n_parts,
+                     int n_heads, int head_dim, int head_begin, int head_end);
+
 const simd_kernels *simd_init(void);
 
 /* The table of one instruction set if it was built and this CPU (and OS) can run it,

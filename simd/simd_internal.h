@@ -17,6 +17,22 @@ extern const simd_kernels simd_avx512vnni_table;
 uint16_t simd_f32_to_f16_scalar(float f);
 float simd_f16_to_f32_scalar(uint16_t h);
 
+/* The positions row j of an attention call attends to: [*first, *last], its causal range
+ * (or window) cut to the shape's span; *first > *last where none is left. */
+static inline void simd_attn_positions(const simd_attn_shape *shape, int j, int *first,
+                                       int *last)
+{
+    int hi = shape->pos0 + j, lo = 0;
+    if (shape->window > 0 && hi - shape->window + 1 > 0)
+        lo = hi - shape->window + 1;
+    if (shape->span_end > 0 && hi > shape->span_end - 1)
+        hi = shape->span_end - 1;
+    if (lo < shape->span_begin)
+        lo = shape->span_begin;
+    *first = lo;
+    *last = hi;
+}
+
 /* The reference attention (ref/attention.c), for the reference table. */
 void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
                         const simd_attn_shape *shape, int head_begin, int head_end);

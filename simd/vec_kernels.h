@@ -424,8 +424,10 @@ static void run_block(const attn_tile *t, const simd_kv_view *kv, const attn_sco
 #undef BLOCK_ARGS
 }
 
-/* op[q] /= l_run[q]: the softmax's sum, once every block is in. */
-static void attn_finish(float *const *op, const float *l_run, int nq, int head_dim)
+/* op[q] /= l_run[q]: the softmax's sum, once every block is in; and where lp[q] is set,
+ * the log of that sum on the scores' own scale (the span's share in a merge). */
+static void attn_finish(float *const *op, float *const *lp, const float *m_run,
+                        const float *l_run, int nq, int head_dim)
 {
     size_t hd = (size_t)head_dim;
     for (int q = 0; q < nq; q++) {
@@ -434,6 +436,8 @@ static void attn_finish(float *const *op, const float *l_run, int nq, int head_d
             size_t m = LANES(d, hd);
             st(op[q] + d, v_mul(ld(op[q] + d, m), inv), m);
         }
+        if (lp[q])
+            *lp[q] = m_run[q] + logf(l_run[q]);
     }
 }
 
@@ -445,9 +449,9 @@ enum { ATTN_GROUP = 256 };
 
 /* The n (<= ATTN_GROUP) queries at qp, in tiles of ATTN_TILE, block by block: each tile
  * from the block of its earliest first position to that of its latest last one. */
-static void run_group(float *const *op, const float *const *qp, const int *first,
-                      const int *last, int n, const simd_kv_view *kv, const attn_scores *sc,
-                      int g, int head_dim)
+static void run_group(float *const *op, float *const *lp, const float *const *qp,
+                      const int *first, const int *last, int n, const simd_kv_view *kv,
+                      const attn_scores *sc, int g, int head_dim)
 {
     float m_run[ATTN_GROUP], l_run[ATTN_GROUP];
     int tile_max[ATTN_GROUP / ATTN_TILE], tile_b0[ATTN_GROUP / ATTN_TILE];
@@ -478,7 +482,7 @@ static void run_group(float *const *op, const float *const *qp, const int *first
     }
     for (int i = 0; i < n_tiles; i++) {
         int q0 = i * ATTN_TILE, nq = n - q0 < ATTN_TILE ? n - q0 : ATTN_TILE;
-        attn_finish(op + q0, l_run + q0, nq, head_dim);
+        attn_finish(op + q0, lp + q0, m_run + q0, l_run + q0, nq, head_dim);
     }
 }
 
@@ -487,13 +491,14 @@ static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
 {
     /* q (n_rows, q_stride), out (n_rows, out_stride), each holding (n_heads, head_dim).
      * Queries are grouped by kv head, row-major then head, into groups of up to
-     * ATTN_GROUP whose tiles of ATTN_TILE run block by block. */
+     * ATTN_GROUP whose tiles of ATTN_TILE run block by block. A query with no position
+     * in the span gets a zero row and an lse of -inf. */
     int hd = shape->head_dim;
     int group = shape->n_heads / shape->n_kv_heads;
     attn_scores sc = {shape->scale > 0.0f ? shape->scale : 1.0f / sqrtf((float)hd),
                       shape->softcap};
     const float *qp[ATTN_GROUP];
-    float *op[ATTN_GROUP];
+    float *op[ATTN_GROUP], *lp[ATTN_GROUP];
     int first[ATTN_GROUP], last[ATTN_GROUP];
     for (int g = head_begin / group; g * group < head_end; g++) {
         int h_lo = g * group > head_begin ? g * group : head_begin;
@@ -501,19 +506,28 @@ static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
         int n = 0;
         for (int j = 0; j < shape->n_rows; j++)
             for (int h = h_lo; h < h_hi; h++) {
+                int lo, hi;
+                simd_attn_positions(shape, j, &lo, &hi);
+                float *o = out + (size_t)j * shape->out_stride + (size_t)h * hd;
+                float *l = shape->lse ? shape->lse + (size_t)j * shape->n_heads + h : NULL;
+                if (lo > hi) {
+                    memset(o, 0, (size_t)hd * sizeof *o);
+                    if (l)
+                        *l = -INFINITY;
+                    continue;
+                }
                 qp[n] = q + (size_t)j * shape->q_stride + (size_t)h * hd;
-                op[n] = out + (size_t)j * shape->out_stride + (size_t)h * hd;
-                last[n] = shape->pos0 + j;
-                first[n] = shape->window > 0 && last[n] >= shape->window
-                               ? last[n] - shape->window + 1
-                               : 0;
+                op[n] = o;
+                lp[n] = l;
+                first[n] = lo;
+                last[n] = hi;
                 if (++n == ATTN_GROUP) {
-                    run_group(op, qp, first, last, n, kv, &sc, g, hd);
+                    run_group(op, lp, qp, first, last, n, kv, &sc, g, hd);
                     n = 0;
                 }
             }
         if (n)
-            run_group(op, qp, first, last, n, kv, &sc, g, hd);
+            run_group(op, lp, qp, first, last, n, kv, &sc, g, hd);
     }
 }
 

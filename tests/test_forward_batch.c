@@ -48,7 +48,7 @@ static double max_abs_diff(const float *a, const float *b, int n)
     return m;
 }
 
-enum { N_SEQ = 5, MAX_LEN = 150 };
+enum { N_SEQ = 5, MAX_LEN = 400 };
 
 /* Largest logit difference of the quantized files from their reference (logits reach
  * ~16; int8 activations, five layers deep: measured 0.30 .. 0.40). */
@@ -73,22 +73,26 @@ static void check_chunk_order(const fwd_state *fs, const fwd_seq *seqs, int n_se
         assert_int_equal(j % 32, 0);
         for (int d = 0; d < c; d++)
             assert_int_not_equal(fs->chunk[d], r0);
-        long cost = (long)n * (seqs[i].pos0 + j + (n + 1) / 2);
+        /* a decoding row past two spans' worth of positions splits its context */
+        int spans = n == 1 && seqs[i].logits_row >= 0 ? (seqs[i].pos0 + 1) / FWD_ATT_SPAN_MIN : 1;
+        spans = spans < 1 ? 1 : spans > FWD_ATT_MAX_SPANS ? FWD_ATT_MAX_SPANS : spans;
+        assert_int_equal(fs->chunk_spans[c], spans);
+        long cost = (long)n * (seqs[i].pos0 + j + (n + 1) / 2) / spans;
         if (prev >= 0 && cost > prev)
             fail_msg("chunk %d (row %d, cost %ld) after one of cost %ld", c, r0, cost, prev);
         prev = cost;
     }
 }
 
-/* Runs N_SEQ sequences of different lengths of model m through steps that mix prefill
- * chunks of `chunk` tokens with decodes, and compares every sampled row with the
- * reference. */
-static void run_mixed(ts_model *m, const simd_kernels *k, fwd_gemm_path path,
-                      kv_dtype dtype, int chunk, double tol)
+/* Runs N_SEQ sequences of different lengths (the first first_len tokens) of model m
+ * through steps that mix prefill chunks of `chunk` tokens with decodes, and compares every
+ * sampled row with the reference. */
+static void run_mixed_len(ts_model *m, const simd_kernels *k, fwd_gemm_path path,
+                          kv_dtype dtype, int chunk, double tol, int first_len)
 {
     model_use_kernels(m, k); /* the matrices on k's kernels too; back to the default below */
     int vocab = m->cfg.vocab_size;
-    int lens[N_SEQ] = {150, 37, 1, 70, 96};
+    int lens[N_SEQ] = {first_len, 37, 1, 70, 96};
     int32_t tokens[N_SEQ][MAX_LEN];
     float *ref[N_SEQ];
     unsigned rng = 12345;
@@ -152,6 +156,12 @@ static void run_mixed(ts_model *m, const simd_kernels *k, fwd_gemm_path path,
     fwd_state_free(&fs);
     kv_pool_free(pool);
     model_use_kernels(m, simd_init());
+}
+
+static void run_mixed(ts_model *m, const simd_kernels *k, fwd_gemm_path path,
+                      kv_dtype dtype, int chunk, double tol)
+{
+    run_mixed_len(m, k, path, dtype, chunk, tol, 150);
 }
 
 static void test_batched_matches_reference_f32(void **state)
@@ -220,6 +230,19 @@ static void test_batched_f16_kv_stays_close(void **state)
     (void)state;
     /* f16 keys and values round to 11 bits: the logits move, but only a little. */
     run_mixed(model, simd_init(), FWD_GEMM_AUTO, KV_DTYPE_F16, 32, 2e-2);
+}
+
+/* A sequence that decodes from position 200 to 399: its rows' contexts split into one to
+ * three spans (split-K) merged after the kernel, on every kernel set (f16 K/V's spans:
+ * test_simd_attention). */
+static void test_split_context_matches_reference(void **state)
+{
+    (void)state;
+    for (int isa = 0; isa < SIMD_ISA_COUNT; isa++) {
+        const simd_kernels *k = simd_kernels_for((simd_isa)isa);
+        if (k)
+            run_mixed_len(model, k, FWD_GEMM_AUTO, KV_DTYPE_F32, 32, 1e-4, 400);
+    }
 }
 
 /* A model with RoPE factors (Llama 3.1's kind: kept, blended, slowed by the full factor)
@@ -525,6 +548,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batched_matches_reference_f32),
         cmocka_unit_test(test_batched_f16_kv_stays_close),
+        cmocka_unit_test(test_split_context_matches_reference),
         cmocka_unit_test(test_every_gemm_path_matches_reference),
         cmocka_unit_test(test_gemm_env),
         cmocka_unit_test(test_openblas_is_the_openmp_build),

@@ -1,6 +1,7 @@
 /* test_simd_attention.c: paged attention of every ISA against the reference, and the
  * reference against a naive two-pass softmax over a contiguous copy of K and V, with and
- * without sliding windows and soft-capped scores. */
+ * without sliding windows and soft-capped scores; and a context split into spans whose
+ * outputs simd_attn_merge() joins (split-K) against the whole. */
 #include <string.h>
 
 #include "simd_check.h"
@@ -282,5 +283,95 @@ static void check_window_and_caps(void)
         run_case(&cases[i]);
 }
 
-#define CHECKS(X) X(check_exact_cases) X(check_decode) X(check_prefill) X(check_window_and_caps)
+/* The case's attention as spans cut at cuts[0 .. n_cuts) (positions, ascending), each
+ * span one kernel call with its log-sum-exps, merged row by row, against the whole in
+ * one call of the reference; a span that holds none of a row's positions must give that
+ * row zeros and an lse of -inf. */
+static void run_spans(const attn_case *c, const int *cuts, int n_cuts)
+{
+    int hd = c->head_dim, nh = c->n_heads, n_spans = n_cuts + 1;
+    size_t width = (size_t)nh * hd, q_stride = width + 2 * (size_t)c->n_kv_heads * hd;
+    size_t q_n = c->n_rows * q_stride, out_n = c->n_rows * width;
+    float *q = malloc(sizeof(float) * q_n), *want = malloc(sizeof(float) * out_n);
+    float *got = malloc(sizeof(float) * out_n);
+    float *part = malloc(sizeof(float) * out_n * n_spans);
+    float *lse = malloc(sizeof(float) * (size_t)c->n_rows * nh * n_spans);
+    float *row_part = malloc(sizeof(float) * width * n_spans);
+    float *row_lse = malloc(sizeof(float) * (size_t)nh * n_spans);
+    sc_fill(q, q_n, -2.0f, 2.0f);
+    test_kv kv;
+    kv_build(&kv, c);
+    simd_attn_shape shape = {
+        .n_heads = nh, .n_kv_heads = c->n_kv_heads, .head_dim = hd, .pos0 = c->pos0,
+        .n_rows = c->n_rows, .q_stride = q_stride, .out_stride = width,
+        .scale = c->sc.scale, .softcap = c->sc.softcap, .window = c->sc.window,
+    };
+    simd_kernels_for(SIMD_ISA_REF)->attention(want, q, &kv.view, &shape, 0, nh);
+
+    const simd_kernels *isas[SIMD_ISA_COUNT + 1];
+    int n_isa = sc_simd_tables(isas);
+    isas[n_isa++] = simd_kernels_for(SIMD_ISA_REF);
+    for (int i = 0; i < n_isa; i++) {
+        for (int p = 0; p < n_spans; p++) {
+            simd_attn_shape sp = shape;
+            sp.span_begin = p == 0 ? 0 : cuts[p - 1];
+            sp.span_end = p == n_cuts ? 0 : cuts[p];
+            sp.lse = lse + (size_t)p * c->n_rows * nh;
+            float *out = part + (size_t)p * out_n;
+            for (size_t k = 0; k < out_n; k++)
+                out[k] = NAN;
+            isas[i]->attention(out, q, &kv.view, &sp, 0, nh);
+            for (int j = 0; j < c->n_rows; j++) { /* rows none of whose positions are here */
+                int hi = c->pos0 + j, lo = c->sc.window > 0 && hi >= c->sc.window
+                                               ? hi - c->sc.window + 1 : 0;
+                if (hi >= sp.span_begin && (sp.span_end == 0 || lo < sp.span_end))
+                    continue;
+                for (int h = 0; h < nh; h++)
+                    SC_CHECK(isinf(sp.lse[j * nh + h]) && sp.lse[j * nh + h] < 0 &&
+                                 out[j * width + (size_t)h * hd] == 0.0f,
+                             "%s span %d row %d head %d: lse %g, out %g (want -inf, 0)",
+                             isas[i]->name, p, j, h, (double)sp.lse[j * nh + h],
+                             (double)out[j * width + (size_t)h * hd]);
+            }
+        }
+        for (int j = 0; j < c->n_rows; j++) {
+            for (int p = 0; p < n_spans; p++) {
+                memcpy(row_part + p * width, part + (size_t)p * out_n + j * width,
+                       width * sizeof(float));
+                memcpy(row_lse + (size_t)p * nh, lse + ((size_t)p * c->n_rows + j) * nh,
+                       (size_t)nh * sizeof(float));
+            }
+            simd_attn_merge(got + j * width, row_part, row_lse, n_spans, nh, hd, 0, nh);
+        }
+        double e = 0.0;
+        for (int j = 0; j < c->n_rows; j++) {
+            double ej = sc_norm_err(got + j * width, want + j * width, width);
+            e = ej > e ? ej : e;
+        }
+        SC_CHECK(e < 1e-5, "%s %d spans, hd=%d pos0=%d rows=%d window=%d: err %g",
+                 isas[i]->name, n_spans, hd, c->pos0, c->n_rows, c->sc.window, e);
+    }
+    kv_free(&kv);
+    free(q), free(want), free(got), free(part), free(lse), free(row_part), free(row_lse);
+}
+
+static void check_spans(void)
+{
+    static const int even[] = {128, 256, 384}, odd[] = {5, 100, 101, 700};
+    static const int past[] = {40, 1000}; /* the second span is empty for every row */
+    attn_case decode = {64, 8, 2, 511, 1, SIMD_KV_F16, {0, 0, 0}};
+    run_spans(&decode, even, 3);
+    decode.type = SIMD_KV_F32;
+    run_spans(&decode, odd, 4);
+    attn_case window = {32, 4, 2, 300, 1, SIMD_KV_F16, {64, 5.0f, 0}}; /* spans before it */
+    run_spans(&window, even, 3);
+    attn_case prefill = {16, 4, 1, 20, 50, SIMD_KV_F32, {0, 0, 0}}; /* rows before a cut */
+    run_spans(&prefill, odd, 3);
+    run_spans(&prefill, past, 2);
+    attn_case wide = {256, 8, 4, 300, 1, SIMD_KV_F16, {0, 0, 0}}; /* Gemma's head size */
+    run_spans(&wide, even, 2);
+}
+
+#define CHECKS(X) X(check_exact_cases) X(check_decode) X(check_prefill) X(check_window_and_caps) \
+    X(check_spans)
 SC_MAIN("simd_attention", CHECKS)

@@ -1,5 +1,7 @@
 /* attention.c: reference paged attention, one query head and row at a time, one pass
- * with an online (running-max) softmax, over all earlier positions or a sliding window. */
+ * with an online (running-max) softmax, over all earlier positions or a sliding window
+ * (within a span of the context); and the merge of a row's spans, which every kernel set
+ * shares. */
 #include <math.h>
 
 #include "simd_internal.h"
@@ -30,9 +32,14 @@ void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
             for (int d = 0; d < hd; d++)
                 o[d] = 0.0f;
             float m = -INFINITY, l = 0.0f;
-            int last = shape->pos0 + j, first = 0;
-            if (shape->window > 0 && last - shape->window + 1 > 0)
-                first = last - shape->window + 1;
+            int first, last;
+            simd_attn_positions(shape, j, &first, &last);
+            float *lse = shape->lse ? shape->lse + (size_t)j * shape->n_heads + h : NULL;
+            if (first > last) { /* no position in the span: a zero row */
+                if (lse)
+                    *lse = -INFINITY;
+                continue;
+            }
             for (int t = first; t <= last; t++) {
                 float s = 0.0f;
                 for (int d = 0; d < hd; d++)
@@ -49,6 +56,36 @@ void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
             }
             for (int d = 0; d < hd; d++)
                 o[d] /= l;
+            if (lse)
+                *lse = m + logf(l);
         }
+    }
+}
+
+void simd_attn_merge(float *out, const float *parts, const float *lse, int n_parts,
+                     int n_heads, int head_dim, int head_begin, int head_end)
+{
+    size_t row = (size_t)n_heads * head_dim;
+    for (int h = head_begin; h < head_end; h++) {
+        float top = -INFINITY;
+        for (int p = 0; p < n_parts; p++)
+            top = lse[(size_t)p * n_heads + h] > top ? lse[(size_t)p * n_heads + h] : top;
+        float *o = out + (size_t)h * head_dim;
+        for (int d = 0; d < head_dim; d++)
+            o[d] = 0.0f;
+        float sum = 0.0f;
+        for (int p = 0; p < n_parts; p++) {
+            float l = lse[(size_t)p * n_heads + h];
+            if (l == -INFINITY)
+                continue; /* a span with none of the row's positions */
+            float w = expf(l - top);
+            const float *x = parts + (size_t)p * row + (size_t)h * head_dim;
+            for (int d = 0; d < head_dim; d++)
+                o[d] += w * x[d];
+            sum += w;
+        }
+        float inv = 1.0f / sum;
+        for (int d = 0; d < head_dim; d++)
+            o[d] *= inv;
     }
 }

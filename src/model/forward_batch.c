@@ -101,6 +101,11 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->seq = malloc(R * sizeof(int32_t));
     s->chunk = malloc(R * sizeof(int32_t));
     s->chunk_key = malloc(R * sizeof(int64_t));
+    s->chunk_spans = malloc(R * sizeof(int32_t));
+    s->chunk_task0 = malloc((R + 1) * sizeof(int32_t));
+    size_t split_rows = (size_t)max_logits * FWD_ATT_MAX_SPANS;
+    s->att_part = malloc(split_rows * (size_t)c->n_heads * c->head_dim * sizeof(float));
+    s->att_lse = malloc(split_rows * (size_t)c->n_heads * sizeof(float));
     s->rope = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     bool swa_rope = c->swa_window > 0 && memcmp(m->w.rope_freq, m->w.rope_freq_swa,
                                                 (size_t)c->head_dim / 2 * sizeof(float)) != 0;
@@ -116,7 +121,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         return st;
     }
     if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->seq || !s->chunk ||
-        !s->chunk_key || !s->rope || (swa_rope && !s->rope_swa) || !s->xs || !s->logits) {
+        !s->chunk_key || !s->chunk_spans || !s->chunk_task0 || !s->att_part || !s->att_lse ||
+        !s->rope || (swa_rope && !s->rope_swa) || !s->xs || !s->logits) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
                             max_rows);
@@ -135,6 +141,10 @@ void fwd_state_free(fwd_state *s)
     free(s->seq);
     free(s->chunk);
     free(s->chunk_key);
+    free(s->chunk_spans);
+    free(s->chunk_task0);
+    free(s->att_part);
+    free(s->att_lse);
     free(s->rope);
     free(s->rope_swa);
     free(s->xs);
@@ -279,13 +289,25 @@ static int key_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* Spans a chunk's context is split into: a decoding row (one row that samples) with at
+ * least two spans' worth of positions; anything else keeps one. The count depends on the
+ * sequence alone, never on the step around it, so its output is the same in any batch. */
+static int chunk_spans(const fwd_seq *sq, int n_rows)
+{
+    if (n_rows != 1 || sq->logits_row < 0)
+        return 1;
+    int spans = (sq->pos0 + 1) / FWD_ATT_SPAN_MIN;
+    return spans < 1 ? 1 : spans > FWD_ATT_MAX_SPANS ? FWD_ATT_MAX_SPANS : spans;
+}
+
 /* The step's attention tasks, the same in every layer: the first rows of each sequence's
- * chunks of rows in s->chunk, costliest first (rows x the keys they reach: threads take
- * tasks in order, and a 512-token prompt's last chunk costs 31 times its first, so taken
- * last it had kept the other threads waiting for it), the kv heads a task covers (one
- * where there are few chunks, as for a long prompt; all where there are many), and the
- * work (~ K/V floats read: each sequence reads its whole context once per kv head) that
- * decides whether they run in parallel. */
+ * chunks of rows in s->chunk, costliest first (rows x the keys they reach, shared among
+ * a chunk's spans: threads take tasks in order, and a 512-token prompt's last chunk costs
+ * 31 times its first, so taken last it had kept the other threads waiting for it), each
+ * chunk's spans and first task, the kv heads a task covers (one where there are few tasks,
+ * as for a long prompt; all where there are many), and the work (~ K/V floats read: each
+ * sequence reads its whole context once per kv head) that decides whether they run in
+ * parallel. */
 static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_batch *b,
                            int threads)
 {
@@ -295,31 +317,61 @@ static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_bat
         const fwd_seq *sq = &b->seqs[i];
         for (int j = 0; j < sq->n_rows; j += ATT_CHUNK_ROWS) {
             int64_t n = sq->n_rows - j < ATT_CHUNK_ROWS ? sq->n_rows - j : ATT_CHUNK_ROWS;
-            int64_t cost = n * (sq->pos0 + j + (n + 1) / 2);
+            int64_t cost = n * (sq->pos0 + j + (n + 1) / 2) / chunk_spans(sq, (int)n);
             s->chunk_key[s->n_chunks++] = cost << CHUNK_ROW_BITS | (sq->row0 + j);
         }
         s->att_work += (long)(sq->pos0 + sq->n_rows) * c->head_dim * 2 * c->n_kv_heads;
     }
     qsort(s->chunk_key, (size_t)s->n_chunks, sizeof *s->chunk_key, key_desc);
-    for (int i = 0; i < s->n_chunks; i++)
-        s->chunk[i] = (int32_t)(s->chunk_key[i] & ((1 << CHUNK_ROW_BITS) - 1));
-    int heads = (int)((long)s->n_chunks * c->n_kv_heads / (ATT_TASKS_PER_THREAD * threads));
+    s->chunk_task0[0] = 0;
+    for (int i = 0; i < s->n_chunks; i++) {
+        int r0 = (int32_t)(s->chunk_key[i] & ((1 << CHUNK_ROW_BITS) - 1));
+        const fwd_seq *sq = &b->seqs[s->seq[r0]];
+        int j0 = r0 - sq->row0;
+        s->chunk[i] = r0;
+        s->chunk_spans[i] = chunk_spans(
+            sq, sq->n_rows - j0 < ATT_CHUNK_ROWS ? sq->n_rows - j0 : ATT_CHUNK_ROWS);
+        s->chunk_task0[i + 1] = s->chunk_task0[i] + s->chunk_spans[i];
+    }
+    long tasks = s->chunk_task0[s->n_chunks];
+    int heads = (int)(tasks * c->n_kv_heads / (ATT_TASKS_PER_THREAD * threads));
     s->att_heads = heads < 1 ? 1 : heads > c->n_kv_heads ? c->n_kv_heads : heads;
 }
 
+/* Span p of n of the positions [lo, hi] a row attends to: [*begin, *end), cut at whole
+ * KV blocks; every position lies in exactly one span. */
+static void span_of(int lo, int hi, int p, int n, int *begin, int *end)
+{
+    long len = (long)hi - lo + 1;
+    int b = p == 0 ? lo : (int)(lo + len * p / n) / TS_KV_BLOCK * TS_KV_BLOCK;
+    int e = p == n - 1 ? hi + 1 : (int)(lo + len * (p + 1) / n) / TS_KV_BLOCK * TS_KV_BLOCK;
+    *begin = b < lo ? lo : b;
+    *end = e < *begin ? *begin : e;
+}
+
 /* att = causal attention of every sequence's rows over its paged K/V for one layer; the
- * tasks are (chunk of a sequence's rows, run of s->att_heads kv heads). */
+ * tasks are (chunk of a sequence's rows, span of its context, run of s->att_heads kv
+ * heads). A split row's spans go to att_part and att_lse, then merge into att. */
 static void attention(const fwd_step *f, int layer)
 {
     const fwd_state *s = f->s;
     const ts_model_config *c = &f->m->cfg;
     int nkv = c->n_kv_heads, group = c->n_heads / c->n_kv_heads, heads = s->att_heads;
     int q_dim = c->n_heads * c->head_dim, qkv_rows = model_qkv_rows(c);
-    int runs = (nkv + heads - 1) / heads;
+    int runs = (nkv + heads - 1) / heads, window = ts_model_layer_window(c, layer);
 #pragma omp for schedule(dynamic, 1)
-    for (int item = 0; item < s->n_chunks * runs; item++) {
-        int r0 = s->chunk[item / runs], kv0 = item % runs * heads;
-        int kv1 = kv0 + heads < nkv ? kv0 + heads : nkv;
+    for (int item = 0; item < s->chunk_task0[s->n_chunks] * runs; item++) {
+        int task = item / runs, kv0 = item % runs * heads;
+        int lo = 0, hi = s->n_chunks - 1; /* the chunk i with task0[i] <= task < task0[i+1] */
+        while (lo < hi) {
+            int mid = (lo + hi + 1) / 2;
+            if (s->chunk_task0[mid] <= task)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        int i = lo, span = task - s->chunk_task0[i], n_spans = s->chunk_spans[i];
+        int r0 = s->chunk[i], kv1 = kv0 + heads < nkv ? kv0 + heads : nkv;
         const fwd_seq *sq = &f->b->seqs[s->seq[r0]];
         int j0 = r0 - sq->row0;
         simd_kv_view view = {
@@ -341,10 +393,28 @@ static void attention(const fwd_step *f, int layer)
             .out_stride = (size_t)q_dim,
             .scale = c->attn_scale,
             .softcap = c->attn_softcap,
-            .window = ts_model_layer_window(c, layer),
+            .window = window,
         };
-        f->k->attention(s->att + (size_t)r0 * q_dim, s->qkv + (size_t)r0 * qkv_rows, &view,
-                        &shape, kv0 * group, kv1 * group);
+        float *out = s->att + (size_t)r0 * q_dim;
+        if (n_spans > 1) { /* one row: its positions split, the window's if it has one */
+            int last = shape.pos0, first = window > 0 && last >= window ? last - window + 1 : 0;
+            span_of(first, last, span, n_spans, &shape.span_begin, &shape.span_end);
+            size_t slot = (size_t)sq->logits_row * FWD_ATT_MAX_SPANS + span;
+            out = s->att_part + slot * q_dim;
+            shape.lse = s->att_lse + slot * c->n_heads;
+        }
+        f->k->attention(out, s->qkv + (size_t)r0 * qkv_rows, &view, &shape, kv0 * group,
+                        kv1 * group);
+    }
+#pragma omp for schedule(static)
+    for (int i = 0; i < s->n_chunks; i++) {
+        if (s->chunk_spans[i] == 1)
+            continue;
+        int r0 = s->chunk[i];
+        size_t slot = (size_t)f->b->seqs[s->seq[r0]].logits_row * FWD_ATT_MAX_SPANS;
+        simd_attn_merge(s->att + (size_t)r0 * q_dim, s->att_part + slot * q_dim,
+                        s->att_lse + slot * c->n_heads, s->chunk_spans[i], c->n_heads,
+                        c->head_dim, 0, c->n_heads);
     }
 }
 

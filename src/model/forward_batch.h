@@ -84,6 +84,11 @@ typedef struct fwd_moe {
 /* Most threads of a team whose waits for a CPU a step records (fwd_state.waited). */
 enum { FWD_TEAM_MAX = 256 };
 
+/* Most spans a decoding row's context is split into for attention (split-K), and the
+ * fewest positions a span holds: a long context read by one task per kv head left most
+ * threads idle when few sequences decode (a 4-kv-head model on 4 of 16 threads). */
+enum { FWD_ATT_MAX_SPANS = 8, FWD_ATT_SPAN_MIN = 128 };
+
 /* Scratch for steps of up to max_rows rows, max_logits of which sample. */
 typedef struct fwd_state {
     int max_rows, max_logits;
@@ -101,6 +106,11 @@ typedef struct fwd_state {
     int64_t *chunk_key; /* (max_rows) scratch: their costs and rows, for the sort */
     int n_chunks;   /* this step's chunks in chunk */
     int att_heads;  /* this step's kv heads an attention task */
+    int32_t *chunk_spans; /* (max_rows) spans each chunk's context is split into (1: none) */
+    int32_t *chunk_task0; /* (max_rows + 1) each chunk's first attention task; the last
+                           * entry is the step's count of tasks */
+    float *att_part; /* (max_logits * FWD_ATT_MAX_SPANS, nh*hd) split rows' span outputs */
+    float *att_lse;  /* (max_logits * FWD_ATT_MAX_SPANS, nh) and their log-sum-exps */
     long att_work;  /* this step's attention work: K/V floats its sequences read */
     float *rope;    /* (max_rows, SIMD_ROPE_TABLE_FLOATS(head_dim)) RoPE terms of the step */
     float *rope_swa; /* the same for windowed layers whose base differs, else NULL */
