@@ -45,6 +45,10 @@ jqb() { jq -e "$1" "$tmp/body" >/dev/null; }
 # --- open routes, auth
 check "health 200" test "$(code "$A/health")" = 200
 check "health body" jqb '.status == "ok"'
+# /health names the build as `tessera version --json` does.
+"$bin" version --json >"$tmp/version.json"
+check "health names the build, as tessera version does" \
+  jq -e --slurpfile v "$tmp/version.json" '.build == $v[0] and (.build.kernels | length) > 0' "$tmp/body"
 check "metrics open" test "$(code "$A/metrics")" = 200
 check "models needs key" test "$(code "$A/v1/models")" = 401
 check "401 error shape" jqb '.error.type == "authentication_error" and .error.message != null and has("error")'
