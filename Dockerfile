@@ -15,7 +15,7 @@ COPY . .
 ARG GIT_COMMIT=
 # Portable kernels (chosen at start-up from the CPU), no tests or benchmarks.
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=OFF \
-      -DTESSERA_BUILD_BENCH=OFF ${GIT_COMMIT:+-DTESSERA_GIT_COMMIT=$GIT_COMMIT} \
+      -DTESSERA_BUILD_BENCH=OFF -DTESSERA_GIT_COMMIT="${GIT_COMMIT}" \
     && cmake --build /build -j"$(nproc)" --target tessera \
     && scripts/package.sh /build /pkg
 

@@ -1,17 +1,16 @@
 /* build_info.c: the build's identity and this CPU's kernels (build_info.h). The TS_BUILD_*
- * macros come from CMakeLists.txt, on this file only, so a new commit recompiles only it. */
+ * macros come from CMakeLists.txt and the generated build_commit.h, on this file only, so
+ * a new commit recompiles only it. */
 #include <pthread.h>
 #include <stdio.h>
 
+#include "build_commit.h" /* generated at build time: TS_BUILD_COMMIT */
 #include "common/build_info.h"
 #include "qpack.h"
 #include "simd.h"
 
 #ifndef TS_BUILD_VERSION
 #define TS_BUILD_VERSION "unknown"
-#endif
-#ifndef TS_BUILD_COMMIT
-#define TS_BUILD_COMMIT "unknown"
 #endif
 #ifndef TS_BUILD_TYPE
 #define TS_BUILD_TYPE "unknown"
