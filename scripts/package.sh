@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# package.sh BUILD_DIR [OUT_DIR]: a Debian package of a built tree, from its `cmake
+# package.sh [--allow-native] BUILD_DIR [OUT_DIR]: a Debian package of a built tree, from its `cmake
 # --install` into /usr: the binary, the built-in model and its licence, the manual page,
 # the docs, the example config and the systemd unit (in /usr/share/tessera/, enabled by
 # nobody: it needs /etc/tessera/ first, see the unit's header). Depends comes from
 # dpkg-shlibdeps, so `apt-get install ./tessera_VERSION_ARCH.deb` on Debian 12 pulls the
 # libraries the binary links (OpenBLAS's OpenMP build, cJSON, libmicrohttpd, libcurl).
 # Prints the package's path. Needs dpkg-deb and dpkg-shlibdeps (Debian's dpkg-dev).
+# A build configured with TESSERA_NATIVE (-march=native: it runs only on CPUs like the
+# build machine's) or a sanitizer is refused; --allow-native packages a native build anyway,
+# for a package that stays on this machine (the tests).
 set -euo pipefail
-[ $# -ge 1 ] || { sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 2; }
+allow_native=0
+[ "${1:-}" = --allow-native ] && { allow_native=1; shift; }
+[ $# -ge 1 ] || { sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 2; }
 build=$(cd "$1" && pwd)
 out=$(mkdir -p "${2:-$build}" && cd "${2:-$build}" && pwd)
 for tool in dpkg-deb dpkg-shlibdeps; do
@@ -15,6 +20,14 @@ for tool in dpkg-deb dpkg-shlibdeps; do
 done
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 [ -n "$version" ] || { echo "package: $build is not a configured build" >&2; exit 2; }
+# A package runs on other machines: a -march=native or sanitizer build would not.
+for opt in TESSERA_NATIVE TESSERA_SANITIZE TESSERA_TSAN; do
+  [ "$opt" = TESSERA_NATIVE ] && ((allow_native)) && continue
+  if grep -q "^$opt:BOOL=ON$" "$build/CMakeCache.txt"; then
+    echo "package: $build was configured with $opt=ON; configure a build without it to package" >&2
+    exit 2
+  fi
+done
 arch=$(dpkg --print-architecture)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
