@@ -66,6 +66,7 @@ read_config() {
 
 # The replicas' addresses, one per line.
 upstream_list() {
+  local i
   if [ -n "${cfg[upstreams]}" ]; then
     tr ' ' '\n' <<<"${cfg[upstreams]}" | grep .
   else
@@ -150,7 +151,8 @@ start() {
   [ -n "${cfg[upstreams]}" ] && die "upstreams is for nginx-conf only; start runs local replicas"
   mkdir -p "$state/nginx-tmp"
   [ -f "$state/nginx.pid" ] && alive "$(cat "$state/nginx.pid")" && die "already running in $state"
-  local args=(--host "${cfg[host]}" --max-body "${cfg[max_body]}"
+  # Every loop variable is local: start calls stop_all from inside its own loops.
+  local i args=(--host "${cfg[host]}" --max-body "${cfg[max_body]}"
               --max-connections "${cfg[max_connections]}")
   for m in "${models[@]}"; do args+=(-m "$m"); done
   [ -n "${cfg[api_keys]}" ] && args+=(--api-keys "${cfg[api_keys]}")
@@ -196,7 +198,7 @@ wait_gone() {
 }
 
 stop_all() {
-  local status=0 pid was_alive=()
+  local i status=0 pid was_alive=()
   if [ -f "$state/nginx.pid" ] && alive "$(cat "$state/nginx.pid")"; then
     pid=$(cat "$state/nginx.pid")
     "${cfg[nginx]}" -p "$state" -c "$state/nginx.conf" -e "$state/nginx-error.log" -s quit ||
@@ -238,7 +240,7 @@ stop_all() {
 }
 
 status() {
-  local pid
+  local i pid
   pid=$(cat "$state/nginx.pid" 2>/dev/null || true)
   alive "$pid" && echo "nginx pid $pid http://${cfg[listen]}" || echo "nginx not running"
   for ((i = 0; i < cfg[replicas]; i++)); do

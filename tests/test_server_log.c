@@ -86,14 +86,20 @@ static void test_text_lines(void **state)
                                  .status = 200, .duration_ms = 0.04,
                                  .message = "connection closed early"});
     srv_log(&o, &(srv_log_entry){.request_id = "r3", .model = "m", .message = "failed: x"});
-    assert_int_equal(c.n, 3);
-    for (int i = 0; i < 3; i++)
+    srv_log(&o, &(srv_log_entry){.request_id = "r4", .method = "POST", .path = "/v1/completions",
+                                 .status = 400, .duration_ms = 0.5, .error_code = "invalid_type",
+                                 .error_param = "temperature"});
+    assert_int_equal(c.n, 4);
+    for (int i = 0; i < 4; i++)
         assert_iso_time(c.lines[i], ' ');
     assert_string_equal(c.lines[0] + 25, "req=r1 model=stories POST /v1/completions 200 "
                                          "prompt_tokens=5 completion_tokens=16 12.3ms");
     assert_string_equal(c.lines[1] + 25, "req=r2 model=- GET /health 200 prompt_tokens=0 "
                                          "completion_tokens=0 0.0ms (connection closed early)");
     assert_string_equal(c.lines[2] + 25, "req=r3 model=m failed: x");
+    assert_string_equal(c.lines[3] + 25, "req=r4 model=- POST /v1/completions 400 prompt_tokens=0 "
+                                         "completion_tokens=0 0.5ms error=invalid_type "
+                                         "param=temperature");
 }
 
 static void test_json_lines(void **state)
@@ -108,7 +114,7 @@ static void test_json_lines(void **state)
     srv_log(&o, &(srv_log_entry){.request_id = "r1", .model = "we\"ird", .method = "POST",
                                  .path = "/v1/chat/completions", .status = 429,
                                  .prompt_tokens = 7, .completion_tokens = 0,
-                                 .duration_ms = 3.25});
+                                 .duration_ms = 3.25, .error_code = "queue_full"});
     srv_log(&o, &(srv_log_entry){.request_id = "r2", .message = "line\nbreak"});
     assert_int_equal(c.n, 2);
     assert_null(strchr(c.lines[0], '\n'));
@@ -125,6 +131,8 @@ static void test_json_lines(void **state)
     assert_int_equal(cJSON_GetObjectItem(j, "completion_tokens")->valueint, 0);
     assert_true(cJSON_GetObjectItem(j, "duration_ms")->valuedouble == 3.2);
     assert_null(cJSON_GetObjectItem(j, "message"));
+    assert_string_equal(cJSON_GetObjectItem(j, "error_code")->valuestring, "queue_full");
+    assert_null(cJSON_GetObjectItem(j, "error_param"));
     cJSON_Delete(j);
     j = cJSON_Parse(c.lines[1]);
     assert_non_null(j);

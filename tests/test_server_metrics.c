@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/build_info.h"
 #include "server/metrics.h"
 
 static void assert_prometheus_names(const char *t);
@@ -47,6 +48,19 @@ static void test_request_counters(void **state)
     assert_true(sample(t, "tessera_requests_total{route=\"other\",status=\"other\"}") == 1);
     assert_true(sample(t, "tessera_prompt_tokens_total") == 15);
     assert_true(sample(t, "tessera_generated_tokens_total") == 5);
+    /* tessera_build_info: 1, labelled with what `tessera version` prints. */
+    ts_build_info bi;
+    ts_build_info_get(&bi);
+    char want[256];
+    snprintf(want, sizeof want, "tessera_build_info{version=\"%s\",commit=\"%s\",build_type=\"%s\","
+             "compiler=\"%s\",kernels=\"%s\",", bi.version, bi.commit, bi.build_type, bi.compiler,
+             bi.vector);
+    const char *info = strstr(t, want);
+    assert_non_null(info);
+    const char *eol = strchr(info, '\n');
+    assert_non_null(eol);
+    assert_memory_equal(eol - 4, "\"} 1", 4);
+    assert_true(strlen(bi.version) > 0 && strcmp(bi.version, "unknown") != 0);
     /* Every line is a comment or "series value". */
     for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n"))
         assert_true(line[0] == '#' || strchr(line, ' '));

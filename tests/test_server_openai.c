@@ -345,7 +345,7 @@ static void test_response_json_chat(void **state)
         {.bytes = "y", .len = 1, .logprob = -0.125f},
     };
     oai_choice ch[2] = {{"Hey", 3, "stop", lps, 2, NULL, 0}, {"Yo", 2, "length", NULL, 0, NULL, 0}};
-    oai_usage u = {5, 3, 2};
+    oai_usage u = {.prompt_tokens = 5, .completion_tokens = 3, .cached_tokens = 2};
     cJSON *j = parse_json(oai_response_json(&chat_meta, ch, 2, &u));
     assert_string_equal(get(j, "id")->valuestring, "chatcmpl-1");
     assert_string_equal(get(j, "object")->valuestring, "chat.completion");
@@ -379,6 +379,26 @@ static void test_response_json_chat(void **state)
     assert_int_equal(get(usage, "completion_tokens")->valueint, 3);
     assert_int_equal(get(usage, "total_tokens")->valueint, 8);
     assert_int_equal(get(get(usage, "prompt_tokens_details"), "cached_tokens")->valueint, 2);
+    assert_null(cJSON_GetObjectItem(j, "timings")); /* an untimed usage has none */
+    cJSON_Delete(j);
+}
+
+/* The server's timings beside "usage": tokens after the first over first-to-last time. */
+static void test_usage_timings(void **state)
+{
+    (void)state;
+    oai_usage u = {4, 11, 0, .timed = true, .ttft_ms = 12.5, .generation_ms = 50};
+    cJSON *j = parse_json(oai_usage_chunk_json(&chat_meta, &u));
+    const cJSON *t = get(j, "timings");
+    assert_float_equal(get(t, "time_to_first_token_ms")->valuedouble, 12.5, 1e-9);
+    assert_float_equal(get(t, "generation_ms")->valuedouble, 50, 1e-9);
+    assert_float_equal(get(t, "tokens_per_second")->valuedouble, 200, 1e-9);
+    assert_int_equal(get(get(j, "usage"), "completion_tokens")->valueint, 11);
+    cJSON_Delete(j);
+    /* One token: no rate to give. */
+    u = (oai_usage){4, 1, 0, .timed = true, .ttft_ms = 3, .generation_ms = 0};
+    j = parse_json(oai_usage_chunk_json(&chat_meta, &u));
+    assert_null(cJSON_GetObjectItem(get(j, "timings"), "tokens_per_second"));
     cJSON_Delete(j);
 }
 
@@ -391,7 +411,7 @@ static void test_response_json_completion(void **state)
          .top = {{"b", 1, -2.0f}}},
     };
     oai_choice ch = {" ab", 3, "length", lps, 2, NULL, 0};
-    oai_usage u = {1, 2, 0};
+    oai_usage u = {.prompt_tokens = 1, .completion_tokens = 2, .cached_tokens = 0};
     cJSON *j = parse_json(oai_response_json(&cmpl_meta, &ch, 1, &u));
     assert_string_equal(get(j, "object")->valuestring, "text_completion");
     const cJSON *c0 = cJSON_GetArrayItem(get(j, "choices"), 0);
@@ -440,7 +460,7 @@ static void test_chunk_json(void **state)
     assert_int_equal(cJSON_GetArrayItem(get(get(c, "logprobs"), "text_offset"), 0)->valueint, 7);
     cJSON_Delete(j);
     /* Usage chunk: empty choices. */
-    oai_usage u = {4, 6, 0};
+    oai_usage u = {.prompt_tokens = 4, .completion_tokens = 6, .cached_tokens = 0};
     j = parse_json(oai_usage_chunk_json(&chat_meta, &u));
     assert_int_equal(cJSON_GetArraySize(get(j, "choices")), 0);
     assert_int_equal(get(get(j, "usage"), "total_tokens")->valueint, 10);
@@ -480,7 +500,7 @@ static void test_logprobs_never_null(void **state)
     }
     /* The whole answer too, and a finite value is left alone. */
     oai_choice ch = {"acd", 3, "stop", lps, 3, NULL, 0};
-    oai_usage u = {1, 3, 0};
+    oai_usage u = {.prompt_tokens = 1, .completion_tokens = 3, .cached_tokens = 0};
     char *text = oai_response_json(&chat_meta, &ch, 1, &u);
     assert_non_null(text);
     assert_null(strstr(text, "\"logprob\":null"));
@@ -519,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_tokenize_bodies),
         cmocka_unit_test(test_error_json_shape),
         cmocka_unit_test(test_response_json_chat),
+        cmocka_unit_test(test_usage_timings),
         cmocka_unit_test(test_response_json_completion),
         cmocka_unit_test(test_chunk_json),
         cmocka_unit_test(test_logprobs_never_null),

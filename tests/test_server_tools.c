@@ -246,7 +246,7 @@ static void test_response_shapes(void **state)
     oai_tool_call calls[2] = {{"call_a", "f", "{\"x\":1}"}, {"call_b", "g", "{}"}};
     oai_choice ch[2] = {{"", 0, "tool_calls", NULL, 0, calls, 2},
                         {"Let me see.", 11, "tool_calls", NULL, 0, calls + 1, 1}};
-    oai_usage u = {1, 2, 0};
+    oai_usage u = {.prompt_tokens = 1, .completion_tokens = 2, .cached_tokens = 0};
     char *text = oai_response_json(&meta, ch, 2, &u);
     cJSON *j = cJSON_Parse(text);
     free(text);

@@ -1,15 +1,21 @@
 // app.js: the chat page: model picker, the conversation streamed over SSE, Markdown built
-// from DOM text nodes (model text never goes through innerHTML), settings, the API key
-// (sessionStorage, sent as a Bearer header, never in a URL) and the server panel.
+// from DOM text nodes (model text never goes through innerHTML), copy buttons, chats kept
+// in localStorage (never the key), settings, the API key (sessionStorage, sent as a Bearer
+// header, never in a URL), the speed line from the server's own timings and the server
+// panel.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
 const KEY_STORE = 'tessera.api_key';
+const CHATS_STORE = 'tessera.chats';
 const METRICS_EVERY_MS = 2000;
+const TITLE_CHARS = 60;
 
 // The conversation without the system prompt: {role, content, node}. Exposed for the
 // browser test and the console.
-const state = { messages: [], controller: null, busy: false, last: null, session: newSession() };
+// contexts: each model's context length (from /v1/models), which caps max_tokens.
+const state = { messages: [], controller: null, busy: false, last: null, session: newSession(),
+                contexts: {} };
 window.tessera = state;
 
 // A conversation's id, sent as X-Session-Id: behind nginx (scripts/cluster.sh) its turns
@@ -35,6 +41,35 @@ function authHeaders(extra) {
 function notice(text, isError) {
   $('notice').textContent = text;
   $('notice').className = isError ? 'error' : '';
+}
+
+// Copies text to the clipboard (a hidden textarea where the Clipboard API is refused) and
+// marks the button copied or failed.
+async function copyText(text, button) {
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    ok = true;
+  } catch (e) {
+    const t = el('textarea', 'offscreen');
+    t.value = text;
+    document.body.append(t);
+    t.select();
+    try { ok = document.execCommand('copy'); } catch (e2) { ok = false; }
+    t.remove();
+  }
+  button.dataset.copied = ok ? 'yes' : 'no';
+  button.title = ok ? 'copied' : 'copy failed';
+}
+
+// A copy button; its label comes from style.css, so it is not part of a message's text.
+function copyButton(label, text) {
+  const b = el('button', 'copy');
+  b.type = 'button';
+  b.title = label;
+  b.setAttribute('aria-label', label);
+  b.addEventListener('click', () => copyText(text(), b));
+  return b;
 }
 
 // ---- Markdown: fenced code, headings, lists, paragraphs; inline code, strong, em.
@@ -89,7 +124,7 @@ function renderMarkdown(into, text) {
       const c = el('code');
       if (fence[2]) c.dataset.lang = fence[2];
       c.textContent = code.join('\n');
-      pre.append(c);
+      pre.append(copyButton('copy code', () => c.textContent), c);
       out.append(pre);
       continue;
     }
@@ -138,9 +173,9 @@ function addMessage(role, content) {
   const who = el('div', 'who');
   who.textContent = role;
   const body = el('div', 'body');
-  node.append(who, body);
-  $('log').append(node);
   const m = { role, content, node, body };
+  node.append(copyButton('copy message', () => m.content), who, body);
+  $('log').append(node);
   renderMarkdown(body, content);
   state.messages.push(m);
   node.scrollIntoView({ block: 'end' });
@@ -149,6 +184,90 @@ function addMessage(role, content) {
 
 function dropFrom(index) {
   for (const m of state.messages.splice(index)) m.node.remove();
+}
+
+// ---- chats kept in localStorage: [{id, title, updated, messages: [{role, content}]}],
+// newest first. The id is the conversation's X-Session-Id.
+
+function loadChats() {
+  try {
+    const v = JSON.parse(localStorage.getItem(CHATS_STORE) || '[]');
+    return Array.isArray(v) ? v.filter((c) => c && typeof c.id === 'string' && Array.isArray(c.messages)) : [];
+  } catch (e) {
+    return []; // unreadable: start afresh rather than fail the page
+  }
+}
+
+function storeChats(chats) {
+  try {
+    if (chats.length) localStorage.setItem(CHATS_STORE, JSON.stringify(chats));
+    else localStorage.removeItem(CHATS_STORE);
+  } catch (e) {
+    notice('cannot keep the chat in this browser: ' + e.message, true);
+  }
+  renderChats(chats);
+}
+
+// Saves the conversation on screen (failed answers left out) as the newest chat.
+function saveChat() {
+  const messages = state.messages.filter((m) => !m.failed)
+    .map((m) => ({ role: m.role, content: m.content }));
+  const chats = loadChats().filter((c) => c.id !== state.session);
+  if (messages.length) {
+    const first = messages.find((m) => m.role === 'user');
+    const title = (first ? first.content : messages[0].content).trim().slice(0, TITLE_CHARS);
+    chats.unshift({ id: state.session, title: title || '(empty)', updated: Date.now(), messages });
+  }
+  storeChats(chats);
+}
+
+function openChat(id) {
+  const chat = loadChats().find((c) => c.id === id);
+  if (state.busy || !chat) return;
+  dropFrom(0);
+  state.session = chat.id;
+  for (const m of chat.messages)
+    if ((m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string')
+      addMessage(m.role, m.content).node.dataset.state = 'done';
+  $('speed').textContent = '';
+  renderChats(loadChats());
+  updateButtons();
+}
+
+function deleteChat(id) {
+  if (state.busy && id === state.session) return;
+  if (id === state.session) newChat();
+  storeChats(loadChats().filter((c) => c.id !== id));
+}
+
+function newChat() {
+  if (state.busy) return;
+  dropFrom(0);
+  state.session = newSession();
+  $('speed').textContent = '';
+  renderChats(loadChats());
+  updateButtons();
+}
+
+function renderChats(chats) {
+  const list = el('ul');
+  for (const c of chats) {
+    const li = el('li', c.id === state.session ? 'current' : '');
+    li.dataset.id = c.id;
+    const open = el('button', 'open');
+    open.type = 'button';
+    open.textContent = c.title;
+    open.addEventListener('click', () => openChat(c.id));
+    const del = el('button', 'delete');
+    del.type = 'button';
+    del.textContent = '×';
+    del.title = 'delete this chat';
+    del.setAttribute('aria-label', 'delete chat ' + c.title);
+    del.addEventListener('click', () => deleteChat(c.id));
+    li.append(open, del);
+    list.append(li);
+  }
+  $('chats').replaceChildren(list);
 }
 
 function lastUserIndex() {
@@ -183,14 +302,34 @@ function requestBody() {
     const v = numberField(name, integer);
     if (v !== undefined) body[name] = v;
   }
+  // Up to the whole context: the server then answers until the context is full.
+  const ctx = state.contexts[$('model').value];
+  if (ctx && body.max_tokens >= ctx) delete body.max_tokens;
   return body;
 }
 
+// Keeps the max_tokens field within the chosen model's context.
+function capMaxTokens() {
+  const ctx = state.contexts[$('model').value];
+  const f = $('max_tokens');
+  if (!ctx) {
+    f.removeAttribute('max');
+    return;
+  }
+  f.max = String(ctx);
+  const v = numberField('max_tokens', true);
+  if (v !== undefined && v > ctx) f.value = String(ctx);
+}
+
+// The speed line: time to first token and tok/s from the server's "timings" (its own
+// clock; chunk arrival here says how the stream was buffered, not how fast it was made).
 function showSpeed(s) {
   const parts = [];
-  if (s.ttft !== undefined) parts.push('time to first token ' + Math.round(s.ttft) + ' ms');
-  if (s.tokens > 1 && s.tLast > s.tFirst)
-    parts.push(((s.tokens - 1) / ((s.tLast - s.tFirst) / 1000)).toFixed(1) + ' tok/s');
+  const t = s.timings;
+  if (t && typeof t.time_to_first_token_ms === 'number')
+    parts.push('time to first token ' + Math.round(t.time_to_first_token_ms) + ' ms');
+  if (t && typeof t.tokens_per_second === 'number')
+    parts.push(t.tokens_per_second.toFixed(1) + ' tok/s');
   parts.push(s.tokens + ' tokens');
   if (s.finish) parts.push(s.finish);
   $('speed').textContent = parts.join(' · ');
@@ -230,7 +369,7 @@ async function generate() {
   const body = requestBody();
   const m = addMessage('assistant', '');
   m.node.dataset.state = 'streaming';
-  const s = { t0: performance.now(), tokens: 0, finish: '' };
+  const s = { tokens: 0, finish: '', timings: null };
   state.last = s;
   state.busy = true;
   state.controller = new AbortController();
@@ -255,18 +394,13 @@ async function generate() {
       const choice = ev.choices && ev.choices[0];
       const piece = choice && choice.delta && choice.delta.content;
       if (piece) {
-        const now = performance.now();
-        if (s.tFirst === undefined) {
-          s.tFirst = now;
-          s.ttft = now - s.t0;
-        }
-        s.tLast = now;
         s.tokens++;
         m.content += piece;
         if (!frame) frame = requestAnimationFrame(paint);
       }
       if (choice && choice.finish_reason) s.finish = choice.finish_reason;
       if (ev.usage) s.tokens = ev.usage.completion_tokens;
+      if (ev.timings) s.timings = ev.timings;
       showSpeed(s);
     });
     if (!whole) throw new Error('the stream ended before the answer did; regenerate to retry');
@@ -293,6 +427,7 @@ async function generate() {
   state.busy = false;
   state.controller = null;
   updateButtons();
+  saveChat();
 }
 
 function send(ev) {
@@ -301,6 +436,7 @@ function send(ev) {
   if (state.busy || !text.trim()) return;
   $('prompt').value = '';
   addMessage('user', text);
+  saveChat();
   generate();
 }
 
@@ -316,6 +452,7 @@ function editLast() {
   if (state.busy || i < 0) return;
   $('prompt').value = state.messages[i].content;
   dropFrom(i);
+  saveChat();
   updateButtons();
   $('prompt').focus();
 }
@@ -348,12 +485,14 @@ async function loadModels() {
   const keep = select.value;
   select.replaceChildren();
   for (const m of list.data || []) {
+    if (m.context_length > 0) state.contexts[m.id] = m.context_length;
     const o = el('option');
     o.value = m.id;
     o.textContent = m.id + (m.context_length ? ' (' + m.context_length + ' ctx)' : '');
     select.append(o);
   }
   if (keep && [...select.options].some((o) => o.value === keep)) select.value = keep;
+  capMaxTokens();
   notice(select.options.length ? '' : 'the server has no model', !select.options.length);
   document.body.dataset.ready = 'true';
 }
@@ -394,7 +533,7 @@ async function pollMetrics() {
   $('m-running').textContent = sum('tessera_running_sequences');
   $('m-waiting').textContent = sum('tessera_queue_depth');
   $('m-kv').textContent = sum('tessera_kv_blocks', (x) => x.labels.state === 'used') + ' / ' +
-    sum('tessera_kv_blocks_total');
+    sum('tessera_kv_pool_blocks');
   const now = performance.now();
   const generated = sum('tessera_engine_generated_tokens_total');
   if (lastGenerated && lastGenerated.model === model) {
@@ -423,14 +562,12 @@ function init() {
   $('stop').addEventListener('click', () => state.controller && state.controller.abort());
   $('regen').addEventListener('click', regenerate);
   $('edit').addEventListener('click', editLast);
-  $('clear').addEventListener('click', () => {
-    if (state.busy) return;
-    dropFrom(0);
-    state.session = newSession();
-    $('speed').textContent = '';
-    updateButtons();
-  });
-  $('model').addEventListener('change', () => { lastGenerated = null; pollMetrics(); });
+  $('clear').addEventListener('click', newChat);
+  $('model').addEventListener('change', () => { lastGenerated = null; capMaxTokens(); pollMetrics(); });
+  $('max_tokens').addEventListener('change', capMaxTokens);
+  const chats = loadChats();
+  renderChats(chats);
+  if (chats.length) openChat(chats[0].id); // the newest chat, as it was left
   updateButtons();
   loadModels();
   pollMetrics();

@@ -26,6 +26,7 @@ int cli_synth(int argc, char **argv);
 int cli_quantize(int argc, char **argv);
 int cli_loadgen(int argc, char **argv);
 int cli_pull(int argc, char **argv);
+int cli_version(int argc, char **argv);
 
 /* serve's route for a model: its general.name, or, when one of the n_taken routes already
  * assigned has that name, the file's base name without its last extension (route

@@ -17,6 +17,7 @@ static const cli_command commands[] = {
     {"synth", cli_synth, "write a GGUF with random weights at a real model's shape"},
     {"loadgen", cli_loadgen, "load a server over HTTP: throughput, TTFT/ITL percentiles"},
     {"pull", cli_pull, "fetch a GGUF from a Hugging Face repository into the model directory"},
+    {"version", cli_version, "print the version, commit, build and the kernels this CPU runs"},
     {NULL, NULL, NULL},
 };
 
@@ -35,6 +36,8 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (!strcmp(argv[1], "--version"))
+        return cli_version(argc - 1, argv + 1);
     for (const cli_command *c = commands; c->name; c++)
         if (!strcmp(argv[1], c->name))
             return c->run(argc - 1, argv + 1);

@@ -259,6 +259,19 @@ static CURL *new_handle(const char *url, const char *bearer_token, int stall_s, 
     return h;
 }
 
+/* Failures that mean the hub did not answer at all (no name, no route, no TLS), where the
+ * fix is another endpoint or the network rather than a retry. */
+static bool unreachable(CURLcode rc)
+{
+    return rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY ||
+           rc == CURLE_COULDNT_CONNECT || rc == CURLE_SSL_CONNECT_ERROR ||
+           rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_UNSUPPORTED_PROTOCOL;
+}
+
+#define PULL_UNREACHABLE_HINT                                                                  \
+    "; the hub is $HF_ENDPOINT or --endpoint (default https://huggingface.co): check the "      \
+    "network or point either at a reachable hub or mirror"
+
 ts_status pull_get(const char *url, const char *bearer_token, char **body, size_t *len,
                    ts_error *err)
 {
@@ -271,9 +284,10 @@ ts_status pull_get(const char *url, const char *bearer_token, char **body, size_
     curl_easy_cleanup(h);
     if (rc != CURLE_OK || !s.buf) {
         free(s.buf);
-        return ts_error_set(err, TS_ERR_IO, "GET %s: %s", url,
+        return ts_error_set(err, TS_ERR_IO, "GET %s: %s%s", url,
                             s.too_big ? "larger than 16 MiB" : rc ? curl_easy_strerror(rc)
-                                                                  : "empty answer");
+                                                                  : "empty answer",
+                            unreachable(rc) ? PULL_UNREACHABLE_HINT : "");
     }
     *body = s.buf;
     *len = s.len;
@@ -362,7 +376,8 @@ static const char *why(CURLcode rc, long code, int stall_s, char *buf, size_t ca
         snprintf(buf, cap, "the transfer stalled: under %d KiB/s for %d s", PULL_MIN_RATE >> 10,
                  stall_s);
     else
-        snprintf(buf, cap, "%s", curl_easy_strerror(rc));
+        snprintf(buf, cap, "%s%s", curl_easy_strerror(rc),
+                 unreachable(rc) ? PULL_UNREACHABLE_HINT : "");
     return buf;
 }
 
@@ -395,7 +410,7 @@ static CURLcode fetch_all(const char *url, int fd, const pull_file *f, const pul
     progress pg = {.on = o->progress, .tty = isatty(2), .total = f->size, .last_decile = -1};
     CURLcode rc = CURLE_OK, told = CURLE_OK;
     long told_code = 0;
-    char reason[128];
+    char reason[320];
     *too_big = false;
     for (int attempt = 0; attempt < PULL_ATTEMPTS; attempt++) {
         uint64_t have = fd_size(fd);
@@ -433,7 +448,7 @@ static CURLcode fetch_all(const char *url, int fd, const pull_file *f, const pul
 ts_status pull_download(const char *url, const char *dest, const pull_file *f,
                         const pull_options *o, ts_error *err)
 {
-    char part[4096], reason[128];
+    char part[4096], reason[320];
     if ((size_t)snprintf(part, sizeof part, "%s.part", dest) >= sizeof part)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "path too long: %s", dest);
     int fd;

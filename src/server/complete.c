@@ -216,7 +216,7 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
                                   j->oreq.sampling.logprobs ? (a->lps ? a->lps : &no_tokens) : NULL,
                                   a->n_lps, calls[i], calls[i] ? a->n_calls : 0};
     }
-    oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
+    oai_usage u = job_usage(j);
     char *json = calls_ok ? oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u) : NULL;
     for (int i = 0; i < j->oreq.n; i++)
         free(calls[i]);

@@ -461,6 +461,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
         .request_id = c->request_id, .model = c->model, .method = c->method, .path = c->path,
         .status = c->status, .prompt_tokens = prompt_tokens,
         .completion_tokens = completion_tokens, .duration_ms = dur * 1e3,
+        .error_code = c->error_code[0] ? c->error_code : NULL,
+        .error_param = c->error_param[0] ? c->error_param : NULL,
         .message = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? NULL : "connection closed early"});
     strbuf_free(&c->body);
     free(c);

@@ -117,6 +117,20 @@ void job_note_token_time(srv_job *j, choice_acc *a)
         metrics_observe(j->srv->metrics, METRICS_HIST_ITL, now - a->t_last);
     }
     a->t_last = now;
+    if (j->t_first == 0)
+        j->t_first = now;
+    j->t_last = now;
+}
+
+oai_usage job_usage(const srv_job *j)
+{
+    oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens,
+                   .timed = j->t_first > 0};
+    if (u.timed) {
+        u.ttft_ms = (j->t_first - j->t_start) * 1e3;
+        u.generation_ms = (j->t_last - j->t_first) * 1e3;
+    }
+    return u;
 }
 
 void job_record_done(srv_job *j, const ts_event *ev)

@@ -53,6 +53,7 @@ struct srv_job {
     atomic_bool cancelled_for_shutdown; /* set by this thread or complete_cancel_all */
     srv_job *next, **prev;    /* in srv->jobs while it has a request */
     int tokens_seen;          /* TOKEN events read: usage when no DONE comes */
+    double t_first, t_last;   /* monotonic seconds of the first and latest token; 0 before */
     size_t held;              /* bytes reserved in srv->answer_bytes (a whole answer) */
     budget_verdict over;      /* a whole answer past max_answer or the total */
     char *out;                /* stream bytes not yet handed to MHD: [out_off, out_len) */
@@ -77,6 +78,9 @@ void job_fill_logprob(const srv_job *j, const ts_event *ev, size_t text_off,
 
 /* A token of choice a came now: observes time to first token or inter-token latency. */
 void job_note_token_time(srv_job *j, choice_acc *a);
+
+/* The job's usage so far, with its timings once a token came. */
+oai_usage job_usage(const srv_job *j);
 
 /* A DONE event: the choice's finish reason ("tool_calls" when its answer called tools,
  * unless cancelled) and the usage. */

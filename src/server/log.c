@@ -57,6 +57,10 @@ static void log_json(const ts_server_options *opts, const srv_log_entry *e, cons
              cJSON_AddNumberToObject(o, "prompt_tokens", e->prompt_tokens) &&
              cJSON_AddNumberToObject(o, "completion_tokens", e->completion_tokens) &&
              cJSON_AddNumberToObject(o, "duration_ms", (double)(long long)(e->duration_ms * 10) / 10);
+    if (ok && e->error_code)
+        ok = cJSON_AddStringToObject(o, "error_code", e->error_code) != NULL;
+    if (ok && e->error_param)
+        ok = cJSON_AddStringToObject(o, "error_param", e->error_param) != NULL;
     if (ok && e->message)
         ok = cJSON_AddStringToObject(o, "message", e->message) != NULL;
     char *line = ok ? cJSON_PrintUnformatted(o) : NULL;
@@ -85,10 +89,11 @@ void srv_log(const ts_server_options *opts, const srv_log_entry *e)
         n = 0;
     if (e->method)
         snprintf(line + n, sizeof line - (size_t)n,
-                 "%s %s %d prompt_tokens=%d completion_tokens=%d %.1fms%s%s%s", e->method,
+                 "%s %s %d prompt_tokens=%d completion_tokens=%d %.1fms%s%s%s%s%s%s%s", e->method,
                  e->path ? e->path : "", e->status, e->prompt_tokens, e->completion_tokens,
-                 e->duration_ms, e->message ? " (" : "", e->message ? e->message : "",
-                 e->message ? ")" : "");
+                 e->duration_ms, e->error_code ? " error=" : "", e->error_code ? e->error_code : "",
+                 e->error_param ? " param=" : "", e->error_param ? e->error_param : "",
+                 e->message ? " (" : "", e->message ? e->message : "", e->message ? ")" : "");
     else
         snprintf(line + n, sizeof line - (size_t)n, "%s", e->message ? e->message : "");
     opts->log(opts->log_user, line);

@@ -20,6 +20,8 @@ typedef struct srv_log_entry {
     const char *method, *path; /* NULL for a message that is not a request's summary */
     int status, prompt_tokens, completion_tokens;
     double duration_ms;
+    const char *error_code;    /* a 4xx answer's error code ("invalid_value"), else NULL */
+    const char *error_param;   /* and the request field it names ("temperature"), or NULL */
     const char *message;       /* free text: an error, "connection closed early" */
 } srv_log_entry;
 
@@ -27,7 +29,7 @@ typedef struct srv_log_entry {
  * current UTC time to the millisecond, and passes it to opts->log. Does nothing without
  * opts->log. Thread-safe as opts->log is. Text:
  *   2026-11-25T15:18:05.123Z req=ID model=M POST /v1/completions 200 prompt_tokens=5
- *   completion_tokens=16 12.3ms[ (MESSAGE)]        (a request's summary)
+ *   completion_tokens=16 12.3ms[ error=CODE[ param=P]][ (MESSAGE)]   (a request's summary)
  *   2026-11-25T15:18:05.123Z req=ID model=M MESSAGE   (anything else) */
 void srv_log(const ts_server_options *opts, const srv_log_entry *e);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/build_info.h"
 #include "common/strbuf.h"
 #include "server/metrics.h"
 
@@ -223,6 +224,24 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
     free(names);
 }
 
+/* tessera_build_info: always 1, its labels say what runs (Prometheus' *_build_info idiom). */
+static void render_build_info(strbuf *b)
+{
+    ts_build_info bi;
+    ts_build_info_get(&bi);
+    char v[64], commit[64], type[64], cc[96], kernels[64], packed[96];
+    label_value(v, sizeof v, bi.version);
+    label_value(commit, sizeof commit, bi.commit);
+    label_value(type, sizeof type, bi.build_type);
+    label_value(cc, sizeof cc, bi.compiler);
+    label_value(kernels, sizeof kernels, bi.vector);
+    label_value(packed, sizeof packed, bi.packed);
+    header(b, "tessera_build_info", "gauge", "The build and the kernels this CPU runs; always 1.");
+    strbuf_addf(b, "tessera_build_info{version=\"%s\",commit=\"%s\",build_type=\"%s\","
+                   "compiler=\"%s\",kernels=\"%s\",packed_kernels=\"%s\"} 1\n",
+                v, commit, type, cc, kernels, packed);
+}
+
 char *metrics_render(metrics *m, const metrics_model *models, size_t n)
 {
     /* Snapshot under the lock, format outside it. */
@@ -235,6 +254,7 @@ char *metrics_render(metrics *m, const metrics_model *models, size_t n)
     pthread_mutex_unlock(&m->mu);
 
     strbuf b = {0};
+    render_build_info(&b);
     header(&b, "tessera_requests_total", "counter", "HTTP requests answered, by route and status.");
     for (int r = 0; r < METRICS_ROUTE_COUNT; r++)
         for (size_t s = 0; s < N_STATUS; s++) {

@@ -230,6 +230,10 @@ typedef struct oai_choice {
 
 typedef struct oai_usage {
     int prompt_tokens, completion_tokens, cached_tokens;
+    /* The server's own timings, answered as "timings" beside "usage" when timed: arrival
+     * to the first token, and the first token to the last. */
+    bool timed;
+    double ttft_ms, generation_ms;
 } oai_usage;
 
 char *oai_error_json(const oai_error *e);

@@ -245,6 +245,22 @@ static cJSON *usage_object(const oai_usage *u)
     return o;
 }
 
+/* "timings": the server's clock, so a client's speed figure does not depend on how the
+ * chunks were buffered on the way: tokens_per_second counts the tokens after the first
+ * over the time from the first to the last. An untimed usage adds nothing. */
+static bool add_timings(cJSON *root, const oai_usage *u)
+{
+    if (!u->timed)
+        return true;
+    cJSON *t = cJSON_AddObjectToObject(root, "timings");
+    bool ok = t && cJSON_AddNumberToObject(t, "time_to_first_token_ms", u->ttft_ms) &&
+              cJSON_AddNumberToObject(t, "generation_ms", u->generation_ms);
+    if (ok && u->completion_tokens > 1 && u->generation_ms > 0)
+        ok = cJSON_AddNumberToObject(t, "tokens_per_second",
+                                     (u->completion_tokens - 1) / (u->generation_ms / 1e3)) != NULL;
+    return ok;
+}
+
 static bool add_finish(cJSON *o, const char *finish_reason)
 {
     return finish_reason ? cJSON_AddStringToObject(o, "finish_reason", finish_reason) != NULL
@@ -309,7 +325,7 @@ char *oai_response_json(const oai_meta *m, const oai_choice *choices, size_t n_c
             ok = cJSON_AddNullToObject(ch, "logprobs") != NULL;
         ok = ok && add_finish(ch, c->finish_reason);
     }
-    ok = ok && add(root, "usage", usage_object(usage));
+    ok = ok && add(root, "usage", usage_object(usage)) && add_timings(root, usage);
     return finish(root, ok);
 }
 
@@ -359,6 +375,6 @@ char *oai_usage_chunk_json(const oai_meta *m, const oai_usage *usage)
 {
     cJSON *root = envelope(m, true);
     bool ok = root && cJSON_AddArrayToObject(root, "choices") &&
-              add(root, "usage", usage_object(usage));
+              add(root, "usage", usage_object(usage)) && add_timings(root, usage);
     return finish(root, ok);
 }

@@ -58,8 +58,28 @@ void srv_add_cors_headers(struct MHD_Response *r, const srv_conn *c)
     MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
 }
 
+/* Copies s into out keeping letters, digits and _ . - [ ] (a field path, a code), each
+ * other byte as '?': a log line's key=value stays one token whatever a client sent. */
+static void log_token(char *out, size_t cap, const char *s)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++) {
+        char ch = *s;
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || strchr("_.-[]", ch);
+        out[n++] = plain ? ch : '?';
+    }
+    out[n] = '\0';
+}
+
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e)
 {
+    /* A client's mistake is logged by its code and field, never its message (which may
+     * quote the body). */
+    if (e->http_status >= 400 && e->http_status < 500) {
+        log_token(c->error_code, sizeof c->error_code, e->code[0] ? e->code : e->type);
+        log_token(c->error_param, sizeof c->error_param, e->param);
+    }
     char *json = oai_error_json(e);
     return srv_send(mc, c, e->http_status, "application/json", json, json ? strlen(json) : 0);
 }

@@ -5,9 +5,31 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/build_info.h"
 #include "common/strbuf.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
+
+/* The build object of /health: version, commit, build type, compiler, kernels; NULL out
+ * of memory. */
+static cJSON *build_json(void)
+{
+    ts_build_info b;
+    ts_build_info_get(&b);
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && cJSON_AddStringToObject(o, "version", b.version) &&
+              cJSON_AddStringToObject(o, "commit", b.commit) &&
+              cJSON_AddStringToObject(o, "build_type", b.build_type) &&
+              cJSON_AddStringToObject(o, "compiler", b.compiler) &&
+              cJSON_AddStringToObject(o, "kernels", b.vector) &&
+              cJSON_AddStringToObject(o, "packed_kernels", b.packed) &&
+              cJSON_AddStringToObject(o, "cpu_kernels", b.cpu);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
 
 enum MHD_Result routes_health(struct MHD_Connection *mc, srv_conn *c)
 {
@@ -17,6 +39,9 @@ enum MHD_Result routes_health(struct MHD_Connection *mc, srv_conn *c)
     if (j) {
         cJSON_AddStringToObject(j, "status", stopping ? "shutting_down" : "ok");
         cJSON_AddNumberToObject(j, "models", srv->n_models);
+        cJSON *b = build_json();
+        if (b)
+            cJSON_AddItemToObject(j, "build", b);
     }
     return srv_send_json(mc, c, stopping ? 503 : 200, j);
 }

@@ -127,6 +127,8 @@ typedef struct srv_conn {
     bool close;                   /* answer with Connection: close (broken framing) */
     const char *cors_origin;      /* MHD's; set when --cors lets this request's Origin in */
     int status;                   /* HTTP status answered, 0 before */
+    char error_code[32];          /* a 4xx's error code and parameter, for the log; "" */
+    char error_param[64];         /* when none (safe characters only, cut; never the body) */
     char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
     const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */

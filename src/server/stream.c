@@ -115,7 +115,7 @@ static void stream_event(srv_job *j, const ts_event *ev)
 static void stream_finish(srv_job *j)
 {
     if (j->oreq.include_usage) {
-        oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
+        oai_usage u = job_usage(j);
         out_event(j, oai_usage_chunk_json(&j->meta, &u));
     }
     out_put(j, "data: [DONE]\n\n", 14);

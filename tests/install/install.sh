@@ -2,8 +2,9 @@
 # install.sh BUILD_DIR: `cmake --install` into a temporary prefix, then the installed binary
 # run from an empty directory with no model variables set: generate finds the installed
 # default model beside the binary (not the source tree's), and serve --config with the
-# installed example config answers /v1/models. Also checks the licence, manual page and
-# the unit's ExecStart. Loopback only; bounded in time.
+# installed example config answers /v1/models. Also checks the licence, manual page, docs
+# (DEPLOY.md among them) and the installed unit: its ExecStart, and `systemd-analyze
+# verify` clean under this non-standard prefix. Loopback only; bounded in time.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d)
@@ -18,11 +19,23 @@ prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/tessera share/tessera/models/stories260K.gguf share/tessera/models/stories260K.LICENSE \
          share/man/man1/tessera.1 share/doc/tessera/LICENSE share/doc/tessera/API.md \
+         share/doc/tessera/DEPLOY.md \
          share/tessera/tessera.json share/tessera/tessera.service; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 grep -q "^ExecStart=$prefix/bin/tessera serve " "$prefix/share/tessera/tessera.service" ||
   fail "the installed unit does not run $prefix/bin/tessera"
+# Under this prefix man(1) cannot find the page: the unit links the installed file, and
+# verify (manual page check on) has nothing to say.
+grep -qx "Documentation=file:$prefix/share/man/man1/tessera.1" "$prefix/share/tessera/tessera.service" ||
+  fail "the installed unit does not link $prefix/share/man/man1/tessera.1"
+if command -v systemd-analyze >/dev/null; then
+  out=$(systemd-analyze verify "$prefix/share/tessera/tessera.service" 2>&1) || fail "verify: $out"
+  [ -z "$out" ] || fail "systemd-analyze verify on the installed unit: $out"
+  echo "ok   the unit installed under $prefix verifies cleanly"
+else
+  echo "note: systemd-analyze is not installed; the installed unit was not verified"
+fi
 
 mkdir "$tmp/work"
 cd "$tmp/work"

@@ -4,7 +4,8 @@
 # partial file, checks the sha256 (a wrong one fails and leaves nothing), refuses split
 # files, unknown quants, missing repositories and bad references; and the hostile hub's
 # tricks: an endless body, a 2 KB/s drip, an HTML page for a GGUF, a symlinked .part file,
-# a same-size file of other bytes, ESC and newlines in names. Loopback only.
+# a same-size file of other bytes, ESC and newlines in names; an unreachable hub named
+# with $HF_ENDPOINT and --endpoint. Loopback only (.invalid never resolves).
 set -euo pipefail
 bin=$1 model=$2
 tmp=$(mktemp -d)
@@ -95,6 +96,16 @@ check "no raw ESC or split line" bash -c "! grep -q \$'\\x1b' '$tmp/err' && test
 st=0; pull test/esc-GGUF >/dev/null 2>"$tmp/err" || st=$?
 check "a name with an ESC is refused" bash -c "test $st = 1 && grep -q 'control characters' '$tmp/err' && ! grep -q \$'\\x1b' '$tmp/err'"
 check "no file named with an ESC" bash -c "! ls '$m' | grep -q \$'\\x1b'"
+
+# A hub that does not answer (a closed port, a name that does not resolve) is named, with
+# the two ways to point pull at another one.
+closed=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+st=0; "$bin" pull --endpoint "http://127.0.0.1:$closed" --model-dir "$m" test/tiny-GGUF >/dev/null 2>"$tmp/err" || st=$?
+check "an unreachable --endpoint names \$HF_ENDPOINT and --endpoint" bash -c \
+  "test $st = 1 && grep -q '127.0.0.1:$closed' '$tmp/err' && grep -qF '\$HF_ENDPOINT' '$tmp/err' && grep -q -- '--endpoint' '$tmp/err'"
+st=0; HF_ENDPOINT=http://hub.invalid "$bin" pull --model-dir "$m" test/tiny-GGUF >/dev/null 2>"$tmp/err" || st=$?
+check "an unresolvable \$HF_ENDPOINT is named with the hint" bash -c \
+  "test $st = 1 && grep -q 'hub.invalid' '$tmp/err' && grep -qF '\$HF_ENDPOINT' '$tmp/err'"
 
 echo "$fails failures"
 [ "$fails" = 0 ]

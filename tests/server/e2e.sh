@@ -45,6 +45,10 @@ jqb() { jq -e "$1" "$tmp/body" >/dev/null; }
 # --- open routes, auth
 check "health 200" test "$(code "$A/health")" = 200
 check "health body" jqb '.status == "ok"'
+# /health names the build as `tessera version --json` does.
+"$bin" version --json >"$tmp/version.json"
+check "health names the build, as tessera version does" \
+  jq -e --slurpfile v "$tmp/version.json" '.build == $v[0] and (.build.kernels | length) > 0' "$tmp/body"
 check "metrics open" test "$(code "$A/metrics")" = 200
 check "models needs key" test "$(code "$A/v1/models")" = 401
 check "401 error shape" jqb '.error.type == "authentication_error" and .error.message != null and has("error")'
@@ -154,6 +158,15 @@ check "invalid UTF-8 -> 400" test "$(code "${K[@]}" "$A/v1/completions" --data-b
 check "unknown model -> 404" test "$(code "${K[@]}" "$A/v1/completions" -d '{"prompt": "x", "model": "nope"}')" = 404
 check "404 shape" jqb '.error.code == "model_not_found" and .error.param == "model"'
 check "wrong method -> 405" test "$(code "${K[@]}" -X GET "$A/v1/completions")" = 405
+# A 4xx is logged with its code and parameter, never the body's values.
+code "${K[@]}" "$A/v1/chat/completions" -H 'X-Request-Id: e2e-4xx' \
+  -d '{"messages": [{"role": "user", "content": "SECRET-TEXT"}], "temperature": "SECRET-VALUE"}' >/dev/null
+for _ in $(seq 20); do grep -q 'req=e2e-4xx ' "$tmp/a.log" && break; sleep 0.1; done
+check "a 400 is logged with its code and parameter" \
+  grep -qE 'req=e2e-4xx .* 400 .* error=invalid_type param=temperature$' "$tmp/a.log"
+check "a 4xx log line holds nothing of the body" bash -c "! grep -q SECRET '$tmp/a.log'"
+check "a 404 is logged with its code and parameter" \
+  grep -qE 'POST /v1/completions 404 .* error=model_not_found param=model$' "$tmp/a.log"
 check "unknown route -> 404" test "$(code "${K[@]}" "$A/v2/nothing")" = 404
 head -c 1100000 /dev/zero | tr '\0' 'a' >"$tmp/big"
 check "body over limit -> 413" test "$(code "${K[@]}" "$A/v1/completions" --data-binary @"$tmp/big")" = 413

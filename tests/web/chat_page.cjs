@@ -11,8 +11,13 @@
 //    server counts it cancelled (/metrics), having generated far fewer than max_tokens
 //  - a streamed answer and a user message full of HTML (<script>, <img onerror>) show as
 //    text through the same Markdown renderer, which still makes code blocks and lists
-//  - the turns of a conversation carry one X-Session-Id (nginx affinity), Clear a new one
-//  - the server panel shows running / waiting / KV blocks; no console errors
+//  - the turns of a conversation carry one X-Session-Id (nginx affinity), New chat a new one
+//  - the speed line is the server's own timings (tok/s and TTFT of the usage chunk)
+//  - copy buttons put a message's and a code block's text on the clipboard
+//  - a chat survives a reload (localStorage, never the key) and can be deleted
+//  - max_tokens is capped at the model's context_length
+//  - the server panel shows running / waiting / KV blocks, the pool's size being the
+//    server's tessera_kv_pool_blocks; no console errors
 'use strict';
 const { execFileSync } = require('child_process');
 const fs = require('fs');
@@ -84,12 +89,17 @@ async function main() {
       if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(m.text());
     });
     page.on('pageerror', (e) => problems.push(String(e)));
-    const sessions = []; // X-Session-Id of each chat request
+    const sessions = [], bodies = []; // X-Session-Id and body of each chat request
     page.on('request', (r) => {
       urls.push(r.url());
-      if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions'))
+      if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions')) {
         sessions.push(r.headers()['x-session-id']);
+        bodies.push(JSON.parse(r.postData()));
+      }
     });
+    await browser.defaultBrowserContext().overridePermissions(base,
+      ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+    const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
 
     const resp = await page.goto(base + '/', { waitUntil: 'load' });
     const csp = resp.headers()['content-security-policy'] || '';
@@ -115,7 +125,26 @@ async function main() {
     check(squash(a1.shown) === squash(expected), 'the page shows that text');
     check(/time to first token \d+ ms/.test(a1.speed) && /[\d.]+ tok\/s/.test(a1.speed),
           'the speed line shows TTFT and tok/s: ' + a1.speed);
-    await page.waitForFunction(() => document.getElementById('m-kv').textContent.includes('/'));
+    const timings = await page.evaluate(() => window.tessera.last.timings);
+    check(timings && a1.speed.includes(timings.tokens_per_second.toFixed(1) + ' tok/s') &&
+          a1.speed.includes(Math.round(timings.time_to_first_token_ms) + ' ms'),
+          'tok/s and TTFT are the server\'s timings: ' + JSON.stringify(timings));
+    // KV blocks: "used / pool", the pool's size the server's tessera_kv_pool_blocks.
+    const kvShown = await page.waitForFunction(() => {
+      const m = /^(\d+) \/ (\d+)$/.exec(document.getElementById('m-kv').textContent);
+      return m && Number(m[2]) > 0 && m[0];
+    }, { timeout: 10000 }).then((h) => h.jsonValue()).catch(async () =>
+      'never a pool size: ' + await page.$eval('#m-kv', (e) => e.textContent));
+    const pool = await metric('tessera_kv_pool_blocks');
+    check(pool > 0 && new RegExp('^\\d+ / ' + pool + '$').test(kvShown),
+          `the KV figure shows the pool of ${pool} blocks (tessera_kv_pool_blocks): ${kvShown}`);
+
+    // Copy: the message's button puts its whole text on the clipboard.
+    await page.click('.msg.assistant > button.copy');
+    await page.waitForSelector('.msg.assistant > button.copy[data-copied]');
+    check(await clipboard() === expected, 'the copy button copies the answer');
+    check(!(await page.$eval('.msg.assistant', (e) => e.innerText)).includes('Cop'),
+          'the copy button\'s label is no part of the message text');
     const shot = path.join(outDir, 'chat_page.png');
     await page.screenshot({ path: shot });
     check(fs.statSync(shot).size > 1000, 'screenshot written to ' + shot);
@@ -129,6 +158,22 @@ async function main() {
           'regenerate replaces the answer with the same greedy text');
     check(/^[0-9a-f]{24}$/.test(sessions[0]) && sessions[1] === sessions[0],
           'the turns of one conversation carry one X-Session-Id');
+
+    // The chat is kept in this browser: after a reload it is back, with its X-Session-Id.
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction(() => document.body.dataset.ready === 'true' &&
+                               window.tessera.messages.length === 2);
+    const restored = await page.evaluate(() => ({
+      msgs: window.tessera.messages.map((m) => [m.role, m.content]),
+      session: window.tessera.session,
+      titles: [...document.querySelectorAll('#chats li .open')].map((b) => b.textContent),
+    }));
+    check(restored.msgs[0][0] === 'user' && restored.msgs[0][1] === prompt &&
+          restored.msgs[1][1] === expected && restored.session === sessions[0] &&
+          restored.titles.length === 1 && restored.titles[0] === prompt,
+          'the chat survives a reload: ' + JSON.stringify(restored.titles));
+    await page.select('#model', 'stories260K');
+    await setField(page, '#temperature', 0);
     await page.click('#edit');
     check(await page.$eval('#prompt', (e) => e.value) === prompt &&
           (await page.$$('.msg')).length === 0, 'edit puts the last user message back');
@@ -182,14 +227,27 @@ async function main() {
     check(made < longTokens, `the server stopped generating (${made} of ${longTokens} tokens)`);
     page.off('request', rewrite);
 
+    // max_tokens past the model's context is capped at it, and the request then leaves
+    // max_tokens to the server (the room the context has left).
+    const ctx = (await (await fetch(base + '/v1/models', { headers: auth })).json())
+      .data.find((m) => m.id === 'stories260K').context_length;
+    await setField(page, '#max_tokens', 999999);
+    await page.keyboard.press('Tab');
+    check(await page.$eval('#max_tokens', (e) => e.value) === String(ctx),
+          `max_tokens is capped at the model's context (${ctx})`);
+
     // HTML in model output and in a user message stays text.
     const evil = 'Hi <script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">';
     const pieces = [evil, '\n\n```html\n<script>alert(1)</script>\n```\n\n',
                     '- one **bold** <b>not bold</b>\n- two `x<y>`\n\n1. first\n2. second'];
+    // The usage chunk carries the server's timings: the speed line shows them, whatever
+    // the (here instant) arrival of the chunks.
+    const usage = { choices: [], usage: { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 },
+                    timings: { time_to_first_token_ms: 7.4, generation_ms: 20, tokens_per_second: 100 } };
     const sse = pieces.map((p) => 'data: ' + JSON.stringify({ choices: [{ index: 0,
       delta: { content: p }, finish_reason: null }] }) + '\n\n').join('') +
       'data: ' + JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) +
-      '\n\ndata: [DONE]\n\n';
+      '\n\ndata: ' + JSON.stringify(usage) + '\n\ndata: [DONE]\n\n';
     const fake = (r) => {
       if (r.isInterceptResolutionHandled()) return;
       if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions'))
@@ -203,6 +261,10 @@ async function main() {
     await page.click('#send');
     const a4 = await lastAssistant(page, 'done');
     page.off('request', fake);
+    check(a4.speed === 'time to first token 7 ms · 100.0 tok/s · 3 tokens · stop',
+          'the speed line is the usage chunk\'s timings: ' + a4.speed);
+    check(!('max_tokens' in bodies[bodies.length - 1]),
+          'a max_tokens at the context is left to the server: ' + JSON.stringify(bodies[bodies.length - 1]));
     // A stream cut before [DONE] (a replica killed behind nginx) shows as an error.
     const cut = (r) => {
       if (r.isInterceptResolutionHandled()) return;
@@ -244,6 +306,9 @@ async function main() {
           'a fenced code block keeps its HTML as text');
     check(dom.ul.length === 2 && dom.ul[0] === 'one bold <b>not bold</b>' && dom.ul[1] === 'two x<y>' &&
           dom.ol === 2 && dom.strong.includes('bold'), 'lists, bold and inline code render');
+    await page.click('.msg.assistant pre > button.copy');
+    await page.waitForSelector('.msg.assistant pre > button.copy[data-copied]');
+    check(await clipboard() === '<script>alert(1)</script>', 'a code block\'s copy button copies its code');
 
     await page.screenshot({ path: path.join(outDir, 'chat_page_markdown.png') });
     const panel = await page.$eval('#server', (e) => e.innerText);
@@ -251,8 +316,23 @@ async function main() {
           'the server panel shows running, waiting and KV blocks');
     check(urls.length > 0 && urls.every((u) => !u.includes(key)), 'the key is never in a URL');
     const stored = await page.evaluate(() => [sessionStorage.getItem('tessera.api_key'),
-                                              localStorage.length]);
-    check(stored[0] === key && stored[1] === 0, 'the key is in sessionStorage only');
+                                              Object.keys(localStorage),
+                                              Object.values(localStorage).join('')]);
+    check(stored[0] === key && stored[1].join() === 'tessera.chats' && !stored[2].includes(key),
+          'the key is in sessionStorage only; localStorage holds the chats: ' + stored[1]);
+
+    // Delete: the chat leaves the list and the storage, and stays gone after a reload.
+    const before = await page.$$eval('#chats li', (ls) => ls.map((l) => l.dataset.id));
+    check(before.length >= 1, 'the chats are listed: ' + before.length);
+    await page.click(`#chats li[data-id="${before[0]}"] .delete`);
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction(() => document.body.dataset.ready === 'true');
+    const after = await page.evaluate(() => ({
+      listed: [...document.querySelectorAll('#chats li')].map((l) => l.dataset.id),
+      kept: JSON.parse(localStorage.getItem('tessera.chats') || '[]').map((c) => c.id),
+    }));
+    check(!after.listed.includes(before[0]) && !after.kept.includes(before[0]) &&
+          after.listed.length === before.length - 1, 'a deleted chat is gone, after a reload too');
     check(problems.length === 0, 'no console errors: ' + problems.join(' | '));
   } finally {
     await browser.close();
