@@ -60,7 +60,7 @@ void srv_add_cors_headers(struct MHD_Response *r, const srv_conn *c)
 
 enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai_error *e)
 {
-    char *json = oai_error_json(e);
+    char *json = api_error_json(c->api, e);
     return srv_send(mc, c, e->http_status, "application/json", json, json ? strlen(json) : 0);
 }
 
