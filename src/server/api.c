@@ -126,7 +126,7 @@ static void drop_function_level(char *buf, size_t cap)
         if (!close)
             return;
         if (!strncmp(close + 1, ".function.", 10))
-            memmove(close + 1, close + 9, strlen(close + 9) + 1);
+            memmove(close + 1, close + 10, strlen(close + 10) + 1);
         p = close;
     }
 }
