@@ -169,6 +169,10 @@ static void test_responses_refusals(void **state)
     expect_refused(R,
                    "{\"input\":[{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":\"{}\"}]}",
                    "input[0].call_id", "a string");
+    expect_refused(R,
+                   "{\"input\":[{\"role\":\"user\",\"content\":\"a\"},{\"type\":\"function_call\","
+                   "\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"[1]\"}]}",
+                   "input[1].arguments", "JSON text of an object");
     expect_refused(R, "{\"input\":\"x\",\"instructions\":3}", "instructions", "a string");
     expect_refused(R, "{\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"}]}", "tools[0].type",
                    "hosted tools");
@@ -660,6 +664,13 @@ static void test_server_keys_and_shapes(void **state)
     assert_int_equal(
         post("/v1/responses", "x-api-key: " KEY, "{\"input\":\"Hi\",\"store\":true}", &j), 400);
     assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "param"), "store");
+    cJSON_Delete(j);
+    /* refused at submit, past the parse: still named as the API names it */
+    assert_int_equal(post("/v1/responses", "x-api-key: " KEY,
+                          "{\"input\":\"Hi\",\"max_output_tokens\":5000}", &j),
+                     400);
+    assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "param"), "max_output_tokens");
+    assert_non_null(strstr(str(cJSON_GetObjectItem(j, "error"), "message"), "max_output_tokens"));
     cJSON_Delete(j);
 }
 

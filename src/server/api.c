@@ -131,10 +131,10 @@ static void drop_function_level(char *buf, size_t cap)
     }
 }
 
-/* An error the chat parser gave about the translated body, renamed to the API's
- * fields (param and message). */
-static void rename_error(api_kind k, oai_error *e)
+void api_error_rename(api_kind k, oai_error *e)
 {
+    if (k == API_CHAT)
+        return;
     static const char *const responses[][2] = {
         {"response_format.json_schema.", "text.format."},
         {"response_format", "text.format"},
@@ -193,7 +193,7 @@ ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_reques
     st = oai_parse_request(OAI_CHAT, text, strlen(text), out, err);
     free(text);
     if (st != TS_OK) {
-        rename_error(k, err);
+        api_error_rename(k, err);
         return st;
     }
     memcpy(out->ignored, ignored, sizeof out->ignored);

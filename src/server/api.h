@@ -27,6 +27,12 @@ typedef enum api_kind {
 ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_request *out,
                             oai_error *err);
 
+/* Renames what an error about the chat request says (param and message) to the API's own
+ * fields: response_format.json_schema.schema -> text.format.schema, max_tokens ->
+ * max_output_tokens, tools[i].function.name -> tools[i].name, stop -> stop_sequences, ...
+ * Nothing for API_CHAT. */
+void api_error_rename(api_kind k, oai_error *e);
+
 /* The error body in the API's shape (Messages: {"type": "error", "error":
  * {"type", "message"}}; else OpenAI's); malloc'd, NULL when out of memory. */
 char *api_error_json(api_kind k, const oai_error *e);

@@ -138,6 +138,13 @@ static ts_status call_item(const cJSON *it, const char *name, cJSON *msgs, oai_e
             snprintf(field, sizeof field, "%s.%s", name, keys[k]);
             return wrong(err, field, "a string");
         }
+    cJSON *args = cJSON_Parse(string_of(it, "arguments"));
+    bool object = cJSON_IsObject(args);
+    cJSON_Delete(args);
+    if (!object) {
+        snprintf(field, sizeof field, "%s.arguments", name);
+        return wrong(err, field, "the JSON text of an object");
+    }
     cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
     const char *role = last ? string_of(last, "role") : NULL;
     if (!role || strcmp(role, "assistant"))

@@ -304,8 +304,10 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     if (st == TS_OK)
         st = submit(j, c, ids, n, &e);
     free(ids);
-    if (st != TS_OK)
+    if (st != TS_OK) {
+        api_error_rename(api, &e);
         return srv_send_error(mc, c, &e);
+    }
     return j->oreq.stream ? stream_start(mc, c, j) : answer_whole(mc, c, j);
 }
 

@@ -380,7 +380,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         utf8_escape_controls(c->path, sizeof c->path, path);
         const http_route *r = find_route(c->path);
         c->entry = r;
-        c->api = r && r->handler == complete_messages ? API_MESSAGES : API_CHAT;
+        c->api = !r                                  ? API_CHAT
+                 : r->handler == complete_messages  ? API_MESSAGES
+                 : r->handler == complete_responses ? API_RESPONSES
+                                                    : API_CHAT;
         c->allow = r ? r->method : NULL;
         c->route = r ? r->metric : METRICS_ROUTE_OTHER;
         c->batch = r && r->batch;
