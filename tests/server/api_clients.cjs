@@ -175,6 +175,19 @@ async function messages(model) {
   check('messages tool streamed: a valid tool_use block', use && use.name === 'get_weather' && validWeather(use.input) &&
         fin.stop_reason === 'tool_use' && typeof use.id === 'string' && use.id.length > 0 &&
         JSON.stringify(JSON.parse(jsonDeltas)) === JSON.stringify(use.input), JSON.stringify({ fin, jsonDeltas }));
+  // The same with create(stream: true): the raw tool_use block and its input_json_delta.
+  const rawTool = await anthropic.messages.create({ model, max_tokens: 1000, temperature: 0, tools, stream: true,
+                                                   tool_choice: { type: 'any', disable_parallel_tool_use: true }, messages: ask });
+  let started = null, partial = '', rawStop = null;
+  for await (const ev of rawTool) {
+    if (ev.type === 'content_block_start' && ev.content_block.type === 'tool_use') started = ev.content_block;
+    if (ev.type === 'content_block_delta' && ev.delta.type === 'input_json_delta') partial += ev.delta.partial_json;
+    if (ev.type === 'message_delta') rawStop = ev.delta.stop_reason;
+  }
+  check('messages tool create(stream): tool_use start and input_json_delta', started && use &&
+        typeof started.id === 'string' && started.id.length > 0 && started.name === 'get_weather' && validWeather(partial) &&
+        JSON.stringify(JSON.parse(partial)) === JSON.stringify(use.input) && rawStop === 'tool_use',
+        JSON.stringify({ started, partial, rawStop }));
   const whole = await anthropic.messages.create({ model, max_tokens: 1000, temperature: 0, tools,
                                                   tool_choice: { type: 'any', disable_parallel_tool_use: true }, messages: ask });
   const wuse = whole.content.find((b) => b.type === 'tool_use');
