@@ -116,10 +116,9 @@ static void replace_all(char *buf, size_t cap, const char *from, const char *to)
     }
 }
 
-/* "tools[3].function.x" -> "tools[3].x" in buf (cap bytes). */
-static void drop_function_level(char *buf, size_t cap)
+/* "tools[3].function.x" -> "tools[3].x" in buf (it only shrinks). */
+static void drop_function_level(char *buf)
 {
-    (void)cap;
     char *p = buf;
     while ((p = strstr(p, "tools["))) {
         char *close = strchr(p, ']');
@@ -149,7 +148,7 @@ void api_error_rename(api_kind k, oai_error *e)
     char *bufs[2] = {e->param, e->message};
     size_t caps[2] = {sizeof e->param, sizeof e->message};
     for (int b = 0; b < 2; b++) {
-        drop_function_level(bufs[b], caps[b]);
+        drop_function_level(bufs[b]);
         if (k == API_RESPONSES)
             for (size_t i = 0; i < sizeof responses / sizeof responses[0]; i++)
                 replace_all(bufs[b], caps[b], responses[i][0], responses[i][1]);

@@ -493,12 +493,6 @@ static cJSON *typed(const char *name)
     return j;
 }
 
-/* Writes event j (of type name; NULL: out of memory). */
-static bool event(strbuf *out, const char *name, cJSON *j)
-{
-    return api__sse(out, name, j);
-}
-
 /* {"type": name, "index": i, key: item} (item taken; key NULL: only the index).
  */
 static cJSON *at(const char *name, int i, const char *key, cJSON *item)
@@ -532,7 +526,7 @@ static bool begin(api_stream *s, strbuf *out)
 {
     cJSON *j = typed("message_start"), *m = message_json(s->meta, NULL);
     if (j && m && cJSON_AddItemToObject(j, "message", m))
-        return event(out, "message_start", j);
+        return api__sse(out, "message_start", j);
     cJSON_Delete(m);
     cJSON_Delete(j);
     return false;
@@ -545,7 +539,7 @@ static bool close_text(api_stream *s, strbuf *out)
     int i = s->text_item;
     s->text_item = -1;
     cJSON *j = at("content_block_stop", i, NULL, NULL);
-    return event(out, "content_block_stop", j);
+    return api__sse(out, "content_block_stop", j);
 }
 
 static bool text(api_stream *s, const char *t, size_t len, strbuf *out)
@@ -553,14 +547,14 @@ static bool text(api_stream *s, const char *t, size_t len, strbuf *out)
     if (s->text_item < 0) {
         s->text_item = s->n_items++;
         cJSON *j = at("content_block_start", s->text_item, "content_block", text_block(NULL, 0));
-        if (!event(out, "content_block_start", j))
+        if (!api__sse(out, "content_block_start", j))
             return false;
     }
     if (!strbuf_add(&s->text, t, len))
         return false;
     cJSON *j =
         at("content_block_delta", s->text_item, "delta", delta("text_delta", "text", t, len));
-    return event(out, "content_block_delta", j);
+    return api__sse(out, "content_block_delta", j);
 }
 
 static bool call(api_stream *s, const oai_tool_call *c, strbuf *out)
@@ -569,7 +563,7 @@ static bool call(api_stream *s, const oai_tool_call *c, strbuf *out)
         return false;
     int i = s->n_items++;
     cJSON *start = at("content_block_start", i, "content_block", tool_use_block(c, false));
-    if (!event(out, "content_block_start", start))
+    if (!api__sse(out, "content_block_start", start))
         return false;
     cJSON *d = at("content_block_delta", i, "delta",
                   delta("input_json_delta", "partial_json", c->arguments, strlen(c->arguments)));
@@ -578,7 +572,7 @@ static bool call(api_stream *s, const oai_tool_call *c, strbuf *out)
         cJSON_Delete(d);
         return false;
     }
-    return event(out, "content_block_delta", d) && event(out, "content_block_stop", stop);
+    return api__sse(out, "content_block_delta", d) && api__sse(out, "content_block_stop", stop);
 }
 
 static bool end(api_stream *s, const api_answer *a, strbuf *out)
@@ -597,7 +591,8 @@ static bool end(api_stream *s, const api_answer *a, strbuf *out)
         cJSON_Delete(j);
         return false;
     }
-    return event(out, "message_delta", j) && event(out, "message_stop", typed("message_stop"));
+    return api__sse(out, "message_delta", j) &&
+           api__sse(out, "message_stop", typed("message_stop"));
 }
 
 const api_ops api__messages_ops = {messages_to_chat, messages_json, begin, text, call, end};
