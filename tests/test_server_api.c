@@ -646,6 +646,7 @@ static void test_server_keys_and_shapes(void **state)
     assert_int_equal(post("/v1/messages", "x-api-key: sk-wrong", msg, &j), 401);
     assert_string_equal(str(j, "type"), "error");
     assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "type"), "authentication_error");
+    assert_non_null(strstr(str(cJSON_GetObjectItem(j, "error"), "message"), "x-api-key"));
     cJSON_Delete(j);
     assert_int_equal(post("/v1/messages", "x-api-key: " KEY, "{\"messages\":[]}", &j), 400);
     assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "type"), "invalid_request_error");

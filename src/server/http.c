@@ -299,7 +299,8 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
     }
     if (!authorized(srv, mc, c, r)) {
         oai_error_set(&e, 401, NULL, "invalid_api_key",
-                      "a valid API key is required: send 'Authorization: Bearer KEY'");
+                      "a valid API key is required: send 'Authorization: Bearer KEY' "
+                      "(or 'x-api-key: KEY')");
         return srv_send_error(mc, c, &e);
     }
     if (r->when == ROUTE_FIRST)
