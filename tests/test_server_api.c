@@ -191,6 +191,11 @@ static void test_responses_refusals(void **state)
     expect_refused(R, "{\"input\":\"x\"", "", "not valid JSON");
     expect_refused(R, "[1]", "", "JSON object");
     expect_refused(R, "{\"input\":\"a\\u0000b\"}", "", "NUL");
+    expect_refused(R, "{\"input\":\"a\xff\"}", "", "UTF-8");
+    expect_refused(API_MESSAGES,
+                   "{\"max_tokens\":1,\"system\":\"s\",\"messages\":[{\"role\":\"user\","
+                   "\"content\":\"\xc3\"}]}",
+                   "", "UTF-8");
 }
 
 /* ---- Messages requests */

@@ -177,6 +177,9 @@ ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_reques
     ts_status st = TS_ERR_INVALID_ARG;
     if (!cJSON_IsObject(root))
         oai_error_set(err, 400, NULL, "invalid_json", "the request body must be a JSON object");
+    else if (!utf8_valid(body, len)) /* checked here: the chat parser's message would
+                                      * count the translated messages, not the API's */
+        oai_error_set(err, 400, NULL, "invalid_utf8", "the request body is not valid UTF-8");
     else if (has_nul_escape(body, len))
         oai_error_set(err, 400, NULL, "invalid_value",
                       "a string holds a NUL character (\\u0000), which is not accepted");
