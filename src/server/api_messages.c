@@ -423,7 +423,11 @@ static cJSON *text_block(const char *text, size_t len)
 static cJSON *tool_use_block(const oai_tool_call *c, bool with_input)
 {
     cJSON *b = cJSON_CreateObject();
-    cJSON *input = with_input ? cJSON_Parse(c->arguments) : cJSON_CreateObject();
+    cJSON *input = with_input ? cJSON_Parse(c->arguments) : NULL;
+    if (!cJSON_IsObject(input)) { /* arguments are an object's JSON text (toolcall.h) */
+        cJSON_Delete(input);
+        input = cJSON_CreateObject();
+    }
     if (!b || !input || !cJSON_AddStringToObject(b, "type", "tool_use") ||
         !cJSON_AddStringToObject(b, "id", c->id) || !cJSON_AddStringToObject(b, "name", c->name) ||
         !cJSON_AddItemToObject(b, "input", input)) {
