@@ -219,9 +219,10 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
     oai_usage u = {j->prompt_tokens, j->completion_tokens, j->cached_tokens};
     api_answer an = {&j->meta, choices[0].text, choices[0].text_len, choices[0].finish_reason,
                      choices[0].tool_calls, choices[0].n_tool_calls, u};
-    char *json = !calls_ok               ? NULL
-                 : j->api != API_CHAT    ? api_answer_json(j->api, &an)
-                                         : oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
+    char *json = NULL;
+    if (calls_ok)
+        json = j->api != API_CHAT ? api_answer_json(j->api, &an)
+                                  : oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
     for (int i = 0; i < j->oreq.n; i++)
         free(calls[i]);
     size_t len = json ? strlen(json) : 0;
