@@ -217,7 +217,12 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
                                   a->n_lps, calls[i], calls[i] ? a->n_calls : 0};
     }
     oai_usage u = job_usage(j);
-    char *json = calls_ok ? oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u) : NULL;
+    api_answer an = {&j->meta, choices[0].text, choices[0].text_len, choices[0].finish_reason,
+                     choices[0].tool_calls, choices[0].n_tool_calls, u};
+    char *json = NULL;
+    if (calls_ok)
+        json = j->api != API_CHAT ? api_answer_json(j->api, &an)
+                                  : oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
     for (int i = 0; i < j->oreq.n; i++)
         free(calls[i]);
     size_t len = json ? strlen(json) : 0;
@@ -230,7 +235,22 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
 
 enum { PARSE_BYTES_PER_BYTE = 40 };
 
-static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind kind)
+/* The id of an answer: chat's "chatcmpl-...", "cmpl-...", or the API's "resp_...",
+ * "msg_...". */
+static void answer_id(srv_job *j, oai_kind kind)
+{
+    ts_server *srv = j->srv;
+    unsigned long long seq = atomic_fetch_add(&srv->next_id, 1);
+    const char *prefix = j->api == API_RESPONSES  ? "resp_"
+                         : j->api == API_MESSAGES ? "msg_"
+                         : kind == OAI_CHAT       ? "chatcmpl-"
+                                                  : "cmpl-";
+    snprintf(j->id, sizeof j->id, "%s%llx%06llx", prefix, (unsigned long long)srv->started,
+             seq & 0xffffffULL);
+}
+
+static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind kind,
+                                api_kind api)
 {
     ts_server *srv = c->srv;
     oai_error e;
@@ -244,6 +264,7 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     j->t_start = c->t_start;
     j->client_fd = -1;
     j->request_id = c->request_id;
+    j->api = api;
     /* The body's JSON tree while it is read into the request: cJSON holds ~80 bytes a value
      * and a value can take 2 bytes of text ("[0,0,..."), so up to 40x the body, counted in
      * the server-wide budget during the parse and given back after it. */
@@ -253,7 +274,9 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
         budget_busy_error(&e, srv->opts.max_answers_total);
         return srv_send_error(mc, c, &e);
     }
-    ts_status parsed = oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e);
+    ts_status parsed = api == API_CHAT
+                           ? oai_parse_request(kind, c->body.s, c->body.len, &j->oreq, &e)
+                           : api_parse_request(api, c->body.s, c->body.len, &j->oreq, &e);
     budget_give_back(&srv->answer_bytes, &c->held, parse_bytes);
     if (parsed != TS_OK)
         return srv_send_error(mc, c, &e);
@@ -271,9 +294,7 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
     j->client_fd = ci ? ci->connect_fd : -1;
-    unsigned long long seq = atomic_fetch_add(&srv->next_id, 1);
-    snprintf(j->id, sizeof j->id, "%s-%llx%06llx", kind == OAI_CHAT ? "chatcmpl" : "cmpl",
-             (unsigned long long)srv->started, seq & 0xffffffULL);
+    answer_id(j, kind);
     j->meta = (oai_meta){kind, j->id, (long long)time(NULL), j->model->name};
 
     if (job_tools_on(j))
@@ -284,19 +305,31 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     if (st == TS_OK)
         st = submit(j, c, ids, n, &e);
     free(ids);
-    if (st != TS_OK)
+    if (st != TS_OK) {
+        api_error_rename(api, &e);
         return srv_send_error(mc, c, &e);
+    }
     return j->oreq.stream ? stream_start(mc, c, j) : answer_whole(mc, c, j);
 }
 
 enum MHD_Result complete_chat(struct MHD_Connection *mc, srv_conn *c)
 {
-    return complete(mc, c, OAI_CHAT);
+    return complete(mc, c, OAI_CHAT, API_CHAT);
 }
 
 enum MHD_Result complete_text(struct MHD_Connection *mc, srv_conn *c)
 {
-    return complete(mc, c, OAI_COMPLETION);
+    return complete(mc, c, OAI_COMPLETION, API_CHAT);
+}
+
+enum MHD_Result complete_responses(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_CHAT, API_RESPONSES);
+}
+
+enum MHD_Result complete_messages(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_CHAT, API_MESSAGES);
 }
 
 void complete_cancel_all(ts_server *srv)
@@ -347,6 +380,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
         job_tools_free(&j->acc[i]);
     }
     free(j->out);
+    api_stream_free(&j->api_out);
     oai_request_clear(&j->oreq);
     free(j);
 }

@@ -46,6 +46,10 @@ static const http_route routes[] = {
      complete_chat},
     {"/v1/completions", "POST", METRICS_ROUTE_COMPLETIONS, ROUTE_BODY, AUTH_KEY, false, true,
      complete_text},
+    {"/v1/responses", "POST", METRICS_ROUTE_CHAT, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_responses},
+    {"/v1/messages", "POST", METRICS_ROUTE_CHAT, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_messages},
     {"/v1/batch/chat/completions", "POST", METRICS_ROUTE_BATCH_CHAT, ROUTE_BODY, AUTH_KEY, true,
      true, complete_chat},
     {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS, ROUTE_BODY, AUTH_KEY,
@@ -104,6 +108,13 @@ static bool authorized(ts_server *srv, struct MHD_Connection *mc, srv_conn *c,
     if (open)
         return true;
     const char *h = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    /* Anthropic's clients send the key as "x-api-key: KEY". */
+    const char *x = h ? NULL : MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "x-api-key");
+    char bearer[AUTH_MAX_KEY_LEN + 16];
+    if (x && strlen(x) <= AUTH_MAX_KEY_LEN) {
+        snprintf(bearer, sizeof bearer, "Bearer %s", x);
+        h = bearer;
+    }
     const auth_key *k = auth_check(srv->keys, h);
     if (!k)
         return false;
@@ -288,7 +299,8 @@ static enum MHD_Result begin_request(ts_server *srv, struct MHD_Connection *mc, 
     }
     if (!authorized(srv, mc, c, r)) {
         oai_error_set(&e, 401, NULL, "invalid_api_key",
-                      "a valid API key is required: send 'Authorization: Bearer KEY'");
+                      "a valid API key is required: send 'Authorization: Bearer KEY' "
+                      "(or 'x-api-key: KEY')");
         return srv_send_error(mc, c, &e);
     }
     if (r->when == ROUTE_FIRST)
@@ -369,6 +381,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         utf8_escape_controls(c->path, sizeof c->path, path);
         const http_route *r = find_route(c->path);
         c->entry = r;
+        c->api = !r                                  ? API_CHAT
+                 : r->handler == complete_messages  ? API_MESSAGES
+                 : r->handler == complete_responses ? API_RESPONSES
+                                                    : API_CHAT;
         c->allow = r ? r->method : NULL;
         c->route = r ? r->metric : METRICS_ROUTE_OTHER;
         c->batch = r && r->batch;

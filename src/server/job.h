@@ -60,6 +60,8 @@ struct srv_job {
     size_t out_len, out_off, out_cap;
     bool out_failed;
     bool stream_ended;
+    api_kind api;             /* the shape of the request and its answer */
+    api_stream api_out;       /* a streamed Responses or Messages answer's state */
 };
 
 /* ---- job.c */

@@ -80,7 +80,7 @@ enum MHD_Result srv_send_error(struct MHD_Connection *mc, srv_conn *c, const oai
         log_token(c->error_code, sizeof c->error_code, e->code[0] ? e->code : e->type);
         log_token(c->error_param, sizeof c->error_param, e->param);
     }
-    char *json = oai_error_json(e);
+    char *json = api_error_json(c->api, e);
     return srv_send(mc, c, e->http_status, "application/json", json, json ? strlen(json) : 0);
 }
 

@@ -2,7 +2,7 @@
  * server's files, which form layers (each calls only those below it):
  *   http.c      the daemon, the route table, bodies, auth, in-flight count, lifecycle
  *   routes.c    /health, /metrics, /v1/models, /tokenize, /detokenize
- *   complete.c  chat and text completions
+ *   complete.c  chat and text completions, and the Responses and Messages APIs (api.h)
  *   prompt.c    a completion's prompt: template, tokens
  *   reply.c     answers, errors, status mapping, find_model, wake-up cells */
 #ifndef TESSERA_SERVER_INTERNAL_H
@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "common/strbuf.h"
+#include "server/api.h"
 #include "server/auth.h"
 #include "server/guard.h"
 #include "server/log.h"
@@ -133,6 +134,8 @@ typedef struct srv_conn {
     const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
     char ignored[OAI_IGNORED_LEN]; /* the body's unknown fields: X-Tessera-Ignored-Fields */
+    api_kind api;                 /* the shape errors are answered in (/v1/messages:
+                                   * Anthropic's) */
 } srv_conn;
 
 struct cJSON;
@@ -215,6 +218,8 @@ ts_status prompt_tokens(const oai_request *r, const srv_model *m, const ts_token
 /* Run a chat or text completion for a connection whose body is complete. Queue the
  * answer (whole, or a stream fed by the engine's events). */
 srv_handler complete_chat, complete_text;
+/* The same for a Responses (/v1/responses) or Messages (/v1/messages) body (api.h). */
+srv_handler complete_responses, complete_messages;
 
 /* Frees the job (releases the engine request; cancels it if still running); records
  * token counts in *prompt_tokens and *completion_tokens for the request log. */

@@ -34,6 +34,44 @@ static void out_event(srv_job *j, char *json)
     free(json);
 }
 
+/* Appends the events an api_stream_* call wrote into b (ok: it did not run out of
+ * memory), and empties b. */
+static void out_api(srv_job *j, strbuf *b, bool ok)
+{
+    if (!ok || b->failed)
+        j->out_failed = true;
+    else if (b->len)
+        out_put(j, b->s, b->len);
+    strbuf_free(b);
+}
+
+/* A Responses or Messages stream's events for a TOKEN or DONE event: its text, the calls
+ * from the first-th on, and at DONE the closing events. */
+static void stream_api_event(srv_job *j, const ts_event *ev, const char *text, size_t len,
+                             long first)
+{
+    choice_acc *a = &j->acc[ev->index];
+    strbuf b = {0};
+    bool ok = api_stream_text(&j->api_out, text, len, &b);
+    for (size_t k = (size_t)first; ok && k < a->n_calls; k++) {
+        oai_tool_call call;
+        job_tools_view_one(a, k, &call);
+        ok = api_stream_call(&j->api_out, &call, &b);
+    }
+    a->text_off += len;
+    if (ok && ev->kind == TS_EVENT_DONE) {
+        job_record_done(j, ev);
+        oai_tool_call *calls = a->n_calls ? malloc(a->n_calls * sizeof *calls) : NULL;
+        if (calls)
+            job_tools_view(a, calls);
+        api_answer an = {&j->meta, NULL, 0, a->finish, calls, calls ? a->n_calls : 0,
+                         {j->prompt_tokens, j->completion_tokens, j->cached_tokens}};
+        ok = (calls || !a->n_calls) && api_stream_end(&j->api_out, &an, &b);
+        free(calls);
+    }
+    out_api(j, &b, ok);
+}
+
 /* The calls of choice `index` from its first-th on, each as two chunks: its id, type and
  * name, then its arguments. */
 static void stream_calls(srv_job *j, int index, long first)
@@ -71,7 +109,12 @@ static void stream_event(srv_job *j, const ts_event *ev)
         job_record_error(j, ev);
         oai_error e;
         srv_status_error(&e, j->fail_status, j->fail_msg);
-        out_event(j, oai_error_json(&e));
+        if (j->api != API_CHAT) {
+            strbuf b = {0};
+            out_api(j, &b, api_stream_error(&j->api_out, &e, &b));
+        } else {
+            out_event(j, oai_error_json(&e));
+        }
         return;
     }
     if (ev->index < 0 || ev->index >= j->oreq.n)
@@ -82,6 +125,14 @@ static void stream_event(srv_job *j, const ts_event *ev)
     const char *text = event_text(j, a, ev, &len, &first);
     if (!text) {
         j->out_failed = true;
+        return;
+    }
+    if (ev->kind == TS_EVENT_TOKEN) {
+        j->tokens_seen++;
+        job_note_token_time(j, a);
+    }
+    if (j->api != API_CHAT) {
+        stream_api_event(j, ev, text, len, first);
         return;
     }
     if (ev->kind == TS_EVENT_DONE) {
@@ -96,8 +147,6 @@ static void stream_event(srv_job *j, const ts_event *ev)
         out_event(j, oai_chunk_json(&j->meta, ev->index, false, NULL, 0, a->finish, NULL));
         return;
     }
-    j->tokens_seen++;
-    job_note_token_time(j, a);
     /* Nothing to send for text held back (a partial character, a possible stop string or
      * tool call) unless logprobs were asked for. */
     if (len > 0 || j->oreq.sampling.logprobs) {
@@ -114,6 +163,10 @@ static void stream_event(srv_job *j, const ts_event *ev)
 /* No more events: the usage chunk when asked for, then [DONE]. */
 static void stream_finish(srv_job *j)
 {
+    if (j->api != API_CHAT) { /* their last event (or an error) is already out */
+        j->stream_ended = true;
+        return;
+    }
     if (j->oreq.include_usage) {
         oai_usage u = job_usage(j);
         out_event(j, oai_usage_chunk_json(&j->meta, &u));
@@ -158,7 +211,11 @@ enum MHD_Result stream_start(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
     int sndbuf = STREAM_SNDBUF;
     if (j->client_fd >= 0)
         setsockopt(j->client_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    if (j->oreq.kind == OAI_CHAT)
+    if (j->api != API_CHAT) {
+        api_stream_init(&j->api_out, j->api, &j->meta);
+        strbuf b = {0};
+        out_api(j, &b, api_stream_begin(&j->api_out, &b));
+    } else if (j->oreq.kind == OAI_CHAT)
         for (int i = 0; i < j->oreq.n; i++)
             out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL));
     struct MHD_Response *r =

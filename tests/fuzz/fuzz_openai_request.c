@@ -2,7 +2,8 @@
  * and validator (chat, completions, /tokenize, /detokenize), and parsed chat messages
  * through every chat template, as the server chains them.
  *
- * Input: byte 0 picks the route (bits 0-1) and the chat template (bits 2-4); the rest is
+ * Input: byte 0 picks the route (bits 0-1), the chat template (bits 2-4) and, for the
+ * chat route, the body's shape (bits 5-6: chat, Responses, Messages, chat); the rest is
  * the body, in a buffer of exactly its size (no NUL after it), as the server holds it.
  * Checked: a refusal carries a message, a type and a 4xx/5xx status; an accepted request
  * has every field inside its documented range and every string valid UTF-8; rendering a
@@ -16,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "common.h"
+#include "server/api.h"
 #include "server/chat_family.h"
 #include "server/openai.h"
 #include "server/utf8.h"
@@ -151,8 +153,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ts_status st;
     if (route <= 1) {
         oai_kind k = route == 0 ? OAI_CHAT : OAI_COMPLETION;
+        api_kind api = route == 0 && ((data[0] >> 5) & 3) == 1   ? API_RESPONSES
+                       : route == 0 && ((data[0] >> 5) & 3) == 2 ? API_MESSAGES
+                                                                  : API_CHAT;
         oai_request r;
-        st = oai_parse_request(k, body, len, &r, &e);
+        st = api == API_CHAT ? oai_parse_request(k, body, len, &r, &e)
+                             : api_parse_request(api, body, len, &r, &e);
         if (st != TS_OK) {
             check_refusal(st, &e, "oai_parse_request");
         } else {

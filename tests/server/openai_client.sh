@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # openai_client.sh: starts `tessera serve` on loopback and runs openai_client.cjs, which
-# talks to it through the official `openai` npm package (installed into the build
-# folder on first use).
+# talks to it through the official `openai` npm package, then api_clients.cjs, which
+# drives /v1/responses with it and /v1/messages with the official `@anthropic-ai/sdk`
+# package (both installed into the build folder on first use).
 # usage: openai_client.sh TESSERA_BINARY MODEL.gguf BUILD_DIR
 set -euo pipefail
 bin=$1 model=$2 build=$3
 here=$(cd "$(dirname "$0")" && pwd)
 npmdir=$(cd "$build" && pwd)/npm
-if [ ! -f "$npmdir/node_modules/openai/package.json" ]; then
+if [ ! -f "$npmdir/node_modules/openai/package.json" ] ||
+   [ ! -f "$npmdir/node_modules/@anthropic-ai/sdk/package.json" ]; then
   mkdir -p "$npmdir"
-  npm install --silent --no-audit --no-fund --prefix "$npmdir" openai@4.95.0 >/dev/null
+  npm install --silent --no-audit --no-fund --prefix "$npmdir" openai@4.95.0 \
+    @anthropic-ai/sdk@0.71.2 >/dev/null
 fi
 
 log=$(mktemp)
@@ -35,3 +38,6 @@ expected=${full#"$prompt"}
 
 OPENAI_MODULE="$npmdir/node_modules/openai" timeout 120 node "$here/openai_client.cjs" \
   "http://127.0.0.1:$port" "$expected"
+OPENAI_MODULE="$npmdir/node_modules/openai" \
+  ANTHROPIC_MODULE="$npmdir/node_modules/@anthropic-ai/sdk" \
+  timeout 120 node "$here/api_clients.cjs" "http://127.0.0.1:$port"
