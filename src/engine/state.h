@@ -48,6 +48,8 @@ typedef struct seq {
     int n_published;       /* leading full blocks offered to the prefix cache */
     kv_table table;
     sampler smp;
+    uint8_t *dry_bits;     /* (vocab bits) DRY's breaker tokens, which smp borrows; NULL:
+                            * DRY off or no breakers */
     detok detok;
     stop_matcher stop;
     ts_schema *schema;     /* a reference of its own to the schema cons walks, or NULL */

@@ -134,6 +134,10 @@ ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request 
  * be read first; its schema is compiled into r->tools.schema, a parameters schema outside
  * the supported subset a 400 naming it (tools[1].function.parameters.properties.x...). */
 ts_status oai_read_tools(const struct cJSON *root, oai_request *r, oai_error *err);
+/* openai_sampling.c: llama.cpp's and vLLM's sampling fields of root (borrowed) into
+ * r->sampling (after logprobs and top_logprobs, which n_probs must agree with); types are
+ * checked here, ranges by ts_sampling_params_check. */
+ts_status oai_read_llama_sampling(const struct cJSON *root, oai_request *r, oai_error *err);
 /* Frees what t owns and zeroes it. */
 void oai_tools_clear(oai_tools *t);
 /* The tool fields of message m (borrowed), messages[i] of role role: an assistant's

@@ -412,7 +412,7 @@ static ts_status read_sampling(const cJSON *root, oai_request *r, oai_error *err
         read_number(root, "frequency_penalty", &p->frequency_penalty, err) != TS_OK ||
         read_number(root, "repetition_penalty", &p->repetition_penalty, err) != TS_OK ||
         read_seed(root, r, err) != TS_OK || read_logprobs(root, r, err) != TS_OK ||
-        read_logit_bias(root, p, err) != TS_OK)
+        read_logit_bias(root, p, err) != TS_OK || oai_read_llama_sampling(root, r, err) != TS_OK)
         return TS_ERR_INVALID_ARG;
     const char *name = NULL;
     ts_error e = {0};
