@@ -12,6 +12,13 @@
 /* Below this many rows to sample, a parallel region costs more than it saves. */
 enum { PARALLEL_SAMPLE_MIN_ROWS = 4 };
 
+/* Whether the step brought s to the end of its tokens (publish has run), so that its last
+ * logits row is one to sample from: a scored prompt has logits for every row of a chunk. */
+static bool at_end(const seq *s)
+{
+    return s->n_computed == s->n_tokens;
+}
+
 /* Whether s samples straight from its own logits row this step (a request of n > 1
  * whose prompt just finished forks first, and its completions sample after). */
 static bool samples_now(const seq *s)
@@ -110,7 +117,8 @@ void emit_sample(ts_engine *e, const fwd_batch *b, int n)
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];
         const fwd_seq *fs = &b->seqs[i];
-        if (fs->logits_row < 0 || s->done || !samples_now(s))
+        if (fs->logits_row < 0 || s->done || !samples_now(s) || !at_end(s) ||
+            s->job->req->max_tokens == 0)
             continue;
         int t = omp_get_thread_num();
         sample_one(e, s, e->step.fwd.logits + (size_t)fs->logits_row * vocab,
@@ -262,15 +270,64 @@ static void fork_and_emit(ts_engine *e, seq *s, const float *row)
     }
 }
 
+/* A request that only scores its prompt (max_tokens 0) ends once the prompt is computed. */
+static void finish_scored(ts_engine *e, seq *s)
+{
+    int i = engine_seq_find(e->step.running, e->step.n_running, s);
+    if (i >= 0)
+        engine_seq_remove_at(e->step.running, &e->step.n_running, i);
+    engine_finish_seq(e, s, TS_FINISH_LENGTH);
+}
+
+/* PROMPT events for the rows of s (fs: its share of the step) whose next token is a
+ * prompt token not yet scored. */
+static void score_rows(ts_engine *e, seq *s, const fwd_seq *fs)
+{
+    const int vocab = e->model->cfg.vocab_size, n_prompt = s->job->req->n_prompt;
+    const float *first = e->step.fwd.logits + (size_t)(fs->logits_row - fs->n_rows + 1) * vocab;
+    for (int j = 0; j < fs->n_rows && !s->done; j++) {
+        const int next = fs->pos0 + j + 1; /* the prompt token row j predicts */
+        if (next <= s->n_scored || next >= n_prompt)
+            continue;
+        sampler_logprobs lp;
+        ts_error err = {0};
+        ts_status st = sampler_score(&s->smp, &e->step.scratch[0], &lp,
+                                     first + (size_t)j * vocab, s->tokens[next], &err);
+        if (st != TS_OK) {
+            engine_fail_request(e, s->job, st, err.msg);
+            return;
+        }
+        ts_logprob top[TS_MAX_TOP_LOGPROBS];
+        int n_top = lp.n_top < TS_MAX_TOP_LOGPROBS ? lp.n_top : TS_MAX_TOP_LOGPROBS;
+        for (int k = 0; k < n_top; k++)
+            top[k] = (ts_logprob){lp.top[k].id, lp.top[k].logprob};
+        if (!engine_alloc_ok(e) ||
+            request_push_prompt(s->job->req, lp.token, lp.logprob, top, n_top) != TS_OK) {
+            engine_fail_request(e, s->job, TS_ERR_NOMEM, "out of memory queueing an event");
+            return;
+        }
+        s->n_scored = next;
+    }
+}
+
+void emit_prompt_logprobs(ts_engine *e, const fwd_batch *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (b->seqs[i].all_logits && !e->step.order[i]->done)
+            score_rows(e, e->step.order[i], &b->seqs[i]);
+}
+
 void emit_tokens(ts_engine *e, const fwd_batch *b, int n)
 {
     int vocab = e->model->cfg.vocab_size;
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];
         const fwd_seq *fs = &b->seqs[i];
-        if (fs->logits_row < 0 || s->done)
+        if (fs->logits_row < 0 || s->done || !at_end(s))
             continue;
-        if (samples_now(s))
+        if (s->job->req->max_tokens == 0)
+            finish_scored(e, s);
+        else if (samples_now(s))
             emit_one(e, s, &e->step.picks[i]);
         else
             fork_and_emit(e, s, e->step.fwd.logits + (size_t)fs->logits_row * vocab);

@@ -549,15 +549,14 @@ static float log_prob(float l, float lmax, float inv_t, double log_z)
 }
 
 static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratch *sc,
-                          const float *logits, int32_t chosen)
+                          const float *logits, int32_t chosen, float inv_t, int top)
 {
     const int V = s->vocab_size;
-    const float inv_t = is_greedy(&s->params) ? 1.0f : 1.0f / s->params.temperature;
     const float lmax = max_logit(logits, V);
     const double sum = lmax > -INFINITY ? exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
     const double log_z = lmax > -INFINITY ? log(sum) : 0.0;
 
-    const int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
+    const int n_top = top < V ? top : V;
     sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS]; /* (nb), canonical order */
     int nb = 0;
     for (int i0 = 0; i0 < V && n_top > 0; i0 += LANES) {
@@ -647,6 +646,21 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
     if (mirostat)
         sampler__mirostat_update(s, c[pick].p);
     if (lp)
-        fill_logprobs(lp, s, sc, logits, *token);
+        fill_logprobs(lp, s, sc, logits, *token,
+                      is_greedy(&s->params) ? 1.0f : 1.0f / s->params.temperature,
+                      s->params.top_logprobs);
+    return TS_OK;
+}
+
+ts_status sampler_score(const sampler *s, sampler_scratch *sc, sampler_logprobs *lp,
+                        const float *logits, int32_t token, ts_error *err)
+{
+    ts_status st = check_call(s, sc, err);
+    if (st != TS_OK)
+        return st;
+    if (token < 0 || token >= s->vocab_size)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "sampler: token %d outside the vocabulary",
+                            (int)token);
+    fill_logprobs(lp, s, sc, logits, token, 1.0f, s->params.top_logprobs);
     return TS_OK;
 }

@@ -105,6 +105,12 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
                          sampler_logprobs *lp, float *logits, const int32_t *tokens,
                          int n_tokens, int n_gen, ts_error *err);
 
+/* The log-probabilities of token under the model's own distribution, logits (vocab,
+ * borrowed, not modified) at temperature 1 with no penalty, bias or filter, and
+ * params.top_logprobs alternatives: how a prompt token is scored. */
+ts_status sampler_score(const sampler *s, sampler_scratch *sc, sampler_logprobs *lp,
+                        const float *logits, int32_t token, ts_error *err);
+
 /* e^x for x <= 0 (the softmax numerators e^((logit - max) / T)): a polynomial the
  * compiler vectorizes, within 2e-7 relative of libm's expf; exactly 1 at 0, exactly 0
  * below -87 (and for -inf). Arguments above 0 are treated as 0. */

@@ -14,6 +14,12 @@ bool engine_alloc_ok(ts_engine *e)
     return --e->step.allocs_left != 0;
 }
 
+bool engine_seq_scores(const seq *s)
+{
+    const ts_request *r = s->job->req;
+    return r->prompt_logprobs && s->index == 0 && s->n_scored < r->n_prompt - 1;
+}
+
 int engine_seq_find(seq *const *arr, int n, const seq *s)
 {
     for (int i = 0; i < n; i++)
