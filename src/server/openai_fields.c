@@ -164,16 +164,25 @@ static ts_status wrong_type(oai_error *err, const char *name, const char *want)
     return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
 }
 
-/* echo, best_of and suffix: accepted where they change nothing. */
-static ts_status check_completion_values(const cJSON *root, const oai_request *r,
-                                         oai_error *err)
+/* echo (the prompt repeated, one completion, not streamed; needed by max_tokens 0), and
+ * best_of and suffix: accepted where they change nothing. */
+static ts_status check_completion_values(const cJSON *root, oai_request *r, oai_error *err)
 {
     const cJSON *echo = given(root, "echo"), *best = given(root, "best_of");
     const cJSON *suffix = given(root, "suffix");
     if (echo && !cJSON_IsBool(echo))
         return wrong_type(err, "echo", "a boolean");
-    if (cJSON_IsTrue(echo))
-        return oai_error_set(err, 400, "echo", "unsupported_value", "'echo' is not supported");
+    r->echo = cJSON_IsTrue(echo);
+    if (r->echo && r->stream)
+        return oai_error_set(err, 400, "echo", "unsupported_value",
+                             "'echo' is not supported with 'stream'");
+    if (r->echo && r->n > 1)
+        return oai_error_set(err, 400, "echo", "unsupported_value",
+                             "'echo' is supported for one completion ('n' 1)");
+    if (r->score_only && !r->echo)
+        return oai_error_set(err, 400, "max_tokens", "out_of_range",
+                             "'max_tokens' must be at least 1 (0 scores the prompt with "
+                             "'echo': true)");
     if (best && (!cJSON_IsNumber(best) || best->valuedouble != (double)r->n))
         return oai_error_set(err, 400, "best_of", "unsupported_value",
                              "'best_of' must equal 'n' (%d): tessera returns every completion",

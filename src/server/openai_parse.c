@@ -425,11 +425,18 @@ static ts_status read_sampling(const cJSON *root, oai_request *r, oai_error *err
 
 static ts_status read_max_tokens(const cJSON *root, oai_request *r, oai_error *err)
 {
-    int a = 0, b = 0;
-    if (read_int(root, "max_tokens", 1, INT32_MAX, &a, err) != TS_OK ||
-        read_int(root, "max_completion_tokens", 1, INT32_MAX, &b, err) != TS_OK)
+    int a = -1, b = -1;
+    if (read_int(root, "max_tokens", 0, INT32_MAX, &a, err) != TS_OK ||
+        read_int(root, "max_completion_tokens", 0, INT32_MAX, &b, err) != TS_OK)
         return TS_ERR_INVALID_ARG;
-    r->max_tokens = b ? b : a;
+    int m = b >= 0 ? b : a;
+    /* 0 scores the prompt of a completion that echoes it (oai_check_fields checks echo) */
+    r->score_only = m == 0;
+    if (r->score_only && r->kind != OAI_COMPLETION)
+        return oai_error_set(err, 400, b >= 0 ? "max_completion_tokens" : "max_tokens",
+                             "out_of_range", "'%s' must be at least 1",
+                             b >= 0 ? "max_completion_tokens" : "max_tokens");
+    r->max_tokens = m > 0 ? m : 0;
     return TS_OK;
 }
 
