@@ -30,7 +30,7 @@ static ts_status number(const cJSON *root, const char *name, float *out, oai_err
     return TS_OK;
 }
 
-/* An integer; out of int's range it becomes INT32_MIN, which every range check refuses. */
+/* An integer within int's range; the field's own range is checked later. */
 static ts_status integer(const cJSON *root, const char *name, int *out, oai_error *err)
 {
     const cJSON *f = given(root, name);
@@ -39,7 +39,10 @@ static ts_status integer(const cJSON *root, const char *name, int *out, oai_erro
     double v = cJSON_IsNumber(f) ? f->valuedouble : NAN;
     if (!isfinite(v) || v != trunc(v))
         return wrong_type(err, name, "an integer");
-    *out = v >= -2147483647.0 && v <= 2147483647.0 ? (int)v : INT32_MIN;
+    if (v < -2147483647.0 || v > 2147483647.0)
+        return oai_error_set(err, 400, name, "out_of_range", "'%s' is out of range (got %.0f)",
+                             name, v);
+    *out = (int)v;
     return TS_OK;
 }
 
