@@ -31,7 +31,7 @@ static void post_ok(const char *body, sv_answer *a)
     sv_post(sv_group.url, "/v1/completions", body, a);
     if (a->status != 200)
         fail_msg("status %ld: %s", a->status, a->body.s);
-    assert_non_null(a->json);
+    assert_true(a->json || strstr(a->body.s, "data: "));
 }
 
 static void test_echo_scores_prompt(void **state)
@@ -100,6 +100,79 @@ static void test_echo_scores_prompt(void **state)
     sv_answer_free(&a);
 }
 
+/* The chunks of a completions stream (SSE body): their texts joined into text (cap
+ * bytes), their logprob entries counted, the first entry's logprob null or not. */
+static void read_stream(const char *body, char *text, size_t cap, int *n_lps, bool *first_null,
+                        double *last_lp)
+{
+    size_t len = 0;
+    *n_lps = 0;
+    *first_null = false;
+    for (const char *p = strstr(body, "data: "); p; p = strstr(p + 1, "data: ")) {
+        if (!strncmp(p + 6, "[DONE]", 6))
+            break;
+        const char *end = strstr(p, "\n\n");
+        assert_non_null(end);
+        cJSON *o = cJSON_ParseWithLength(p + 6, (size_t)(end - p - 6));
+        assert_non_null(o);
+        const cJSON *c = cJSON_GetArrayItem(path(o, "choices", NULL), 0);
+        const char *t = path(c, "text", NULL)->valuestring;
+        assert_true(len + strlen(t) < cap);
+        memcpy(text + len, t, strlen(t));
+        len += strlen(t);
+        const cJSON *vals = path(path(c, "logprobs", NULL), "token_logprobs", NULL);
+        const cJSON *v;
+        cJSON_ArrayForEach(v, vals) {
+            if (*n_lps == 0)
+                *first_null = cJSON_IsNull(v);
+            else
+                *last_lp = v->valuedouble;
+            (*n_lps)++;
+        }
+        cJSON_Delete(o);
+    }
+    text[len] = '\0';
+}
+
+/* Streamed, the same: the prompt's text first, then a chunk per prompt token's logprobs,
+ * then the completion's. */
+static void test_echo_streamed(void **state)
+{
+    (void)state;
+    int n_p = 0;
+    free(eu_tokenize(eu_model, PROMPT, &n_p));
+    sv_answer whole, s;
+    post_ok("{\"prompt\":\"" PROMPT "\",\"echo\":true,\"logprobs\":1,\"max_tokens\":3,"
+            "\"temperature\":0}", &whole);
+    post_ok("{\"prompt\":\"" PROMPT "\",\"echo\":true,\"logprobs\":1,\"max_tokens\":3,"
+            "\"temperature\":0,\"stream\":true}", &s);
+    char text[1024];
+    int n_lps = 0;
+    bool first_null = false;
+    double last = 0.0;
+    read_stream(s.body.s, text, sizeof text, &n_lps, &first_null, &last);
+    const cJSON *wc = choice0(&whole);
+    const cJSON *wvals = path(path(wc, "logprobs", NULL), "token_logprobs", NULL);
+    assert_string_equal(text, path(wc, "text", NULL)->valuestring);
+    assert_int_equal(n_lps, cJSON_GetArraySize(wvals));
+    assert_true(n_lps > n_p);
+    assert_true(first_null);
+    assert_true(fabs(last - cJSON_GetArrayItem(wvals, n_lps - 1)->valuedouble) < 1e-5);
+    sv_answer_free(&whole);
+    sv_answer_free(&s);
+
+    /* scoring only, streamed */
+    sv_post(sv_group.url, "/v1/completions",
+            "{\"prompt\":\"" PROMPT "\",\"echo\":true,\"logprobs\":0,\"max_tokens\":0,"
+            "\"stream\":true}", &s);
+    assert_int_equal(s.status, 200);
+    read_stream(s.body.s, text, sizeof text, &n_lps, &first_null, &last);
+    assert_string_equal(text, PROMPT);
+    assert_int_equal(n_lps, n_p);
+    assert_non_null(strstr(s.body.s, "\"finish_reason\":\"length\""));
+    sv_answer_free(&s);
+}
+
 static void expect_400(const char *route, const char *body, const char *param)
 {
     sv_answer a;
@@ -114,7 +187,6 @@ static void test_echo_refusals(void **state)
 {
     (void)state;
     expect_400("/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":0}", "max_tokens");
-    expect_400("/v1/completions", "{\"prompt\":\"a\",\"echo\":true,\"stream\":true}", "echo");
     expect_400("/v1/completions", "{\"prompt\":\"a\",\"echo\":true,\"n\":2}", "echo");
     expect_400("/v1/completions", "{\"prompt\":\"a\",\"echo\":1}", "echo");
     expect_400("/v1/chat/completions",
@@ -146,6 +218,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_echo_scores_prompt),
+        cmocka_unit_test(test_echo_streamed),
         cmocka_unit_test(test_echo_refusals),
         cmocka_unit_test(test_llama_fields_not_ignored),
     };

@@ -38,6 +38,23 @@ bool echo_collect(srv_job *j, const ts_event *ev)
     return true;
 }
 
+void echo_first(const srv_job *j, oai_token_logprob *lp)
+{
+    memset(lp, 0, sizeof *lp);
+    lp->bytes = ts_token_bytes(j->tok, j->echo_first, &lp->len);
+    if (!lp->bytes)
+        lp->bytes = "", lp->len = 0;
+    lp->no_logprob = true;
+}
+
+oai_token_logprob echo_prompt_logprob(const srv_job *j, size_t k)
+{
+    oai_token_logprob lp = j->plps[k];
+    if (lp.text_offset > j->echo_len) /* the tokens' bytes ran past the text */
+        lp.text_offset = j->echo_len;
+    return lp;
+}
+
 bool echo_choice(srv_job *j, const choice_acc *a, oai_choice *c)
 {
     size_t len = j->echo_len + a->len;
@@ -57,15 +74,9 @@ bool echo_choice(srv_job *j, const choice_acc *a, oai_choice *c)
     if (!j->echo_lps)
         return false;
     oai_token_logprob *out = j->echo_lps;
-    out[0].bytes = ts_token_bytes(j->tok, j->echo_first, &out[0].len);
-    if (!out[0].bytes)
-        out[0].bytes = "", out[0].len = 0;
-    out[0].no_logprob = true;
-    for (size_t k = 0; k < j->n_plps; k++) {
-        out[1 + k] = j->plps[k];
-        if (out[1 + k].text_offset > j->echo_len) /* the tokens' bytes ran past the text */
-            out[1 + k].text_offset = j->echo_len;
-    }
+    echo_first(j, &out[0]);
+    for (size_t k = 0; k < j->n_plps; k++)
+        out[1 + k] = echo_prompt_logprob(j, k);
     for (size_t k = 0; k < a->n_lps; k++) {
         out[1 + j->n_plps + k] = a->lps[k];
         out[1 + j->n_plps + k].text_offset += j->echo_len;

@@ -76,6 +76,10 @@ struct srv_job {
 bool echo_start(srv_job *j, const int32_t *ids, size_t n);
 /* A PROMPT event into j->plps; false when out of memory. */
 bool echo_collect(srv_job *j, const ts_event *ev);
+/* The prompt's first token as a logprobs entry: its bytes, offset 0, logprob null. */
+void echo_first(const srv_job *j, oai_token_logprob *lp);
+/* j->plps[k] with its offset within the echoed text. */
+oai_token_logprob echo_prompt_logprob(const srv_job *j, size_t k);
 /* Choice c (built from a, the one completion) with the prompt before it: text, and with
  * logprobs the prompt's tokens first (the first one null). False when out of memory. */
 bool echo_choice(srv_job *j, const choice_acc *a, oai_choice *c);

@@ -164,7 +164,7 @@ static ts_status wrong_type(oai_error *err, const char *name, const char *want)
     return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
 }
 
-/* echo (the prompt repeated, one completion, not streamed; needed by max_tokens 0), and
+/* echo (the prompt repeated, one completion; needed by max_tokens 0), and
  * best_of and suffix: accepted where they change nothing. */
 static ts_status check_completion_values(const cJSON *root, oai_request *r, oai_error *err)
 {
@@ -173,9 +173,6 @@ static ts_status check_completion_values(const cJSON *root, oai_request *r, oai_
     if (echo && !cJSON_IsBool(echo))
         return wrong_type(err, "echo", "a boolean");
     r->echo = cJSON_IsTrue(echo);
-    if (r->echo && r->stream)
-        return oai_error_set(err, 400, "echo", "unsupported_value",
-                             "'echo' is not supported with 'stream'");
     if (r->echo && r->n > 1)
         return oai_error_set(err, 400, "echo", "unsupported_value",
                              "'echo' is supported for one completion ('n' 1)");
