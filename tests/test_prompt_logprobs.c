@@ -1,6 +1,7 @@
 /* test_prompt_logprobs.c: the engine's prompt scoring (prompt_logprobs): each prompt
  * token's log-probability equals what the same token got when the engine generated it,
- * whatever the chunking, the prefix cache and max_tokens 0. */
+ * whatever the chunking, the prefix cache and max_tokens 0; and the sampler's history
+ * through the engine (DRY on the model's own greedy text). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -165,11 +166,54 @@ static void test_prompt_then_generation(void **state)
     free(p);
 }
 
+/* Generates greedily (dry_multiplier, no breakers) and returns the number of generated
+ * tokens that complete a trigram seen earlier in prompt + text. */
+static int repeated_trigrams(const int32_t *p, int n_p, float dry_multiplier)
+{
+    enum { N = 120 };
+    ts_engine *e = eu_start(eu_model, NULL);
+    ts_request_params gp = eu_greedy(p, n_p, N);
+    gp.ignore_eos = true;
+    gp.sampling.dry_multiplier = dry_multiplier;
+    gp.sampling.n_dry_breakers = 0;
+    ts_request *req = eu_submit_params(e, &gp);
+    static scored r;
+    read_all(req, &r);
+    ts_request_release(req);
+    ts_engine_destroy(e);
+    assert_int_equal(r.n_token, N);
+    int32_t all[256];
+    memcpy(all, p, (size_t)n_p * sizeof *all);
+    memcpy(all + n_p, r.gen, (size_t)N * sizeof *all);
+    int repeats = 0;
+    for (int i = n_p; i < n_p + N; i++) {
+        bool seen = false;
+        for (int k = 2; k < i && !seen; k++)
+            seen = all[k - 2] == all[i - 2] && all[k - 1] == all[i - 1] && all[k] == all[i];
+        repeats += seen;
+    }
+    return repeats;
+}
+
+/* DRY with a multiplier that outweighs any logit gap: greedy never extends a repeat of
+ * two tokens (dry_allowed_length) into a repeated trigram, which the model's own greedy
+ * text does. */
+static void test_dry_on_model(void **state)
+{
+    (void)state;
+    int n_p = 0;
+    int32_t *p = eu_tokenize(eu_model, "Once upon a time", &n_p);
+    assert_true(repeated_trigrams(p, n_p, 0.0f) >= 3);
+    assert_int_equal(repeated_trigrams(p, n_p, 100.0f), 0);
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prompt_matches_generation),
         cmocka_unit_test(test_prompt_then_generation),
+        cmocka_unit_test(test_dry_on_model),
     };
     return cmocka_run_group_tests_name("prompt_logprobs", tests, eu_setup_stories,
                                        eu_teardown_stories);
