@@ -166,16 +166,19 @@ static void test_prompt_then_generation(void **state)
     free(p);
 }
 
-/* Generates greedily (dry_multiplier, no breakers) and returns the number of generated
- * tokens that complete a trigram seen earlier in prompt + text. */
-static int repeated_trigrams(const int32_t *p, int n_p, float dry_multiplier)
+/* Generates greedily (dry_multiplier, the n_breakers strings of breakers) and returns the
+ * number of generated tokens that complete a trigram seen earlier in prompt + text. */
+static int repeated_trigrams(const int32_t *p, int n_p, float dry_multiplier,
+                             const char *const *breakers, int n_breakers)
 {
     enum { N = 120 };
     ts_engine *e = eu_start(eu_model, NULL);
     ts_request_params gp = eu_greedy(p, n_p, N);
     gp.ignore_eos = true;
     gp.sampling.dry_multiplier = dry_multiplier;
-    gp.sampling.n_dry_breakers = 0;
+    gp.sampling.n_dry_breakers = n_breakers;
+    for (int i = 0; i < n_breakers; i++)
+        strcpy(gp.sampling.dry_breakers[i], breakers[i]);
     ts_request *req = eu_submit_params(e, &gp);
     static scored r;
     read_all(req, &r);
@@ -203,8 +206,13 @@ static void test_dry_on_model(void **state)
     (void)state;
     int n_p = 0;
     int32_t *p = eu_tokenize(eu_model, "Once upon a time", &n_p);
-    assert_true(repeated_trigrams(p, n_p, 0.0f) >= 3);
-    assert_int_equal(repeated_trigrams(p, n_p, 100.0f), 0);
+    int plain = repeated_trigrams(p, n_p, 0.0f, NULL, 0);
+    assert_true(plain >= 3);
+    assert_int_equal(repeated_trigrams(p, n_p, 100.0f, NULL, 0), 0);
+    /* breakers in nearly every token's text (a space starts each word): a repeat never
+     * reaches two tokens, and the text is the plain one */
+    static const char *const most[] = {" ", "e", "a", "o", "i", "u", ".", ","};
+    assert_int_equal(repeated_trigrams(p, n_p, 100.0f, most, 8), plain);
     free(p);
 }
 
