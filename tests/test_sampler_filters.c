@@ -193,6 +193,14 @@ static void test_xtc(void **state)
     assert_in_range(count[0], N * 4 / 10 - 400, N * 4 / 10 + 400);
     sampler_scratch_free(&f.sc);
 
+    p.xtc_threshold = 0.0f; /* every possible token reaches it: the least likely stays,
+                             * never an impossible one */
+    const float banned[4] = {logf(0.4f), logf(0.3f), logf(0.3f), -INFINITY};
+    setup(&f, &p, 4);
+    draw_counts(&f, banned, 4, 200, count);
+    assert_int_equal(count[2], 200); /* 1 and 2 tie: id order puts 2 last */
+    sampler_scratch_free(&f.sc);
+
     p.xtc_threshold = 0.15f;
     p.min_keep = 3; /* removing two would leave two */
     setup(&f, &p, 4);

@@ -79,8 +79,8 @@ int sampler__xtc(sampler *s, sampler_cand *c, int n)
     if (sampler_uniform(s) >= p->xtc_probability || n < 2)
         return n;
     qsort(c, (size_t)n, sizeof *c, sampler__cand_cmp);
-    int last = 0; /* the least likely token at or above the threshold */
-    while (last + 1 < n && c[last + 1].p >= p->xtc_threshold)
+    int last = 0; /* the least likely possible token at or above the threshold */
+    while (last + 1 < n && c[last + 1].p >= p->xtc_threshold && c[last + 1].p > 0.0f)
         last++;
     if (c[0].p < p->xtc_threshold || last == 0 || n - last < p->min_keep)
         return n;
