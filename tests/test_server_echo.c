@@ -55,6 +55,11 @@ static void test_echo_scores_prompt(void **state)
     assert_int_equal(cJSON_GetArraySize(offs), n_p);
     assert_true(cJSON_IsNull(cJSON_GetArrayItem(vals, 0)));
     assert_true(cJSON_IsNull(cJSON_GetArrayItem(tops, 0)));
+    /* the last prompt token ends the prompt's text */
+    const cJSON *last_tok = cJSON_GetArrayItem(toks, n_p - 1);
+    assert_int_equal((size_t)cJSON_GetArrayItem(offs, n_p - 1)->valuedouble +
+                         strlen(last_tok->valuestring), strlen(PROMPT));
+    assert_true(cJSON_GetArrayItem(offs, 1)->valuedouble == 0.0); /* BOS first, no text */
     double prev_off = -1;
     for (int i = 1; i < n_p; i++) {
         const cJSON *v = cJSON_GetArrayItem(vals, i);

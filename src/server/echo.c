@@ -9,6 +9,13 @@
 bool echo_start(srv_job *j, const int32_t *ids, size_t n)
 {
     j->echo_first = ids[0];
+    size_t sum = 0, one = 0;
+    for (size_t k = 0; k < n; k++) {
+        ts_token_bytes(j->tok, ids[k], &one);
+        sum += one;
+    }
+    size_t decoded = ts_detokenize(j->tok, ids, n, NULL, 0);
+    j->echo_drop = sum > decoded ? sum - decoded : 0;
     const char *given = j->oreq.prompt;
     size_t len = given ? strlen(given) : ts_detokenize(j->tok, ids, n, NULL, 0);
     j->echo_text = malloc(len + 1);
@@ -50,6 +57,8 @@ void echo_first(const srv_job *j, oai_token_logprob *lp)
 oai_token_logprob echo_prompt_logprob(const srv_job *j, size_t k)
 {
     oai_token_logprob lp = j->plps[k];
+    /* past the first word, whose dropped space the tokens' bytes still count */
+    lp.text_offset = lp.text_offset > j->echo_drop ? lp.text_offset - j->echo_drop : 0;
     if (lp.text_offset > j->echo_len) /* the tokens' bytes ran past the text */
         lp.text_offset = j->echo_len;
     return lp;

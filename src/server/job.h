@@ -63,6 +63,8 @@ struct srv_job {
     char *echo_text;          /* (echo_len) owned: the prompt as given, or its ids decoded */
     size_t echo_len;
     int32_t echo_first;       /* the prompt's first token, which has no logprob */
+    size_t echo_drop;         /* bytes the decoded prompt has fewer than its tokens' (the
+                               * space SentencePiece drops before the first word) */
     oai_token_logprob *plps;  /* (n_plps) the prompt's other tokens (PROMPT events) */
     size_t n_plps, cap_plps;
     char *echo_out;           /* owned: the answer's text, prompt then completion */
