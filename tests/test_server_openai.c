@@ -242,7 +242,8 @@ static void test_completion_prompt_forms(void **state)
     expect_reject(OAI_COMPLETION, "{\"prompt\":[{}]}", "prompt");
     expect_reject(OAI_COMPLETION, "{\"prompt\":\"a\",\"logprobs\":true}", "logprobs");
     expect_reject(OAI_COMPLETION, "{\"prompt\":\"a\",\"logprobs\":21}", "logprobs");
-    expect_reject(OAI_COMPLETION, "{\"prompt\":\"a\",\"echo\":true}", "echo");
+    expect_reject(OAI_COMPLETION, "{\"prompt\":\"a\",\"echo\":true,\"n\":3}", "echo");
+    expect_reject(OAI_COMPLETION, "{\"prompt\":\"a\",\"max_tokens\":0}", "max_tokens");
 }
 
 static void test_tokenize_bodies(void **state)

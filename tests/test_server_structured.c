@@ -148,11 +148,11 @@ static void test_unknown_fields_listed(void **state)
     sv_answer a;
     sv_post(sv_group.url, "/v1/completions",
             COMPLETION(", \"user\": \"u1\", \"frobnicate\": 1, "
-                       "\"n_probs\": [2], \"a\\r\\nX-Evil: 1\": 0"), &a);
+                       "\"cache_prompt\": [2], \"a\\r\\nX-Evil: 1\": 0"), &a);
     assert_int_equal(a.status, 200);
     char *h = sv_header(&a, "X-Tessera-Ignored-Fields");
     assert_non_null(h);
-    assert_string_equal(h, "frobnicate, n_probs, a__X-Evil__1");
+    assert_string_equal(h, "frobnicate, cache_prompt, a__X-Evil__1");
     assert_null(sv_header(&a, "X-Evil"));
     free(h);
     sv_answer_free(&a);
@@ -206,7 +206,7 @@ static void test_unsupported_fields_refused(void **state)
     }
     expect_400("/v1/completions", COMPLETION(", \"best_of\": 3"), "best_of");
     expect_400("/v1/completions", COMPLETION(", \"suffix\": \"end\""), "suffix");
-    expect_400("/v1/completions", COMPLETION(", \"echo\": true"), "echo");
+    expect_400("/v1/completions", COMPLETION(", \"echo\": true, \"n\": 2"), "echo");
     char *t = ok_text("/v1/completions", COMPLETION(", \"best_of\": 1, \"suffix\": \"\""));
     free(t);
 }

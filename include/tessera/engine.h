@@ -102,13 +102,18 @@ typedef enum ts_constraint_kind {
 typedef struct ts_request_params {
     const int32_t *prompt;   /* (n_prompt) token ids, BOS included; copied */
     size_t n_prompt;
-    int max_tokens;          /* new tokens per completion, >= 1 */
+    int max_tokens;          /* new tokens per completion, >= 1; 0 with prompt_logprobs
+                              * and n 1: score the prompt, generate nothing */
     ts_sampling_params sampling;
     const char *stop[TS_MAX_STOP]; /* n_stop NUL-terminated strings; copied */
     int n_stop;
     ts_priority priority;
     int n;                   /* completions sharing the prompt's KV blocks, 1..TS_MAX_N */
     bool ignore_eos;         /* keep generating past end-of-generation tokens */
+    /* Report each prompt token's log-probability (TS_EVENT_PROMPT), with
+     * sampling.top_logprobs alternatives. The prompt then skips the prefix cache (every
+     * row is computed, its logits too). */
+    bool prompt_logprobs;
     ts_constraint_kind constraint; /* default TS_CONSTRAINT_NONE */
     /* TS_CONSTRAINT_JSON_SCHEMA: the compiled schema (required then, ignored otherwise).
      * Borrowed: the engine takes its own reference at submit, so the caller may release
@@ -138,6 +143,10 @@ typedef enum ts_event_kind {
     TS_EVENT_DONE,   /* completion `index` finished: finish reason, usage, and in text any
                       * held-back text released at the end (may be empty) */
     TS_EVENT_ERROR,  /* the request failed; status and message say why; no more events */
+    TS_EVENT_PROMPT, /* prompt_logprobs: the log-probability of prompt token `token`
+                      * given the tokens before it, with n_top alternatives; one for each
+                      * prompt token from the second on, in order, before any TOKEN
+                      * event; index 0, empty text */
 } ts_event_kind;
 
 typedef enum ts_finish_reason {
@@ -158,9 +167,10 @@ typedef struct ts_event {
     char *text;              /* TOKEN, DONE: owned by the event, NUL-terminated valid UTF-8;
                               * the completion's text is the concatenation of these */
     size_t text_len;
-    int32_t token;           /* TOKEN: the sampled id */
-    float logprob;           /* TOKEN: its log-probability */
-    int n_top;               /* TOKEN: entries in top[] (the request's top_logprobs) */
+    int32_t token;           /* TOKEN: the sampled id; PROMPT: the prompt's */
+    float logprob;           /* TOKEN, PROMPT: its log-probability */
+    int n_top;               /* TOKEN, PROMPT: entries in top[] (the request's
+                              * top_logprobs) */
     ts_logprob top[TS_MAX_TOP_LOGPROBS];
     ts_finish_reason finish; /* DONE */
     int prompt_tokens;       /* DONE: usage of the whole request */

@@ -263,9 +263,10 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
     const ts_model_config *c = &e->model->cfg;
     if (!p->prompt || p->n_prompt == 0)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "the prompt is empty");
-    if (p->max_tokens < 1)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "max_tokens must be at least 1 (got %d)",
-                            p->max_tokens);
+    if (p->max_tokens < 1 && !(p->max_tokens == 0 && p->prompt_logprobs && p->n == 1))
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "max_tokens must be at least 1, or 0 to score the prompt of one "
+                            "completion (got %d)", p->max_tokens);
     if (p->n < 1 || p->n > TS_MAX_N)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "n must be in 1..%d (got %d)", TS_MAX_N, p->n);
     if (p->n > e->opts.max_seqs)

@@ -12,6 +12,13 @@
 /* Below this many rows to sample, a parallel region costs more than it saves. */
 enum { PARALLEL_SAMPLE_MIN_ROWS = 4 };
 
+/* Whether the step brought s to the end of its tokens (publish has run), so that its last
+ * logits row is one to sample from: a scored prompt has logits for every row of a chunk. */
+static bool at_end(const seq *s)
+{
+    return s->n_computed == s->n_tokens;
+}
+
 /* Whether s samples straight from its own logits row this step (a request of n > 1
  * whose prompt just finished forks first, and its completions sample after). */
 static bool samples_now(const seq *s)
@@ -110,7 +117,8 @@ void emit_sample(ts_engine *e, const fwd_batch *b, int n)
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];
         const fwd_seq *fs = &b->seqs[i];
-        if (fs->logits_row < 0 || s->done || !samples_now(s))
+        if (fs->logits_row < 0 || s->done || !samples_now(s) || !at_end(s) ||
+            s->job->req->max_tokens == 0)
             continue;
         int t = omp_get_thread_num();
         sample_one(e, s, e->step.fwd.logits + (size_t)fs->logits_row * vocab,
@@ -262,15 +270,111 @@ static void fork_and_emit(ts_engine *e, seq *s, const float *row)
     }
 }
 
+/* A request that only scores its prompt (max_tokens 0) ends once the prompt is computed. */
+static void finish_scored(ts_engine *e, seq *s)
+{
+    int i = engine_seq_find(e->step.running, e->step.n_running, s);
+    if (i >= 0)
+        engine_seq_remove_at(e->step.running, &e->step.n_running, i);
+    engine_finish_seq(e, s, TS_FINISH_LENGTH);
+}
+
+/* One scored prompt row of a step: which sequence, the logits row and the prompt token
+ * it predicts, and the result. */
+typedef struct score_item {
+    int seq;            /* index into the step's order and b->seqs */
+    const float *logits; /* (vocab) */
+    int next;           /* the prompt position of the token scored */
+    ts_status st;
+    sampler_logprobs lp;
+} score_item;
+
+/* The step's rows whose next token is a prompt token not yet scored, into w (capacity:
+ * every scored row of the step); returns their count. */
+static int score_items(const ts_engine *e, const fwd_batch *b, int n, score_item *w)
+{
+    const int vocab = e->model->cfg.vocab_size;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const fwd_seq *fs = &b->seqs[i];
+        const seq *s = e->step.order[i];
+        if (!fs->all_logits || s->done)
+            continue;
+        const float *first =
+            e->step.fwd.logits + (size_t)(fs->logits_row - fs->n_rows + 1) * vocab;
+        for (int j = 0; j < fs->n_rows; j++) {
+            const int next = fs->pos0 + j + 1; /* the prompt token row j predicts */
+            if (next > s->n_scored && next < s->job->req->n_prompt)
+                w[m++] = (score_item){.seq = i, .logits = first + (size_t)j * vocab,
+                                      .next = next};
+        }
+    }
+    return m;
+}
+
+/* Pushes item w's PROMPT event; on failure the request is failed. */
+static void push_scored(ts_engine *e, seq *s, const score_item *w)
+{
+    if (w->st != TS_OK) {
+        engine_fail_request(e, s->job, w->st, "scoring a prompt token failed");
+        return;
+    }
+    ts_logprob top[TS_MAX_TOP_LOGPROBS];
+    int n_top = w->lp.n_top < TS_MAX_TOP_LOGPROBS ? w->lp.n_top : TS_MAX_TOP_LOGPROBS;
+    for (int k = 0; k < n_top; k++)
+        top[k] = (ts_logprob){w->lp.top[k].id, w->lp.top[k].logprob};
+    if (!engine_alloc_ok(e) ||
+        request_push_prompt(s->job->req, w->lp.token, w->lp.logprob, top, n_top) != TS_OK) {
+        engine_fail_request(e, s->job, TS_ERR_NOMEM, "out of memory queueing an event");
+        return;
+    }
+    s->n_scored = w->next;
+}
+
+void emit_prompt_logprobs(ts_engine *e, const fwd_batch *b, int n)
+{
+    int rows = 0;
+    for (int i = 0; i < n; i++)
+        rows += b->seqs[i].all_logits ? b->seqs[i].n_rows : 0;
+    if (rows == 0)
+        return;
+    score_item *w = malloc((size_t)rows * sizeof *w);
+    if (!w) {
+        for (int i = 0; i < n; i++)
+            if (b->seqs[i].all_logits && !e->step.order[i]->done)
+                engine_fail_request(e, e->step.order[i]->job, TS_ERR_NOMEM,
+                                    "out of memory scoring the prompt");
+        return;
+    }
+    const int m = score_items(e, b, n, w);
+    /* the rows in parallel, each thread on its own scratch; the events in order after */
+    int threads = e->step.team.n < e->step.n_scratch ? e->step.team.n : e->step.n_scratch;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) \
+    if (m >= PARALLEL_SAMPLE_MIN_ROWS)
+    for (int k = 0; k < m; k++) {
+        seq *s = e->step.order[w[k].seq];
+        w[k].st = sampler_score(&s->smp, &e->step.scratch[omp_get_thread_num()], &w[k].lp,
+                                w[k].logits, s->tokens[w[k].next], NULL);
+    }
+    for (int k = 0; k < m; k++) {
+        seq *s = e->step.order[w[k].seq];
+        if (!s->done)
+            push_scored(e, s, &w[k]);
+    }
+    free(w);
+}
+
 void emit_tokens(ts_engine *e, const fwd_batch *b, int n)
 {
     int vocab = e->model->cfg.vocab_size;
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];
         const fwd_seq *fs = &b->seqs[i];
-        if (fs->logits_row < 0 || s->done)
+        if (fs->logits_row < 0 || s->done || !at_end(s))
             continue;
-        if (samples_now(s))
+        if (s->job->req->max_tokens == 0)
+            finish_scored(e, s);
+        else if (samples_now(s))
             emit_one(e, s, &e->step.picks[i]);
         else
             fork_and_emit(e, s, e->step.fwd.logits + (size_t)fs->logits_row * vocab);

@@ -8,6 +8,10 @@
  * parallel (each thread on its own scratch; a sequence's sampler is its own). */
 void emit_sample(ts_engine *e, const fwd_batch *b, int n);
 
+/* The PROMPT events of the step's sequences that score prompt rows (fwd_seq.all_logits),
+ * from their logits rows, which it leaves as they are: it runs before emit_sample. */
+void emit_prompt_logprobs(ts_engine *e, const fwd_batch *b, int n);
+
 /* Appends each sampled token and emits its text, ending the sequences that are done; the
  * prompt sequence of an n > 1 request whose prompt just finished forks into its n
  * completions, which sample their first tokens from its logits. */

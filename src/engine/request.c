@@ -38,6 +38,7 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->max_tokens = p->max_tokens;
     req->n = p->n;
     req->ignore_eos = p->ignore_eos;
+    req->prompt_logprobs = p->prompt_logprobs;
     req->constraint = p->constraint;
     if (p->constraint == TS_CONSTRAINT_JSON_SCHEMA)
         req->schema = ts_schema_retain(p->schema);
@@ -110,6 +111,18 @@ ts_status request_push_token(ts_request *req, int index, const char *text, size_
     ev.text_len = len;
     if (logprob)
         ev.logprob = *logprob;
+    ev.n_top = n_top;
+    if (n_top > 0)
+        memcpy(ev.top, top, (size_t)n_top * sizeof *top);
+    return request_push(req, &ev);
+}
+
+ts_status request_push_prompt(ts_request *req, int32_t token, float logprob,
+                              const ts_logprob *top, int n_top)
+{
+    ts_event ev = {.kind = TS_EVENT_PROMPT, .token = token, .logprob = logprob};
+    if (!(ev.text = calloc(1, 1)))
+        return TS_ERR_NOMEM;
     ev.n_top = n_top;
     if (n_top > 0)
         memcpy(ev.top, top, (size_t)n_top * sizeof *top);

@@ -23,6 +23,7 @@ struct ts_request {
     int max_tokens;
     int n;
     bool ignore_eos;
+    bool prompt_logprobs;             /* ts_request_params.prompt_logprobs */
     ts_constraint_kind constraint;
     ts_schema *schema;                /* a reference of its own (JSON_SCHEMA), or NULL */
     uint64_t cache_ns;                /* ts_request_params.cache_namespace */
@@ -55,6 +56,9 @@ ts_status request_create(const ts_request_params *params, uint64_t id, double no
 ts_status request_push(ts_request *req, ts_event *ev);
 
 /* Pushes a TOKEN event for completion index with a copy of len bytes of text. */
+/* Queues a PROMPT event: prompt token `token`'s log-probability and n_top alternatives. */
+ts_status request_push_prompt(ts_request *req, int32_t token, float logprob,
+                              const ts_logprob *top, int n_top);
 ts_status request_push_token(ts_request *req, int index, const char *text, size_t len,
                              int32_t token, const float *logprob, const ts_logprob *top,
                              int n_top);

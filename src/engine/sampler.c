@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/sampler.h"
+#include "engine/sampler_internal.h"
 
 /* ---------------------------------------------------------------- generator */
 
@@ -51,8 +52,11 @@ ts_status sampler_init(sampler *s, const ts_sampling_params *params, int vocab_s
     uint64_t x = params->has_seed ? params->seed : fallback_seed;
     for (int i = 0; i < 4; i++)
         s->rng[i] = splitmix64(&x);
+    s->mirostat_mu = 2.0f * params->mirostat_tau;
     return TS_OK;
 }
+
+void sampler_set_dry_breakers(sampler *s, const uint8_t *bits) { s->dry_breakers = bits; }
 
 /* ---------------------------------------------------------------- scratch */
 
@@ -141,7 +145,7 @@ ts_status sampler_apply_penalties(const sampler *s, sampler_scratch *sc, float *
             count[id] = 0;
         }
     }
-    return TS_OK;
+    return sampler__dry(s, sc, logits, tokens, n_tokens, err);
 }
 
 /* ---------------------------------------------------------------- selection */
@@ -375,6 +379,17 @@ static double exp_sum(float *out, const float *x, int n, float lmax, float inv_t
     return total;
 }
 
+int sampler__cand_cmp(const void *a, const void *b) { return cand_cmp(a, b); }
+
+void sampler__select_first(sampler_cand *c, int n, int k) { select_first(c, n, k); }
+
+double sampler__exp_sum(float *out, const float *x, int n, float lmax, float inv_t)
+{
+    return exp_sum(out, x, n, lmax, inv_t);
+}
+
+float sampler__max_logit(const float *x, int n) { return max_logit(x, n); }
+
 /* Temperature 0, or one so small that 1 / T overflows: argmax. */
 static bool is_greedy(const ts_sampling_params *p)
 {
@@ -391,6 +406,34 @@ static ts_status keep_lowest_id(sampler_cand *c, int n, int *n_kept)
     c[0].p = 1.0f;
     *n_kept = 1;
     return TS_OK;
+}
+
+/* min_keep over min-p and top-n-sigma: when they cut below min_keep tokens, the first
+ * min_keep of the uncut set (the top-k set, or the vocabulary) instead, their numerators
+ * in sc->cand, their sum in *total. Returns their count. */
+static int keep_first_uncut(const sampler *s, sampler_scratch *sc, const float *logits,
+                            bool top_k, float lmax, float inv_t, double *total)
+{
+    const ts_sampling_params *p = &s->params;
+    sampler_cand *c = sc->cand;
+    int n = s->vocab_size;
+    if (top_k && p->top_k <= TOP_K_HEAP_MAX) {
+        top_k_heap(c, logits, n, p->top_k);
+    } else {
+        for (int i = 0; i < n; i++)
+            c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
+        if (top_k)
+            select_first(c, n, p->top_k);
+    }
+    n = top_k ? p->top_k : n;
+    const int m = p->min_keep < n ? p->min_keep : n;
+    select_first(c, n, m);
+    *total = 0.0;
+    for (int i = 0; i < m; i++) {
+        c[i].p = sampler_expf((c[i].logit - lmax) * inv_t);
+        *total += c[i].p;
+    }
+    return m;
 }
 
 ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
@@ -412,9 +455,12 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
 
     const float inv_t = 1.0f / p->temperature;
     const float log_min_p = p->min_p > 0.0f ? logf(p->min_p) : -INFINITY;
+    const float sigma_floor = sampler__sigma_floor(s, logits, n);
+    const bool cuts = p->min_p > 0.0f || sigma_floor > -INFINITY;
+    const bool top_k = p->top_k > 0 && p->top_k < n;
     double total = 0.0;
     float lmax;
-    if (p->top_k > 0 && p->top_k < n) {
+    if (top_k) {
         if (p->top_k <= TOP_K_HEAP_MAX) {
             top_k_heap(c, logits, n, p->top_k);
         } else {
@@ -428,10 +474,10 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
             lmax = c[i].logit > lmax ? c[i].logit : lmax;
         if (lmax == -INFINITY)
             return keep_lowest_id(c, n, n_kept);
-        int m = 0; /* softmax numerators and min-p in one pass */
+        int m = 0; /* softmax numerators, min-p and top-n-sigma in one pass */
         for (int i = 0; i < n; i++) {
             float z = (c[i].logit - lmax) * inv_t;
-            if (z < log_min_p)
+            if (z < log_min_p || c[i].logit < sigma_floor)
                 continue;
             c[m] = c[i];
             c[m].p = sampler_expf(z);
@@ -448,12 +494,12 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
         }
         /* numerators for the whole vocabulary in one vectorized pass */
         total = exp_sum(sc->prob, logits, n, lmax, inv_t);
-        if (p->min_p > 0.0f) {
+        if (cuts) {
             int m = 0;
             total = 0.0;
             for (int i = 0; i < n; i++) {
                 float l = clean_logit(logits[i]);
-                if ((l - lmax) * inv_t < log_min_p)
+                if ((l - lmax) * inv_t < log_min_p || l < sigma_floor)
                     continue;
                 c[m++] = (sampler_cand){ .id = i, .logit = l, .p = sc->prob[i] };
                 total += sc->prob[i];
@@ -464,9 +510,22 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
                 c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = sc->prob[i] };
         }
     }
+    if (cuts && n < p->min_keep)
+        n = keep_first_uncut(s, sc, logits, top_k, lmax, inv_t, &total);
 
     if (p->top_p < 1.0f) {
-        n = top_p_prefix(c, n, total, p->top_p);
+        int m = top_p_prefix(c, n, total, p->top_p);
+        if (m < p->min_keep) {
+            m = p->min_keep < n ? p->min_keep : n;
+            select_first(c, n, m);
+        }
+        n = m;
+        total = 0.0;
+        for (int i = 0; i < n; i++)
+            total += c[i].p;
+    }
+    if (p->typical_p < 1.0f) {
+        n = sampler__typical(s, c, n, total);
         total = 0.0;
         for (int i = 0; i < n; i++)
             total += c[i].p;
@@ -490,15 +549,14 @@ static float log_prob(float l, float lmax, float inv_t, double log_z)
 }
 
 static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratch *sc,
-                          const float *logits, int32_t chosen)
+                          const float *logits, int32_t chosen, float inv_t, int top)
 {
     const int V = s->vocab_size;
-    const float inv_t = is_greedy(&s->params) ? 1.0f : 1.0f / s->params.temperature;
     const float lmax = max_logit(logits, V);
     const double sum = lmax > -INFINITY ? exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
     const double log_z = lmax > -INFINITY ? log(sum) : 0.0;
 
-    const int n_top = s->params.top_logprobs < V ? s->params.top_logprobs : V;
+    const int n_top = top < V ? top : V;
     sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS]; /* (nb), canonical order */
     int nb = 0;
     for (int i0 = 0; i0 < V && n_top > 0; i0 += LANES) {
@@ -560,7 +618,15 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
         return st;
     apply_logit_bias(s, logits);
     int n = 0;
-    st = sampler_candidates(s, sc, &n, logits, err);
+    const bool mirostat = s->params.mirostat != 0 && !is_greedy(&s->params);
+    if (mirostat) {
+        st = check_call(s, sc, err);
+        n = st == TS_OK ? sampler__mirostat_cut(s, sc, logits) : 0;
+    } else {
+        st = sampler_candidates(s, sc, &n, logits, err);
+        if (st == TS_OK && !is_greedy(&s->params))
+            n = sampler__xtc(s, sc->cand, n);
+    }
     if (st != TS_OK)
         return st;
 
@@ -577,7 +643,24 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
     if (pick < 0) /* u landed in the rounding gap above the sum */
         pick = last_possible;
     *token = c[pick].id;
+    if (mirostat)
+        sampler__mirostat_update(s, c[pick].p);
     if (lp)
-        fill_logprobs(lp, s, sc, logits, *token);
+        fill_logprobs(lp, s, sc, logits, *token,
+                      is_greedy(&s->params) ? 1.0f : 1.0f / s->params.temperature,
+                      s->params.top_logprobs);
+    return TS_OK;
+}
+
+ts_status sampler_score(const sampler *s, sampler_scratch *sc, sampler_logprobs *lp,
+                        const float *logits, int32_t token, ts_error *err)
+{
+    ts_status st = check_call(s, sc, err);
+    if (st != TS_OK)
+        return st;
+    if (token < 0 || token >= s->vocab_size)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "sampler: token %d outside the vocabulary",
+                            (int)token);
+    fill_logprobs(lp, s, sc, logits, token, 1.0f, s->params.top_logprobs);
     return TS_OK;
 }

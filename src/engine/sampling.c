@@ -1,4 +1,6 @@
 /* sampling.c: defaults and validation of the public sampling parameters. */
+#include <string.h>
+
 #include "tessera/sampling.h"
 
 ts_sampling_params ts_sampling_params_default(void)
@@ -17,6 +19,20 @@ ts_sampling_params ts_sampling_params_default(void)
         .logprobs = false,
         .top_logprobs = 0,
         .n_logit_bias = 0,
+        .typical_p = 1.0f,
+        .top_n_sigma = -1.0f,
+        .min_keep = 0,
+        .xtc_probability = 0.0f,
+        .xtc_threshold = 0.1f,
+        .mirostat = 0,
+        .mirostat_tau = 5.0f,
+        .mirostat_eta = 0.1f,
+        .dry_multiplier = 0.0f,
+        .dry_base = 1.75f,
+        .dry_allowed_length = 2,
+        .dry_penalty_last_n = -1,
+        .n_dry_breakers = 4,
+        .dry_breakers = {"\n", ":", "\"", "*"},
     };
 }
 
@@ -32,6 +48,43 @@ ts_sampling_params ts_sampling_params_default(void)
                                 ", got %g", (double)(value));                          \
         }                                                                              \
     } while (0)
+
+/* The samplers of llama.cpp's and vLLM's requests (typical-p ... DRY). */
+static ts_status check_llama_samplers(const ts_sampling_params *p, const char **bad,
+                                      ts_error *err)
+{
+    CHECK_RANGE(p->typical_p > 0.0f && p->typical_p <= 1.0f, "typical_p", "(0, 1]",
+                p->typical_p);
+    CHECK_RANGE(p->top_n_sigma >= -1e30f && p->top_n_sigma <= 100.0f, "top_n_sigma",
+                "(-inf, 100]", p->top_n_sigma);
+    CHECK_RANGE(p->min_keep >= 0, "min_keep", "[0, inf)", p->min_keep);
+    CHECK_RANGE(p->xtc_probability >= 0.0f && p->xtc_probability <= 1.0f, "xtc_probability",
+                "[0, 1]", p->xtc_probability);
+    CHECK_RANGE(p->xtc_threshold >= 0.0f && p->xtc_threshold <= 1.0f, "xtc_threshold",
+                "[0, 1]", p->xtc_threshold);
+    CHECK_RANGE(p->mirostat >= 0 && p->mirostat <= 2, "mirostat", "{0, 1, 2}", p->mirostat);
+    CHECK_RANGE(p->mirostat_tau >= 0.0f && p->mirostat_tau <= 100.0f, "mirostat_tau",
+                "[0, 100]", p->mirostat_tau);
+    CHECK_RANGE(p->mirostat_eta >= 0.0f && p->mirostat_eta <= 1.0f, "mirostat_eta", "[0, 1]",
+                p->mirostat_eta);
+    CHECK_RANGE(p->dry_multiplier >= 0.0f && p->dry_multiplier <= 100.0f, "dry_multiplier",
+                "[0, 100]", p->dry_multiplier);
+    CHECK_RANGE(p->dry_base >= 0.0f && p->dry_base <= 100.0f, "dry_base", "[0, 100]",
+                p->dry_base);
+    CHECK_RANGE(p->dry_allowed_length >= 0, "dry_allowed_length", "[0, inf)",
+                p->dry_allowed_length);
+    CHECK_RANGE(p->dry_penalty_last_n >= -1, "dry_penalty_last_n", "[-1, inf)",
+                p->dry_penalty_last_n);
+    CHECK_RANGE(p->n_dry_breakers >= 0 && p->n_dry_breakers <= TS_SAMPLING_MAX_DRY_BREAKERS,
+                "dry_sequence_breakers", "[0, " STR(TS_SAMPLING_MAX_DRY_BREAKERS) "] entries",
+                p->n_dry_breakers);
+    for (int i = 0; i < p->n_dry_breakers; i++) {
+        size_t n = strnlen(p->dry_breakers[i], TS_SAMPLING_MAX_DRY_BREAKER_LEN);
+        CHECK_RANGE(n >= 1 && n < TS_SAMPLING_MAX_DRY_BREAKER_LEN, "dry_sequence_breakers",
+                    "[1, " STR(TS_SAMPLING_MAX_DRY_BREAKER_LEN) ") bytes each", (double)n);
+    }
+    return TS_OK;
+}
 
 ts_status ts_sampling_params_validate(const ts_sampling_params *p, ts_error *err)
 {
@@ -77,7 +130,7 @@ ts_status ts_sampling_params_check(const ts_sampling_params *p, const char **fie
         CHECK_RANGE(b->bias >= -100.0f && b->bias <= 100.0f, "logit_bias", "[-100, 100]",
                     b->bias);
     }
-    return TS_OK;
+    return check_llama_samplers(p, bad, err);
 }
 
 ts_status ts_sampling_params_check_vocab(const ts_sampling_params *p, int vocab_size,

@@ -135,7 +135,7 @@ void sched_admit(ts_engine *e, double now)
             break;
         int64_t matched = 0;
         ts_error err = {0};
-        if (e->opts.prefix_cache &&
+        if (e->opts.prefix_cache && !engine_seq_scores(s) &&
             kv_prefix_lookup(e->step.pool, &s->table, s->tokens, s->n_tokens - 1, &matched,
                              &err) != TS_OK)
             matched = 0;
@@ -200,6 +200,21 @@ static int prefill_budget(ts_engine *e, int n_decode)
     return rows < 0 ? cap : rows;
 }
 
+/* A sequence that scores prompt rows gets a logits row for each (fwd_seq.all_logits):
+ * its chunk is cut so the step's logits rows, one for each other sequence, stay within
+ * max_seqs, the forward pass's bound. */
+static void cap_scored_rows(ts_engine *e)
+{
+    int room = e->opts.max_seqs - e->step.n_running;
+    for (int i = 0; i < e->step.n_running; i++) {
+        seq *s = e->step.running[i];
+        if (!engine_seq_scores(s) || s->step_rows <= 1)
+            continue;
+        s->step_rows = s->step_rows < 1 + room ? s->step_rows : 1 + room;
+        room -= s->step_rows - 1;
+    }
+}
+
 void sched_plan(ts_engine *e, double now)
 {
     int n_decode = 0;
@@ -218,6 +233,7 @@ void sched_plan(ts_engine *e, double now)
             budget -= s->step_rows;
         }
     }
+    cap_scored_rows(e);
 
     order_running(e, now);
     int n = e->step.n_running;
@@ -254,12 +270,16 @@ int sched_pack(ts_engine *e, fwd_batch *b)
         memcpy(e->step.tokens + rows, s->tokens + s->n_computed,
                (size_t)s->step_rows * sizeof(int32_t));
         bool samples = s->n_computed + s->step_rows == s->n_tokens;
+        bool all = engine_seq_scores(s);
+        if (all)
+            n_logits += s->step_rows;
         e->step.seqs[n] = (fwd_seq){
             .row0 = rows,
             .n_rows = s->step_rows,
             .pos0 = s->n_computed,
             .table = &s->table,
-            .logits_row = samples ? n_logits++ : -1,
+            .logits_row = all ? n_logits - 1 : samples ? n_logits++ : -1,
+            .all_logits = all,
         };
         e->step.order[n++] = s;
         rows += s->step_rows;

@@ -14,6 +14,12 @@ bool engine_alloc_ok(ts_engine *e)
     return --e->step.allocs_left != 0;
 }
 
+bool engine_seq_scores(const seq *s)
+{
+    const ts_request *r = s->job->req;
+    return r->prompt_logprobs && s->index == 0 && s->n_scored < r->n_prompt - 1;
+}
+
 int engine_seq_find(seq *const *arr, int n, const seq *s)
 {
     for (int i = 0; i < n; i++)
@@ -49,6 +55,7 @@ static void seq_free(ts_engine *e, seq *s)
     kv_table_free(e->step.pool, &s->table);
     free(s->tokens);
     free(s->mask_bits);
+    free(s->dry_bits);
     ts_schema_release(s->schema);
     free(s);
 }
@@ -110,6 +117,37 @@ static uint64_t completion_seed(uint64_t seed, int index)
     return z ^ (z >> 31);
 }
 
+/* DRY's breaker tokens for s (sp: its parameters): each token whose text contains one of
+ * the breaker strings, as a bit set the sampler borrows. Nothing while DRY is off. */
+static ts_status dry_breakers(const ts_engine *e, seq *s, const ts_sampling_params *sp,
+                              ts_error *err)
+{
+    if (!(sp->dry_multiplier > 0.0f) || sp->dry_base < 1.0f || sp->dry_penalty_last_n == 0 ||
+        sp->n_dry_breakers == 0)
+        return TS_OK;
+    const int vocab = e->model->cfg.vocab_size;
+    s->dry_bits = calloc(((size_t)vocab + 7) / 8, 1);
+    if (!s->dry_bits)
+        return ts_error_set(err, TS_ERR_NOMEM, "out of memory for DRY's breaker tokens");
+    for (int32_t id = 0; id < vocab; id++) {
+        size_t len = 0;
+        const char *b = ts_token_bytes(e->model->tokenizer, id, &len);
+        for (int i = 0; b && i < sp->n_dry_breakers; i++) {
+            const char *w = sp->dry_breakers[i];
+            size_t n = strlen(w);
+            bool hit = false;
+            for (size_t o = 0; !hit && o + n <= len; o++)
+                hit = !memcmp(b + o, w, n);
+            if (hit) {
+                s->dry_bits[id >> 3] |= (uint8_t)(1u << (id & 7));
+                break;
+            }
+        }
+    }
+    sampler_set_dry_breakers(&s->smp, s->dry_bits);
+    return TS_OK;
+}
+
 ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *tokens,
                             int n_tokens, seq **out, ts_error *err)
 {
@@ -142,7 +180,8 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
     uint64_t fallback = (r->id + 1) * UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)index ^
                         (uint64_t)(r->submit_time * 1e9);
     if ((st = sampler_init(&s->smp, &sp, e->model->cfg.vocab_size, fallback, err)) != TS_OK ||
-        (st = stop_init(&s->stop, (const char *const *)r->stop, r->n_stop, err)) != TS_OK)
+        (st = stop_init(&s->stop, (const char *const *)r->stop, r->n_stop, err)) != TS_OK ||
+        (st = dry_breakers(e, s, &sp, err)) != TS_OK)
         goto fail;
     detok_init(&s->detok, false);
     s->schema = ts_schema_retain(r->schema);

@@ -17,6 +17,10 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
 ts_status engine_waiting_add(ts_engine *e, seq *s);
 
 /* Position of s in arr (n), or -1; removal of the entry at i, keeping the order. */
+/* Whether s still has prompt tokens to score (its request's prompt_logprobs): the first
+ * completion does, up to the prompt's last token. */
+bool engine_seq_scores(const seq *s);
+
 int engine_seq_find(seq *const *arr, int n, const seq *s);
 void engine_seq_remove_at(seq **arr, int *n, int i);
 

@@ -46,8 +46,12 @@ typedef struct seq {
     int n_generated;
     int n_computed;        /* leading tokens whose K/V are in the table */
     int n_published;       /* leading full blocks offered to the prefix cache */
+    int n_scored;          /* prompt_logprobs: prompt tokens 1..n_scored have had their
+                            * PROMPT event (a recomputed prompt does not repeat them) */
     kv_table table;
     sampler smp;
+    uint8_t *dry_bits;     /* (vocab bits) DRY's breaker tokens, which smp borrows; NULL:
+                            * DRY off or no breakers */
     detok detok;
     stop_matcher stop;
     ts_schema *schema;     /* a reference of its own to the schema cons walks, or NULL */

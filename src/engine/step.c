@@ -134,6 +134,7 @@ bool engine_step(ts_engine *e)
     double t_packed = clock_now_s();
     if (n > 0 && forward(e, &batch, n) == TS_OK) {
         publish(e, n);
+        emit_prompt_logprobs(e, &batch, n);
         emit_sample(e, &batch, n);
         emit_tokens(e, &batch, n);
     }

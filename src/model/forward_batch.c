@@ -693,14 +693,16 @@ static void run_layers(fwd_step *f)
                     w->rms_post_ffn ? w->rms_post_ffn + ld : NULL, &t);
     }
 
-    /* LM head, only for the rows that sample */
+    /* LM head, only for the rows that sample or are scored */
     if (b->n_logits > 0) {
 #pragma omp for schedule(static)
         for (int i = 0; i < b->n_seqs; i++) {
             const fwd_seq *sq = &b->seqs[i];
+            const int rows = sq->all_logits ? sq->n_rows : 1; /* its last rows */
             if (sq->logits_row >= 0)
-                memcpy(s->xs + (size_t)sq->logits_row * dim,
-                       s->x + (size_t)(sq->row0 + sq->n_rows - 1) * dim, (size_t)dim * sizeof(float));
+                memcpy(s->xs + (size_t)(sq->logits_row - rows + 1) * dim,
+                       s->x + (size_t)(sq->row0 + sq->n_rows - rows) * dim,
+                       (size_t)rows * dim * sizeof(float));
         }
         fwd_pre final_norm = norm_pre(c, s->xs, w->rms_final);
         const simd_qmat *out[] = {&w->output};

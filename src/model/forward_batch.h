@@ -20,6 +20,8 @@ typedef struct fwd_seq {
     int pos0;
     const kv_table *table; /* borrowed: reserved through position pos0 + n_rows - 1 */
     int logits_row;        /* row of the logits output for its last row; -1: no logits */
+    bool all_logits;       /* every row gets logits: row j's at logits_row - n_rows + 1 + j
+                            * (logits_row >= 0 then) */
 } fwd_seq;
 
 typedef struct fwd_batch {
@@ -27,7 +29,8 @@ typedef struct fwd_batch {
     const int32_t *tokens; /* (n_rows) borrowed */
     int n_seqs;
     const fwd_seq *seqs;   /* (n_seqs) borrowed, rows in order, no gaps */
-    int n_logits;          /* sequences with logits_row >= 0; rows 0..n_logits-1 */
+    int n_logits;          /* logits rows: one for each sequence with logits_row >= 0, n_rows
+                            * for those with all_logits; rows 0..n_logits-1 */
 } fwd_batch;
 
 /* How the step multiplies activation rows by a weight matrix. */

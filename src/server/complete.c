@@ -54,6 +54,10 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     if (ev->index < 0 || ev->index >= j->oreq.n)
         return true;
     choice_acc *a = &j->acc[ev->index];
+    if (ev->kind == TS_EVENT_PROMPT) { /* echo: a prompt token's logprobs */
+        reserve(j, 48 + 48 * (size_t)ev->n_top);
+        return echo_collect(j, ev);
+    }
     /* What the event costs in the JSON answer: text escaped, a logprob entry per token. */
     size_t cost = 2 * ev->text_len;
     if (ev->kind == TS_EVENT_TOKEN && j->oreq.sampling.logprobs)
@@ -140,7 +144,8 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     ts_request_params_default(&p);
     p.prompt = ids;
     p.n_prompt = n;
-    p.max_tokens = max_tokens;
+    p.max_tokens = r->score_only ? 0 : max_tokens;
+    p.prompt_logprobs = r->echo && (r->sampling.logprobs || r->score_only);
     p.sampling = r->sampling;
     for (int i = 0; i < r->n_stop; i++)
         p.stop[i] = r->stop[i];
@@ -215,6 +220,8 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
         choices[i] = (oai_choice){a->text ? a->text : "", a->len, a->finish ? a->finish : "stop",
                                   j->oreq.sampling.logprobs ? (a->lps ? a->lps : &no_tokens) : NULL,
                                   a->n_lps, calls[i], calls[i] ? a->n_calls : 0};
+        if (j->oreq.echo && !echo_choice(j, a, &choices[i]))
+            calls_ok = false; /* out of memory, answered as such below */
     }
     oai_usage u = job_usage(j);
     api_answer an = {&j->meta, choices[0].text, choices[0].text_len, choices[0].finish_reason,
@@ -302,6 +309,8 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     int32_t *ids = NULL;
     size_t n = 0;
     ts_status st = prompt_tokens(&j->oreq, j->model, j->tok, &ids, &n, &e);
+    if (st == TS_OK && j->oreq.echo && n > 0 && !echo_start(j, ids, n))
+        st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
     if (st == TS_OK)
         st = submit(j, c, ids, n, &e);
     free(ids);
@@ -363,7 +372,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
             job_record_error(j, &ev);
         else if (ev.kind == TS_EVENT_DONE)
             job_record_done(j, &ev);
-        else
+        else if (ev.kind == TS_EVENT_TOKEN)
             j->tokens_seen++;
         ts_event_clear(&ev);
     }
@@ -381,6 +390,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     }
     free(j->out);
     api_stream_free(&j->api_out);
+    echo_free(j);
     oai_request_clear(&j->oreq);
     free(j);
 }

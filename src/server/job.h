@@ -62,7 +62,34 @@ struct srv_job {
     bool stream_ended;
     api_kind api;             /* the shape of the request and its answer */
     api_stream api_out;       /* a streamed Responses or Messages answer's state */
+    /* echo (echo.c): the prompt's text and tokens before the completion's */
+    char *echo_text;          /* (echo_len) owned: the prompt as given, or its ids decoded */
+    size_t echo_len;
+    int32_t echo_first;       /* the prompt's first token, which has no logprob */
+    size_t echo_drop;         /* bytes the decoded prompt has fewer than its tokens' (the
+                               * space SentencePiece drops before the first word) */
+    oai_token_logprob *plps;  /* (n_plps) the prompt's other tokens (PROMPT events) */
+    size_t n_plps, cap_plps;
+    char *echo_out;           /* owned: the answer's text, prompt then completion */
+    oai_token_logprob *echo_lps; /* owned: the answer's logprobs, prompt then completion */
 };
+
+/* ---- echo.c */
+
+/* Keeps what echo needs of the prompt ids (n >= 1, borrowed): its text and first token.
+ * False when out of memory. */
+bool echo_start(srv_job *j, const int32_t *ids, size_t n);
+/* A PROMPT event into j->plps; false when out of memory. */
+bool echo_collect(srv_job *j, const ts_event *ev);
+/* The prompt's first token as a logprobs entry: its bytes, offset 0, logprob null. */
+void echo_first(const srv_job *j, oai_token_logprob *lp);
+/* j->plps[k] with its offset within the echoed text. */
+oai_token_logprob echo_prompt_logprob(const srv_job *j, size_t k);
+/* Choice c (built from a, the one completion) with the prompt before it: text, and with
+ * logprobs the prompt's tokens first (the first one null). False when out of memory. */
+bool echo_choice(srv_job *j, const choice_acc *a, oai_choice *c);
+/* Frees what echo holds. */
+void echo_free(srv_job *j);
 
 /* ---- job.c */
 

@@ -93,7 +93,11 @@ typedef struct oai_request {
     char *prompt;                 /* completions: text prompt, owned; or NULL ... */
     int32_t *prompt_tokens;       /* ... (n_prompt_tokens) token ids, owned */
     size_t n_prompt_tokens;
-    int max_tokens;               /* 0 = not given */
+    int max_tokens;               /* 0 = not given (or given 0: score_only) */
+    bool score_only;              /* completions: max_tokens 0 with echo: the prompt is
+                                   * scored, nothing generated */
+    bool echo;                    /* completions: the answer repeats the prompt (and its
+                                   * tokens' logprobs) before the completion */
     ts_sampling_params sampling;  /* temperature ... top_logprobs, checked by
                                    * ts_sampling_params_check; defaults elsewhere */
     char *stop[OAI_MAX_STOP];     /* (n_stop) owned, each 1..OAI_MAX_STOP_LEN bytes */
@@ -134,6 +138,10 @@ ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request 
  * be read first; its schema is compiled into r->tools.schema, a parameters schema outside
  * the supported subset a 400 naming it (tools[1].function.parameters.properties.x...). */
 ts_status oai_read_tools(const struct cJSON *root, oai_request *r, oai_error *err);
+/* openai_sampling.c: llama.cpp's and vLLM's sampling fields of root (borrowed) into
+ * r->sampling (after logprobs and top_logprobs, which n_probs must agree with); types are
+ * checked here, ranges by ts_sampling_params_check. */
+ts_status oai_read_llama_sampling(const struct cJSON *root, oai_request *r, oai_error *err);
 /* Frees what t owns and zeroes it. */
 void oai_tools_clear(oai_tools *t);
 /* The tool fields of message m (borrowed), messages[i] of role role: an assistant's
@@ -199,6 +207,7 @@ typedef struct oai_token_logprob {
     size_t text_offset; /* bytes of the completion's text emitted before this token's; a
                          * token whose text is held back adds nothing (completions) */
     float logprob;
+    bool no_logprob; /* the prompt's first token under echo: logprob and top are null */
     int n_top;
     oai_top_logprob top[OAI_MAX_TOP_LOGPROBS];
 } oai_token_logprob;

@@ -42,6 +42,23 @@ static const field_row fields[] = {
     {"presence_penalty", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"frequency_penalty", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"repetition_penalty", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    /* llama.cpp's and vLLM's samplers (openai_sampling.c) */
+    {"repeat_penalty", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"repeat_last_n", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"typical_p", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"top_n_sigma", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"min_keep", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"xtc_probability", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"xtc_threshold", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"mirostat", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"mirostat_tau", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"mirostat_eta", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"dry_multiplier", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"dry_base", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"dry_allowed_length", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"dry_penalty_last_n", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"dry_sequence_breakers", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"n_probs", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"logit_bias", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"seed", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"stop", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
@@ -147,16 +164,22 @@ static ts_status wrong_type(oai_error *err, const char *name, const char *want)
     return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
 }
 
-/* echo, best_of and suffix: accepted where they change nothing. */
-static ts_status check_completion_values(const cJSON *root, const oai_request *r,
-                                         oai_error *err)
+/* echo (the prompt repeated, one completion; needed by max_tokens 0), and
+ * best_of and suffix: accepted where they change nothing. */
+static ts_status check_completion_values(const cJSON *root, oai_request *r, oai_error *err)
 {
     const cJSON *echo = given(root, "echo"), *best = given(root, "best_of");
     const cJSON *suffix = given(root, "suffix");
     if (echo && !cJSON_IsBool(echo))
         return wrong_type(err, "echo", "a boolean");
-    if (cJSON_IsTrue(echo))
-        return oai_error_set(err, 400, "echo", "unsupported_value", "'echo' is not supported");
+    r->echo = cJSON_IsTrue(echo);
+    if (r->echo && r->n > 1)
+        return oai_error_set(err, 400, "echo", "unsupported_value",
+                             "'echo' is supported for one completion ('n' 1)");
+    if (r->score_only && !r->echo)
+        return oai_error_set(err, 400, "max_tokens", "out_of_range",
+                             "'max_tokens' must be at least 1 (0 scores the prompt with "
+                             "'echo': true)");
     if (best && (!cJSON_IsNumber(best) || best->valuedouble != (double)r->n))
         return oai_error_set(err, 400, "best_of", "unsupported_value",
                              "'best_of' must equal 'n' (%d): tessera returns every completion",

@@ -183,8 +183,10 @@ static cJSON *completion_logprobs(const oai_token_logprob *lps, size_t n)
     }
     for (size_t i = 0; ok && i < n; i++) {
         const oai_token_logprob *lp = &lps[i];
-        cJSON *tok = bytes_string(lp->bytes, lp->len), *num = logprob_number(lp->logprob);
-        cJSON *top = cJSON_CreateObject(), *off = cJSON_CreateNumber((double)lp->text_offset);
+        cJSON *tok = bytes_string(lp->bytes, lp->len);
+        cJSON *num = lp->no_logprob ? cJSON_CreateNull() : logprob_number(lp->logprob);
+        cJSON *top = lp->no_logprob ? cJSON_CreateNull() : cJSON_CreateObject();
+        cJSON *off = cJSON_CreateNumber((double)lp->text_offset);
         ok = tok && num && top && off;
         if (ok) {
             cJSON_AddItemToArray(toks, tok);

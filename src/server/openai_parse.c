@@ -412,7 +412,7 @@ static ts_status read_sampling(const cJSON *root, oai_request *r, oai_error *err
         read_number(root, "frequency_penalty", &p->frequency_penalty, err) != TS_OK ||
         read_number(root, "repetition_penalty", &p->repetition_penalty, err) != TS_OK ||
         read_seed(root, r, err) != TS_OK || read_logprobs(root, r, err) != TS_OK ||
-        read_logit_bias(root, p, err) != TS_OK)
+        read_logit_bias(root, p, err) != TS_OK || oai_read_llama_sampling(root, r, err) != TS_OK)
         return TS_ERR_INVALID_ARG;
     const char *name = NULL;
     ts_error e = {0};
@@ -425,11 +425,18 @@ static ts_status read_sampling(const cJSON *root, oai_request *r, oai_error *err
 
 static ts_status read_max_tokens(const cJSON *root, oai_request *r, oai_error *err)
 {
-    int a = 0, b = 0;
-    if (read_int(root, "max_tokens", 1, INT32_MAX, &a, err) != TS_OK ||
-        read_int(root, "max_completion_tokens", 1, INT32_MAX, &b, err) != TS_OK)
+    int a = -1, b = -1;
+    if (read_int(root, "max_tokens", 0, INT32_MAX, &a, err) != TS_OK ||
+        read_int(root, "max_completion_tokens", 0, INT32_MAX, &b, err) != TS_OK)
         return TS_ERR_INVALID_ARG;
-    r->max_tokens = b ? b : a;
+    int m = b >= 0 ? b : a;
+    /* 0 scores the prompt of a completion that echoes it (oai_check_fields checks echo) */
+    r->score_only = m == 0;
+    if (r->score_only && r->kind != OAI_COMPLETION)
+        return oai_error_set(err, 400, b >= 0 ? "max_completion_tokens" : "max_tokens",
+                             "out_of_range", "'%s' must be at least 1",
+                             b >= 0 ? "max_completion_tokens" : "max_tokens");
+    r->max_tokens = m > 0 ? m : 0;
     return TS_OK;
 }
 

@@ -102,6 +102,30 @@ static const char *event_text(srv_job *j, choice_acc *a, const ts_event *ev, siz
     return a->tco.content.s ? a->tco.content.s : "";
 }
 
+/* echo: the prompt's text in the first chunk (with logprobs, its first token's null
+ * entry); the completion's offsets count it. */
+static void stream_echo_head(srv_job *j)
+{
+    oai_token_logprob lp;
+    echo_first(j, &lp);
+    out_event(j, oai_chunk_json(&j->meta, 0, false, j->echo_text, j->echo_len, NULL,
+                                j->oreq.sampling.logprobs ? &lp : NULL));
+    j->acc[0].text_off = j->echo_len;
+}
+
+/* echo with logprobs: a PROMPT event as a chunk of no text carrying the token's entry. */
+static void stream_prompt(srv_job *j, const ts_event *ev)
+{
+    if (!echo_collect(j, ev)) {
+        j->out_failed = true;
+        return;
+    }
+    if (!j->oreq.sampling.logprobs)
+        return;
+    oai_token_logprob lp = echo_prompt_logprob(j, j->n_plps - 1);
+    out_event(j, oai_chunk_json(&j->meta, 0, false, "", 0, NULL, &lp));
+}
+
 /* One engine event as its chunks (an ERROR as an error event). */
 static void stream_event(srv_job *j, const ts_event *ev)
 {
@@ -119,6 +143,10 @@ static void stream_event(srv_job *j, const ts_event *ev)
     }
     if (ev->index < 0 || ev->index >= j->oreq.n)
         return;
+    if (ev->kind == TS_EVENT_PROMPT) {
+        stream_prompt(j, ev);
+        return;
+    }
     choice_acc *a = &j->acc[ev->index];
     size_t len;
     long first;
@@ -218,6 +246,8 @@ enum MHD_Result stream_start(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
     } else if (j->oreq.kind == OAI_CHAT)
         for (int i = 0; i < j->oreq.n; i++)
             out_event(j, oai_chunk_json(&j->meta, i, true, "", 0, NULL, NULL));
+    if (j->oreq.echo)
+        stream_echo_head(j);
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j, NULL);
     if (!r)
