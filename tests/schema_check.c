@@ -2,6 +2,8 @@
  * (schema_check.h). The validator shares no code with src/grammar: patterns go through
  * POSIX extended regular expressions (the table below pairs each generated pattern with
  * its ERE spelling), formats are checked by hand, lengths count UTF-8 characters. */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <locale.h>
 #include <math.h>
 #include <regex.h>
@@ -46,7 +48,8 @@ const char *const sc_patterns[][2] = {
     {"^\\S\\W\\D$", "^[^[:space:]][^A-Za-z0-9_][^0-9]$"},
 };
 
-const char *const sc_formats[5] = {"date", "time", "date-time", "uuid", "ipv4"};
+const char *const sc_formats[SC_N_FORMATS] = {"date", "time", "date-time", "uuid", "ipv4",
+                                              "ipv6", "hostname", "email", "uri"};
 const int sc_n_patterns = (int)(sizeof sc_patterns / sizeof sc_patterns[0]);
 
 /* ---- validating */
@@ -120,8 +123,87 @@ static bool is_time(const char *s)
            num(s + 1, 2) <= 23 && num(s + 4, 2) <= 59 && s[6] == '\0';
 }
 
+/* RFC 1123 host name: dot-separated labels of 1-63 letters, digits and hyphens, neither
+ * first nor last a hyphen; 253 bytes at most. */
+static bool is_hostname(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    for (const char *label = s;;) {
+        size_t len = strcspn(label, ".");
+        if (len == 0 || len > 63 || label[0] == '-' || label[len - 1] == '-')
+            return false;
+        for (size_t i = 0; i < len; i++)
+            if (!isalnum((unsigned char)label[i]) && label[i] != '-')
+                return false;
+        if (!label[len])
+            return true;
+        label += len + 1;
+    }
+}
+
+/* local@domain: a dot-atom local part (RFC 5322 atext, no leading, trailing or double
+ * dot) and a host name of two labels or more. */
+static bool is_email(const char *s)
+{
+    const char *at = strchr(s, '@');
+    if (!at || at == s || at - s > 64 || strchr(at + 1, '@') || !strchr(at + 1, '.'))
+        return false;
+    for (const char *p = s; p < at; p++) {
+        bool dot = *p == '.';
+        if (dot && (p == s || p + 1 == at || p[1] == '.'))
+            return false;
+        if (!dot && !isalnum((unsigned char)*p) && !strchr("!#$%&'*+/=?^_`{|}~-", *p))
+            return false;
+    }
+    return is_hostname(at + 1);
+}
+
+/* RFC 3986 URI with an authority: scheme "://" host [":" port] then path, query and
+ * fragment characters (unreserved, sub-delims, ':', '@', '/', '?', and %XX). */
+static bool is_uri(const char *s)
+{
+    size_t k = 0;
+    if (!isalpha((unsigned char)s[0]))
+        return false;
+    while (isalnum((unsigned char)s[k]) || s[k] == '+' || s[k] == '-' || s[k] == '.')
+        k++;
+    if (strncmp(s + k, "://", 3))
+        return false;
+    s += k + 3;
+    size_t host = strcspn(s, ":/?#");
+    char name[256];
+    if (host == 0 || host >= sizeof name)
+        return false;
+    memcpy(name, s, host);
+    name[host] = '\0';
+    if (!is_hostname(name))
+        return false;
+    s += host;
+    if (*s == ':')
+        for (s++; isdigit((unsigned char)*s); s++) {}
+    for (; *s; s++) {
+        if (*s == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2]))
+            s += 2;
+        else if (!isalnum((unsigned char)*s) && !strchr("-._~!$&'()*+,;=:@/?#", *s))
+            return false;
+    }
+    return true;
+}
+
 static bool is_format(const char *f, const char *s)
 {
+    if (!strcmp(f, "hostname"))
+        return is_hostname(s);
+    if (!strcmp(f, "email"))
+        return is_email(s);
+    if (!strcmp(f, "uri"))
+        return is_uri(s);
+    if (!strcmp(f, "ipv6")) {
+        unsigned char addr[16];
+        return !strchr(s, '%') && inet_pton(AF_INET6, s, addr) == 1;
+    }
     if (!strcmp(f, "date"))
         return strlen(s) == 10 && is_date(s);
     if (!strcmp(f, "time"))

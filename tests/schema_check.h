@@ -17,7 +17,8 @@
  * POSIX ERE; and the generated formats. */
 extern const char *const sc_patterns[][2];
 extern const int sc_n_patterns;
-extern const char *const sc_formats[5];
+enum { SC_N_FORMATS = 9 };
+extern const char *const sc_formats[SC_N_FORMATS];
 
 /* A xorshift64* stream; *state must not be 0. */
 uint64_t sc_rand(uint64_t *state);

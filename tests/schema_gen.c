@@ -45,7 +45,7 @@ static cJSON *string_schema(gen *g)
     if (k < 3) {
         cJSON_AddStringToObject(s, "pattern", sc_patterns[pick(g->rng, sc_n_patterns)][0]);
     } else if (k < 5) {
-        cJSON_AddStringToObject(s, "format", sc_formats[pick(g->rng, 5)]);
+        cJSON_AddStringToObject(s, "format", sc_formats[pick(g->rng, SC_N_FORMATS)]);
     } else if (k < 8) {
         int min = pick(g->rng, 4);
         if (pick(g->rng, 2))

@@ -16,9 +16,17 @@
 #define TIME "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?" \
              "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 #define OCTET "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+#define HEX4 "[0-9a-f]{1,4}"
+/* A DNS label of a letter and up to 15 more letters or digits (DNS allows 63 and inner
+ * hyphens), and a name of at most 4 of them, well under the 253 bytes a host name may
+ * have: small enough for the pattern's DFA. */
+#define LABEL "[a-z][a-z0-9]{0,15}"
+#define HOST LABEL "(?:\\." LABEL "){0,3}"
 
-/* Each format as a pattern of the values every validator accepts: dates of years 1000-9999
- * and no February 29th, no leap seconds. */
+/* Each format as a pattern of values every validator accepts, a safe subset of each: dates
+ * of years 1000-9999 and no February 29th, no leap seconds; lower-case host names, e-mail
+ * addresses and IPv6 addresses; uri as an http or https URL with a host, an optional port,
+ * path and query of unreserved characters (no percent escapes, no fragment). */
 static const struct {
     const char *name, *pattern;
 } formats[] = {
@@ -27,6 +35,11 @@ static const struct {
     {"date-time", DATE "T" TIME},
     {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
     {"ipv4", "(?:" OCTET "\\.){3}" OCTET},
+    {"ipv6", "(?:" HEX4 ":){7}" HEX4 "|(?:" HEX4 ":){1,6}:" HEX4 "|::(?:" HEX4 ")?"},
+    {"hostname", HOST},
+    {"email", "[a-z0-9]{1,16}(?:[._+-][a-z0-9]{1,16})?@" LABEL "(?:\\." LABEL "){1,2}"},
+    {"uri", "https?://" HOST "(?::[1-9][0-9]{0,3})?(?:/[A-Za-z0-9._~-]{1,16}){0,3}/?"
+            "(?:\\?[A-Za-z0-9._~=&-]{1,16})?"},
 };
 
 const char *schema__format_pattern(const char *format)
@@ -79,7 +92,7 @@ static int string_node(comp *c, const cJSON *sch)
     const char *regex = pat ? pat->valuestring : NULL;
     if (fmt && !(regex = schema__format_pattern(fmt->valuestring)))
         return comp_fail(c, TS_ERR_UNSUPPORTED, "format", "format '%.40s' is not supported "
-                    "(supported: date, time, date-time, uuid, ipv4)", fmt->valuestring);
+                    "(supported: date, time, date-time, uuid, ipv4, ipv6, hostname, email, uri)", fmt->valuestring);
     int n = comp_node(c, SCH_STRING, min <= max ? 0 : SCH_NEED_NEVER);
     if (n < 0)
         return -1;
