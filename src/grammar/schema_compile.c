@@ -111,17 +111,22 @@ static int ref_node(comp *c, const cJSON *sch, const cJSON *ref)
     return t < 0 ? -1 : n;
 }
 
-/* anyOf, oneOf, or allOf of one schema: a union of its alternatives. */
+/* anyOf, oneOf, or allOf of one schema: a union of its alternatives; allOf of several:
+ * the schema they merge into (schema_merge.c). */
 static int union_node(comp *c, const cJSON *sch, const char *keyword, const cJSON *alts)
 {
     int n_alts = cJSON_IsArray(alts) ? cJSON_GetArraySize(alts) : 0;
     if (n_alts == 0)
         return comp_fail(c, TS_ERR_INVALID_ARG, keyword, "'%s' must be a non-empty array",
                          keyword);
-    if (!strcmp(keyword, "allOf") && n_alts > 1)
-        return comp_fail(c, TS_ERR_UNSUPPORTED, keyword, "'allOf' of more than one schema is "
-                         "not supported");
     int n = comp_memo_add(c, sch, comp_node(c, SCH_UNION, 0));
+    if (n >= 0 && !strcmp(keyword, "allOf") && n_alts > 1) { /* one schema of them all */
+        const cJSON *merged = comp_merge_all_of(c, alts);
+        int t = merged ? comp_schema(c, merged) : -1;
+        if (t >= 0 && !sb_union_add(&c->b, n, &t, 1, false, c->path))
+            return comp_nomem(c);
+        return t < 0 ? -1 : n;
+    }
     int *ids = n < 0 ? NULL : malloc((size_t)n_alts * sizeof *ids);
     if (n >= 0 && !ids)
         n = comp_nomem(c);
@@ -325,7 +330,8 @@ ts_status ts_schema_compile(const char *json, size_t len, ts_schema **out, char 
     ts_schema *s = calloc(1, sizeof *s);
     c.b.s = s;
     c.consts = cJSON_CreateArray();
-    if (!s || !c.consts || !cJSON_AddItemToArray(c.consts, cJSON_CreateNull()) ||
+    c.owned = cJSON_CreateArray();
+    if (!s || !c.consts || !c.owned || !cJSON_AddItemToArray(c.consts, cJSON_CreateNull()) ||
         !cJSON_AddItemToArray(c.consts, cJSON_CreateTrue()) ||
         !cJSON_AddItemToArray(c.consts, cJSON_CreateFalse()) ||
         cJSON_GetArraySize(c.consts) != 3)
@@ -353,6 +359,7 @@ ts_status ts_schema_compile(const char *json, size_t len, ts_schema **out, char 
     free(c.memo_key);
     free(c.memo_node);
     cJSON_Delete(c.consts);
+    cJSON_Delete(c.owned);
     cJSON_Delete(c.doc);
     return st;
 }
