@@ -326,9 +326,21 @@ static bool check_typed(val *v, const cJSON *sch, const cJSON *x, int depth)
         if ((k = cJSON_GetObjectItem(sch, "maxItems")) && n > (int)k->valuedouble)
             return no(v, "maxItems", x);
         const cJSON *items = cJSON_GetObjectItem(sch, "items"), *e;
-        cJSON_ArrayForEach(e, x)
-            if (items && !check(v, items, e, depth + 1))
+        const cJSON *prefix = cJSON_GetObjectItem(sch, "prefixItems");
+        if (cJSON_IsArray(items)) /* the older spelling of prefixItems */
+            prefix = items, items = NULL;
+        int i = 0, n_prefix = prefix ? cJSON_GetArraySize(prefix) : 0;
+        cJSON_ArrayForEach(e, x) {
+            const cJSON *under = i < n_prefix ? cJSON_GetArrayItem(prefix, i) : items;
+            i++;
+            if (under && !check(v, under, e, depth + 1))
                 return false;
+        }
+        if ((k = cJSON_GetObjectItem(sch, "uniqueItems")) && cJSON_IsTrue(k))
+            for (const cJSON *a = x->child; a; a = a->next)
+                for (const cJSON *b = a->next; b; b = b->next)
+                    if (cJSON_Compare(a, b, true))
+                        return no(v, "uniqueItems", x);
     }
     if (cJSON_IsObject(x) && !check_object(v, sch, x, depth))
         return false;

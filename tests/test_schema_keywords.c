@@ -138,11 +138,34 @@ static void test_all_of(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+static void test_prefix_items(void **state)
+{
+    (void)state;
+    static const doc_case cases[] = {
+        /* Pydantic's Tuple[int, str] */
+        {"{\"type\": \"array\", \"prefixItems\": [{\"type\": \"integer\"}, {\"type\": "
+         "\"string\"}], \"minItems\": 2, \"maxItems\": 2}",
+         {"[1,\"a\"]", "[ -3, \"\" ]", NULL},
+         {"[1]", "[\"a\",1]", "[1,\"a\",2]", "[]", NULL}},
+        /* Tuple[int, ...]-like: a prefix, then items */
+        {"{\"type\": \"array\", \"prefixItems\": [{\"const\": \"head\"}], \"items\": "
+         "{\"type\": \"boolean\"}}",
+         {"[]", "[\"head\"]", "[\"head\",true,false]", NULL},
+         {"[true]", "[\"head\",\"head\"]", NULL}},
+        /* the draft 7 spelling: items as an array, then anything */
+        {"{\"type\": \"array\", \"items\": [{\"type\": \"null\"}], \"minItems\": 1}",
+         {"[null]", "[null,1,\"x\"]", NULL},
+         {"[]", "[1]", NULL}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_all_of),
+        cmocka_unit_test(test_prefix_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,11 @@ typedef struct sch_node {
     uint16_t need; /* open containers an instance needs at least, SCH_NEED_NEVER: none */
     union {
         struct { uint32_t first; uint16_t n; } obj;          /* props[first .. first+n) */
-        struct { uint16_t items; uint32_t min, max; } arr;   /* max UINT32_MAX: unbounded */
+        struct { uint16_t items; uint32_t min, max;          /* max UINT32_MAX: unbounded */
+                 uint32_t prefix; uint16_t n_prefix;          /* item i < n_prefix is under
+                                                               * targets[prefix + i], the
+                                                               * rest under items */
+                 uint8_t unique; } arr;                       /* uniqueItems */
         struct { uint32_t min, max; int32_t dfa; } str;      /* dfa -1: no pattern */
         struct { int64_t lo, hi; uint8_t frac, int_digits; } num; /* value * 10^frac in
                                                                * [lo, hi]; frac 0: integer */
@@ -90,7 +94,8 @@ struct ts_schema {
     int n_nodes, cap_nodes;
     sch_prop *props;   /* (n_props) */
     int n_props, cap_props;
-    uint16_t *targets; /* (n_targets) the non-union nodes of each union, flattened */
+    uint16_t *targets; /* (n_targets) the non-union nodes of each union, flattened, and
+                        * the prefixItems of arrays */
     int n_targets, cap_targets;
     sch_lit *lits;     /* (n_lits) */
     int n_lits, cap_lits;
@@ -108,6 +113,12 @@ struct ts_schema {
 ts_status schema__regex_compile(const char *pattern, size_t len, uint32_t min_len,
                                 uint32_t max_len, sch_dfa *dfa, char *msg, size_t msg_size);
 void schema__dfa_free(sch_dfa *dfa);
+
+/* The node item i of array node a is under (prefixItems, then items). */
+static inline int schema__item_node(const ts_schema *s, const sch_node *a, uint32_t i)
+{
+    return i < a->u.arr.n_prefix ? s->targets[a->u.arr.prefix + i] : a->u.arr.items;
+}
 
 /* The state after code point cp from state s, -1 for none. */
 int schema__dfa_next(const sch_dfa *d, int s, uint32_t cp);

@@ -35,6 +35,7 @@ static const struct keyword {
     {"oneOf", KW_ONE_OF}, {"allOf", KW_ALL_OF}, {"$ref", KW_REF},
     {"properties", KW_OBJECT}, {"required", KW_OBJECT}, {"additionalProperties", KW_OBJECT},
     {"items", KW_ARRAY}, {"minItems", KW_ARRAY}, {"maxItems", KW_ARRAY},
+    {"prefixItems", KW_ARRAY},
     {"minLength", KW_STRING}, {"maxLength", KW_STRING}, {"pattern", KW_STRING},
     {"format", KW_STRING},
     {"minimum", KW_NUMBER}, {"maximum", KW_NUMBER}, {"exclusiveMinimum", KW_NUMBER},

@@ -95,8 +95,12 @@ static uint16_t need_of(const ts_schema *s, const sch_node *n)
         }
         return most >= SCH_NEED_NEVER ? SCH_NEED_NEVER : (uint16_t)(most + 1);
     }
-    case SCH_ARRAY: {
-        int k = n->u.arr.min > 0 ? s->nodes[n->u.arr.items].need : 0;
+    case SCH_ARRAY: { /* the first min items are written */
+        int k = 0;
+        for (uint32_t i = 0; i < n->u.arr.min && i <= n->u.arr.n_prefix; i++) {
+            int ki = s->nodes[schema__item_node(s, n, i)].need;
+            k = ki > k ? ki : k;
+        }
         return k >= SCH_NEED_NEVER ? SCH_NEED_NEVER : (uint16_t)(k + 1);
     }
     case SCH_UNION: {

@@ -394,7 +394,8 @@ static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
         return;
     }
     p->ws = 0;
-    bool more = f->count < a->u.arr.max && fits(s, p, a->u.arr.items);
+    int item = schema__item_node(s, a, f->count);
+    bool more = f->count < a->u.arr.max && fits(s, p, item);
     if (c == ']') {
         if (f->count >= a->u.arr.min) {
             pop_frame(p);
@@ -409,12 +410,12 @@ static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     if (f->count < UINT16_MAX)
         f->count++;
     if (!first) {
-        expand(s, p, a->u.arr.items, to);
+        expand(s, p, item, to);
         return;
     }
     sch_state starts; /* the first item's first byte is this one */
     starts.n = 0;
-    expand(s, p, a->u.arr.items, &starts);
+    expand(s, p, item, &starts);
     for (int i = 0; i < starts.n; i++)
         step_path(s, &starts.path[i], c, to);
 }

@@ -139,6 +139,41 @@ static int number_node(comp *c, const cJSON *sch, bool integer)
     return n;
 }
 
+/* Compiles the schemas of prefix (an array, or NULL) and records them as the prefix of
+ * array node n, in one run of ts_schema.targets. */
+static bool prefix_nodes(comp *c, int n, const cJSON *prefix, const char *word)
+{
+    int count = prefix ? cJSON_GetArraySize(prefix) : 0, k = 0;
+    if (count > SCH_MAX_PROPS)
+        return comp_fail(c, TS_ERR_TOO_LONG, word, "'%s' of over %d schemas", word,
+                         SCH_MAX_PROPS), false;
+    int ids[SCH_MAX_PROPS + 1];
+    const cJSON *p;
+    cJSON_ArrayForEach(p, prefix) {
+        size_t at = comp_push(c, ".%s[%d]", word, k);
+        ids[k] = comp_schema(c, p);
+        comp_pop(c, at);
+        if (ids[k++] < 0)
+            return false;
+    }
+    ts_schema *s = c->b.s;
+    if (s->n_targets + count > s->cap_targets) {
+        int cap = s->cap_targets ? s->cap_targets : 64;
+        while (cap < s->n_targets + count)
+            cap *= 2;
+        uint16_t *g = realloc(s->targets, (size_t)cap * sizeof *g);
+        if (!g)
+            return comp_nomem(c), false;
+        s->targets = g;
+        s->cap_targets = cap;
+    }
+    s->nodes[n].u.arr.prefix = (uint32_t)s->n_targets;
+    s->nodes[n].u.arr.n_prefix = (uint16_t)count;
+    for (int i = 0; i < count; i++)
+        s->targets[s->n_targets++] = (uint16_t)ids[i];
+    return true;
+}
+
 static int array_node(comp *c, const cJSON *sch, const cJSON *memo_for)
 {
     uint32_t min = 0, max = UINT32_MAX;
@@ -150,11 +185,21 @@ static int array_node(comp *c, const cJSON *sch, const cJSON *memo_for)
         max = UINT16_MAX; /* items are counted in 16 bits: never more than that many */
     int n = comp_memo_add(c, memo_for, comp_node(c, SCH_ARRAY, 0));
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(sch, "items");
+    const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(sch, "prefixItems");
     if (n < 0)
         return -1;
-    if (cJSON_IsArray(items))
-        return comp_fail(c, TS_ERR_UNSUPPORTED, "items", "'items' as an array (tuples) is not "
-                    "supported");
+    const char *prefix_word = prefix ? "prefixItems" : "items";
+    if (cJSON_IsArray(items)) { /* draft 4-7 tuples: items as an array, the rest any */
+        if (prefix)
+            return comp_fail(c, TS_ERR_INVALID_ARG, "items", "'items' as an array beside "
+                             "'prefixItems'");
+        prefix = items;
+        items = NULL;
+    }
+    if (prefix && !cJSON_IsArray(prefix))
+        return comp_fail(c, TS_ERR_INVALID_ARG, "prefixItems", "'prefixItems' must be an array");
+    if (!prefix_nodes(c, n, prefix, prefix_word))
+        return -1;
     size_t at = comp_push(c, ".items");
     int it = items ? comp_schema(c, items) : comp_any(c);
     comp_pop(c, at);
