@@ -287,7 +287,15 @@ static bool check_object(val *v, const cJSON *sch, const cJSON *x, int depth)
             return false;
         if (!ps && cJSON_IsFalse(add))
             return no(v, "an additional property", x);
+        if (!ps && add && !check(v, add, m, depth + 1))
+            return false;
     }
+    const cJSON *k;
+    int n = cJSON_GetArraySize(x);
+    if ((k = cJSON_GetObjectItem(sch, "minProperties")) && n < (int)k->valuedouble)
+        return no(v, "minProperties", x);
+    if ((k = cJSON_GetObjectItem(sch, "maxProperties")) && n > (int)k->valuedouble)
+        return no(v, "maxProperties", x);
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(sch, "required"))
         if (!cJSON_GetObjectItemCaseSensitive(x, r->valuestring))
             return no(v, "a required property is missing", x);
@@ -375,6 +383,13 @@ static bool check(val *v, const cJSON *sch, const cJSON *x, int depth)
             if (!check(v, e, x, depth + 1))
                 return false;
         return true;
+    }
+    if ((k = cJSON_GetObjectItem(sch, "not"))) {
+        char keep[300];
+        snprintf(keep, sizeof keep, "%s", v->why);
+        if (check(v, k, x, depth + 1))
+            return no(v, "not", x);
+        snprintf(v->why, v->why_size, "%s", keep);
     }
     if ((k = cJSON_GetObjectItem(sch, "const")) && !cJSON_Compare(k, x, true))
         return no(v, "const", x);

@@ -160,12 +160,96 @@ static void test_prefix_items(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+static void test_additional_properties(void **state)
+{
+    (void)state;
+    static const doc_case cases[] = {
+        /* Pydantic's Dict[str, int] */
+        {"{\"type\": \"object\", \"additionalProperties\": {\"type\": \"integer\"}}",
+         {"{}", "{\"a\":1}", "{\"a\":1,\"b\":2}", "{\"x y\": -4, \"\\/\": 0}", NULL},
+         {"{\"a\":\"x\"}", "{\"a\":1,\"a\":2}", "{\"a\":1,\"\\/\":2,\"/\":3}", NULL}},
+        /* declared properties first, then keys under the schema; a declared name is not
+         * a free key */
+        {"{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"integer\"}}, \"required\": "
+         "[\"id\"], \"additionalProperties\": {\"type\": \"string\"}}",
+         {"{\"id\":1}", "{\"id\":1,\"k\":\"v\"}", NULL},
+         {"{\"k\":\"v\"}", "{\"id\":1,\"k\":2}", "{\"id\":1,\"id\":\"v\"}", NULL}},
+        /* minProperties and maxProperties over a map */
+        {"{\"type\": \"object\", \"additionalProperties\": {\"type\": \"boolean\"}, "
+         "\"minProperties\": 1, \"maxProperties\": 2}",
+         {"{\"a\":true}", "{\"a\":true,\"b\":false}", NULL},
+         {"{}", "{\"a\":true,\"b\":false,\"c\":true}", NULL}},
+        /* minProperties over declared optional properties */
+        {"{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"null\"}, \"b\": {\"type\": "
+         "\"null\"}, \"c\": {\"type\": \"null\"}}, \"additionalProperties\": false, "
+         "\"minProperties\": 2, \"maxProperties\": 2}",
+         {"{\"a\":null,\"b\":null}", "{\"a\":null,\"c\":null}", "{\"b\":null,\"c\":null}", NULL},
+         {"{\"a\":null}", "{\"a\":null,\"b\":null,\"c\":null}", "{}", NULL}},
+        /* minProperties without properties: keys with any value */
+        {"{\"type\": \"object\", \"minProperties\": 1}",
+         {"{\"k\":[1,{\"x\":null}]}", NULL},
+         {"{}", NULL}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_unique_items(void **state)
+{
+    (void)state;
+    static const doc_case cases[] = {
+        /* Set[str]: one spelling or another of the same string is a repeat */
+        {"{\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"uniqueItems\": true}",
+         {"[]", "[\"a\",\"b\"]", "[\"a\",\"ab\",\"b\"]", NULL},
+         {"[\"a\",\"a\"]", "[\"/\",\"\\/\"]", "[\"x\",\"y\",\"x\"]", NULL}},
+        /* Set[float]: equal values however written */
+        {"{\"type\": \"array\", \"items\": {\"type\": \"number\"}, \"uniqueItems\": true}",
+         {"[1,2,1.5]", "[0.5,5]", NULL},
+         {"[1,1.0]", "[2.50,2.5]", "[3,3]", NULL}},
+        /* a small enum: exactly its subsets */
+        {"{\"type\": \"array\", \"items\": {\"enum\": [\"red\", \"green\", 1, 12]}, "
+         "\"uniqueItems\": true, \"minItems\": 2}",
+         {"[\"red\",\"green\"]", "[1,12,\"red\",\"green\"]", "[12,1]", NULL},
+         {"[\"red\",\"red\"]", "[1,1]", "[12,12]", "[1]", NULL}},
+        /* Set[bool] */
+        {"{\"type\": \"array\", \"items\": {\"type\": \"boolean\"}, \"uniqueItems\": true}",
+         {"[true,false]", "[false]", NULL},
+         {"[true,true]", "[true,false,true]", NULL}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+static void test_not(void **state)
+{
+    (void)state;
+    static const doc_case cases[] = {
+        {"{\"type\": \"string\", \"not\": {\"enum\": [\"\", \"none\"]}}",
+         {"\"a\"", "\"non\"", "\"nonex\"", NULL},
+         {"\"\"", "\"none\"", "\"n\\u006fne\"", NULL}},
+        {"{\"type\": \"integer\", \"minimum\": 0, \"maximum\": 3, \"not\": {\"const\": 2}}",
+         {"0", "1", "3", NULL},
+         {"2", "4", NULL}},
+        {"{\"type\": \"number\", \"not\": {\"enum\": [0, 1.5]}}",
+         {"0.5", "1.25", "-1", "2", NULL},
+         {"0", "1.5", "1.50", NULL}},
+        {"{\"enum\": [\"a\", \"b\", \"c\"], \"not\": {\"const\": \"b\"}}",
+         {"\"a\"", "\"c\"", NULL},
+         {"\"b\"", NULL}},
+        {"{\"type\": [\"boolean\", \"string\"], \"maxLength\": 1, \"not\": {\"enum\": [false, \"x\"]}}",
+         {"true", "\"y\"", NULL},
+         {"false", "\"x\"", NULL}},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_all_of),
         cmocka_unit_test(test_prefix_items),
+        cmocka_unit_test(test_additional_properties),
+        cmocka_unit_test(test_unique_items),
+        cmocka_unit_test(test_not),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

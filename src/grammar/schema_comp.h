@@ -17,6 +17,8 @@ typedef struct comp {
     int *memo_node;
     int n_memo, cap_memo;
     int any;                /* the shared any-value node, -1 until made */
+    const cJSON *excl;      /* the values `not` excludes from the type being made (an
+                             * array), NULL: none; read only by comp_typed's own nodes */
     int depth;              /* schema objects being walked, one inside the other */
     char path[TS_SCHEMA_PATH_LEN]; /* where the walk is: "properties.a.items" */
     ts_status st;           /* the first failure */

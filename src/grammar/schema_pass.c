@@ -93,6 +93,9 @@ static uint16_t need_of(const ts_schema *s, const sch_node *n)
             if (pr->required && k > most)
                 most = k;
         }
+        if (n->u.obj.extra != SCH_NO_NODE && n->u.obj.min > 0 &&
+            s->nodes[n->u.obj.extra].need > most) /* extra keys may be what min needs */
+            most = s->nodes[n->u.obj.extra].need;
         return most >= SCH_NEED_NEVER ? SCH_NEED_NEVER : (uint16_t)(most + 1);
     }
     case SCH_ARRAY: { /* the first min items are written */

@@ -8,6 +8,8 @@
 
 #include "grammar/schema.h"
 
+#define SCH_CP_LIMIT 0x10FFFFu
+
 typedef enum frame_phase {
     F_OBJ_FIRST, /* after '{': a name or '}' */
     F_OBJ_NEXT,  /* after ',': a name */
@@ -15,7 +17,10 @@ typedef enum frame_phase {
     F_OBJ_COLON, /* after a name: ':' */
     F_AFTER,     /* after a value: ',' or the closer */
     F_ARR_FIRST, /* after '[': a value or ']' */
+    F_OBJ_FREE,  /* inside a key under additionalProperties (read as the path's leaf) */
 } frame_phase;
+
+enum { KEY_FREE = 0xFFFF }; /* sch_frame.key of a key under additionalProperties */
 
 /* What a value being read did with a byte. */
 typedef enum leaf_result {
@@ -87,6 +92,24 @@ static bool str_room(const ts_schema *s, const sch_leaf *l, uint32_t lo, uint32_
                            n->u.str.max);
 }
 
+/* h continued with the UTF-8 bytes of cp. */
+static uint32_t hash_cp(uint32_t h, uint32_t cp)
+{
+    uint8_t b[4];
+    size_t n;
+    if (cp < 0x80)
+        b[0] = (uint8_t)cp, n = 1;
+    else if (cp < 0x800)
+        b[0] = (uint8_t)(0xC0 | cp >> 6), b[1] = (uint8_t)(0x80 | (cp & 0x3F)), n = 2;
+    else if (cp < 0x10000)
+        b[0] = (uint8_t)(0xE0 | cp >> 12), b[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F)),
+        b[2] = (uint8_t)(0x80 | (cp & 0x3F)), n = 3;
+    else
+        b[0] = (uint8_t)(0xF0 | cp >> 18), b[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F)),
+        b[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F)), b[3] = (uint8_t)(0x80 | (cp & 0x3F)), n = 4;
+    return schema__hash_bytes(h, b, n);
+}
+
 /* Reads code point cp into string leaf l. */
 static bool str_char(const ts_schema *s, sch_leaf *l, uint32_t cp)
 {
@@ -102,6 +125,7 @@ static bool str_char(const ts_schema *s, sch_leaf *l, uint32_t cp)
         return false;
     }
     l->u.str.count = count;
+    l->u.str.hash = hash_cp(l->u.str.hash, cp);
     return true;
 }
 
@@ -208,7 +232,7 @@ static bool push_frame(sch_path *p, int node, frame_phase phase)
 {
     if (p->depth == SCH_MAX_DEPTH) /* fits() keeps this from happening */
         return false;
-    p->frame[p->depth++] = (sch_frame){(uint16_t)node, 0, 0, 0, (uint8_t)phase};
+    p->frame[p->depth++] = (sch_frame){(uint16_t)node, 0, 0, 0, (uint8_t)phase, 0, p->n_mem, 0};
     set_leaf(p, LEAF_NONE, 0);
     return true;
 }
@@ -228,6 +252,7 @@ static leaf_result start_byte(const ts_schema *s, sch_path *p, uint8_t c)
         if (c != '"')
             return R_REJECT;
         set_leaf(p, LEAF_STRING, node);
+        p->leaf.u.str.hash = SCH_HASH_STRING;
         return R_MORE;
     case SCH_NUMBER: return schema__num_start(n, &p->leaf, c) ? R_MORE : R_REJECT;
     case SCH_LITERAL:
@@ -263,7 +288,15 @@ static bool candidate(const ts_schema *s, const sch_path *p, const sch_node *o, 
         if (prop(s, o, j)->required)
             return false;
     const sch_prop *pr = prop(s, o, k);
-    return pr->required || fits(s, p, pr->node);
+    if (!pr->required && !fits(s, p, pr->node))
+        return false;
+    /* minProperties and maxProperties stay within reach with k written next */
+    uint32_t written = p->frame[p->depth - 1].written + 1u, required_after = 0;
+    for (int j = k + 1; j < o->u.obj.n; j++)
+        required_after += prop(s, o, j)->required;
+    uint32_t most = written + (uint32_t)(o->u.obj.n - k - 1) +
+                    (o->u.obj.extra != SCH_NO_NODE ? SCH_MAX_FREE : 0);
+    return written + required_after <= o->u.obj.max && most >= o->u.obj.min;
 }
 
 static bool required_left(const ts_schema *s, const sch_node *o, int i)
@@ -274,6 +307,15 @@ static bool required_left(const ts_schema *s, const sch_node *o, int i)
     return false;
 }
 
+/* Whether a key under additionalProperties may come next in the top object. */
+static bool free_key_ok(const ts_schema *s, const sch_path *p, const sch_node *o)
+{
+    const sch_frame *f = &p->frame[p->depth - 1];
+    return o->u.obj.extra != SCH_NO_NODE && !required_left(s, o, f->count) &&
+           f->written < o->u.obj.max && p->n_mem - f->mem < SCH_MAX_FREE &&
+           p->n_mem < SCH_MAX_MEM && fits(s, p, o->u.obj.extra);
+}
+
 static int first_candidate(const ts_schema *s, const sch_path *p, const sch_node *o, int i)
 {
     for (int k = i; k < o->u.obj.n; k++)
@@ -282,10 +324,14 @@ static int first_candidate(const ts_schema *s, const sch_path *p, const sch_node
     return -1;
 }
 
-/* Closes the top container: its value is complete. */
+/* Closes the top container: its value is complete, and the values it remembered are
+ * forgotten. */
 static void pop_frame(sch_path *p)
 {
-    p->frame[--p->depth] = (sch_frame){0};
+    sch_frame *f = &p->frame[--p->depth];
+    memset(&p->mem[f->mem], 0, (size_t)(p->n_mem - f->mem) * sizeof p->mem[0]);
+    p->n_mem = f->mem;
+    *f = (sch_frame){0};
 }
 
 /* A byte of a property name: the first candidate (from the one being read) whose name
@@ -326,12 +372,19 @@ static void obj_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     }
     p->ws = 0;
     bool can_close = f->phase != F_OBJ_NEXT && f->phase != F_OBJ_COLON &&
-                     !required_left(s, o, f->count);
+                     !required_left(s, o, f->count) && f->written >= o->u.obj.min;
     if (c == '}' && can_close) {
         pop_frame(p);
         emit(to, p);
     } else if (c == '"' && (f->phase == F_OBJ_FIRST || f->phase == F_OBJ_NEXT)) {
         int k = first_candidate(s, p, o, f->count);
+        if (free_key_ok(s, p, o)) { /* a key beyond properties, read as a string */
+            sch_path q = *p;
+            q.frame[q.depth - 1].phase = F_OBJ_FREE;
+            set_leaf(&q, LEAF_STRING, o->u.obj.key);
+            q.leaf.u.str.hash = SCH_HASH_STRING;
+            emit(to, &q);
+        }
         if (k < 0)
             return;
         f->phase = F_OBJ_KEY;
@@ -341,16 +394,132 @@ static void obj_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     } else if (c == ':' && f->phase == F_OBJ_COLON) {
         int k = f->key;
         f->phase = F_AFTER;
-        f->count = (uint16_t)(k + 1);
+        f->count = k == KEY_FREE ? o->u.obj.n : (uint16_t)(k + 1);
         f->key = 0;
-        expand(s, p, prop(s, o, k)->node, to);
-    } else if (c == ',' && f->phase == F_AFTER && first_candidate(s, p, o, f->count) >= 0) {
+        if (f->written < UINT16_MAX)
+            f->written++;
+        expand(s, p, k == KEY_FREE ? o->u.obj.extra : prop(s, o, k)->node, to);
+    } else if (c == ',' && f->phase == F_AFTER && (first_candidate(s, p, o, f->count) >= 0 ||
+                                                   free_key_ok(s, p, o))) {
         f->phase = F_OBJ_NEXT;
         emit(to, p);
     }
 }
 
 static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to);
+
+/* ---- values told apart by hash: not, uniqueItems, keys beyond properties */
+
+/* The hash of the complete value in leaf l (a string, number or literal). */
+static uint32_t leaf_hash(const ts_schema *s, const sch_leaf *l)
+{
+    switch ((sch_leaf_kind)l->kind) {
+    case LEAF_STRING: return l->u.str.hash;
+    case LEAF_NUMBER:
+        return schema__number_hash(l->u.num.mag, s->nodes[l->node].u.num.frac, l->u.num.neg);
+    case LEAF_LITERAL: return s->lits[l->u.lit].hash;
+    default: return 0;
+    }
+}
+
+/* Whether the top container remembers values: a uniqueItems array, or an object reading
+ * a key beyond its properties. */
+static bool top_remembers(const ts_schema *s, const sch_path *p)
+{
+    if (p->depth == 0)
+        return false;
+    const sch_frame *f = &p->frame[p->depth - 1];
+    const sch_node *c = &s->nodes[f->node];
+    return (c->kind == SCH_ARRAY && c->u.arr.unique) ||
+           (c->kind == SCH_OBJECT && f->phase == F_OBJ_FREE);
+}
+
+/* Whether the leaf's values are checked by hash at all. */
+static bool leaf_checked(const ts_schema *s, const sch_path *p)
+{
+    const sch_leaf *l = &p->leaf;
+    return (l->kind == LEAF_STRING && s->nodes[l->node].u.str.n_excl > 0) ||
+           ((l->kind == LEAF_STRING || l->kind == LEAF_NUMBER || l->kind == LEAF_LITERAL) &&
+            top_remembers(s, p));
+}
+
+/* Whether a complete value of hash h may stand in p's leaf: not excluded by `not`, not a
+ * repeat where its container remembers, and no declared name as a key beyond them. */
+static bool value_allowed(const ts_schema *s, const sch_path *p, uint32_t h)
+{
+    const sch_leaf *l = &p->leaf;
+    if (l->kind == LEAF_STRING) {
+        const sch_node *n = &s->nodes[l->node];
+        for (uint16_t i = 0; i < n->u.str.n_excl; i++)
+            if (s->hashes[n->u.str.excl + i] == h)
+                return false;
+    }
+    if (!top_remembers(s, p))
+        return true;
+    const sch_frame *f = &p->frame[p->depth - 1];
+    const sch_node *c = &s->nodes[f->node];
+    for (uint16_t i = 0; c->kind == SCH_OBJECT && i < c->u.obj.n; i++)
+        if (prop(s, c, i)->hash == h)
+            return false;
+    for (int i = f->mem; i < p->n_mem; i++)
+        if (p->mem[i] == h)
+            return false;
+    return true;
+}
+
+/* After the value in p's leaf completed with hash h (allowed): its container remembers
+ * it, and a key beyond properties waits for its colon. */
+static void remember(const ts_schema *s, sch_path *p, uint32_t h)
+{
+    if (!top_remembers(s, p))
+        return;
+    sch_frame *f = &p->frame[p->depth - 1];
+    if (p->n_mem < SCH_MAX_MEM) /* the containers check for room before a value starts */
+        p->mem[p->n_mem++] = h;
+    if (s->nodes[f->node].kind == SCH_OBJECT) {
+        f->phase = F_OBJ_COLON;
+        f->key = KEY_FREE;
+    }
+}
+
+/* Whether some literal text at or below trie node k may still complete as an allowed
+ * value. */
+static bool lit_viable(const ts_schema *s, const sch_path *p, int32_t k)
+{
+    if (s->lits[k].terminal && value_allowed(s, p, s->lits[k].hash))
+        return true;
+    for (int32_t j = s->lits[k].child; j >= 0; j = s->lits[j].sibling)
+        if (lit_viable(s, p, j))
+            return true;
+    return false;
+}
+
+/* After the leaf took a byte and goes on: false when it has become a dead end, a value
+ * that may only end here (no longer string or number can follow) but is not allowed. */
+static bool leaf_viable(const ts_schema *s, const sch_path *p)
+{
+    const sch_leaf *l = &p->leaf;
+    const sch_node *n = &s->nodes[l->node];
+    if (l->kind == LEAF_LITERAL)
+        return lit_viable(s, p, (int32_t)l->u.lit);
+    if (l->kind == LEAF_NUMBER) {
+        if (!schema__num_can_end(n, l) || value_allowed(s, p, leaf_hash(s, l)))
+            return true;
+        for (const char *c = "0123456789."; *c; c++) {
+            sch_leaf t = *l;
+            if (schema__num_step(n, &t, (uint8_t)*c))
+                return true;
+        }
+        return false;
+    }
+    if (l->u.str.more || l->u.str.esc || l->u.str.count < n->u.str.min)
+        return true;
+    if (n->u.str.dfa >= 0 && !schema__dfa_feasible(&s->dfas[n->u.str.dfa], l->u.str.dfa,
+                                                   l->u.str.count, l->u.str.count,
+                                                   l->u.str.count))
+        return true; /* cannot end here anyway */
+    return value_allowed(s, p, l->u.str.hash) || str_room(s, l, 0x20, SCH_CP_LIMIT);
+}
 
 /* Feeds c to path p (not modified) and adds what comes of it to to. */
 static void step_path(const ts_schema *s, const sch_path *from, uint8_t c, sch_state *to)
@@ -370,7 +539,18 @@ static void step_path(const ts_schema *s, const sch_path *from, uint8_t c, sch_s
     }
     if (r == R_REJECT)
         return;
-    if (r == R_CLOSED || (r == R_PASS && p.leaf.kind != LEAF_NONE))
+    bool complete = r == R_CLOSED || (r == R_PASS && p.leaf.kind != LEAF_NONE);
+    if (leaf_checked(s, &p)) {
+        if (complete) {
+            uint32_t h = leaf_hash(s, &p.leaf);
+            if (!value_allowed(s, &p, h))
+                return;
+            remember(s, &p, h);
+        } else if (r == R_MORE && !leaf_viable(s, &p)) {
+            return;
+        }
+    }
+    if (complete)
         set_leaf(&p, LEAF_NONE, 0); /* the value is complete: its container is in F_AFTER */
     if (r != R_PASS) {
         emit(to, &p);
@@ -395,7 +575,8 @@ static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     }
     p->ws = 0;
     int item = schema__item_node(s, a, f->count);
-    bool more = f->count < a->u.arr.max && fits(s, p, item);
+    bool more = f->count < a->u.arr.max && fits(s, p, item) &&
+                (!a->u.arr.unique || p->n_mem < SCH_MAX_MEM);
     if (c == ']') {
         if (f->count >= a->u.arr.min) {
             pop_frame(p);
@@ -486,7 +667,8 @@ bool sch_done(const ts_schema *s, const sch_state *st)
 }
 
 /* p with what cannot change its continuations cleared: a string's length where only
- * "enough" and "room for 257 more" matter (no token is longer than 256 bytes). */
+ * "enough" and "room for 257 more" matter (no token is longer than 256 bytes), and its
+ * hash where nothing compares it. */
 static void canonical(const ts_schema *s, sch_path *p)
 {
     sch_leaf *l = &p->leaf;
@@ -494,6 +676,8 @@ static void canonical(const ts_schema *s, sch_path *p)
         json_pda_canonical(&l->u.any);
     } else if (l->kind == LEAF_STRING) {
         const sch_node *n = &s->nodes[l->node];
+        if (!leaf_checked(s, p))
+            l->u.str.hash = 0; /* read, never used */
         uint32_t count = l->u.str.count, min = n->u.str.min, max = n->u.str.max;
         if (n->u.str.dfa < 0) {
             uint32_t need = count < min ? min - count : 0, room = max - count;
