@@ -37,6 +37,12 @@ void sc_init(void);
  * type arrays, and $ref to $defs (a recursive one among them). */
 cJSON *sc_random_schema(uint64_t *rng, int depth);
 
+/* A random object schema as Pydantic and zod write them: models of fields (titled),
+ * Dict[str, X] (additionalProperties, minProperties, maxProperties), Set[X]
+ * (uniqueItems), Tuple (prefixItems), Optional (anyOf with null), formats, not of const
+ * or enum, nested models by $ref, allOf of one $ref, and allOf of two models. */
+cJSON *sc_pydantic_schema(uint64_t *rng, int depth);
+
 /* A random text the automaton of s accepts from its start to its end, choosing each byte
  * among those allowed (biased towards closing); NULL with why set when a state allowed
  * no byte before the end (a dead end) or max_bytes went by. The caller frees the text. */

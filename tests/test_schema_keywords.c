@@ -241,6 +241,55 @@ static void test_not(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Pydantic-style schemas walked at random: no prefix is a dead end and every finished
+ * text is valid. */
+static void test_random_walks(void **state)
+{
+    (void)state;
+    sc_init();
+    uint64_t rng = 0x2545F4914F6CDD1DULL;
+    int texts = 0, unsat = 0;
+    for (int i = 0; i < 150; i++) {
+        cJSON *made = sc_pydantic_schema(&rng, 1 + i % 3);
+        char *json = cJSON_PrintUnformatted(made);
+        cJSON_Delete(made);
+        cJSON *sch = cJSON_Parse(json);
+        ts_schema *s = NULL;
+        ts_error err = {0};
+        char path[TS_SCHEMA_PATH_LEN];
+        ts_status st = ts_schema_compile(json, strlen(json), &s, path, sizeof path, &err);
+        if (st == TS_ERR_INVALID_ARG && strstr(err.msg, "no JSON value")) {
+            unsat++; /* two models of an intersection that disagree on a required field */
+            cJSON_Delete(sch);
+            free(json);
+            continue;
+        }
+        if (st != TS_OK)
+            fail_msg("schema %d: %s (at '%s'): %s", i, err.msg, path, json);
+        for (int w = 0; w < 6; w++) {
+            char why[400];
+            char *text = sc_random_walk(s, &rng, 20000, why, sizeof why);
+            if (!text)
+                fail_msg("schema %d: %s\n%s", i, why, json);
+            cJSON *v = cJSON_Parse(text);
+            if (!v)
+                fail_msg("schema %d: not JSON: %s\n%s", i, text, json);
+            if (!sc_validate(sch, v, why, sizeof why))
+                fail_msg("schema %d: %s\ntext %s\nschema %s", i, why, text, json);
+            cJSON_Delete(v);
+            free(text);
+            texts++;
+        }
+        ts_schema_release(s);
+        cJSON_Delete(sch);
+        free(json);
+    }
+    fprintf(stderr, "%d Pydantic-style schemas walked (%d unsatisfiable), %d texts valid\n",
+            150 - unsat, unsat, texts);
+    assert_true(unsat < 15);
+    assert_int_equal(texts, 6 * (150 - unsat));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -250,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_additional_properties),
         cmocka_unit_test(test_unique_items),
         cmocka_unit_test(test_not),
+        cmocka_unit_test(test_random_walks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
