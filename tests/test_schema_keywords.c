@@ -290,6 +290,88 @@ static void test_random_walks(void **state)
     assert_int_equal(texts, 6 * (150 - unsat));
 }
 
+/* Completion i of res under s: when it stopped, JSON the validator accepts; when cut by
+ * max_tokens, a prefix the automaton takes. Returns whether it stopped. */
+static bool check_answer(const ts_schema *s, const cJSON *schema, const eu_result *res, int i)
+{
+    const char *text = res->text[i];
+    if (res->error)
+        fail_msg("request failed: %s", res->error_message);
+    sch_state *st = malloc(sizeof *st), *next = malloc(sizeof *next);
+    assert_non_null(st);
+    assert_non_null(next);
+    sch_init(st, s);
+    for (const char *c = text; *c; c++) {
+        if (!sch_step(s, st, (uint8_t)*c, next))
+            fail_msg("byte %d of '%s' is outside the automaton", (int)(c - text), text);
+        memcpy(st, next, sch_state_size(next));
+    }
+    bool can_end = sch_can_end(s, st);
+    free(st);
+    free(next);
+    if (res->finish[i] != TS_FINISH_STOP) {
+        assert_int_equal(res->finish[i], TS_FINISH_LENGTH);
+        return false;
+    }
+    assert_true(can_end);
+    cJSON *v = cJSON_Parse(text);
+    if (!v)
+        fail_msg("stopped but not JSON: '%s'", text);
+    char why[300];
+    if (!sc_validate(schema, v, why, sizeof why)) {
+        char *js = cJSON_PrintUnformatted(schema);
+        fail_msg("%s\ntext %s\nschema %s", why, text, js);
+    }
+    cJSON_Delete(v);
+    return true;
+}
+
+/* Pydantic-style schemas constrain stories260K: 3 seeds x 2 temperatures each, sampled
+ * side by side, every answer validated. */
+static void test_engine_pydantic(void **state)
+{
+    (void)state;
+    sc_init();
+    ts_engine *e = eu_start(eu_model, NULL);
+    static const float temps[] = {0.6f, 1.4f};
+    static const uint64_t seeds[] = {1, 7, 42};
+    uint64_t rng = 0x8CB92BA72F3D8DD7ULL;
+    int runs = 0, stops = 0;
+    for (int i = 0; i < 12; i++) {
+        cJSON *made = sc_pydantic_schema(&rng, 1 + i % 2);
+        char *json = cJSON_PrintUnformatted(made);
+        cJSON_Delete(made);
+        cJSON *sch = cJSON_Parse(json);
+        ts_schema *s = compile_ok(json);
+        int n_ids = 0;
+        int32_t *ids = eu_tokenize(eu_model, "Once upon a time", &n_ids);
+        ts_request *r[6];
+        for (int k = 0; k < 6; k++) {
+            ts_request_params p = eu_seeded(ids, n_ids, 200, temps[k % 2], seeds[k / 2]);
+            p.constraint = TS_CONSTRAINT_JSON_SCHEMA;
+            p.schema = s;
+            r[k] = eu_submit_params(e, &p);
+        }
+        for (int k = 0; k < 6; k++) {
+            eu_result res;
+            eu_collect(r[k], &res);
+            stops += check_answer(s, sch, &res, 0);
+            runs++;
+            eu_result_free(&res);
+            ts_request_release(r[k]);
+        }
+        free(ids);
+        ts_schema_release(s);
+        cJSON_Delete(sch);
+        free(json);
+    }
+    fprintf(stderr, "%d of %d Pydantic-style answers ended within 200 tokens, all valid\n",
+            stops, runs);
+    assert_int_equal(runs, 72);
+    assert_true(stops >= runs / 3);
+    ts_engine_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_unique_items),
         cmocka_unit_test(test_not),
         cmocka_unit_test(test_random_walks),
+        cmocka_unit_test(test_engine_pydantic),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, eu_setup_stories, eu_teardown_stories);
 }
