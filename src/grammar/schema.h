@@ -27,11 +27,11 @@ enum {
     SCH_MAX_KEY = 250,       /* bytes of a property name as JSON text, quotes included */
     SCH_NUM_FRAC = 6,        /* fraction digits a number may have */
     SCH_NEED_NEVER = 0xFFFF, /* sch_node.need of a schema no value satisfies */
-    SCH_MAX_MEM = 24,        /* values remembered by one path: the keys written under
+    SCH_MAX_MEM = 16,        /* values remembered by one path: the keys written under
                               * additionalProperties and the items of uniqueItems arrays
                               * in its open containers */
     SCH_MAX_FREE = 8,        /* keys one object writes under additionalProperties */
-    SCH_MAX_UNIQUE = 16,     /* items of one uniqueItems array */
+    SCH_MAX_UNIQUE = 12,     /* items of one uniqueItems array */
     SCH_NO_NODE = 0xFFFF,    /* sch_node.u.obj.extra of an object without extra keys */
 };
 
@@ -198,7 +198,7 @@ typedef enum sch_leaf_kind {
 
 typedef struct sch_leaf {
     uint8_t kind;  /* sch_leaf_kind */
-    uint8_t pad;
+    uint8_t hashed; /* a string whose hash is kept (something compares it) */
     uint16_t node;
     union {
         struct {
@@ -230,8 +230,6 @@ typedef struct sch_frame {
     uint8_t pos;    /* object: bytes of that name read */
     uint8_t phase;  /* schema_run.c's frame_phase */
     uint16_t written; /* object: properties written (saturating) */
-    uint8_t mem;    /* the first of sch_path.mem this container's values use */
-    uint8_t pad;
 } sch_frame;
 
 typedef struct sch_path {
@@ -242,9 +240,10 @@ typedef struct sch_path {
     uint8_t pad;
     sch_leaf leaf;
     sch_frame frame[SCH_MAX_DEPTH]; /* (depth) bottom first; the rest zeroed */
-    uint32_t mem[SCH_MAX_MEM]; /* (n_mem) hashes of the keys and unique items written in
-                                * the open containers, each container's from its
-                                * frame.mem on; the rest zeroed */
+    uint32_t mem[SCH_MAX_MEM]; /* (n_mem) the keys and unique items written in the open
+                                * containers: the container's depth (1 for the bottom
+                                * frame) in the top 8 bits, the value's hash in the low
+                                * 24; the rest zeroed */
 } sch_path;
 
 /* The whole state: a plain value. Only offsetof(path) + n * sizeof(sch_path) bytes are

@@ -125,12 +125,15 @@ static bool str_char(const ts_schema *s, sch_leaf *l, uint32_t cp)
         return false;
     }
     l->u.str.count = count;
-    l->u.str.hash = hash_cp(l->u.str.hash, cp);
+    if (l->hashed)
+        l->u.str.hash = hash_cp(l->u.str.hash, cp);
     return true;
 }
 
 static const char escapes[] = "\"\\/bfnrt";
 static const char unescaped[] = "\"\\/\b\f\n\r\t";
+
+static bool leaf_checked(const ts_schema *s, const sch_path *p);
 
 static leaf_result str_byte(const ts_schema *s, sch_leaf *l, uint8_t c)
 {
@@ -232,7 +235,7 @@ static bool push_frame(sch_path *p, int node, frame_phase phase)
 {
     if (p->depth == SCH_MAX_DEPTH) /* fits() keeps this from happening */
         return false;
-    p->frame[p->depth++] = (sch_frame){(uint16_t)node, 0, 0, 0, (uint8_t)phase, 0, p->n_mem, 0};
+    p->frame[p->depth++] = (sch_frame){(uint16_t)node, 0, 0, 0, (uint8_t)phase, 0};
     set_leaf(p, LEAF_NONE, 0);
     return true;
 }
@@ -253,6 +256,7 @@ static leaf_result start_byte(const ts_schema *s, sch_path *p, uint8_t c)
             return R_REJECT;
         set_leaf(p, LEAF_STRING, node);
         p->leaf.u.str.hash = SCH_HASH_STRING;
+        p->leaf.hashed = leaf_checked(s, p);
         return R_MORE;
     case SCH_NUMBER: return schema__num_start(n, &p->leaf, c) ? R_MORE : R_REJECT;
     case SCH_LITERAL:
@@ -307,12 +311,21 @@ static bool required_left(const ts_schema *s, const sch_node *o, int i)
     return false;
 }
 
+/* The values the top container remembers (its entries are the last of mem). */
+static int mem_count(const sch_path *p)
+{
+    int k = 0;
+    while (k < p->n_mem && p->mem[p->n_mem - 1 - k] >> 24 == p->depth)
+        k++;
+    return k;
+}
+
 /* Whether a key under additionalProperties may come next in the top object. */
 static bool free_key_ok(const ts_schema *s, const sch_path *p, const sch_node *o)
 {
     const sch_frame *f = &p->frame[p->depth - 1];
     return o->u.obj.extra != SCH_NO_NODE && !required_left(s, o, f->count) &&
-           f->written < o->u.obj.max && p->n_mem - f->mem < SCH_MAX_FREE &&
+           f->written < o->u.obj.max && mem_count(p) < SCH_MAX_FREE &&
            p->n_mem < SCH_MAX_MEM && fits(s, p, o->u.obj.extra);
 }
 
@@ -328,10 +341,9 @@ static int first_candidate(const ts_schema *s, const sch_path *p, const sch_node
  * forgotten. */
 static void pop_frame(sch_path *p)
 {
-    sch_frame *f = &p->frame[--p->depth];
-    memset(&p->mem[f->mem], 0, (size_t)(p->n_mem - f->mem) * sizeof p->mem[0]);
-    p->n_mem = f->mem;
-    *f = (sch_frame){0};
+    while (p->n_mem > 0 && p->mem[p->n_mem - 1] >> 24 == p->depth)
+        p->mem[--p->n_mem] = 0;
+    p->frame[--p->depth] = (sch_frame){0};
 }
 
 /* A byte of a property name: the first candidate (from the one being read) whose name
@@ -383,6 +395,7 @@ static void obj_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
             q.frame[q.depth - 1].phase = F_OBJ_FREE;
             set_leaf(&q, LEAF_STRING, o->u.obj.key);
             q.leaf.u.str.hash = SCH_HASH_STRING;
+            q.leaf.hashed = 1;
             emit(to, &q);
         }
         if (k < 0)
@@ -461,8 +474,9 @@ static bool value_allowed(const ts_schema *s, const sch_path *p, uint32_t h)
     for (uint16_t i = 0; c->kind == SCH_OBJECT && i < c->u.obj.n; i++)
         if (prop(s, c, i)->hash == h)
             return false;
-    for (int i = f->mem; i < p->n_mem; i++)
-        if (p->mem[i] == h)
+    uint32_t entry = (uint32_t)p->depth << 24 | (h & 0xFFFFFF);
+    for (int i = p->n_mem - 1; i >= 0 && p->mem[i] >> 24 == p->depth; i--)
+        if (p->mem[i] == entry)
             return false;
     return true;
 }
@@ -475,7 +489,7 @@ static void remember(const ts_schema *s, sch_path *p, uint32_t h)
         return;
     sch_frame *f = &p->frame[p->depth - 1];
     if (p->n_mem < SCH_MAX_MEM) /* the containers check for room before a value starts */
-        p->mem[p->n_mem++] = h;
+        p->mem[p->n_mem++] = (uint32_t)p->depth << 24 | (h & 0xFFFFFF);
     if (s->nodes[f->node].kind == SCH_OBJECT) {
         f->phase = F_OBJ_COLON;
         f->key = KEY_FREE;
@@ -667,8 +681,7 @@ bool sch_done(const ts_schema *s, const sch_state *st)
 }
 
 /* p with what cannot change its continuations cleared: a string's length where only
- * "enough" and "room for 257 more" matter (no token is longer than 256 bytes), and its
- * hash where nothing compares it. */
+ * "enough" and "room for 257 more" matter (no token is longer than 256 bytes). */
 static void canonical(const ts_schema *s, sch_path *p)
 {
     sch_leaf *l = &p->leaf;
@@ -676,8 +689,7 @@ static void canonical(const ts_schema *s, sch_path *p)
         json_pda_canonical(&l->u.any);
     } else if (l->kind == LEAF_STRING) {
         const sch_node *n = &s->nodes[l->node];
-        if (!leaf_checked(s, p))
-            l->u.str.hash = 0; /* read, never used */
+
         uint32_t count = l->u.str.count, min = n->u.str.min, max = n->u.str.max;
         if (n->u.str.dfa < 0) {
             uint32_t need = count < min ? min - count : 0, room = max - count;
