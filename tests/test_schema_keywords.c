@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/clock.h"
 #include "engine_util.h"
 #include "grammar/schema.h"
 #include "schema_check.h"
@@ -241,6 +242,52 @@ static void test_not(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* What stays refused names its keyword; hostile allOf (anyOf inside multiplying, parts
+ * of the wrong shape) fails quickly with a clear error. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    char big[8192];
+    size_t o = (size_t)snprintf(big, sizeof big, "{\"allOf\": [");
+    for (int i = 0; i < 8; i++) {
+        o += (size_t)snprintf(big + o, sizeof big - o, "%s{\"anyOf\": [", i ? ", " : "");
+        for (int k = 0; k < 12; k++)
+            o += (size_t)snprintf(big + o, sizeof big - o, "%s{\"type\": \"integer\", "
+                                  "\"minimum\": %d}", k ? ", " : "", i * 12 + k);
+        o += (size_t)snprintf(big + o, sizeof big - o, "]}");
+    }
+    snprintf(big + o, sizeof big - o, "]}");
+    static const struct {
+        const char *schema, *path, *in_msg;
+    } cases[] = {
+        {NULL, NULL, "over"}, /* big: 12^8 alternatives, stopped by a bound */
+        {"{\"allOf\": [{\"properties\": [1]}, {\"type\": \"object\"}]}", "allOf", "properties"},
+        {"{\"allOf\": [{\"format\": \"date\"}, {\"format\": \"uuid\"}]}", "allOf", "'format'"},
+        {"{\"allOf\": [{\"not\": {\"type\": \"string\"}}, {\"not\": {\"const\": 1}}]}", "allOf", "'not'"},
+        {"{\"allOf\": [{\"$ref\": \"#/nowhere\"}, {}]}", "allOf", "points nowhere"},
+        {"{\"type\": \"array\", \"items\": {\"type\": \"array\"}, \"uniqueItems\": true}", "uniqueItems",
+         "uniqueItems"},
+        {"{\"type\": \"array\", \"uniqueItems\": 1}", "uniqueItems", "boolean"},
+        {"{\"type\": \"object\", \"minProperties\": 9}", "minProperties", "minProperties"},
+        {"{\"type\": \"object\", \"maxProperties\": -1}", "maxProperties", "non-negative"},
+        {"{\"type\": \"string\", \"format\": \"iri\"}", "format", "iri"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *json = cases[i].schema ? cases[i].schema : big;
+        ts_schema *s = NULL;
+        ts_error err = {0};
+        char path[TS_SCHEMA_PATH_LEN];
+        double t0 = clock_now_s();
+        ts_status st = ts_schema_compile(json, strlen(json), &s, path, sizeof path, &err);
+        if (st == TS_OK)
+            fail_msg("case %zu compiled: %.200s", i, json);
+        assert_null(s);
+        if ((cases[i].path && strcmp(path, cases[i].path)) || !strstr(err.msg, cases[i].in_msg))
+            fail_msg("case %zu: '%s' at '%s'", i, err.msg, path);
+        assert_true(clock_now_s() - t0 < 2.0); /* a clear error, not a long expansion */
+    }
+}
+
 /* Pydantic-style schemas walked at random: no prefix is a dead end and every finished
  * text is valid. */
 static void test_random_walks(void **state)
@@ -381,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_additional_properties),
         cmocka_unit_test(test_unique_items),
         cmocka_unit_test(test_not),
+        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_random_walks),
         cmocka_unit_test(test_engine_pydantic),
     };

@@ -13,6 +13,7 @@ typedef struct comp {
     cJSON *doc;
     cJSON *consts;          /* [null, true, false]: the values of null and boolean */
     cJSON *owned;           /* schemas made while compiling (allOf merged), freed with it */
+    long merge_spent;       /* JSON values read and made by allOf merges (schema_merge.c) */
     const cJSON **memo_key; /* schema objects compiled, and their nodes */
     int *memo_node;
     int n_memo, cap_memo;

@@ -12,7 +12,30 @@
 
 #include "grammar/schema_comp.h"
 
-enum { MERGE_MAX_REFS = 32 }; /* $ref hops followed to reach a part's own keywords */
+enum {
+    MERGE_MAX_REFS = 32,      /* $ref hops followed to reach a part's own keywords */
+    MERGE_BUDGET = 1 << 20,   /* JSON values all merges of one schema may read and make:
+                               * distributing allOf over several anyOf multiplies them */
+};
+
+/* The JSON values in v, itself included. */
+static long count_values(const cJSON *v)
+{
+    long n = 1;
+    for (const cJSON *k = v ? v->child : NULL; k; k = k->next)
+        n += count_values(k);
+    return n;
+}
+
+/* Takes n values from the compilation's merge budget; false (failure set) past it. */
+static bool spend(comp *c, long n)
+{
+    c->merge_spent += n;
+    if (c->merge_spent <= MERGE_BUDGET)
+        return true;
+    return comp_fail(c, TS_ERR_TOO_LONG, "allOf", "'allOf' expands past %d schema values "
+                     "(anyOf or oneOf inside allOf multiply)", MERGE_BUDGET), false;
+}
 
 static const char *const min_words[] = {"minimum", "exclusiveMinimum", "minLength",
                                         "minItems", "minProperties"};
@@ -172,6 +195,13 @@ static void merge_props(cJSON *m, const cJSON *p)
 /* Merges part p (its $refs followed; neither anyOf nor oneOf) into m. */
 static bool merge_into(comp *c, cJSON *m, const cJSON *p)
 {
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(p, "properties");
+    const cJSON *add = cJSON_GetObjectItemCaseSensitive(p, "additionalProperties");
+    if ((props && !cJSON_IsObject(props)) || (add && !cJSON_IsObject(add) && !cJSON_IsBool(add)))
+        return comp_fail(c, TS_ERR_INVALID_ARG, "allOf", "'properties' must be an object and "
+                         "'additionalProperties' a schema"), false;
+    if (!spend(c, 2 * count_values(p)))
+        return false;
     if (cJSON_GetObjectItemCaseSensitive(p, "properties") ||
         cJSON_GetObjectItemCaseSensitive(p, "additionalProperties"))
         merge_props(m, p);
@@ -248,6 +278,9 @@ const cJSON *comp_merge_all_of(comp *c, const cJSON *alts)
                          : cJSON_GetObjectItemCaseSensitive(p, "oneOf") ? "oneOf" : NULL;
         if (!kw || !cJSON_IsObject(p))
             continue;
+        const cJSON *choices = cJSON_GetObjectItemCaseSensitive(p, kw);
+        if (!spend(c, (long)cJSON_GetArraySize(choices) * count_values(alts)))
+            return NULL;
         cJSON *out = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(out, kw);
         const cJSON *alt;
         cJSON_ArrayForEach(alt, cJSON_GetObjectItemCaseSensitive(p, kw)) {
