@@ -302,6 +302,8 @@ static cJSON *py_field(gen *g, int depth)
         cJSON_AddBoolToObject(s, "uniqueItems", true);
         if (pick(g->rng, 2))
             cJSON_AddNumberToObject(s, "maxItems", 1 + pick(g->rng, 5));
+        else if (pick(g->rng, 2))
+            cJSON_AddNumberToObject(s, "minItems", 1 + pick(g->rng, 6));
         return s;
     case 4: /* Tuple[X, Y] */
         s = cJSON_CreateObject();

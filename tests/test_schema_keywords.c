@@ -186,6 +186,13 @@ static void test_additional_properties(void **state)
          "\"minProperties\": 2, \"maxProperties\": 2}",
          {"{\"a\":null,\"b\":null}", "{\"a\":null,\"c\":null}", "{\"b\":null,\"c\":null}", NULL},
          {"{\"a\":null}", "{\"a\":null,\"b\":null,\"c\":null}", "{}", NULL}},
+        /* maps of maps of sets: the remembered values of a path are shared, and a value
+         * begins only with room for what it must remember */
+        {"{\"type\": \"object\", \"minProperties\": 2, \"additionalProperties\": {\"type\": "
+         "\"object\", \"minProperties\": 1, \"additionalProperties\": {\"type\": \"array\", "
+         "\"items\": {\"type\": \"integer\"}, \"uniqueItems\": true, \"minItems\": 5}}}",
+         {"{\"a\":{\"b\":[1,2,3,4,5]},\"c\":{\"d\":[5,4,3,2,1]}}", NULL},
+         {"{\"a\":{\"b\":[1,2,3,4,5]}}", "{\"a\":{\"b\":[1,2,3,4,4]},\"c\":{\"d\":[1,2,3,4,5]}}", NULL}},
         /* minProperties without properties: keys with any value */
         {"{\"type\": \"object\", \"minProperties\": 1}",
          {"{\"k\":[1,{\"x\":null}]}", NULL},
@@ -296,6 +303,25 @@ static void test_random_walks(void **state)
     sc_init();
     uint64_t rng = 0x2545F4914F6CDD1DULL;
     int texts = 0, unsat = 0;
+    static const char nested[] = /* every path at its bound of remembered values */
+        "{\"type\": \"object\", \"additionalProperties\": {\"type\": \"object\", "
+        "\"additionalProperties\": {\"type\": \"array\", \"items\": {\"type\": \"string\", "
+        "\"maxLength\": 1}, \"uniqueItems\": true, \"minItems\": 3}, \"minProperties\": 2}, "
+        "\"minProperties\": 3}";
+    ts_schema *ns = compile_ok(nested);
+    for (int w = 0; w < 200; w++) {
+        char why[400];
+        char *text = sc_random_walk(ns, &rng, 20000, why, sizeof why);
+        if (!text)
+            fail_msg("%s", why);
+        cJSON *v = cJSON_Parse(text), *sch = cJSON_Parse(nested);
+        if (!v || !sc_validate(sch, v, why, sizeof why))
+            fail_msg("%s: %s", why, text);
+        cJSON_Delete(v);
+        cJSON_Delete(sch);
+        free(text);
+    }
+    ts_schema_release(ns);
     for (int i = 0; i < 150; i++) {
         cJSON *made = sc_pydantic_schema(&rng, 1 + i % 3);
         char *json = cJSON_PrintUnformatted(made);

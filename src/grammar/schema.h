@@ -57,6 +57,7 @@ typedef struct sch_prop {
 
 typedef struct sch_node {
     uint8_t kind;  /* sch_kind */
+    uint8_t mem;   /* values a path remembers for an instance at least (sch_path.mem) */
     uint16_t need; /* open containers an instance needs at least, SCH_NEED_NEVER: none */
     union {
         struct { uint32_t first; uint16_t n;                 /* props[first .. first+n) */

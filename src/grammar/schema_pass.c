@@ -139,6 +139,31 @@ static void needs(ts_schema *s)
     }
 }
 
+/* The values each node's instances make a path remember at least: a uniqueItems array's
+ * minItems, an object's keys beyond properties that minProperties asks for; a union the
+ * least of its targets. Nested containers are not added up. */
+static void mem_needs(ts_schema *s)
+{
+    for (int i = 0; i < s->n_nodes; i++) {
+        sch_node *n = &s->nodes[i];
+        uint32_t k = 0;
+        if (n->kind == SCH_ARRAY && n->u.arr.unique)
+            k = n->u.arr.min;
+        else if (n->kind == SCH_OBJECT && n->u.obj.extra != SCH_NO_NODE && n->u.obj.min > n->u.obj.n)
+            k = (uint32_t)(n->u.obj.min - n->u.obj.n);
+        n->mem = (uint8_t)(k < SCH_MAX_MEM ? k : SCH_MAX_MEM);
+    }
+    for (int i = 0; i < s->n_nodes; i++) {
+        sch_node *n = &s->nodes[i];
+        if (n->kind != SCH_UNION)
+            continue;
+        n->mem = SCH_MAX_MEM;
+        for (uint16_t t = 0; t < n->u.uni.n; t++)
+            if (s->nodes[s->targets[n->u.uni.first + t]].mem < n->mem)
+                n->mem = s->nodes[s->targets[n->u.uni.first + t]].mem;
+    }
+}
+
 /* ---- oneOf: no value may match two alternatives */
 
 enum { T_NULL = 1, T_BOOL = 2, T_NUM = 4, T_STR = 8, T_ARR = 16, T_OBJ = 32, T_ALL = 63 };
@@ -356,6 +381,7 @@ ts_status sb_finish(schema_builder *b, char *msg, size_t msg_size, char *path,
     }
     if (st == TS_OK) {
         needs(s);
+        mem_needs(s);
         st = check_one_of(&p);
     }
     if (st == TS_OK && s->nodes[s->root].need == SCH_NEED_NEVER)

@@ -51,10 +51,13 @@ static void emit(sch_state *to, const sch_path *p)
         to->path[to->n++] = *p;
 }
 
+/* Whether a value of node can begin in p: its nesting within the depth left, and the
+ * values it must remember within the room left. */
 static bool fits(const ts_schema *s, const sch_path *p, int node)
 {
     uint16_t need = s->nodes[node].need;
-    return need != SCH_NEED_NEVER && p->depth + need <= SCH_MAX_DEPTH;
+    return need != SCH_NEED_NEVER && p->depth + need <= SCH_MAX_DEPTH &&
+           p->n_mem + s->nodes[node].mem <= SCH_MAX_MEM;
 }
 
 static void set_leaf(sch_path *p, sch_leaf_kind kind, int node)
@@ -326,7 +329,8 @@ static bool free_key_ok(const ts_schema *s, const sch_path *p, const sch_node *o
     const sch_frame *f = &p->frame[p->depth - 1];
     return o->u.obj.extra != SCH_NO_NODE && !required_left(s, o, f->count) &&
            f->written < o->u.obj.max && mem_count(p) < SCH_MAX_FREE &&
-           p->n_mem < SCH_MAX_MEM && fits(s, p, o->u.obj.extra);
+           p->n_mem + 1 + s->nodes[o->u.obj.extra].mem <= SCH_MAX_MEM &&
+           fits(s, p, o->u.obj.extra);
 }
 
 static int first_candidate(const ts_schema *s, const sch_path *p, const sch_node *o, int i)
