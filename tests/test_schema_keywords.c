@@ -267,7 +267,7 @@ static void test_refusals(void **state)
     static const struct {
         const char *schema, *path, *in_msg;
     } cases[] = {
-        {NULL, NULL, "over"}, /* big: 12^8 alternatives, stopped by a bound */
+        {NULL, "allOf", "'allOf' expands"}, /* 12^8 alternatives, stopped by a bound */
         {"{\"allOf\": [{\"properties\": [1]}, {\"type\": \"object\"}]}", "allOf", "properties"},
         {"{\"allOf\": [{\"format\": \"date\"}, {\"format\": \"uuid\"}]}", "allOf", "'format'"},
         {"{\"allOf\": [{\"not\": {\"type\": \"string\"}}, {\"not\": {\"const\": 1}}]}", "allOf", "'not'"},
@@ -291,7 +291,7 @@ static void test_refusals(void **state)
         assert_null(s);
         if ((cases[i].path && strcmp(path, cases[i].path)) || !strstr(err.msg, cases[i].in_msg))
             fail_msg("case %zu: '%s' at '%s'", i, err.msg, path);
-        assert_true(clock_now_s() - t0 < 2.0); /* a clear error, not a long expansion */
+        assert_true(clock_now_s() - t0 < 5.0); /* a clear error, not a long expansion */
     }
 }
 

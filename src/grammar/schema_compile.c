@@ -126,6 +126,8 @@ static int union_node(comp *c, const cJSON *sch, const char *keyword, const cJSO
     if (n >= 0 && !strcmp(keyword, "allOf") && n_alts > 1) { /* one schema of them all */
         const cJSON *merged = comp_merge_all_of(c, alts);
         int t = merged ? comp_schema(c, merged) : -1;
+        if (t < 0 && c->st != TS_OK) /* the merged schema's paths are not the request's */
+            sb_path_join(c->where, sizeof c->where, c->path, "allOf");
         if (t >= 0 && !sb_union_add(&c->b, n, &t, 1, false, c->path))
             return comp_nomem(c);
         return t < 0 ? -1 : n;

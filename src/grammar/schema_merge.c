@@ -14,7 +14,7 @@
 
 enum {
     MERGE_MAX_REFS = 32,      /* $ref hops followed to reach a part's own keywords */
-    MERGE_BUDGET = 1 << 20,   /* JSON values all merges of one schema may read and make:
+    MERGE_BUDGET = 1 << 16,   /* JSON values all merges of one schema may read and make:
                                * distributing allOf over several anyOf multiplies them */
 };
 
