@@ -303,25 +303,41 @@ static void test_random_walks(void **state)
     sc_init();
     uint64_t rng = 0x2545F4914F6CDD1DULL;
     int texts = 0, unsat = 0;
-    static const char nested[] = /* every path at its bound of remembered values */
+    /* Edges where a value could run out of allowed endings: nested maps at the bound of
+     * remembered values, small languages under uniqueItems and not. */
+    static const char *const edges[] = {
         "{\"type\": \"object\", \"additionalProperties\": {\"type\": \"object\", "
         "\"additionalProperties\": {\"type\": \"array\", \"items\": {\"type\": \"string\", "
         "\"maxLength\": 1}, \"uniqueItems\": true, \"minItems\": 3}, \"minProperties\": 2}, "
-        "\"minProperties\": 3}";
-    ts_schema *ns = compile_ok(nested);
-    for (int w = 0; w < 200; w++) {
-        char why[400];
-        char *text = sc_random_walk(ns, &rng, 20000, why, sizeof why);
-        if (!text)
-            fail_msg("%s", why);
-        cJSON *v = cJSON_Parse(text), *sch = cJSON_Parse(nested);
-        if (!v || !sc_validate(sch, v, why, sizeof why))
-            fail_msg("%s: %s", why, text);
-        cJSON_Delete(v);
+        "\"minProperties\": 3}",
+        "{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 12}, "
+        "\"uniqueItems\": true}",
+        "{\"type\": \"array\", \"items\": {\"type\": \"string\", \"pattern\": \"^(a|ab|ac|b)$\"}, "
+        "\"uniqueItems\": true}",
+        "{\"type\": \"array\", \"items\": {\"anyOf\": [{\"enum\": [1, 2, 10]}, {\"type\": \"integer\", "
+        "\"minimum\": 1, \"maximum\": 3}, {\"type\": \"boolean\"}]}, \"uniqueItems\": true}",
+        "{\"type\": \"array\", \"items\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1}, "
+        "\"uniqueItems\": true, \"minItems\": 12}",
+        "{\"type\": \"string\", \"pattern\": \"^a(b|c)?$\", \"not\": {\"enum\": [\"a\", \"ab\"]}}",
+        "{\"type\": \"string\", \"maxLength\": 1, \"not\": {\"enum\": [\"\", \"a\"]}}",
+    };
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+        ts_schema *es = compile_ok(edges[e]);
+        cJSON *sch = cJSON_Parse(edges[e]);
+        for (int w = 0; w < 150; w++) {
+            char why[400];
+            char *text = sc_random_walk(es, &rng, 20000, why, sizeof why);
+            if (!text)
+                fail_msg("%s: %s", edges[e], why);
+            cJSON *v = cJSON_Parse(text);
+            if (!v || !sc_validate(sch, v, why, sizeof why))
+                fail_msg("%s: %s: %s", edges[e], why, text);
+            cJSON_Delete(v);
+            free(text);
+        }
         cJSON_Delete(sch);
-        free(text);
+        ts_schema_release(es);
     }
-    ts_schema_release(ns);
     for (int i = 0; i < 150; i++) {
         cJSON *made = sc_pydantic_schema(&rng, 1 + i % 3);
         char *json = cJSON_PrintUnformatted(made);

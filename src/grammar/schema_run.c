@@ -67,6 +67,8 @@ static void set_leaf(sch_path *p, sch_leaf_kind kind, int node)
     p->leaf.node = (uint16_t)node;
 }
 
+static bool start_viable(const ts_schema *s, const sch_path *p, int node);
+
 /* One path per alternative of node that p can still finish, each before its value. */
 static void expand(const ts_schema *s, const sch_path *p, int node, sch_state *to)
 {
@@ -74,7 +76,7 @@ static void expand(const ts_schema *s, const sch_path *p, int node, sch_state *t
     int count = n->kind == SCH_UNION ? n->u.uni.n : 1;
     for (int i = 0; i < count; i++) {
         int t = n->kind == SCH_UNION ? s->targets[n->u.uni.first + i] : node;
-        if (!fits(s, p, t))
+        if (!fits(s, p, t) || !start_viable(s, p, t))
             continue;
         sch_path q = *p;
         set_leaf(&q, LEAF_START, t);
@@ -512,31 +514,100 @@ static bool lit_viable(const ts_schema *s, const sch_path *p, int32_t k)
     return false;
 }
 
-/* After the leaf took a byte and goes on: false when it has become a dead end, a value
- * that may only end here (no longer string or number can follow) but is not allowed. */
+enum { VIABLE_BUDGET = 4096 }; /* states a viability search visits at most */
+
+/* Whether the number in l (of node n, in path p) can still end as an allowed value:
+ * depth first over the digits and '.', which end soon (digit counts are bounded). */
+static bool num_viable(const ts_schema *s, const sch_path *p, const sch_node *n,
+                       const sch_leaf *l, int *budget)
+{
+    if (--*budget < 0)
+        return true; /* past the budget: assumed, never searched forever */
+    if (schema__num_can_end(n, l) && value_allowed(s, p, leaf_hash(s, l)))
+        return true;
+    for (const char *c = "0123456789."; *c; c++) {
+        sch_leaf t = *l;
+        if (schema__num_step(n, &t, (uint8_t)*c) && num_viable(s, p, n, &t, budget))
+            return true;
+    }
+    return false;
+}
+
+/* Whether the string in l (of node n, whole characters read) can still end as an allowed
+ * value. Without a pattern any string may follow, so only a full string must be allowed
+ * already; with one, depth first over the pattern's transitions, trying from each range
+ * one code point more than there are values to avoid (distinct code points make distinct
+ * strings). */
+static bool str_viable(const ts_schema *s, const sch_path *p, const sch_node *n,
+                       const sch_leaf *l, int *budget)
+{
+    if (--*budget < 0)
+        return true;
+    bool can_close = l->u.str.count >= n->u.str.min &&
+                     (n->u.str.dfa < 0 ||
+                      schema__dfa_feasible(&s->dfas[n->u.str.dfa], l->u.str.dfa,
+                                           l->u.str.count, l->u.str.count, l->u.str.count));
+    if (can_close && value_allowed(s, p, l->u.str.hash))
+        return true;
+    if (n->u.str.dfa < 0)
+        return l->u.str.count < n->u.str.max;
+    const sch_dfa *d = &s->dfas[n->u.str.dfa];
+    uint32_t tries = (uint32_t)(n->u.str.n_excl + p->n_mem) + 1;
+    for (uint32_t k = d->first[l->u.str.dfa]; k < d->first[l->u.str.dfa + 1]; k++) {
+        uint32_t lo = d->tr[k].lo < 0x20 ? 0x20 : d->tr[k].lo;
+        for (uint32_t cp = lo; cp <= d->tr[k].hi && cp < lo + tries; cp++) {
+            sch_leaf t = *l;
+            if (str_char(s, &t, cp) && str_viable(s, p, n, &t, budget))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Whether a value of node (not a union) beginning in p can end as an allowed one: in a
+ * uniqueItems array, some value of the item not written yet. */
+static bool start_viable(const ts_schema *s, const sch_path *p, int node)
+{
+    const sch_node *n = &s->nodes[node];
+    if (p->depth == 0 || p->frame[p->depth - 1].phase == F_OBJ_FREE ||
+        s->nodes[p->frame[p->depth - 1].node].kind != SCH_ARRAY || !top_remembers(s, p))
+        return true;
+    sch_path q = *p;
+    int budget = VIABLE_BUDGET;
+    set_leaf(&q, LEAF_START, node);
+    switch ((sch_kind)n->kind) {
+    case SCH_LITERAL: return lit_viable(s, &q, (int32_t)n->u.lit.root);
+    case SCH_STRING:
+        set_leaf(&q, LEAF_STRING, node);
+        q.leaf.hashed = 1;
+        q.leaf.u.str.hash = SCH_HASH_STRING;
+        return str_viable(s, &q, n, &q.leaf, &budget);
+    case SCH_NUMBER:
+        for (const char *c = "-0123456789"; *c; c++) {
+            sch_leaf l = q.leaf;
+            if (schema__num_start(n, &l, (uint8_t)*c) && num_viable(s, &q, n, &l, &budget))
+                return true;
+        }
+        return false;
+    default: return true;
+    }
+}
+
+/* After the leaf took a byte and goes on: false when it has become a dead end, no
+ * allowed value being reachable from it (every one it can still become is excluded by
+ * `not` or written before). */
 static bool leaf_viable(const ts_schema *s, const sch_path *p)
 {
     const sch_leaf *l = &p->leaf;
     const sch_node *n = &s->nodes[l->node];
+    int budget = VIABLE_BUDGET;
     if (l->kind == LEAF_LITERAL)
         return lit_viable(s, p, (int32_t)l->u.lit);
-    if (l->kind == LEAF_NUMBER) {
-        if (!schema__num_can_end(n, l) || value_allowed(s, p, leaf_hash(s, l)))
-            return true;
-        for (const char *c = "0123456789."; *c; c++) {
-            sch_leaf t = *l;
-            if (schema__num_step(n, &t, (uint8_t)*c))
-                return true;
-        }
-        return false;
-    }
-    if (l->u.str.more || l->u.str.esc || l->u.str.count < n->u.str.min)
-        return true;
-    if (n->u.str.dfa >= 0 && !schema__dfa_feasible(&s->dfas[n->u.str.dfa], l->u.str.dfa,
-                                                   l->u.str.count, l->u.str.count,
-                                                   l->u.str.count))
-        return true; /* cannot end here anyway */
-    return value_allowed(s, p, l->u.str.hash) || str_room(s, l, 0x20, SCH_CP_LIMIT);
+    if (l->kind == LEAF_NUMBER)
+        return num_viable(s, p, n, l, &budget);
+    if (l->u.str.more || l->u.str.esc)
+        return true; /* judged when the character is whole */
+    return str_viable(s, p, n, l, &budget);
 }
 
 /* Feeds c to path p (not modified) and adds what comes of it to to. */
