@@ -358,6 +358,11 @@ static void test_mask_matches_brute_force(void **state)
          "{\"kind\":\"circle\",\"r\":0.25}"},
         {"{\"type\": \"array\", \"items\": {\"type\": \"string\", \"minLength\": 2, \"maxLength\": 3}}",
          "[\"ab\",\"é€😀\",\"xyz\"]"},
+        /* keys beyond properties and unique items: states that remember values */
+        {"{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"integer\"}}, \"required\": "
+         "[\"id\"], \"additionalProperties\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, "
+         "\"uniqueItems\": true}, \"maxProperties\": 3}",
+         "{\"id\": 7, \"colours\": [\"red\", \"green\", \"r\"], \"sizes\": [\"s\", \"m\"]}"},
     };
     for (size_t v = 0; v < sizeof vocabs / sizeof vocabs[0]; v++) {
         ts_tokenizer *tok = NULL;
