@@ -2,6 +2,8 @@
  * (schema_check.h). The validator shares no code with src/grammar: patterns go through
  * POSIX extended regular expressions (the table below pairs each generated pattern with
  * its ERE spelling), formats are checked by hand, lengths count UTF-8 characters. */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <locale.h>
 #include <math.h>
 #include <regex.h>
@@ -44,9 +46,12 @@ const char *const sc_patterns[][2] = {
     {"^a{0}b\\.?$", "^b\\.?$"},
     {"^[\\-+]?\\d+(\\.\\d{1,2})?$", "^[-+]?[0-9]+(\\.[0-9]{1,2})?$"},
     {"^\\S\\W\\D$", "^[^[:space:]][^A-Za-z0-9_][^0-9]$"},
+    {"^(a|ab|ac|b)$", "^(a|ab|ac|b)$"}, /* small languages: a few values in all */
+    {"^a(b|c)?$", "^a(b|c)?$"},
 };
 
-const char *const sc_formats[5] = {"date", "time", "date-time", "uuid", "ipv4"};
+const char *const sc_formats[SC_N_FORMATS] = {"date", "time", "date-time", "uuid", "ipv4",
+                                              "ipv6", "hostname", "email", "uri"};
 const int sc_n_patterns = (int)(sizeof sc_patterns / sizeof sc_patterns[0]);
 
 /* ---- validating */
@@ -120,8 +125,87 @@ static bool is_time(const char *s)
            num(s + 1, 2) <= 23 && num(s + 4, 2) <= 59 && s[6] == '\0';
 }
 
+/* RFC 1123 host name: dot-separated labels of 1-63 letters, digits and hyphens, neither
+ * first nor last a hyphen; 253 bytes at most. */
+static bool is_hostname(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    for (const char *label = s;;) {
+        size_t len = strcspn(label, ".");
+        if (len == 0 || len > 63 || label[0] == '-' || label[len - 1] == '-')
+            return false;
+        for (size_t i = 0; i < len; i++)
+            if (!isalnum((unsigned char)label[i]) && label[i] != '-')
+                return false;
+        if (!label[len])
+            return true;
+        label += len + 1;
+    }
+}
+
+/* local@domain: a dot-atom local part (RFC 5322 atext, no leading, trailing or double
+ * dot) and a host name of two labels or more. */
+static bool is_email(const char *s)
+{
+    const char *at = strchr(s, '@');
+    if (!at || at == s || at - s > 64 || strchr(at + 1, '@') || !strchr(at + 1, '.'))
+        return false;
+    for (const char *p = s; p < at; p++) {
+        bool dot = *p == '.';
+        if (dot && (p == s || p + 1 == at || p[1] == '.'))
+            return false;
+        if (!dot && !isalnum((unsigned char)*p) && !strchr("!#$%&'*+/=?^_`{|}~-", *p))
+            return false;
+    }
+    return is_hostname(at + 1);
+}
+
+/* RFC 3986 URI with an authority: scheme "://" host [":" port] then path, query and
+ * fragment characters (unreserved, sub-delims, ':', '@', '/', '?', and %XX). */
+static bool is_uri(const char *s)
+{
+    size_t k = 0;
+    if (!isalpha((unsigned char)s[0]))
+        return false;
+    while (isalnum((unsigned char)s[k]) || s[k] == '+' || s[k] == '-' || s[k] == '.')
+        k++;
+    if (strncmp(s + k, "://", 3))
+        return false;
+    s += k + 3;
+    size_t host = strcspn(s, ":/?#");
+    char name[256];
+    if (host == 0 || host >= sizeof name)
+        return false;
+    memcpy(name, s, host);
+    name[host] = '\0';
+    if (!is_hostname(name))
+        return false;
+    s += host;
+    if (*s == ':')
+        for (s++; isdigit((unsigned char)*s); s++) {}
+    for (; *s; s++) {
+        if (*s == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2]))
+            s += 2;
+        else if (!isalnum((unsigned char)*s) && !strchr("-._~!$&'()*+,;=:@/?#", *s))
+            return false;
+    }
+    return true;
+}
+
 static bool is_format(const char *f, const char *s)
 {
+    if (!strcmp(f, "hostname"))
+        return is_hostname(s);
+    if (!strcmp(f, "email"))
+        return is_email(s);
+    if (!strcmp(f, "uri"))
+        return is_uri(s);
+    if (!strcmp(f, "ipv6")) {
+        unsigned char addr[16];
+        return !strchr(s, '%') && inet_pton(AF_INET6, s, addr) == 1;
+    }
     if (!strcmp(f, "date"))
         return strlen(s) == 10 && is_date(s);
     if (!strcmp(f, "time"))
@@ -205,7 +289,15 @@ static bool check_object(val *v, const cJSON *sch, const cJSON *x, int depth)
             return false;
         if (!ps && cJSON_IsFalse(add))
             return no(v, "an additional property", x);
+        if (!ps && add && !check(v, add, m, depth + 1))
+            return false;
     }
+    const cJSON *k;
+    int n = cJSON_GetArraySize(x);
+    if ((k = cJSON_GetObjectItem(sch, "minProperties")) && n < (int)k->valuedouble)
+        return no(v, "minProperties", x);
+    if ((k = cJSON_GetObjectItem(sch, "maxProperties")) && n > (int)k->valuedouble)
+        return no(v, "maxProperties", x);
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(sch, "required"))
         if (!cJSON_GetObjectItemCaseSensitive(x, r->valuestring))
             return no(v, "a required property is missing", x);
@@ -244,9 +336,21 @@ static bool check_typed(val *v, const cJSON *sch, const cJSON *x, int depth)
         if ((k = cJSON_GetObjectItem(sch, "maxItems")) && n > (int)k->valuedouble)
             return no(v, "maxItems", x);
         const cJSON *items = cJSON_GetObjectItem(sch, "items"), *e;
-        cJSON_ArrayForEach(e, x)
-            if (items && !check(v, items, e, depth + 1))
+        const cJSON *prefix = cJSON_GetObjectItem(sch, "prefixItems");
+        if (cJSON_IsArray(items)) /* the older spelling of prefixItems */
+            prefix = items, items = NULL;
+        int i = 0, n_prefix = prefix ? cJSON_GetArraySize(prefix) : 0;
+        cJSON_ArrayForEach(e, x) {
+            const cJSON *under = i < n_prefix ? cJSON_GetArrayItem(prefix, i) : items;
+            i++;
+            if (under && !check(v, under, e, depth + 1))
                 return false;
+        }
+        if ((k = cJSON_GetObjectItem(sch, "uniqueItems")) && cJSON_IsTrue(k))
+            for (const cJSON *a = x->child; a; a = a->next)
+                for (const cJSON *b = a->next; b; b = b->next)
+                    if (cJSON_Compare(a, b, true))
+                        return no(v, "uniqueItems", x);
     }
     if (cJSON_IsObject(x) && !check_object(v, sch, x, depth))
         return false;
@@ -281,6 +385,13 @@ static bool check(val *v, const cJSON *sch, const cJSON *x, int depth)
             if (!check(v, e, x, depth + 1))
                 return false;
         return true;
+    }
+    if ((k = cJSON_GetObjectItem(sch, "not"))) {
+        char keep[300];
+        snprintf(keep, sizeof keep, "%s", v->why);
+        if (check(v, k, x, depth + 1))
+            return no(v, "not", x);
+        snprintf(v->why, v->why_size, "%s", keep);
     }
     if ((k = cJSON_GetObjectItem(sch, "const")) && !cJSON_Compare(k, x, true))
         return no(v, "const", x);

@@ -17,7 +17,8 @@
  * POSIX ERE; and the generated formats. */
 extern const char *const sc_patterns[][2];
 extern const int sc_n_patterns;
-extern const char *const sc_formats[5];
+enum { SC_N_FORMATS = 9 };
+extern const char *const sc_formats[SC_N_FORMATS];
 
 /* A xorshift64* stream; *state must not be 0. */
 uint64_t sc_rand(uint64_t *state);
@@ -35,6 +36,12 @@ void sc_init(void);
  * numbers (bounds, exclusive ones), booleans, null, enum, const, anyOf, disjoint oneOf,
  * type arrays, and $ref to $defs (a recursive one among them). */
 cJSON *sc_random_schema(uint64_t *rng, int depth);
+
+/* A random object schema as Pydantic and zod write them: models of fields (titled),
+ * Dict[str, X] (additionalProperties, minProperties, maxProperties), Set[X]
+ * (uniqueItems), Tuple (prefixItems), Optional (anyOf with null), formats, not of const
+ * or enum, nested models by $ref, allOf of one $ref, and allOf of two models. */
+cJSON *sc_pydantic_schema(uint64_t *rng, int depth);
 
 /* A random text the automaton of s accepts from its start to its end, choosing each byte
  * among those allowed (biased towards closing); NULL with why set when a state allowed

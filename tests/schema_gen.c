@@ -45,7 +45,7 @@ static cJSON *string_schema(gen *g)
     if (k < 3) {
         cJSON_AddStringToObject(s, "pattern", sc_patterns[pick(g->rng, sc_n_patterns)][0]);
     } else if (k < 5) {
-        cJSON_AddStringToObject(s, "format", sc_formats[pick(g->rng, 5)]);
+        cJSON_AddStringToObject(s, "format", sc_formats[pick(g->rng, SC_N_FORMATS)]);
     } else if (k < 8) {
         int min = pick(g->rng, 4);
         if (pick(g->rng, 2))
@@ -198,6 +198,151 @@ cJSON *sc_random_schema(uint64_t *rng, int depth)
         cJSON_AddItemToObject(wrap, "required", cJSON_Parse("[\"tree\"]"));
         root = wrap;
     }
+    if (g.defs->child)
+        cJSON_AddItemToObject(root, "$defs", g.defs);
+    else
+        cJSON_Delete(g.defs);
+    return root;
+}
+
+/* ---- schemas as Pydantic and zod write them */
+
+static cJSON *titled(cJSON *s, const char *title)
+{
+    cJSON_AddStringToObject(s, "title", title);
+    return s;
+}
+
+/* A scalar field: an int, float, bool, str (with a format or a length), or an enum. */
+static cJSON *py_scalar(gen *g)
+{
+    static const char *const simple[] = {
+        "{\"type\": \"integer\"}", "{\"type\": \"number\", \"minimum\": 0}",
+        "{\"type\": \"boolean\"}", "{\"type\": \"string\", \"maxLength\": 12}",
+        "{\"enum\": [\"red\", \"green\", \"blue\"], \"type\": \"string\"}",
+        "{\"type\": \"integer\", \"minimum\": -3, \"maximum\": 40}",
+        "{\"type\": \"string\", \"not\": {\"const\": \"\"}, \"maxLength\": 8}",
+        "{\"type\": \"integer\", \"not\": {\"enum\": [0, 1]}, \"minimum\": 0, \"maximum\": 9}",
+    };
+    if (pick(g->rng, 3) == 0) {
+        cJSON *s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "type", "string");
+        cJSON_AddStringToObject(s, "format", sc_formats[pick(g->rng, SC_N_FORMATS)]);
+        return s;
+    }
+    return cJSON_Parse(simple[pick(g->rng, (int)(sizeof simple / sizeof simple[0]))]);
+}
+
+static cJSON *py_field(gen *g, int depth);
+
+/* A model: an object of named fields, some required, extra keys forbidden or not. */
+static cJSON *py_model(gen *g, int depth)
+{
+    static const char *const fields[] = {"id", "name", "tags", "scores", "pair", "email",
+                                         "when", "meta", "kind", "size"};
+    cJSON *s = titled(cJSON_CreateObject(), "Model"), *props = cJSON_CreateObject();
+    cJSON *req = cJSON_CreateArray();
+    cJSON_AddStringToObject(s, "type", "object");
+    for (int i = 0, n = 1 + pick(g->rng, 3); i < n; i++) {
+        const char *name = fields[pick(g->rng, (int)(sizeof fields / sizeof fields[0]))];
+        if (cJSON_GetObjectItemCaseSensitive(props, name))
+            continue;
+        cJSON_AddItemToObject(props, name, titled(py_field(g, depth - 1), name));
+        if (pick(g->rng, 3))
+            cJSON_AddItemToArray(req, cJSON_CreateString(name));
+    }
+    cJSON_AddItemToObject(s, "properties", props);
+    cJSON_AddItemToObject(s, "required", req);
+    if (pick(g->rng, 2))
+        cJSON_AddBoolToObject(s, "additionalProperties", false);
+    return s;
+}
+
+/* model with each property's name prefixed "b_" (and its required names alike). */
+static cJSON *renamed(cJSON *model)
+{
+    cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(model, "properties")) {
+        char *name = malloc(strlen(p->string) + 3);
+        sprintf(name, "b_%s", p->string);
+        free(p->string);
+        p->string = name;
+    }
+    cJSON *req = cJSON_GetObjectItem(model, "required"), *fresh = cJSON_CreateArray();
+    cJSON_ArrayForEach(p, req) {
+        char name[64];
+        snprintf(name, sizeof name, "b_%s", p->valuestring);
+        cJSON_AddItemToArray(fresh, cJSON_CreateString(name));
+    }
+    cJSON_ReplaceItemInObject(model, "required", fresh);
+    return model;
+}
+
+/* A field: a scalar, Dict[str, X], Set[X], Tuple[X, Y], Optional[X], a nested model
+ * (by $ref, or allOf of one $ref as Pydantic v1 wrote it), or zod's intersection of two
+ * objects (allOf of several). */
+static cJSON *py_field(gen *g, int depth)
+{
+    cJSON *s, *list;
+    switch (depth > 0 ? pick(g->rng, 9) : 0) {
+    case 0: case 1: return py_scalar(g);
+    case 2: /* Dict[str, X] */
+        s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "type", "object");
+        cJSON_AddItemToObject(s, "additionalProperties", py_field(g, depth - 1));
+        if (pick(g->rng, 2))
+            cJSON_AddNumberToObject(s, "minProperties", pick(g->rng, 3));
+        if (pick(g->rng, 2))
+            cJSON_AddNumberToObject(s, "maxProperties", 2 + pick(g->rng, 3));
+        return s;
+    case 3: /* Set[X] */
+        s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "type", "array");
+        cJSON_AddItemToObject(s, "items", py_scalar(g));
+        cJSON_AddBoolToObject(s, "uniqueItems", true);
+        if (pick(g->rng, 2))
+            cJSON_AddNumberToObject(s, "maxItems", 1 + pick(g->rng, 5));
+        else if (pick(g->rng, 2))
+            cJSON_AddNumberToObject(s, "minItems", 1 + pick(g->rng, 6));
+        return s;
+    case 4: /* Tuple[X, Y] */
+        s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "type", "array");
+        list = cJSON_AddArrayToObject(s, "prefixItems");
+        cJSON_AddItemToArray(list, py_scalar(g));
+        cJSON_AddItemToArray(list, py_field(g, depth - 1));
+        cJSON_AddNumberToObject(s, "minItems", 2);
+        cJSON_AddNumberToObject(s, "maxItems", 2);
+        return s;
+    case 5: /* Optional[X] */
+        s = cJSON_CreateObject();
+        list = cJSON_AddArrayToObject(s, "anyOf");
+        cJSON_AddItemToArray(list, py_field(g, depth - 1));
+        cJSON_AddItemToArray(list, cJSON_Parse("{\"type\": \"null\"}"));
+        return s;
+    case 6: return ref_to(g, py_model(g, depth - 1));
+    case 7: /* Pydantic v1: a $ref wrapped in allOf beside a description */
+        s = cJSON_CreateObject();
+        list = cJSON_AddArrayToObject(s, "allOf");
+        cJSON_AddItemToArray(list, ref_to(g, py_model(g, depth - 1)));
+        cJSON_AddStringToObject(s, "description", "a nested model");
+        return s;
+    default: /* zod: a.and(b), their fields apart so that both can hold */
+        s = cJSON_CreateObject();
+        list = cJSON_AddArrayToObject(s, "allOf");
+        cJSON *a = py_model(g, depth - 1), *b = renamed(py_model(g, depth - 1));
+        cJSON_DeleteItemFromObject(a, "additionalProperties"); /* zod's default: strip */
+        cJSON_DeleteItemFromObject(b, "additionalProperties");
+        cJSON_AddItemToArray(list, a);
+        cJSON_AddItemToArray(list, pick(g->rng, 2) ? b : ref_to(g, b));
+        return s;
+    }
+}
+
+cJSON *sc_pydantic_schema(uint64_t *rng, int depth)
+{
+    gen g = {rng, cJSON_CreateObject(), 0};
+    cJSON *root = py_model(&g, depth);
     if (g.defs->child)
         cJSON_AddItemToObject(root, "$defs", g.defs);
     else

@@ -51,9 +51,21 @@ static void test_compile_errors(void **state)
         {"{\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"string\", \"minLength\": 1, \"if\": {}}]}",
          TS_ERR_UNSUPPORTED, "anyOf[1].if", "'if'"},
         {"{\"$defs\": {\"a\": {\"not\": {}}}, \"$ref\": \"#/$defs/a\"}", TS_ERR_UNSUPPORTED, "$defs.a.not", "'not'"},
-        {"{\"type\": \"object\", \"additionalProperties\": {\"type\": \"number\"}}", TS_ERR_UNSUPPORTED,
-         "additionalProperties", "additionalProperties"},
-        {"{\"type\": \"string\", \"format\": \"email\"}", TS_ERR_UNSUPPORTED, "format", "email"},
+        {"{\"type\": \"object\", \"additionalProperties\": {\"type\": \"number\"}, \"minProperties\": 20}",
+         TS_ERR_TOO_LONG, "minProperties", "minProperties"},
+        {"{\"type\": \"array\", \"items\": {\"type\": \"object\"}, \"uniqueItems\": true}", TS_ERR_UNSUPPORTED,
+         "uniqueItems", "uniqueItems"},
+        {"{\"type\": \"array\", \"items\": {\"enum\": [1, 2]}, \"uniqueItems\": true, \"minItems\": 17}",
+         TS_ERR_TOO_LONG, "uniqueItems", "minItems"},
+        {"{\"type\": \"array\", \"items\": {\"enum\": [1, 2]}, \"uniqueItems\": true, \"minItems\": 3}",
+         TS_ERR_INVALID_ARG, "", "no JSON value"},
+        {"{\"type\": \"string\", \"not\": {\"pattern\": \"a\"}}", TS_ERR_UNSUPPORTED, "not", "const"},
+        {"{\"not\": {\"const\": 1}}", TS_ERR_UNSUPPORTED, "not", "'type'"},
+        {"{\"type\": \"object\", \"properties\": {\"a\": {}}, \"maxProperties\": 0, \"required\": [\"a\"]}",
+         TS_ERR_INVALID_ARG, "", "no JSON value"},
+        {"{\"type\": \"array\", \"items\": {}, \"prefixItems\": {}}", TS_ERR_INVALID_ARG, "prefixItems",
+         "array"},
+        {"{\"type\": \"string\", \"format\": \"idn-email\"}", TS_ERR_UNSUPPORTED, "format", "idn-email"},
         {"{\"type\": \"string\", \"pattern\": \"(?=a)b\"}", TS_ERR_UNSUPPORTED, "pattern", "lookaround"},
         {"{\"type\": \"string\", \"pattern\": \"\\\\bword\"}", TS_ERR_UNSUPPORTED, "pattern", "\\b"},
         {"{\"type\": \"string\", \"pattern\": \"a^b\"}", TS_ERR_UNSUPPORTED, "pattern", "'^'"},
@@ -71,7 +83,7 @@ static void test_compile_errors(void **state)
         {"{\"type\": \"string\", \"$ref\": \"#/$defs/a\", \"$defs\": {\"a\": {}}}", TS_ERR_UNSUPPORTED,
          "type", "beside '$ref'"},
         {"{\"enum\": [\"a\"], \"minLength\": 2}", TS_ERR_UNSUPPORTED, "minLength", "beside enum"},
-        {"{\"allOf\": [{}, {}]}", TS_ERR_UNSUPPORTED, "allOf", "more than one"},
+        {"{\"allOf\": [{\"pattern\": \"a\"}, {\"pattern\": \"b\"}]}", TS_ERR_UNSUPPORTED, "allOf", "different 'pattern'"},
         {"{\"oneOf\": [{\"type\": \"string\"}, {\"type\": \"string\", \"maxLength\": 3}]}",
          TS_ERR_UNSUPPORTED, "oneOf", "anyOf"},
         {"{\"oneOf\": [{\"type\": \"number\"}, {\"type\": \"integer\"}]}", TS_ERR_UNSUPPORTED, "oneOf", "overlap"},
@@ -346,6 +358,11 @@ static void test_mask_matches_brute_force(void **state)
          "{\"kind\":\"circle\",\"r\":0.25}"},
         {"{\"type\": \"array\", \"items\": {\"type\": \"string\", \"minLength\": 2, \"maxLength\": 3}}",
          "[\"ab\",\"é€😀\",\"xyz\"]"},
+        /* keys beyond properties and unique items: states that remember values */
+        {"{\"type\": \"object\", \"properties\": {\"id\": {\"type\": \"integer\"}}, \"required\": "
+         "[\"id\"], \"additionalProperties\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, "
+         "\"uniqueItems\": true}, \"maxProperties\": 3}",
+         "{\"id\": 7, \"colours\": [\"red\", \"green\", \"r\"], \"sizes\": [\"s\", \"m\"]}"},
     };
     for (size_t v = 0; v < sizeof vocabs / sizeof vocabs[0]; v++) {
         ts_tokenizer *tok = NULL;

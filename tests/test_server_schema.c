@@ -136,7 +136,7 @@ static void test_schema_refused(void **state)
          "\"object\", \"properties\": {\"tags\": {\"type\": \"array\", \"uniqueItems\": true}}}}}",
          "response_format.json_schema.schema.properties.tags.uniqueItems", "uniqueItems"},
         {"{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": "
-         "\"string\", \"format\": \"email\"}}}", "response_format.json_schema.schema.format", "email"},
+         "\"string\", \"format\": \"idn-email\"}}}", "response_format.json_schema.schema.format", "idn-email"},
         {"{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {\"anyOf\": "
          "[{\"type\": \"string\", \"pattern\": \"(?!a)\"}]}}}",
          "response_format.json_schema.schema.anyOf[0].pattern", "lookaround"},

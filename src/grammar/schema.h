@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "grammar/json_pda.h"
 #include "tessera/schema.h"
 
@@ -25,6 +27,12 @@ enum {
     SCH_MAX_KEY = 250,       /* bytes of a property name as JSON text, quotes included */
     SCH_NUM_FRAC = 6,        /* fraction digits a number may have */
     SCH_NEED_NEVER = 0xFFFF, /* sch_node.need of a schema no value satisfies */
+    SCH_MAX_MEM = 16,        /* values remembered by one path: the keys written under
+                              * additionalProperties and the items of uniqueItems arrays
+                              * in its open containers */
+    SCH_MAX_FREE = 8,        /* keys one object writes under additionalProperties */
+    SCH_MAX_UNIQUE = 12,     /* items of one uniqueItems array */
+    SCH_NO_NODE = 0xFFFF,    /* sch_node.u.obj.extra of an object without extra keys */
 };
 
 typedef enum sch_kind {
@@ -44,15 +52,26 @@ typedef struct sch_prop {
     uint8_t key_len;
     bool required;
     uint16_t node;
+    uint32_t hash; /* schema__value_hash of the name as a string */
 } sch_prop;
 
 typedef struct sch_node {
     uint8_t kind;  /* sch_kind */
+    uint8_t mem;   /* values a path remembers for an instance at least (sch_path.mem) */
     uint16_t need; /* open containers an instance needs at least, SCH_NEED_NEVER: none */
     union {
-        struct { uint32_t first; uint16_t n; } obj;          /* props[first .. first+n) */
-        struct { uint16_t items; uint32_t min, max; } arr;   /* max UINT32_MAX: unbounded */
-        struct { uint32_t min, max; int32_t dfa; } str;      /* dfa -1: no pattern */
+        struct { uint32_t first; uint16_t n;                 /* props[first .. first+n) */
+                 uint16_t extra, key;     /* additionalProperties: the values' node and
+                                           * the keys' string node, SCH_NO_NODE: none */
+                 uint16_t min, max; } obj; /* minProperties, maxProperties (saturated) */
+        struct { uint16_t items; uint32_t min, max;          /* max UINT32_MAX: unbounded */
+                 uint32_t prefix; uint16_t n_prefix;          /* item i < n_prefix is under
+                                                               * targets[prefix + i], the
+                                                               * rest under items */
+                 uint8_t unique; } arr;                       /* uniqueItems */
+        struct { uint32_t min, max; int32_t dfa;             /* dfa -1: no pattern */
+                 uint32_t excl; uint16_t n_excl; } str;       /* not: hashes[excl ..
+                                                               * excl+n_excl) excluded */
         struct { int64_t lo, hi; uint8_t frac, int_digits; } num; /* value * 10^frac in
                                                                * [lo, hi]; frac 0: integer */
         struct { uint32_t root; } lit;                       /* a lit_node */
@@ -65,6 +84,7 @@ typedef struct sch_lit {
     int32_t child, sibling; /* -1 for none */
     uint8_t byte;           /* on the edge into this node */
     bool terminal;          /* a whole text ends here */
+    uint32_t hash;          /* terminal: schema__value_hash of its value */
 } sch_lit;
 
 /* A pattern's DFA over code points, with what lengths each state can still end in. */
@@ -90,7 +110,8 @@ struct ts_schema {
     int n_nodes, cap_nodes;
     sch_prop *props;   /* (n_props) */
     int n_props, cap_props;
-    uint16_t *targets; /* (n_targets) the non-union nodes of each union, flattened */
+    uint16_t *targets; /* (n_targets) the non-union nodes of each union, flattened, and
+                        * the prefixItems of arrays */
     int n_targets, cap_targets;
     sch_lit *lits;     /* (n_lits) */
     int n_lits, cap_lits;
@@ -98,7 +119,27 @@ struct ts_schema {
     int n_dfas, cap_dfas;
     char *text;        /* (n_text) property names as JSON strings */
     size_t n_text, cap_text;
+    uint32_t *hashes;  /* (n_hashes) values excluded by `not`, as schema__value_hash */
+    int n_hashes, cap_hashes;
 };
+
+/* ---- values compared by hash (uniqueItems, not, keys under additionalProperties) */
+
+/* FNV-1a of n bytes, continuing from h (start from SCH_HASH_SEED). */
+#define SCH_HASH_SEED 2166136261u
+uint32_t schema__hash_bytes(uint32_t h, const void *bytes, size_t n);
+
+/* A string value's hash: the seed, 's', then its UTF-8 bytes (unescaped), so every
+ * spelling of one string hashes alike. */
+#define SCH_HASH_STRING (SCH_HASH_SEED ^ 's') * 16777619u
+
+/* The hash of a number whose value is mag / 10^frac (neg: negative): equal values hash
+ * alike whatever their spelling. */
+uint32_t schema__number_hash(uint64_t mag, int frac, bool neg);
+
+/* The hash of a JSON value as the above give it for strings and numbers (others: their
+ * compact text). */
+uint32_t schema__value_hash(const cJSON *v);
 
 /* ---- compiling (schema_regex.c, schema_num.c) */
 
@@ -108,6 +149,12 @@ struct ts_schema {
 ts_status schema__regex_compile(const char *pattern, size_t len, uint32_t min_len,
                                 uint32_t max_len, sch_dfa *dfa, char *msg, size_t msg_size);
 void schema__dfa_free(sch_dfa *dfa);
+
+/* The node item i of array node a is under (prefixItems, then items). */
+static inline int schema__item_node(const ts_schema *s, const sch_node *a, uint32_t i)
+{
+    return i < a->u.arr.n_prefix ? s->targets[a->u.arr.prefix + i] : a->u.arr.items;
+}
 
 /* The state after code point cp from state s, -1 for none. */
 int schema__dfa_next(const sch_dfa *d, int s, uint32_t cp);
@@ -152,11 +199,12 @@ typedef enum sch_leaf_kind {
 
 typedef struct sch_leaf {
     uint8_t kind;  /* sch_leaf_kind */
-    uint8_t pad;
+    uint8_t hashed; /* a string whose hash is kept (something compares it) */
     uint16_t node;
     union {
         struct {
             uint32_t count;  /* code points read */
+            uint32_t hash;   /* of the code points read, from SCH_HASH_STRING */
             uint32_t lo, hi; /* a partial UTF-8 character: the code points it may still be */
             uint16_t dfa;    /* the pattern's state */
             uint8_t more;    /* continuation bytes still to come */
@@ -182,15 +230,21 @@ typedef struct sch_frame {
     uint16_t key;   /* object: the property whose name is being read */
     uint8_t pos;    /* object: bytes of that name read */
     uint8_t phase;  /* schema_run.c's frame_phase */
+    uint16_t written; /* object: properties written (saturating) */
 } sch_frame;
 
 typedef struct sch_path {
     uint8_t depth; /* open frames */
     uint8_t ws;    /* whitespace read since the last token: 0 none, 1 a space, 2 + n a
                     * newline and n spaces or tabs */
-    uint8_t pad[2];
+    uint8_t n_mem;  /* values in mem */
+    uint8_t pad;
     sch_leaf leaf;
     sch_frame frame[SCH_MAX_DEPTH]; /* (depth) bottom first; the rest zeroed */
+    uint32_t mem[SCH_MAX_MEM]; /* (n_mem) the keys and unique items written in the open
+                                * containers: the container's depth (1 for the bottom
+                                * frame) in the top 8 bits, the value's hash in the low
+                                * 24; the rest zeroed */
 } sch_path;
 
 /* The whole state: a plain value. Only offsetof(path) + n * sizeof(sch_path) bytes are

@@ -58,7 +58,7 @@ static int32_t lit_new(ts_schema *s, int32_t parent, uint8_t byte)
     if (!grow((void **)&s->lits, &s->cap_lits, s->n_lits + 1, sizeof *s->lits))
         return -1;
     int32_t k = s->n_lits++;
-    s->lits[k] = (sch_lit){-1, -1, byte, false};
+    s->lits[k] = (sch_lit){-1, -1, byte, false, 0};
     if (parent >= 0) {
         s->lits[k].sibling = s->lits[parent].child;
         s->lits[parent].child = k;
@@ -92,12 +92,14 @@ int sb_literal(schema_builder *b, const cJSON *const *values, int n)
         if (at < 0)
             return -1;
         s->lits[at].terminal = true;
+        s->lits[at].hash = schema__value_hash(values[i]);
         b->values[node][b->n_values[node]++] = values[i];
     }
     return node;
 }
 
-bool sb_prop(schema_builder *b, const char *name, size_t len, bool required, int node)
+bool sb_prop(schema_builder *b, const char *name, size_t len, bool required, int node,
+             uint32_t hash)
 {
     ts_schema *s = b->s;
     if (!grow((void **)&s->props, &s->cap_props, s->n_props + 1, sizeof *s->props))
@@ -114,7 +116,7 @@ bool sb_prop(schema_builder *b, const char *name, size_t len, bool required, int
     }
     memcpy(s->text + s->n_text, name, len);
     s->props[s->n_props++] = (sch_prop){(uint32_t)s->n_text, (uint8_t)len, required,
-                                        (uint16_t)node};
+                                        (uint16_t)node, hash};
     s->n_text += len;
     return true;
 }

@@ -34,8 +34,10 @@ int sb_node(schema_builder *b, sch_kind kind);
 /* A literal node of the given values (borrowed; they must outlive the builder). */
 int sb_literal(schema_builder *b, const cJSON *const *values, int n);
 
-/* Appends a property to the props pool; name is the key's JSON text (quotes included). */
-bool sb_prop(schema_builder *b, const char *name, size_t len, bool required, int node);
+/* Appends a property to the props pool; name is the key's JSON text (quotes included),
+ * hash its schema__value_hash. */
+bool sb_prop(schema_builder *b, const char *name, size_t len, bool required, int node,
+             uint32_t hash);
 
 /* Records node (made by sb_node(SCH_UNION)) with its alternatives (copied). */
 bool sb_union_add(schema_builder *b, int node, const int *alts, int n, bool one_of,

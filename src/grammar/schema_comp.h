@@ -12,10 +12,14 @@ typedef struct comp {
     schema_builder b;
     cJSON *doc;
     cJSON *consts;          /* [null, true, false]: the values of null and boolean */
+    cJSON *owned;           /* schemas made while compiling (allOf merged), freed with it */
+    long merge_spent;       /* JSON values read and made by allOf merges (schema_merge.c) */
     const cJSON **memo_key; /* schema objects compiled, and their nodes */
     int *memo_node;
     int n_memo, cap_memo;
     int any;                /* the shared any-value node, -1 until made */
+    const cJSON *excl;      /* the values `not` excludes from the type being made (an
+                             * array), NULL: none; read only by comp_typed's own nodes */
     int depth;              /* schema objects being walked, one inside the other */
     char path[TS_SCHEMA_PATH_LEN]; /* where the walk is: "properties.a.items" */
     ts_status st;           /* the first failure */
@@ -46,6 +50,12 @@ int comp_literal(comp *c, const cJSON *const *values, int n);
 
 /* The node of any JSON value. */
 int comp_any(comp *c);
+
+/* ---- schema_merge.c */
+
+/* The one schema that allOf's parts (alts, a non-empty array) mean together, owned by
+ * c->owned; NULL with the failure recorded (parts that cannot be merged exactly). */
+const cJSON *comp_merge_all_of(comp *c, const cJSON *alts);
 
 /* ---- schema_compile.c and schema_types.c, which call each other as schemas nest */
 

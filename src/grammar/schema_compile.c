@@ -20,6 +20,7 @@ typedef enum kw_family {
     KW_DEFS,  /* $defs, definitions: read only through $ref */
     KW_TYPE, KW_ENUM, KW_CONST, KW_ANY_OF, KW_ONE_OF, KW_ALL_OF, KW_REF,
     KW_OBJECT, KW_ARRAY, KW_STRING, KW_NUMBER, /* the keywords of one type */
+    KW_NOT,   /* of const or enum: those values left out */
     KW_COUNT
 } kw_family;
 
@@ -32,9 +33,11 @@ static const struct keyword {
     {"deprecated", KW_ANNOT}, {"readOnly", KW_ANNOT}, {"writeOnly", KW_ANNOT},
     {"$defs", KW_DEFS}, {"definitions", KW_DEFS},
     {"type", KW_TYPE}, {"enum", KW_ENUM}, {"const", KW_CONST}, {"anyOf", KW_ANY_OF},
-    {"oneOf", KW_ONE_OF}, {"allOf", KW_ALL_OF}, {"$ref", KW_REF},
+    {"oneOf", KW_ONE_OF}, {"allOf", KW_ALL_OF}, {"$ref", KW_REF}, {"not", KW_NOT},
     {"properties", KW_OBJECT}, {"required", KW_OBJECT}, {"additionalProperties", KW_OBJECT},
+    {"minProperties", KW_OBJECT}, {"maxProperties", KW_OBJECT}, {"uniqueItems", KW_ARRAY},
     {"items", KW_ARRAY}, {"minItems", KW_ARRAY}, {"maxItems", KW_ARRAY},
+    {"prefixItems", KW_ARRAY},
     {"minLength", KW_STRING}, {"maxLength", KW_STRING}, {"pattern", KW_STRING},
     {"format", KW_STRING},
     {"minimum", KW_NUMBER}, {"maximum", KW_NUMBER}, {"exclusiveMinimum", KW_NUMBER},
@@ -111,17 +114,24 @@ static int ref_node(comp *c, const cJSON *sch, const cJSON *ref)
     return t < 0 ? -1 : n;
 }
 
-/* anyOf, oneOf, or allOf of one schema: a union of its alternatives. */
+/* anyOf, oneOf, or allOf of one schema: a union of its alternatives; allOf of several:
+ * the schema they merge into (schema_merge.c). */
 static int union_node(comp *c, const cJSON *sch, const char *keyword, const cJSON *alts)
 {
     int n_alts = cJSON_IsArray(alts) ? cJSON_GetArraySize(alts) : 0;
     if (n_alts == 0)
         return comp_fail(c, TS_ERR_INVALID_ARG, keyword, "'%s' must be a non-empty array",
                          keyword);
-    if (!strcmp(keyword, "allOf") && n_alts > 1)
-        return comp_fail(c, TS_ERR_UNSUPPORTED, keyword, "'allOf' of more than one schema is "
-                         "not supported");
     int n = comp_memo_add(c, sch, comp_node(c, SCH_UNION, 0));
+    if (n >= 0 && !strcmp(keyword, "allOf") && n_alts > 1) { /* one schema of them all */
+        const cJSON *merged = comp_merge_all_of(c, alts);
+        int t = merged ? comp_schema(c, merged) : -1;
+        if (t < 0 && c->st != TS_OK) /* the merged schema's paths are not the request's */
+            sb_path_join(c->where, sizeof c->where, c->path, "allOf");
+        if (t >= 0 && !sb_union_add(&c->b, n, &t, 1, false, c->path))
+            return comp_nomem(c);
+        return t < 0 ? -1 : n;
+    }
     int *ids = n < 0 ? NULL : malloc((size_t)n_alts * sizeof *ids);
     if (n >= 0 && !ids)
         n = comp_nomem(c);
@@ -170,11 +180,45 @@ static bool value_typed(const cJSON *v, unsigned set)
                                   ((set & 1u << TY_INTEGER) && d == floor(d))));
 }
 
+static bool is_excluded(const cJSON *excl, const cJSON *v)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, excl)
+        if (cJSON_Compare(e, v, true))
+            return true;
+    return false;
+}
+
+/* The values `not` leaves out (an array owned by c), from its const or enum; NULL with
+ * the failure recorded when it is any other schema. */
+static const cJSON *not_values(comp *c, const cJSON *sch)
+{
+    const cJSON *no = cJSON_GetObjectItemCaseSensitive(sch, "not"), *m;
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(no, "enum");
+    const cJSON *cn = cJSON_GetObjectItemCaseSensitive(no, "const");
+    bool plain = cJSON_IsObject(no) && (en || cn) && (!en || cJSON_IsArray(en));
+    const cJSON *kws = plain ? no : NULL;
+    cJSON_ArrayForEach(m, kws)
+        plain &= !strcmp(m->string, "enum") || !strcmp(m->string, "const") ||
+                 !strcmp(m->string, "title") || !strcmp(m->string, "description");
+    if (!plain)
+        return comp_fail(c, TS_ERR_UNSUPPORTED, "not", "'not' is supported only of a "
+                         "'const' or an 'enum'"), NULL;
+    cJSON *out = cJSON_CreateArray();
+    if (!out || !cJSON_AddItemToArray(c->owned, out))
+        return cJSON_Delete(out), comp_nomem(c), NULL;
+    if (cn)
+        cJSON_AddItemToArray(out, cJSON_Duplicate(cn, true));
+    cJSON_ArrayForEach(m, en)
+        cJSON_AddItemToArray(out, cJSON_Duplicate(m, true));
+    return out;
+}
+
 /* enum or const: a literal node of the values of the allowed types. The values are read
  * in list order (cJSON_GetArrayItem per index would make a large enum quadratic); their
  * texts share one trie (sb_literal), so compiling is near-linear in the enum's bytes. */
 static int enum_node(comp *c, const cJSON *sch, const cJSON *en, const cJSON *cn,
-                     unsigned types)
+                     unsigned types, const cJSON *excl)
 {
     if (en && !cJSON_IsArray(en))
         return comp_fail(c, TS_ERR_INVALID_ARG, "enum", "'enum' must be an array");
@@ -183,7 +227,7 @@ static int enum_node(comp *c, const cJSON *sch, const cJSON *en, const cJSON *cn
     if (!vals)
         return comp_nomem(c);
     for (const cJSON *v = en ? en->child : cn; v && k < n; v = en ? v->next : NULL)
-        if (!types || value_typed(v, types))
+        if ((!types || value_typed(v, types)) && !is_excluded(excl, v))
             vals[k++] = v;
     int node = comp_memo_add(c, sch, comp_literal(c, vals, k));
     free(vals);
@@ -252,6 +296,9 @@ static int walk(comp *c, const cJSON *sch)
                          ? read_types(c, cJSON_GetObjectItemCaseSensitive(sch, "type")) : 0;
     if (c->st != TS_OK)
         return -1;
+    const cJSON *excl = fam & FAM(KW_NOT) ? not_values(c, sch) : NULL;
+    if (c->st != TS_OK)
+        return -1;
     if (fam & (FAM(KW_ENUM) | FAM(KW_CONST))) {
         if ((fam & FAM(KW_ENUM)) && (fam & FAM(KW_CONST)))
             return comp_fail(c, TS_ERR_UNSUPPORTED, "const", "'const' beside 'enum' is not "
@@ -260,25 +307,38 @@ static int walk(comp *c, const cJSON *sch)
             return comp_fail(c, TS_ERR_UNSUPPORTED, first_of(sch, TYPED_FAMS), "'%s' beside "
                              "enum or const is not supported", first_of(sch, TYPED_FAMS));
         return enum_node(c, sch, cJSON_GetObjectItemCaseSensitive(sch, "enum"),
-                         cJSON_GetObjectItemCaseSensitive(sch, "const"), types);
+                         cJSON_GetObjectItemCaseSensitive(sch, "const"), types, excl);
     }
     if (!types) { /* no "type": the types whose keywords appear, or any value */
         types |= fam & FAM(KW_OBJECT) ? 1u << TY_OBJECT : 0;
         types |= fam & FAM(KW_ARRAY) ? 1u << TY_ARRAY : 0;
         types |= fam & FAM(KW_STRING) ? 1u << TY_STRING : 0;
         types |= fam & FAM(KW_NUMBER) ? 1u << TY_NUMBER : 0;
+        if (!types && excl)
+            return comp_fail(c, TS_ERR_UNSUPPORTED, "not", "'not' needs a 'type' or an "
+                             "'enum' beside it");
         if (!types)
             return comp_memo_add(c, sch, comp_any(c));
     }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, excl)
+        if ((cJSON_IsObject(e) || cJSON_IsArray(e)) &&
+            (types & (1u << TY_OBJECT | 1u << TY_ARRAY)))
+            return comp_fail(c, TS_ERR_UNSUPPORTED, "not", "'not' of an object or array "
+                             "value is not supported");
     if ((types & (1u << TY_NUMBER)) && (types & (1u << TY_INTEGER)))
         types &= ~(1u << TY_INTEGER); /* integers are numbers */
-    if (!(types & (types - 1))) /* one type */
+    if (!(types & (types - 1))) { /* one type */
+        c->excl = excl;
         return comp_typed(c, sch, __builtin_ctz(types), sch);
+    }
     int ids[TY_COUNT], n_ids = 0;
     int n = comp_memo_add(c, sch, comp_node(c, SCH_UNION, 0));
-    for (int t = 0; t < TY_COUNT && n >= 0; t++)
+    for (int t = 0; t < TY_COUNT && n >= 0; t++) {
+        c->excl = excl; /* set again: the types before may have walked other schemas */
         if (types & (1u << t) && (ids[n_ids++] = comp_typed(c, sch, t, NULL)) < 0)
             n = -1;
+    }
     if (n >= 0 && !sb_union_add(&c->b, n, ids, n_ids, false, c->path))
         return comp_nomem(c);
     return n;
@@ -325,7 +385,8 @@ ts_status ts_schema_compile(const char *json, size_t len, ts_schema **out, char 
     ts_schema *s = calloc(1, sizeof *s);
     c.b.s = s;
     c.consts = cJSON_CreateArray();
-    if (!s || !c.consts || !cJSON_AddItemToArray(c.consts, cJSON_CreateNull()) ||
+    c.owned = cJSON_CreateArray();
+    if (!s || !c.consts || !c.owned || !cJSON_AddItemToArray(c.consts, cJSON_CreateNull()) ||
         !cJSON_AddItemToArray(c.consts, cJSON_CreateTrue()) ||
         !cJSON_AddItemToArray(c.consts, cJSON_CreateFalse()) ||
         cJSON_GetArraySize(c.consts) != 3)
@@ -353,6 +414,7 @@ ts_status ts_schema_compile(const char *json, size_t len, ts_schema **out, char 
     free(c.memo_key);
     free(c.memo_node);
     cJSON_Delete(c.consts);
+    cJSON_Delete(c.owned);
     cJSON_Delete(c.doc);
     return st;
 }
@@ -376,5 +438,6 @@ void ts_schema_release(ts_schema *s)
     free(s->targets);
     free(s->lits);
     free(s->text);
+    free(s->hashes);
     free(s);
 }

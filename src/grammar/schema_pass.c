@@ -93,10 +93,17 @@ static uint16_t need_of(const ts_schema *s, const sch_node *n)
             if (pr->required && k > most)
                 most = k;
         }
+        if (n->u.obj.extra != SCH_NO_NODE && n->u.obj.min > 0 &&
+            s->nodes[n->u.obj.extra].need > most) /* extra keys may be what min needs */
+            most = s->nodes[n->u.obj.extra].need;
         return most >= SCH_NEED_NEVER ? SCH_NEED_NEVER : (uint16_t)(most + 1);
     }
-    case SCH_ARRAY: {
-        int k = n->u.arr.min > 0 ? s->nodes[n->u.arr.items].need : 0;
+    case SCH_ARRAY: { /* the first min items are written */
+        int k = 0;
+        for (uint32_t i = 0; i < n->u.arr.min && i <= n->u.arr.n_prefix; i++) {
+            int ki = s->nodes[schema__item_node(s, n, i)].need;
+            k = ki > k ? ki : k;
+        }
         return k >= SCH_NEED_NEVER ? SCH_NEED_NEVER : (uint16_t)(k + 1);
     }
     case SCH_UNION: {
@@ -129,6 +136,31 @@ static void needs(ts_schema *s)
                 changed = true;
             }
         }
+    }
+}
+
+/* The values each node's instances make a path remember at least: a uniqueItems array's
+ * minItems, an object's keys beyond properties that minProperties asks for; a union the
+ * least of its targets. Nested containers are not added up. */
+static void mem_needs(ts_schema *s)
+{
+    for (int i = 0; i < s->n_nodes; i++) {
+        sch_node *n = &s->nodes[i];
+        uint32_t k = 0;
+        if (n->kind == SCH_ARRAY && n->u.arr.unique)
+            k = n->u.arr.min;
+        else if (n->kind == SCH_OBJECT && n->u.obj.extra != SCH_NO_NODE && n->u.obj.min > n->u.obj.n)
+            k = (uint32_t)(n->u.obj.min - n->u.obj.n);
+        n->mem = (uint8_t)(k < SCH_MAX_MEM ? k : SCH_MAX_MEM);
+    }
+    for (int i = 0; i < s->n_nodes; i++) {
+        sch_node *n = &s->nodes[i];
+        if (n->kind != SCH_UNION)
+            continue;
+        n->mem = SCH_MAX_MEM;
+        for (uint16_t t = 0; t < n->u.uni.n; t++)
+            if (s->nodes[s->targets[n->u.uni.first + t]].mem < n->mem)
+                n->mem = s->nodes[s->targets[n->u.uni.first + t]].mem;
     }
 }
 
@@ -349,6 +381,7 @@ ts_status sb_finish(schema_builder *b, char *msg, size_t msg_size, char *path,
     }
     if (st == TS_OK) {
         needs(s);
+        mem_needs(s);
         st = check_one_of(&p);
     }
     if (st == TS_OK && s->nodes[s->root].need == SCH_NEED_NEVER)

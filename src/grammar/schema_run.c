@@ -8,6 +8,8 @@
 
 #include "grammar/schema.h"
 
+#define SCH_CP_LIMIT 0x10FFFFu
+
 typedef enum frame_phase {
     F_OBJ_FIRST, /* after '{': a name or '}' */
     F_OBJ_NEXT,  /* after ',': a name */
@@ -15,7 +17,10 @@ typedef enum frame_phase {
     F_OBJ_COLON, /* after a name: ':' */
     F_AFTER,     /* after a value: ',' or the closer */
     F_ARR_FIRST, /* after '[': a value or ']' */
+    F_OBJ_FREE,  /* inside a key under additionalProperties (read as the path's leaf) */
 } frame_phase;
+
+enum { KEY_FREE = 0xFFFF }; /* sch_frame.key of a key under additionalProperties */
 
 /* What a value being read did with a byte. */
 typedef enum leaf_result {
@@ -46,10 +51,13 @@ static void emit(sch_state *to, const sch_path *p)
         to->path[to->n++] = *p;
 }
 
+/* Whether a value of node can begin in p: its nesting within the depth left, and the
+ * values it must remember within the room left. */
 static bool fits(const ts_schema *s, const sch_path *p, int node)
 {
     uint16_t need = s->nodes[node].need;
-    return need != SCH_NEED_NEVER && p->depth + need <= SCH_MAX_DEPTH;
+    return need != SCH_NEED_NEVER && p->depth + need <= SCH_MAX_DEPTH &&
+           p->n_mem + s->nodes[node].mem <= SCH_MAX_MEM;
 }
 
 static void set_leaf(sch_path *p, sch_leaf_kind kind, int node)
@@ -59,6 +67,8 @@ static void set_leaf(sch_path *p, sch_leaf_kind kind, int node)
     p->leaf.node = (uint16_t)node;
 }
 
+static bool start_viable(const ts_schema *s, const sch_path *p, int node);
+
 /* One path per alternative of node that p can still finish, each before its value. */
 static void expand(const ts_schema *s, const sch_path *p, int node, sch_state *to)
 {
@@ -66,7 +76,7 @@ static void expand(const ts_schema *s, const sch_path *p, int node, sch_state *t
     int count = n->kind == SCH_UNION ? n->u.uni.n : 1;
     for (int i = 0; i < count; i++) {
         int t = n->kind == SCH_UNION ? s->targets[n->u.uni.first + i] : node;
-        if (!fits(s, p, t))
+        if (!fits(s, p, t) || !start_viable(s, p, t))
             continue;
         sch_path q = *p;
         set_leaf(&q, LEAF_START, t);
@@ -87,6 +97,24 @@ static bool str_room(const ts_schema *s, const sch_leaf *l, uint32_t lo, uint32_
                            n->u.str.max);
 }
 
+/* h continued with the UTF-8 bytes of cp. */
+static uint32_t hash_cp(uint32_t h, uint32_t cp)
+{
+    uint8_t b[4];
+    size_t n;
+    if (cp < 0x80)
+        b[0] = (uint8_t)cp, n = 1;
+    else if (cp < 0x800)
+        b[0] = (uint8_t)(0xC0 | cp >> 6), b[1] = (uint8_t)(0x80 | (cp & 0x3F)), n = 2;
+    else if (cp < 0x10000)
+        b[0] = (uint8_t)(0xE0 | cp >> 12), b[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3F)),
+        b[2] = (uint8_t)(0x80 | (cp & 0x3F)), n = 3;
+    else
+        b[0] = (uint8_t)(0xF0 | cp >> 18), b[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3F)),
+        b[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3F)), b[3] = (uint8_t)(0x80 | (cp & 0x3F)), n = 4;
+    return schema__hash_bytes(h, b, n);
+}
+
 /* Reads code point cp into string leaf l. */
 static bool str_char(const ts_schema *s, sch_leaf *l, uint32_t cp)
 {
@@ -102,11 +130,15 @@ static bool str_char(const ts_schema *s, sch_leaf *l, uint32_t cp)
         return false;
     }
     l->u.str.count = count;
+    if (l->hashed)
+        l->u.str.hash = hash_cp(l->u.str.hash, cp);
     return true;
 }
 
 static const char escapes[] = "\"\\/bfnrt";
 static const char unescaped[] = "\"\\/\b\f\n\r\t";
+
+static bool leaf_checked(const ts_schema *s, const sch_path *p);
 
 static leaf_result str_byte(const ts_schema *s, sch_leaf *l, uint8_t c)
 {
@@ -208,7 +240,7 @@ static bool push_frame(sch_path *p, int node, frame_phase phase)
 {
     if (p->depth == SCH_MAX_DEPTH) /* fits() keeps this from happening */
         return false;
-    p->frame[p->depth++] = (sch_frame){(uint16_t)node, 0, 0, 0, (uint8_t)phase};
+    p->frame[p->depth++] = (sch_frame){(uint16_t)node, 0, 0, 0, (uint8_t)phase, 0};
     set_leaf(p, LEAF_NONE, 0);
     return true;
 }
@@ -228,6 +260,8 @@ static leaf_result start_byte(const ts_schema *s, sch_path *p, uint8_t c)
         if (c != '"')
             return R_REJECT;
         set_leaf(p, LEAF_STRING, node);
+        p->leaf.u.str.hash = SCH_HASH_STRING;
+        p->leaf.hashed = leaf_checked(s, p);
         return R_MORE;
     case SCH_NUMBER: return schema__num_start(n, &p->leaf, c) ? R_MORE : R_REJECT;
     case SCH_LITERAL:
@@ -263,7 +297,15 @@ static bool candidate(const ts_schema *s, const sch_path *p, const sch_node *o, 
         if (prop(s, o, j)->required)
             return false;
     const sch_prop *pr = prop(s, o, k);
-    return pr->required || fits(s, p, pr->node);
+    if (!pr->required && !fits(s, p, pr->node))
+        return false;
+    /* minProperties and maxProperties stay within reach with k written next */
+    uint32_t written = p->frame[p->depth - 1].written + 1u, required_after = 0;
+    for (int j = k + 1; j < o->u.obj.n; j++)
+        required_after += prop(s, o, j)->required;
+    uint32_t most = written + (uint32_t)(o->u.obj.n - k - 1) +
+                    (o->u.obj.extra != SCH_NO_NODE ? SCH_MAX_FREE : 0);
+    return written + required_after <= o->u.obj.max && most >= o->u.obj.min;
 }
 
 static bool required_left(const ts_schema *s, const sch_node *o, int i)
@@ -274,6 +316,25 @@ static bool required_left(const ts_schema *s, const sch_node *o, int i)
     return false;
 }
 
+/* The values the top container remembers (its entries are the last of mem). */
+static int mem_count(const sch_path *p)
+{
+    int k = 0;
+    while (k < p->n_mem && p->mem[p->n_mem - 1 - k] >> 24 == p->depth)
+        k++;
+    return k;
+}
+
+/* Whether a key under additionalProperties may come next in the top object. */
+static bool free_key_ok(const ts_schema *s, const sch_path *p, const sch_node *o)
+{
+    const sch_frame *f = &p->frame[p->depth - 1];
+    return o->u.obj.extra != SCH_NO_NODE && !required_left(s, o, f->count) &&
+           f->written < o->u.obj.max && mem_count(p) < SCH_MAX_FREE &&
+           p->n_mem + 1 + s->nodes[o->u.obj.extra].mem <= SCH_MAX_MEM &&
+           fits(s, p, o->u.obj.extra);
+}
+
 static int first_candidate(const ts_schema *s, const sch_path *p, const sch_node *o, int i)
 {
     for (int k = i; k < o->u.obj.n; k++)
@@ -282,9 +343,12 @@ static int first_candidate(const ts_schema *s, const sch_path *p, const sch_node
     return -1;
 }
 
-/* Closes the top container: its value is complete. */
+/* Closes the top container: its value is complete, and the values it remembered are
+ * forgotten. */
 static void pop_frame(sch_path *p)
 {
+    while (p->n_mem > 0 && p->mem[p->n_mem - 1] >> 24 == p->depth)
+        p->mem[--p->n_mem] = 0;
     p->frame[--p->depth] = (sch_frame){0};
 }
 
@@ -326,12 +390,20 @@ static void obj_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     }
     p->ws = 0;
     bool can_close = f->phase != F_OBJ_NEXT && f->phase != F_OBJ_COLON &&
-                     !required_left(s, o, f->count);
+                     !required_left(s, o, f->count) && f->written >= o->u.obj.min;
     if (c == '}' && can_close) {
         pop_frame(p);
         emit(to, p);
     } else if (c == '"' && (f->phase == F_OBJ_FIRST || f->phase == F_OBJ_NEXT)) {
         int k = first_candidate(s, p, o, f->count);
+        if (free_key_ok(s, p, o)) { /* a key beyond properties, read as a string */
+            sch_path q = *p;
+            q.frame[q.depth - 1].phase = F_OBJ_FREE;
+            set_leaf(&q, LEAF_STRING, o->u.obj.key);
+            q.leaf.u.str.hash = SCH_HASH_STRING;
+            q.leaf.hashed = 1;
+            emit(to, &q);
+        }
         if (k < 0)
             return;
         f->phase = F_OBJ_KEY;
@@ -341,16 +413,202 @@ static void obj_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     } else if (c == ':' && f->phase == F_OBJ_COLON) {
         int k = f->key;
         f->phase = F_AFTER;
-        f->count = (uint16_t)(k + 1);
+        f->count = k == KEY_FREE ? o->u.obj.n : (uint16_t)(k + 1);
         f->key = 0;
-        expand(s, p, prop(s, o, k)->node, to);
-    } else if (c == ',' && f->phase == F_AFTER && first_candidate(s, p, o, f->count) >= 0) {
+        if (f->written < UINT16_MAX)
+            f->written++;
+        expand(s, p, k == KEY_FREE ? o->u.obj.extra : prop(s, o, k)->node, to);
+    } else if (c == ',' && f->phase == F_AFTER && (first_candidate(s, p, o, f->count) >= 0 ||
+                                                   free_key_ok(s, p, o))) {
         f->phase = F_OBJ_NEXT;
         emit(to, p);
     }
 }
 
 static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to);
+
+/* ---- values told apart by hash: not, uniqueItems, keys beyond properties */
+
+/* The hash of the complete value in leaf l (a string, number or literal). */
+static uint32_t leaf_hash(const ts_schema *s, const sch_leaf *l)
+{
+    switch ((sch_leaf_kind)l->kind) {
+    case LEAF_STRING: return l->u.str.hash;
+    case LEAF_NUMBER:
+        return schema__number_hash(l->u.num.mag, s->nodes[l->node].u.num.frac, l->u.num.neg);
+    case LEAF_LITERAL: return s->lits[l->u.lit].hash;
+    default: return 0;
+    }
+}
+
+/* Whether the top container remembers values: a uniqueItems array, or an object reading
+ * a key beyond its properties. */
+static bool top_remembers(const ts_schema *s, const sch_path *p)
+{
+    if (p->depth == 0)
+        return false;
+    const sch_frame *f = &p->frame[p->depth - 1];
+    const sch_node *c = &s->nodes[f->node];
+    return (c->kind == SCH_ARRAY && c->u.arr.unique) ||
+           (c->kind == SCH_OBJECT && f->phase == F_OBJ_FREE);
+}
+
+/* Whether the leaf's values are checked by hash at all. */
+static bool leaf_checked(const ts_schema *s, const sch_path *p)
+{
+    const sch_leaf *l = &p->leaf;
+    return (l->kind == LEAF_STRING && s->nodes[l->node].u.str.n_excl > 0) ||
+           ((l->kind == LEAF_STRING || l->kind == LEAF_NUMBER || l->kind == LEAF_LITERAL) &&
+            top_remembers(s, p));
+}
+
+/* Whether a complete value of hash h may stand in p's leaf: not excluded by `not`, not a
+ * repeat where its container remembers, and no declared name as a key beyond them. */
+static bool value_allowed(const ts_schema *s, const sch_path *p, uint32_t h)
+{
+    const sch_leaf *l = &p->leaf;
+    if (l->kind == LEAF_STRING) {
+        const sch_node *n = &s->nodes[l->node];
+        for (uint16_t i = 0; i < n->u.str.n_excl; i++)
+            if (s->hashes[n->u.str.excl + i] == h)
+                return false;
+    }
+    if (!top_remembers(s, p))
+        return true;
+    const sch_frame *f = &p->frame[p->depth - 1];
+    const sch_node *c = &s->nodes[f->node];
+    for (uint16_t i = 0; c->kind == SCH_OBJECT && i < c->u.obj.n; i++)
+        if (prop(s, c, i)->hash == h)
+            return false;
+    uint32_t entry = (uint32_t)p->depth << 24 | (h & 0xFFFFFF);
+    for (int i = p->n_mem - 1; i >= 0 && p->mem[i] >> 24 == p->depth; i--)
+        if (p->mem[i] == entry)
+            return false;
+    return true;
+}
+
+/* After the value in p's leaf completed with hash h (allowed): its container remembers
+ * it, and a key beyond properties waits for its colon. */
+static void remember(const ts_schema *s, sch_path *p, uint32_t h)
+{
+    if (!top_remembers(s, p))
+        return;
+    sch_frame *f = &p->frame[p->depth - 1];
+    if (p->n_mem < SCH_MAX_MEM) /* the containers check for room before a value starts */
+        p->mem[p->n_mem++] = (uint32_t)p->depth << 24 | (h & 0xFFFFFF);
+    if (s->nodes[f->node].kind == SCH_OBJECT) {
+        f->phase = F_OBJ_COLON;
+        f->key = KEY_FREE;
+    }
+}
+
+/* Whether some literal text at or below trie node k may still complete as an allowed
+ * value. */
+static bool lit_viable(const ts_schema *s, const sch_path *p, int32_t k)
+{
+    if (s->lits[k].terminal && value_allowed(s, p, s->lits[k].hash))
+        return true;
+    for (int32_t j = s->lits[k].child; j >= 0; j = s->lits[j].sibling)
+        if (lit_viable(s, p, j))
+            return true;
+    return false;
+}
+
+enum { VIABLE_BUDGET = 4096 }; /* states a viability search visits at most */
+
+/* Whether the number in l (of node n, in path p) can still end as an allowed value:
+ * depth first over the digits and '.', which end soon (digit counts are bounded). */
+static bool num_viable(const ts_schema *s, const sch_path *p, const sch_node *n,
+                       const sch_leaf *l, int *budget)
+{
+    if (--*budget < 0)
+        return true; /* past the budget: assumed, never searched forever */
+    if (schema__num_can_end(n, l) && value_allowed(s, p, leaf_hash(s, l)))
+        return true;
+    for (const char *c = "0123456789."; *c; c++) {
+        sch_leaf t = *l;
+        if (schema__num_step(n, &t, (uint8_t)*c) && num_viable(s, p, n, &t, budget))
+            return true;
+    }
+    return false;
+}
+
+/* Whether the string in l (of node n, whole characters read) can still end as an allowed
+ * value. Without a pattern any string may follow, so only a full string must be allowed
+ * already; with one, depth first over the pattern's transitions, trying from each range
+ * one code point more than there are values to avoid (distinct code points make distinct
+ * strings). */
+static bool str_viable(const ts_schema *s, const sch_path *p, const sch_node *n,
+                       const sch_leaf *l, int *budget)
+{
+    if (--*budget < 0)
+        return true;
+    bool can_close = l->u.str.count >= n->u.str.min &&
+                     (n->u.str.dfa < 0 ||
+                      schema__dfa_feasible(&s->dfas[n->u.str.dfa], l->u.str.dfa,
+                                           l->u.str.count, l->u.str.count, l->u.str.count));
+    if (can_close && value_allowed(s, p, l->u.str.hash))
+        return true;
+    if (n->u.str.dfa < 0)
+        return l->u.str.count < n->u.str.max;
+    const sch_dfa *d = &s->dfas[n->u.str.dfa];
+    uint32_t tries = (uint32_t)(n->u.str.n_excl + p->n_mem) + 1;
+    for (uint32_t k = d->first[l->u.str.dfa]; k < d->first[l->u.str.dfa + 1]; k++) {
+        uint32_t lo = d->tr[k].lo < 0x20 ? 0x20 : d->tr[k].lo;
+        for (uint32_t cp = lo; cp <= d->tr[k].hi && cp < lo + tries; cp++) {
+            sch_leaf t = *l;
+            if (str_char(s, &t, cp) && str_viable(s, p, n, &t, budget))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Whether a value of node (not a union) beginning in p can end as an allowed one: in a
+ * uniqueItems array, some value of the item not written yet. */
+static bool start_viable(const ts_schema *s, const sch_path *p, int node)
+{
+    const sch_node *n = &s->nodes[node];
+    if (p->depth == 0 || p->frame[p->depth - 1].phase == F_OBJ_FREE ||
+        s->nodes[p->frame[p->depth - 1].node].kind != SCH_ARRAY || !top_remembers(s, p))
+        return true;
+    sch_path q = *p;
+    int budget = VIABLE_BUDGET;
+    set_leaf(&q, LEAF_START, node);
+    switch ((sch_kind)n->kind) {
+    case SCH_LITERAL: return lit_viable(s, &q, (int32_t)n->u.lit.root);
+    case SCH_STRING:
+        set_leaf(&q, LEAF_STRING, node);
+        q.leaf.hashed = 1;
+        q.leaf.u.str.hash = SCH_HASH_STRING;
+        return str_viable(s, &q, n, &q.leaf, &budget);
+    case SCH_NUMBER:
+        for (const char *c = "-0123456789"; *c; c++) {
+            sch_leaf l = q.leaf;
+            if (schema__num_start(n, &l, (uint8_t)*c) && num_viable(s, &q, n, &l, &budget))
+                return true;
+        }
+        return false;
+    default: return true;
+    }
+}
+
+/* After the leaf took a byte and goes on: false when it has become a dead end, no
+ * allowed value being reachable from it (every one it can still become is excluded by
+ * `not` or written before). */
+static bool leaf_viable(const ts_schema *s, const sch_path *p)
+{
+    const sch_leaf *l = &p->leaf;
+    const sch_node *n = &s->nodes[l->node];
+    int budget = VIABLE_BUDGET;
+    if (l->kind == LEAF_LITERAL)
+        return lit_viable(s, p, (int32_t)l->u.lit);
+    if (l->kind == LEAF_NUMBER)
+        return num_viable(s, p, n, l, &budget);
+    if (l->u.str.more || l->u.str.esc)
+        return true; /* judged when the character is whole */
+    return str_viable(s, p, n, l, &budget);
+}
 
 /* Feeds c to path p (not modified) and adds what comes of it to to. */
 static void step_path(const ts_schema *s, const sch_path *from, uint8_t c, sch_state *to)
@@ -370,7 +628,18 @@ static void step_path(const ts_schema *s, const sch_path *from, uint8_t c, sch_s
     }
     if (r == R_REJECT)
         return;
-    if (r == R_CLOSED || (r == R_PASS && p.leaf.kind != LEAF_NONE))
+    bool complete = r == R_CLOSED || (r == R_PASS && p.leaf.kind != LEAF_NONE);
+    if (leaf_checked(s, &p)) {
+        if (complete) {
+            uint32_t h = leaf_hash(s, &p.leaf);
+            if (!value_allowed(s, &p, h))
+                return;
+            remember(s, &p, h);
+        } else if (r == R_MORE && !leaf_viable(s, &p)) {
+            return;
+        }
+    }
+    if (complete)
         set_leaf(&p, LEAF_NONE, 0); /* the value is complete: its container is in F_AFTER */
     if (r != R_PASS) {
         emit(to, &p);
@@ -394,7 +663,9 @@ static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
         return;
     }
     p->ws = 0;
-    bool more = f->count < a->u.arr.max && fits(s, p, a->u.arr.items);
+    int item = schema__item_node(s, a, f->count);
+    bool more = f->count < a->u.arr.max && fits(s, p, item) &&
+                (!a->u.arr.unique || p->n_mem < SCH_MAX_MEM);
     if (c == ']') {
         if (f->count >= a->u.arr.min) {
             pop_frame(p);
@@ -409,12 +680,12 @@ static void arr_byte(const ts_schema *s, sch_path *p, uint8_t c, sch_state *to)
     if (f->count < UINT16_MAX)
         f->count++;
     if (!first) {
-        expand(s, p, a->u.arr.items, to);
+        expand(s, p, item, to);
         return;
     }
     sch_state starts; /* the first item's first byte is this one */
     starts.n = 0;
-    expand(s, p, a->u.arr.items, &starts);
+    expand(s, p, item, &starts);
     for (int i = 0; i < starts.n; i++)
         step_path(s, &starts.path[i], c, to);
 }
@@ -493,6 +764,7 @@ static void canonical(const ts_schema *s, sch_path *p)
         json_pda_canonical(&l->u.any);
     } else if (l->kind == LEAF_STRING) {
         const sch_node *n = &s->nodes[l->node];
+
         uint32_t count = l->u.str.count, min = n->u.str.min, max = n->u.str.max;
         if (n->u.str.dfa < 0) {
             uint32_t need = count < min ? min - count : 0, room = max - count;
