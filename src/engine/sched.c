@@ -135,7 +135,7 @@ void sched_admit(ts_engine *e, double now)
             break;
         int64_t matched = 0;
         ts_error err = {0};
-        if (e->opts.prefix_cache &&
+        if (e->opts.prefix_cache && !j->req->embed && /* an embedding pools every row */
             kv_prefix_lookup(e->step.pool, &s->table, s->tokens, s->n_tokens - 1, &matched,
                              &err) != TS_OK)
             matched = 0;
@@ -246,20 +246,22 @@ void sched_plan(ts_engine *e, double now)
 
 int sched_pack(ts_engine *e, fwd_batch *b)
 {
-    int rows = 0, n = 0, n_logits = 0, n_decode = 0;
+    int rows = 0, n = 0, n_logits = 0, n_pooled = 0, n_decode = 0;
     for (int i = 0; i < e->step.n_running; i++) {
         seq *s = e->step.running[i];
         if (s->step_rows == 0)
             continue;
         memcpy(e->step.tokens + rows, s->tokens + s->n_computed,
                (size_t)s->step_rows * sizeof(int32_t));
-        bool samples = s->n_computed + s->step_rows == s->n_tokens;
+        bool embeds = s->job->req->embed;
+        bool samples = !embeds && s->n_computed + s->step_rows == s->n_tokens;
         e->step.seqs[n] = (fwd_seq){
             .row0 = rows,
             .n_rows = s->step_rows,
             .pos0 = s->n_computed,
             .table = &s->table,
             .logits_row = samples ? n_logits++ : -1,
+            .pool_row = embeds ? n_pooled++ : -1,
         };
         e->step.order[n++] = s;
         rows += s->step_rows;
@@ -267,6 +269,6 @@ int sched_pack(ts_engine *e, fwd_batch *b)
     }
     e->step.step_decode = n_decode;
     *b = (fwd_batch){.n_rows = rows, .tokens = e->step.tokens, .n_seqs = n,
-                     .seqs = e->step.seqs, .n_logits = n_logits};
+                     .seqs = e->step.seqs, .n_logits = n_logits, .n_pooled = n_pooled};
     return n;
 }

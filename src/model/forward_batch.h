@@ -20,6 +20,9 @@ typedef struct fwd_seq {
     int pos0;
     const kv_table *table; /* borrowed: reserved through position pos0 + n_rows - 1 */
     int logits_row;        /* row of the logits output for its last row; -1: no logits */
+    int pool_row;          /* read only when the batch's n_pooled > 0: row of
+                            * fwd_state.pooled for the rows the model's pooling takes of
+                            * this chunk; -1: none */
 } fwd_seq;
 
 typedef struct fwd_batch {
@@ -28,6 +31,8 @@ typedef struct fwd_batch {
     int n_seqs;
     const fwd_seq *seqs;   /* (n_seqs) borrowed, rows in order, no gaps */
     int n_logits;          /* sequences with logits_row >= 0; rows 0..n_logits-1 */
+    int n_pooled;          /* sequences with pool_row >= 0 (rows 0..n_pooled-1); 0: no
+                            * sequence pools, pool_row unread */
 } fwd_batch;
 
 /* How the step multiplies activation rows by a weight matrix. */
@@ -107,6 +112,9 @@ typedef struct fwd_state {
     fwd_moe moe;    /* a mixture of experts' buffers; zeroed for a dense model */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
+    float *pooled;  /* (max_logits, dim) each pooling sequence's chunk: the sum of the
+                     * final-normalised rows its pooling takes (all for mean, position 0
+                     * for cls, the chunk's last for last; zeros when it takes none) */
     fwd_qbuf qbuf;  /* (max(max_rows, max_logits), max K) quantized activations */
     double seconds[TS_PHASE_COUNT]; /* wall time forward_batch spent per phase (rowwise,
                                      * gemm, attention, lm_head), added up; the caller

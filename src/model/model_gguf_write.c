@@ -70,6 +70,8 @@ void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t fi
         gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "expert_feed_forward_length"),
                             (uint32_t)c->hidden_dim);
     }
+    if (c->pooling != TS_POOLING_NONE)
+        gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "pooling_type"), (uint32_t)c->pooling);
 }
 
 static void add_id(gguf_writer *g, const char *key, int32_t id)

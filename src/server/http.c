@@ -50,6 +50,8 @@ static const http_route routes[] = {
      true, complete_chat},
     {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS, ROUTE_BODY, AUTH_KEY,
      true, true, complete_text},
+    {"/v1/embeddings", "POST", METRICS_ROUTE_EMBEDDINGS, ROUTE_BODY, AUTH_KEY, false, true,
+     embed_route},
     {"/v1/models", "GET", METRICS_ROUTE_MODELS, ROUTE_HEADERS, AUTH_KEY, false, false,
      routes_models},
     {SRV_MODEL_ROUTE, "GET", METRICS_ROUTE_MODELS, ROUTE_HEADERS, AUTH_KEY, false, false,

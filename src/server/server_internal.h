@@ -180,6 +180,9 @@ void srv_cell_notify(void *cell);
 srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_tokenize,
     routes_detokenize;
 
+/* ---- embed_route.c: POST /v1/embeddings */
+srv_handler embed_route;
+
 /* The path prefix of GET /v1/models/{id}. */
 #define SRV_MODEL_ROUTE "/v1/models/"
 
