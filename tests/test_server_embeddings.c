@@ -1,6 +1,6 @@
 /* test_server_embeddings.c: POST /v1/embeddings: the request's shapes and their errors
  * (embed_parse), base64, and the route on a tiny qwen3 embedding model (last-token
- * pooling) served in process: every input form, usage, base64 equal to the floats,
+ * pooling, EOS after each text) served in process: every input form, usage, base64 equal to the floats,
  * dimensions, the context limit and truncate, a model that does not pool. */
 #include <math.h>
 #include <setjmp.h>
@@ -40,6 +40,7 @@ static int setup(void **state)
         vocab_read_gguf(&v, f, &err) != TS_OK)
         fail_msg("vocabulary: %s", err.msg);
     gguf_close(f);
+    v.add_eos = true; /* inputs end with EOS, as Qwen3-Embedding's */
     const char *path = tu_tmp_path("server-embed.gguf");
     if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
         fail_msg("synth: %s", err.msg);
@@ -179,10 +180,14 @@ static void test_input_forms(void **state)
 {
     (void)state;
     static float a[2 * DIM], b[2 * DIM], c[DIM];
-    /* "Hello world" with BOS is the same as its ids: 2 strings vs 2 id arrays */
-    int32_t *ids = NULL;
+    /* "Hello world" is its ids with BOS and EOS: 2 strings vs 2 id arrays */
+    const ts_tokenizer *tok = ts_model_get_tokenizer(model);
+    assert_true(ts_tokenizer_add_eos(tok));
     int n = 0;
-    ids = eu_tokenize(model, "Hello world", &n);
+    int32_t *ids = eu_tokenize(model, "Hello world", &n);
+    ids = realloc(ids, (size_t)(n + 1) * sizeof *ids);
+    assert_non_null(ids);
+    ids[n++] = ts_tokenizer_eos(tok);
     strbuf body = {0};
     strbuf_addf(&body, "{\"input\": [[");
     for (int i = 0; i < n; i++)

@@ -113,6 +113,8 @@ ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_erro
     add_id(g, "tokenizer.ggml.padding_token_id", v->pad_id);
     add_id(g, "tokenizer.ggml.eot_token_id", v->eot_id);
     gguf_writer_add_bool(g, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->add_eos)
+        gguf_writer_add_bool(g, "tokenizer.ggml.add_eos_token", true);
     gguf_writer_add_bool(g, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
 done:
     free(texts);

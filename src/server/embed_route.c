@@ -52,9 +52,7 @@ static ts_status input_tokens(embed_job *j, const ts_tokenizer *tok, size_t i, o
     char param[32];
     snprintf(param, sizeof param, j->r->n_inputs == 1 ? "input" : "input[%zu]", i);
     if (in->text) {
-        ts_tokenize_opts o = {.add_special = true, .parse_special = true};
-        ts_status st = ts_tokenize_alloc(tok, in->text, strlen(in->text), &o, &j->ids[i],
-                                         &j->n_ids[i]);
+        ts_status st = embed_tokenize(tok, in->text, strlen(in->text), &j->ids[i], &j->n_ids[i]);
         if (st == TS_ERR_TOO_LONG)
             return oai_error_set(e, 400, param, "context_length_exceeded",
                                  "'%s' is too long to tokenize", param);

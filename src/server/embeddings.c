@@ -155,7 +155,26 @@ ts_status embed_parse(const char *body, size_t len, embed_request *r, oai_error 
     return st;
 }
 
-/* ---- the vectors' forms */
+/* ---- tokens and the vectors' forms */
+
+ts_status embed_tokenize(const ts_tokenizer *tok, const char *text, size_t len, int32_t **ids,
+                         size_t *n)
+{
+    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
+    ts_status st = ts_tokenize_alloc(tok, text, len, &o, ids, n);
+    if (st != TS_OK || !ts_tokenizer_add_eos(tok))
+        return st;
+    int32_t *grown = realloc(*ids, (*n + 1) * sizeof(int32_t));
+    if (!grown) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+        return TS_ERR_NOMEM;
+    }
+    grown[(*n)++] = ts_tokenizer_eos(tok);
+    *ids = grown;
+    return TS_OK;
+}
 
 void embed_l2_normalize(float *v, int n)
 {

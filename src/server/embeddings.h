@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "server/openai.h"
+#include "tessera/tokenizer.h"
 
 enum {
     EMBED_MAX_INPUTS = 2048,             /* inputs of one request, as OpenAI's */
@@ -41,6 +42,12 @@ void embed_request_clear(embed_request *r);
 /* Writes n bytes of data as base64 (with '=' padding) into out, which holds
  * 4 * ((n + 2) / 3) + 1 bytes, NUL-terminated; returns the characters written. */
 size_t embed_base64(char *out, const void *data, size_t n);
+
+/* text (len bytes) as an embedding model's input, as llama-server makes it: special tokens
+ * added (BOS where the vocabulary asks) and parsed, and EOS appended where the vocabulary
+ * asks (ts_tokenizer_add_eos). *ids is malloc'd (NULL on failure); ts_tokenize's codes. */
+ts_status embed_tokenize(const ts_tokenizer *tok, const char *text, size_t len, int32_t **ids,
+                         size_t *n);
 
 /* v (n) scaled to unit L2 norm (left as it is when all zero). */
 void embed_l2_normalize(float *v, int n);
