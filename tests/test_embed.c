@@ -303,6 +303,53 @@ static void test_blocks_and_cache(void **state)
     ts_engine_destroy(e);
 }
 
+/* An embedding preempted half-way (a generation of higher priority needs its blocks)
+ * starts again from its first token and gives the vector it gives alone. */
+static void test_preempted_embedding(void **state)
+{
+    (void)state;
+    int32_t gen_ids[30], doc[60];
+    document(gen_ids, 30, 11);
+    document(doc, 60, 12);
+    float alone[MAX_DIM], v[MAX_DIM];
+    ts_engine *e = eu_start(models[1], NULL);
+    read_vector(submit_embed(e, doc, 60), alone, MAX_DIM);
+    ts_engine_destroy(e);
+
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.kv_blocks = 3;   /* the generation's 30 + 30 tokens fill 2 blocks, the document 2 */
+    o.step_tokens = 8; /* the document takes 8 steps: the generation crosses a block meanwhile */
+    o.prefill_cap = 8;
+    o.prefix_cache = false;
+    e = eu_start(models[1], &o);
+    ts_request_params g = eu_greedy(gen_ids, 30, 30);
+    g.ignore_eos = true;
+    ts_request *gen = eu_submit_params(e, &g);
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = doc;
+    p.n_prompt = 60;
+    p.embed = true;
+    p.priority = TS_PRIORITY_LOW;
+    ts_request *emb = eu_submit_params(e, &p);
+    read_vector(emb, v, MAX_DIM);
+    eu_result r = {0};
+    eu_collect(gen, &r);
+    ts_request_release(gen);
+    assert_false(r.error);
+    eu_result_free(&r);
+    ts_engine_stats st;
+    eu_wait_idle(e);
+    ts_engine_get_stats(e, &st);
+    assert_true(st.preemptions > 0);
+    assert_int_equal(st.kv_blocks_used, 0);
+    ts_engine_destroy(e);
+    for (int k = 0; k < MAX_DIM; k++)
+        if (fabsf(v[k] - alone[k]) > 1e-5f)
+            fail_msg("preempted embedding [%d] %g vs %g alone", k, v[k], alone[k]);
+}
+
 /* A model that does not pool, and an input over the context, are refused at submit. */
 static void test_refusals(void **state)
 {
@@ -343,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_poolings_differ),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_blocks_and_cache),
+        cmocka_unit_test(test_preempted_embedding),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
