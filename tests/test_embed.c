@@ -18,10 +18,13 @@
 #include "tokenizer/vocab.h"
 #include "util.h"
 
-enum { POOLINGS = 3, REF_INPUTS = 4, MAX_DIM = 64 };
+/* The reference models: three poolings of the F32 model, and the last-token one in Q8_0. */
+enum { POOLINGS = 4, REF_INPUTS = 4, MAX_DIM = 64 };
 
-static const char *const pooling_names[POOLINGS] = {"last", "mean", "cls"};
-static const ts_pooling poolings[POOLINGS] = {TS_POOLING_LAST, TS_POOLING_MEAN, TS_POOLING_CLS};
+static const char *const pooling_names[POOLINGS] = {"last", "mean", "cls", "last-q8_0"};
+static const ts_pooling poolings[POOLINGS] = {TS_POOLING_LAST, TS_POOLING_MEAN, TS_POOLING_CLS,
+                                              TS_POOLING_LAST};
+static const char *const types[POOLINGS] = {"F32", "F32", "F32", "Q8_0"};
 
 /* The peer's vectors: per pooling, per input, its ids and its vector. */
 typedef struct ref_input {
@@ -34,8 +37,8 @@ typedef struct ref_input {
 static ref_input refs[POOLINGS][REF_INPUTS];
 static ts_model *models[POOLINGS];
 
-/* The tiny qwen3 model of pooling p, as make_ref.py makes it with `tessera synth`. */
-static ts_model *make_model(ts_pooling p, const char *name)
+/* The tiny qwen3 model of pooling p and type, as make_ref.py makes it with `tessera synth`. */
+static ts_model *make_model(ts_pooling p, const char *type, const char *name)
 {
     ts_model_config c;
     assert_true(model_synth_shape(&c, "qwen3-4b"));
@@ -49,7 +52,7 @@ static ts_model *make_model(ts_pooling p, const char *name)
         fail_msg("vocabulary: %s", err.msg);
     gguf_close(f);
     const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
+    if (model_synth_write(path, &c, type, &v, 1, &err) != TS_OK)
         fail_msg("synth: %s", err.msg);
     vocab_clear(&v);
     ts_model *m = NULL;
@@ -102,7 +105,7 @@ static int setup(void **state)
     for (int p = 0; p < POOLINGS; p++) {
         char name[32];
         snprintf(name, sizeof name, "embed-%s.gguf", pooling_names[p]);
-        models[p] = make_model(poolings[p], name);
+        models[p] = make_model(poolings[p], types[p], name);
     }
     return 0;
 }
@@ -163,8 +166,8 @@ static double norm(const float *a, int n)
     return sqrt(s);
 }
 
-/* Every reference input, alone and then all at once, within cosine 0.999 of the peer's
- * vector (0.9999 is what the f32 models give), each of unit norm. */
+/* Every reference input, alone and then all at once, within cosine 0.9999 of the peer's
+ * vector (the issue asks 0.999), each of unit norm. */
 static void test_matches_peer(void **state)
 {
     (void)state;

@@ -4,9 +4,10 @@ random-weight qwen3 embedding models, which test_embed.c compares tessera's with
 
 usage: make_ref.py TESSERA_BINARY LLAMA_SERVER_BINARY SHARED_DIR OUT.txt
 
-For each pooling (last, mean, cls) it makes the model with `tessera synth --shape qwen3-4b
---tiny --pooling P --vocab SHARED/models/stories260K/stories260K.gguf --seed 1` (the
-bytes test_embed.c makes again with model_synth_write), starts llama-server --embedding
+For each pooling (last, mean, cls; and last again in Q8_0, "last-q8_0") it makes the
+model with `tessera synth --shape qwen3-4b --tiny --pooling P [--type Q8_0] --vocab
+SHARED/models/stories260K/stories260K.gguf --seed 1` (the bytes test_embed.c makes again
+with model_synth_write), starts llama-server --embedding
 on it and asks /v1/embeddings for each input of token ids. Output lines:
     model POOLING
     input N id_1 ... id_N
@@ -30,10 +31,12 @@ def main():
     vocab = os.path.join(shared, "models/stories260K/stories260K.gguf")
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
-        for pooling in ("last", "mean", "cls"):
-            model = os.path.join(tmp, f"q3-{pooling}.gguf")
+        for name in ("last", "mean", "cls", "last-q8_0"):
+            pooling, _, qtype = name.partition("-")
+            model = os.path.join(tmp, f"q3-{name}.gguf")
             subprocess.run([tessera, "synth", "--shape", "qwen3-4b", "--tiny", "--pooling", pooling,
-                            "--vocab", vocab, "--seed", "1", "-o", model], check=True)
+                            "--type", qtype.upper() or "F32", "--vocab", vocab, "--seed", "1",
+                            "-o", model], check=True)
             port = 18990
             peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
                                      "-c", "256", "-np", "1"], stdout=subprocess.DEVNULL,
@@ -45,7 +48,7 @@ def main():
                         break
                     except Exception:
                         time.sleep(0.1)
-                lines.append(f"model {pooling}")
+                lines.append(f"model {name}")
                 for ids in inputs():
                     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings",
                                                  data=json.dumps({"input": ids}).encode(),
