@@ -1,5 +1,6 @@
 // openai_embed.cjs: the official OpenAI Node client's embeddings.create against
-// `tessera serve` on an embedding model, float and base64, unchanged.
+// `tessera serve` serving an embedding model ("embed") beside a chat model ("chat"): float
+// and base64, unchanged, and a chat completion running alongside.
 // usage: node openai_embed.cjs BASE_URL
 // Exit status 0 when every check passes; each failure is printed.
 'use strict';
@@ -15,12 +16,18 @@ function check(name, ok, detail) {
 const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
 async function main() {
-  const model = (await client.models.list()).data[0].id;
+  const model = 'embed';
   const input = ['Once upon a time', 'there was a little cat'];
 
-  // Without encoding_format the client asks for base64 and decodes it itself.
-  const b64 = await client.embeddings.create({ model, input });
-  const flt = await client.embeddings.create({ model, input, encoding_format: 'float' });
+  // Without encoding_format the client asks for base64 and decodes it itself; a chat
+  // completion of the other model runs at the same time.
+  const [b64, flt, chat] = await Promise.all([
+    client.embeddings.create({ model, input }),
+    client.embeddings.create({ model, input, encoding_format: 'float' }),
+    client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 8 }),
+  ]);
+  check('chat beside embeddings', chat.choices[0].message.content.length > 0 && chat.model === 'chat',
+        JSON.stringify(chat.choices[0]));
   check('list of two', b64.object === 'list' && b64.data.length === 2 && flt.data.length === 2,
         JSON.stringify(b64).slice(0, 200));
   const a = b64.data[0].embedding, f = flt.data[0].embedding;
@@ -39,6 +46,12 @@ async function main() {
   const ids = await client.embeddings.create({ model, input: [[1, 300, 301], [1, 42]], encoding_format: 'float' });
   check('token ids', ids.data.length === 2 && ids.usage.prompt_tokens === 5, JSON.stringify(ids.usage));
 
+  try {
+    await client.embeddings.create({ model: 'chat', input: 'hello' });
+    check('chat model refuses embeddings', false, 'no error');
+  } catch (e) {
+    check('chat model refuses embeddings', e.status === 400 && e.code === 'model_not_embedding', `${e.status} ${e.message}`);
+  }
   try {
     await client.embeddings.create({ model, input: '' });
     check('empty input rejected', false, 'no error');

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# openai_embed.sh: makes a tiny qwen3 embedding model with `tessera synth --pooling last`,
-# serves it on loopback and runs openai_embed.cjs, which calls embeddings.create through
-# the official `openai` npm package (installed into the build folder on first use).
-# usage: openai_embed.sh TESSERA_BINARY VOCAB.gguf BUILD_DIR
+# openai_embed.sh: makes a tiny qwen3 embedding model with `tessera synth --pooling last`
+# (the vocabulary of CHAT.gguf), serves it as "embed" beside CHAT.gguf as "chat" on
+# loopback and runs openai_embed.cjs, which calls embeddings.create through the official
+# `openai` npm package (installed into the build folder on first use).
+# usage: openai_embed.sh TESSERA_BINARY CHAT.gguf BUILD_DIR
 set -euo pipefail
 bin=$1 vocab=$2 build=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,7 +16,7 @@ fi
 tmp=$(mktemp -d)
 log=$tmp/serve.log
 "$bin" synth --shape qwen3-4b --tiny --pooling last --vocab "$vocab" -o "$tmp/embed.gguf" 2>/dev/null
-"$bin" serve -m "$tmp/embed.gguf" --host 127.0.0.1 --port 0 2>"$log" &
+"$bin" serve -m chat="$vocab" -m embed="$tmp/embed.gguf" --host 127.0.0.1 --port 0 2>"$log" &
 spid=$!
 stop_server() {
   kill -TERM "$spid" 2>/dev/null && wait "$spid" 2>/dev/null || true
