@@ -290,6 +290,16 @@ static void test_limits(void **state)
     assert_int_equal(a.status, 400);
     assert_non_null(cJSON_GetObjectItem(a.json, "error"));
     sv_answer_free(&a);
+
+    /* the route's answers and tokens are counted */
+    sv_post(served.url, "/metrics", NULL, &a);
+    assert_int_equal(a.status, 200);
+    assert_non_null(strstr(a.body.s, "tessera_requests_total{route=\"embeddings\",status=\"200\"}"));
+    assert_non_null(strstr(a.body.s, "tessera_requests_total{route=\"embeddings\",status=\"400\"}"));
+    const char *pt = strstr(a.body.s, "\ntessera_prompt_tokens_total ");
+    assert_non_null(pt);
+    assert_true(atol(pt + strlen("\ntessera_prompt_tokens_total ")) >= 256);
+    sv_answer_free(&a);
 }
 
 /* A generative model (no pooling) answers 400 naming the reason. */

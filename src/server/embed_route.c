@@ -222,6 +222,7 @@ enum MHD_Result embed_route(struct MHD_Connection *mc, srv_conn *c)
     ts_status st = run(&j, c, m, &e);
     strbuf b = {0};
     if (st == TS_OK) {
+        c->prompt_tokens = (int)j.prompt_tokens;
         write_answer(&b, &j, m->name);
         if (b.failed || !b.s)
             st = oai_error_set(&e, 500, NULL, NULL, "out of memory");

@@ -451,7 +451,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     }
     guard_request_done(srv->guard, c->guard);
     budget_release(&srv->answer_bytes, &c->held); /* its body, its work, its answer */
-    int prompt_tokens = 0, completion_tokens = 0;
+    int prompt_tokens = c->prompt_tokens, completion_tokens = 0;
     bool in_flight = c->in_flight;
     if (c->job)
         complete_job_free(c->job, &prompt_tokens, &completion_tokens);

@@ -130,6 +130,8 @@ typedef struct srv_conn {
     char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
     const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
+    int prompt_tokens;            /* tokens of a route that has no job (embeddings), for the
+                                   * log and metrics */
     char ignored[OAI_IGNORED_LEN]; /* the body's unknown fields: X-Tessera-Ignored-Fields */
 } srv_conn;
 
