@@ -302,6 +302,50 @@ static void test_limits(void **state)
     sv_answer_free(&a);
 }
 
+/* 300 inputs on an engine that queues 16 requests: answered in full and in order (the
+ * route keeps a window of its inputs in the engine and reads as it goes). */
+static void test_many_inputs_small_queue(void **state)
+{
+    (void)state;
+    ts_engine_options eo;
+    ts_engine_options_default(&eo);
+    eo.max_queue = 16;
+    ts_engine *e = eu_start(model, &eo);
+    ts_server_options so;
+    ts_server_options_default(&so);
+    sv_served s;
+    ts_error err = {0};
+    if (!sv_serve(&s, e, &so, &err))
+        fail_msg("serve: %s", err.msg);
+    strbuf body = {0};
+    strbuf_addf(&body, "{\"input\": [");
+    for (int i = 0; i < 300; i++)
+        strbuf_addf(&body, "%s\"%s\"", i ? "," : "", (const char *[]){"red", "green fox", "a blue sky"}[i % 3]);
+    strbuf_addf(&body, "]}");
+    sv_answer a;
+    sv_post(s.url, "/v1/embeddings", body.s, &a);
+    strbuf_free(&body);
+    if (a.status != 200)
+        fail_msg("%ld: %.300s", a.status, a.body.s);
+    const cJSON *data = cJSON_GetObjectItem(a.json, "data");
+    assert_int_equal(cJSON_GetArraySize(data), 300);
+    for (int i = 0; i < 300; i++) {
+        const cJSON *d = cJSON_GetArrayItem(data, i);
+        assert_int_equal(cJSON_GetObjectItem(d, "index")->valueint, i);
+        const cJSON *v = cJSON_GetObjectItem(d, "embedding");
+        const cJSON *w = cJSON_GetObjectItem(cJSON_GetArrayItem(data, i % 3), "embedding");
+        for (int k = 0; k < DIM; k++)
+            assert_true(fabs(cJSON_GetArrayItem(v, k)->valuedouble -
+                             cJSON_GetArrayItem(w, k)->valuedouble) < 1e-5);
+    }
+    const cJSON *v0 = cJSON_GetObjectItem(cJSON_GetArrayItem(data, 0), "embedding");
+    const cJSON *v1 = cJSON_GetObjectItem(cJSON_GetArrayItem(data, 1), "embedding");
+    assert_true(fabs(cJSON_GetArrayItem(v0, 0)->valuedouble - cJSON_GetArrayItem(v1, 0)->valuedouble) > 1e-6);
+    sv_answer_free(&a);
+    sv_stop(&s);
+    ts_engine_destroy(e);
+}
+
 /* A generative model (no pooling) answers 400 naming the reason. */
 static void test_not_embedding_model(void **state)
 {
@@ -334,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_input_forms),
         cmocka_unit_test(test_base64_and_dimensions),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_many_inputs_small_queue),
         cmocka_unit_test(test_not_embedding_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

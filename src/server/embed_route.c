@@ -11,8 +11,9 @@
 #include "server/embeddings.h"
 #include "server/server_internal.h"
 
-/* How long one wait for an embedding lasts before it looks at the server's stopping flag. */
-enum { EMBED_POLL_MS = 100 };
+/* How long one wait for an embedding lasts before it looks at the server's stopping flag;
+ * the most inputs of one request in the engine at once (submit_and_gather). */
+enum { EMBED_POLL_MS = 100, EMBED_WINDOW = 256 };
 
 /* What the answer and the work hold per input dimension (a float printed in JSON) and per
  * byte of text (the tokenizer's work and ids), counted against the server's budget. */
@@ -80,23 +81,17 @@ static ts_status input_tokens(embed_job *j, const ts_tokenizer *tok, size_t i, o
     return TS_OK;
 }
 
-/* Submits every input as an embed request of m's engine. */
-static ts_status submit_all(embed_job *j, srv_conn *c, srv_model *m, oai_error *e)
+/* Submits input i as an embed request of m's engine: the engine's status. */
+static ts_status submit_one(embed_job *j, srv_conn *c, srv_model *m, size_t i, ts_error *err)
 {
-    for (size_t i = 0; i < j->r->n_inputs; i++) {
-        ts_request_params p;
-        ts_request_params_default(&p);
-        p.prompt = j->ids[i];
-        p.n_prompt = j->n_ids[i];
-        p.embed = true;
-        p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
-        p.cache_namespace = c->cache_ns;
-        ts_error err = {0};
-        ts_status st = ts_engine_submit(m->engine, &p, &j->reqs[i], &err);
-        if (st != TS_OK)
-            return srv_status_error(e, st, err.msg);
-    }
-    return TS_OK;
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = j->ids[i];
+    p.n_prompt = j->n_ids[i];
+    p.embed = true;
+    p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
+    p.cache_namespace = c->cache_ns;
+    return ts_engine_submit(m->engine, &p, &j->reqs[i], err);
 }
 
 /* Reads request i's events into its vector (the leading dims, scaled to unit norm).
@@ -124,10 +119,40 @@ static ts_status gather_one(embed_job *j, srv_conn *c, size_t i, oai_error *e)
         }
         ts_event_clear(&ev);
     }
+    ts_request_release(j->reqs[i]);
+    j->reqs[i] = NULL;
     if (out == TS_OK && !got)
         out = oai_error_set(e, 503, NULL, "server_shutting_down",
                             "the server is shutting down");
     return out;
+}
+
+/* Submits the inputs in order with at most EMBED_WINDOW of them in the engine at once, and
+ * reads the vectors as the window moves on: a request of EMBED_MAX_INPUTS inputs neither
+ * fills the engine's queue against other clients nor is refused by it. A full queue (the
+ * others') waits for one of the request's own to finish; with none of its own queued it is
+ * the answer (429). */
+static ts_status submit_and_gather(embed_job *j, srv_conn *c, srv_model *m, oai_error *e)
+{
+    size_t n = j->r->n_inputs, read = 0;
+    ts_status st = TS_OK;
+    for (size_t i = 0; st == TS_OK && i < n; i++) {
+        if (i - read == EMBED_WINDOW)
+            st = gather_one(j, c, read++, e);
+        while (st == TS_OK) {
+            ts_error err = {0};
+            ts_status sub = submit_one(j, c, m, i, &err);
+            if (sub == TS_OK)
+                break;
+            if (sub != TS_ERR_QUEUE_FULL || read == i)
+                st = srv_status_error(e, sub, err.msg);
+            else
+                st = gather_one(j, c, read++, e);
+        }
+    }
+    while (st == TS_OK && read < n)
+        st = gather_one(j, c, read++, e);
+    return st;
 }
 
 /* {"object":"list","data":[...],"model":...,"usage":{...}} into b. */
@@ -200,9 +225,7 @@ static ts_status run(embed_job *j, srv_conn *c, srv_model *m, oai_error *e)
     for (size_t i = 0; st == TS_OK && i < n; i++)
         st = input_tokens(j, tok, i, e);
     if (st == TS_OK)
-        st = submit_all(j, c, m, e);
-    for (size_t i = 0; st == TS_OK && i < n; i++)
-        st = gather_one(j, c, i, e);
+        st = submit_and_gather(j, c, m, e);
     return st;
 }
 
