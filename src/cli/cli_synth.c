@@ -32,8 +32,9 @@ static void usage(FILE *out)
                  "  --seed     random seed (default 1); the same arguments give the same bytes\n"
                  "  --tiny     the shape shrunk to a few KiB with its family's features (2 KV\n"
                  "             heads of 16, dim 64, vocabulary 512, a window of 8), for checks\n"
-                 "  --pooling  mean, cls or last: an embedding model of the shape, its\n"
-                 "             ARCH.pooling_type set (default none: a generative model)\n"
+                 "  --pooling  none, mean, cls or last: the file's ARCH.pooling_type (an\n"
+                 "             embedding model); default the shape's: last for\n"
+                 "             qwen3-embedding-0.6b, none (a generative model) for the others\n"
                  "  --list     print each shape's family and hyper-parameters, and exit\n"
                  "  weights are normal with std %g, norm weights 1.\n", (double)MODEL_SYNTH_STD);
 }
@@ -143,20 +144,24 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
         FEATURE(" experts:%d/%d", c->n_experts, c->n_experts_used);
     if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
         FEATURE(" softcap:%g/%g", (double)c->attn_softcap, (double)c->final_softcap);
+    if (c->pooling != TS_POOLING_NONE)
+        FEATURE(" pooling:%s", c->pooling == TS_POOLING_MEAN  ? "mean"
+                               : c->pooling == TS_POOLING_CLS ? "cls"
+                                                              : "last");
 #undef FEATURE
     return buf[0] ? buf + 1 : "-";
 }
 
 static void list_shapes(FILE *out)
 {
-    fprintf(out, "%-17s %-7s %7s %5s %5s %6s %6s %4s %6s %7s %7s %9s %6s  %s\n", "shape",
+    fprintf(out, "%-20s %-7s %7s %5s %5s %6s %6s %4s %6s %7s %7s %9s %6s  %s\n", "shape",
             "arch", "params", "dim", "ffn", "layers", "heads", "kv", "head", "vocab", "context",
             "rope", "eps", "features");
     for (int i = 0; model_synth_shape_name(i); i++) {
         ts_model_config c;
         char feat[256];
         model_synth_shape(&c, model_synth_shape_name(i));
-        fprintf(out, "%-17s %-7s %6.2fB %5d %5d %6d %6d %4d %6d %7d %7d %9g %6g  %s\n",
+        fprintf(out, "%-20s %-7s %6.2fB %5d %5d %6d %6d %4d %6d %7d %7d %9g %6g  %s\n",
                 model_synth_shape_name(i), c.arch, params(&c) * 1e-9, c.dim, c.hidden_dim,
                 c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size, c.context_len,
                 (double)c.rope_freq_base, (double)c.rms_eps, features(feat, sizeof feat, &c));
