@@ -384,6 +384,19 @@ static void test_refusals(void **state)
     p.n_prompt = 3;
     assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_INVALID_ARG);
     ts_engine_destroy(e);
+
+    /* a pool of 4 blocks: 96 tokens fit (with admission's one slot more), 128 never would */
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.kv_blocks = 4;
+    e = eu_start(models[0], &o);
+    document(ids, 128, 5);
+    p.n_prompt = 128;
+    assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_TOO_LONG);
+    assert_non_null(strstr(err.msg, "KV blocks"));
+    p.n_prompt = 96;
+    read_vector(eu_submit_params(e, &p), v, MAX_DIM);
+    ts_engine_destroy(e);
 }
 
 int main(void)

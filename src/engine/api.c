@@ -271,7 +271,8 @@ static ts_status check_embed_fits(const ts_engine *e, const ts_request_params *p
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "input of %zu tokens exceeds the context length %d", p->n_prompt,
                             c->context_len);
-    int64_t need = engine_blocks_for((int64_t)p->n_prompt);
+    /* admission's bound: the input and one slot more, as for a prompt (sched_admit) */
+    int64_t need = engine_blocks_for((int64_t)p->n_prompt + 1);
     if (need > e->kv_blocks_total)
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "input of %zu tokens needs %lld KV blocks; the pool has %d",
