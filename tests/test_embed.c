@@ -37,8 +37,9 @@ typedef struct ref_input {
 static ref_input refs[POOLINGS][REF_INPUTS];
 static ts_model *models[POOLINGS];
 
-/* The tiny qwen3 model of pooling p and type, as make_ref.py makes it with `tessera synth`. */
-static ts_model *make_model(ts_pooling p, const char *type, const char *name)
+/* The tiny qwen3 model of pooling p and type at path; the loader's status (err set). */
+static ts_status write_and_load(ts_pooling p, const char *type, const char *path,
+                                ts_model **out, ts_error *err)
 {
     ts_model_config c;
     assert_true(model_synth_shape(&c, "qwen3-4b"));
@@ -46,19 +47,26 @@ static ts_model *make_model(ts_pooling p, const char *type, const char *name)
     c.pooling = p;
     gguf_file *f = NULL;
     tokenizer_vocab v;
-    ts_error err = {0};
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
+    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, err) != TS_OK ||
+        vocab_read_gguf(&v, f, err) != TS_OK)
+        fail_msg("vocabulary: %s", err->msg);
     gguf_close(f);
-    const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, type, &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    if (model_synth_write(path, &c, type, &v, 1, err) != TS_OK)
+        fail_msg("synth: %s", err->msg);
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load: %s", err.msg);
+    *out = NULL;
+    ts_status st = ts_model_load(path, NULL, out, err);
     unlink(path);
+    return st;
+}
+
+/* The tiny qwen3 model of pooling p and type, as make_ref.py makes it with `tessera synth`. */
+static ts_model *make_model(ts_pooling p, const char *type, const char *name)
+{
+    ts_model *m = NULL;
+    ts_error err = {0};
+    if (write_and_load(p, type, tu_tmp_path(name), &m, &err) != TS_OK)
+        fail_msg("load: %s", err.msg);
     assert_int_equal(ts_model_get_config(m)->pooling, p);
     return m;
 }
@@ -399,6 +407,20 @@ static void test_refusals(void **state)
     ts_engine_destroy(e);
 }
 
+/* ARCH.pooling_type 4 (rank) is refused by name, a value past it as malformed. */
+static void test_pooling_key(void **state)
+{
+    (void)state;
+    ts_model *m = NULL;
+    ts_error err = {0};
+    assert_int_equal(write_and_load((ts_pooling)4, "F32", tu_tmp_path("rank.gguf"), &m, &err),
+                     TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "qwen3.pooling_type 4"));
+    assert_int_equal(write_and_load((ts_pooling)9, "F32", tu_tmp_path("bad.gguf"), &m, &err),
+                     TS_ERR_FORMAT);
+    assert_null(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_blocks_and_cache),
         cmocka_unit_test(test_preempted_embedding),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_pooling_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
