@@ -1,6 +1,6 @@
-/* test_embed.c: embed requests in the engine: vectors of tiny random-weight qwen3 embedding
- * models (made with model_synth_write) against the llama.cpp peer's
- * (tests/embed/qwen3_tiny_ref.txt, made by tests/embed/make_ref.py), for each pooling;
+/* test_embed.c: embed requests in the engine: vectors of tiny random-weight embedding models
+ * of qwen3 and the other families (made with model_synth_write) against the llama.cpp peer's
+ * (tests/embed/tiny_ref.txt, made by tests/embed/make_ref.py), for each pooling;
  * batch and chunk invariance; no KV blocks kept or cached after; refusals. */
 #include <math.h>
 #include <setjmp.h>
@@ -18,31 +18,40 @@
 #include "tokenizer/vocab.h"
 #include "util.h"
 
-/* The reference models: three poolings of the F32 model, and the last-token one in Q8_0. */
-enum { POOLINGS = 4, REF_INPUTS = 4, MAX_DIM = 64 };
+/* The reference models (make_ref.py's MODELS): three poolings of the tiny qwen3 model
+ * (dim 64), the last-token one in Q8_0, and mean pooling on the other families' tiny
+ * shapes (Gemma 3's windows, Gemma 2's soft-caps, Qwen2's biases, Llama). */
+enum { POOLINGS = 8, REF_INPUTS = 4, MAX_DIM = 64, REF_MAX_DIM = 256 };
 
-static const char *const pooling_names[POOLINGS] = {"last", "mean", "cls", "last-q8_0"};
+static const char *const pooling_names[POOLINGS] = {"last", "mean", "cls", "last-q8_0",
+                                                    "gemma3-mean", "gemma2-mean", "qwen2-mean",
+                                                    "llama-mean"};
+static const char *const shapes[POOLINGS] = {"qwen3-4b", "qwen3-4b", "qwen3-4b", "qwen3-4b",
+                                             "gemma3-4b", "gemma2-9b", "qwen2.5-7b",
+                                             "tinyllama-1.1b"};
 static const ts_pooling poolings[POOLINGS] = {TS_POOLING_LAST, TS_POOLING_MEAN, TS_POOLING_CLS,
-                                              TS_POOLING_LAST};
-static const char *const types[POOLINGS] = {"F32", "F32", "F32", "Q8_0"};
+                                              TS_POOLING_LAST, TS_POOLING_MEAN, TS_POOLING_MEAN,
+                                              TS_POOLING_MEAN, TS_POOLING_MEAN};
+static const char *const types[POOLINGS] = {"F32", "F32", "F32", "Q8_0", "F32", "F32", "F32",
+                                            "F32"};
 
 /* The peer's vectors: per pooling, per input, its ids and its vector. */
 typedef struct ref_input {
     int32_t ids[128];
     int n_ids;
-    float vec[MAX_DIM];
+    float vec[REF_MAX_DIM];
     int dim;
 } ref_input;
 
 static ref_input refs[POOLINGS][REF_INPUTS];
 static ts_model *models[POOLINGS];
 
-/* The tiny qwen3 model of pooling p and type at path; the loader's status (err set). */
-static ts_status write_and_load(ts_pooling p, const char *type, const char *path,
-                                ts_model **out, ts_error *err)
+/* The tiny model of shape with pooling p and type at path; the loader's status (err set). */
+static ts_status write_and_load(const char *shape, ts_pooling p, const char *type,
+                                const char *path, ts_model **out, ts_error *err)
 {
     ts_model_config c;
-    assert_true(model_synth_shape(&c, "qwen3-4b"));
+    assert_true(model_synth_shape(&c, shape));
     model_synth_shrink(&c);
     c.pooling = p;
     gguf_file *f = NULL;
@@ -60,12 +69,12 @@ static ts_status write_and_load(ts_pooling p, const char *type, const char *path
     return st;
 }
 
-/* The tiny qwen3 model of pooling p and type, as make_ref.py makes it with `tessera synth`. */
-static ts_model *make_model(ts_pooling p, const char *type, const char *name)
+/* The tiny model of shape, pooling p and type, as make_ref.py makes it with `tessera synth`. */
+static ts_model *make_model(const char *shape, ts_pooling p, const char *type, const char *name)
 {
     ts_model *m = NULL;
     ts_error err = {0};
-    if (write_and_load(p, type, tu_tmp_path(name), &m, &err) != TS_OK)
+    if (write_and_load(shape, p, type, tu_tmp_path(name), &m, &err) != TS_OK)
         fail_msg("load: %s", err.msg);
     assert_int_equal(ts_model_get_config(m)->pooling, p);
     return m;
@@ -75,7 +84,7 @@ static ts_model *make_model(ts_pooling p, const char *type, const char *name)
 static void read_refs(void)
 {
     size_t len = 0;
-    char *text = tu_read_file(TS_SOURCE_DIR "/tests/embed/qwen3_tiny_ref.txt", &len);
+    char *text = tu_read_file(TS_SOURCE_DIR "/tests/embed/tiny_ref.txt", &len);
     assert_non_null(text);
     int p = -1, i = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -96,14 +105,14 @@ static void read_refs(void)
         } else if (!strncmp(line, "vector ", 7)) {
             ref_input *r = &refs[p][i++];
             r->dim = (int)strtol(line + 7, &rest, 10);
-            assert_int_equal(r->dim, MAX_DIM);
+            assert_true(r->dim > 0 && r->dim <= REF_MAX_DIM);
             for (int k = 0; k < r->dim; k++)
                 r->vec[k] = strtof(rest, &rest);
         }
     }
     free(text);
     for (int k = 0; k < POOLINGS; k++)
-        assert_int_equal(refs[k][REF_INPUTS - 1].dim, MAX_DIM);
+        assert_int_equal(refs[k][REF_INPUTS - 1].dim, k < 4 ? MAX_DIM : refs[k][0].dim);
 }
 
 static int setup(void **state)
@@ -113,7 +122,8 @@ static int setup(void **state)
     for (int p = 0; p < POOLINGS; p++) {
         char name[32];
         snprintf(name, sizeof name, "embed-%s.gguf", pooling_names[p]);
-        models[p] = make_model(poolings[p], types[p], name);
+        models[p] = make_model(shapes[p], poolings[p], types[p], name);
+        assert_int_equal(ts_model_get_config(models[p])->dim, refs[p][0].dim);
     }
     return 0;
 }
@@ -182,23 +192,24 @@ static void test_matches_peer(void **state)
     for (int p = 0; p < POOLINGS; p++) {
         ts_engine *e = eu_start(models[p], NULL);
         ts_request *reqs[REF_INPUTS];
-        float v[MAX_DIM];
+        float v[REF_MAX_DIM];
+        int dim = refs[p][0].dim;
         for (int i = 0; i < REF_INPUTS; i++) {
-            read_vector(submit_embed(e, refs[p][i].ids, refs[p][i].n_ids), v, MAX_DIM);
-            double c = cosine(v, refs[p][i].vec, MAX_DIM);
+            read_vector(submit_embed(e, refs[p][i].ids, refs[p][i].n_ids), v, dim);
+            double c = cosine(v, refs[p][i].vec, dim);
             if (c < 0.9999)
-                fail_msg("%s pooling, input %d alone: cosine %.6f with llama.cpp's",
-                         pooling_names[p], i, c);
-            assert_true(fabs(norm(v, MAX_DIM) - 1.0) < 1e-5);
+                fail_msg("%s, input %d alone: cosine %.6f with llama.cpp's", pooling_names[p],
+                         i, c);
+            assert_true(fabs(norm(v, dim) - 1.0) < 1e-5);
         }
         for (int i = 0; i < REF_INPUTS; i++)
             reqs[i] = submit_embed(e, refs[p][i].ids, refs[p][i].n_ids);
         for (int i = 0; i < REF_INPUTS; i++) {
-            read_vector(reqs[i], v, MAX_DIM);
-            double c = cosine(v, refs[p][i].vec, MAX_DIM);
+            read_vector(reqs[i], v, dim);
+            double c = cosine(v, refs[p][i].vec, dim);
             if (c < 0.9999)
-                fail_msg("%s pooling, input %d batched: cosine %.6f with llama.cpp's",
-                         pooling_names[p], i, c);
+                fail_msg("%s, input %d batched: cosine %.6f with llama.cpp's", pooling_names[p],
+                         i, c);
         }
         ts_engine_destroy(e);
     }
@@ -413,10 +424,12 @@ static void test_pooling_key(void **state)
     (void)state;
     ts_model *m = NULL;
     ts_error err = {0};
-    assert_int_equal(write_and_load((ts_pooling)4, "F32", tu_tmp_path("rank.gguf"), &m, &err),
+    assert_int_equal(write_and_load("qwen3-4b", (ts_pooling)4, "F32", tu_tmp_path("rank.gguf"),
+                                    &m, &err),
                      TS_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "qwen3.pooling_type 4"));
-    assert_int_equal(write_and_load((ts_pooling)9, "F32", tu_tmp_path("bad.gguf"), &m, &err),
+    assert_int_equal(write_and_load("qwen3-4b", (ts_pooling)9, "F32", tu_tmp_path("bad.gguf"),
+                                    &m, &err),
                      TS_ERR_FORMAT);
     assert_null(m);
 }
