@@ -154,14 +154,14 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
 
 static void list_shapes(FILE *out)
 {
-    fprintf(out, "%-20s %-7s %7s %5s %5s %6s %6s %4s %6s %7s %7s %9s %6s  %s\n", "shape",
+    fprintf(out, "%-17s %-7s %7s %5s %5s %6s %6s %4s %6s %7s %7s %9s %6s  %s\n", "shape",
             "arch", "params", "dim", "ffn", "layers", "heads", "kv", "head", "vocab", "context",
             "rope", "eps", "features");
     for (int i = 0; model_synth_shape_name(i); i++) {
         ts_model_config c;
         char feat[256];
         model_synth_shape(&c, model_synth_shape_name(i));
-        fprintf(out, "%-20s %-7s %6.2fB %5d %5d %6d %6d %4d %6d %7d %7d %9g %6g  %s\n",
+        fprintf(out, "%-17s %-7s %6.2fB %5d %5d %6d %6d %4d %6d %7d %7d %9g %6g  %s\n",
                 model_synth_shape_name(i), c.arch, params(&c) * 1e-9, c.dim, c.hidden_dim,
                 c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size, c.context_len,
                 (double)c.rope_freq_base, (double)c.rms_eps, features(feat, sizeof feat, &c));
