@@ -196,6 +196,8 @@ static const struct shape_want {
      false, false, false, false},
     {"mixtral-8x7b", "llama", 4096, 14336, 32, 32, 8, 128, 32000, 32768, 1e6f, 1e-5f,
      false, false, false, false},
+    {"qwen3-embedding-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151669, 32768, 1e6f, 1e-6f,
+     true, false, false, false},
 };
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
@@ -223,6 +225,8 @@ static void test_shapes(void **state)
         assert_int_equal(c.qkv_bias, w->qkv_bias);
         assert_int_equal(c.qkv_fused, w->qkv_fused);
         assert_int_equal(model_synth_check(&c, NULL), TS_OK);
+        assert_int_equal(c.pooling, strstr(w->name, "embedding") ? TS_POOLING_LAST
+                                                                 : TS_POOLING_NONE);
     }
     assert_null(model_synth_shape_name(N_SHAPES)); /* test-tiny is not listed */
     ts_model_config c;

@@ -18,6 +18,15 @@ typedef enum ts_ffn_act {
     TS_FFN_GELU_TANH, /* GeGLU with the tanh approximation of GELU (Gemma) */
 } ts_ffn_act;
 
+/* How an embedding model pools the final-normalised hidden states of a text's tokens into
+ * one vector: the GGUF's ARCH.pooling_type, its values llama.cpp's. */
+typedef enum ts_pooling {
+    TS_POOLING_NONE = 0, /* no pooling: a generative model (no embeddings served) */
+    TS_POOLING_MEAN = 1, /* the mean over every token */
+    TS_POOLING_CLS = 2,  /* the first token's */
+    TS_POOLING_LAST = 3, /* the last token's (Qwen3-Embedding) */
+} ts_pooling;
+
 /* Hyper-parameters, read from a GGUF's `ARCH.*` keys (model_arch.c's table says which
  * family has which feature) or the llama2.c header. A zeroed config's features are
  * Llama's: every field below `tied_output` is off at zero. */
@@ -63,6 +72,7 @@ typedef struct ts_model_config {
                            * experts (ffn_*_exps), routed by ffn_gate_inp */
     int n_experts_used;   /* experts a token goes through: the top ones of the router's
                            * softmax, their weights renormalised to sum to 1 */
+    ts_pooling pooling;   /* embeddings' pooling (ARCH.pooling_type; absent: none) */
 } ts_model_config;
 
 /* Positions layer l of c attends to: c->swa_window for a windowed layer, else 0 (all). */

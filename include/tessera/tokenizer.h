@@ -87,6 +87,10 @@ int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has n
  * (tokenizer.ggml.add_bos_token, else llama.cpp's default: yes for SentencePiece and Llama
  * 3's BPE, no for GPT-2, SmolLM, Qwen2 and the other byte-level BPE families). */
 bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
+/* Whether the vocabulary asks for EOS after a text (tokenizer.ggml.add_eos_token) and has
+ * one: an embedding model's inputs end with it, as llama.cpp's (ts_tokenize itself never
+ * adds it). */
+bool ts_tokenizer_add_eos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
 /* True for tokens that end generation, as llama.cpp decides it: EOS, EOT, the file's
  * eom and fill-in-the-middle ids, and the tokens spelled as llama.cpp's end texts, such as

@@ -98,6 +98,13 @@ typedef struct bench_result {
 void bench_engine_options(ts_engine_options *opts, const ts_model_config *c,
                           const bench_config *cfg);
 
+/* `bench --embed` (bench_embed.c): after one warm-up document, for each level n of cfg,
+ * n documents of cfg->prompt_len random tokens (at most the context) submitted together
+ * as embed requests, cfg->rounds times; prints documents/s, tokens/s and the batch's
+ * milliseconds (medians over the rounds). Returns the exit status (1 for a model that does
+ * not pool, or a failed request). */
+int bench_embed(ts_engine *e, const bench_config *cfg);
+
 /* Warms the engine up with one request, then runs every level and the prefix test.
  * engine and cfg are borrowed; *out owns its levels (free with bench_result_free()).
  * Fails when a request is refused or fails, or generates other than n_tokens tokens. */

@@ -14,6 +14,7 @@ typedef struct cli_command {
 int cli_bench(int argc, char **argv);
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_embed(int argc, char **argv);
 int cli_template(int argc, char **argv);
 
 /* The time chat templates' strftime_now shows: $SOURCE_DATE_EPOCH (reproducible output,

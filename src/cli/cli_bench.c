@@ -20,6 +20,7 @@ typedef struct bench_opts {
     size_t bw_bytes;
     ts_engine_options engine;
     ts_model_load_opts load;
+    bool embed, levels_given; /* --embed; --concurrency was given */
 } bench_opts;
 
 static void usage(FILE *out)
@@ -43,6 +44,9 @@ static void usage(FILE *out)
             "                      noisy machines)\n"
             "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
             "  --json FILE         also write the results as JSON\n"
+            "  --embed             embedding throughput instead (a model with a pooling): each\n"
+            "                      level is a batch of that many --prompt-len documents embedded\n"
+            "                      together (default levels 1,8,64); documents/s and tokens/s\n"
             "  --step-log FILE     a line per engine step: decode rows, prompt rows, ms, the\n"
             "                      cost model's estimate of it (ms), the batch being filled,\n"
             "                      the estimate of its decode step (ms), the mixed steps' scale\n"
@@ -68,8 +72,11 @@ static int bench_option(void *ctx, const char *a, const char *v)
 {
     bench_opts *o = ctx;
     bool ok = true;
-    if (!strcmp(a, "--concurrency"))
+    if (!strcmp(a, "--concurrency")) {
         ok = cli_int_list(a, v, 1, 4096, o->levels, MAX_LEVELS, &o->cfg.n_levels);
+        o->levels_given = true;
+    } else if (!strcmp(a, "--embed"))
+        o->embed = true;
     else if (!strcmp(a, "-n"))
         ok = cli_int(a, v, 1, 1 << 20, &o->cfg.n_tokens);
     else if (!strcmp(a, "--prompt-len"))
@@ -102,11 +109,17 @@ static int parse(int argc, char **argv, bench_opts *o)
     o->cfg.n_levels = (int)(sizeof defaults / sizeof defaults[0]);
     o->bw_bytes = (size_t)1 << 30;
     ts_engine_options_default(&o->engine);
-    cli_spec spec = {"bench", usage, NULL, &o->model, &o->tokenizer, &o->engine,
+    static const char *const flags[] = {"--embed", NULL};
+    cli_spec spec = {"bench", usage, flags, &o->model, &o->tokenizer, &o->engine,
                      bench_option, o, &o->load};
     int rc = cli_parse(argc, argv, &spec);
     if (rc >= 0)
         return rc;
+    if (o->embed && !o->levels_given) { /* batches of embedding documents */
+        static const int embed_levels[] = {1, 8, 64};
+        memcpy(o->levels, embed_levels, sizeof embed_levels);
+        o->cfg.n_levels = 3;
+    }
     o->cfg.levels = o->levels;
     if (!o->model && !(o->model = cli_default_model()))
         return 1;
@@ -281,7 +294,7 @@ int cli_bench(int argc, char **argv)
     const ts_model_config *c = ts_model_get_config(m);
     int threads = o.engine.n_threads > 0 ? o.engine.n_threads : omp_get_max_threads();
     double bw = 0.0;
-    if (o.bw_bytes > 0) {
+    if (o.bw_bytes > 0 && !o.embed) {
         omp_set_num_threads(threads);
         if ((bw = membw_read(o.bw_bytes, 3)) <= 0)
             fprintf(stderr, "tessera: cannot allocate %zu bytes for the bandwidth test\n",
@@ -302,6 +315,10 @@ int cli_bench(int argc, char **argv)
     e = cli_make_engine(m, &o.engine);
     if (!e)
         goto out;
+    if (o.embed) {
+        rc = bench_embed(e, &o.cfg);
+        goto out;
+    }
     if (bench_run(&r, e, &o.cfg, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         goto out;

@@ -15,7 +15,7 @@
 static void usage(FILE *out)
 {
     fprintf(out, "usage: tessera synth --shape SHAPE [--type TYPE] [--vocab FILE.gguf]\n"
-                 "                     [--seed S] [--tiny] -o OUT.gguf\n"
+                 "                     [--seed S] [--tiny] [--pooling KIND] -o OUT.gguf\n"
                  "       tessera synth --list\n"
                  "  SHAPE:");
     for (int i = 0; model_synth_shape_name(i); i++)
@@ -32,6 +32,9 @@ static void usage(FILE *out)
                  "  --seed     random seed (default 1); the same arguments give the same bytes\n"
                  "  --tiny     the shape shrunk to a few KiB with its family's features (2 KV\n"
                  "             heads of 16, dim 64, vocabulary 512, a window of 8), for checks\n"
+                 "  --pooling  none, mean, cls or last: the file's ARCH.pooling_type (an\n"
+                 "             embedding model); default the shape's: last for\n"
+                 "             qwen3-embedding-0.6b, none (a generative model) for the others\n"
                  "  --list     print each shape's family and hyper-parameters, and exit\n"
                  "  weights are normal with std %g, norm weights 1.\n", (double)MODEL_SYNTH_STD);
 }
@@ -59,7 +62,7 @@ static bool read_vocab(tokenizer_vocab *v, const char *path, bool is_default)
 }
 
 typedef struct synth_args {
-    const char *shape, *vocab, *out, *type;
+    const char *shape, *vocab, *out, *type, *pooling;
     uint64_t seed;
     bool tiny, list;
 } synth_args;
@@ -78,6 +81,8 @@ static int synth_option(void *ctx, const char *a, const char *v)
         o->type = v;
     else if (!strcmp(a, "--vocab"))
         o->vocab = v;
+    else if (!strcmp(a, "--pooling"))
+        o->pooling = v;
     else if (!strcmp(a, "--seed"))
         return cli_u64(a, v, &o->seed) ? 1 : -1;
     else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
@@ -139,6 +144,10 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
         FEATURE(" experts:%d/%d", c->n_experts, c->n_experts_used);
     if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
         FEATURE(" softcap:%g/%g", (double)c->attn_softcap, (double)c->final_softcap);
+    if (c->pooling != TS_POOLING_NONE)
+        FEATURE(" pooling:%s", c->pooling == TS_POOLING_MEAN  ? "mean"
+                               : c->pooling == TS_POOLING_CLS ? "cls"
+                                                              : "last");
 #undef FEATURE
     return buf[0] ? buf + 1 : "-";
 }
@@ -187,6 +196,18 @@ int cli_synth(int argc, char **argv)
     }
     if (o.tiny)
         model_synth_shrink(&cfg);
+    if (o.pooling) {
+        static const char *const kinds[] = {"none", "mean", "cls", "last"};
+        int k = 0;
+        while (k < 4 && strcmp(o.pooling, kinds[k]))
+            k++;
+        if (k == 4) {
+            fprintf(stderr, "tessera synth: unknown --pooling '%s' (none, mean, cls, last)\n",
+                    o.pooling);
+            return 2;
+        }
+        cfg.pooling = (ts_pooling)k;
+    }
     quant_ftype ftype;
     if (!quant_ftype_parse(&ftype, type)) { /* a usage error here, before reading anything */
         fprintf(stderr, "tessera synth: unknown --type '%s'\n", type);

@@ -9,6 +9,7 @@ static const cli_command commands[] = {
     {"generate", cli_generate, "complete prompts (one, or a file of them concurrently)"},
     {"bench", cli_bench, "engine throughput and latency at several concurrency levels"},
     {"tokenize", cli_tokenize, "print the token ids of a text"},
+    {"embed", cli_embed, "print the embeddings of standard input's lines as JSON lines"},
     {"template", cli_template, "print the prompt a model's chat template makes of a chat"},
     {"serve", cli_serve, "serve models over an OpenAI-compatible HTTP API"},
     {"info", cli_info, "describe a model file: config, vocabulary, metadata, tensors"},

@@ -257,10 +257,43 @@ int ts_engine_max_new_tokens(const ts_engine *e, size_t n_prompt, int n)
     return max < INT_MAX ? (int)max : INT_MAX / TS_KV_BLOCK * TS_KV_BLOCK;
 }
 
+/* Refuses, with the numbers, an embed request that could never run: a model that does
+ * not pool, an input over the context or the pool. */
+static ts_status check_embed_fits(const ts_engine *e, const ts_request_params *p,
+                                  ts_error *err)
+{
+    const ts_model_config *c = &e->model->cfg;
+    if (c->pooling == TS_POOLING_NONE)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "the model does not pool its hidden states (%s.pooling_type is "
+                            "none or absent): it serves no embeddings", c->arch);
+    if (p->n_prompt > (size_t)c->context_len)
+        return ts_error_set(err, TS_ERR_TOO_LONG,
+                            "input of %zu tokens exceeds the context length %d", p->n_prompt,
+                            c->context_len);
+    /* admission's bound: the input and one slot more, as for a prompt (sched_admit) */
+    int64_t need = engine_blocks_for((int64_t)p->n_prompt + 1);
+    if (need > e->kv_blocks_total)
+        return ts_error_set(err, TS_ERR_TOO_LONG,
+                            "input of %zu tokens needs %lld KV blocks; the pool has %d",
+                            p->n_prompt, (long long)need, e->kv_blocks_total);
+    return TS_OK;
+}
+
 /* Refuses, with the numbers, a request that could never run. */
 static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_error *err)
 {
     const ts_model_config *c = &e->model->cfg;
+    if (p->embed && p->prompt && p->n_prompt > 0) {
+        if ((unsigned)p->priority >= TS_PRIORITY_COUNT)
+            return ts_error_set(err, TS_ERR_INVALID_ARG, "unknown priority %d", (int)p->priority);
+        for (size_t i = 0; i < p->n_prompt; i++)
+            if (p->prompt[i] < 0 || p->prompt[i] >= c->vocab_size)
+                return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                    "input token %d at index %zu is outside the vocabulary of %d",
+                                    p->prompt[i], i, c->vocab_size);
+        return check_embed_fits(e, p, err);
+    }
     if (!p->prompt || p->n_prompt == 0)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "the prompt is empty");
     if (p->max_tokens < 1 && !(p->max_tokens == 0 && p->prompt_logprobs && p->n == 1))

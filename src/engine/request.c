@@ -50,13 +50,20 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->max_unread = p->max_unread_bytes;
     req->submit_time = now;
     req->owners = 2;
+    if ((req->embed = p->embed)) { /* nothing is generated: no completion parameters */
+        req->max_tokens = 0;
+        req->n = 1;
+        req->constraint = TS_CONSTRAINT_NONE;
+        ts_schema_release(req->schema);
+        req->schema = NULL;
+    }
     atomic_init(&req->cancel_requested, false);
 
     req->prompt = malloc(p->n_prompt * sizeof(int32_t));
     if (!req->prompt)
         goto nomem;
     memcpy(req->prompt, p->prompt, p->n_prompt * sizeof(int32_t));
-    for (int i = 0; i < p->n_stop; i++) {
+    for (int i = 0; !req->embed && i < p->n_stop; i++) {
         if (!(req->stop[i] = strdup(p->stop[i])))
             goto nomem;
         req->n_stop = i + 1;
@@ -161,6 +168,7 @@ void ts_event_clear(ts_event *ev)
     if (!ev)
         return;
     free(ev->text);
+    free(ev->embedding);
     memset(ev, 0, sizeof *ev);
 }
 

@@ -136,6 +136,7 @@ void sched_admit(ts_engine *e, double now)
         int64_t matched = 0;
         ts_error err = {0};
         if (e->opts.prefix_cache && !engine_seq_scores(s) &&
+            !j->req->embed && /* an embedding pools every row */
             kv_prefix_lookup(e->step.pool, &s->table, s->tokens, s->n_tokens - 1, &matched,
                              &err) != TS_OK)
             matched = 0;
@@ -262,14 +263,15 @@ void sched_plan(ts_engine *e, double now)
 
 int sched_pack(ts_engine *e, fwd_batch *b)
 {
-    int rows = 0, n = 0, n_logits = 0, n_decode = 0;
+    int rows = 0, n = 0, n_logits = 0, n_pooled = 0, n_decode = 0;
     for (int i = 0; i < e->step.n_running; i++) {
         seq *s = e->step.running[i];
         if (s->step_rows == 0)
             continue;
         memcpy(e->step.tokens + rows, s->tokens + s->n_computed,
                (size_t)s->step_rows * sizeof(int32_t));
-        bool samples = s->n_computed + s->step_rows == s->n_tokens;
+        bool embeds = s->job->req->embed;
+        bool samples = !embeds && s->n_computed + s->step_rows == s->n_tokens;
         bool all = engine_seq_scores(s);
         if (all)
             n_logits += s->step_rows;
@@ -280,6 +282,7 @@ int sched_pack(ts_engine *e, fwd_batch *b)
             .table = &s->table,
             .logits_row = all ? n_logits - 1 : samples ? n_logits++ : -1,
             .all_logits = all,
+            .pool_row = embeds ? n_pooled++ : -1,
         };
         e->step.order[n++] = s;
         rows += s->step_rows;
@@ -287,6 +290,6 @@ int sched_pack(ts_engine *e, fwd_batch *b)
     }
     e->step.step_decode = n_decode;
     *b = (fwd_batch){.n_rows = rows, .tokens = e->step.tokens, .n_seqs = n,
-                     .seqs = e->step.seqs, .n_logits = n_logits};
+                     .seqs = e->step.seqs, .n_logits = n_logits, .n_pooled = n_pooled};
     return n;
 }

@@ -56,6 +56,7 @@ static void seq_free(ts_engine *e, seq *s)
     free(s->tokens);
     free(s->mask_bits);
     free(s->dry_bits);
+    free(s->pooled);
     ts_schema_release(s->schema);
     free(s);
 }
@@ -191,6 +192,10 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence's token mask");
         goto fail;
     }
+    if (r->embed && !(s->pooled = calloc((size_t)e->model->cfg.dim, sizeof(float)))) {
+        st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence's embedding");
+        goto fail;
+    }
     if ((st = engine_waiting_add(e, s)) != TS_OK) {
         ts_error_set(err, st, "out of memory queueing a sequence");
         goto fail;
@@ -256,6 +261,11 @@ void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why)
     if (!ev.text) {
         ev.text = calloc(1, 1);
         ev.text_len = 0;
+    }
+    if (r->embed && why != TS_FINISH_CANCELLED) { /* the vector moves into the event */
+        ev.embedding = s->pooled;
+        ev.n_embedding = e->model->cfg.dim;
+        s->pooled = NULL;
     }
     /* A request cancelled before its prompt forked still owes n completions their end. */
     int first = s->index, last = s->index;

@@ -62,6 +62,8 @@ typedef struct seq {
     constraint mask_state;
     bool mask_valid;
     uint64_t admit_order;  /* latest admitted is preempted first among equals */
+    float *pooled;         /* (dim) an embed request's pooled rows so far (engine/pool.h);
+                            * NULL for a completion */
     int step_rows;         /* rows scheduled in the current step */
     bool done;             /* finished or failed: freed at the end of the step */
 } seq;

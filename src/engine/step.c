@@ -1,10 +1,11 @@
 /* step.c: one engine step, read top to bottom as its stages: cancel, admit, plan, pack
- * (sched.c), forward, publish, sample, emit (emit.c), free (seq.c); then its times and the
- * stats snapshot. */
+ * (sched.c), forward, publish, pool (pool.c), sample, emit (emit.c), free (seq.c); then
+ * its times and the stats snapshot. */
 #include <omp.h>
 
 #include "common/clock.h"
 #include "engine/emit.h"
+#include "engine/pool.h"
 #include "engine/sched.h"
 #include "engine/seq.h"
 #include "engine/step.h"
@@ -50,7 +51,7 @@ static void publish(ts_engine *e, int n)
             continue;
         s->n_computed += s->step_rows;
         while ((s->n_published + 1) * TS_KV_BLOCK <= s->n_computed) {
-            if (e->opts.prefix_cache)
+            if (e->opts.prefix_cache && !s->job->req->embed) /* kept out of the cache */
                 kv_prefix_publish(e->step.pool, &s->table, s->n_published,
                                   s->tokens + (size_t)s->n_published * TS_KV_BLOCK, NULL, NULL);
             s->n_published++;
@@ -135,6 +136,7 @@ bool engine_step(ts_engine *e)
     if (n > 0 && forward(e, &batch, n) == TS_OK) {
         publish(e, n);
         emit_prompt_logprobs(e, &batch, n);
+        pool_collect(e, &batch, n);
         emit_sample(e, &batch, n);
         emit_tokens(e, &batch, n);
     }

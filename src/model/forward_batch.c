@@ -113,6 +113,7 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         s->rope_swa = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
     s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
+    s->pooled = malloc((size_t)max_logits * dim * sizeof(float));
     ts_status st = state_qbuf_init(s, m, err);
     if (st == TS_OK)
         st = moe_init(&s->moe, c, max_rows, err);
@@ -122,7 +123,7 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     }
     if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || !s->pos || !s->seq || !s->chunk ||
         !s->chunk_key || !s->chunk_spans || !s->chunk_task0 || !s->att_part || !s->att_lse ||
-        !s->rope || (swa_rope && !s->rope_swa) || !s->xs || !s->logits) {
+        !s->rope || (swa_rope && !s->rope_swa) || !s->xs || !s->logits || !s->pooled) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
                             max_rows);
@@ -149,6 +150,7 @@ void fwd_state_free(fwd_state *s)
     free(s->rope_swa);
     free(s->xs);
     free(s->logits);
+    free(s->pooled);
     fwd_qbuf_free(&s->qbuf);
     moe_free(&s->moe);
     memset(s, 0, sizeof *s);
@@ -649,6 +651,36 @@ static fwd_pre norm_pre(const ts_model_config *c, const float *x, const float *w
     return (fwd_pre){.kind = FWD_PRE_RMSNORM, .x = x, .weight = w, .eps = c->rms_eps};
 }
 
+/* Each pooling sequence's chunk into s->pooled (fwd_state.pooled): the rows the model's
+ * pooling takes, final-normalised (into xn, free after the layers), summed in row order.
+ * Sequences split over the threads. */
+static void pool_rows(const fwd_step *f)
+{
+    fwd_state *s = f->s;
+    const ts_model_config *c = &f->m->cfg;
+    const fwd_batch *b = f->b;
+    int dim = c->dim;
+#pragma omp for schedule(dynamic, 1)
+    for (int i = 0; i < b->n_seqs; i++) {
+        const fwd_seq *sq = &b->seqs[i];
+        if (sq->pool_row < 0)
+            continue;
+        float *out = s->pooled + (size_t)sq->pool_row * dim;
+        memset(out, 0, (size_t)dim * sizeof(float));
+        int first = sq->row0, last = sq->row0 + sq->n_rows - 1;
+        if (c->pooling == TS_POOLING_CLS)
+            last = sq->pos0 == 0 ? first : first - 1;
+        else if (c->pooling == TS_POOLING_LAST)
+            first = last;
+        for (int r = first; r <= last; r++) {
+            float *xn = s->xn + (size_t)r * dim;
+            f->k->rmsnorm(xn, s->x + (size_t)r * dim, f->m->w.rms_final, 1, dim, c->rms_eps);
+            for (int d = 0; d < dim; d++)
+                out[d] += xn[d];
+        }
+    }
+}
+
 /* The step's rows through the embedding, the layers and the LM head: run by every
  * thread of the team, or by the calling thread alone. */
 static void run_layers(fwd_step *f)
@@ -693,6 +725,8 @@ static void run_layers(fwd_step *f)
                     w->rms_post_ffn ? w->rms_post_ffn + ld : NULL, &t);
     }
 
+    if (b->n_pooled > 0)
+        pool_rows(f);
     /* LM head, only for the rows that sample or are scored */
     if (b->n_logits > 0) {
 #pragma omp for schedule(static)
@@ -719,9 +753,10 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
 {
     const ts_model_config *c = &m->cfg;
     int T = b->n_rows, threads = omp_get_max_threads();
-    if (T > s->max_rows || b->n_logits > s->max_logits)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "step of %d rows / %d logits over %d / %d",
-                            T, b->n_logits, s->max_rows, s->max_logits);
+    if (T > s->max_rows || b->n_logits > s->max_logits || b->n_pooled > s->max_logits)
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "step of %d rows / %d logits / %d pooled over %d / %d", T,
+                            b->n_logits, b->n_pooled, s->max_rows, s->max_logits);
     for (int r = 0; r < T; r++)
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",

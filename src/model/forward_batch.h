@@ -22,6 +22,9 @@ typedef struct fwd_seq {
     int logits_row;        /* row of the logits output for its last row; -1: no logits */
     bool all_logits;       /* every row gets logits: row j's at logits_row - n_rows + 1 + j
                             * (logits_row >= 0 then) */
+    int pool_row;          /* read only when the batch's n_pooled > 0: row of
+                            * fwd_state.pooled for the rows the model's pooling takes of
+                            * this chunk; -1: none */
 } fwd_seq;
 
 typedef struct fwd_batch {
@@ -31,6 +34,8 @@ typedef struct fwd_batch {
     const fwd_seq *seqs;   /* (n_seqs) borrowed, rows in order, no gaps */
     int n_logits;          /* logits rows: one for each sequence with logits_row >= 0, n_rows
                             * for those with all_logits; rows 0..n_logits-1 */
+    int n_pooled;          /* sequences with pool_row >= 0 (rows 0..n_pooled-1); 0: no
+                            * sequence pools, pool_row unread */
 } fwd_batch;
 
 /* How the step multiplies activation rows by a weight matrix. */
@@ -120,6 +125,9 @@ typedef struct fwd_state {
     fwd_moe moe;    /* a mixture of experts' buffers; zeroed for a dense model */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
+    float *pooled;  /* (max_logits, dim) each pooling sequence's chunk: the sum of the
+                     * final-normalised rows its pooling takes (all for mean, position 0
+                     * for cls, the chunk's last for last; zeros when it takes none) */
     fwd_qbuf qbuf;  /* (max(max_rows, max_logits), max K) quantized activations */
     double seconds[TS_PHASE_COUNT]; /* wall time forward_batch spent per phase (rowwise,
                                      * gemm, attention, lm_head), added up; the caller

@@ -189,6 +189,27 @@ static ts_status read_family_attention(ts_model_config *c, const model_arch *a,
     return TS_OK;
 }
 
+/* ARCH.pooling_type: how an embedding model pools its rows (absent: none). Rank pooling
+ * (a reranker's classification head) is refused by name. */
+static ts_status read_pooling(ts_model_config *c, const gguf_file *f, ts_error *err)
+{
+    char key[96];
+    int64_t v = 0;
+    ts_status st = gguf_get_i64(f, arch_key(key, sizeof key, c, "pooling_type"), &v, err);
+    if (st == TS_ERR_NOT_FOUND)
+        return TS_OK;
+    if (st != TS_OK)
+        return st;
+    if (v == 4)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s 4 (rank: a reranker's head) is not "
+                            "supported", key);
+    if (v < TS_POOLING_NONE || v > TS_POOLING_LAST)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s: %lld is not a pooling (0-3)", key,
+                            (long long)v);
+    c->pooling = (ts_pooling)v;
+    return TS_OK;
+}
+
 ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                                  const char *name_fallback, ts_error *err)
 {
@@ -295,6 +316,8 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     c->post_norms = a->post_norms;
     c->embd_scaled = a->embd_scaled;
     c->ffn_act = a->ffn_act;
+    if ((st = read_pooling(c, f, err)) != TS_OK)
+        return st;
     return read_family_attention(c, a, f, err);
 }
 

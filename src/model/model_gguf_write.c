@@ -70,6 +70,8 @@ void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t fi
         gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "expert_feed_forward_length"),
                             (uint32_t)c->hidden_dim);
     }
+    if (c->pooling != TS_POOLING_NONE)
+        gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "pooling_type"), (uint32_t)c->pooling);
 }
 
 static void add_id(gguf_writer *g, const char *key, int32_t id)
@@ -111,6 +113,8 @@ ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_erro
     add_id(g, "tokenizer.ggml.padding_token_id", v->pad_id);
     add_id(g, "tokenizer.ggml.eot_token_id", v->eot_id);
     gguf_writer_add_bool(g, "tokenizer.ggml.add_bos_token", v->add_bos);
+    if (v->add_eos)
+        gguf_writer_add_bool(g, "tokenizer.ggml.add_eos_token", true);
     gguf_writer_add_bool(g, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
 done:
     free(texts);

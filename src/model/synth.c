@@ -25,6 +25,7 @@ typedef struct synth_shape {
     float llama3_factor; /* rope_scaling llama3's factor, as rope_freqs.weight; 0: none */
     int swa_window;      /* the windowed layers' span; 0: the family's default */
     int n_experts, n_experts_used; /* a mixture of experts (hidden_dim: each one's) */
+    ts_pooling pooling;  /* an embedding model's pooling; 0: a generative model */
 } synth_shape;
 
 /* From each model's published config.json (llama2.c's README for stories110m, whose
@@ -95,6 +96,11 @@ static const synth_shape shapes[] = {
     {.name = "mixtral-8x7b", .arch = "llama", .dim = 4096, .hidden_dim = 14336,
      .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .vocab_size = 32000, .context_len = 32768,
      .rope_freq_base = 1000000.0f, .n_experts = 8, .n_experts_used = 2},
+    /* Qwen3-Embedding-0.6B: last-token pooling */
+    {.name = "qwen3-embedding-0.6b", .arch = "qwen3", .dim = 1024, .hidden_dim = 3072,
+     .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .head_dim = 128, .vocab_size = 151669,
+     .context_len = 32768, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f,
+     .tied_output = true, .pooling = TS_POOLING_LAST},
     {.name = "test-tiny", .arch = "llama", .hidden = true, .dim = 64, .hidden_dim = 128,
      .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 512, .context_len = 128,
      .rope_freq_base = 10000.0f},
@@ -167,6 +173,7 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         out->qkv_fused = s->qkv_fused;
         out->n_experts = s->n_experts;
         out->n_experts_used = s->n_experts_used;
+        out->pooling = s->pooling;
         family_features(out, family_of(out));
         if (s->swa_window)
             out->swa_window = s->swa_window;

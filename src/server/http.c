@@ -54,6 +54,8 @@ static const http_route routes[] = {
      true, complete_chat},
     {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS, ROUTE_BODY, AUTH_KEY,
      true, true, complete_text},
+    {"/v1/embeddings", "POST", METRICS_ROUTE_EMBEDDINGS, ROUTE_BODY, AUTH_KEY, false, true,
+     embed_route},
     {"/v1/models", "GET", METRICS_ROUTE_MODELS, ROUTE_HEADERS, AUTH_KEY, false, false,
      routes_models},
     {SRV_MODEL_ROUTE, "GET", METRICS_ROUTE_MODELS, ROUTE_HEADERS, AUTH_KEY, false, false,
@@ -465,7 +467,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
     }
     guard_request_done(srv->guard, c->guard);
     budget_release(&srv->answer_bytes, &c->held); /* its body, its work, its answer */
-    int prompt_tokens = 0, completion_tokens = 0;
+    int prompt_tokens = c->prompt_tokens, completion_tokens = 0;
     bool in_flight = c->in_flight;
     if (c->job)
         complete_job_free(c->job, &prompt_tokens, &completion_tokens);

@@ -133,6 +133,8 @@ typedef struct srv_conn {
     char request_id[SRV_REQUEST_ID_CAP]; /* logged, and answered as X-Request-Id */
     const char *model;            /* the route that served it, for the log; borrowed */
     srv_job *job;                 /* owned; NULL unless a completion was submitted */
+    int prompt_tokens;            /* tokens of a route that has no job (embeddings), for the
+                                   * log and metrics */
     char ignored[OAI_IGNORED_LEN]; /* the body's unknown fields: X-Tessera-Ignored-Fields */
     api_kind api;                 /* the shape errors are answered in (/v1/messages:
                                    * Anthropic's) */
@@ -184,6 +186,9 @@ void srv_cell_notify(void *cell);
 /* ---- routes.c: the routes that need no engine step */
 srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_tokenize,
     routes_detokenize;
+
+/* ---- embed_route.c: POST /v1/embeddings */
+srv_handler embed_route;
 
 /* The path prefix of GET /v1/models/{id}. */
 #define SRV_MODEL_ROUTE "/v1/models/"

@@ -170,6 +170,7 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
     v->add_bos = vocab_default_add_bos(v->kind, v->pre);
     v->add_space_prefix = v->kind == VOCAB_KIND_SPM;
     if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) != TS_OK ||
         (st = get_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)) != TS_OK)
         return st;
     return TS_OK;

@@ -500,6 +500,11 @@ bool ts_tokenizer_add_bos(const ts_tokenizer *tok)
     return tok && tok->vocab.add_bos && tok->vocab.bos_id >= 0;
 }
 
+bool ts_tokenizer_add_eos(const ts_tokenizer *tok)
+{
+    return tok && tok->vocab.add_eos && tok->vocab.eos_id >= 0;
+}
+
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok)
 {
     return tok ? tok->vocab.eos_id : -1;

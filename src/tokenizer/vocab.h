@@ -46,6 +46,9 @@ typedef struct tokenizer_vocab {
     bool add_bos;         /* prompts start with BOS: tokenizer.ggml.add_bos_token, or
                            * vocab_default_add_bos when the file does not say */
     bool add_space_prefix;
+    bool add_eos;         /* tokenizer.ggml.add_eos_token (false when absent): llama.cpp
+                           * ends texts tokenized with special tokens with EOS
+                           * (Qwen3-Embedding pools that last token) */
     char pre[32];         /* tokenizer.ggml.pre: pre-tokenizer family, "" = default */
 } tokenizer_vocab;
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""make_ref.py: writes tiny_ref.txt, the llama.cpp peer's embeddings of tiny
+random-weight embedding models of several families, which test_embed.c compares
+tessera's with.
+
+usage: make_ref.py TESSERA_BINARY LLAMA_SERVER_BINARY SHARED_DIR OUT.txt
+
+For each model of MODELS (qwen3 with each pooling, last again in Q8_0, and mean pooling
+on the other families) it makes the file with `tessera synth --shape SHAPE --tiny
+--pooling P --type T --vocab SHARED/models/stories260K/stories260K.gguf --seed 1` (the
+bytes test_embed.c makes again with model_synth_write), starts llama-server --embedding
+on it and asks /v1/embeddings for each input of token ids. Output lines:
+    model POOLING
+    input N id_1 ... id_N
+    vector D v_1 ... v_D
+"""
+import json, os, subprocess, sys, tempfile, time, urllib.request
+
+# name, synth shape, pooling, type
+MODELS = [
+    ("last", "qwen3-4b", "last", "F32"),
+    ("mean", "qwen3-4b", "mean", "F32"),
+    ("cls", "qwen3-4b", "cls", "F32"),
+    ("last-q8_0", "qwen3-4b", "last", "Q8_0"),
+    ("gemma3-mean", "gemma3-4b", "mean", "F32"),
+    ("gemma2-mean", "gemma2-9b", "mean", "F32"),
+    ("qwen2-mean", "qwen2.5-7b", "mean", "F32"),
+    ("llama-mean", "tinyllama-1.1b", "mean", "F32"),
+]
+
+def inputs():
+    """Token-id inputs of 1, 7, 33 (past one KV block) and 90 tokens, from a fixed LCG."""
+    x, out = 12345, []
+    for n in (1, 7, 33, 90):
+        ids = []
+        for _ in range(n):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            ids.append(3 + x % 509)
+        out.append(ids)
+    return out
+
+def main():
+    tessera, server, shared, out_path = sys.argv[1:5]
+    vocab = os.path.join(shared, "models/stories260K/stories260K.gguf")
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, shape, pooling, qtype in MODELS:
+            model = os.path.join(tmp, f"{name}.gguf")
+            subprocess.run([tessera, "synth", "--shape", shape, "--tiny", "--pooling", pooling,
+                            "--type", qtype, "--vocab", vocab, "--seed", "1", "-o", model],
+                           check=True)
+            port = 18990
+            peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
+                                     "-c", "256", "-np", "1"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                for _ in range(100):
+                    try:
+                        urllib.request.urlopen(f"http://127.0.0.1:{port}/health")
+                        break
+                    except Exception:
+                        time.sleep(0.1)
+                lines.append(f"model {name}")
+                for ids in inputs():
+                    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings",
+                                                 data=json.dumps({"input": ids}).encode(),
+                                                 headers={"Content-Type": "application/json"})
+                    vec = json.load(urllib.request.urlopen(req))["data"][0]["embedding"]
+                    lines.append(f"input {len(ids)} " + " ".join(map(str, ids)))
+                    lines.append(f"vector {len(vec)} " + " ".join("%.8g" % v for v in vec))
+            finally:
+                peer.terminate()
+                peer.wait()
+    with open(out_path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+main()
