@@ -38,6 +38,7 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->max_tokens = p->max_tokens;
     req->n = p->n;
     req->ignore_eos = p->ignore_eos;
+    req->no_speculation = p->no_speculation;
     req->constraint = p->constraint;
     if (p->constraint == TS_CONSTRAINT_JSON_SCHEMA)
         req->schema = ts_schema_retain(p->schema);

@@ -23,6 +23,7 @@ struct ts_request {
     int max_tokens;
     int n;
     bool ignore_eos;
+    bool no_speculation;
     ts_constraint_kind constraint;
     ts_schema *schema;                /* a reference of its own (JSON_SCHEMA), or NULL */
     uint64_t cache_ns;                /* ts_request_params.cache_namespace */

@@ -35,6 +35,19 @@ typedef struct job {
     bool failed;
 } job;
 
+/* Most draft tokens a sequence adds to a step (ts_engine_options.spec_max's bound). */
+enum { SPEC_MAX_DRAFT = 64 };
+
+/* A sequence's speculative decoding (spec.c): the step's drafts and its recent acceptance. */
+typedef struct spec_seq {
+    int32_t draft[SPEC_MAX_DRAFT]; /* this step's draft tokens, verified after the pass */
+    int n_draft;                   /* 0: none this step */
+    int logits_row0;               /* logits row of the first draft's row */
+    int depth;                     /* drafts to propose next (0: not set yet) */
+    int misses;                    /* verifications in a row that accepted nothing */
+    int rest;                      /* steps left to skip drafting after misses */
+} spec_seq;
+
 /* One completion being generated: the unit the scheduler admits, steps and preempts.
  * A request with n > 1 starts as one sequence for the prompt and forks into n when the
  * prompt's logits are ready, so the prompt's KV blocks are computed once and shared. */
@@ -59,6 +72,7 @@ typedef struct seq {
     bool mask_valid;
     uint64_t admit_order;  /* latest admitted is preempted first among equals */
     int step_rows;         /* rows scheduled in the current step */
+    spec_seq spec;
     bool done;             /* finished or failed: freed at the end of the step */
 } seq;
 

@@ -1,12 +1,14 @@
 /* step.c: one engine step, read top to bottom as its stages: cancel, admit, plan, pack
  * (sched.c), forward, publish, sample, emit (emit.c), free (seq.c); then its times and the
- * stats snapshot. */
+ * stats snapshot. Speculative decoding (spec.c) drafts after the plan, adds its rows to the
+ * pack and verifies them after the emit. */
 #include <omp.h>
 
 #include "common/clock.h"
 #include "engine/emit.h"
 #include "engine/sched.h"
 #include "engine/seq.h"
+#include "engine/spec.h"
 #include "engine/step.h"
 
 /* team_observe reads as many waits as the forward pass records. */
@@ -49,12 +51,7 @@ static void publish(ts_engine *e, int n)
         if (s->done)
             continue;
         s->n_computed += s->step_rows;
-        while ((s->n_published + 1) * TS_KV_BLOCK <= s->n_computed) {
-            if (e->opts.prefix_cache)
-                kv_prefix_publish(e->step.pool, &s->table, s->n_published,
-                                  s->tokens + (size_t)s->n_published * TS_KV_BLOCK, NULL, NULL);
-            s->n_published++;
-        }
+        engine_seq_publish(e, s);
     }
 }
 
@@ -129,13 +126,16 @@ bool engine_step(ts_engine *e)
     sched_cancel(e);
     sched_admit(e, now);
     sched_plan(e, now);
+    spec_plan(e);
     fwd_batch batch;
     int n = sched_pack(e, &batch);
+    spec_pack(e, &batch, n);
     double t_packed = clock_now_s();
     if (n > 0 && forward(e, &batch, n) == TS_OK) {
         publish(e, n);
         emit_sample(e, &batch, n);
         emit_tokens(e, &batch, n);
+        spec_verify(e, n);
     }
     engine_free_dead(e);
 

@@ -1,0 +1,40 @@
+/* spec.h: speculative decoding inside the batched step (spec.c). A decoding sequence's
+ * draft tokens become extra rows of the step, each its own one-row entry of the batch
+ * (same block table, consecutive positions, logits of its own); after the sequence's
+ * own token is emitted, each draft is checked against the token the target draws at its
+ * position, the accepted run is kept and the rejected drafts' KV slots are given back. */
+#ifndef TESSERA_ENGINE_SPEC_H
+#define TESSERA_ENGINE_SPEC_H
+
+#include "engine/state.h"
+
+/* Shortest and longest run of last tokens prompt lookup matches, longest tried first. */
+enum { SPEC_NGRAM_MIN = 1, SPEC_NGRAM_MAX = 3 };
+
+/* Draft rows a step of an engine with options o may add: 0 when speculation is off. */
+int spec_rows_cap(const ts_engine_options *o);
+
+/* Prompt lookup: finds the latest earlier occurrence of the last g tokens of tokens (n),
+ * g from SPEC_NGRAM_MAX down to SPEC_NGRAM_MIN, and copies up to k of the tokens that
+ * followed it into out. Returns the number copied (0: no match). Borrowed pointers. */
+int spec_ngram_draft(int32_t *out, const int32_t *tokens, int n, int k);
+
+/* After the plan: gives each decoding sequence that may speculate a draft while the step's
+ * rows stay under opts.spec_rows, reserving the drafts' KV slots from free blocks only
+ * (a draft never evicts a cached block nor preempts a sequence). */
+void spec_plan(ts_engine *e);
+
+/* After the pack: appends each draft as a one-row entry of b (after its n entries) with
+ * a logits row of its own; the drafts count as decode rows. */
+void spec_pack(ts_engine *e, fwd_batch *b, int n);
+
+/* After the emit: for each of the n sequences that drafted, while the token it just
+ * emitted equals the next draft, keeps that draft's K/V and draws the next token from the
+ * draft row's logits (sampling, stop strings, constraints and logprobs as for any token);
+ * then rolls back the rejected drafts' slots and adapts the sequence's depth. Drawing a
+ * token from the target and accepting the draft when the two are equal is the rejection
+ * rule for a deterministic draft (accept d with probability p(d), else draw from p
+ * without d), so sampled output keeps its distribution and greedy output its tokens. */
+void spec_verify(ts_engine *e, int n);
+
+#endif /* TESSERA_ENGINE_SPEC_H */
