@@ -441,8 +441,8 @@ static void draw(ts_engine *e, const int32_t *ids, int n, uint64_t seed0, int32_
 }
 
 /* Two-sample chi-square of the counts of a and b (same size) over the tokens of
- * position pos, categories with fewer than 10 draws in the two together pooled into one; *df gets the
- * degrees of freedom. */
+ * position pos, categories with fewer than 10 draws in the two together pooled into one;
+ * *df gets the degrees of freedom. */
 static double chi_square(const int32_t *a, const int32_t *b, int pos, int vocab, int *df)
 {
     int *ca = calloc((size_t)vocab, sizeof *ca), *cb = calloc((size_t)vocab, sizeof *cb);
