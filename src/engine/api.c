@@ -153,7 +153,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     cost_init(&e->step.cost);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
-    /* Draft rows (spec.h) ride on top, each a sequence entry with logits of its own. */
+    /* Draft rows (spec.h) ride on top, each with logits of its own. */
     int draft_rows = spec_rows_cap(o);
     e->max_rows += draft_rows;
     if ((st = create_pool(e, err)) != TS_OK ||
@@ -164,7 +164,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     e->step.fwd.gemm_path = (fwd_gemm_path)o->gemm;
     e->step.running = calloc((size_t)o->max_seqs, sizeof *e->step.running);
     e->step.tokens = malloc((size_t)e->max_rows * sizeof *e->step.tokens);
-    e->step.seqs = malloc((size_t)(o->max_seqs + draft_rows) * sizeof *e->step.seqs);
+    e->step.seqs = malloc((size_t)o->max_seqs * sizeof *e->step.seqs);
     e->step.order = malloc((size_t)o->max_seqs * sizeof *e->step.order);
     e->step.logits_copy = malloc((size_t)model->cfg.vocab_size * sizeof(float));
     e->step.allowed = malloc((size_t)e->step.n_scratch * (size_t)engine_mask_width(e));

@@ -110,28 +110,38 @@ void spec_plan(ts_engine *e)
 
 void spec_pack(ts_engine *e, fwd_batch *b, int n)
 {
-    int rows = b->n_rows, m = b->n_seqs, n_logits = b->n_logits;
-    for (int i = 0; i < n; i++) {
-        seq *s = e->step.order[i];
-        spec_seq *sp = &s->spec;
-        if (sp->n_draft == 0)
+    int drafts = 0;
+    for (int i = 0; i < n; i++)
+        drafts += e->step.order[i]->spec.n_draft;
+    e->step.step_drafts = drafts;
+    if (drafts == 0)
+        return;
+    /* From the last entry back, each entry's rows move down by the drafts of the entries
+     * before it (a destination never overlaps rows not yet moved) and its drafts follow
+     * its own row; logits rows shift likewise. */
+    int32_t *tokens = e->step.tokens;
+    int row_shift = drafts, logit_shift = drafts;
+    for (int i = n - 1; i >= 0; i--) {
+        fwd_seq *fs = &e->step.seqs[i];
+        spec_seq *sp = &e->step.order[i]->spec;
+        int k = sp->n_draft;
+        row_shift -= k;
+        logit_shift -= k;
+        memmove(tokens + fs->row0 + row_shift, tokens + fs->row0,
+                (size_t)fs->n_rows * sizeof *tokens);
+        fs->row0 += row_shift;
+        if (fs->logits_row >= 0)
+            fs->logits_row += logit_shift;
+        if (k == 0)
             continue;
-        sp->logits_row0 = n_logits;
-        for (int j = 0; j < sp->n_draft; j++) {
-            e->step.tokens[rows] = sp->draft[j];
-            e->step.seqs[m++] = (fwd_seq){
-                .row0 = rows++,
-                .n_rows = 1,
-                .pos0 = s->n_computed + 1 + j,
-                .table = &s->table,
-                .logits_row = n_logits++,
-            };
-        }
-        e->step.step_decode += sp->n_draft;
+        memcpy(tokens + fs->row0 + fs->n_rows, sp->draft, (size_t)k * sizeof *tokens);
+        fs->n_rows += k;
+        fs->logits_rows = 1 + k;
+        sp->logits_row0 = fs->logits_row + 1;
     }
-    b->n_rows = rows;
-    b->n_seqs = m;
-    b->n_logits = n_logits;
+    b->n_rows += drafts;
+    b->n_logits += drafts;
+    e->step.step_decode += drafts;
 }
 
 /* ---- verification */

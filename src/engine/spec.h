@@ -1,7 +1,7 @@
 /* spec.h: speculative decoding inside the batched step (spec.c). A decoding sequence's
- * draft tokens become extra rows of the step, each its own one-row entry of the batch
- * (same block table, consecutive positions, logits of its own); after the sequence's
- * own token is emitted, each draft is checked against the token the target draws at its
+ * draft tokens become extra rows of its entry in the step, after its own token (the next
+ * positions, K/V slots in its block table, a logits row each); after the sequence's own
+ * token is emitted, each draft is checked against the token the target draws at its
  * position, the accepted run is kept and the rejected drafts' KV slots are given back. */
 #ifndef TESSERA_ENGINE_SPEC_H
 #define TESSERA_ENGINE_SPEC_H
@@ -24,8 +24,9 @@ int spec_ngram_draft(int32_t *out, const int32_t *tokens, int n, int k);
  * (a draft never evicts a cached block nor preempts a sequence). */
 void spec_plan(ts_engine *e);
 
-/* After the pack: appends each draft as a one-row entry of b (after its n entries) with
- * a logits row of its own; the drafts count as decode rows. */
+/* After the pack: puts each sequence's drafts after its own row in b (n entries), rows
+ * and logits rows of the later entries moved along; the drafts count as decode rows
+ * (step.step_decode) and are counted apart (step.step_drafts). */
 void spec_pack(ts_engine *e, fwd_batch *b, int n);
 
 /* After the emit: for each of the n sequences that drafted, while the token it just

@@ -120,7 +120,8 @@ typedef struct engine_step_state {
     step_cost cost;         /* what steps cost, learnt from their times (sched_plan's budget) */
     team_size team;         /* the threads steps run on, fewer while some lack a core */
     int step_decode;        /* the current step's rows of decoding sequences, those that
-                             * generated a token already (sched_pack) */
+                             * generated a token already (sched_pack), drafts included */
+    int step_drafts;        /* the current step's draft rows (spec_pack) */
     int plan_full;          /* the batch being filled, as the plan saw it: the prefill
                              * budget's reference (opts.step_log) */
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */

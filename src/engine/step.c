@@ -70,8 +70,9 @@ static void log_step(const ts_engine *e, int decode, int prompt, double seconds)
 static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
                          double t_end)
 {
-    ts_step_profile *p =
-        b->n_rows > b->n_seqs ? &e->step.counters.prompt_steps : &e->step.counters.decode_steps;
+    ts_step_profile *p = b->n_rows - e->step.step_drafts > b->n_seqs
+                             ? &e->step.counters.prompt_steps
+                             : &e->step.counters.decode_steps;
     double *fs = e->step.fwd.seconds;
     double forward = 0.0;
     for (int i = 0; i < TS_PHASE_COUNT; i++) {

@@ -628,9 +628,11 @@ static void run_layers(fwd_step *f)
 #pragma omp for schedule(static)
         for (int i = 0; i < b->n_seqs; i++) {
             const fwd_seq *sq = &b->seqs[i];
+            int nl = sq->logits_rows > 1 ? sq->logits_rows : 1;
             if (sq->logits_row >= 0)
                 memcpy(s->xs + (size_t)sq->logits_row * dim,
-                       s->x + (size_t)(sq->row0 + sq->n_rows - 1) * dim, (size_t)dim * sizeof(float));
+                       s->x + (size_t)(sq->row0 + sq->n_rows - nl) * dim,
+                       (size_t)nl * dim * sizeof(float));
         }
         fwd_pre final_norm = norm_pre(c, s->xs, w->rms_final);
         const simd_qmat *out[] = {&w->output};

@@ -20,6 +20,8 @@ typedef struct fwd_seq {
     int pos0;
     const kv_table *table; /* borrowed: reserved through position pos0 + n_rows - 1 */
     int logits_row;        /* row of the logits output for its last row; -1: no logits */
+    int logits_rows;       /* with logits_row >= 0: its last logits_rows rows (0 counts as
+                            * 1) have logits, in rows logits_row, logits_row + 1, ... */
 } fwd_seq;
 
 typedef struct fwd_batch {
