@@ -238,6 +238,7 @@ static void test_edit_workload_speculates(void **state)
         ts_engine_options_default(&o);
         o.n_threads = 1;
         o.spec = spec ? TS_SPEC_NGRAM : TS_SPEC_OFF;
+        o.spec_eager = true; /* drafts whatever this machine's step times say */
         bench_engine_options(&o, ts_model_get_config(m), &cfg);
         ts_engine *e = NULL;
         assert_int_equal(ts_engine_create(m, &o, &e, NULL), TS_OK);

@@ -33,6 +33,7 @@ static ts_engine *start_on(const ts_model *m, ts_spec_kind spec, int max_seqs, i
     o.gemm = TS_GEMM_KERNEL; /* the same bits at every row count */
     o.spec = spec;
     o.spec_rows = 64;
+    o.spec_eager = true; /* drafts whatever this machine's step times say */
     return eu_start(m, &o);
 }
 
@@ -101,6 +102,42 @@ static void test_ngram_draft_takes_the_latest_longest_match(void **state)
     const int32_t c[] = {1, 2, 3, 4};
     assert_int_equal(spec_ngram_draft(out, c, 4, 4), 0);
     assert_int_equal(spec_ngram_draft(out, c, 1, 4), 0);
+}
+
+/* ---- how deep a step drafts */
+
+/* A cost model that saw steps of 1..64 decode rows costing fixed + per_row each. */
+static step_cost steps_costing(double fixed, double per_row)
+{
+    step_cost c;
+    cost_init(&c);
+    for (int i = 0; i < 40; i++) {
+        int d = 1 << (i % 7);
+        cost_observe(&c, d, 0, fixed + per_row * d);
+    }
+    return c;
+}
+
+static void test_drafts_follow_what_rows_cost(void **state)
+{
+    (void)state;
+    step_cost fresh;
+    cost_init(&fresh);
+    assert_int_equal(spec_drafts_worth(&fresh, 64, 0, 0.1, 5), 5); /* nothing learnt yet */
+    /* weights streamed once a step (40 ms) and 0.5 ms a row: every draft pays */
+    step_cost bw = steps_costing(0.040, 0.0005);
+    assert_int_equal(spec_drafts_worth(&bw, 1, 0, 0.7, 8), 8);
+    assert_int_equal(spec_drafts_worth(&bw, 4, 0, 0.5, 8), 4); /* 0.5^4 > 0.048 > 0.5^5 */
+    /* compute-bound: 1 ms a row beside a 1 ms step; alone a likely draft still pays */
+    step_cost cb = steps_costing(0.001, 0.001);
+    assert_int_equal(spec_drafts_worth(&cb, 1, 0, 0.9, 8), 6); /* 0.9^6 > 1/2 > 0.9^7 */
+    assert_int_equal(spec_drafts_worth(&cb, 64, 0, 0.9, 8), 0); /* 64 rows: none */
+    assert_int_equal(spec_drafts_worth(&cb, 64, 0, 0.99, 8), 1);
+    /* the acceptance record: a prior of 1/2, then the decayed hits over the trials */
+    spec_seq sp = {0};
+    assert_true(spec_acceptance(&sp) == 0.5);
+    sp.hits = 8, sp.trials = 8;
+    assert_true(spec_acceptance(&sp) == 0.9);
 }
 
 /* ---- the KV rollback */
@@ -575,6 +612,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ngram_draft_takes_the_latest_longest_match),
+        cmocka_unit_test(test_drafts_follow_what_rows_cost),
         cmocka_unit_test(test_truncate_gives_back_draft_blocks),
         cmocka_unit_test(test_greedy_identical_alone_and_batched),
         cmocka_unit_test(test_greedy_identical_with_preemption),

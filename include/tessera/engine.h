@@ -89,6 +89,10 @@ typedef struct ts_engine_options {
     int spec_rows;         /* drafts only fill a step up to this many rows (default 16):
                             * beyond it the step is compute-bound and rows are not free;
                             * a step that already holds as many takes no draft */
+    bool spec_eager;       /* draft as deep as spec_max and spec_rows allow, whatever the
+                            * step's cost model says a row costs (off: each draft must be
+                            * likelier to be accepted than a row's share of the step's
+                            * cost); for tests and measurements at a fixed depth */
     FILE *step_log;        /* a line a step, for tuning the prefill budget, its columns
                             * TS_STEP_LOG_COLUMNS (NULL = none; tessera bench --step-log).
                             * Written on the step thread; the caller owns it */

@@ -249,6 +249,10 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         o->prefix_cache = false;
         return 1;
     }
+    if (!strcmp(a, "--spec-eager")) {
+        o->spec_eager = true;
+        return 1;
+    }
     static const char *const valued[] = {"--threads", "--kv-mem", "--max-seqs", "--max-queue",
                                          "--step-tokens", "--prefill-cap", "--aging",
                                          "--itl-target", "--prefill-min", "--kv-type",

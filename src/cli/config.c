@@ -64,6 +64,7 @@ static const config_key engine_keys[] = {
     {"spec", "--spec", VALUE_STRING},
     {"spec_max", "--spec-max", VALUE_NUMBER},
     {"spec_rows", "--spec-rows", VALUE_NUMBER},
+    {"spec_eager", "--spec-eager", VALUE_FLAG},
     {NULL, NULL, VALUE_STRING},
 };
 

@@ -7,6 +7,9 @@
 #include "engine/seq.h"
 #include "engine/spec.h"
 
+/* How much of a sequence's acceptance record each verification keeps. */
+#define SPEC_DECAY 0.9
+
 /* After this many verifications in a row that accepted nothing a sequence rests from
  * drafting, twice as long each further time, up to SPEC_REST_MAX steps. */
 enum { SPEC_MISSES_TO_REST = 2, SPEC_REST_MAX = 16 };
@@ -44,6 +47,27 @@ int spec_ngram_draft(int32_t *out, const int32_t *tokens, int n, int k)
 }
 
 /* ---- plan and pack */
+
+double spec_acceptance(const spec_seq *sp)
+{
+    return (sp->hits + 1.0) / (sp->trials + 2.0);
+}
+
+int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, int k)
+{
+    if (c->seen < COST_MIN_STEPS || decode < 1)
+        return k;
+    double t = cost_estimate(c, decode, prompt), row = c->coef[1];
+    if (!(t > 0) || !(row > 0))
+        return k; /* no cost a row adds: every draft is free */
+    double bar = row * decode / t, p = alpha;
+    int j = 0;
+    while (j < k && p > bar) {
+        j++;
+        p *= alpha;
+    }
+    return j;
+}
 
 /* Whether s decodes one token this step and may speculate. */
 static bool may_speculate(const seq *s)
@@ -83,9 +107,12 @@ void spec_plan(ts_engine *e)
 {
     if (e->opts.spec == TS_SPEC_OFF)
         return;
-    int rows = 0;
-    for (int i = 0; i < e->step.n_running; i++)
-        rows += e->step.running[i]->step_rows;
+    int rows = 0, decode = 0;
+    for (int i = 0; i < e->step.n_running; i++) {
+        const seq *s = e->step.running[i];
+        rows += s->step_rows;
+        decode += s->step_rows == 1 && s->n_generated > 0;
+    }
     int room = e->opts.spec_rows - rows;
     for (int i = 0; i < e->step.n_running && room > 0; i++) {
         seq *s = e->step.running[i];
@@ -97,6 +124,9 @@ void spec_plan(ts_engine *e)
             continue;
         }
         int k = draft_limit(e, s, room);
+        if (!e->opts.spec_eager)
+            k = spec_drafts_worth(&e->step.cost, decode, rows - decode,
+                                  spec_acceptance(&s->spec), k);
         if (k <= 0)
             continue;
         k = spec_ngram_draft(s->spec.draft, s->tokens, s->n_tokens, k);
@@ -147,9 +177,12 @@ void spec_pack(ts_engine *e, fwd_batch *b, int n)
 /* ---- verification */
 
 /* The next depth of s after `accepted` of k drafts: deeper after a run accepted whole,
- * one past the accepted run otherwise, and a rest from drafting after misses in a row. */
+ * one past the accepted run otherwise, and a rest from drafting after misses in a row;
+ * and its acceptance record. */
 static void adapt_depth(const ts_engine *e, spec_seq *sp, int k, int accepted)
 {
+    sp->hits = SPEC_DECAY * sp->hits + accepted;
+    sp->trials = SPEC_DECAY * sp->trials + accepted + (accepted < k);
     int max = e->opts.spec_max, depth = sp->depth > 0 ? sp->depth : max;
     if (accepted == k)
         depth = 2 * k > depth ? 2 * k : depth;

@@ -19,9 +19,23 @@ int spec_rows_cap(const ts_engine_options *o);
  * followed it into out. Returns the number copied (0: no match). Borrowed pointers. */
 int spec_ngram_draft(int32_t *out, const int32_t *tokens, int n, int k);
 
-/* After the plan: gives each decoding sequence that may speculate a draft while the step's
- * rows stay under opts.spec_rows, reserving the drafts' KV slots from free blocks only
- * (a draft never evicts a cached block nor preempts a sequence). */
+/* A sequence's chance that a draft is accepted once the one before it was, from its
+ * recent verifications (a prior of 1/2 before any). */
+double spec_acceptance(const spec_seq *sp);
+
+/* Of up to k drafts, each accepted with probability alpha once the one before it was,
+ * those worth rows in a step of `decode` decode and `prompt` prompt rows whose cost model
+ * is c: the j-th pays while alpha^j (the chance it yields a token) exceeds what a row adds
+ * to the step over what a token of the step costs, b_decode / (t / decode). A step whose
+ * fixed cost dominates (a few streams streaming weights) takes them all; one of many rows
+ * (compute-bound) takes few or none. All k before the model has seen COST_MIN_STEPS
+ * steps. */
+int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, int k);
+
+/* After the plan: gives each decoding sequence that may speculate a draft, as deep as its
+ * adaptive depth and spec_drafts_worth allow, while the step's rows stay under
+ * opts.spec_rows, reserving the drafts' KV slots from free blocks only (a draft never
+ * evicts a cached block nor preempts a sequence). */
 void spec_plan(ts_engine *e);
 
 /* After the pack: puts each sequence's drafts after its own row in b (n entries), rows

@@ -46,6 +46,9 @@ typedef struct spec_seq {
     int depth;                     /* drafts to propose next (0: not set yet) */
     int misses;                    /* verifications in a row that accepted nothing */
     int rest;                      /* steps left to skip drafting after misses */
+    double hits, trials;           /* decayed counts of drafts accepted and of drafts
+                                    * decided (accepted, or the one rejected): a draft's
+                                    * chance once the one before it was accepted */
 } spec_seq;
 
 /* One completion being generated: the unit the scheduler admits, steps and preempts.
