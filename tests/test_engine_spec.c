@@ -360,6 +360,39 @@ static void test_opt_out_and_constraint(void **state)
     free(jids);
 }
 
+/* A request cancelled while it speculates ends cancelled, and its drafts' slots go back
+ * with its blocks. */
+static void test_cancel_while_speculating(void **state)
+{
+    (void)state;
+    int n = 0;
+    int32_t *ids = eu_tokenize(eu_model, REPEAT, &n);
+    ts_engine *on = start(TS_SPEC_NGRAM, 4, 0);
+    ts_request_params p = eu_greedy(ids, n, 1000);
+    p.ignore_eos = true;
+    ts_request *req = eu_submit_params(on, &p);
+    ts_event ev;
+    int tokens = 0;
+    ts_finish_reason why = TS_FINISH_NONE;
+    while (ts_request_next_event(req, &ev, 10000) == TS_OK) {
+        assert_int_not_equal(ev.kind, TS_EVENT_ERROR);
+        if (ev.kind == TS_EVENT_TOKEN && ++tokens == 40)
+            ts_request_cancel(req);
+        if (ev.kind == TS_EVENT_DONE)
+            why = ev.finish;
+        ts_event_clear(&ev);
+    }
+    ts_request_release(req);
+    assert_int_equal(why, TS_FINISH_CANCELLED);
+    assert_true(tokens >= 40 && tokens < 1000);
+    ts_engine_stats st = stats_of(on);
+    assert_true(st.spec_drafted > 0);
+    assert_int_equal(st.requests_cancelled, 1);
+    assert_pool_clean(on);
+    ts_engine_destroy(on);
+    free(ids);
+}
+
 static void test_greedy_identical_on_a_quantized_file(void **state)
 {
     (void)state;
@@ -618,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_greedy_identical_with_preemption),
         cmocka_unit_test(test_stop_strings_across_accepted_runs),
         cmocka_unit_test(test_opt_out_and_constraint),
+        cmocka_unit_test(test_cancel_while_speculating),
         cmocka_unit_test(test_greedy_identical_on_a_quantized_file),
         cmocka_unit_test(test_seeded_sampling_identical_with_logprobs),
         cmocka_unit_test(test_sampled_distribution_unchanged),
