@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cli/args.h"
 #include "engine/spec.h"
 #include "engine/state.h"
 #include "engine_util.h"
@@ -102,6 +103,48 @@ static void test_ngram_draft_takes_the_latest_longest_match(void **state)
     const int32_t c[] = {1, 2, 3, 4};
     assert_int_equal(spec_ngram_draft(out, c, 4, 4), 0);
     assert_int_equal(spec_ngram_draft(out, c, 1, 4), 0);
+}
+
+/* ---- options */
+
+static int engine_arg(ts_engine_options *o, const char *a, const char *v)
+{
+    char *argv[] = {"tessera", (char *)a, (char *)v};
+    int i = 1;
+    return cli_engine_option(v ? 3 : 2, argv, &i, o);
+}
+
+static void test_options_and_their_bounds(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    assert_int_equal(o.spec, TS_SPEC_OFF); /* off unless asked for */
+    assert_int_equal(o.spec_max, 8);
+    assert_int_equal(o.spec_rows, 16);
+    assert_int_equal(engine_arg(&o, "--spec", "ngram"), 1);
+    assert_int_equal(o.spec, TS_SPEC_NGRAM);
+    assert_int_equal(engine_arg(&o, "--spec-max", "3"), 1);
+    assert_int_equal(o.spec_max, 3);
+    assert_int_equal(engine_arg(&o, "--spec-rows", "0"), 1);
+    assert_int_equal(o.spec_rows, 0);
+    assert_int_equal(engine_arg(&o, "--spec-eager", NULL), 1);
+    assert_true(o.spec_eager);
+    assert_int_equal(engine_arg(&o, "--spec", "draft"), -1);
+    assert_int_equal(engine_arg(&o, "--spec-max", "65"), -1);
+    assert_int_equal(engine_arg(&o, "--spec", "off"), 1);
+    assert_int_equal(o.spec, TS_SPEC_OFF);
+    /* the engine refuses what the command line would */
+    ts_engine_options_default(&o);
+    o.spec = TS_SPEC_NGRAM;
+    o.spec_max = SPEC_MAX_DRAFT + 1;
+    ts_engine *e = NULL;
+    ts_error err = {0};
+    assert_int_equal(ts_engine_create(eu_model, &o, &e, &err), TS_ERR_INVALID_ARG);
+    assert_null(e);
+    o.spec_max = 8;
+    o.spec_rows = -1;
+    assert_int_equal(ts_engine_create(eu_model, &o, &e, &err), TS_ERR_INVALID_ARG);
 }
 
 /* ---- how deep a step drafts */
@@ -645,6 +688,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ngram_draft_takes_the_latest_longest_match),
+        cmocka_unit_test(test_options_and_their_bounds),
         cmocka_unit_test(test_drafts_follow_what_rows_cost),
         cmocka_unit_test(test_truncate_gives_back_draft_blocks),
         cmocka_unit_test(test_greedy_identical_alone_and_batched),
