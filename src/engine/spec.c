@@ -191,9 +191,8 @@ static void adapt_depth(const ts_engine *e, spec_seq *sp, int k, int accepted)
     sp->depth = depth < max ? depth : max;
     sp->misses = accepted == 0 ? sp->misses + 1 : 0;
     if (sp->misses >= SPEC_MISSES_TO_REST) {
-        int shift = sp->misses - SPEC_MISSES_TO_REST;
-        sp->rest = shift >= 4 ? SPEC_REST_MAX : (2 << shift) < SPEC_REST_MAX ? 2 << shift
-                                                                           : SPEC_REST_MAX;
+        int shift = sp->misses - SPEC_MISSES_TO_REST, rest = 2 << (shift < 4 ? shift : 4);
+        sp->rest = rest < SPEC_REST_MAX ? rest : SPEC_REST_MAX;
     }
 }
 
