@@ -176,6 +176,12 @@ static void test_drafts_follow_what_rows_cost(void **state)
     assert_int_equal(spec_drafts_worth(&cb, 1, 0, 0.9, 8), 6); /* 0.9^6 > 1/2 > 0.9^7 */
     assert_int_equal(spec_drafts_worth(&cb, 64, 0, 0.9, 8), 0); /* 64 rows: none */
     assert_int_equal(spec_drafts_worth(&cb, 64, 0, 0.99, 8), 1);
+    /* steps of one row only say nothing of what a row adds: the drafts find out */
+    step_cost one;
+    cost_init(&one);
+    for (int i = 0; i < 40; i++)
+        cost_observe(&one, 1, 0, 0.002);
+    assert_int_equal(spec_drafts_worth(&one, 1, 0, 0.3, 8), 8);
     /* the acceptance record: a prior of 1/2, then the decayed hits over the trials */
     spec_seq sp = {0};
     assert_true(spec_acceptance(&sp) == 0.5);

@@ -7,6 +7,11 @@
 #include "engine/seq.h"
 #include "engine/spec.h"
 
+/* Below this variance of the decode rows of the steps the cost model has seen, it cannot
+ * tell a row's cost from the step's: a single stream that never drafted decodes one row a
+ * step, and the model then calls every row as dear as a step. Drafting is how it learns. */
+#define SPEC_MIN_ROW_VARIANCE 0.5
+
 /* How much of a sequence's acceptance record each verification keeps. */
 #define SPEC_DECAY 0.9
 
@@ -57,6 +62,9 @@ int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, 
 {
     if (c->seen < COST_MIN_STEPS || decode < 1)
         return k;
+    double mean = c->s[0][1] / c->s[0][0], var = c->s[1][1] / c->s[0][0] - mean * mean;
+    if (var < SPEC_MIN_ROW_VARIANCE)
+        return k; /* what a row costs is not known yet: drafts find out */
     double t = cost_estimate(c, decode, prompt), row = c->coef[1];
     if (!(t > 0) || !(row > 0))
         return k; /* no cost a row adds: every draft is free */

@@ -29,7 +29,8 @@ double spec_acceptance(const spec_seq *sp);
  * to the step over what a token of the step costs, b_decode / (t / decode). A step whose
  * fixed cost dominates (a few streams streaming weights) takes them all; one of many rows
  * (compute-bound) takes few or none. All k before the model has seen COST_MIN_STEPS
- * steps. */
+ * steps, and while its steps' decode rows hardly varied (it cannot know a row's cost
+ * then; the drafts' rows teach it). */
 int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, int k);
 
 /* After the plan: gives each decoding sequence that may speculate a draft, as deep as its
