@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -213,6 +214,62 @@ static double number(const cJSON *o, const char *key)
     return n->valuedouble;
 }
 
+/* The editing workload: a prompt of a document and a cue to copy it; with prompt lookup
+ * on, the level counts drafts the model accepted, and the JSON carries them. */
+static void test_edit_workload_speculates(void **state)
+{
+    (void)state;
+    static const int levels[] = {1};
+    bench_config cfg;
+    bench_config_default(&cfg);
+    cfg.levels = levels;
+    cfg.n_tokens = 128;
+    ts_model *m = NULL;
+    assert_int_equal(ts_model_load(tu_shared("models/stories260K/stories260K.gguf"), NULL, &m,
+                                   NULL), TS_OK);
+    int32_t *prompt = NULL;
+    ts_error err = {0};
+    assert_int_equal(bench_edit_prompt(m, &prompt, &cfg.prompt_len, &err), TS_OK);
+    assert_true(cfg.prompt_len > 500);
+    assert_int_equal(prompt[0], ts_tokenizer_bos(ts_model_get_tokenizer(m)));
+    cfg.prompt = prompt;
+    for (int spec = 0; spec < 2; spec++) {
+        ts_engine_options o;
+        ts_engine_options_default(&o);
+        o.n_threads = 1;
+        o.spec = spec ? TS_SPEC_NGRAM : TS_SPEC_OFF;
+        o.spec_eager = true; /* drafts whatever this machine's step times say */
+        bench_engine_options(&o, ts_model_get_config(m), &cfg);
+        ts_engine *e = NULL;
+        assert_int_equal(ts_engine_create(m, &o, &e, NULL), TS_OK);
+        bench_result r;
+        assert_int_equal(bench_run(&r, e, &cfg, &err), TS_OK);
+        const bench_level *l = &r.levels[0];
+        assert_int_equal(l->generated, 128);
+        if (spec) {
+            assert_true(l->spec_accepted > 10 && l->spec_drafted >= l->spec_accepted);
+            /* fewer decode steps than tokens: accepted drafts took no step of their own */
+            assert_true(l->decode.steps + l->spec_accepted <= 128);
+        } else {
+            assert_int_equal(l->spec_drafted, 0);
+        }
+        cJSON *root = bench_result_json(&r, &cfg, "stories260K", 1);
+        const cJSON *lv = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "levels"), 0);
+        const cJSON *sp = cJSON_GetObjectItemCaseSensitive(lv, "spec");
+        assert_true(cJSON_IsObject(sp));
+        assert_float_equal(number(sp, "drafted"), (double)l->spec_drafted, 0);
+        assert_float_equal(number(sp, "accepted"), (double)l->spec_accepted, 0);
+        assert_float_equal(number(sp, "acceptance"),
+                           l->spec_drafted ? (double)l->spec_accepted / (double)l->spec_drafted
+                                           : 0.0, 1e-12);
+        cJSON_Delete(root);
+        bench_result_free(&r);
+        ts_engine_destroy(e);
+    }
+    free(prompt);
+    ts_model_free(m);
+}
+
 static void test_tiny_run_has_the_json_shape(void **state)
 {
     (void)state;
@@ -400,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_weight_bytes_and_bandwidth),
         cmocka_unit_test(test_engine_options_fit_the_largest_level),
         cmocka_unit_test(test_tiny_run_has_the_json_shape),
+        cmocka_unit_test(test_edit_workload_speculates),
         cmocka_unit_test(test_moe_bytes_and_experts_read),
         cmocka_unit_test(test_baseline_is_added_and_bad_configs_refused),
     };

@@ -1079,6 +1079,28 @@ static void test_run_refusals(void **state)
     assert_int_equal(loadgen_run(&r, &cfg, &err), TS_ERR_INVALID_ARG);
 }
 
+/* The server's counters are summed over its models' samples; a longer name that starts
+ * with the counter's is another counter; a page without them is not a speculating server. */
+static void test_spec_counters_summed(void **state)
+{
+    (void)state;
+    const char *page = "# HELP tessera_spec_drafted_tokens_total Draft tokens.\n"
+                       "# TYPE tessera_spec_drafted_tokens_total counter\n"
+                       "tessera_spec_drafted_tokens_total{model=\"a\"} 40\n"
+                       "tessera_spec_drafted_tokens_total{model=\"b\"} 2\n"
+                       "tessera_spec_drafted_tokens_total_more{model=\"a\"} 1000\n"
+                       "tessera_spec_accepted_tokens_total 30";
+    uint64_t v = 7;
+    assert_true(loadgen_spec_sum(page, "tessera_spec_drafted_tokens_total", &v));
+    assert_int_equal(v, 42);
+    assert_true(loadgen_spec_sum(page, "tessera_spec_accepted_tokens_total", &v));
+    assert_int_equal(v, 30);
+    assert_false(loadgen_spec_sum("llamacpp:tokens_predicted_total 5\n",
+                                  "tessera_spec_drafted_tokens_total", &v));
+    assert_int_equal(v, 0);
+    assert_false(loadgen_spec_sum("", "tessera_spec_drafted_tokens_total", &v));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1093,6 +1115,7 @@ int main(void)
         cmocka_unit_test(test_sse_bom_fields_and_finish),
         cmocka_unit_test(test_check_utf8),
         cmocka_unit_test(test_check_fields),
+        cmocka_unit_test(test_spec_counters_summed),
         cmocka_unit_test(test_url_parse),
         cmocka_unit_test(test_url_loopback),
         cmocka_unit_test(test_run_stream),

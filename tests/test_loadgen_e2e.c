@@ -36,6 +36,8 @@ static int setup(void **state)
     ts_engine_options eo;
     ts_engine_options_default(&eo);
     eo.max_seqs = 8;
+    eo.spec = TS_SPEC_NGRAM; /* the same text; loadgen reads its counters */
+    eo.spec_eager = true;    /* drafts whatever this machine's step times say */
     if (ts_engine_create(f.model, &eo, &f.engine, &err) != TS_OK)
         fail_msg("engine: %s", err.msg);
     ts_server_options so;
@@ -87,12 +89,17 @@ static void test_stream_levels(void **state)
     cfg.stream = true;
     cfg.shared_prefix = 8;
     cfg.keys = &keys;
+    cfg.scrape_metrics = true;
     loadgen_result r;
     ts_error err = {0};
     assert_int_equal(loadgen_run(&r, &cfg, &err), TS_OK);
     assert_int_equal(r.n_levels, 2);
+    uint64_t drafted = 0;
     for (int i = 0; i < 2; i++) {
         const loadgen_level *l = &r.levels[i];
+        assert_true(l->spec_seen); /* tessera's /metrics, read with the key */
+        assert_true(l->spec_drafted >= l->spec_accepted);
+        drafted += l->spec_drafted;
         if (l->all.ok != 8)
             fail_msg("level %d: %d of 8 ok (%d error kinds, first %d)", l->concurrency, l->all.ok,
                      l->n_err_kinds, l->n_err_kinds ? l->err_code[0] : 0);
@@ -103,6 +110,7 @@ static void test_stream_levels(void **state)
         assert_true(l->all.latency_ms.p50 >= l->all.ttft_ms.p50);
         assert_true(l->output_tok_s > 0 && l->req_s > 0);
     }
+    assert_true(drafted > 0); /* word prompts repeat words: prompt lookup finds drafts */
     loadgen_keys_free(&keys);
 }
 

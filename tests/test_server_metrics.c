@@ -163,6 +163,8 @@ static void test_model_gauges(void **state)
     mm[0].stats.preemptions = 5;
     mm[0].stats.threads = 12;
     mm[0].stats.thread_cuts = 2;
+    mm[0].stats.spec_drafted = 40;
+    mm[0].stats.spec_accepted = 30;
     mm[0].stats.decode_steps.seconds[TS_PHASE_GEMM] = 1.5;
     mm[0].stats.prompt_steps.seconds[TS_PHASE_ATTENTION] = 0.25;
     char *t = metrics_render(m, mm, 2);
@@ -179,6 +181,10 @@ static void test_model_gauges(void **state)
     assert_true(sample(t, "tessera_preemptions_total{model=\"stories\"}") == 5);
     assert_true(sample(t, "tessera_engine_threads{model=\"stories\"}") == 12);
     assert_true(sample(t, "tessera_engine_thread_cuts_total{model=\"stories\"}") == 2);
+    assert_true(sample(t, "tessera_spec_drafted_tokens_total{model=\"stories\"}") == 40);
+    assert_true(sample(t, "tessera_spec_accepted_tokens_total{model=\"stories\"}") == 30);
+    assert_true(sample(t, "tessera_spec_acceptance_ratio{model=\"stories\"}") == 0.75);
+    assert_true(sample(t, "tessera_spec_acceptance_ratio{model=\"we_ird\"}") == 0);
     assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"decode\","
                           "phase=\"gemm\"}") == 1.5);
     assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"prompt\","

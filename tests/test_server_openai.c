@@ -55,6 +55,7 @@ static void test_chat_defaults(void **state)
     assert_int_equal(r.n, 1);
     assert_false(r.stream || r.sampling.logprobs || r.sampling.has_seed || r.include_usage);
     assert_int_equal(r.n_stop, 0);
+    assert_true(r.speculative);
     oai_request_clear(&r);
 }
 
@@ -70,6 +71,7 @@ static void test_chat_every_field(void **state)
         "\"repetition_penalty\":1.1,\"seed\":-3,\"stop\":[\"x\",\"yy\"],\"n\":3,"
         "\"logprobs\":true,\"top_logprobs\":4,\"stream\":true,"
         "\"stream_options\":{\"include_usage\":true},\"user\":\"u1\",\"ignore_eos\":true,"
+        "\"speculative\":false,"
         "\"unknown_field\":{\"deep\":[1,2]},\"tools\":null}";
     oai_request r;
     oai_error e;
@@ -96,6 +98,7 @@ static void test_chat_every_field(void **state)
     assert_true(r.sampling.logprobs);
     assert_int_equal(r.sampling.top_logprobs, 4);
     assert_true(r.stream && r.include_usage && r.ignore_eos);
+    assert_false(r.speculative);
     assert_string_equal(r.user, "u1");
     oai_request_clear(&r);
     assert_null(r.model);
@@ -127,6 +130,7 @@ static void test_chat_wrong_types(void **state)
         {"{" MSG ",\"stream_options\":{\"include_usage\":1}}", "stream_options.include_usage"},
         {"{" MSG ",\"user\":7}", "user"},
         {"{" MSG ",\"ignore_eos\":0}", "ignore_eos"},
+        {"{" MSG ",\"speculative\":\"no\"}", "speculative"},
         {"{\"messages\":\"hi\"}", "messages"},
         {"{\"messages\":[3]}", "messages[0]"},
         {"{\"messages\":[{\"content\":\"x\"}]}", "messages[0].role"},

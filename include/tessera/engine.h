@@ -40,6 +40,13 @@ typedef enum ts_gemm_path {
     TS_GEMM_KERNEL, /* the SIMD skinny GEMM always */
 } ts_gemm_path;
 
+/* Where speculative decoding takes its draft tokens from. */
+typedef enum ts_spec_kind {
+    TS_SPEC_OFF,   /* one token per sequence a step */
+    TS_SPEC_NGRAM, /* prompt lookup: the continuation of the latest earlier match of the
+                    * text's last tokens in the prompt and the text so far */
+} ts_spec_kind;
+
 /* What the KV pool stores keys and values as. */
 typedef enum ts_kv_type {
     TS_KV_AUTO, /* f32 for a model whose matrices are all f32, else f16 (llama.cpp's
@@ -75,6 +82,17 @@ typedef struct ts_engine_options {
                             * TESSERA_FAIL_ALLOC_AT */
     ts_gemm_path gemm;     /* the step's GEMM (default auto); the CLI fills it from
                             * TESSERA_GEMM */
+    ts_spec_kind spec;     /* speculative decoding (default off): a decoding sequence's
+                            * draft tokens ride as extra rows of its step and the target's
+                            * own logits accept or reject them; the output is the same */
+    int spec_max;          /* draft tokens a sequence may add to a step (default 8, 1..64) */
+    int spec_rows;         /* drafts only fill a step up to this many rows (default 16):
+                            * beyond it the step is compute-bound and rows are not free;
+                            * a step that already holds as many takes no draft */
+    bool spec_eager;       /* draft as deep as spec_max and spec_rows allow, whatever the
+                            * step's cost model says a row costs (off: each draft must be
+                            * likelier to be accepted than a row's share of the step's
+                            * cost); for tests and measurements at a fixed depth */
     FILE *step_log;        /* a line a step, for tuning the prefill budget, its columns
                             * TS_STEP_LOG_COLUMNS (NULL = none; tessera bench --step-log).
                             * Written on the step thread; the caller owns it */
@@ -138,6 +156,7 @@ typedef struct ts_request_params {
      * unit L2 norm. max_tokens, n, sampling, stop and constraint are ignored. Its KV
      * blocks are freed once the vector is out and never enter the prefix cache. */
     bool embed;
+    bool no_speculation;     /* opt out of the engine's speculative decoding */
 } ts_request_params;
 
 /* Fills max_tokens 16, default sampling, NORMAL priority, n 1. */
@@ -257,6 +276,9 @@ typedef struct ts_engine_stats {
     /* Steps whose rows are all decode tokens, and steps with prompt rows, apart: the
      * first is what steady decoding costs. */
     ts_step_profile decode_steps, prompt_steps;
+    /* Speculative decoding: draft tokens verified, and those the target accepted (each
+     * one a token generated without a step of its own). */
+    uint64_t spec_drafted, spec_accepted;
 } ts_engine_stats;
 
 /* A consistent snapshot; never waits for a step to finish. */

@@ -249,9 +249,14 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         o->prefix_cache = false;
         return 1;
     }
+    if (!strcmp(a, "--spec-eager")) {
+        o->spec_eager = true;
+        return 1;
+    }
     static const char *const valued[] = {"--threads", "--kv-mem", "--max-seqs", "--max-queue",
                                          "--step-tokens", "--prefill-cap", "--aging",
-                                         "--itl-target", "--prefill-min", "--kv-type"};
+                                         "--itl-target", "--prefill-min", "--kv-type",
+                                         "--spec", "--spec-max", "--spec-rows"};
     size_t k = 0;
     while (k < sizeof valued / sizeof *valued && strcmp(a, valued[k]))
         k++;
@@ -289,6 +294,15 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
             fprintf(stderr, "tessera: --kv-type wants auto, f32 or f16, not '%s'\n", v);
         break;
     }
+    case 10:
+        ok = !strcmp(v, "ngram") || !strcmp(v, "off");
+        if (ok)
+            o->spec = !strcmp(v, "ngram") ? TS_SPEC_NGRAM : TS_SPEC_OFF;
+        else
+            fprintf(stderr, "tessera: --spec wants ngram or off, not '%s'\n", v);
+        break;
+    case 11: ok = cli_int(a, v, 1, 64, &o->spec_max); break;
+    case 12: ok = cli_int(a, v, 0, 4096, &o->spec_rows); break;
     }
     return ok ? 1 : -1;
 }

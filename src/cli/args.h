@@ -69,7 +69,12 @@ const char *cli_kv_type_name(ts_kv_type t);
     "  --prefill-cap N      prompt tokens in a step that also decodes with --itl-target 0\n" \
     "                       and until steps are timed; at most that many after (128)\n"      \
     "  --aging R            priority levels a waiting request gains per second (0.1)\n"     \
-    "  --no-prefix-cache    never share KV blocks between requests\n"
+    "  --no-prefix-cache    never share KV blocks between requests\n"                      \
+    "  --spec KIND          speculative decoding: ngram (prompt lookup) or off (off)\n"     \
+    "  --spec-max N         draft tokens a sequence adds to a step, at most (8, 1..64)\n"   \
+    "  --spec-rows N        drafts fill a step only up to N rows (16)\n"                    \
+    "  --spec-eager         draft as deep as --spec-max allows whatever steps cost (by\n"   \
+    "                       default a draft must be likelier accepted than its row costs)\n"
 
 /* Model-loading options of the commands that run models: --mlock, --hugepages, --pack MODE
  * (help below), at argv[*i] (*i moves past a value). Returns 1 when taken, 0 when not one

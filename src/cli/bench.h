@@ -26,6 +26,8 @@
  *               alike. Each metric is then its median over the rounds, except speedup:
  *               the median of each round's own ratio (against that round's concurrency-1
  *               rate), reported with the range of those ratios.
+ *   spec        with speculative decoding on: the draft tokens the engine verified during
+ *               the level and the share it accepted (ts_engine_stats.spec_*).
  *   decode step profile  the engine's own timing of its decode-only steps during the
  *               level (ts_engine_stats.decode_steps, difference of the snapshots before
  *               the level and once the engine is idle after it): mean rows per step and
@@ -53,6 +55,9 @@ typedef struct bench_config {
     int prefix_suffix;   /* tokens after the prefix in that test, >= 1 */
     uint64_t seed;       /* prompts are a function of the seed */
     int rounds;          /* times every level runs, in turn; 1..BENCH_MAX_ROUNDS */
+    const int32_t *prompt; /* (prompt_len) every request's prompt instead of random tokens
+                            * (the editing workload, bench_edit_prompt), each request in a
+                            * prefix-cache namespace of its own; borrowed. NULL: random */
 } bench_config;
 
 enum { BENCH_MAX_ROUNDS = 64 };
@@ -80,6 +85,8 @@ typedef struct bench_level {
                              * (where their time went; ramp-up and tail steps included) */
     ts_step_profile prompt; /* its steps with prompt rows likewise (decode_rows of them:
                              * the streams that decoded beside the prefill chunks) */
+    uint64_t spec_drafted, spec_accepted; /* speculative decoding's draft tokens during the
+                                           * level and those accepted, all rounds */
 } bench_level;
 
 typedef struct bench_result {
@@ -117,7 +124,7 @@ void bench_result_free(bench_result *r);
 /* {"model", "threads", "prompt_len", "n_tokens", "rounds", "levels": [{"concurrency",
  * "decode_tok_s", "all_decoding", "noisy", "thread_cuts", "threads_min", "prefill_tok_s",
  * "e2e_tok_s", "ttft_ms": {"p50", "p99"}, "itl_ms": {"p50", "p99"}, "speedup",
- * "speedup_range": [min, max]}...], "prefix":
+ * "speedup_range": [min, max], "spec": {"drafted", "accepted", "acceptance"}}...], "prefix":
  * {"tokens", "ttft_cold_ms", "ttft_cached_ms", "cached_tokens"} when measured}. cfg is the
  * config bench_run ran r with: prompt_len, n_tokens, rounds and the prefix's tokens come
  * from it. The caller owns the result (cJSON_Delete); NULL when out of memory. model is
@@ -143,6 +150,11 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
  * on a busy machine, a level's figures then say more about its neighbours. Phases under
  * 5% are left out: microseconds vary by more than 2x without meaning anything. */
 bool bench_phases_vary(const bench_level *rounds, int n);
+
+/* The editing workload's prompt for model m: a document of plain prose, then a cue to
+ * copy it out again, so most of the answer repeats the prompt (what prompt lookup drafts
+ * from). *out (malloc'd, *n ids, BOS first where the vocabulary wants it) is the caller's. */
+ts_status bench_edit_prompt(const ts_model *m, int32_t **out, int *n, ts_error *err);
 
 /* Bytes of weights one decode step reads, in the matrices' own types: every matrix and
  * norm but the embedding table, of which it reads one row per token (the tied output reads

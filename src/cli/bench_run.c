@@ -112,6 +112,7 @@ typedef struct probe {
     gate *gate;
     const int32_t *prompt; /* (n_prompt) borrowed */
     int n_prompt;
+    uint64_t cache_ns;     /* its prefix-cache namespace (0: the shared one) */
     int max_tokens;
     double t_submit;
     double *t_tok;         /* (max_tokens) arrival time of each TOKEN event */
@@ -140,6 +141,7 @@ static void *probe_thread(void *arg)
     rp.max_tokens = p->max_tokens;
     rp.sampling.temperature = 0.0f;
     rp.ignore_eos = true;
+    rp.cache_namespace = p->cache_ns;
     ts_request *req = NULL;
     ts_error err = {0};
     p->t_submit = clock_now_s();
@@ -314,8 +316,15 @@ static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
     ts_status st = probe_set_init(&s, e, n, cfg->prompt_len, cfg->n_tokens, err);
     if (st != TS_OK)
         return st;
-    for (int i = 0; i < n; i++)
-        random_tokens(ids, s.prompts + (size_t)i * cfg->prompt_len, cfg->prompt_len, true);
+    for (int i = 0; i < n; i++) {
+        int32_t *prompt = s.prompts + (size_t)i * cfg->prompt_len;
+        if (cfg->prompt) { /* the same text, computed afresh by each request */
+            memcpy(prompt, cfg->prompt, (size_t)cfg->prompt_len * sizeof *prompt);
+            s.pr[i].cache_ns = next_rand(&ids->rng) | 1;
+        } else {
+            random_tokens(ids, prompt, cfg->prompt_len, true);
+        }
+    }
     ts_engine_stats before, after;
     ts_engine_get_stats(e, &before);
     st = run_probes(s.pr, n, err);
@@ -330,6 +339,8 @@ static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
         profile_diff(&l->decode, &after.decode_steps, &before.decode_steps);
         profile_diff(&l->prompt, &after.prompt_steps, &before.prompt_steps);
         l->thread_cuts = (int)(after.thread_cuts - before.thread_cuts);
+        l->spec_drafted = after.spec_drafted - before.spec_drafted;
+        l->spec_accepted = after.spec_accepted - before.spec_accepted;
         l->threads_min = after.threads;
     }
     probe_set_free(&s);

@@ -104,6 +104,8 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
         out->threads_min = l->threads_min < out->threads_min ? l->threads_min : out->threads_min;
         out->wall_s += l->wall_s;
         out->generated += l->generated;
+        out->spec_drafted += l->spec_drafted;
+        out->spec_accepted += l->spec_accepted;
         profile_add(&out->decode, &l->decode);
         profile_add(&out->prompt, &l->prompt);
     }
@@ -213,6 +215,13 @@ static cJSON *level_json(const bench_level *l)
     if (!cJSON_AddNumberToObject(o, "speedup", l->speedup) ||
         !cJSON_AddNumberToObject(o, "generated", (double)l->generated) ||
         !cJSON_AddNumberToObject(o, "wall_s", l->wall_s))
+        goto fail;
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    if (!spec || !cJSON_AddNumberToObject(spec, "drafted", (double)l->spec_drafted) ||
+        !cJSON_AddNumberToObject(spec, "accepted", (double)l->spec_accepted) ||
+        !cJSON_AddNumberToObject(spec, "acceptance",
+                                 l->spec_drafted ? (double)l->spec_accepted /
+                                                       (double)l->spec_drafted : 0.0))
         goto fail;
     cJSON *prof = profile_json(&l->decode);
     if (!prof)

@@ -15,6 +15,7 @@ enum { MAX_LEVELS = 32 };
 
 typedef struct bench_opts {
     const char *model, *tokenizer, *json, *step_log;
+    bool edit;          /* --workload edit */
     int levels[MAX_LEVELS];
     bench_config cfg;
     size_t bw_bytes;
@@ -28,12 +29,15 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: tessera bench [-m MODEL] [--concurrency 1,2,4,8,16,32,64] [-n 128]\n"
             "                     [--prompt-len 128] [--shared-prefix N] [--rounds R] [--json FILE]\n"
-            "                     [engine]\n"
+            "                     [--workload random|edit] [engine]\n"
             "  -m MODEL            .gguf, or llama2.c .bin with --tokenizer (default: see README)\n"
             "  --concurrency LIST  levels: at each, that many requests run at once (a level of 1,\n"
             "                      the baseline, is added first when missing)\n"
             "  -n N                tokens each request generates (EOS ignored, greedy)\n"
             "  --prompt-len N      random prompt tokens per request, each prompt different\n"
+            "  --workload W        random (default) or edit: every prompt holds a document and\n"
+            "                      asks for a copy, so the answer repeats it (--prompt-len is\n"
+            "                      the document's; try with --spec ngram and --spec off)\n"
             "  --shared-prefix N   also time to first token of N random tokens + a suffix, cold,\n"
             "                      then again with the same N tokens cached and another suffix\n"
             "  --prefix-suffix N   suffix tokens of that test (default 16)\n"
@@ -91,7 +95,12 @@ static int bench_option(void *ctx, const char *a, const char *v)
         ok = cli_u64(a, v, &o->cfg.seed);
     else if (!strcmp(a, "--bw-mem"))
         ok = cli_size(a, v, &o->bw_bytes);
-    else if (!strcmp(a, "--json"))
+    else if (!strcmp(a, "--workload")) {
+        ok = !strcmp(v, "edit") || !strcmp(v, "random");
+        o->edit = !strcmp(v, "edit");
+        if (!ok)
+            fprintf(stderr, "tessera bench: --workload wants random or edit, not '%s'\n", v);
+    } else if (!strcmp(a, "--json"))
         o->json = v;
     else if (!strcmp(a, "--step-log"))
         o->step_log = v;
@@ -168,15 +177,43 @@ static void print_profiles(const bench_result *r, bool mixed)
     cli_table_print(stdout, &t, "");
 }
 
+/* Speculative decoding's drafts per level, when it drafted at all. */
+static void print_spec(const bench_result *r)
+{
+    uint64_t drafted = 0;
+    for (int i = 0; i < r->n_levels; i++)
+        drafted += r->levels[i].spec_drafted;
+    if (drafted == 0)
+        return;
+    static const char *const heads[] = {"conc", "drafted", "accepted", "acceptance",
+                                        "accepted/token"};
+    printf("\nspeculative decoding (draft tokens verified; accepted/token: the share of "
+           "generated tokens\nthat were accepted drafts):\n");
+    cli_table t;
+    cli_table_init(&t, 5, heads);
+    for (int i = 0; i < r->n_levels; i++) {
+        const bench_level *l = &r->levels[i];
+        cli_table_cell(&t, "%d", l->concurrency);
+        cli_table_cell(&t, "%llu", (unsigned long long)l->spec_drafted);
+        cli_table_cell(&t, "%llu", (unsigned long long)l->spec_accepted);
+        cli_table_cell(&t, "%.1f%%", l->spec_drafted ? 100.0 * (double)l->spec_accepted /
+                                                           (double)l->spec_drafted : 0.0);
+        cli_table_cell(&t, "%.2f", l->generated ? (double)l->spec_accepted /
+                                                      (double)l->generated : 0.0);
+    }
+    cli_table_print(stdout, &t, "");
+}
+
 static void print_report(const bench_result *r, const bench_opts *o, const ts_model *m,
                          const ts_engine *e, double bw, int threads)
 {
     const ts_model_config *c = ts_model_get_config(m);
     printf("model %s: dim %d, %d layers, %d heads, ffn %d, vocab %d; %d thread%s; K/V %s; "
-           "prompt %d, n %d\n\n",
+           "prompt %d%s, n %d; speculation %s\n\n",
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
            threads == 1 ? "" : "s", cli_kv_type_name(ts_engine_kv_type(e)), o->cfg.prompt_len,
-           o->cfg.n_tokens);
+           o->edit ? " (editing workload)" : "", o->cfg.n_tokens,
+           o->engine.spec == TS_SPEC_NGRAM ? "ngram" : "off");
     bool ranges = o->cfg.rounds > 1;
     if (ranges)
         printf("median of %d rounds; speedup range: the rounds' lowest and highest ratio\n\n",
@@ -227,6 +264,7 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
     if (superlinear)
         printf("^ the speedup exceeds the concurrency, which batching cannot give: the "
                "baseline or this level\n  met a noisy spell (more --rounds tell)\n");
+    print_spec(r);
     print_profiles(r, false);
     print_profiles(r, true);
     double wbytes = bench_weight_bytes(m), single = 0.0;
@@ -300,11 +338,19 @@ int cli_bench(int argc, char **argv)
             fprintf(stderr, "tessera: cannot allocate %zu bytes for the bandwidth test\n",
                     o.bw_bytes);
     }
-    bench_engine_options(&o.engine, c, &o.cfg);
     ts_error err = {0};
     bench_result r = {0};
     rc = 1;
     ts_engine *e = NULL;
+    int32_t *edit = NULL;
+    if (o.edit) {
+        if (bench_edit_prompt(m, &edit, &o.cfg.prompt_len, &err) != TS_OK) {
+            fprintf(stderr, "tessera: %s\n", err.msg);
+            goto out;
+        }
+        o.cfg.prompt = edit;
+    }
+    bench_engine_options(&o.engine, c, &o.cfg);
     if (o.step_log) {
         if (!(o.engine.step_log = fopen(o.step_log, "w"))) {
             fprintf(stderr, "tessera: cannot write %s\n", o.step_log);
@@ -326,6 +372,7 @@ int cli_bench(int argc, char **argv)
     print_report(&r, &o, m, e, bw, threads);
     rc = o.json ? write_json(&r, &o, m, e, bw, threads) : 0;
 out:
+    free(edit);
     bench_result_free(&r);
     ts_engine_destroy(e);
     if (o.engine.step_log && fclose(o.engine.step_log) != 0) {

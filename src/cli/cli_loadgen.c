@@ -18,7 +18,7 @@ static void usage(FILE *out)
             "                       [--requests N] [--prompt-len L] [--max-tokens M] [--stream]\n"
             "                       [--shared-prefix P] [--mix high:0.2,normal:0.6,low:0.2\n"
             "                       --api-keys FILE] [--model NAME] [--timeout S] [--json FILE]\n"
-            "                       [--save-streams DIR]\n"
+            "                       [--save-streams DIR] [--no-metrics]\n"
             "  --url URL           server base URL, with or without /v1 (default\n"
             "                      http://127.0.0.1:8080); loopback hosts only unless\n"
             "                      --allow-remote\n"
@@ -41,6 +41,9 @@ static void usage(FILE *out)
             "  --json FILE         also write the results as JSON\n"
             "  --save-streams DIR  keep the raw responses (headers and body) of failed and\n"
             "                      deviating requests there: 8 failed, 4 deviating per level\n"
+            "  --no-metrics        do not read the server's /metrics around each level (by\n"
+            "                      default its speculative-decoding counters, where it has\n"
+            "                      them, give each level's draft tokens and acceptance)\n"
             "metrics per level: req/s and output tok/s (usage.completion_tokens) over the wall\n"
             "time from the first request sent to the last complete; TTFT = sent -> first content\n"
             "chunk (non-stream: the whole latency); ITL = gaps between content chunks (stream).\n"
@@ -114,6 +117,10 @@ static void print_result(const loadgen_result *r, const loadgen_config *cfg)
         }
         printf(l->n_err_kinds ? "\n" : " none\n");
         print_deviations(l);
+        if (l->spec_seen && l->spec_drafted > 0)
+            printf("      speculative decoding: %llu draft tokens, %llu accepted (%.1f%%)\n",
+                   (unsigned long long)l->spec_drafted, (unsigned long long)l->spec_accepted,
+                   100.0 * (double)l->spec_accepted / (double)l->spec_drafted);
         for (int c = 0; r->mixed && c < LOADGEN_CLASS_COUNT; c++)
             if (l->cls[c].sent)
                 print_stats_row(loadgen_class_name((loadgen_class)c), &l->cls[c]);
@@ -141,6 +148,7 @@ int cli_loadgen(int argc, char **argv)
 {
     loadgen_config cfg;
     loadgen_config_default(&cfg);
+    cfg.scrape_metrics = true;
     int levels[LOADGEN_MAX_LEVELS] = {1}, n_levels = 1;
     const char *mix_spec = NULL, *keys_path = NULL, *json = NULL, *v = NULL;
     float f = 0;
@@ -156,6 +164,8 @@ int cli_loadgen(int argc, char **argv)
             cfg.chat = true;
         } else if (!strcmp(a, "--allow-remote")) {
             cfg.allow_remote = true;
+        } else if (!strcmp(a, "--no-metrics")) {
+            cfg.scrape_metrics = false;
         } else if (!strcmp(a, "--no-ignore-eos")) {
             cfg.ignore_eos = false;
         } else if (!(v = cli_value(argc, argv, &i))) {

@@ -61,6 +61,10 @@ static const config_key engine_keys[] = {
     {"prefill_cap", "--prefill-cap", VALUE_NUMBER},
     {"aging", "--aging", VALUE_NUMBER},
     {"prefix_cache", "--no-prefix-cache", VALUE_NOT},
+    {"spec", "--spec", VALUE_STRING},
+    {"spec_max", "--spec-max", VALUE_NUMBER},
+    {"spec_rows", "--spec-rows", VALUE_NUMBER},
+    {"spec_eager", "--spec-eager", VALUE_FLAG},
     {NULL, NULL, VALUE_STRING},
 };
 

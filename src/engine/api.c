@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "engine/seq.h"
+#include "engine/spec.h"
 #include "engine/step.h"
 
 /* OpenBLAS's OpenMP build reads its thread count from here. */
@@ -31,6 +32,8 @@ void ts_engine_options_default(ts_engine_options *o)
     o->max_queue = 1024;
     o->aging_per_s = 0.1;
     o->prefix_cache = true;
+    o->spec_max = 8;
+    o->spec_rows = 16;
 }
 
 void ts_request_params_default(ts_request_params *p)
@@ -136,7 +139,9 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         o->max_queue < 1 || !(o->itl_target >= 0 && o->itl_target <= 1000) ||
         o->prefill_min < 0 ||
         o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL ||
-        (unsigned)o->kv_type > TS_KV_F16) {
+        (unsigned)o->kv_type > TS_KV_F16 || (unsigned)o->spec > TS_SPEC_NGRAM ||
+        o->spec_max < 1 || o->spec_max > SPEC_MAX_DRAFT || o->spec_rows < 0 ||
+        o->spec_rows > 4096) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue "
                           "%d, kv_type %d)",
@@ -148,8 +153,12 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     cost_init(&e->step.cost);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
+    /* Draft rows (spec.h) ride on top, each with logits of its own. */
+    int draft_rows = spec_rows_cap(o);
+    e->max_rows += draft_rows;
     if ((st = create_pool(e, err)) != TS_OK ||
-        (st = fwd_state_init(&e->step.fwd, model, e->max_rows, o->max_seqs, err)) != TS_OK ||
+        (st = fwd_state_init(&e->step.fwd, model, e->max_rows, o->max_seqs + draft_rows,
+                             err)) != TS_OK ||
         (st = init_scratch(e, err)) != TS_OK)
         goto fail;
     e->step.fwd.gemm_path = (fwd_gemm_path)o->gemm;

@@ -218,6 +218,16 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
     engine_finish_seq(e, s, why);
 }
 
+void emit_sample_row(ts_engine *e, seq *s, float *logits, sampled *out)
+{
+    sample_one(e, s, logits, &e->step.scratch[0], e->step.allowed, out);
+}
+
+void emit_append(ts_engine *e, seq *s, const sampled *pick)
+{
+    emit_one(e, s, pick);
+}
+
 /* Turns the prompt sequence of an n > 1 request into n sequences sharing its blocks. */
 static void fork_completions(ts_engine *e, seq *s)
 {

@@ -17,4 +17,12 @@ void emit_prompt_logprobs(ts_engine *e, const fwd_batch *b, int n);
  * completions, which sample their first tokens from its logits. */
 void emit_tokens(ts_engine *e, const fwd_batch *b, int n);
 
+/* Draws s's next token from logits (vocab; modified) into out, on the step thread with
+ * its first sampler scratch: the sampling of one row, for rows drawn one after another. */
+void emit_sample_row(ts_engine *e, seq *s, float *logits, sampled *out);
+
+/* Appends the token drawn for s and emits its text, ending s when it is done (or failing
+ * its request when sampling failed). */
+void emit_append(ts_engine *e, seq *s, const sampled *pick);
+
 #endif /* TESSERA_ENGINE_EMIT_H */

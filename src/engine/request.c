@@ -39,6 +39,7 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->n = p->n;
     req->ignore_eos = p->ignore_eos;
     req->prompt_logprobs = p->prompt_logprobs;
+    req->no_speculation = p->no_speculation;
     req->constraint = p->constraint;
     if (p->constraint == TS_CONSTRAINT_JSON_SCHEMA)
         req->schema = ts_schema_retain(p->schema);

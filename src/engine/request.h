@@ -25,6 +25,7 @@ struct ts_request {
     bool ignore_eos;
     bool prompt_logprobs;             /* ts_request_params.prompt_logprobs */
     bool embed;                       /* prefill only, pooled (ts_request_params.embed) */
+    bool no_speculation;
     ts_constraint_kind constraint;
     ts_schema *schema;                /* a reference of its own (JSON_SCHEMA), or NULL */
     uint64_t cache_ns;                /* ts_request_params.cache_namespace */

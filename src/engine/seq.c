@@ -209,6 +209,16 @@ fail:
     return st;
 }
 
+void engine_seq_publish(ts_engine *e, seq *s)
+{
+    while ((s->n_published + 1) * TS_KV_BLOCK <= s->n_computed) {
+        if (e->opts.prefix_cache && !s->job->req->embed) /* kept out of the cache */
+            kv_prefix_publish(e->step.pool, &s->table, s->n_published,
+                              s->tokens + (size_t)s->n_published * TS_KV_BLOCK, NULL, NULL);
+        s->n_published++;
+    }
+}
+
 /* ---- text */
 
 ts_status engine_seq_text(seq *s, const char *bytes, size_t len, char **out, size_t *n_out,

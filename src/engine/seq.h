@@ -24,6 +24,9 @@ bool engine_seq_scores(const seq *s);
 int engine_seq_find(seq *const *arr, int n, const seq *s);
 void engine_seq_remove_at(seq **arr, int *n, int i);
 
+/* Offers each block of s that its computed tokens filled to the prefix cache (when on). */
+void engine_seq_publish(ts_engine *e, seq *s);
+
 /* Runs bytes (NULL: the end of the text) through s's detokenizer and stop matcher; *out
  * (malloc'd, n_out bytes) receives what may be shown now. */
 ts_status engine_seq_text(seq *s, const char *bytes, size_t len, char **out, size_t *n_out,

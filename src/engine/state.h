@@ -35,6 +35,22 @@ typedef struct job {
     bool failed;
 } job;
 
+/* Most draft tokens a sequence adds to a step (ts_engine_options.spec_max's bound). */
+enum { SPEC_MAX_DRAFT = 64 };
+
+/* A sequence's speculative decoding (spec.c): the step's drafts and its recent acceptance. */
+typedef struct spec_seq {
+    int32_t draft[SPEC_MAX_DRAFT]; /* this step's draft tokens, verified after the pass */
+    int n_draft;                   /* 0: none this step */
+    int logits_row0;               /* logits row of the first draft's row */
+    int depth;                     /* drafts to propose next (0: not set yet) */
+    int misses;                    /* verifications in a row that accepted nothing */
+    int rest;                      /* steps left to skip drafting after misses */
+    double hits, trials;           /* decayed counts of drafts accepted and of drafts
+                                    * decided (accepted, or the one rejected): a draft's
+                                    * chance once the one before it was accepted */
+} spec_seq;
+
 /* One completion being generated: the unit the scheduler admits, steps and preempts.
  * A request with n > 1 starts as one sequence for the prompt and forks into n when the
  * prompt's logits are ready, so the prompt's KV blocks are computed once and shared. */
@@ -65,6 +81,7 @@ typedef struct seq {
     float *pooled;         /* (dim) an embed request's pooled rows so far (engine/pool.h);
                             * NULL for a completion */
     int step_rows;         /* rows scheduled in the current step */
+    spec_seq spec;
     bool done;             /* finished or failed: freed at the end of the step */
 } seq;
 
@@ -112,7 +129,8 @@ typedef struct engine_step_state {
     step_cost cost;         /* what steps cost, learnt from their times (sched_plan's budget) */
     team_size team;         /* the threads steps run on, fewer while some lack a core */
     int step_decode;        /* the current step's rows of decoding sequences, those that
-                             * generated a token already (sched_pack) */
+                             * generated a token already (sched_pack), drafts included */
+    int step_drafts;        /* the current step's draft rows (spec_pack) */
     int plan_full;          /* the batch being filled, as the plan saw it: the prefill
                              * budget's reference (opts.step_log) */
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */

@@ -1,6 +1,7 @@
 /* step.c: one engine step, read top to bottom as its stages: cancel, admit, plan, pack
  * (sched.c), forward, publish, pool (pool.c), sample, emit (emit.c), free (seq.c); then
- * its times and the stats snapshot. */
+ * its times and the stats snapshot. Speculative decoding (spec.c) drafts after the plan,
+ * adds its rows to the pack and verifies them after the emit. */
 #include <omp.h>
 
 #include "common/clock.h"
@@ -8,6 +9,7 @@
 #include "engine/pool.h"
 #include "engine/sched.h"
 #include "engine/seq.h"
+#include "engine/spec.h"
 #include "engine/step.h"
 
 /* team_observe reads as many waits as the forward pass records. */
@@ -50,12 +52,7 @@ static void publish(ts_engine *e, int n)
         if (s->done)
             continue;
         s->n_computed += s->step_rows;
-        while ((s->n_published + 1) * TS_KV_BLOCK <= s->n_computed) {
-            if (e->opts.prefix_cache && !s->job->req->embed) /* kept out of the cache */
-                kv_prefix_publish(e->step.pool, &s->table, s->n_published,
-                                  s->tokens + (size_t)s->n_published * TS_KV_BLOCK, NULL, NULL);
-            s->n_published++;
-        }
+        engine_seq_publish(e, s);
     }
 }
 
@@ -74,8 +71,9 @@ static void log_step(const ts_engine *e, int decode, int prompt, double seconds)
 static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, double t_packed,
                          double t_end)
 {
-    ts_step_profile *p =
-        b->n_rows > b->n_seqs ? &e->step.counters.prompt_steps : &e->step.counters.decode_steps;
+    ts_step_profile *p = b->n_rows - e->step.step_drafts > b->n_seqs
+                             ? &e->step.counters.prompt_steps
+                             : &e->step.counters.decode_steps;
     double *fs = e->step.fwd.seconds;
     double forward = 0.0;
     for (int i = 0; i < TS_PHASE_COUNT; i++) {
@@ -130,8 +128,10 @@ bool engine_step(ts_engine *e)
     sched_cancel(e);
     sched_admit(e, now);
     sched_plan(e, now);
+    spec_plan(e);
     fwd_batch batch;
     int n = sched_pack(e, &batch);
+    spec_pack(e, &batch, n);
     double t_packed = clock_now_s();
     if (n > 0 && forward(e, &batch, n) == TS_OK) {
         publish(e, n);
@@ -139,6 +139,7 @@ bool engine_step(ts_engine *e)
         pool_collect(e, &batch, n);
         emit_sample(e, &batch, n);
         emit_tokens(e, &batch, n);
+        spec_verify(e, n);
     }
     engine_free_dead(e);
 

@@ -166,6 +166,12 @@ int64_t kv_table_blocks_needed(const kv_pool *pool, const kv_table *t, int64_t n
  * TS_ERR_OUT_OF_BLOCKS or TS_ERR_NOMEM leave t and the pool unchanged. */
 ts_status kv_table_reserve(kv_pool *pool, kv_table *t, int64_t n, ts_error *err);
 
+/* Gives back the positions of t from n_tokens on (n_tokens <= t->n_tokens): the blocks
+ * past the one holding position n_tokens - 1 are released (refcount - 1), and the slots
+ * kept in the last block are overwritten by the next reserve's writes. Rolls back the K/V
+ * of rejected draft tokens. TS_ERR_INVALID_ARG for n_tokens outside 0..t->n_tokens. */
+ts_status kv_table_truncate(kv_pool *pool, kv_table *t, int64_t n_tokens, ts_error *err);
+
 /* Makes dst (empty, initialized) share every block of src: refcount + 1 each. Call it
  * n - 1 times for n completions of one prompt. A partial last block is then shared; the
  * first sequence to reserve into it gets a private copy (see kv_table_reserve). */

@@ -1,5 +1,5 @@
 /* kv_table.c: per-sequence block tables: reserve (with copy on write of a shared partial
- * last block), fork, release, and writing / reading the K and V rows of a position. */
+ * last block), truncate, fork, release, and writing / reading the K and V rows of a position. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +99,20 @@ ts_status kv_table_reserve(kv_pool *pool, kv_table *t, int64_t n, ts_error *err)
     while (t->n_blocks < new_blocks)
         t->blocks[t->n_blocks++] = kv_block_alloc(pool);
     t->n_tokens += n;
+    return TS_OK;
+}
+
+ts_status kv_table_truncate(kv_pool *pool, kv_table *t, int64_t n_tokens, ts_error *err)
+{
+    if (n_tokens < 0 || n_tokens > t->n_tokens)
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "kv truncate: %lld tokens outside the table's %lld",
+                            (long long)n_tokens, (long long)t->n_tokens);
+    int32_t keep = (int32_t)blocks_for(n_tokens);
+    for (int32_t i = t->n_blocks - 1; i >= keep; i--)
+        kv_block_unref(pool, t->blocks[i]);
+    t->n_blocks = keep;
+    t->n_tokens = n_tokens;
     return TS_OK;
 }
 

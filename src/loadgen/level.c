@@ -161,13 +161,23 @@ ts_status loadgen_run(loadgen_result *out, const loadgen_config *cfg, ts_error *
         st = ts_error_set(err, TS_ERR_NOMEM, "loadgen: libcurl multi handle: out of memory");
         goto fail;
     }
+    if (!cfg->scrape_metrics ||
+        loadgen_url_format(run.metrics, &url, "/metrics", sizeof run.metrics, err) != TS_OK)
+        run.metrics[0] = '\0';
     run.deadline = clock_now_s() + cfg->deadline_s;
     out->mixed = run.mixed;
     for (int l = 0; l < cfg->n_levels && !run.deadline_hit; l++) {
         memset(reqs, 0, (size_t)cfg->requests * sizeof *reqs);
         curl_multi_setopt(run.multi, CURLMOPT_MAXCONNECTS, (long)cfg->levels[l]);
+        uint64_t drafted0 = 0, accepted0 = 0, drafted1 = 0, accepted1 = 0;
+        bool seen = loadgen_spec_scrape(&run, &drafted0, &accepted0);
         st = loadgen_run_level(&run, l, reqs, &acc, err);
         loadgen_level *lv = &out->levels[out->n_levels++];
+        if (seen && st == TS_OK && loadgen_spec_scrape(&run, &drafted1, &accepted1)) {
+            lv->spec_seen = true;
+            lv->spec_drafted = drafted1 - drafted0;
+            lv->spec_accepted = accepted1 - accepted0;
+        }
         lv->concurrency = cfg->levels[l];
         summarise(lv, reqs, cfg->requests, &acc, run.mixed, scratch);
         acc_free(&acc);

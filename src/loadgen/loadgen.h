@@ -183,6 +183,12 @@ void loadgen_keys_free(loadgen_keys *k);
  * separated by spaces, chosen by seed; malloc'd, or NULL when out of memory. */
 char *loadgen_words(int n_words, uint64_t seed);
 
+/* ---- The server's counters -------------------------------------------------------- */
+
+/* The sum of every sample of counter `name` in a Prometheus text page (NUL-terminated),
+ * labelled or not, into *out; false when the page has none. page, name: borrowed. */
+bool loadgen_spec_sum(const char *page, const char *name, uint64_t *out);
+
 /* ---- The run -------------------------------------------------------------------- */
 
 typedef struct loadgen_config {
@@ -206,10 +212,13 @@ typedef struct loadgen_config {
     uint64_t seed;
     const char *save_dir;     /* raw responses of failed and deviating requests go here
                                * (headers and body as received), or NULL; borrowed */
+    bool scrape_metrics;      /* read the server's speculative-decoding counters from its
+                               * /metrics before and after each level (two GETs a level) */
 } loadgen_config;
 
 /* Fills defaults: one level of 1, 16 requests, prompt 64, no prefix, 64 tokens, stream
- * off, completions, ignore_eos on, temperature 0, timeout 300 s, deadline 900 s, seed 1. */
+ * off, completions, ignore_eos on, temperature 0, timeout 300 s, deadline 900 s, seed 1,
+ * no metrics scraped. */
 void loadgen_config_default(loadgen_config *cfg);
 
 /* Error kinds besides HTTP statuses (which are >= 100). */
@@ -244,6 +253,10 @@ typedef struct loadgen_level {
     int n_extra;
     char error_sample[160];                 /* the first error event's message, or "" */
     int saved;                              /* raw responses written to save_dir */
+    bool spec_seen;        /* the server's /metrics had speculative-decoding counters
+                            * before and after the level: */
+    uint64_t spec_drafted, spec_accepted; /* draft tokens it verified during the level, and
+                                           * those it accepted */
 } loadgen_level;
 
 typedef struct loadgen_result {

@@ -62,6 +62,14 @@ static cJSON *level_json(const loadgen_level *l, bool mixed)
     }
     if (!dev_json(o, l))
         goto fail;
+    if (l->spec_seen) {
+        cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+        if (!spec || !add_num(spec, "drafted", (double)l->spec_drafted) ||
+            !add_num(spec, "accepted", (double)l->spec_accepted) ||
+            !add_num(spec, "acceptance", l->spec_drafted ? (double)l->spec_accepted /
+                                                               (double)l->spec_drafted : 0.0))
+            goto fail;
+    }
     if (mixed) {
         if (!(cls = cJSON_AddObjectToObject(o, "classes")))
             goto fail;

@@ -38,6 +38,7 @@ typedef struct loadgen_runner {
     const loadgen_config *cfg;           /* borrowed */
     CURLM *multi;                        /* owned */
     char endpoint[1024];                 /* the route's full URL */
+    char metrics[1024];                  /* the server's /metrics URL ("": not scraped) */
     const char *key[LOADGEN_CLASS_COUNT]; /* Bearer key per class, or NULL; borrowed */
     char *prefix;                        /* the shared prefix words ("" for none); owned */
     bool mixed;
@@ -53,5 +54,11 @@ double loadgen_uniform(uint64_t seed);
  * aborted and marked LOADGEN_ERR_DEADLINE. Fails only when a request cannot be set up. */
 ts_status loadgen_run_level(loadgen_runner *run, int level, loadgen_request *reqs,
                             loadgen_acc *acc, ts_error *err);
+
+/* Reads the server's speculative-decoding counters (tessera_spec_drafted_tokens_total and
+ * tessera_spec_accepted_tokens_total of its /metrics, summed over its models) with the
+ * normal key, if any; false when the page or the counters are not there (another server,
+ * speculation unknown) or the transfer fails. */
+bool loadgen_spec_scrape(const loadgen_runner *run, uint64_t *drafted, uint64_t *accepted);
 
 #endif

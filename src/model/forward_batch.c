@@ -732,11 +732,14 @@ static void run_layers(fwd_step *f)
 #pragma omp for schedule(static)
         for (int i = 0; i < b->n_seqs; i++) {
             const fwd_seq *sq = &b->seqs[i];
-            const int rows = sq->all_logits ? sq->n_rows : 1; /* its last rows */
+            /* its last rows: every one (all_logits, ending at logits_row), or the
+             * decoded row and its drafts (logits_rows, from logits_row) */
+            int nl = sq->all_logits ? sq->n_rows : sq->logits_rows > 1 ? sq->logits_rows : 1;
+            int first = sq->all_logits ? sq->logits_row - nl + 1 : sq->logits_row;
             if (sq->logits_row >= 0)
-                memcpy(s->xs + (size_t)(sq->logits_row - rows + 1) * dim,
-                       s->x + (size_t)(sq->row0 + sq->n_rows - rows) * dim,
-                       (size_t)rows * dim * sizeof(float));
+                memcpy(s->xs + (size_t)first * dim,
+                       s->x + (size_t)(sq->row0 + sq->n_rows - nl) * dim,
+                       (size_t)nl * dim * sizeof(float));
         }
         fwd_pre final_norm = norm_pre(c, s->xs, w->rms_final);
         const simd_qmat *out[] = {&w->output};

@@ -21,7 +21,10 @@ typedef struct fwd_seq {
     const kv_table *table; /* borrowed: reserved through position pos0 + n_rows - 1 */
     int logits_row;        /* row of the logits output for its last row; -1: no logits */
     bool all_logits;       /* every row gets logits: row j's at logits_row - n_rows + 1 + j
-                            * (logits_row >= 0 then) */
+                            * (logits_row >= 0 then; a scored prompt) */
+    int logits_rows;       /* with logits_row >= 0: its last logits_rows rows (0 counts as
+                            * 1) have logits, in rows logits_row, logits_row + 1, ... (a
+                            * decoded row and its drafts); not with all_logits */
     int pool_row;          /* read only when the batch's n_pooled > 0: row of
                             * fwd_state.pooled for the rows the model's pooling takes of
                             * this chunk; -1: none */

@@ -153,6 +153,7 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.n = r->n;
     p.ignore_eos = r->ignore_eos;
+    p.no_speculation = !r->speculative;
     p.constraint = r->format == OAI_FORMAT_JSON_OBJECT   ? TS_CONSTRAINT_JSON_OBJECT
                    : r->format == OAI_FORMAT_JSON_SCHEMA ? TS_CONSTRAINT_JSON_SCHEMA
                                                          : TS_CONSTRAINT_NONE;

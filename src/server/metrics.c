@@ -198,6 +198,11 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
          offsetof(ts_engine_stats, prompt_tokens)},
         {"tessera_engine_generated_tokens_total", "Tokens the engine generated.",
          offsetof(ts_engine_stats, generated_tokens)},
+        {"tessera_spec_drafted_tokens_total", "Draft tokens speculative decoding verified.",
+         offsetof(ts_engine_stats, spec_drafted)},
+        {"tessera_spec_accepted_tokens_total",
+         "Draft tokens the model accepted: tokens generated without a step of their own.",
+         offsetof(ts_engine_stats, spec_accepted)},
     };
     for (size_t c = 0; c < sizeof counters / sizeof counters[0]; c++) {
         header(b, counters[c].name, "counter", counters[c].help);
@@ -207,6 +212,13 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
             strbuf_addf(b, "%s{model=\"%s\"} %llu\n", counters[c].name, names[i],
                         (unsigned long long)v);
         }
+    }
+    header(b, "tessera_spec_acceptance_ratio", "gauge",
+           "Draft tokens accepted over draft tokens verified (0 before any draft).");
+    for (size_t i = 0; i < n; i++) {
+        const ts_engine_stats *s = &models[i].stats;
+        strbuf_addf(b, "tessera_spec_acceptance_ratio{model=\"%s\"} %.6g\n", names[i],
+                    s->spec_drafted ? (double)s->spec_accepted / (double)s->spec_drafted : 0.0);
     }
     header(b, "tessera_engine_step_seconds_total", "counter",
            "Engine step time by phase; kind=decode: steps of decode tokens only, "

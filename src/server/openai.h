@@ -106,6 +106,8 @@ typedef struct oai_request {
     bool stream;
     bool include_usage;           /* stream_options.include_usage */
     bool ignore_eos;              /* extension: generate past end-of-generation tokens */
+    bool speculative;             /* extension (default true): false opts the request out
+                                   * of the engine's speculative decoding */
     oai_format format;            /* response_format */
     struct ts_schema *schema;     /* owned (ts_schema_release): response_format's compiled
                                    * json_schema, or NULL */

@@ -68,6 +68,7 @@ static const field_row fields[] = {
     {"stream", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"stream_options", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"ignore_eos", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"speculative", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"echo", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
     {"best_of", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
     {"suffix", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},

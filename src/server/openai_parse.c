@@ -463,6 +463,7 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
     r->kind = kind;
     r->sampling = ts_sampling_params_default();
     r->n = 1;
+    r->speculative = true;
     cJSON *root = NULL;
     if (parse_body(body, len, &root, err) != TS_OK)
         goto fail;
@@ -474,6 +475,7 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
         read_stream(root, r, err) != TS_OK ||
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
+        read_bool(root, "speculative", &r->speculative, err) != TS_OK ||
         read_string(root, "user", &r->user, err) != TS_OK ||
         read_string(root, "cache_salt", &r->cache_salt, err) != TS_OK)
         goto fail;

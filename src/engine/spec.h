@@ -1,0 +1,56 @@
+/* spec.h: speculative decoding inside the batched step (spec.c). A decoding sequence's
+ * draft tokens become extra rows of its entry in the step, after its own token (the next
+ * positions, K/V slots in its block table, a logits row each); after the sequence's own
+ * token is emitted, each draft is checked against the token the target draws at its
+ * position, the accepted run is kept and the rejected drafts' KV slots are given back. */
+#ifndef TESSERA_ENGINE_SPEC_H
+#define TESSERA_ENGINE_SPEC_H
+
+#include "engine/state.h"
+
+/* Shortest and longest run of last tokens prompt lookup matches, longest tried first. */
+enum { SPEC_NGRAM_MIN = 1, SPEC_NGRAM_MAX = 3 };
+
+/* Draft rows a step of an engine with options o may add: 0 when speculation is off. */
+int spec_rows_cap(const ts_engine_options *o);
+
+/* Prompt lookup: finds the latest earlier occurrence of the last g tokens of tokens (n),
+ * g from SPEC_NGRAM_MAX down to SPEC_NGRAM_MIN, and copies up to k of the tokens that
+ * followed it into out. Returns the number copied (0: no match). Borrowed pointers. */
+int spec_ngram_draft(int32_t *out, const int32_t *tokens, int n, int k);
+
+/* A sequence's chance that a draft is accepted once the one before it was, from its
+ * recent verifications (a prior of 1/2 before any). */
+double spec_acceptance(const spec_seq *sp);
+
+/* Of up to k drafts, each accepted with probability alpha once the one before it was,
+ * those worth rows in a step of `decode` decode and `prompt` prompt rows whose cost model
+ * is c: the j-th pays while alpha^j (the chance it yields a token) exceeds what a row adds
+ * to the step over what a token of the step costs, b_decode / (t / decode). A step whose
+ * fixed cost dominates (a few streams streaming weights) takes them all; one of many rows
+ * (compute-bound) takes few or none. All k before the model has seen COST_MIN_STEPS
+ * steps, and while its steps' decode rows hardly varied (it cannot know a row's cost
+ * then; the drafts' rows teach it). */
+int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, int k);
+
+/* After the plan: gives each decoding sequence that may speculate a draft, as deep as its
+ * adaptive depth and spec_drafts_worth allow, while the step's rows stay under
+ * opts.spec_rows, reserving the drafts' KV slots from free blocks only (a draft never
+ * evicts a cached block nor preempts a sequence). */
+void spec_plan(ts_engine *e);
+
+/* After the pack: puts each sequence's drafts after its own row in b (n entries), rows
+ * and logits rows of the later entries moved along; the drafts count as decode rows
+ * (step.step_decode) and are counted apart (step.step_drafts). */
+void spec_pack(ts_engine *e, fwd_batch *b, int n);
+
+/* After the emit: for each of the n sequences that drafted, while the token it just
+ * emitted equals the next draft, keeps that draft's K/V and draws the next token from the
+ * draft row's logits (sampling, stop strings, constraints and logprobs as for any token);
+ * then rolls back the rejected drafts' slots and adapts the sequence's depth. Drawing a
+ * token from the target and accepting the draft when the two are equal is the rejection
+ * rule for a deterministic draft (accept d with probability p(d), else draw from p
+ * without d), so sampled output keeps its distribution and greedy output its tokens. */
+void spec_verify(ts_engine *e, int n);
+
+#endif /* TESSERA_ENGINE_SPEC_H */
