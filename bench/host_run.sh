@@ -109,7 +109,7 @@ b)
   peer_run stories110m --types Q4_K_M,Q8_0 --prompt-len 32 -n 64 --prefill-seqs 1,16
   m=$(model tinyllama-1.1b Q4_K_M)
   "$bin/tessera" bench -m "$m" --threads "$threads" --concurrency 1 -n 2 --prompt-len 2046 \
-    --json "$out/b/prefill-2046.json" >"$out/b/prefill-2046.txt" 2>&1
+    --schedule both --json "$out/b/prefill-2046.json" >"$out/b/prefill-2046.txt" 2>&1
   "$peer/llama-batched-bench" -m "$m" -t "$threads" -c 2048 -npp 2046 -ntg 2 -npl 1 \
     >"$out/b/prefill-2046.peer.txt" 2>&1 || true
   ;;

@@ -94,6 +94,10 @@ for type in ${types//,/ }; do
   peak_rss "$out/$type.tessera-decode.txt" "$tessera" bench -m "$model" --threads "$threads" \
     --concurrency "$levels" -n "$n_gen" --prompt-len "$prompt_len" --bw-mem 0 \
     --json "$out/$type.tessera-decode.json" >"$out/$type.tessera-decode.rss" || true
+  echo "== $type: tessera, llama-batched-bench's schedule" >&2
+  "$tessera" bench -m "$model" --threads "$threads" --concurrency "$levels" -n "$n_gen" \
+    --prompt-len "$prompt_len" --bw-mem 0 --schedule pp-tg \
+    --json "$out/$type.tessera-pptg.json" >"$out/$type.tessera-pptg.txt" 2>&1 || true
   echo "== $type: tessera prefill" >&2
   "$tessera" bench -m "$model" --threads "$threads" --concurrency "$prefill_seqs" -n 1 \
     --prompt-len "$prefill_len" --json "$out/$type.tessera-prefill.json" \
@@ -107,7 +111,7 @@ levels = [int(x) for x in levels.split(",")]
 pf_seqs = [int(x) for x in pf_seqs.split(",")]
 
 def peer_table(path):
-    """llama-batched-bench's rows: (B) -> (S_PP, S_TG)."""
+    """llama-batched-bench's rows: (B) -> (S_PP, S_TG, generated tokens / T)."""
     rows = {}
     try:
         text = open(path).read()
@@ -116,7 +120,8 @@ def peer_table(path):
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 10 and re.fullmatch(r"\d+", cells[2] or ""):
-            rows[int(cells[2])] = (float(cells[5]), float(cells[7]))
+            b, tg, t = int(cells[2]), int(cells[1]), float(cells[8])
+            rows[b] = (float(cells[5]), float(cells[7]), b * tg / t if t > 0 else None)
     return rows
 
 def tessera_levels(path):
@@ -126,6 +131,13 @@ def tessera_levels(path):
         return {}, None, None
     return ({l["concurrency"]: l for l in d["levels"]}, d.get("bandwidth_gb_s"),
             d.get("weight_bytes"))
+
+def tessera_pptg(path):
+    """bench --schedule pp-tg's rows: (B) -> its S_PP/S_TG entry."""
+    try:
+        return {l["concurrency"]: l for l in json.load(open(path)).get("pp_tg", [])}
+    except (OSError, ValueError):
+        return {}
 
 def rss(path):
     try:
@@ -152,18 +164,29 @@ for t in types.split(","):
     print("| measurement | tessera | llama.cpp | ratio |\n|---|---|---|---|")
     for b in levels:
         ts = td.get(b, {}).get("decode_tok_s")
-        ps = pd.get(b, (None, None))[1]
+        ps = pd.get(b, (None, None, None))[1]
         print(f"| decode tok/s, {b} streams | {num(ts)} | {num(ps)} | {ratio(ts, ps)} |")
         streams.write(f"{t}\t{b}\t{num(ts)}\t{num(ps)}\n")
+    # like with like: the peer's own schedule and measures on both sides, and generated
+    # tokens over the whole wall time (tessera's through its scheduler)
+    tg = tessera_pptg(f"{out}/{t}.tessera-pptg.json")
+    for b in levels:
+        peer = pd.get(b, (None, None, None))
+        for name, ours, theirs in (
+                ("S_PP (batched-bench schedule)", tg.get(b, {}).get("s_pp_tok_s"), peer[0]),
+                ("S_TG (batched-bench schedule)", tg.get(b, {}).get("s_tg_tok_s"), peer[1]),
+                ("generated tok/s over wall time", td.get(b, {}).get("e2e_tok_s"), peer[2])):
+            print(f"| {name}, {b} streams | {num(ours)} | "
+                  f"{num(theirs)} | {ratio(ours, theirs)} |")
     for b in pf_seqs:
         ts = tp.get(b, {}).get("prefill_tok_s")
-        ps = pp.get(b, (None, None))[0]
+        ps = pp.get(b, (None, None, None))[0]
         print(f"| prefill tok/s, {b} x prompt | {num(ts)} | {num(ps)} | {ratio(ts, ps)} |")
     tr, pr = rss(f"{out}/{t}.tessera-decode.rss"), rss(f"{out}/{t}.peer-decode.rss")
     print(f"| peak RSS MiB (decode run) | {num(tr)} | {num(pr)} | {ratio(tr, pr)} |")
     if bw and wb and td.get(1):
         frac = wb * td[1]["decode_tok_s"] / (bw * 1e9)
-        pfrac = wb * pd.get(1, (0, 0))[1] / (bw * 1e9) if pd.get(1) else None
+        pfrac = wb * pd.get(1, (0, 0, 0))[1] / (bw * 1e9) if pd.get(1) else None
         print(f"| single stream: weight bytes x tok/s / read bandwidth ({bw:.0f} GB/s) "
               f"| {100 * frac:.0f}% | {100 * pfrac:.0f}% | |" if pfrac is not None else
               f"| single stream: weight bytes x tok/s / read bandwidth ({bw:.0f} GB/s) "

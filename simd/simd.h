@@ -12,11 +12,33 @@
  * assume this size. */
 #define TS_KV_BLOCK 32
 
-/* Element type of the KV pool. f16 is IEEE binary16 stored as uint16_t. */
+/* Element type of the KV pool. f16 is IEEE binary16 stored as uint16_t. q8_0 is int8 with
+ * one f16 scale per SIMD_KV_Q8_GROUP values of a row (llama.cpp's q8_0 cache type; a row
+ * whose head_dim is not a multiple of 32 ends in a shorter group), laid out below. */
 typedef enum simd_kv_type {
     SIMD_KV_F32,
     SIMD_KV_F16,
+    SIMD_KV_Q8_0,
 } simd_kv_type;
+
+/* q8_0 K/V. A (layer, K or V, kv head) run of a block is SIMD_KV_Q8_RUN_BYTES(head_dim)
+ * bytes: TS_KV_BLOCK rows of head_dim int8 values, then the rows' scales, TS_KV_BLOCK rows
+ * of SIMD_KV_Q8_GROUPS(head_dim) f16; value d of a row stands for q[d] * scale[d / 32].
+ * The vector kernels take head_dim <= SIMD_KV_Q8_MAX_HEAD_DIM in q8_0 (the pool refuses
+ * more). */
+#define SIMD_KV_Q8_GROUP 32
+#define SIMD_KV_Q8_GROUPS(head_dim) (((size_t)(head_dim) + SIMD_KV_Q8_GROUP - 1) / SIMD_KV_Q8_GROUP)
+#define SIMD_KV_Q8_RUN_BYTES(head_dim) \
+    ((size_t)TS_KV_BLOCK * ((size_t)(head_dim) + 2 * SIMD_KV_Q8_GROUPS(head_dim)))
+#define SIMD_KV_Q8_MAX_HEAD_DIM 512
+
+/* Quantizes one row x (n) to q8_0: q (n) int8 and scales (SIMD_KV_Q8_GROUPS(n)) f16, each
+ * group's scale max|x| / 127 and each value round(x / scale), as llama.cpp's q8_0 (a
+ * non-finite value becomes a clamped one, never undefined behaviour). Plain C, any thread:
+ * the same bits on every instruction set. */
+void simd_kv_q8_quantize(int8_t *q, uint16_t *scales, const float *x, int n);
+/* The values q8_0 stands for: out (n) = q[d] * scales[d / 32]. */
+void simd_kv_q8_dequantize(float *out, const int8_t *q, const uint16_t *scales, int n);
 
 /* RoPE pairing: Llama/llama2.c rotates (2i, 2i+1), GPT-NeoX rotates (i, i + head_dim/2). */
 typedef enum simd_rope_style {
@@ -27,14 +49,16 @@ typedef enum simd_rope_style {
 /* Where one layer of one sequence's keys and values live in the block pool.
  * Physical block b starts at element b * block_stride of pool; inside it, for each layer,
  * K then V, each [n_kv_heads][TS_KV_BLOCK][head_dim]. Offsets and strides count elements
- * of the pool's type, not bytes. */
+ * of the pool's type, not bytes (q8_0: bytes, each kv head's run SIMD_KV_Q8_RUN_BYTES
+ * with its scales after its values). */
 typedef struct simd_kv_view {
     const void *pool;           /* borrowed: the block pool base, of element type `type` */
     simd_kv_type type;
     size_t block_stride;        /* elements from one physical block to the next */
     size_t k_offset;            /* elements from a block's start to this layer's K, kv head 0 */
     size_t v_offset;            /* elements from a block's start to this layer's V, kv head 0 */
-    size_t head_stride;         /* elements from one kv head to the next: TS_KV_BLOCK * head_dim */
+    size_t head_stride;         /* elements from one kv head to the next: TS_KV_BLOCK * head_dim
+                                 * (q8_0: SIMD_KV_Q8_RUN_BYTES(head_dim)) */
     const int32_t *block_table; /* borrowed: (n_logical_blocks) physical id per logical block */
 } simd_kv_view;
 

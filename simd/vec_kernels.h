@@ -4,6 +4,7 @@
  *   V, VW                       vector of VW floats (VW divides TS_KV_BLOCK, VW even)
  *   v_zero v_set1 v_load v_store v_loadn v_storen (n < VW lanes, zero-filled)
  *   v_load_h v_loadn_h v_store_h v_storen_h       (f16 memory <-> f32 lanes)
+ *   v_load_i8 v_loadn_i8                          (int8 memory -> f32 lanes)
  *   v_add v_sub v_mul v_div v_max v_min v_fma(a, b, c) = a * b + c
  *   v_reduce_add v_reduce_max v_swap_pairs (lanes 2i <-> 2i+1)
  *   v_round (to nearest) v_pow2n (2^n for integral n in [-126, 127])
@@ -190,27 +191,35 @@ static void vec_f16_to_f32(float *out, const uint16_t *x, size_t n)
 /* Query vectors ((row, head) pairs of one kv head) processed together over one K/V read. */
 #define ATTN_TILE 8
 
-/* Lanes [0, m) of KV row data at element index i of the pool. */
-ALWAYS_INLINE V ld_kv(const void *pool, size_t i, size_t m, const int f16)
+/* Lanes [0, m) of KV row data at element index i of the pool, whose type kt (a
+ * simd_kv_type) is a constant after inlining; q8_0 values times their group's scale s. */
+ALWAYS_INLINE V ld_kv(const void *pool, size_t i, size_t m, const int kt, float s)
 {
-    return f16 ? ld_h((const uint16_t *)pool + i, m) : ld((const float *)pool + i, m);
+    if (kt == SIMD_KV_Q8_0) {
+        const int8_t *p = (const int8_t *)pool + i;
+        return v_mul(m == VW ? v_load_i8(p) : v_loadn_i8(p, m), v_set1(s));
+    }
+    return kt == SIMD_KV_F16 ? ld_h((const uint16_t *)pool + i, m) : ld((const float *)pool + i, m);
 }
 
-/* Scores of slots [0, nt) for the NQ queries, for head-dim lanes [d, d + m). */
+/* Scores of slots [0, nt) for the NQ queries, for head-dim lanes [d, d + m). sc: the K
+ * row's group scales (q8_0 only). */
 ALWAYS_INLINE void qk_chunk(V *acc, const float *const *qp, const void *pool, size_t krow,
-                            size_t d, size_t m, const int NQ, const int f16)
+                            size_t d, size_t m, const int NQ, const int kt, const float *sc)
 {
-    V k = ld_kv(pool, krow + d, m, f16);
+    V k = ld_kv(pool, krow + d, m, kt, kt == SIMD_KV_Q8_0 ? sc[d / SIMD_KV_Q8_GROUP] : 0.0f);
 #pragma GCC unroll 8
     for (int q = 0; q < NQ; q++)
         acc[q] = v_fma(ld(qp[q] + d, m), k, acc[q]);
 }
 
 /* out[q][d, d + DC * VW) = out[q] * alpha[q] + sum over slots t < nt of p[q][t] * V[t],
- * (DC == 1: lanes [d, d + m)). DC chunks side by side give DC * NQ independent FMA chains. */
+ * (DC == 1: lanes [d, d + m)). DC chunks side by side give DC * NQ independent FMA chains.
+ * vsc: q8_0 V's scales, (nt, ng) (a chunk lies in one group: VW divides 32). */
 ALWAYS_INLINE void pv_chunk(float *const *op, const float (*p)[TS_KV_BLOCK], const float *alpha,
                             int first, const void *pool, size_t vbase, int nt, size_t hd,
-                            size_t d, size_t m, const int NQ, const int DC, const int f16)
+                            size_t d, size_t m, const int NQ, const int DC, const int kt,
+                            const float *vsc, size_t ng)
 {
     V o[2][ATTN_TILE];
 #pragma GCC unroll 2
@@ -221,7 +230,9 @@ ALWAYS_INLINE void pv_chunk(float *const *op, const float (*p)[TS_KV_BLOCK], con
     for (int t = 0; t < nt; t++) {
 #pragma GCC unroll 2
         for (int c = 0; c < DC; c++) {
-            V v = ld_kv(pool, vbase + (size_t)t * hd + d + c * VW, m, f16);
+            size_t dc = d + (size_t)c * VW;
+            V v = ld_kv(pool, vbase + (size_t)t * hd + dc, m, kt,
+                        kt == SIMD_KV_Q8_0 ? vsc[(size_t)t * ng + dc / SIMD_KV_Q8_GROUP] : 0.0f);
 #pragma GCC unroll 8
             for (int q = 0; q < NQ; q++)
                 o[c][q] = v_fma(v_set1(p[q][t]), v, o[c][q]);
@@ -237,10 +248,11 @@ ALWAYS_INLINE void pv_chunk(float *const *op, const float (*p)[TS_KV_BLOCK], con
 /* Asks for the run of n elements at element index i of the pool to be brought into cache.
  * The K and V runs of a block are contiguous but blocks are scattered, and the V pass
  * walks a run column-wise, so the hardware prefetchers alone leave the kernel waiting. */
-ALWAYS_INLINE void prefetch_run(const void *pool, size_t i, size_t n, const int f16)
+ALWAYS_INLINE void prefetch_run(const void *pool, size_t i, size_t n, const int kt)
 {
-    const char *p = (const char *)pool + i * (f16 ? 2 : 4);
-    size_t bytes = n * (f16 ? 2 : 4);
+    size_t es = kt == SIMD_KV_Q8_0 ? 1 : kt == SIMD_KV_F16 ? 2 : 4;
+    const char *p = (const char *)pool + i * es;
+    size_t bytes = n * es;
     for (size_t off = 0; off < bytes; off += 64)
         __builtin_prefetch(p + off, 0, 3);
 }
@@ -257,15 +269,20 @@ typedef struct attn_scores {
  * first block, `first_block`), and op[q] its unnormalised output (attn_finish divides).
  * A query none of whose positions are in this block (a window that starts later) keeps
  * its sums and adds nothing. With prefetch, the next block's K and V runs are asked for
- * while this one works (the first tile of a block does it for the others). NQ and f16 are
- * constants after inlining, so the per-query accumulators live in registers. */
+ * while this one works (the first tile of a block does it for the others). NQ and kt (the
+ * K/V type) are constants after inlining, so the per-query accumulators live in
+ * registers. q8_0 K and V are read as int8 lanes times their group's scale, the block's
+ * scales made f32 once for all its queries (a q8_0 prefetch covers the whole run, scales
+ * included). */
 ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const int *first,
                               const int *last, int last_max, float *m_run, float *l_run,
                               const simd_kv_view *kv, const attn_scores *sc, int g, int b,
                               int first_block, int prefetch, int head_dim, const int NQ,
-                              const int f16)
+                              const int kt)
 {
     size_t hd = (size_t)head_dim, d_full = hd - hd % VW;
+    size_t ng = SIMD_KV_Q8_GROUPS(hd);
+    size_t q8 = kt == SIMD_KV_Q8_0;
     float scale = sc->scale;
     float alpha[ATTN_TILE];
     float p[ATTN_TILE][TS_KV_BLOCK];
@@ -275,12 +292,26 @@ ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const in
     int t0 = b * TS_KV_BLOCK;
     int nt = last_max - t0 + 1 < TS_KV_BLOCK ? last_max - t0 + 1 : TS_KV_BLOCK;
     if (prefetch && first_block)
-        prefetch_run(kv->pool, vbase, (size_t)nt * hd, f16);
+        prefetch_run(kv->pool, vbase, q8 ? kv->head_stride : (size_t)nt * hd, kt);
     if (prefetch && (b + 1) * TS_KV_BLOCK <= last_max) { /* the next block's runs */
         size_t next = (size_t)kv->block_table[b + 1] * kv->block_stride + (size_t)g * kv->head_stride;
         int nt1 = last_max - t0 - TS_KV_BLOCK + 1 < TS_KV_BLOCK ? last_max - t0 - TS_KV_BLOCK + 1 : TS_KV_BLOCK;
-        prefetch_run(kv->pool, next + kv->k_offset, (size_t)nt1 * hd, f16);
-        prefetch_run(kv->pool, next + kv->v_offset, (size_t)nt1 * hd, f16);
+        size_t run = q8 ? kv->head_stride : (size_t)nt1 * hd;
+        prefetch_run(kv->pool, next + kv->k_offset, run, kt);
+        prefetch_run(kv->pool, next + kv->v_offset, run, kt);
+    }
+    /* q8_0: the slots' scales as f32, (nt, ng) each */
+    float ksc[TS_KV_BLOCK * SIMD_KV_Q8_GROUPS(SIMD_KV_Q8_MAX_HEAD_DIM)];
+    float vsc[TS_KV_BLOCK * SIMD_KV_Q8_GROUPS(SIMD_KV_Q8_MAX_HEAD_DIM)];
+    if (kt == SIMD_KV_Q8_0) {
+        const char *pool = kv->pool;
+        size_t n = (size_t)nt * ng;
+        const uint16_t *kh = (const uint16_t *)(pool + kbase + TS_KV_BLOCK * hd);
+        const uint16_t *vh = (const uint16_t *)(pool + vbase + TS_KV_BLOCK * hd);
+        for (size_t i = 0; i < n; i += VW) {
+            st(ksc + i, ld_h(kh + i, LANES(i, n)), LANES(i, n));
+            st(vsc + i, ld_h(vh + i, LANES(i, n)), LANES(i, n));
+        }
     }
 
     /* scores: each K row is read once for all NQ queries; the dot products of VW slots
@@ -293,10 +324,11 @@ ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const in
 #pragma GCC unroll 8
         for (int q = 0; q < NQ; q++)
             acc[q] = v_zero();
+        const float *krs = ksc + (size_t)t * ng * q8; /* the K row's scales */
         for (size_t d = 0; d < d_full; d += VW)
-            qk_chunk(acc, qp, kv->pool, krow, d, VW, NQ, f16);
+            qk_chunk(acc, qp, kv->pool, krow, d, VW, NQ, kt, krs);
         if (d_full < hd)
-            qk_chunk(acc, qp, kv->pool, krow, d_full, hd - d_full, NQ, f16);
+            qk_chunk(acc, qp, kv->pool, krow, d_full, hd - d_full, NQ, kt, krs);
         int lane = t % VW;
 #pragma GCC unroll 8
         for (int q = 0; q < NQ; q++)
@@ -365,13 +397,13 @@ ALWAYS_INLINE void attn_block(float *const *op, const float *const *qp, const in
     size_t d = 0;
     for (; d + (size_t)DC * VW <= d_full; d += (size_t)DC * VW)
         pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, first_block, kv->pool, vbase, nt,
-                 hd, d, VW, NQ, DC, f16);
+                 hd, d, VW, NQ, DC, kt, vsc, ng);
     for (; d < d_full; d += VW)
         pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, first_block, kv->pool, vbase, nt,
-                 hd, d, VW, NQ, 1, f16);
+                 hd, d, VW, NQ, 1, kt, vsc, ng);
     if (d_full < hd)
         pv_chunk(op, (const float(*)[TS_KV_BLOCK])p, alpha, first_block, kv->pool, vbase, nt,
-                 hd, d_full, hd - d_full, NQ, 1, f16);
+                 hd, d_full, hd - d_full, NQ, 1, kt, vsc, ng);
 }
 
 /* One tile's queries through block b: attn_block with the tile's size, head dimension and
@@ -387,7 +419,6 @@ typedef struct attn_tile {
 static void run_block(const attn_tile *t, const simd_kv_view *kv, const attn_scores *sc, int g,
                       int b, int first_block, int prefetch, int head_dim)
 {
-    int f16 = kv->type == SIMD_KV_F16;
     /* head_dim 64 and 128 (most models) as constants: the loops over it unroll */
 #define BLOCK_ARGS(HD, N, F)                                                              \
     t->op, t->qp, t->first, t->last, t->last_max, t->m_run, t->l_run, kv, sc, g, b,       \
@@ -401,10 +432,12 @@ static void run_block(const attn_tile *t, const simd_kv_view *kv, const attn_sco
         attn_block(BLOCK_ARGS(head_dim, N, F));
 #define BLOCK_CASE(N)                                                 \
     case N:                                                           \
-        if (f16) {                                                    \
-            BLOCK_HD(N, 1)                                            \
+        if (kv->type == SIMD_KV_Q8_0) {                               \
+            BLOCK_HD(N, SIMD_KV_Q8_0)                                 \
+        } else if (kv->type == SIMD_KV_F16) {                         \
+            BLOCK_HD(N, SIMD_KV_F16)                                  \
         } else {                                                      \
-            BLOCK_HD(N, 0)                                            \
+            BLOCK_HD(N, SIMD_KV_F32)                                  \
         }                                                             \
         break;
     switch (t->nq) {

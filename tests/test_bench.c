@@ -1,6 +1,6 @@
-/* test_bench.c: the benchmark's percentile helper, sizing, combining rounds, and a tiny
+/* test_bench.c: the benchmark's percentile helper, sizing, combining rounds, a tiny
  * two-round run on stories260K whose JSON must have the documented shape with positive
- * numbers. */
+ * numbers, and llama-batched-bench's schedule (S_PP, S_TG, S) on it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -448,6 +448,39 @@ static void test_phase_variation(void **state)
     assert_false(bench_phases_vary(idle, 2));
 }
 
+/* llama-batched-bench's schedule: its three rates are the tokens over their own times,
+ * for every KV type, prompts packed across prefill steps; a context overflow and no
+ * streams are refused. */
+static void test_pp_tg_schedule(void **state)
+{
+    (void)state;
+    ts_model *m = NULL;
+    assert_int_equal(ts_model_load(tu_shared("models/stories260K/stories260K.gguf"), NULL, &m,
+                                   NULL), TS_OK);
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.step_tokens = 32; /* 3 prompts of 40: four prefill steps, two of them shared */
+    static const ts_kv_type types[] = {TS_KV_AUTO, TS_KV_F16, TS_KV_Q8_0};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        o.kv_type = types[i];
+        bench_pptg_config c = {.n_seqs = 3, .prompt_len = 40, .n_tokens = 8, .seed = 1};
+        bench_pptg r;
+        ts_error err = {0};
+        assert_int_equal(bench_pptg_run(&r, m, &o, &c, &err), TS_OK);
+        assert_int_equal(r.n_seqs, 3);
+        assert_true(r.t_pp > 0 && r.t_tg > 0);
+        assert_float_equal(r.s_pp, 3 * 40 / r.t_pp, 1e-9 * r.s_pp);
+        assert_float_equal(r.s_tg, 3 * 8 / r.t_tg, 1e-9 * r.s_tg);
+        assert_float_equal(r.s, 3 * 48 / (r.t_pp + r.t_tg), 1e-9 * r.s);
+    }
+    bench_pptg r;
+    bench_pptg_config big = {.n_seqs = 2, .prompt_len = 2000, .n_tokens = 100, .seed = 1};
+    assert_int_equal(bench_pptg_run(&r, m, &o, &big, NULL), TS_ERR_INVALID_ARG);
+    bench_pptg_config none = {.n_seqs = 0, .prompt_len = 4, .n_tokens = 4, .seed = 1};
+    assert_int_equal(bench_pptg_run(&r, m, &o, &none, NULL), TS_ERR_INVALID_ARG);
+    ts_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_edit_workload_speculates),
         cmocka_unit_test(test_moe_bytes_and_experts_read),
         cmocka_unit_test(test_baseline_is_added_and_bad_configs_refused),
+        cmocka_unit_test(test_pp_tg_schedule),
     };
     return cmocka_run_group_tests_name("bench", tests, NULL, NULL);
 }

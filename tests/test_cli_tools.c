@@ -815,6 +815,14 @@ static void test_bench_rounds(void **state)
                                    "--kv-type f16", model), 0);
     assert_non_null(strstr(out, "; K/V f16;"));
     free(out);
+    /* K/V in q8_0, and llama-batched-bench's schedule beside the engine's levels */
+    assert_int_equal(tessera(&out, "bench -m %s --concurrency 2 -n 2 --prompt-len 4 --bw-mem 0 "
+                                   "--kv-type q8_0 --schedule both", model), 0);
+    assert_non_null(strstr(out, "; K/V q8_0;"));
+    assert_non_null(strstr(out, "S_PP t/s"));
+    assert_non_null(strstr(out, "S_TG t/s"));
+    free(out);
+    assert_int_equal(tessera(NULL, "bench -m %s --schedule sometimes", model), 2);
 
     assert_int_equal(tessera(NULL, "bench -m %s --rounds 0", model), 2);
     assert_int_equal(tessera(NULL, "bench -m %s --rounds 65", model), 2);

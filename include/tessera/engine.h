@@ -54,6 +54,8 @@ typedef enum ts_kv_type {
                  * the weights already gave up */
     TS_KV_F32,
     TS_KV_F16,
+    TS_KV_Q8_0, /* int8 with an f16 scale per 32 values, as llama.cpp's q8_0 cache: about
+                 * half of f16's bytes, for long contexts whose decode reads mostly K/V */
 } ts_kv_type;
 
 typedef struct ts_engine_options {

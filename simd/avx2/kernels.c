@@ -27,6 +27,10 @@ static inline void v_store_h(uint16_t *p, V v)
 {
     _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
+static inline V v_load_i8(const int8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
 #include "vec_tail_h.h"
 static inline V v_add(V a, V b) { return _mm256_add_ps(a, b); }
 static inline V v_sub(V a, V b) { return _mm256_sub_ps(a, b); }

@@ -38,6 +38,14 @@ static inline V v_loadn_h(const uint16_t *p, size_t n)
 {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(v_mask(n), p));
 }
+static inline V v_load_i8(const int8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+static inline V v_loadn_i8(const int8_t *p, size_t n)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(v_mask(n), p)));
+}
 static inline void v_store_h(uint16_t *p, V v)
 {
     _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));

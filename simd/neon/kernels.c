@@ -30,6 +30,13 @@ static inline void v_storen(float *p, V v, size_t n)
 }
 static inline V v_load_h(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 static inline void v_store_h(uint16_t *p, V v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }
+static inline V v_load_i8(const int8_t *p)
+{
+    int32_t x;
+    memcpy(&x, p, sizeof x);
+    int16x8_t w = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(x)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(w)));
+}
 #include "vec_tail_h.h"
 static inline V v_add(V a, V b) { return vaddq_f32(a, b); }
 static inline V v_sub(V a, V b) { return vsubq_f32(a, b); }

@@ -3,14 +3,25 @@
  * (within a span of the context); and the merge of a row's spans, which every kernel set
  * shares. */
 #include <math.h>
+#include <string.h>
 
 #include "simd_internal.h"
 
 /* Element d of the K (or V, by offset) row of kv head g at position t. */
 static float kv_at(const simd_kv_view *kv, size_t offset, int g, int t, int d, int head_dim)
 {
-    size_t i = (size_t)kv->block_table[t / TS_KV_BLOCK] * kv->block_stride + offset +
-               (size_t)g * kv->head_stride + (size_t)(t % TS_KV_BLOCK) * head_dim + d;
+    size_t run = (size_t)kv->block_table[t / TS_KV_BLOCK] * kv->block_stride + offset +
+                 (size_t)g * kv->head_stride;
+    size_t i = run + (size_t)(t % TS_KV_BLOCK) * head_dim + d;
+    if (kv->type == SIMD_KV_Q8_0) { /* the row's scales follow the run's values */
+        const uint8_t *p = kv->pool;
+        uint16_t h;
+        memcpy(&h, p + run + (size_t)TS_KV_BLOCK * head_dim +
+                       ((size_t)(t % TS_KV_BLOCK) * SIMD_KV_Q8_GROUPS(head_dim) +
+                        (size_t)d / SIMD_KV_Q8_GROUP) * 2,
+               sizeof h);
+        return (float)(int8_t)p[i] * simd_f16_to_f32_scalar(h);
+    }
     if (kv->type == SIMD_KV_F16)
         return simd_f16_to_f32_scalar(((const uint16_t *)kv->pool)[i]);
     return ((const float *)kv->pool)[i];

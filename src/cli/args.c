@@ -231,11 +231,11 @@ int cli_parse(int argc, char **argv, const cli_spec *s)
 }
 
 static const char *const KV_TYPE_NAMES[] = {[TS_KV_AUTO] = "auto", [TS_KV_F32] = "f32",
-                                             [TS_KV_F16] = "f16"};
+                                             [TS_KV_F16] = "f16", [TS_KV_Q8_0] = "q8_0"};
 
 const char *cli_kv_type_name(ts_kv_type t)
 {
-    return (unsigned)t <= TS_KV_F16 ? KV_TYPE_NAMES[t] : "?";
+    return (unsigned)t <= TS_KV_Q8_0 ? KV_TYPE_NAMES[t] : "?";
 }
 
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
@@ -285,13 +285,13 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
     case 8: ok = cli_int(a, v, 0, 1 << 16, &o->prefill_min); break;
     case 9: {
         int t = TS_KV_AUTO;
-        while (t <= TS_KV_F16 && strcmp(v, KV_TYPE_NAMES[t]))
+        while (t <= TS_KV_Q8_0 && strcmp(v, KV_TYPE_NAMES[t]))
             t++;
-        ok = t <= TS_KV_F16;
+        ok = t <= TS_KV_Q8_0;
         if (ok)
             o->kv_type = (ts_kv_type)t;
         else
-            fprintf(stderr, "tessera: --kv-type wants auto, f32 or f16, not '%s'\n", v);
+            fprintf(stderr, "tessera: --kv-type wants auto, f32, f16 or q8_0, not '%s'\n", v);
         break;
     }
     case 10:

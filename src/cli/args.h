@@ -49,7 +49,7 @@ int cli_parse(int argc, char **argv, const cli_spec *s);
  * not, -1 after printing why its value was bad. */
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
 
-/* "auto", "f32" or "f16": the name --kv-type takes for t, and logs and bench print. */
+/* "auto", "f32", "f16" or "q8_0": the name --kv-type takes for t, and logs and bench print. */
 const char *cli_kv_type_name(ts_kv_type t);
 
 #define CLI_ENGINE_HELP                                                                   \
@@ -58,7 +58,8 @@ const char *cli_kv_type_name(ts_kv_type t);
     "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts\n" \
     "                       + 2 blocks each, at most 1G, at least one context)\n"         \
     "  --kv-type T          how keys and values are stored: auto (f32 for an all-f32\n"     \
-    "                       model, else f16, as llama.cpp), f32 or f16; --kv-f16 = f16\n"   \
+    "                       model, else f16, as llama.cpp), f32, f16 or q8_0 (int8, a\n"   \
+    "                       scale per 32: half f16's bytes); --kv-f16 = f16\n"           \
     "  --max-seqs N         sequences decoding at once (64)\n"                              \
     "  --max-queue N        waiting requests before new ones are refused (1024)\n"          \
     "  --step-tokens N      token budget of one step (512)\n"                               \

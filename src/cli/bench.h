@@ -161,4 +161,27 @@ ts_status bench_edit_prompt(const ts_model *m, int32_t **out, int *n, ts_error *
  * the whole table). */
 double bench_weight_bytes(const ts_model *m);
 
+/* llama-batched-bench's schedule (bench_pptg.c): n_seqs streams of prompt_len random
+ * tokens each all prefilled first, then n_tokens decode steps of every stream together,
+ * straight on the forward pass (no scheduler, no sampling: the peer's loop). Its measures:
+ *   S_PP  n_seqs * prompt_len / the prefill's time
+ *   S_TG  n_seqs * n_tokens / the decode steps' time
+ *   S     all those tokens / both times */
+typedef struct bench_pptg_config {
+    int n_seqs, prompt_len, n_tokens;
+    uint64_t seed; /* the prompts are a function of it */
+} bench_pptg_config;
+
+typedef struct bench_pptg {
+    int n_seqs;
+    double t_pp, t_tg;    /* seconds */
+    double s_pp, s_tg, s; /* tok/s, as above */
+} bench_pptg;
+
+/* Runs the schedule once on model m (borrowed) with the engine options o (borrowed: the
+ * KV type, gemm path, threads and step_tokens, the rows of a prefill step) after a one-row
+ * warm-up. TS_ERR_INVALID_ARG when prompt + n_tokens exceeds the context. */
+ts_status bench_pptg_run(bench_pptg *out, const ts_model *m, const ts_engine_options *o,
+                         const bench_pptg_config *c, ts_error *err);
+
 #endif

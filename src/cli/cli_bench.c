@@ -16,6 +16,7 @@ enum { MAX_LEVELS = 32 };
 typedef struct bench_opts {
     const char *model, *tokenizer, *json, *step_log;
     bool edit;          /* --workload edit */
+    bool engine_levels, pp_tg; /* --schedule: the engine's own, llama-batched-bench's */
     int levels[MAX_LEVELS];
     bench_config cfg;
     size_t bw_bytes;
@@ -47,6 +48,10 @@ static void usage(FILE *out)
             "                      round's own ratio with their range (default 1; for shared,\n"
             "                      noisy machines)\n"
             "  --bw-mem SIZE       buffer of the memory-bandwidth read test (default 1G; 0 = skip)\n"
+            "  --schedule S        engine (default): requests through the engine's scheduler;\n"
+            "                      pp-tg: llama-batched-bench's, every prompt prefilled, then\n"
+            "                      all streams decoded together, on the forward pass (S_PP,\n"
+            "                      S_TG, S as the peer reports them); both\n"
             "  --json FILE         also write the results as JSON\n"
             "  --embed             embedding throughput instead (a model with a pooling): each\n"
             "                      level is a batch of that many --prompt-len documents embedded\n"
@@ -102,6 +107,13 @@ static int bench_option(void *ctx, const char *a, const char *v)
             fprintf(stderr, "tessera bench: --workload wants random or edit, not '%s'\n", v);
     } else if (!strcmp(a, "--json"))
         o->json = v;
+    else if (!strcmp(a, "--schedule")) {
+        ok = !strcmp(v, "engine") || !strcmp(v, "pp-tg") || !strcmp(v, "both");
+        o->engine_levels = strcmp(v, "pp-tg") != 0;
+        o->pp_tg = strcmp(v, "engine") != 0;
+        if (!ok)
+            fprintf(stderr, "tessera: --schedule wants engine, pp-tg or both, not '%s'\n", v);
+    }
     else if (!strcmp(a, "--step-log"))
         o->step_log = v;
     else
@@ -117,6 +129,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     memcpy(o->levels, defaults, sizeof defaults);
     o->cfg.n_levels = (int)(sizeof defaults / sizeof defaults[0]);
     o->bw_bytes = (size_t)1 << 30;
+    o->engine_levels = true;
     ts_engine_options_default(&o->engine);
     static const char *const flags[] = {"--embed", NULL};
     cli_spec spec = {"bench", usage, flags, &o->model, &o->tokenizer, &o->engine,
@@ -298,12 +311,63 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
                r->cached_tokens, r->ttft_cached_ms > 0 ? r->ttft_cold_ms / r->ttft_cached_ms : 0.0);
 }
 
+/* llama-batched-bench's schedule at every level (the levels given, without an added 1),
+ * printed as the peer prints it; pp (n_levels) gets the results. */
+static int run_pp_tg(bench_pptg *pp, const bench_opts *o, const ts_model *m)
+{
+    printf("\nllama-batched-bench's schedule (every prompt prefilled, then all streams decode "
+           "together;\nforward pass only, no sampling, as the peer): PP %d, TG %d\n",
+           o->cfg.prompt_len, o->cfg.n_tokens);
+    static const char *const heads[] = {"B", "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s",
+                                        "S t/s"};
+    cli_table t;
+    cli_table_init(&t, 6, heads);
+    for (int i = 0; i < o->cfg.n_levels; i++) {
+        bench_pptg_config c = {o->levels[i], o->cfg.prompt_len, o->cfg.n_tokens, o->cfg.seed};
+        ts_error err = {0};
+        if (bench_pptg_run(&pp[i], m, &o->engine, &c, &err) != TS_OK) {
+            fprintf(stderr, "tessera: %s\n", err.msg);
+            return 1;
+        }
+        cli_table_cell(&t, "%d", pp[i].n_seqs);
+        cli_table_cell(&t, "%.3f", pp[i].t_pp);
+        cli_table_cell(&t, "%.2f", pp[i].s_pp);
+        cli_table_cell(&t, "%.3f", pp[i].t_tg);
+        cli_table_cell(&t, "%.2f", pp[i].s_tg);
+        cli_table_cell(&t, "%.2f", pp[i].s);
+    }
+    cli_table_print(stdout, &t, "");
+    return 0;
+}
+
+static cJSON *pp_tg_json(const bench_pptg *pp, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        cJSON *l = cJSON_CreateObject();
+        if (!l || !cJSON_AddItemToArray(a, l)) {
+            cJSON_Delete(l);
+            break;
+        }
+        cJSON_AddNumberToObject(l, "concurrency", pp[i].n_seqs);
+        cJSON_AddNumberToObject(l, "t_pp_s", pp[i].t_pp);
+        cJSON_AddNumberToObject(l, "s_pp_tok_s", pp[i].s_pp);
+        cJSON_AddNumberToObject(l, "t_tg_s", pp[i].t_tg);
+        cJSON_AddNumberToObject(l, "s_tg_tok_s", pp[i].s_tg);
+        cJSON_AddNumberToObject(l, "s_tok_s", pp[i].s);
+    }
+    return a;
+}
+
 static int write_json(const bench_result *r, const bench_opts *o, const ts_model *m,
-                      const ts_engine *e, double bw, int threads)
+                      const ts_engine *e, double bw, int threads, const bench_pptg *pp)
 {
     cJSON *root = bench_result_json(r, &o->cfg, o->model, threads);
+    if (root && pp)
+        cJSON_AddItemToObject(root, "pp_tg", pp_tg_json(pp, o->cfg.n_levels));
     if (root)
-        cJSON_AddStringToObject(root, "kv_type", cli_kv_type_name(ts_engine_kv_type(e)));
+        cJSON_AddStringToObject(root, "kv_type",
+                                cli_kv_type_name(e ? ts_engine_kv_type(e) : o->engine.kv_type));
     if (root && bw > 0) {
         cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
         cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(m));
@@ -340,6 +404,7 @@ int cli_bench(int argc, char **argv)
     }
     ts_error err = {0};
     bench_result r = {0};
+    bench_pptg *pp = NULL;
     rc = 1;
     ts_engine *e = NULL;
     int32_t *edit = NULL;
@@ -358,21 +423,27 @@ int cli_bench(int argc, char **argv)
         }
         fprintf(o.engine.step_log, "# %s\n", TS_STEP_LOG_COLUMNS);
     }
-    e = cli_make_engine(m, &o.engine);
-    if (!e)
-        goto out;
     if (o.embed) {
+        if (!(e = cli_make_engine(m, &o.engine)))
+            goto out;
         rc = bench_embed(e, &o.cfg);
         goto out;
     }
-    if (bench_run(&r, e, &o.cfg, &err) != TS_OK) {
-        fprintf(stderr, "tessera: %s\n", err.msg);
-        goto out;
+    if (o.engine_levels) { /* pp-tg alone needs no engine (nor its KV pool) */
+        if (!(e = cli_make_engine(m, &o.engine)))
+            goto out;
+        if (bench_run(&r, e, &o.cfg, &err) != TS_OK) {
+            fprintf(stderr, "tessera: %s\n", err.msg);
+            goto out;
+        }
+        print_report(&r, &o, m, e, bw, threads);
     }
-    print_report(&r, &o, m, e, bw, threads);
-    rc = o.json ? write_json(&r, &o, m, e, bw, threads) : 0;
+    if (o.pp_tg && (!(pp = calloc((size_t)o.cfg.n_levels, sizeof *pp)) || run_pp_tg(pp, &o, m)))
+        goto out;
+    rc = o.json ? write_json(&r, &o, m, e, bw, threads, pp) : 0;
 out:
     free(edit);
+    free(pp);
     bench_result_free(&r);
     ts_engine_destroy(e);
     if (o.engine.step_log && fclose(o.engine.step_log) != 0) {

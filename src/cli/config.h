@@ -17,7 +17,7 @@ typedef struct cli_config {
  *    "model_dir": DIR, "tokenizer": PATH, "chat_template": NAME,
  *    "api_keys": PATH, "protect_metrics": true, "log_format": "text" | "json",
  *    "limits": {"max_body": SIZE, "max_connections": N, "max_buffered": SIZE, "grace": S},
- *    "engine": {"threads": N, "kv_mem": SIZE, "kv_type": "auto" | "f32" | "f16",
+ *    "engine": {"threads": N, "kv_mem": SIZE, "kv_type": "auto" | "f32" | "f16" | "q8_0",
  *               "kv_f16": true (= "kv_type": "f16"), "max_seqs": N,
  *               "max_queue": N, "step_tokens": N, "prefill_cap": N, "aging": R,
  *               "prefix_cache": false}}

@@ -76,7 +76,9 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
         .n_layers = c->n_layers,
         .n_kv_heads = c->n_kv_heads,
         .head_dim = c->head_dim,
-        .dtype = e->opts.kv_type == TS_KV_F16 ? KV_DTYPE_F16 : KV_DTYPE_F32,
+        .dtype = e->opts.kv_type == TS_KV_Q8_0  ? KV_DTYPE_Q8_0
+                 : e->opts.kv_type == TS_KV_F16 ? KV_DTYPE_F16
+                                                : KV_DTYPE_F32,
         .n_blocks = e->opts.kv_blocks,
         .mem_bytes = e->opts.kv_mem_bytes,
         .to_f16 = e->kernels->f32_to_f16,
@@ -139,7 +141,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         o->max_queue < 1 || !(o->itl_target >= 0 && o->itl_target <= 1000) ||
         o->prefill_min < 0 ||
         o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL ||
-        (unsigned)o->kv_type > TS_KV_F16 || (unsigned)o->spec > TS_SPEC_NGRAM ||
+        (unsigned)o->kv_type > TS_KV_Q8_0 || (unsigned)o->spec > TS_SPEC_NGRAM ||
         o->spec_max < 1 || o->spec_max > SPEC_MAX_DRAFT || o->spec_rows < 0 ||
         o->spec_rows > 4096) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,

@@ -42,6 +42,8 @@
 typedef enum kv_dtype {
     KV_DTYPE_F32,
     KV_DTYPE_F16, /* IEEE binary16, stored as uint16_t; half the memory */
+    KV_DTYPE_Q8_0, /* int8 with an f16 scale per 32 values (simd.h's SIMD_KV_Q8_*): 53%
+                    * of f16's bytes at head_dim 128; head_dim at most 512 */
 } kv_dtype;
 
 /* Key of a full block from its parent's key (KV_HASH_SEED for block 0) and its
@@ -68,14 +70,16 @@ typedef struct kv_config {
  * from base. Physical block b, layer l, kv head h, slot s, dimension d:
  *   K at b*block_stride + l*layer_stride            + h*head_stride + s*head_dim + d
  *   V at b*block_stride + l*layer_stride + v_offset + h*head_stride + s*head_dim + d
- * with head_stride = 32*hd, v_offset = n_kv*32*hd, layer_stride = 2*v_offset,
- * block_stride = n_layers*layer_stride. base is 64-byte aligned. */
+ * with head_stride = 32*hd, v_offset = n_kv*head_stride, layer_stride = 2*v_offset,
+ * block_stride = n_layers*layer_stride. base is 64-byte aligned. q8_0 counts bytes, and
+ * each (layer, K/V, head) run holds its 32 rows' scales after their values: head_stride =
+ * SIMD_KV_Q8_RUN_BYTES(hd). */
 typedef struct kv_layout {
     void *base;          /* (n_blocks, n_layers, 2, n_kv_heads, TS_KV_BLOCK, head_dim) */
     kv_dtype dtype;
-    size_t elem_size;    /* 4 or 2 bytes */
+    size_t elem_size;    /* 4, 2 or 1 (q8_0) bytes */
     int n_layers, n_kv_heads, head_dim;
-    size_t head_stride;  /* TS_KV_BLOCK * head_dim */
+    size_t head_stride;  /* TS_KV_BLOCK * head_dim; q8_0: SIMD_KV_Q8_RUN_BYTES(head_dim) */
     size_t v_offset;     /* n_kv_heads * head_stride */
     size_t layer_stride; /* 2 * v_offset */
     size_t block_stride; /* n_layers * layer_stride */

@@ -7,21 +7,29 @@
 #include <unistd.h>
 
 #include "kv/kv_internal.h"
+#include "simd.h"
 
 static bool config_ok(const kv_config *c)
 {
     return c && c->n_layers > 0 && c->n_layers <= 4096 && c->n_kv_heads > 0 &&
            c->n_kv_heads <= 4096 && c->head_dim > 0 && c->head_dim <= 4096 &&
-           (c->dtype == KV_DTYPE_F32 || c->dtype == KV_DTYPE_F16);
+           (c->dtype == KV_DTYPE_F32 || c->dtype == KV_DTYPE_F16 ||
+            (c->dtype == KV_DTYPE_Q8_0 && c->head_dim <= SIMD_KV_Q8_MAX_HEAD_DIM));
+}
+
+/* Bytes of one (layer, K or V, kv head) run of a block. */
+static size_t run_bytes(const kv_config *c)
+{
+    if (c->dtype == KV_DTYPE_Q8_0)
+        return SIMD_KV_Q8_RUN_BYTES(c->head_dim);
+    return (size_t)TS_KV_BLOCK * (size_t)c->head_dim * (c->dtype == KV_DTYPE_F16 ? 2 : 4);
 }
 
 size_t kv_block_bytes(const kv_config *cfg)
 {
     if (!config_ok(cfg))
         return 0;
-    size_t elem = cfg->dtype == KV_DTYPE_F16 ? 2 : 4;
-    return (size_t)cfg->n_layers * 2 * (size_t)cfg->n_kv_heads * TS_KV_BLOCK *
-           (size_t)cfg->head_dim * elem;
+    return (size_t)cfg->n_layers * 2 * (size_t)cfg->n_kv_heads * run_bytes(cfg);
 }
 
 /* ---- pool ---- */
@@ -63,7 +71,8 @@ ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err)
     if (!config_ok(cfg))
         return ts_error_set(err, TS_ERR_INVALID_ARG,
                             "kv config: layers, kv heads and head_dim must be in 1..4096 and "
-                            "the type f32 or f16");
+                            "the type f32, f16 or q8_0 (head_dim at most %d)",
+                            SIMD_KV_Q8_MAX_HEAD_DIM);
     size_t bpb = kv_block_bytes(cfg);
     int64_t n = cfg->n_blocks > 0 ? cfg->n_blocks : (int64_t)(cfg->mem_bytes / bpb);
     if (n <= 0)
@@ -101,11 +110,11 @@ ts_status kv_pool_init(kv_pool **out, const kv_config *cfg, ts_error *err)
 
     kv_layout *l = &pool->layout;
     l->dtype = cfg->dtype;
-    l->elem_size = cfg->dtype == KV_DTYPE_F16 ? 2 : 4;
+    l->elem_size = cfg->dtype == KV_DTYPE_Q8_0 ? 1 : cfg->dtype == KV_DTYPE_F16 ? 2 : 4;
     l->n_layers = cfg->n_layers;
     l->n_kv_heads = cfg->n_kv_heads;
     l->head_dim = cfg->head_dim;
-    l->head_stride = (size_t)TS_KV_BLOCK * (size_t)cfg->head_dim;
+    l->head_stride = run_bytes(cfg) / l->elem_size;
     l->v_offset = (size_t)cfg->n_kv_heads * l->head_stride;
     l->layer_stride = 2 * l->v_offset;
     l->block_stride = (size_t)cfg->n_layers * l->layer_stride;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kv/kv_internal.h"
+#include "simd.h"
 
 void kv_table_init(kv_table *t)
 {
@@ -56,7 +57,9 @@ static void copy_slots(kv_pool *pool, int32_t dst, int32_t src, int slots)
 {
     const kv_layout *l = &pool->layout;
     char *base = l->base;
-    size_t run = (size_t)slots * (size_t)l->head_dim * l->elem_size;
+    /* a q8_0 run's scales follow its values: copy it whole */
+    size_t run = l->dtype == KV_DTYPE_Q8_0 ? l->head_stride
+                                           : (size_t)slots * (size_t)l->head_dim * l->elem_size;
     size_t n_runs = (size_t)l->n_layers * 2 * (size_t)l->n_kv_heads;
     char *d = base + (size_t)dst * l->block_stride * l->elem_size;
     const char *s = base + (size_t)src * l->block_stride * l->elem_size;
@@ -155,13 +158,29 @@ static ts_status locate(int32_t *block, int *slot, const kv_pool *pool, const kv
     return TS_OK;
 }
 
+/* Where slot's row of a q8_0 run keeps its values (*q) and scales (*scales). run: the
+ * run's byte offset from base. */
+static void q8_row(int8_t **q, uint16_t **scales, const kv_layout *l, size_t run, int slot)
+{
+    size_t hd = (size_t)l->head_dim;
+    char *p = (char *)l->base + run;
+    *q = (int8_t *)p + (size_t)slot * hd;
+    *scales = (uint16_t *)(p + TS_KV_BLOCK * hd) + (size_t)slot * SIMD_KV_Q8_GROUPS(hd);
+}
+
 static void store_row(const kv_pool *pool, size_t off, const float *src)
 {
     const kv_layout *l = &pool->layout;
     size_t hd = (size_t)l->head_dim;
     for (int h = 0; h < l->n_kv_heads; h++) {
         size_t o = off + (size_t)h * l->head_stride;
-        if (l->dtype == KV_DTYPE_F16)
+        if (l->dtype == KV_DTYPE_Q8_0) {
+            int8_t *q;
+            uint16_t *sc;
+            size_t slot = (off % l->head_stride) / hd; /* runs start at head_stride multiples */
+            q8_row(&q, &sc, l, o - slot * hd, (int)slot);
+            simd_kv_q8_quantize(q, sc, src + (size_t)h * hd, (int)hd);
+        } else if (l->dtype == KV_DTYPE_F16)
             pool->cfg.to_f16((uint16_t *)l->base + o, src + (size_t)h * hd, hd);
         else
             memcpy((float *)l->base + o, src + (size_t)h * hd, hd * sizeof(float));
@@ -173,7 +192,13 @@ static void load_row(float *dst, const kv_layout *l, size_t off)
     size_t hd = (size_t)l->head_dim;
     for (int h = 0; h < l->n_kv_heads; h++) {
         size_t o = off + (size_t)h * l->head_stride;
-        if (l->dtype == KV_DTYPE_F16)
+        if (l->dtype == KV_DTYPE_Q8_0) {
+            int8_t *q;
+            uint16_t *sc;
+            size_t slot = (off % l->head_stride) / hd;
+            q8_row(&q, &sc, l, o - slot * hd, (int)slot);
+            simd_kv_q8_dequantize(dst + (size_t)h * hd, q, sc, (int)hd);
+        } else if (l->dtype == KV_DTYPE_F16)
             kv_f16_to_f32(dst + (size_t)h * hd, (const uint16_t *)l->base + o, hd);
         else
             memcpy(dst + (size_t)h * hd, (const float *)l->base + o, hd * sizeof(float));

@@ -378,7 +378,9 @@ static void attention(const fwd_step *f, int layer)
         int j0 = r0 - sq->row0;
         simd_kv_view view = {
             .pool = f->lay.base,
-            .type = f->lay.dtype == KV_DTYPE_F16 ? SIMD_KV_F16 : SIMD_KV_F32,
+            .type = f->lay.dtype == KV_DTYPE_Q8_0  ? SIMD_KV_Q8_0
+                    : f->lay.dtype == KV_DTYPE_F16 ? SIMD_KV_F16
+                                                   : SIMD_KV_F32,
             .block_stride = f->lay.block_stride,
             .k_offset = (size_t)layer * f->lay.layer_stride,
             .v_offset = (size_t)layer * f->lay.layer_stride + f->lay.v_offset,

@@ -25,6 +25,24 @@ static void matvec(float *out, const float *x, const simd_qmat *w, float *row)
     }
 }
 
+/* Rounds a K or V row, x (nkv, hd), to what a pool of type t stores, head by head. */
+static void kv_round(float *x, simd_kv_type t, int nkv, int hd)
+{
+    int8_t q[SIMD_KV_Q8_GROUP];
+    uint16_t h;
+    for (int i = 0; t == SIMD_KV_F16 && i < nkv * hd; i++) {
+        simd_kernels_for(SIMD_ISA_REF)->f32_to_f16(&h, x + i, 1);
+        simd_kernels_for(SIMD_ISA_REF)->f16_to_f32(x + i, &h, 1);
+    }
+    for (int g = 0; t == SIMD_KV_Q8_0 && g < nkv; g++) /* a head's groups, one at a time */
+        for (int d = 0; d < hd; d += SIMD_KV_Q8_GROUP) {
+            float *xg = x + (size_t)g * hd + d;
+            int n = hd - d < SIMD_KV_Q8_GROUP ? hd - d : SIMD_KV_Q8_GROUP;
+            simd_kv_q8_quantize(q, &h, xg, n);
+            simd_kv_q8_dequantize(xg, q, &h, n);
+        }
+}
+
 static void rmsnorm(float *out, const float *x, const float *weight, int n, float eps)
 {
     float ss = 0.0f;
@@ -223,6 +241,8 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
         float *vc = f->value_cache + ((size_t)l * f->max_pos) * kv_dim;
         memcpy(kc + (size_t)pos * kv_dim, k, (size_t)kv_dim * sizeof(float));
         memcpy(vc + (size_t)pos * kv_dim, v, (size_t)kv_dim * sizeof(float));
+        kv_round(kc + (size_t)pos * kv_dim, f->kv_type, nkv, hd);
+        kv_round(vc + (size_t)pos * kv_dim, f->kv_type, nkv, hd);
 
         for (int h = 0; h < nh; h++) {
             const float *qh = q + (size_t)h * hd;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "simd.h"
 
 typedef struct ref_forward {
     const ts_model *model; /* borrowed */
@@ -22,6 +23,9 @@ typedef struct ref_forward {
     float *wrow;           /* (max(dim, nh*hd, ffn)) one weight row decoded to f32 */
     float *router;         /* (n_experts) a mixture's router probabilities */
     float *expert_out;     /* (dim) one expert's output */
+    simd_kv_type kv_type;  /* what each stored K/V row is rounded to, as a pool of that type
+                            * keeps it: SIMD_KV_F32 (exact; what init sets), SIMD_KV_F16 or
+                            * SIMD_KV_Q8_0 (per kv head's row). Set it before the first token. */
 } ref_forward;
 
 /* Most experts a token goes through that the reference pass takes. */
