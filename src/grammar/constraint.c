@@ -1,15 +1,20 @@
 /* constraint.c: a sequence's constraint over the JSON automata and the token trie. */
 #include "grammar/constraint.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(json_pda) <= TOKEN_TRIE_MAX_STATE, "json_pda must fit a trie walk");
 
-void constraint_init(constraint *c, ts_constraint_kind kind, const ts_schema *schema)
+void constraint_init(constraint *c, ts_constraint_kind kind, const ts_schema *schema,
+                     const ts_grammar *grammar)
 {
     memset(c, 0, sizeof *c);
     c->kind = kind;
-    if (kind == TS_CONSTRAINT_JSON_SCHEMA) {
+    if (kind == TS_CONSTRAINT_GRAMMAR) {
+        c->grammar = grammar;
+        gr_init(&c->gr, grammar);
+    } else if (kind == TS_CONSTRAINT_JSON_SCHEMA) {
         c->schema = schema;
         sch_init(&c->sch, schema);
     } else {
@@ -27,6 +32,11 @@ static bool schema_next(const void *ctx, const void *from, uint8_t byte, void *t
     return sch_step(ctx, from, byte, to);
 }
 
+static bool grammar_next(const void *ctx, const void *from, uint8_t byte, void *to)
+{
+    return gr_step(ctx, from, byte, to);
+}
+
 int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowed)
 {
     switch (c->kind) {
@@ -35,6 +45,8 @@ int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowe
         return t->vocab_size;
     case TS_CONSTRAINT_JSON_SCHEMA:
         return token_trie_walk(t, schema_next, c->schema, &c->sch, sizeof c->sch, allowed);
+    case TS_CONSTRAINT_GRAMMAR:
+        return token_trie_walk(t, grammar_next, c->grammar, &c->gr, sizeof c->gr, allowed);
     default: return token_trie_allowed(t, json_step, &c->json, sizeof c->json, allowed);
     }
 }
@@ -54,10 +66,27 @@ static bool schema_advance(constraint *c, const char *bytes, size_t len)
     return true;
 }
 
+static bool grammar_advance(constraint *c, const char *bytes, size_t len)
+{
+    gr_state buf[2];
+    const gr_state *at = &c->gr;
+    for (size_t i = 0; i < len; i++) {
+        gr_state *next = &buf[i & 1];
+        if (!gr_step(c->grammar, at, (uint8_t)bytes[i], next))
+            return false;
+        at = next;
+    }
+    if (at != &c->gr)
+        memcpy(&c->gr, at, gr_state_size(at));
+    return true;
+}
+
 bool constraint_advance(constraint *c, const char *bytes, size_t len)
 {
     if (c->kind == TS_CONSTRAINT_NONE)
         return true;
+    if (c->kind == TS_CONSTRAINT_GRAMMAR)
+        return grammar_advance(c, bytes, len);
     if (c->kind == TS_CONSTRAINT_JSON_SCHEMA)
         return schema_advance(c, bytes, len);
     json_pda p = c->json;
@@ -73,6 +102,7 @@ bool constraint_done(const constraint *c)
     switch (c->kind) {
     case TS_CONSTRAINT_NONE: return false;
     case TS_CONSTRAINT_JSON_SCHEMA: return sch_done(c->schema, &c->sch);
+    case TS_CONSTRAINT_GRAMMAR: return gr_done(&c->gr);
     default: return json_pda_accepted(&c->json);
     }
 }
@@ -82,6 +112,7 @@ bool constraint_can_end(const constraint *c)
     switch (c->kind) {
     case TS_CONSTRAINT_NONE: return true;
     case TS_CONSTRAINT_JSON_SCHEMA: return sch_can_end(c->schema, &c->sch);
+    case TS_CONSTRAINT_GRAMMAR: return gr_can_end(&c->gr);
     default: return json_pda_accepted(&c->json);
     }
 }
@@ -94,6 +125,66 @@ bool constraint_same(const constraint *a, const constraint *b)
     case TS_CONSTRAINT_NONE: return true;
     case TS_CONSTRAINT_JSON_SCHEMA:
         return a->schema == b->schema && sch_same(a->schema, &a->sch, &b->sch);
+    case TS_CONSTRAINT_GRAMMAR: return a->grammar == b->grammar && gr_same(&a->gr, &b->gr);
     default: return json_pda_same(&a->json, &b->json);
     }
+}
+
+uint32_t constraint_close_bound(const constraint *c)
+{
+    switch (c->kind) {
+    case TS_CONSTRAINT_GRAMMAR: return c->grammar->max_cost;
+    case TS_CONSTRAINT_JSON_OBJECT: return 6 + 2 * JSON_PDA_MAX_DEPTH + 6;
+    default: return 0;
+    }
+}
+
+uint32_t constraint_close_cost(const constraint *c)
+{
+    switch (c->kind) {
+    case TS_CONSTRAINT_GRAMMAR: return gr_cost(c->grammar, &c->gr);
+    case TS_CONSTRAINT_JSON_OBJECT: return (uint32_t)json_pda_close_cost(&c->json);
+    default: return 0;
+    }
+}
+
+int constraint_narrow_to_budget(const constraint *c, const ts_tokenizer *tok, int n_tok,
+                                uint8_t *allowed, int left)
+{
+    uint8_t *keep = malloc((size_t)n_tok);
+    constraint *after = malloc(sizeof *after);
+    if (!keep || !after) {
+        free(keep);
+        free(after);
+        return -1;
+    }
+    int n_keep = 0, n_allowed = 0;
+    for (int id = 0; id < n_tok; id++) {
+        keep[id] = 0;
+        if (!allowed[id])
+            continue;
+        n_allowed++;
+        size_t len = 0;
+        const char *bytes = ts_token_bytes(tok, id, &len);
+        if (ts_token_is_eog(tok, id)) { /* ends a complete text: nothing more is needed */
+            keep[id] = 1;
+            n_keep++;
+            continue;
+        }
+        memcpy(after, c, offsetof(constraint, json));
+        switch (c->kind) {
+        case TS_CONSTRAINT_GRAMMAR: memcpy(&after->gr, &c->gr, gr_state_size(&c->gr)); break;
+        default: after->json = c->json; break;
+        }
+        if (constraint_advance(after, bytes ? bytes : "", bytes ? len : 0) &&
+            constraint_close_cost(after) + 1 <= (uint32_t)left) {
+            keep[id] = 1;
+            n_keep++;
+        }
+    }
+    if (n_keep)
+        memcpy(allowed, keep, (size_t)n_tok);
+    free(keep);
+    free(after);
+    return n_keep ? n_keep : n_allowed;
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grammar/grammar.h"
 #include "grammar/json_pda.h"
 #include "grammar/schema.h"
 #include "grammar/token_trie.h"
@@ -18,14 +19,18 @@ typedef struct constraint {
     ts_constraint_kind kind;  /* TS_CONSTRAINT_NONE: every token allowed */
     const ts_schema *schema;  /* TS_CONSTRAINT_JSON_SCHEMA: borrowed; must outlive c and
                                * every copy of it */
+    const ts_grammar *grammar; /* TS_CONSTRAINT_GRAMMAR: borrowed, as schema */
     union {
         json_pda json;        /* TS_CONSTRAINT_JSON_OBJECT */
         sch_state sch;        /* TS_CONSTRAINT_JSON_SCHEMA */
+        gr_state gr;          /* TS_CONSTRAINT_GRAMMAR */
     };
 } constraint;
 
-/* The state before any text; schema is used (borrowed) with TS_CONSTRAINT_JSON_SCHEMA. */
-void constraint_init(constraint *c, ts_constraint_kind kind, const ts_schema *schema);
+/* The state before any text; schema is used (borrowed) with TS_CONSTRAINT_JSON_SCHEMA,
+ * grammar (borrowed) with TS_CONSTRAINT_GRAMMAR. */
+void constraint_init(constraint *c, ts_constraint_kind kind, const ts_schema *schema,
+                     const ts_grammar *grammar);
 
 /* allowed (t->vocab_size bytes) gets 1 for each token that may come next, 0 otherwise;
  * returns their count (0: nothing may follow; -1: out of memory). c is not changed. */
@@ -44,5 +49,24 @@ bool constraint_done(const constraint *c);
 /* True when the text is complete as it is, though more may follow (a JSON-schema value
  * that is a number): the end-of-generation token may end it. */
 bool constraint_can_end(const constraint *c);
+
+/* ---- closing within a token budget (grammars and JSON objects; a JSON Schema's state
+ * has no closing cost yet) */
+
+/* A bound on constraint_close_cost over every state of c's automaton; 0 when c has no
+ * closing cost (unconstrained, JSON Schema). */
+uint32_t constraint_close_bound(const constraint *c);
+
+/* Bytes of the shortest text that completes c from its state (0: complete). */
+uint32_t constraint_close_cost(const constraint *c);
+
+/* Narrows allowed (n_tok bytes, tok's vocabulary, from constraint_allowed) to the tokens
+ * after which the text can still be completed in left - 1 more tokens, counting one
+ * token per byte of the shortest completion (every byte is a token in a byte-level BPE
+ * or a SentencePiece vocabulary with byte fallback). When no allowed token qualifies
+ * (the budget was already too small), allowed is left as it was. Returns the number of
+ * allowed tokens, or -1 when out of memory (allowed unchanged). */
+int constraint_narrow_to_budget(const constraint *c, const ts_tokenizer *tok, int n_tok,
+                                uint8_t *allowed, int left);
 
 #endif /* TESSERA_GRAMMAR_CONSTRAINT_H */
