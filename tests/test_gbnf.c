@@ -427,6 +427,13 @@ static void test_gbnf_refused(void **state)
     for (int i = 0; i < 300; i++)
         n += sprintf(big + n, "%s\"k%d\"", i ? " | " : "", i);
     expect_refused(ts_grammar_compile_gbnf, big, (size_t)n, TS_ERR_TOO_LONG, "too many parses");
+    /* Finishing would need more open rules than a parse may hold: refused up front rather
+     * than a dead end after the first byte. */
+    n = sprintf(big, "root ::= \"a\" r0\n");
+    for (int i = 0; i < 70; i++)
+        n += sprintf(big + n, "r%d ::= r%d \"z\"\n", i, i + 1);
+    n += sprintf(big + n, "r70 ::= \"y\"\n");
+    expect_refused(ts_grammar_compile_gbnf, big, (size_t)n, TS_ERR_TOO_LONG, "nests too deeply");
     free(big);
 }
 
@@ -444,6 +451,22 @@ static void test_ambiguous_bounded(void **state)
             assert_true(text[i] == 'a' || text[i] == 'b');
         assert_true(accepts(g, text, n));
     }
+    ts_grammar_release(g);
+    /* Unbounded nesting is cut at the stack depth without a dead end: the walk always
+     * finds a byte, and the text balances. */
+    g = compile_gbnf("root ::= \"(\" root \")\" | \"[\" root \"]\" root | \"x\"");
+    int deepest = 0;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        size_t n = generate(g, seed, 400, true, text, false);
+        int depth = 0;
+        for (size_t i = 0; i < n; i++) {
+            depth += text[i] == '(' || text[i] == '[';
+            depth -= text[i] == ')' || text[i] == ']';
+            deepest = depth > deepest ? depth : deepest;
+        }
+        assert_int_equal(depth, 0);
+    }
+    assert_true(deepest > 1 && deepest < GR_MAX_DEPTH);
     ts_grammar_release(g);
 }
 

@@ -60,6 +60,9 @@ struct ts_grammar {
     uint32_t *rest;     /* (n_code) bytes of the shortest text matching the elements from
                          * a position to its alternative's end */
     uint32_t *rule_min; /* (n_rules) bytes of the shortest text of each rule */
+    uint16_t *need;     /* (n_code) stack frames above its own that finishing the
+                         * alternative from a position needs at least (GR_MAX_DEPTH + 1:
+                         * more than a stack holds) */
     uint32_t max_cost;  /* no state's closing cost (gr_cost) exceeds it */
 };
 

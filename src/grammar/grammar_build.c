@@ -39,6 +39,7 @@ void grammar__free(ts_grammar *g)
     free(g->rules);
     free(g->rest);
     free(g->rule_min);
+    free(g->need);
     free(g);
 }
 
@@ -246,6 +247,37 @@ static uint32_t elem_cost(const ts_grammar *g, const gr_elem *e)
     }
 }
 
+/* The frames finishing from each position needs (ts_grammar.need): a rule reference
+ * followed by more elements keeps its frame and stacks the rule's own need on it; one
+ * at the end of an alternative replaces the frame (expansion pops it first). Relaxed
+ * until nothing changes, from "more than a stack holds" down. */
+static void depth_needs(ts_grammar *g, uint16_t *rule_need)
+{
+    const uint16_t never = GR_MAX_DEPTH + 1;
+    for (int r = 0; r < g->n_rules; r++)
+        rule_need[r] = never;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int p = g->n_code - 1; p >= 0; p--) {
+            const gr_elem *e = &g->code[p];
+            uint32_t here = 0;
+            if (e->op == GR_REF)
+                here = rule_need[e->a] + (g->code[p + 1].op != GR_END);
+            uint32_t after = e->op == GR_END ? 0 : g->need[p + 1];
+            uint32_t v = here > after ? here : after;
+            g->need[p] = (uint16_t)(v > never ? never : v);
+        }
+        for (int r = 0; r < g->n_rules; r++) {
+            const gr_rule *ru = &g->rules[r];
+            for (uint32_t a = 0; a < ru->n; a++)
+                if (g->need[g->alts[ru->first + a]] < rule_need[r]) {
+                    rule_need[r] = g->need[g->alts[ru->first + a]];
+                    changed = true;
+                }
+        }
+    }
+}
+
 /* Groups the alternatives by rule (rules[].first/n), stably. */
 static bool group_alts(ts_grammar *g)
 {
@@ -365,14 +397,23 @@ ts_status grammar__finish(ts_grammar *g, const char *const *names, ts_error *err
 {
     g->rest = malloc(((size_t)g->n_code + 1) * sizeof *g->rest);
     g->rule_min = malloc(((size_t)g->n_rules + 1) * sizeof *g->rule_min);
+    g->need = calloc((size_t)g->n_code + 1, sizeof *g->need);
     uint8_t *color = calloc((size_t)g->n_rules + 1, 1);
     int *stack = malloc(((size_t)g->n_rules + 1) * sizeof *stack);
-    if (!g->rest || !g->rule_min || !color || !stack || !group_alts(g)) {
+    if (!g->rest || !g->rule_min || !g->need || !color || !stack || !group_alts(g)) {
         free(color);
         free(stack);
         return ts_error_set(err, TS_ERR_NOMEM, "out of memory compiling a grammar");
     }
     rule_costs(g);
+    uint16_t *rule_need = malloc(((size_t)g->n_rules + 1) * sizeof *rule_need);
+    if (!rule_need) {
+        free(color);
+        free(stack);
+        return ts_error_set(err, TS_ERR_NOMEM, "out of memory compiling a grammar");
+    }
+    depth_needs(g, rule_need);
+    free(rule_need);
     check c = {g, names, color, err};
     ts_status st = reach(&c, g->root, stack);
     for (int r = 0; r < g->n_rules && st == TS_OK; r++)

@@ -24,6 +24,11 @@ size_t gr_state_size(const gr_state *st)
 static void add_stack(build *b, const uint16_t *stk, int len)
 {
     gr_state *to = b->to;
+    for (int i = 0; i < len; i++) /* every frame must be able to finish within the depth */
+        if (i + 1 + b->g->need[stk[i]] > GR_MAX_DEPTH) {
+            b->dropped = true;
+            return;
+        }
     for (int k = 0, i = 0; i < to->n_stacks; i++, k += to->cells[k] + 1)
         if (to->cells[k] == len && !memcmp(to->cells + k + 1, stk, (size_t)len * 2))
             return;
