@@ -493,6 +493,7 @@ static void test_regex(void **state)
         {"\\w+\\s(?:\\w+)?", "^[A-Za-z0-9_]+[[:space:]]([A-Za-z0-9_]+)?$"},
         {".{2,3}x", "^[^\n]{2,3}x$"},
         {"(yes|no)\\.", "^(yes|no)\\.$"},
+        {"(?P<a>x|y)(?<b>[0-9])+", "^(x|y)([0-9])+$"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ts_grammar *g = NULL;

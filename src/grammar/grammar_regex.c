@@ -221,6 +221,31 @@ static bool push(rx *x, gr_seq *s, gr_elem e)
     return grammar__seq_push(s, e) || fail(x, TS_ERR_TOO_LONG, "pattern too large");
 }
 
+/* After "(": skips "?:", "?<name>" or "?P<name>" (a group like any other here, since
+ * nothing refers back to it); false for any other "(?" form (lookaround). */
+static bool group_prefix(rx *x)
+{
+    const char *s = x->s;
+    size_t at = x->pos + 1; /* after '?' */
+    if (at < x->end && s[at] == ':') {
+        x->pos = at + 1;
+        return true;
+    }
+    if (at < x->end && s[at] == 'P')
+        at++;
+    if (at >= x->end || s[at] != '<' || at + 1 >= x->end || s[at + 1] == '=' ||
+        s[at + 1] == '!')
+        return false;
+    size_t name = ++at;
+    while (at < x->end && (s[at] == '_' || (s[at] >= 'a' && s[at] <= 'z') ||
+                           (s[at] >= 'A' && s[at] <= 'Z') || (s[at] >= '0' && s[at] <= '9')))
+        at++;
+    if (at == name || at >= x->end || s[at] != '>')
+        return false;
+    x->pos = at + 1;
+    return true;
+}
+
 /* One atom into *e. */
 static bool atom(rx *x, gr_elem *e)
 {
@@ -230,11 +255,8 @@ static bool atom(rx *x, gr_elem *e)
     bool neg;
     if (c == '(') {
         x->pos++;
-        if (peek(x) == '?') {
-            if (x->pos + 1 >= x->end || x->s[x->pos + 1] != ':')
-                return fail(x, TS_ERR_UNSUPPORTED, "lookaround and named groups");
-            x->pos += 2;
-        }
+        if (peek(x) == '?' && !group_prefix(x))
+            return fail(x, TS_ERR_UNSUPPORTED, "lookaround and conditional groups");
         int r = grammar__add_rule(x->g);
         if (r < 0)
             return fail(x, TS_ERR_TOO_LONG, "too many groups");
