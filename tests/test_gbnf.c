@@ -18,6 +18,7 @@
 
 #include "grammar/constraint.h"
 #include "grammar/grammar.h"
+#include "grammar/json_pda.h"
 #include "grammar/token_trie.h"
 #include "grammar_oracle.h"
 #include "tessera/tokenizer.h"
@@ -594,24 +595,29 @@ static void check_mask(const ts_tokenizer *tok, const char *name, const ts_gramm
             n_brute += want;
         }
         assert_int_equal(n_allowed, n_brute);
-        /* With one token per byte of the shortest completion left, the narrowed mask keeps
-         * only tokens after which that still holds, and keeps some. */
+        /* Under a closing limit, the mask is the brute force's tokens whose state after
+         * them completes within the limit; the largest such cost is reported. */
         uint32_t cost = constraint_close_cost(c);
         if (n_allowed > 0 && cost > 0) {
-            memcpy(narrow, got, (size_t)V);
-            int left = (int)cost;
-            int k = constraint_narrow_to_budget(c, tok, V, narrow, left);
-            assert_true(k > 0);
+            uint32_t limit = cost - 1, max_cost = 0, want_max = 0;
+            int k = constraint_allowed_within(c, &t, limit, narrow, &max_cost);
+            int n_want = 0;
             for (int id = 0; id < V; id++) {
-                if (!narrow[id])
-                    continue;
-                assert_true(got[id]);
                 size_t len = 0;
                 const char *b = ts_token_bytes(tok, id, &len);
                 memcpy(q, c, sizeof *q);
-                assert_true(constraint_advance(q, b, len));
-                assert_true(constraint_close_cost(q) + 1 <= (uint32_t)left);
+                bool want = got[id] && constraint_advance(q, b, len) &&
+                            constraint_close_cost(q) <= limit;
+                if (want != (bool)narrow[id])
+                    fail_msg("%s: byte %zu token %d under limit %u: %d, brute force %d", name,
+                             i, id, limit, narrow[id], want);
+                n_want += want;
+                if (want && constraint_close_cost(q) > want_max)
+                    want_max = constraint_close_cost(q);
             }
+            assert_int_equal(k, n_want);
+            assert_int_equal(max_cost, want_max);
+            assert_true(k > 0); /* a byte token that starts the shortest completion */
             narrowed += k < n_allowed;
         }
         states++;
@@ -651,6 +657,41 @@ static void test_mask_matches_brute_force(void **state)
     ts_grammar_release(arith);
 }
 
+/* json_object's closing cost is the exact length of its shortest completion, at every
+ * prefix of these documents (the same three checks as check_cost). */
+static void test_json_object_close_cost(void **state)
+{
+    (void)state;
+    static const char *const docs[] = {
+        "{\"a\": [1, -0.5e+3, true, null, {\"k\": \"x\\u00e9\\\"\"}], \"b\": fals",
+        "{ \"s\" : \"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\\ud83d\\ude00\" , \"n\":-0.1E-2}",
+        "{\"x\":[[[{}]],[]],\"y\":12}",
+    };
+    for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
+        json_pda p, q;
+        json_pda_init(&p);
+        for (size_t i = 0;; i++) {
+            int c = json_pda_close_cost(&p);
+            assert_int_equal(c == 0, json_pda_accepted(&p));
+            bool down = c == 0;
+            for (int b = 0; b < 256; b++) {
+                q = p;
+                if (!json_pda_step(&q, (uint8_t)b))
+                    continue;
+                int k = json_pda_close_cost(&q);
+                if (k + 1 < c)
+                    fail_msg("doc %zu byte %zu: 0x%02x lowers the cost %d to %d", d, i, b, c, k);
+                down = down || k + 1 == c;
+            }
+            if (!down)
+                fail_msg("doc %zu byte %zu: no byte lowers the cost %d", d, i, c);
+            if (!docs[d][i])
+                break;
+            assert_true(json_pda_step(&p, (uint8_t)docs[d][i]));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -661,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_regex),
         cmocka_unit_test(test_choice),
         cmocka_unit_test(test_mask_matches_brute_force),
+        cmocka_unit_test(test_json_object_close_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

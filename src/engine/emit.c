@@ -31,36 +31,40 @@ static int tokens_left(const ts_engine *e, const seq *s)
  * allowed (engine_mask_width bytes) as work space; the trie is walked only when the state
  * allows other tokens than the cached mask's. While the text could end as it is (a
  * JSON-schema number), the end-of-generation tokens stay allowed, unless ignore_eos.
- * Near the end of the token budget (where a token could open more than the tokens left
- * can close), only tokens after which the shortest completion still fits are allowed, so
- * the text is complete when the budget runs out; such a mask is not cached.
+ * A constraint that closes allows only tokens after which its shortest completion fits
+ * the tokens left after them (one per byte), so the text is complete when the budget
+ * runs out; a cached mask serves while its tokens' largest closing cost still fits. When
+ * no token fits (the budget was too small from the start), the budget is not applied.
  * TS_OK, or why no token is allowed. */
 static ts_status mask_constrained(const ts_engine *e, seq *s, float *logits, uint8_t *allowed)
 {
     int vocab = e->model->cfg.vocab_size, n_tok = e->step.trie.vocab_size;
     uint8_t *bits = s->mask_bits;
     int left = tokens_left(e, s);
-    uint32_t bound = constraint_close_bound(&s->cons);
-    bool tight = bound > 0 && left >= 1 && (uint32_t)left <= bound + 1;
-    if (tight || !s->mask_valid || !constraint_same(&s->mask_state, &s->cons)) {
-        int n = constraint_allowed(&s->cons, &e->step.trie, allowed);
+    uint32_t limit = constraint_closes(&s->cons) && left >= 1 ? (uint32_t)left - 1 : UINT32_MAX;
+    if (!s->mask_valid || !constraint_same(&s->mask_state, &s->cons) ||
+        limit > s->mask_limit || limit < s->mask_max_cost) {
+        uint32_t max_cost = 0;
+        bool may_end = constraint_can_end(&s->cons) && !s->job->req->ignore_eos;
+        int n = constraint_allowed_within(&s->cons, &e->step.trie, limit, allowed, &max_cost);
+        if (n == 0 && limit != UINT32_MAX && !may_end)
+            n = constraint_allowed_within(&s->cons, &e->step.trie, limit = UINT32_MAX,
+                                          allowed, &max_cost);
         if (n < 0)
             return TS_ERR_NOMEM;
-        if (constraint_can_end(&s->cons) && !s->job->req->ignore_eos)
+        if (may_end)
             for (int id = 0; id < n_tok; id++)
                 if (ts_token_is_eog(e->model->tokenizer, id))
                     allowed[id] = 1, n++;
-        if (tight && n > 0 &&
-            (n = constraint_narrow_to_budget(&s->cons, e->model->tokenizer, n_tok, allowed,
-                                             left)) < 0)
-            return TS_ERR_NOMEM;
         if (n == 0)
             return TS_ERR_INTERNAL;
         memset(bits, 0, ((size_t)n_tok + 7) / 8);
         for (int id = 0; id < n_tok; id++)
             bits[id >> 3] |= (uint8_t)(allowed[id] << (id & 7));
         s->mask_state = s->cons;
-        s->mask_valid = !tight;
+        s->mask_limit = limit;
+        s->mask_max_cost = max_cost;
+        s->mask_valid = true;
     }
     for (int id = 0; id < vocab; id++)
         if (id >= n_tok || !((bits[id >> 3] >> (id & 7)) & 1))
@@ -219,7 +223,7 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
     }
     if (why == TS_FINISH_NONE &&
         (s->n_generated >= r->max_tokens || s->n_tokens >= e->model->cfg.context_len))
-        why = constraint_close_bound(&s->cons) && constraint_can_end(&s->cons)
+        why = constraint_closes(&s->cons) && constraint_can_end(&s->cons)
                   ? TS_FINISH_STOP /* the budget closed the constrained text in time */
                   : TS_FINISH_LENGTH;
     if (why == TS_FINISH_NONE)

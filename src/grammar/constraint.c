@@ -1,7 +1,6 @@
 /* constraint.c: a sequence's constraint over the JSON automata and the token trie. */
 #include "grammar/constraint.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(json_pda) <= TOKEN_TRIE_MAX_STATE, "json_pda must fit a trie walk");
@@ -130,13 +129,9 @@ bool constraint_same(const constraint *a, const constraint *b)
     }
 }
 
-uint32_t constraint_close_bound(const constraint *c)
+bool constraint_closes(const constraint *c)
 {
-    switch (c->kind) {
-    case TS_CONSTRAINT_GRAMMAR: return c->grammar->max_cost;
-    case TS_CONSTRAINT_JSON_OBJECT: return 6 + 2 * JSON_PDA_MAX_DEPTH + 6;
-    default: return 0;
-    }
+    return c->kind == TS_CONSTRAINT_GRAMMAR || c->kind == TS_CONSTRAINT_JSON_OBJECT;
 }
 
 uint32_t constraint_close_cost(const constraint *c)
@@ -148,43 +143,36 @@ uint32_t constraint_close_cost(const constraint *c)
     }
 }
 
-int constraint_narrow_to_budget(const constraint *c, const ts_tokenizer *tok, int n_tok,
-                                uint8_t *allowed, int left)
+static bool json_next(const void *ctx, const void *from, uint8_t byte, void *to)
 {
-    uint8_t *keep = malloc((size_t)n_tok);
-    constraint *after = malloc(sizeof *after);
-    if (!keep || !after) {
-        free(keep);
-        free(after);
-        return -1;
+    (void)ctx;
+    memcpy(to, from, sizeof(json_pda));
+    return json_pda_step(to, byte);
+}
+
+static uint32_t json_cost(const void *ctx, const void *state)
+{
+    (void)ctx;
+    return (uint32_t)json_pda_close_cost(state);
+}
+
+static uint32_t grammar_cost(const void *ctx, const void *state)
+{
+    return gr_cost(ctx, state);
+}
+
+int constraint_allowed_within(const constraint *c, const token_trie *t, uint32_t limit,
+                              uint8_t *allowed, uint32_t *max_cost)
+{
+    switch (c->kind) {
+    case TS_CONSTRAINT_GRAMMAR:
+        return token_trie_walk_within(t, grammar_next, grammar_cost, c->grammar, &c->gr,
+                                      sizeof c->gr, limit, allowed, max_cost);
+    case TS_CONSTRAINT_JSON_OBJECT:
+        return token_trie_walk_within(t, json_next, json_cost, NULL, &c->json, sizeof c->json,
+                                      limit, allowed, max_cost);
+    default:
+        *max_cost = 0;
+        return constraint_allowed(c, t, allowed);
     }
-    int n_keep = 0, n_allowed = 0;
-    for (int id = 0; id < n_tok; id++) {
-        keep[id] = 0;
-        if (!allowed[id])
-            continue;
-        n_allowed++;
-        size_t len = 0;
-        const char *bytes = ts_token_bytes(tok, id, &len);
-        if (ts_token_is_eog(tok, id)) { /* ends a complete text: nothing more is needed */
-            keep[id] = 1;
-            n_keep++;
-            continue;
-        }
-        memcpy(after, c, offsetof(constraint, json));
-        switch (c->kind) {
-        case TS_CONSTRAINT_GRAMMAR: memcpy(&after->gr, &c->gr, gr_state_size(&c->gr)); break;
-        default: after->json = c->json; break;
-        }
-        if (constraint_advance(after, bytes ? bytes : "", bytes ? len : 0) &&
-            constraint_close_cost(after) + 1 <= (uint32_t)left) {
-            keep[id] = 1;
-            n_keep++;
-        }
-    }
-    if (n_keep)
-        memcpy(allowed, keep, (size_t)n_tok);
-    free(keep);
-    free(after);
-    return n_keep ? n_keep : n_allowed;
 }

@@ -53,20 +53,20 @@ bool constraint_can_end(const constraint *c);
 /* ---- closing within a token budget (grammars and JSON objects; a JSON Schema's state
  * has no closing cost yet) */
 
-/* A bound on constraint_close_cost over every state of c's automaton; 0 when c has no
- * closing cost (unconstrained, JSON Schema). */
-uint32_t constraint_close_bound(const constraint *c);
+/* True when c's automaton knows its closing cost (TS_CONSTRAINT_GRAMMAR, _JSON_OBJECT). */
+bool constraint_closes(const constraint *c);
 
-/* Bytes of the shortest text that completes c from its state (0: complete). */
+/* Bytes of the shortest text that completes c from its state (0: complete; 0 as well
+ * when c does not close). */
 uint32_t constraint_close_cost(const constraint *c);
 
-/* Narrows allowed (n_tok bytes, tok's vocabulary, from constraint_allowed) to the tokens
- * after which the text can still be completed in left - 1 more tokens, counting one
- * token per byte of the shortest completion (every byte is a token in a byte-level BPE
- * or a SentencePiece vocabulary with byte fallback). When no allowed token qualifies
- * (the budget was already too small), allowed is left as it was. Returns the number of
- * allowed tokens, or -1 when out of memory (allowed unchanged). */
-int constraint_narrow_to_budget(const constraint *c, const ts_tokenizer *tok, int n_tok,
-                                uint8_t *allowed, int left);
+/* As constraint_allowed, keeping only the tokens after which the text can still be
+ * completed in at most limit bytes (constraint_close_cost); *max_cost gets the largest
+ * such cost among the allowed tokens. Where c does not close, limit is ignored and
+ * *max_cost is 0. The engine passes the tokens left after this one as limit: one token per
+ * byte of the shortest completion (every byte is a token in a byte-level BPE or a
+ * SentencePiece vocabulary with byte fallback). */
+int constraint_allowed_within(const constraint *c, const token_trie *t, uint32_t limit,
+                              uint8_t *allowed, uint32_t *max_cost);
 
 #endif /* TESSERA_GRAMMAR_CONSTRAINT_H */
