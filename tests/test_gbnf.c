@@ -469,6 +469,15 @@ static void test_ambiguous_bounded(void **state)
     }
     assert_true(deepest > 1 && deepest < GR_MAX_DEPTH);
     ts_grammar_release(g);
+    /* A byte whose expansion passes GR_MAX_EXPAND (a thousand optional rules in a row)
+     * keeps the parses found so far instead of refusing the byte: no dead end. */
+    g = compile_gbnf("root ::= \"{\" (\",\" ws{1000} \"x\")* \"}\"\nws ::= [ \\t]*");
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        size_t n = generate(g, seed, 60, true, text, false);
+        assert_true(accepts(g, text, n));
+        assert_int_equal(text[n - 1], '}');
+    }
+    ts_grammar_release(g);
 }
 
 /* ---- regular expressions: POSIX regexec on the same pattern is the oracle */

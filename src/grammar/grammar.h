@@ -22,8 +22,8 @@ enum {
     GR_MAX_DEPTH = 64,     /* open rules of one parse; a deeper parse is dropped */
     GR_MAX_CELLS = 4096,   /* stack cells of a state, all stacks together */
     GR_MAX_NEST = 200,     /* groups nested in one rule's text */
-    GR_MAX_EXPAND = 4096,  /* rule expansions while taking one byte; past it the byte
-                            * is refused */
+    GR_MAX_EXPAND = 2048,  /* rule expansions while taking one byte; past it the parses
+                            * not yet expanded are dropped (the start may not need more) */
     GR_COST_NEVER = 0x3FFFFFFF,
 };
 

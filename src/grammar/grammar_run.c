@@ -30,7 +30,8 @@ static void add_stack(build *b, const uint16_t *stk, int len)
             return;
         }
     for (int k = 0, i = 0; i < to->n_stacks; i++, k += to->cells[k] + 1)
-        if (to->cells[k] == len && !memcmp(to->cells + k + 1, stk, (size_t)len * 2))
+        if (to->cells[k] == len && to->cells[k + len] == stk[len - 1] &&
+            !memcmp(to->cells + k + 1, stk, (size_t)len * 2))
             return;
     if (to->n_stacks >= GR_MAX_STACKS || to->n_cells + len + 1 > GR_MAX_CELLS) {
         b->dropped = true;
@@ -66,10 +67,11 @@ static void expand_rule(build *b, uint16_t *stk, int len, uint32_t rule)
 static void expand(build *b, const uint16_t *stk, int len)
 {
     const gr_elem *code = b->g->code;
-    if (++b->work > GR_MAX_EXPAND) {
-        b->overrun = true;
+    if (b->work >= GR_MAX_EXPAND) {
+        b->overrun = true; /* the parses found so far are kept */
         return;
     }
+    b->work++;
     while (len > 0 && code[stk[len - 1]].op == GR_END)
         len--;
     if (len == 0) {
@@ -113,26 +115,58 @@ static bool char_has(const ts_grammar *g, const gr_elem *e, uint32_t lo, uint32_
     return false;
 }
 
-/* Moves every stack of from whose top character can be a code point of [lo, hi] into b:
- * past the character when lo == hi and the character is whole (done), unchanged
- * otherwise. */
+/* The cost of the stack at cell k of st (a partial character counts its bytes left). */
+static uint64_t stack_cost(const ts_grammar *g, const gr_state *st, int k)
+{
+    int len = st->cells[k];
+    const uint16_t *stk = st->cells + k + 1;
+    uint64_t c = st->more ? st->more + g->rest[stk[len - 1] + 1] : g->rest[stk[len - 1]];
+    for (int f = 0; f < len - 1; f++)
+        c += g->rest[stk[f]];
+    return c;
+}
+
+/* The cell of st's cheapest stack, -1 for none. */
+static int cheapest(const ts_grammar *g, const gr_state *st)
+{
+    int best = -1;
+    uint64_t best_cost = UINT64_MAX;
+    for (int k = 0, i = 0; i < st->n_stacks; i++, k += st->cells[k] + 1) {
+        uint64_t c = stack_cost(g, st, k);
+        if (c < best_cost)
+            best = k, best_cost = c;
+    }
+    return best;
+}
+
+/* Moves stack stk (len positions) into b if its top character can be a code point of
+ * [lo, hi]: past the character when lo == hi and the character is whole (done),
+ * unchanged otherwise. */
+static void take_stack(build *b, const uint16_t *stk, int len, uint32_t lo, uint32_t hi,
+                       bool done)
+{
+    if (!char_has(b->g, &b->g->code[stk[len - 1]], lo, hi))
+        return;
+    if (!done) {
+        add_stack(b, stk, len);
+        return;
+    }
+    uint16_t next[GR_MAX_DEPTH + 1];
+    memcpy(next, stk, (size_t)len * 2);
+    next[len - 1]++;
+    expand(b, next, len);
+}
+
+/* take_stack for every stack of from, the cheapest first, so that the bounds which drop
+ * parses never drop the cheapest completion. */
 static void take(build *b, const gr_state *from, uint32_t lo, uint32_t hi, bool done)
 {
-    const ts_grammar *g = b->g;
-    for (int k = 0, i = 0; i < from->n_stacks; i++, k += from->cells[k] + 1) {
-        int len = from->cells[k];
-        const uint16_t *stk = from->cells + k + 1;
-        if (!char_has(g, &g->code[stk[len - 1]], lo, hi))
-            continue;
-        if (!done) {
-            add_stack(b, stk, len);
-            continue;
-        }
-        uint16_t next[GR_MAX_DEPTH + 1];
-        memcpy(next, stk, (size_t)len * 2);
-        next[len - 1]++;
-        expand(b, next, len);
-    }
+    int first = cheapest(b->g, from);
+    if (first >= 0)
+        take_stack(b, from->cells + first + 1, from->cells[first], lo, hi, done);
+    for (int k = 0, i = 0; i < from->n_stacks; i++, k += from->cells[k] + 1)
+        if (k != first)
+            take_stack(b, from->cells + k + 1, from->cells[k], lo, hi, done);
 }
 
 /* The code points a UTF-8 lead byte c may begin ([*lo, *hi]), its continuation count and
@@ -190,7 +224,7 @@ bool gr_step(const ts_grammar *g, const gr_state *from, uint8_t c, gr_state *to)
         }
         take(&b, from, lo, hi, more == 0);
     }
-    return !b.overrun && (to->n_stacks || to->accept);
+    return to->n_stacks || to->accept;
 }
 
 bool gr_can_end(const gr_state *st)
@@ -214,15 +248,9 @@ uint32_t gr_cost(const ts_grammar *g, const gr_state *st)
 {
     if (gr_can_end(st))
         return 0;
-    uint32_t best = GR_COST_NEVER;
-    for (int k = 0, i = 0; i < st->n_stacks; i++, k += st->cells[k] + 1) {
-        int len = st->cells[k];
-        const uint16_t *stk = st->cells + k + 1;
-        uint64_t c = st->more ? st->more + g->rest[stk[len - 1] + 1] : g->rest[stk[len - 1]];
-        for (int f = 0; f < len - 1; f++)
-            c += g->rest[stk[f]];
-        if (c < best)
-            best = (uint32_t)c;
-    }
-    return best;
+    int k = cheapest(g, st);
+    if (k < 0)
+        return GR_COST_NEVER;
+    uint64_t c = stack_cost(g, st, k);
+    return c < GR_COST_NEVER ? (uint32_t)c : GR_COST_NEVER;
 }
