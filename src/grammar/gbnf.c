@@ -320,8 +320,7 @@ static bool atom(parser *p, gr_seq *out, bool nested)
             part.n = 0;
             ok = ok && push(p, &part, (gr_elem){GR_REF, (uint32_t)r, 0});
         }
-        e = ok ? part.e[0] : e;
-        if (ok && !grammar__repeat(p->g, e, min, max, out))
+        if (ok && !grammar__repeat(p->g, part.e[0], min, max, out))
             ok = fail(p, TS_ERR_TOO_LONG, "grammar too large");
     } else {
         for (int i = 0; ok && i < part.n; i++)

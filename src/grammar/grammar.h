@@ -28,7 +28,7 @@ enum {
 };
 
 typedef enum gr_op {
-    GR_END,  /* the end of an alternative */
+    GR_END,  /* the end of an alternative (a: its rule) */
     GR_CHAR, /* one code point in ranges[a .. a+n) */
     GR_REF,  /* rule a */
 } gr_op;
@@ -74,10 +74,9 @@ ts_grammar *grammar__new(void);
 /* A new rule with no alternatives; its index, or -1 past GR_MAX_RULES / out of memory. */
 int grammar__add_rule(ts_grammar *g);
 
-/* The elements emitted next belong to a new alternative of rule; grammar__end_alt closes
- * it. Alternatives of one rule need not be emitted together only if the rule is not being
- * built at the same time as another: front ends build a rule's alternatives into a
- * scratch sequence first (gr_seq) and add them with grammar__add_alt. */
+/* A sequence of elements being built: front ends build an alternative here and add it
+ * with grammar__add_alt, in any order across rules (a group's rule is made while the
+ * enclosing rule's alternative is still being built). */
 typedef struct gr_seq {
     gr_elem *e; /* (n) */
     int n, cap;
