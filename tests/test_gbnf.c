@@ -644,6 +644,32 @@ static void check_mask(const ts_tokenizer *tok, const char *name, const ts_gramm
     token_trie_free(&t);
 }
 
+/* A grammar of 200 overlapping alternatives under any text: over a 50k vocabulary its
+ * mask needs more than GR_MAX_MASK_WORK, and says so instead of stalling the step. */
+static void check_too_costly(const ts_tokenizer *tok)
+{
+    char text[8192];
+    int n = sprintf(text, "root ::= x*\nx ::= ");
+    for (int i = 0; i < 200; i++)
+        n += sprintf(text + n, "%s[^\\x00]{%d}", i ? " | " : "", 1 + i % 7);
+    ts_grammar *g = compile_gbnf(text);
+    token_trie t;
+    ts_error err = {0};
+    assert_int_equal(token_trie_build(&t, tok, &err), TS_OK);
+    uint8_t *allowed = malloc((size_t)t.vocab_size);
+    constraint *c = malloc(sizeof *c);
+    assert_true(allowed && c);
+    constraint_init(c, TS_CONSTRAINT_GRAMMAR, NULL, g);
+    assert_true(constraint_advance(c, "ab", 2));
+    assert_int_equal(constraint_allowed(c, &t, allowed), CONSTRAINT_TOO_COSTLY);
+    for (int id = 0; id < t.vocab_size; id++)
+        assert_int_equal(allowed[id], 0);
+    free(allowed);
+    free(c);
+    token_trie_free(&t);
+    ts_grammar_release(g);
+}
+
 static void test_mask_matches_brute_force(void **state)
 {
     (void)state;
@@ -660,6 +686,8 @@ static void test_mask_matches_brute_force(void **state)
         check_mask(tok, vocabs[v], json,
                    "{\"name\": \"Zo\xC3\xAB \\u00e9\", \"n\": [1, -0.5e+3, true, null, {}]}");
         check_mask(tok, vocabs[v], arith, "x1 +(y*2) = 42\n");
+        if (v == 1)
+            check_too_costly(tok);
         ts_tokenizer_free(tok);
     }
     ts_grammar_release(json);

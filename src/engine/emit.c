@@ -51,7 +51,7 @@ static ts_status mask_constrained(const ts_engine *e, seq *s, float *logits, uin
             n = constraint_allowed_within(&s->cons, &e->step.trie, limit = UINT32_MAX,
                                           allowed, &max_cost);
         if (n < 0)
-            return TS_ERR_NOMEM;
+            return n == CONSTRAINT_TOO_COSTLY ? TS_ERR_TOO_LONG : TS_ERR_NOMEM;
         if (may_end)
             for (int id = 0; id < n_tok; id++)
                 if (ts_token_is_eog(e->model->tokenizer, id))
@@ -86,6 +86,9 @@ static void sample_one(const ts_engine *e, seq *s, float *logits, sampler_scratc
     if (st != TS_OK) {
         out->status = ts_error_set(&out->err, st, st == TS_ERR_NOMEM
                                    ? "out of memory masking the constrained output"
+                                   : st == TS_ERR_TOO_LONG
+                                   ? "the grammar is too ambiguous to follow: one token's mask "
+                                     "needs more work than the bound allows"
                                    : "no token of the vocabulary can continue the constrained "
                                      "output");
         return;

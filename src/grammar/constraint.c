@@ -31,9 +31,41 @@ static bool schema_next(const void *ctx, const void *from, uint8_t byte, void *t
     return sch_step(ctx, from, byte, to);
 }
 
+/* A grammar's trie walk: the work of its steps is summed, and past GR_MAX_MASK_WORK
+ * every byte is refused and the walk reported as too costly. */
+typedef struct grammar_walk {
+    const ts_grammar *g;
+    uint32_t work;
+    bool over;
+} grammar_walk;
+
 static bool grammar_next(const void *ctx, const void *from, uint8_t byte, void *to)
 {
-    return gr_step(ctx, from, byte, to);
+    grammar_walk *w = (grammar_walk *)ctx; /* the walk's own, passed through the trie */
+    if (w->over)
+        return false;
+    bool ok = gr_step_work(w->g, from, byte, to, &w->work);
+    w->over = w->work > GR_MAX_MASK_WORK;
+    return ok && !w->over;
+}
+
+static uint32_t grammar_cost(const void *ctx, const void *state)
+{
+    return gr_cost(((const grammar_walk *)ctx)->g, state);
+}
+
+/* The grammar's mask within limit (UINT32_MAX: none). */
+static int grammar_allowed(const constraint *c, const token_trie *t, uint32_t limit,
+                           uint8_t *allowed, uint32_t *max_cost)
+{
+    grammar_walk w = {c->grammar, 0, false};
+    int n = token_trie_walk_within(t, grammar_next, limit == UINT32_MAX ? NULL : grammar_cost,
+                                   &w, &c->gr, sizeof c->gr, limit, allowed, max_cost);
+    if (n >= 0 && w.over) {
+        memset(allowed, 0, (size_t)t->vocab_size);
+        return CONSTRAINT_TOO_COSTLY;
+    }
+    return n;
 }
 
 int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowed)
@@ -44,8 +76,10 @@ int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowe
         return t->vocab_size;
     case TS_CONSTRAINT_JSON_SCHEMA:
         return token_trie_walk(t, schema_next, c->schema, &c->sch, sizeof c->sch, allowed);
-    case TS_CONSTRAINT_GRAMMAR:
-        return token_trie_walk(t, grammar_next, c->grammar, &c->gr, sizeof c->gr, allowed);
+    case TS_CONSTRAINT_GRAMMAR: {
+        uint32_t max_cost;
+        return grammar_allowed(c, t, UINT32_MAX, allowed, &max_cost);
+    }
     default: return token_trie_allowed(t, json_step, &c->json, sizeof c->json, allowed);
     }
 }
@@ -156,18 +190,11 @@ static uint32_t json_cost(const void *ctx, const void *state)
     return (uint32_t)json_pda_close_cost(state);
 }
 
-static uint32_t grammar_cost(const void *ctx, const void *state)
-{
-    return gr_cost(ctx, state);
-}
-
 int constraint_allowed_within(const constraint *c, const token_trie *t, uint32_t limit,
                               uint8_t *allowed, uint32_t *max_cost)
 {
     switch (c->kind) {
-    case TS_CONSTRAINT_GRAMMAR:
-        return token_trie_walk_within(t, grammar_next, grammar_cost, c->grammar, &c->gr,
-                                      sizeof c->gr, limit, allowed, max_cost);
+    case TS_CONSTRAINT_GRAMMAR: return grammar_allowed(c, t, limit, allowed, max_cost);
     case TS_CONSTRAINT_JSON_OBJECT:
         return token_trie_walk_within(t, json_next, json_cost, NULL, &c->json, sizeof c->json,
                                       limit, allowed, max_cost);

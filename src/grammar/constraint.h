@@ -32,8 +32,14 @@ typedef struct constraint {
 void constraint_init(constraint *c, ts_constraint_kind kind, const ts_schema *schema,
                      const ts_grammar *grammar);
 
+enum {
+    CONSTRAINT_NOMEM = -1,      /* constraint_allowed*: out of memory */
+    CONSTRAINT_TOO_COSTLY = -2, /* ... a grammar's mask needed more than GR_MAX_MASK_WORK */
+};
+
 /* allowed (t->vocab_size bytes) gets 1 for each token that may come next, 0 otherwise;
- * returns their count (0: nothing may follow; -1: out of memory). c is not changed. */
+ * returns their count (0: nothing may follow), or CONSTRAINT_NOMEM or
+ * CONSTRAINT_TOO_COSTLY (allowed all 0). c is not changed. */
 int constraint_allowed(const constraint *c, const token_trie *t, uint8_t *allowed);
 
 /* Advances c by a token's bytes (borrowed, len); false (c unchanged) when they cannot

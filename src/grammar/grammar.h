@@ -22,6 +22,9 @@ enum {
     GR_MAX_DEPTH = 64,     /* open rules of one parse; a deeper parse is dropped */
     GR_MAX_CELLS = 4096,   /* stack cells of a state, all stacks together */
     GR_MAX_NEST = 200,     /* groups nested in one rule's text */
+    GR_MAX_MASK_WORK = 1 << 26, /* gr_step_work units of one token mask (about 0.1 s on
+                                 * one core); a grammar that needs more fails the request
+                                 * (a JSON grammar over a 50k vocabulary needs ~3M) */
     GR_MAX_EXPAND = 2048,  /* rule expansions while taking one byte; past it the parses
                             * not yet expanded are dropped (the start may not need more) */
     GR_COST_NEVER = 0x3FFFFFFF,
@@ -133,6 +136,11 @@ bool gr_init(gr_state *st, const ts_grammar *g);
 /* to = from advanced by byte c; false when c cannot come next (to is then garbage). from
  * and to must not overlap. */
 bool gr_step(const ts_grammar *g, const gr_state *from, uint8_t c, gr_state *to);
+
+/* gr_step that adds to *work the units it spent (rule expansions and stacks compared):
+ * a caller stepping many times (a token-trie walk) bounds its total with it. */
+bool gr_step_work(const ts_grammar *g, const gr_state *from, uint8_t c, gr_state *to,
+                  uint32_t *work);
 
 /* True when the text so far is complete (more may still follow). */
 bool gr_can_end(const gr_state *st);

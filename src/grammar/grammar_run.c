@@ -10,6 +10,7 @@ typedef struct build {
     const ts_grammar *g;
     gr_state *to;
     int work;     /* expansions so far */
+    uint32_t cost; /* work units: expansions plus stacks compared */
     bool overrun; /* work went past GR_MAX_EXPAND */
     bool dropped; /* a stack was dropped at a bound */
 } build;
@@ -24,6 +25,7 @@ size_t gr_state_size(const gr_state *st)
 static void add_stack(build *b, const uint16_t *stk, int len)
 {
     gr_state *to = b->to;
+    b->cost += to->n_stacks + 1;
     for (int i = 0; i < len; i++) /* every frame must be able to finish within the depth */
         if (i + 1 + b->g->need[stk[i]] > GR_MAX_DEPTH) {
             b->dropped = true;
@@ -72,6 +74,7 @@ static void expand(build *b, const uint16_t *stk, int len)
         return;
     }
     b->work++;
+    b->cost++;
     while (len > 0 && code[stk[len - 1]].op == GR_END)
         len--;
     if (len == 0) {
@@ -190,19 +193,37 @@ static bool lead_byte(uint8_t c, int *more, uint32_t *bits, uint32_t *lo, uint32
     return *lo <= *hi;
 }
 
+static bool advance(build *b, const gr_state *from, uint8_t c);
+
 bool gr_step(const ts_grammar *g, const gr_state *from, uint8_t c, gr_state *to)
+{
+    uint32_t work = 0;
+    return gr_step_work(g, from, c, to, &work);
+}
+
+bool gr_step_work(const ts_grammar *g, const gr_state *from, uint8_t c, gr_state *to,
+                  uint32_t *work)
 {
     clear(to);
     build b = {.g = g, .to = to};
+    bool ok = advance(&b, from, c);
+    *work += b.cost + from->n_stacks + 1;
+    return ok;
+}
+
+/* gr_step into b->to. */
+static bool advance(build *b, const gr_state *from, uint8_t c)
+{
+    gr_state *to = b->to;
     if (from->more == 0) {
         if (c < 0x80) {
-            take(&b, from, c, c, true);
+            take(b, from, c, c, true);
         } else {
             int more;
             if (!lead_byte(c, &more, &to->cp, &to->lo, &to->hi))
                 return false;
             to->more = (uint8_t)more;
-            take(&b, from, to->lo, to->hi, false);
+            take(b, from, to->lo, to->hi, false);
         }
     } else {
         if ((c & 0xC0) != 0x80)
@@ -222,7 +243,7 @@ bool gr_step(const ts_grammar *g, const gr_state *from, uint8_t c, gr_state *to)
             to->lo = lo;
             to->hi = hi;
         }
-        take(&b, from, lo, hi, more == 0);
+        take(b, from, lo, hi, more == 0);
     }
     return to->n_stacks || to->accept;
 }
