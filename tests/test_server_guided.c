@@ -151,6 +151,12 @@ static void test_fields_refused(void **state)
                  "\"max_tokens\": 4, %s}", cases[i][0]);
         expect_400("/v1/chat/completions", body, cases[i][1]);
     }
+    /* An empty grammar is none, as llama.cpp reads it. */
+    char finish[32];
+    char *text = answer("/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 3, "
+                        "\"temperature\": 0, \"grammar\": \"\"}", finish, sizeof finish);
+    assert_string_equal(finish, "length");
+    free(text);
     /* A forced tool call already constrains the answer. */
     expect_400("/v1/chat/completions",
                "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 4, "

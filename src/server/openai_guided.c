@@ -183,8 +183,8 @@ ts_status oai_read_guided(const cJSON *root, oai_request *r, oai_error *err)
     for (size_t i = 0; i < sizeof top_fields / sizeof top_fields[0]; i++) {
         const guided_field *f = &top_fields[i];
         const cJSON *v = given(root, f->name);
-        if (!v)
-            continue;
+        if (!v || (f->read == read_gbnf && cJSON_IsString(v) && !*v->valuestring))
+            continue; /* llama.cpp's clients send "grammar": "" for none */
         if (seen || r->format != OAI_FORMAT_TEXT)
             return oai_error_set(err, 400, f->name, "invalid_value",
                                  "'%s' and '%s' both constrain the output: give one", f->name,
