@@ -106,11 +106,11 @@ static void test_fields_constrain(void **state)
             if (chat)
                 snprintf(body, sizeof body,
                          "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
-                         "\"max_tokens\": 40, \"temperature\": 1, \"seed\": %zu, %s}", i,
+                         "\"max_tokens\": 80, \"temperature\": 1, \"seed\": %zu, %s}", i,
                          cases[i].field);
             else
                 snprintf(body, sizeof body,
-                         "{\"prompt\": \"Once upon a time\", \"max_tokens\": 40, "
+                         "{\"prompt\": \"Once upon a time\", \"max_tokens\": 80, "
                          "\"temperature\": 1, \"seed\": %zu, %s}", i, cases[i].field);
             char *text = answer(chat ? "/v1/chat/completions" : "/v1/completions", body,
                                 finish, sizeof finish);

@@ -55,11 +55,18 @@ static void expand_rule(build *b, uint16_t *stk, int len, uint32_t rule)
         b->dropped = true; /* too deep: this parse is dropped */
         return;
     }
+    /* Alternatives that start with a character first (each is one stack, at once), then
+     * the others, each in the compiled order (cheapest first): a long chain of optional
+     * rules then leaves a stack at every level before the work bound, never none. */
     const gr_rule *r = &g->rules[rule];
-    for (uint32_t a = 0; a < r->n; a++) {
-        stk[len] = (uint16_t)g->alts[r->first + a];
-        expand(b, stk, len + 1);
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t a = 0; a < r->n; a++) {
+            uint32_t p = g->alts[r->first + a];
+            if ((g->code[p].op == GR_CHAR) != (pass == 0))
+                continue;
+            stk[len] = (uint16_t)p;
+            expand(b, stk, len + 1);
+        }
 }
 
 /* Brings stack stk (len positions) to stacks whose tops are characters: finished
