@@ -110,7 +110,8 @@ static double mask_us(const token_trie *t, const ts_schema *schema, const char *
                       uint8_t *allowed, int *n_allowed)
 {
     static constraint c; /* static: a schema state is a few KiB */
-    constraint_init(&c, schema ? TS_CONSTRAINT_JSON_SCHEMA : TS_CONSTRAINT_JSON_OBJECT, schema);
+    constraint_init(&c, schema ? TS_CONSTRAINT_JSON_SCHEMA : TS_CONSTRAINT_JSON_OBJECT, schema,
+                    NULL);
     if (!constraint_advance(&c, text, strlen(text)))
         return -1;
     int iters = 50;

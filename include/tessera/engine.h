@@ -10,6 +10,7 @@
 
 #include "tessera/model.h"
 #include "tessera/sampling.h"
+#include "tessera/grammar.h"
 #include "tessera/schema.h"
 #include "tessera/status.h"
 #include "tessera/step_phase.h"
@@ -117,6 +118,8 @@ typedef enum ts_constraint_kind {
     TS_CONSTRAINT_JSON_OBJECT, /* one JSON object, no text before or after */
     TS_CONSTRAINT_JSON_SCHEMA, /* one JSON value that ts_request_params.schema accepts, no
                                 * text before or after */
+    TS_CONSTRAINT_GRAMMAR,     /* one text of ts_request_params.grammar (GBNF, a regex or a
+                                * choice), no text before or after */
 } ts_constraint_kind;
 
 typedef struct ts_request_params {
@@ -139,6 +142,9 @@ typedef struct ts_request_params {
      * Borrowed: the engine takes its own reference at submit, so the caller may release
      * its own as soon as ts_engine_submit returns. */
     ts_schema *schema;
+    /* TS_CONSTRAINT_GRAMMAR: the compiled grammar (required then, ignored otherwise);
+     * borrowed as schema is. */
+    ts_grammar *grammar;
     /* Prefix-cache namespace: the request reuses and publishes cached KV blocks only
      * among requests of the same value (a server gives each tenant its own, so that
      * cached_tokens and timing tell no tenant about another's prompts). 0 = shared. */

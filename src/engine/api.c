@@ -320,10 +320,12 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
         return ts_error_set(err, TS_ERR_INVALID_ARG, "at most %d stop strings (got %d)",
                             TS_MAX_STOP, p->n_stop);
     if (p->constraint != TS_CONSTRAINT_NONE && p->constraint != TS_CONSTRAINT_JSON_OBJECT &&
-        p->constraint != TS_CONSTRAINT_JSON_SCHEMA)
+        p->constraint != TS_CONSTRAINT_JSON_SCHEMA && p->constraint != TS_CONSTRAINT_GRAMMAR)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "unknown constraint %d", (int)p->constraint);
     if (p->constraint == TS_CONSTRAINT_JSON_SCHEMA && !p->schema)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "a JSON-schema constraint needs a schema");
+    if (p->constraint == TS_CONSTRAINT_GRAMMAR && !p->grammar)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "a grammar constraint needs a grammar");
     if ((unsigned)p->priority >= TS_PRIORITY_COUNT)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "unknown priority %d", (int)p->priority);
     for (size_t i = 0; i < p->n_prompt; i++)

@@ -26,20 +26,40 @@ static bool samples_now(const seq *s)
     return s->job->forked || s->job->req->n == 1;
 }
 
+/* Tokens s may still generate: its max_tokens and the context both bound it. */
+static int tokens_left(const ts_engine *e, const seq *s)
+{
+    int by_max = s->job->req->max_tokens - s->n_generated;
+    int by_ctx = e->model->cfg.context_len - s->n_tokens;
+    return by_max < by_ctx ? by_max : by_ctx;
+}
+
 /* Sets every logit (vocab) of a token s's constraint does not allow next to -inf, with
  * allowed (engine_mask_width bytes) as work space; the trie is walked only when the state
  * allows other tokens than the cached mask's. While the text could end as it is (a
  * JSON-schema number), the end-of-generation tokens stay allowed, unless ignore_eos.
+ * A constraint that closes allows only tokens after which its shortest completion fits
+ * the tokens left after them (one per byte), so the text is complete when the budget
+ * runs out; a cached mask serves while its tokens' largest closing cost still fits. When
+ * no token fits (the budget was too small from the start), the budget is not applied.
  * TS_OK, or why no token is allowed. */
 static ts_status mask_constrained(const ts_engine *e, seq *s, float *logits, uint8_t *allowed)
 {
     int vocab = e->model->cfg.vocab_size, n_tok = e->step.trie.vocab_size;
     uint8_t *bits = s->mask_bits;
-    if (!s->mask_valid || !constraint_same(&s->mask_state, &s->cons)) {
-        int n = constraint_allowed(&s->cons, &e->step.trie, allowed);
+    int left = tokens_left(e, s);
+    uint32_t limit = constraint_closes(&s->cons) && left >= 1 ? (uint32_t)left - 1 : UINT32_MAX;
+    if (!s->mask_valid || !constraint_same(&s->mask_state, &s->cons) ||
+        limit > s->mask_limit || limit < s->mask_max_cost) {
+        uint32_t max_cost = 0;
+        bool may_end = constraint_can_end(&s->cons) && !s->job->req->ignore_eos;
+        int n = constraint_allowed_within(&s->cons, &e->step.trie, limit, allowed, &max_cost);
+        if (n == 0 && limit != UINT32_MAX && !may_end)
+            n = constraint_allowed_within(&s->cons, &e->step.trie, limit = UINT32_MAX,
+                                          allowed, &max_cost);
         if (n < 0)
-            return TS_ERR_NOMEM;
-        if (constraint_can_end(&s->cons) && !s->job->req->ignore_eos)
+            return n == CONSTRAINT_TOO_COSTLY ? TS_ERR_TOO_LONG : TS_ERR_NOMEM;
+        if (may_end)
             for (int id = 0; id < n_tok; id++)
                 if (ts_token_is_eog(e->model->tokenizer, id))
                     allowed[id] = 1, n++;
@@ -49,6 +69,8 @@ static ts_status mask_constrained(const ts_engine *e, seq *s, float *logits, uin
         for (int id = 0; id < n_tok; id++)
             bits[id >> 3] |= (uint8_t)(allowed[id] << (id & 7));
         s->mask_state = s->cons;
+        s->mask_limit = limit;
+        s->mask_max_cost = max_cost;
         s->mask_valid = true;
     }
     for (int id = 0; id < vocab; id++)
@@ -71,6 +93,9 @@ static void sample_one(const ts_engine *e, seq *s, float *logits, sampler_scratc
     if (st != TS_OK) {
         out->status = ts_error_set(&out->err, st, st == TS_ERR_NOMEM
                                    ? "out of memory masking the constrained output"
+                                   : st == TS_ERR_TOO_LONG
+                                   ? "the grammar is too ambiguous to follow: one token's mask "
+                                     "needs more work than the bound allows"
                                    : "no token of the vocabulary can continue the constrained "
                                      "output");
         return;
@@ -209,7 +234,9 @@ static void emit_one(ts_engine *e, seq *s, const sampled *pick)
     }
     if (why == TS_FINISH_NONE &&
         (s->n_generated >= r->max_tokens || s->n_tokens >= e->model->cfg.context_len))
-        why = TS_FINISH_LENGTH;
+        why = constraint_closes(&s->cons) && constraint_can_end(&s->cons)
+                  ? TS_FINISH_STOP /* the budget closed the constrained text in time */
+                  : TS_FINISH_LENGTH;
     if (why == TS_FINISH_NONE)
         return;
     int i = engine_seq_find(e->step.running, e->step.n_running, s);

@@ -18,6 +18,7 @@ static void request_free(ts_request *req)
         free(req->stop[i]);
     free(req->prompt);
     ts_schema_release(req->schema);
+    ts_grammar_release(req->grammar);
     pthread_mutex_destroy(&req->mu);
     pthread_cond_destroy(&req->cv);
     free(req);
@@ -43,6 +44,8 @@ ts_status request_create(const ts_request_params *p, uint64_t id, double now,
     req->constraint = p->constraint;
     if (p->constraint == TS_CONSTRAINT_JSON_SCHEMA)
         req->schema = ts_schema_retain(p->schema);
+    if (p->constraint == TS_CONSTRAINT_GRAMMAR)
+        req->grammar = ts_grammar_retain(p->grammar);
     req->cache_ns = p->cache_namespace;
     req->priority = p->priority;
     req->sampling = p->sampling;

@@ -28,6 +28,7 @@ struct ts_request {
     bool no_speculation;
     ts_constraint_kind constraint;
     ts_schema *schema;                /* a reference of its own (JSON_SCHEMA), or NULL */
+    ts_grammar *grammar;              /* a reference of its own (GRAMMAR), or NULL */
     uint64_t cache_ns;                /* ts_request_params.cache_namespace */
     ts_priority priority;
     ts_sampling_params sampling;

@@ -58,6 +58,7 @@ static void seq_free(ts_engine *e, seq *s)
     free(s->dry_bits);
     free(s->pooled);
     ts_schema_release(s->schema);
+    ts_grammar_release(s->grammar);
     free(s);
 }
 
@@ -186,7 +187,8 @@ ts_status engine_seq_create(ts_engine *e, job *j, int index, const int32_t *toke
         goto fail;
     detok_init(&s->detok, false);
     s->schema = ts_schema_retain(r->schema);
-    constraint_init(&s->cons, r->constraint, s->schema);
+    s->grammar = ts_grammar_retain(r->grammar);
+    constraint_init(&s->cons, r->constraint, s->schema, s->grammar);
     if (r->constraint != TS_CONSTRAINT_NONE &&
         !(s->mask_bits = calloc(((size_t)engine_mask_width(e) + 7) / 8, 1))) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for a sequence's token mask");

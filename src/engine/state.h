@@ -71,6 +71,9 @@ typedef struct seq {
     detok detok;
     stop_matcher stop;
     ts_schema *schema;     /* a reference of its own to the schema cons walks, or NULL */
+    ts_grammar *grammar;   /* a reference of its own to the grammar cons walks, or NULL */
+    uint32_t mask_limit;   /* the closing limit mask_bits was computed under ... */
+    uint32_t mask_max_cost; /* ... and the largest closing cost among its tokens */
     constraint cons;       /* what the generated text must be (its state so far) */
     uint8_t *mask_bits;    /* (engine_mask_width bits) the allowed tokens of mask_state,
                             * reused while cons allows the same (inside a string, token

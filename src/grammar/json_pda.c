@@ -354,3 +354,33 @@ bool json_pda_step(json_pda *p, uint8_t c)
         *p = was;
     return ok;
 }
+
+/* Bytes that end a string of p (its quote), then what the key or value still needs. */
+static int string_end_cost(const json_pda *p)
+{
+    return 1 + (p->in_key ? 2 : 0) + p->depth;
+}
+
+int json_pda_close_cost(const json_pda *p)
+{
+    int d = p->depth;
+    switch ((pda_mode)p->mode) {
+    case M_DONE: return 0;
+    case M_VALUE: return d == 0 && !p->any_root ? 2 : 1 + d;
+    case M_OBJ_FIRST:
+    case M_ARR_FIRST:
+    case M_AFTER: return d;
+    case M_OBJ_KEY: return 4 + d;
+    case M_COLON: return 2 + d;
+    case M_STR: return string_end_cost(p);
+    case M_ESC: return 1 + string_end_cost(p);
+    case M_HEX: return p->sub + (p->lit == HEX_HIGH ? 6 : 0) + string_end_cost(p);
+    case M_PAIR: return p->sub + 4 + string_end_cost(p);
+    case M_UTF8: return p->sub + string_end_cost(p);
+    case M_NUM:
+        return (p->sub == N_MINUS || p->sub == N_DOT || p->sub == N_E || p->sub == N_ESIGN) +
+               d;
+    case M_LIT: return (int)strlen(literals[p->lit]) - p->sub + d;
+    }
+    return 0;
+}

@@ -50,6 +50,12 @@ bool json_pda_accepted(const json_pda *p);
  * that may end here (json_pda_init_value). */
 bool json_pda_can_end(const json_pda *p);
 
+/* Bytes of the shortest text that completes the value from p (0 when it is complete):
+ * closing the open string, number or literal with its fewest bytes, a pending key with
+ * `"":0`, a pending value with 0 (or {} for the top-level object), and each open
+ * container with its closer. */
+int json_pda_close_cost(const json_pda *p);
+
 /* Clears the fields p's mode does not read, so that two states allow the same
  * continuations exactly when their bytes are equal (json_pda_same). */
 void json_pda_canonical(json_pda *p);

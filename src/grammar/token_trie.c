@@ -124,6 +124,8 @@ int token_trie_allowed(const token_trie *t, token_trie_step_fn step, const void 
 typedef struct walk_ctx {
     const token_trie *t;
     token_trie_next_fn next;
+    token_trie_cost_fn cost; /* NULL: every token the automaton takes */
+    uint32_t limit, max_cost;
     const void *ctx;
     size_t state_size;
     unsigned char *states; /* (max_len + 1) * state_size: the state after each depth */
@@ -139,11 +141,16 @@ static void visit_ctx(walk_ctx *w, int32_t node, int depth)
     for (int32_t k = w->t->first_child[node]; k >= 0; k = w->t->next_sibling[k]) {
         if (!w->next(w->ctx, state, w->t->byte[k], next))
             continue;
-        for (int32_t id = w->t->first_token[k]; id >= 0; id = w->t->next_token[id]) {
-            w->allowed[id] = 1;
-            w->n_allowed++;
+        uint32_t c = w->cost && w->t->first_token[k] >= 0 ? w->cost(w->ctx, next) : 0;
+        if (c <= w->limit) {
+            for (int32_t id = w->t->first_token[k]; id >= 0; id = w->t->next_token[id]) {
+                w->allowed[id] = 1;
+                w->n_allowed++;
+            }
+            if (w->t->first_token[k] >= 0 && c > w->max_cost)
+                w->max_cost = c;
         }
-        if (w->t->first_child[k] >= 0)
+        if (w->t->first_child[k] >= 0) /* a longer token may still fit */
             visit_ctx(w, k, depth + 1);
     }
 }
@@ -151,13 +158,25 @@ static void visit_ctx(walk_ctx *w, int32_t node, int depth)
 int token_trie_walk(const token_trie *t, token_trie_next_fn next, const void *ctx,
                     const void *start, size_t state_size, uint8_t *allowed)
 {
+    uint32_t max_cost;
+    return token_trie_walk_within(t, next, NULL, ctx, start, state_size, UINT32_MAX, allowed,
+                                  &max_cost);
+}
+
+int token_trie_walk_within(const token_trie *t, token_trie_next_fn next,
+                           token_trie_cost_fn cost, const void *ctx, const void *start,
+                           size_t state_size, uint32_t limit, uint8_t *allowed,
+                           uint32_t *max_cost)
+{
     memset(allowed, 0, (size_t)t->vocab_size);
-    walk_ctx w = {t, next, ctx, state_size, malloc(((size_t)t->max_len + 1) * state_size),
-                  allowed, 0};
+    *max_cost = 0;
+    walk_ctx w = {t, next, cost, limit, 0, ctx, state_size,
+                  malloc(((size_t)t->max_len + 1) * state_size), allowed, 0};
     if (!w.states)
         return -1;
     memcpy(w.states, start, state_size);
     visit_ctx(&w, 0, 0);
     free(w.states);
+    *max_cost = w.max_cost;
     return w.n_allowed;
 }

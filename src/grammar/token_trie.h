@@ -61,4 +61,15 @@ typedef bool (*token_trie_next_fn)(const void *ctx, const void *from, uint8_t by
 int token_trie_walk(const token_trie *t, token_trie_next_fn next, const void *ctx,
                     const void *start, size_t state_size, uint8_t *allowed);
 
+/* A cost of an automaton state (what completing the text from it takes, in bytes). */
+typedef uint32_t (*token_trie_cost_fn)(const void *ctx, const void *state);
+
+/* As token_trie_walk, but a token is allowed only if cost(ctx, the state after its whole
+ * text) <= limit; *max_cost gets the largest such cost among the allowed tokens (0 when
+ * none). */
+int token_trie_walk_within(const token_trie *t, token_trie_next_fn next,
+                           token_trie_cost_fn cost, const void *ctx, const void *start,
+                           size_t state_size, uint32_t limit, uint8_t *allowed,
+                           uint32_t *max_cost);
+
 #endif /* TESSERA_GRAMMAR_TOKEN_TRIE_H */

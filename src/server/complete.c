@@ -156,8 +156,10 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.no_speculation = !r->speculative;
     p.constraint = r->format == OAI_FORMAT_JSON_OBJECT   ? TS_CONSTRAINT_JSON_OBJECT
                    : r->format == OAI_FORMAT_JSON_SCHEMA ? TS_CONSTRAINT_JSON_SCHEMA
+                   : r->format == OAI_FORMAT_GRAMMAR     ? TS_CONSTRAINT_GRAMMAR
                                                          : TS_CONSTRAINT_NONE;
     p.schema = r->schema;
+    p.grammar = r->grammar;
     if (r->tools.schema) { /* a forced tool_choice: the call(s), nothing else */
         p.constraint = TS_CONSTRAINT_JSON_SCHEMA;
         p.schema = r->tools.schema;

@@ -55,6 +55,8 @@ typedef enum oai_format {
     OAI_FORMAT_TEXT,
     OAI_FORMAT_JSON_OBJECT,
     OAI_FORMAT_JSON_SCHEMA, /* oai_request.schema holds the compiled schema */
+    OAI_FORMAT_GRAMMAR,     /* oai_request.grammar holds the compiled grammar (GBNF, regex
+                             * or choice: openai_guided.c) */
 } oai_format;
 
 /* tool_choice: whether and how the answer calls the request's tools. */
@@ -111,6 +113,8 @@ typedef struct oai_request {
     oai_format format;            /* response_format */
     struct ts_schema *schema;     /* owned (ts_schema_release): response_format's compiled
                                    * json_schema, or NULL */
+    struct ts_grammar *grammar;   /* owned (ts_grammar_release): the compiled grammar of
+                                   * grammar, guided_* or structured_outputs, or NULL */
     oai_tools tools;              /* tools, tool_choice, parallel_tool_calls (chat) */
     char *user;                   /* owned; recorded, not used */
     char ignored[OAI_IGNORED_LEN]; /* top-level fields tessera does not know, ", "-separated
@@ -134,6 +138,11 @@ struct cJSON;
  * tool_choice) are checked and response_format sets r->format (and compiles r->schema). */
 ts_status oai_check_fields(oai_kind kind, const struct cJSON *root, oai_request *r,
                            oai_error *err);
+/* openai_guided.c: the constraint fields of llama.cpp and vLLM clients in root (borrowed):
+ * grammar, json_schema, guided_regex, guided_choice, guided_grammar, guided_json,
+ * structured_outputs. At most one, and not with a response_format other than text; it
+ * sets r->format and compiles r->grammar or r->schema. A fault is a 400 naming the field. */
+ts_status oai_read_guided(const struct cJSON *root, oai_request *r, oai_error *err);
 /* openai_tools.c: tools, tool_choice and parallel_tool_calls of root (borrowed) into
  * r->tools; a 400 names the field (tools[2].function.name, tool_choice). A call forced
  * (required, named) needs tools and no other response_format than text, so r->format must

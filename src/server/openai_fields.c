@@ -79,6 +79,13 @@ static const field_row fields[] = {
     {"parallel_tool_calls", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
     {"chat_template_kwargs", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL}, /* chat_vars.c */
     {"add_generation_prompt", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},
+    {"grammar", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},            /* openai_guided.c */
+    {"json_schema", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"guided_regex", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"guided_choice", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"guided_grammar", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"guided_json", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
+    {"structured_outputs", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"user", KIND_BOTH, FIELD_NOOP, TYPE_STRING, "an end-user id for abuse tracking"},
     {"safety_identifier", KIND_CHAT, FIELD_NOOP, TYPE_STRING, "an end-user id"},
     {"metadata", KIND_CHAT, FIELD_NOOP, TYPE_OBJECT, "tags for stored completions"},
@@ -271,6 +278,8 @@ ts_status oai_check_fields(oai_kind kind, const cJSON *root, oai_request *r, oai
                                  row->name, type_name(row->type));
     }
     ts_status st = check_response_format(root, r, err);
+    if (st == TS_OK)
+        st = oai_read_guided(root, r, err);
     if (st != TS_OK)
         return st;
     return kind == OAI_COMPLETION ? check_completion_values(root, r, err)

@@ -9,6 +9,7 @@
 
 #include "server/openai.h"
 #include "server/utf8.h"
+#include "tessera/grammar.h"
 #include "tessera/schema.h"
 
 /* ---- field readers: absent and null fields leave *out alone and succeed. */
@@ -506,6 +507,7 @@ void oai_request_clear(oai_request *r)
     free(r->user);
     free(r->cache_salt);
     ts_schema_release(r->schema);
+    ts_grammar_release(r->grammar);
     memset(r, 0, sizeof *r);
 }
 
