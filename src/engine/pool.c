@@ -3,21 +3,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/l2norm.h"
 #include "engine/pool.h"
 #include "engine/seq.h"
-
-/* v (n) scaled to unit L2 norm (left as it is when all zero). */
-static void l2_normalize(float *v, int n)
-{
-    double sum = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += (double)v[i] * v[i];
-    if (sum <= 0.0)
-        return;
-    float inv = (float)(1.0 / sqrt(sum));
-    for (int i = 0; i < n; i++)
-        v[i] *= inv;
-}
 
 /* Adds (or, for a chunk that starts the input or for last-token pooling, copies) the
  * chunk's pooled row into s's vector. */

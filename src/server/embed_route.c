@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/l2norm.h"
 #include "common/strbuf.h"
 #include "server/embeddings.h"
 #include "server/server_internal.h"
@@ -114,7 +115,7 @@ static ts_status gather_one(embed_job *j, srv_conn *c, size_t i, oai_error *e)
             float *v = j->vectors + i * (size_t)j->dims;
             memcpy(v, ev.embedding, (size_t)j->dims * sizeof(float));
             if (j->dims < ev.n_embedding)
-                embed_l2_normalize(v, j->dims);
+                l2_normalize(v, j->dims);
             got = true;
         }
         ts_event_clear(&ev);

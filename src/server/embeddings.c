@@ -176,18 +176,6 @@ ts_status embed_tokenize(const ts_tokenizer *tok, const char *text, size_t len, 
     return TS_OK;
 }
 
-void embed_l2_normalize(float *v, int n)
-{
-    double sum = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += (double)v[i] * v[i];
-    if (sum <= 0.0)
-        return;
-    float inv = (float)(1.0 / sqrt(sum));
-    for (int i = 0; i < n; i++)
-        v[i] *= inv;
-}
-
 void embed_float_bytes(unsigned char *out, const float *v, int n)
 {
     for (int i = 0; i < n; i++) {

@@ -49,9 +49,6 @@ size_t embed_base64(char *out, const void *data, size_t n);
 ts_status embed_tokenize(const ts_tokenizer *tok, const char *text, size_t len, int32_t **ids,
                          size_t *n);
 
-/* v (n) scaled to unit L2 norm (left as it is when all zero). */
-void embed_l2_normalize(float *v, int n);
-
 /* v (n floats) as 4n little-endian IEEE-754 bytes into out, whatever the host's order. */
 void embed_float_bytes(unsigned char *out, const float *v, int n);
 
