@@ -1,0 +1,254 @@
+/* test_tokenizer_wpm.c: the WordPiece tokenizer of bert vocabularies. The vocabulary and
+ * the expected ids come from tests/wordpiece/wpm_ref.txt, which make_ref.py made with the
+ * llama.cpp peer's /tokenize on the same vocabulary; the test writes that vocabulary as a
+ * GGUF with our writer and loads it as `tessera tokenize` does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gguf/gguf.h"
+#include "model/model_gguf.h"
+#include "tessera/tokenizer.h"
+#include "tokenizer/vocab.h"
+#include "util.h"
+
+#define REF_PATH TS_SOURCE_DIR "/tests/wordpiece/wpm_ref.txt"
+
+enum { MAX_TOKENS = 512, MAX_CASES = 64, MAX_IDS = 512 };
+
+typedef struct ref_case {
+    char text[1024];
+    size_t len;
+    int32_t ids[MAX_IDS];
+    size_t n_ids;
+} ref_case;
+
+typedef struct ref_data {
+    tokenizer_vocab vocab;
+    ref_case cases[MAX_CASES];
+    int n_cases;
+} ref_data;
+
+static size_t unhex(const char *hex, char *dst, size_t cap)
+{
+    size_t n = 0;
+    unsigned b;
+    while (hex[0] && hex[0] != ' ' && hex[0] != '\n' && sscanf(hex, "%2x", &b) == 1) {
+        assert_true(n < cap);
+        dst[n++] = (char)b;
+        hex += 2;
+    }
+    return n;
+}
+
+/* The reference file's vocabulary (its special ids as make_ref.py wrote them: [PAD] 0,
+ * [UNK] 1, [CLS] 2, [SEP] 3; uncased) and its texts with their ids. */
+static void ref_load(ref_data *r)
+{
+    memset(r, 0, sizeof *r);
+    char *file = tu_read_file(REF_PATH, NULL);
+    assert_non_null(file);
+    tokenizer_vocab *v = &r->vocab;
+    v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
+    assert_non_null(v->tokens);
+    char buf[256];
+    for (char *line = file; *line; line = strchr(line, '\n') + 1) {
+        if (strncmp(line, "token ", 6) == 0) {
+            assert_true(v->n_tokens < MAX_TOKENS);
+            vocab_token *t = &v->tokens[v->n_tokens++];
+            t->len = (uint32_t)unhex(line + 6, buf, sizeof buf);
+            t->text = malloc(t->len + 1);
+            memcpy(t->text, buf, t->len);
+            t->text[t->len] = '\0';
+            t->type = atoi(strchr(line + 6, ' ') + 1);
+        } else if (strncmp(line, "text ", 5) == 0) {
+            assert_true(r->n_cases < MAX_CASES);
+            ref_case *c = &r->cases[r->n_cases++];
+            c->len = unhex(line + 5, c->text, sizeof c->text);
+        } else {
+            assert_int_equal(strncmp(line, "ids ", 4), 0);
+            ref_case *c = &r->cases[r->n_cases - 1];
+            char *p = line + 4;
+            c->n_ids = strtoul(p, &p, 10);
+            assert_true(c->n_ids <= MAX_IDS);
+            for (size_t i = 0; i < c->n_ids; i++)
+                c->ids[i] = (int32_t)strtol(p, &p, 10);
+        }
+        assert_non_null(strchr(line, '\n'));
+    }
+    free(file);
+    v->kind = VOCAB_KIND_WPM;
+    v->pad_id = 0, v->unk_id = 1, v->bos_id = 2, v->sep_id = 3;
+    v->eos_id = -1, v->eot_id = -1;
+    v->add_bos = v->add_sep = true;
+    v->lowercase = v->strip_accents = true;
+    assert_true(r->n_cases >= 30);
+}
+
+/* Writes v as a vocabulary-only GGUF and loads it back as a tokenizer. */
+static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
+                               ts_error *err)
+{
+    gguf_writer *g = NULL;
+    const char *path = tu_tmp_path(name);
+    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
+    gguf_writer_free(g);
+    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
+    remove(path);
+    return st;
+}
+
+static void test_peer_ids(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(load_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
+    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
+    for (int k = 0; k < r.n_cases; k++) {
+        const ref_case *c = &r.cases[k];
+        int32_t *ids = NULL;
+        size_t n = 0;
+        assert_int_equal(ts_tokenize_alloc(tok, c->text, c->len, &o, &ids, &n), TS_OK);
+        if (n != c->n_ids || memcmp(ids, c->ids, n * sizeof *ids) != 0) {
+            fprintf(stderr, "text %d '%.*s': %zu ids, the peer's %zu:", k, (int)c->len, c->text,
+                    n, c->n_ids);
+            for (size_t i = 0; i < n; i++)
+                fprintf(stderr, " %d", (int)ids[i]);
+            fprintf(stderr, "\n");
+            fail();
+        }
+        free(ids);
+    }
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
+static int32_t id_of(const tokenizer_vocab *v, const char *text)
+{
+    for (int i = 0; i < v->n_tokens; i++)
+        if (strcmp(v->tokens[i].text, text) == 0)
+            return i;
+    fail_msg("no token '%s'", text);
+    return -1;
+}
+
+/* Without the special tokens a text has no [CLS] / [SEP]; a file that turns [SEP] off
+ * gets [CLS] alone; a cased vocabulary keeps capitals (which this uncased one lacks). */
+static void test_special_and_case(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    tokenizer_vocab *v = &r.vocab;
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    int32_t hello = id_of(v, "\xe2\x96\x81hello"), world = id_of(v, "\xe2\x96\x81world");
+    assert_int_equal(load_via_gguf(v, "wpm-plain.gguf", &tok, &err), TS_OK);
+    int32_t ids[8];
+    size_t n = 0;
+    assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], hello);
+    assert_int_equal(ids[1], world);
+    ts_tokenizer_free(tok);
+
+    v->add_sep = false;
+    assert_int_equal(load_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
+    assert_int_equal(ts_tokenize(tok, "hello", 5, true, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], hello);
+    ts_tokenizer_free(tok);
+
+    v->lowercase = v->strip_accents = false;
+    assert_int_equal(load_via_gguf(v, "wpm-cased.gguf", &tok, &err), TS_OK);
+    assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 1); /* "Hello" has no pieces: [UNK] */
+    assert_int_equal(ids[1], world);
+    ts_tokenizer_free(tok);
+    vocab_clear(v);
+}
+
+/* Decoding joins continuation pieces to their word and puts a space between words,
+ * with none before the first; [CLS] and [SEP] print nothing. */
+static void test_detokenize(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(load_via_gguf(&r.vocab, "wpm-detok.gguf", &tok, &err), TS_OK);
+    const char *text = "Unbelievable TOKENIZATION of cafés";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_tokenize_opts o = {.add_special = true};
+    assert_int_equal(ts_tokenize_alloc(tok, text, strlen(text), &o, &ids, &n), TS_OK);
+    assert_true(n > 6); /* [CLS], pieces, [SEP] */
+    char out[128];
+    size_t len = ts_detokenize(tok, ids, n, out, sizeof out);
+    assert_true(len < sizeof out);
+    out[len] = '\0';
+    assert_string_equal(out, "unbelievable tokenization of cafes");
+    free(ids);
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
+/* A bert vocabulary without an unknown token, or with a special id past its end, is
+ * refused with an error that says so. */
+static void test_malformed(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    tokenizer_vocab *v = &r.vocab;
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+
+    /* under 101 tokens, so that llama.cpp's default [UNK] id 100 does not apply */
+    for (int i = 50; i < v->n_tokens; i++)
+        free(v->tokens[i].text);
+    v->n_tokens = 50;
+    v->unk_id = -1;
+    assert_int_equal(load_via_gguf(v, "wpm-nounk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "unknown token"));
+    assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+
+    v->unk_id = v->n_tokens + 5;
+    assert_int_equal(load_via_gguf(v, "wpm-badunk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "unknown_token_id"));
+
+    v->unk_id = 1;
+    v->sep_id = v->n_tokens;
+    assert_int_equal(load_via_gguf(v, "wpm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "seperator_token_id"));
+    assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    vocab_clear(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_peer_ids),
+        cmocka_unit_test(test_special_and_case),
+        cmocka_unit_test(test_detokenize),
+        cmocka_unit_test(test_malformed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
