@@ -205,6 +205,34 @@ static void test_detokenize(void **state)
     vocab_clear(&r.vocab);
 }
 
+/* A long text of long words (1 MiB) is cut in linear time: a fraction of a second. */
+static void test_long_text(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(load_via_gguf(&r.vocab, "wpm-longtext.gguf", &tok, &err), TS_OK);
+    size_t len = 1 << 20;
+    char *text = malloc(len);
+    assert_non_null(text);
+    static const char unit[] = "supercalifragilisticexpialidocious cooperation zzzz x";
+    for (size_t i = 0; i < len; i++)
+        text[i] = (i / (sizeof unit - 1)) % 7 == 6 ? 'y' : unit[i % (sizeof unit - 1)];
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_tokenize_opts o = {.add_special = true};
+    assert_int_equal(ts_tokenize_alloc(tok, text, len, &o, &ids, &n), TS_OK);
+    assert_true(n > len / 64);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[n - 1], 3);
+    free(ids);
+    free(text);
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
 /* A bert vocabulary without an unknown token, or with a special id past its end, is
  * refused with an error that says so. */
 static void test_malformed(void **state)
@@ -232,7 +260,19 @@ static void test_malformed(void **state)
     assert_null(tok);
     assert_non_null(strstr(err.msg, "unknown_token_id"));
 
+    /* a token longer than any real one (each position of a word walks at most that far) */
     v->unk_id = 1;
+    char *word = v->tokens[10].text;
+    v->tokens[10].text = calloc(2000, 1);
+    memset(v->tokens[10].text, 'a', 1999);
+    v->tokens[10].len = 1999;
+    assert_int_equal(load_via_gguf(v, "wpm-long.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "bytes long"));
+    free(v->tokens[10].text);
+    v->tokens[10].text = word;
+    v->tokens[10].len = (uint32_t)strlen(word);
+
     v->sep_id = v->n_tokens;
     assert_int_equal(load_via_gguf(v, "wpm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
@@ -248,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_peer_ids),
         cmocka_unit_test(test_special_and_case),
         cmocka_unit_test(test_detokenize),
+        cmocka_unit_test(test_long_text),
         cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

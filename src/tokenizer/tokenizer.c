@@ -319,15 +319,14 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
         st = ts_error_set(err, TS_ERR_NOMEM, "cannot allocate the token map");
         goto fail;
     }
-    for (int i = 0; i < v->n_tokens; i++) {
+    for (int i = 0; i < v->n_tokens; i++)
         tokenizer_map_put(&tok->text_to_id, tok->vocab.tokens[i].text, tok->vocab.tokens[i].len, i);
-        if (tok->vocab.tokens[i].len > tok->max_token_len)
-            tok->max_token_len = tok->vocab.tokens[i].len;
-    }
     find_special_tokens(tok);
     if ((st = build_special_trie(tok, err)) != TS_OK || (st = build_pieces(tok, err)) != TS_OK)
         goto fail;
     if (v->kind == VOCAB_KIND_BPE && (st = tokenizer_bpe_init(tok, err)) != TS_OK)
+        goto fail;
+    if (v->kind == VOCAB_KIND_WPM && (st = tokenizer_wpm_init(tok, err)) != TS_OK)
         goto fail;
     *out = tok;
     return TS_OK;
@@ -341,6 +340,7 @@ void ts_tokenizer_free(ts_tokenizer *tok)
     if (!tok)
         return;
     tokenizer_bpe_free(tok->bpe);
+    free(tok->wpm_trie);
     free(tok->special);
     free(tok->pieces);
     free(tok->piece_off);
