@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "gguf/gguf.h"
@@ -233,6 +234,58 @@ static void test_long_text(void **state)
     vocab_clear(&r.vocab);
 }
 
+/* stdout of `tessera ARGS` (malloc'd); *status gets its exit status. */
+static char *run_cli(const char *args, int *status)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/tessera %s 2>/dev/null", TS_BUILD_DIR, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf = calloc(1, 65536);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, 65535, p);
+    buf[n] = '\0';
+    *status = WEXITSTATUS(pclose(p));
+    return buf;
+}
+
+/* `tessera tokenize` on a vocabulary-only bert GGUF prints the peer's ids, and `tessera
+ * info` names the vocabulary's kind and separator. */
+static void test_cli(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    gguf_writer *g = NULL;
+    ts_error err = {0};
+    char path[512], args[1024];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("wpm-cli.gguf"));
+    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, path, &err), TS_OK);
+    gguf_writer_free(g);
+    int status = -1;
+    snprintf(args, sizeof args, "tokenize -m %s -p 'Hello, World!'", path);
+    char *out = run_cli(args, &status);
+    assert_int_equal(status, 0);
+    const ref_case *c = &r.cases[4];
+    assert_memory_equal(c->text, "Hello, World!", c->len);
+    char want[256] = "";
+    for (size_t i = 0; i < c->n_ids; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? " " : "",
+                 (int)c->ids[i]);
+    assert_non_null(strstr(out, want));
+    free(out);
+    snprintf(args, sizeof args, "info -m %s", path);
+    out = run_cli(args, &status);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "bert (WordPiece)"));
+    assert_non_null(strstr(out, "sep              3 \"[SEP]\""));
+    free(out);
+    remove(path);
+    vocab_clear(&r.vocab);
+}
+
 /* A bert vocabulary without an unknown token, or with a special id past its end, is
  * refused with an error that says so. */
 static void test_malformed(void **state)
@@ -289,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_special_and_case),
         cmocka_unit_test(test_detokenize),
         cmocka_unit_test(test_long_text),
+        cmocka_unit_test(test_cli),
         cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
