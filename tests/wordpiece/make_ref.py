@@ -8,9 +8,11 @@ The vocabulary (VOCAB below: [PAD] [UNK] [CLS] [SEP] [MASK], whole words, "##" p
 punctuation, CJK characters, accented words) goes, in llama.cpp's GGUF form ('▁' before
 word-initial pieces, continuation pieces bare), into a tiny random-weight bert model that
 llama-server can load (the peer has no vocabulary-only mode); /tokenize with add_special
-then gives the ids of each text of TEXTS. The vocabulary is uncased (lowercase, accents
-folded). Output lines, every string as hex of its UTF-8 bytes:
+then gives the ids of each text of TEXTS, under each normalizer of CONFIGS (uncased:
+lowercase and accents folded; cased; cased with accents folded). Output lines, every
+string as hex of its UTF-8 bytes:
     token HEX TYPE        (one per token, in id order; TYPE as tokenizer.ggml.token_type)
+    config LOWERCASE STRIP_ACCENTS   (0 or 1 each; the texts below are under it)
     text HEX
     ids N id_1 ... id_N
 """
@@ -27,8 +29,11 @@ WORDS = ("the a an is was it of to and in on for with he she they we you i this 
          "##docious long ##er ##est").split()
 PUNCT = list(".,!?;:'\"()[]{}-_/\\@#$%^&*+=<>|~`") + ["¿", "¡", "—", "…", "«", "»", "·"]
 CJK = list("中文字日本語漢你好世界人") + ["##中", "##文"]
-ACCENTED = ["café", "naïve", "résumé", "élan", "##é", "ñ", "ü"]
+ACCENTED = ["café", "naïve", "résumé", "élan", "##é", "ñ", "ü", "Hello", "World", "Café",
+            "##ÉS", "É"]
 TYPE_NORMAL, TYPE_CONTROL = 1, 3
+# (tokenizer.ggml.normalizer.lowercase, .strip_accents; None = key absent)
+CONFIGS = [(1, None), (0, None), (0, 1)]
 
 TEXTS = [
     "", " ", "   \t\n  ", "hello world", "Hello, World!", "HELLO WORLD",
@@ -66,7 +71,7 @@ def kv(key, vtype, payload):
     return gstr(key) + struct.pack("<I", vtype) + payload
 
 
-def write_model(path, toks):
+def write_model(path, toks, lowercase, strip):
     n_embd, n_ff, n_ctx, n_vocab = 8, 16, 512, len(toks)
     meta = [
         kv("general.architecture", 8, gstr("bert")),
@@ -89,8 +94,10 @@ def write_model(path, toks):
         kv("tokenizer.ggml.bos_token_id", 4, struct.pack("<I", 2)),
         kv("tokenizer.ggml.seperator_token_id", 4, struct.pack("<I", 3)),
         kv("tokenizer.ggml.mask_token_id", 4, struct.pack("<I", 4)),
-        kv("tokenizer.ggml.normalizer.lowercase", 7, struct.pack("<B", 1)),
+        kv("tokenizer.ggml.normalizer.lowercase", 7, struct.pack("<B", lowercase)),
     ]
+    if strip is not None:
+        meta.append(kv("tokenizer.ggml.normalizer.strip_accents", 7, struct.pack("<B", strip)))
     tensors = [("token_embd.weight", [n_embd, n_vocab]), ("token_types.weight", [n_embd, 2]),
                ("position_embd.weight", [n_embd, n_ctx]),
                ("token_embd_norm.weight", [n_embd]), ("token_embd_norm.bias", [n_embd])]
@@ -125,33 +132,42 @@ def post(port, path, body):
     return json.load(urllib.request.urlopen(req))
 
 
+def peer_ids(server, tmp, toks, lowercase, strip):
+    model = os.path.join(tmp, "bert.gguf")
+    write_model(model, toks, lowercase, strip)
+    port = 18991
+    log = os.path.join(tmp, "log")
+    peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
+                             "-c", "512", "-np", "1"], stdout=subprocess.DEVNULL,
+                            stderr=open(log, "w"))
+    lines = []
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health")
+                break
+            except Exception:
+                time.sleep(0.2)
+        else:
+            sys.exit("llama-server did not start:\n" + open(log).read())
+        for text in TEXTS:
+            ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
+            lines.append(f"text {text.encode().hex()}")
+            lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
+    finally:
+        peer.terminate()
+        peer.wait()
+    return lines
+
+
 def main():
     server, out_path = sys.argv[1:3]
     toks = vocab()
     lines = [f"token {t.encode().hex()} {ty}" for t, ty in toks]
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "bert.gguf")
-        write_model(model, toks)
-        port = 18991
-        peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
-                                 "-c", "512", "-np", "1"], stdout=subprocess.DEVNULL,
-                                stderr=open(os.path.join(tmp, "log"), "w"))
-        try:
-            for _ in range(100):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/health")
-                    break
-                except Exception:
-                    time.sleep(0.2)
-            else:
-                sys.exit("llama-server did not start:\n" + open(os.path.join(tmp, "log")).read())
-            for text in TEXTS:
-                ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
-                lines.append(f"text {text.encode().hex()}")
-                lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
-        finally:
-            peer.terminate()
-            peer.wait()
+        for lowercase, strip in CONFIGS:
+            lines.append(f"config {lowercase} {lowercase if strip is None else strip}")
+            lines += peer_ids(server, tmp, toks, lowercase, strip)
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
