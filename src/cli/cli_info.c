@@ -161,8 +161,9 @@ static void print_token(const tokenizer_vocab *v, const char *what, int32_t id)
 static void print_vocab(const tokenizer_vocab *v)
 {
     printf("vocabulary:\n");
-    printf("  %-16s %s\n", "kind", v->kind == VOCAB_KIND_BPE ? "gpt2 (byte-level BPE)"
-                                                             : "llama (SentencePiece BPE)");
+    printf("  %-16s %s\n", "kind", v->kind == VOCAB_KIND_BPE   ? "gpt2 (byte-level BPE)"
+                                  : v->kind == VOCAB_KIND_WPM ? "bert (WordPiece)"
+                                                              : "llama (SentencePiece BPE)");
     printf("  %-16s %d\n", "size", v->n_tokens);
     if (v->kind == VOCAB_KIND_BPE)
         printf("  %-16s %d\n", "merges", v->n_merges);
@@ -175,6 +176,12 @@ static void print_vocab(const tokenizer_vocab *v)
         print_token(v, "eot", v->eot_id);
     printf("  %-16s %s\n", "add_bos", v->add_bos ? "true" : "false");
     printf("  %-16s %s\n", "add_space_prefix", v->add_space_prefix ? "true" : "false");
+    if (v->kind == VOCAB_KIND_WPM) {
+        print_token(v, "sep", v->sep_id);
+        printf("  %-16s %s\n", "add_sep", v->add_sep ? "true" : "false");
+        printf("  %-16s %s\n", "lowercase", v->lowercase ? "true" : "false");
+        printf("  %-16s %s\n", "strip_accents", v->strip_accents ? "true" : "false");
+    }
 }
 
 /* The template family by its markers; a guess to orient the reader, not a parser. */

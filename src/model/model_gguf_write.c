@@ -98,7 +98,9 @@ ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_erro
         scores[i] = v->tokens[i].score;
         types[i] = v->tokens[i].type;
     }
-    gguf_writer_add_str(g, "tokenizer.ggml.model", v->kind == VOCAB_KIND_BPE ? "gpt2" : "llama");
+    gguf_writer_add_str(g, "tokenizer.ggml.model", v->kind == VOCAB_KIND_BPE   ? "gpt2"
+                                                   : v->kind == VOCAB_KIND_WPM ? "bert"
+                                                                               : "llama");
     if (v->pre[0])
         gguf_writer_add_str(g, "tokenizer.ggml.pre", v->pre);
     gguf_writer_add_str_array(g, "tokenizer.ggml.tokens", texts, lens, n);
@@ -116,6 +118,12 @@ ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_erro
     if (v->add_eos)
         gguf_writer_add_bool(g, "tokenizer.ggml.add_eos_token", true);
     gguf_writer_add_bool(g, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
+    if (v->kind == VOCAB_KIND_WPM) {
+        add_id(g, "tokenizer.ggml.seperator_token_id", v->sep_id);
+        gguf_writer_add_bool(g, "tokenizer.ggml.add_sep_token", v->add_sep);
+        gguf_writer_add_bool(g, "tokenizer.ggml.normalizer.lowercase", v->lowercase);
+        gguf_writer_add_bool(g, "tokenizer.ggml.normalizer.strip_accents", v->strip_accents);
+    }
 done:
     free(texts);
     free(lens);

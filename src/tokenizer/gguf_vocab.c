@@ -118,6 +118,36 @@ static ts_status read_merges(tokenizer_vocab *v, const gguf_file *f, ts_error *e
     return TS_OK;
 }
 
+/* The rest of a bert vocabulary: its special ids, with llama.cpp's defaults where the
+ * file names none (BERT's [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, each only if the
+ * vocabulary reaches it), [CLS] and [SEP] around texts unless the file says otherwise,
+ * and the normalizer: lowercase when the file says so, accents folded as it says or else
+ * together with lowercasing (BERT's uncased models). */
+static ts_status read_wordpiece(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
+{
+    int n = v->n_tokens;
+    ts_status st;
+    if ((st = get_id(f, "tokenizer.ggml.bos_token_id", 101, n, &v->bos_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.eos_token_id", -1, n, &v->eos_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.unknown_token_id", 100, n, &v->unk_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.seperator_token_id", 102, n, &v->sep_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.padding_token_id", 0, n, &v->pad_id, err)))
+        return st;
+    v->eot_id = -1;
+    if (v->unk_id < 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "a bert vocabulary needs an unknown token "
+                            "(tokenizer.ggml.unknown_token_id)");
+    v->add_bos = true;
+    v->add_sep = true;
+    if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.add_sep_token", &v->add_sep, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.normalizer.lowercase", &v->lowercase, err)) != TS_OK)
+        return st;
+    v->strip_accents = v->lowercase;
+    return get_flag(f, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents, err);
+}
+
 static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
 {
     gguf_str model, pre;
@@ -128,9 +158,11 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
         v->kind = VOCAB_KIND_SPM;
     else if (gguf_str_eq(model, "gpt2"))
         v->kind = VOCAB_KIND_BPE;
+    else if (gguf_str_eq(model, "bert"))
+        v->kind = VOCAB_KIND_WPM;
     else
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "tokenizer model '%.*s' is not supported (llama and gpt2 are)",
+                            "tokenizer model '%.*s' is not supported (llama, gpt2 and bert are)",
                             (int)(model.len > 64 ? 64 : model.len), model.ptr);
     if ((st = gguf_get_str(f, "tokenizer.ggml.pre", &pre, err)) == TS_OK) {
         if (pre.len >= sizeof v->pre)
@@ -143,6 +175,8 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
     }
     if ((st = read_tokens(v, f, err)) != TS_OK || (st = read_merges(v, f, err)) != TS_OK)
         return st;
+    if (v->kind == VOCAB_KIND_WPM)
+        return read_wordpiece(v, f, err);
     /* Missing ids take llama.cpp's defaults: SentencePiece's <unk> 0, <s> 1 and </s> 2
      * (each only if the vocabulary reaches it), none for byte-level BPE. */
     bool spm = v->kind == VOCAB_KIND_SPM;

@@ -136,6 +136,15 @@ static ts_status check_special(const tokenizer_vocab *v, int32_t id, const char 
     return TS_OK;
 }
 
+/* WordPiece answers a word it cannot cut with the unknown token, so it needs one; its
+ * separator, if any, must be a token. */
+static ts_status check_wordpiece(const tokenizer_vocab *v, ts_error *err)
+{
+    if (v->unk_id < 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "a bert vocabulary needs an unknown token");
+    return check_special(v, v->sep_id, "separator", err);
+}
+
 static ts_status build_pieces(ts_tokenizer *tok, ts_error *err)
 {
     const tokenizer_vocab *v = &tok->vocab;
@@ -286,8 +295,10 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
                             v ? v->n_tokens : 0);
     if (v->n_merges < 0 || (v->n_merges > 0 && !v->merges))
         return ts_error_set(err, TS_ERR_FORMAT, "merge count %d without merges", v->n_merges);
-    if (v->kind != VOCAB_KIND_SPM && v->kind != VOCAB_KIND_BPE)
+    if (v->kind != VOCAB_KIND_SPM && v->kind != VOCAB_KIND_BPE && v->kind != VOCAB_KIND_WPM)
         return ts_error_set(err, TS_ERR_UNSUPPORTED, "unknown vocabulary kind %d", (int)v->kind);
+    if (v->kind == VOCAB_KIND_WPM && (st = check_wordpiece(v, err)) != TS_OK)
+        return st;
     if ((st = check_special(v, v->bos_id, "BOS", err)) || (st = check_special(v, v->eos_id, "EOS", err)) ||
         (st = check_special(v, v->unk_id, "unknown", err)) ||
         (st = check_special(v, v->pad_id, "padding", err)) ||
@@ -315,6 +326,8 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
         goto fail;
     if (v->kind == VOCAB_KIND_BPE && (st = tokenizer_bpe_init(tok, err)) != TS_OK)
         goto fail;
+    if (v->kind == VOCAB_KIND_WPM && (st = tokenizer_wpm_init(tok, err)) != TS_OK)
+        goto fail;
     *out = tok;
     return TS_OK;
 fail:
@@ -327,6 +340,7 @@ void ts_tokenizer_free(ts_tokenizer *tok)
     if (!tok)
         return;
     tokenizer_bpe_free(tok->bpe);
+    free(tok->wpm_trie);
     free(tok->special);
     free(tok->pieces);
     free(tok->piece_off);
@@ -350,8 +364,14 @@ ts_status ts_tokenize(const ts_tokenizer *tok, const char *text, size_t len, boo
 static ts_status encode_plain(const ts_tokenizer *tok, const char *text, size_t len,
                               tokenizer_out *out)
 {
-    return tok->vocab.kind == VOCAB_KIND_BPE ? tokenizer_bpe_encode(tok, text, len, out)
-                                             : tokenizer_spm_encode(tok, text, len, out);
+    switch (tok->vocab.kind) {
+    case VOCAB_KIND_BPE:
+        return tokenizer_bpe_encode(tok, text, len, out);
+    case VOCAB_KIND_WPM:
+        return tokenizer_wpm_encode(tok, text, len, out);
+    default:
+        return tokenizer_spm_encode(tok, text, len, out);
+    }
 }
 
 /* The longest special token whose text starts s (n bytes available); -1 if none. */
@@ -419,6 +439,10 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
         }
     }
     ts_status st = encode_plain(tok, text + piece, len - piece, &out);
+    /* WordPiece closes a text with [SEP] (BERT's pair form, [CLS] text [SEP]) */
+    if (st == TS_OK && o->add_special && tok->vocab.kind == VOCAB_KIND_WPM && tok->vocab.add_sep &&
+        tok->vocab.sep_id >= 0)
+        tokenizer_emit(&out, tok->vocab.sep_id);
     *n_ids = out.n;
     return st;
 }
@@ -469,7 +493,10 @@ size_t ts_detokenize(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids, 
                      size_t cap)
 {
     size_t n = 0;
-    bool strip = tok && tok->vocab.kind == VOCAB_KIND_SPM && tok->vocab.add_space_prefix;
+    /* the space of the first word's '▁': SentencePiece's added prefix, WordPiece's mark
+     * of a word-initial piece */
+    bool strip = tok && ((tok->vocab.kind == VOCAB_KIND_SPM && tok->vocab.add_space_prefix) ||
+                         tok->vocab.kind == VOCAB_KIND_WPM);
     for (size_t i = 0; tok && i < n_ids; i++) {
         size_t len;
         const char *p = ts_token_bytes(tok, ids[i], &len);

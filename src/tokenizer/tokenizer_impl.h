@@ -95,6 +95,8 @@ struct ts_tokenizer {
     special_node *special;     /* byte trie of the control and user-defined tokens' texts,
                                 * node 0 its root */
     int32_t n_special;         /* tokens in it */
+    special_node *wpm_trie;    /* WordPiece: byte trie of every token's text, node 0 its
+                                * root (a token's last duplicate stands for it); else NULL */
 };
 
 /* The longest text the encoders take (512 MiB): their scratch indexes it with int32 and
@@ -121,5 +123,14 @@ void tokenizer_bpe_free(bpe_state *b);
 ts_status tokenizer_bpe_encode(const ts_tokenizer *tok, const char *text, size_t len,
                                tokenizer_out *out);
 size_t tokenizer_bpe_decode_text(char *dst, const char *text, size_t len);
+
+/* ---- wordpiece.c */
+
+/* Builds tok->wpm_trie from tok->vocab. */
+ts_status tokenizer_wpm_init(ts_tokenizer *tok, ts_error *err);
+/* WordPiece (BERT) encoding of len bytes of text, without [CLS] / [SEP]: the normalizer
+ * and BERT's basic split into words, then each word greedily as its longest pieces. */
+ts_status tokenizer_wpm_encode(const ts_tokenizer *tok, const char *text, size_t len,
+                               tokenizer_out *out);
 
 #endif /* TESSERA_TOKENIZER_IMPL_H */

@@ -12,6 +12,8 @@
 typedef enum vocab_kind {
     VOCAB_KIND_SPM, /* tokenizer.ggml.model = "llama": scores, '▁' for space, <0xNN> */
     VOCAB_KIND_BPE, /* tokenizer.ggml.model = "gpt2": merges, byte-to-unicode map */
+    VOCAB_KIND_WPM, /* tokenizer.ggml.model = "bert": WordPiece; word-initial pieces carry
+                     * '▁', continuations (BERT's "##x") are stored bare */
 } vocab_kind;
 
 /* llama.cpp's token types (tokenizer.ggml.token_type). */
@@ -49,6 +51,11 @@ typedef struct tokenizer_vocab {
     bool add_eos;         /* tokenizer.ggml.add_eos_token (false when absent): llama.cpp
                            * ends texts tokenized with special tokens with EOS
                            * (Qwen3-Embedding pools that last token) */
+    /* WordPiece (bert) only: the separator closing a text ([SEP]), whether it is added
+     * with the special tokens, and BERT's normalizer (lowercase; fold accents). */
+    int32_t sep_id;       /* -1 when absent */
+    bool add_sep;
+    bool lowercase, strip_accents;
     char pre[32];         /* tokenizer.ggml.pre: pre-tokenizer family, "" = default */
 } tokenizer_vocab;
 

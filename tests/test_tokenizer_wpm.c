@@ -1,0 +1,365 @@
+/* test_tokenizer_wpm.c: the WordPiece tokenizer of bert vocabularies. The vocabulary and
+ * the expected ids come from tests/wordpiece/wpm_ref.txt, which make_ref.py made with the
+ * llama.cpp peer's /tokenize on the same vocabulary; the test writes that vocabulary as a
+ * GGUF with our writer and loads it as `tessera tokenize` does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "gguf/gguf.h"
+#include "model/model_gguf.h"
+#include "tessera/tokenizer.h"
+#include "tokenizer/vocab.h"
+#include "util.h"
+
+#define REF_PATH TS_SOURCE_DIR "/tests/wordpiece/wpm_ref.txt"
+
+enum { MAX_TOKENS = 512, MAX_CASES = 192, MAX_IDS = 512 };
+
+typedef struct ref_case {
+    bool lowercase, strip_accents; /* the normalizer the peer ran under */
+    char text[1024];
+    size_t len;
+    int32_t ids[MAX_IDS];
+    size_t n_ids;
+} ref_case;
+
+typedef struct ref_data {
+    tokenizer_vocab vocab;
+    ref_case cases[MAX_CASES];
+    int n_cases;
+} ref_data;
+
+static size_t unhex(const char *hex, char *dst, size_t cap)
+{
+    size_t n = 0;
+    unsigned b;
+    while (hex[0] && hex[0] != ' ' && hex[0] != '\n' && sscanf(hex, "%2x", &b) == 1) {
+        assert_true(n < cap);
+        dst[n++] = (char)b;
+        hex += 2;
+    }
+    return n;
+}
+
+/* The reference file's vocabulary (its special ids as make_ref.py wrote them: [PAD] 0,
+ * [UNK] 1, [CLS] 2, [SEP] 3; uncased, as the file's first texts) and its texts with
+ * their ids and normalizers. */
+static void ref_load(ref_data *r)
+{
+    memset(r, 0, sizeof *r);
+    char *file = tu_read_file(REF_PATH, NULL);
+    assert_non_null(file);
+    tokenizer_vocab *v = &r->vocab;
+    v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
+    assert_non_null(v->tokens);
+    char buf[256];
+    int lowercase = 1, strip = 1;
+    for (char *line = file; *line; line = strchr(line, '\n') + 1) {
+        if (strncmp(line, "token ", 6) == 0) {
+            assert_true(v->n_tokens < MAX_TOKENS);
+            vocab_token *t = &v->tokens[v->n_tokens++];
+            t->len = (uint32_t)unhex(line + 6, buf, sizeof buf);
+            t->text = malloc(t->len + 1);
+            memcpy(t->text, buf, t->len);
+            t->text[t->len] = '\0';
+            t->type = atoi(strchr(line + 6, ' ') + 1);
+        } else if (strncmp(line, "config ", 7) == 0) {
+            assert_int_equal(sscanf(line + 7, "%d %d", &lowercase, &strip), 2);
+        } else if (strncmp(line, "text ", 5) == 0) {
+            assert_true(r->n_cases < MAX_CASES);
+            ref_case *c = &r->cases[r->n_cases++];
+            c->len = unhex(line + 5, c->text, sizeof c->text);
+            c->lowercase = lowercase != 0;
+            c->strip_accents = strip != 0;
+        } else {
+            assert_int_equal(strncmp(line, "ids ", 4), 0);
+            ref_case *c = &r->cases[r->n_cases - 1];
+            char *p = line + 4;
+            c->n_ids = strtoul(p, &p, 10);
+            assert_true(c->n_ids <= MAX_IDS);
+            for (size_t i = 0; i < c->n_ids; i++)
+                c->ids[i] = (int32_t)strtol(p, &p, 10);
+        }
+        assert_non_null(strchr(line, '\n'));
+    }
+    free(file);
+    v->kind = VOCAB_KIND_WPM;
+    v->pad_id = 0, v->unk_id = 1, v->bos_id = 2, v->sep_id = 3;
+    v->eos_id = -1, v->eot_id = -1;
+    v->add_bos = v->add_sep = true;
+    v->lowercase = v->strip_accents = true;
+    assert_true(r->n_cases >= 90);
+}
+
+/* Writes v as a vocabulary-only GGUF and loads it back as a tokenizer. */
+static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
+                               ts_error *err)
+{
+    gguf_writer *g = NULL;
+    const char *path = tu_tmp_path(name);
+    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
+    gguf_writer_free(g);
+    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
+    remove(path);
+    return st;
+}
+
+/* Every text, under each normalizer, gives the peer's ids. */
+static void test_peer_ids(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
+    int configs = 0;
+    for (int k = 0; k < r.n_cases; k++) {
+        const ref_case *c = &r.cases[k];
+        if (!tok || c->lowercase != r.vocab.lowercase || c->strip_accents != r.vocab.strip_accents) {
+            ts_tokenizer_free(tok);
+            r.vocab.lowercase = c->lowercase;
+            r.vocab.strip_accents = c->strip_accents;
+            assert_int_equal(load_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
+            configs++;
+        }
+        int32_t *ids = NULL;
+        size_t n = 0;
+        assert_int_equal(ts_tokenize_alloc(tok, c->text, c->len, &o, &ids, &n), TS_OK);
+        if (n != c->n_ids || memcmp(ids, c->ids, n * sizeof *ids) != 0) {
+            fprintf(stderr, "text %d '%.*s' (lowercase %d, strip %d): %zu ids, the peer's %zu:",
+                    k, (int)c->len, c->text, c->lowercase, c->strip_accents, n, c->n_ids);
+            for (size_t i = 0; i < n; i++)
+                fprintf(stderr, " %d", (int)ids[i]);
+            fprintf(stderr, "\n");
+            fail();
+        }
+        free(ids);
+    }
+    assert_int_equal(configs, 3);
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
+static int32_t id_of(const tokenizer_vocab *v, const char *text)
+{
+    for (int i = 0; i < v->n_tokens; i++)
+        if (strcmp(v->tokens[i].text, text) == 0)
+            return i;
+    fail_msg("no token '%s'", text);
+    return -1;
+}
+
+/* Without the special tokens a text has no [CLS] / [SEP]; a file that turns [SEP] off
+ * gets [CLS] alone; a cased vocabulary keeps capitals. */
+static void test_special_and_case(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    tokenizer_vocab *v = &r.vocab;
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    int32_t hello = id_of(v, "\xe2\x96\x81hello"), world = id_of(v, "\xe2\x96\x81world");
+    assert_int_equal(load_via_gguf(v, "wpm-plain.gguf", &tok, &err), TS_OK);
+    int32_t ids[8];
+    size_t n = 0;
+    assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], hello);
+    assert_int_equal(ids[1], world);
+    ts_tokenizer_free(tok);
+
+    v->add_sep = false;
+    assert_int_equal(load_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
+    assert_int_equal(ts_tokenize(tok, "hello", 5, true, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], hello);
+    ts_tokenizer_free(tok);
+
+    v->lowercase = v->strip_accents = false;
+    assert_int_equal(load_via_gguf(v, "wpm-cased.gguf", &tok, &err), TS_OK);
+    assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], id_of(v, "\xe2\x96\x81Hello"));
+    assert_int_equal(ids[1], world);
+    ts_tokenizer_free(tok);
+    vocab_clear(v);
+}
+
+/* Decoding joins continuation pieces to their word and puts a space between words,
+ * with none before the first; [CLS] and [SEP] print nothing. */
+static void test_detokenize(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(load_via_gguf(&r.vocab, "wpm-detok.gguf", &tok, &err), TS_OK);
+    const char *text = "Unbelievable TOKENIZATION of cafés";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_tokenize_opts o = {.add_special = true};
+    assert_int_equal(ts_tokenize_alloc(tok, text, strlen(text), &o, &ids, &n), TS_OK);
+    assert_true(n > 6); /* [CLS], pieces, [SEP] */
+    char out[128];
+    size_t len = ts_detokenize(tok, ids, n, out, sizeof out);
+    assert_true(len < sizeof out);
+    out[len] = '\0';
+    assert_string_equal(out, "unbelievable tokenization of cafes");
+    free(ids);
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
+/* A long text of long words (1 MiB) is cut in linear time: a fraction of a second. */
+static void test_long_text(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(load_via_gguf(&r.vocab, "wpm-longtext.gguf", &tok, &err), TS_OK);
+    size_t len = 1 << 20;
+    char *text = malloc(len);
+    assert_non_null(text);
+    static const char unit[] = "supercalifragilisticexpialidocious cooperation zzzz x";
+    for (size_t i = 0; i < len; i++)
+        text[i] = (i / (sizeof unit - 1)) % 7 == 6 ? 'y' : unit[i % (sizeof unit - 1)];
+    int32_t *ids = NULL;
+    size_t n = 0;
+    ts_tokenize_opts o = {.add_special = true};
+    assert_int_equal(ts_tokenize_alloc(tok, text, len, &o, &ids, &n), TS_OK);
+    assert_true(n > len / 64);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[n - 1], 3);
+    free(ids);
+    free(text);
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
+/* stdout of `tessera ARGS` (malloc'd); *status gets its exit status. */
+static char *run_cli(const char *args, int *status)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/tessera %s 2>/dev/null", TS_BUILD_DIR, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf = calloc(1, 65536);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, 65535, p);
+    buf[n] = '\0';
+    *status = WEXITSTATUS(pclose(p));
+    return buf;
+}
+
+/* `tessera tokenize` on a vocabulary-only bert GGUF prints the peer's ids, and `tessera
+ * info` names the vocabulary's kind and separator. */
+static void test_cli(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    gguf_writer *g = NULL;
+    ts_error err = {0};
+    char path[512], args[1024];
+    snprintf(path, sizeof path, "%s", tu_tmp_path("wpm-cli.gguf"));
+    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, path, &err), TS_OK);
+    gguf_writer_free(g);
+    int status = -1;
+    snprintf(args, sizeof args, "tokenize -m %s -p 'Hello, World!'", path);
+    char *out = run_cli(args, &status);
+    assert_int_equal(status, 0);
+    const ref_case *c = &r.cases[4];
+    assert_memory_equal(c->text, "Hello, World!", c->len);
+    char want[256] = "";
+    for (size_t i = 0; i < c->n_ids; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? " " : "",
+                 (int)c->ids[i]);
+    assert_non_null(strstr(out, want));
+    free(out);
+    snprintf(args, sizeof args, "info -m %s", path);
+    out = run_cli(args, &status);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "bert (WordPiece)"));
+    assert_non_null(strstr(out, "sep              3 \"[SEP]\""));
+    free(out);
+    remove(path);
+    vocab_clear(&r.vocab);
+}
+
+/* A bert vocabulary without an unknown token, or with a special id past its end, is
+ * refused with an error that says so. */
+static void test_malformed(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    tokenizer_vocab *v = &r.vocab;
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+
+    /* under 101 tokens, so that llama.cpp's default [UNK] id 100 does not apply */
+    for (int i = 50; i < v->n_tokens; i++)
+        free(v->tokens[i].text);
+    v->n_tokens = 50;
+    v->unk_id = -1;
+    assert_int_equal(load_via_gguf(v, "wpm-nounk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "unknown token"));
+    assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+
+    v->unk_id = v->n_tokens + 5;
+    assert_int_equal(load_via_gguf(v, "wpm-badunk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "unknown_token_id"));
+
+    /* a token longer than any real one (each position of a word walks at most that far) */
+    v->unk_id = 1;
+    char *word = v->tokens[10].text;
+    v->tokens[10].text = calloc(2000, 1);
+    memset(v->tokens[10].text, 'a', 1999);
+    v->tokens[10].len = 1999;
+    assert_int_equal(load_via_gguf(v, "wpm-long.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "bytes long"));
+    free(v->tokens[10].text);
+    v->tokens[10].text = word;
+    v->tokens[10].len = (uint32_t)strlen(word);
+
+    v->sep_id = v->n_tokens;
+    assert_int_equal(load_via_gguf(v, "wpm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "seperator_token_id"));
+    assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    vocab_clear(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_peer_ids),
+        cmocka_unit_test(test_special_and_case),
+        cmocka_unit_test(test_detokenize),
+        cmocka_unit_test(test_long_text),
+        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_malformed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
