@@ -48,14 +48,18 @@ static void job_free(rerank_job *j, size_t n)
     free(j->scores);
 }
 
-/* The one token that text is, or -1 when it is none or several. */
-static int32_t single_token(const ts_tokenizer *tok, const char *text)
+/* The first token whose bytes are text, as Qwen3-Reranker's convert_tokens_to_ids finds
+ * "yes" and "no"; -1 when the vocabulary has none. */
+static int32_t token_of(const ts_tokenizer *tok, const char *text)
 {
-    int32_t ids[4];
-    size_t n = 0;
-    if (ts_tokenize(tok, text, strlen(text), false, ids, 4, &n) != TS_OK || n != 1)
-        return -1;
-    return ids[0];
+    size_t want = strlen(text);
+    for (int32_t id = 0; id < ts_tokenizer_vocab_size(tok); id++) {
+        size_t len = 0;
+        const char *b = ts_token_bytes(tok, id, &len);
+        if (b && len == want && !memcmp(b, text, want))
+            return id;
+    }
+    return -1;
 }
 
 /* A pair's chat (the system turn, user as the user turn, thinking off) as the request a
@@ -261,12 +265,12 @@ static ts_status run(rerank_job *j, srv_conn *c, oai_error *e)
                              "pooling (pooling_type 4) and the server was not started with "
                              "--rerank", j->m->name);
     j->tok = ts_model_get_tokenizer(ts_engine_get_model(j->m->engine));
-    j->yes = single_token(j->tok, "yes");
-    j->no = single_token(j->tok, "no");
+    j->yes = token_of(j->tok, "yes");
+    j->no = token_of(j->tok, "no");
     if (j->yes < 0 || j->no < 0)
         return oai_error_set(e, 400, "model", "model_not_reranker",
-                             "the model '%.200s' cannot rerank: \"yes\" and \"no\" are not "
-                             "one token each in its vocabulary", j->m->name);
+                             "the model '%.200s' cannot rerank: its vocabulary has no "
+                             "\"yes\" or no \"no\" token", j->m->name);
     size_t n = r->n_documents;
     size_t need = n * BYTES_PER_DOCUMENT +
                   strlen(r->query) * BYTES_PER_TEXT_BYTE * n;
