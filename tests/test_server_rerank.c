@@ -44,6 +44,9 @@ static ts_model *make_model(ts_pooling p, const char *name)
         vocab_read_gguf(&v, f, &err) != TS_OK)
         fail_msg("vocabulary: %s", err.msg);
     gguf_close(f);
+    /* no space before the first piece of a text: the chat's markup and its messages are
+     * tokenized apart, and a prefix would make that differ from the text tokenized whole */
+    v.add_space_prefix = false;
     const char *names[2] = {"yes", "no"};
     int ids[2] = {YES_ID, NO_ID};
     for (int k = 0; k < 2; k++) {
@@ -267,6 +270,40 @@ static int read_results(const sv_answer *a, int *index, double *score, bool with
     return n;
 }
 
+/* The prompt the route builds for docs[d], made here from the server's own rendering of
+ * the chat (/apply-template) and the think block, as ids (malloc'd, *n of them). */
+static int32_t *pair_prompt(int d, const char *query, size_t *n)
+{
+    char *user = rerank_user_turn(RERANK_DEFAULT_INSTRUCTION, query, docs[d]);
+    cJSON *root = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(root, "messages");
+    cJSON *sys = cJSON_CreateObject(), *usr = cJSON_CreateObject();
+    cJSON_AddStringToObject(sys, "role", "system");
+    cJSON_AddStringToObject(sys, "content", RERANK_SYSTEM);
+    cJSON_AddStringToObject(usr, "role", "user");
+    cJSON_AddStringToObject(usr, "content", user);
+    cJSON_AddItemToArray(msgs, sys);
+    cJSON_AddItemToArray(msgs, usr);
+    char *body = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    free(user);
+    sv_answer a;
+    sv_post(served.url, "/apply-template", body, &a);
+    free(body);
+    assert_int_equal(a.status, 200);
+    const char *prompt = cJSON_GetObjectItem(a.json, "prompt")->valuestring;
+    size_t len = strlen(prompt) + 32;
+    char *text = malloc(len);
+    snprintf(text, len, "%s<think>\n\n</think>\n\n", prompt);
+    sv_answer_free(&a);
+    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
+    int32_t *ids = NULL;
+    assert_int_equal(ts_tokenize_alloc(ts_model_get_tokenizer(reranker), text, strlen(text), &o,
+                                       &ids, n),
+                     TS_OK);
+    free(text);
+    return ids;
+}
+
 static void test_route_order_top_n_documents(void **state)
 {
     (void)state;
@@ -283,6 +320,14 @@ static void test_route_order_top_n_documents(void **state)
     for (int i = 0; i < 4; i++)
         assert_true(all[i]);
     assert_true(score[0] - score[3] > 1e-6); /* the documents score apart */
+    for (int k = 0; k < 4; k += 3) { /* the best and the worst: the model's own P(yes) */
+        size_t n = 0;
+        int32_t *ids = pair_prompt(index[k], "Where did the dog run?", &n);
+        double want = reference_score(ids, (int)n);
+        free(ids);
+        if (fabs(score[k] - want) > 2e-4)
+            fail_msg("documents[%d]: route %.6f, reference %.6f", index[k], score[k], want);
+    }
 
     sv_post(served.url, "/rerank", RERANK_BODY(", \"top_n\": 2, \"return_documents\": true"),
             &a);
