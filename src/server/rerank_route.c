@@ -13,8 +13,9 @@
 #include "server/rerank.h"
 #include "server/server_internal.h"
 
-/* How long one wait for a score lasts before it looks at the server's stopping flag. */
-enum { RERANK_POLL_MS = 100 };
+/* How long one wait for a score lasts before it looks at the server's stopping flag; the
+ * most pairs of one request in the engine at once (submit_and_gather). */
+enum { RERANK_POLL_MS = 100, RERANK_WINDOW = 256 };
 
 /* What the work holds per byte of text and per document, against the server's budget. */
 enum { BYTES_PER_TEXT_BYTE = 47, BYTES_PER_DOCUMENT = 4096 };
@@ -191,13 +192,17 @@ static ts_status gather_one(rerank_job *j, srv_conn *c, size_t i, oai_error *e)
     return out;
 }
 
-/* Submits every pair, waiting for the request's own where the engine's queue is full
- * (a 429 when none of its own is queued), then reads the scores. */
+/* Submits the pairs in order with at most RERANK_WINDOW of them in the engine at once,
+ * reading the scores as the window moves on, so that a request of many documents does
+ * not fill the engine's queue against other clients. A full queue (the others') waits for
+ * one of the request's own to finish; with none of its own queued it is the answer (429). */
 static ts_status submit_and_gather(rerank_job *j, srv_conn *c, oai_error *e)
 {
     size_t n = j->r->n_documents, read = 0;
     ts_status st = TS_OK;
     for (size_t i = 0; st == TS_OK && i < n; i++) {
+        if (i - read == RERANK_WINDOW)
+            st = gather_one(j, c, read++, e);
         while (st == TS_OK) {
             ts_error err = {0};
             ts_status sub = submit_one(j, c, i, &err);
