@@ -418,16 +418,26 @@ static void test_refusals(void **state)
     ts_engine_destroy(e);
 }
 
-/* ARCH.pooling_type 4 (rank) is refused by name, a value past it as malformed. */
+/* ARCH.pooling_type 4 (rank) loads a reranker, whose engine refuses embed requests; a
+ * value past it is malformed. */
 static void test_pooling_key(void **state)
 {
     (void)state;
-    ts_model *m = NULL;
+    ts_model *m = make_model("qwen3-4b", TS_POOLING_RANK, "F32", "rank.gguf");
+    ts_engine *e = eu_start(m, NULL);
+    int32_t ids[3] = {1, 2, 3};
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = ids;
+    p.n_prompt = 3;
+    p.embed = true;
+    ts_request *req = NULL;
     ts_error err = {0};
-    assert_int_equal(write_and_load("qwen3-4b", (ts_pooling)4, "F32", tu_tmp_path("rank.gguf"),
-                                    &m, &err),
-                     TS_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.msg, "qwen3.pooling_type 4"));
+    assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "pooling_type is rank"));
+    ts_engine_destroy(e);
+    ts_model_free(m);
+    m = NULL;
     assert_int_equal(write_and_load("qwen3-4b", (ts_pooling)9, "F32", tu_tmp_path("bad.gguf"),
                                     &m, &err),
                      TS_ERR_FORMAT);

@@ -1,15 +1,20 @@
 /* test_loadgen_e2e.c: the load generator against a real tessera server (stories260K,
  * loopback, a free port, bounded in time): streaming and not, completions and chat,
- * levels, a priority mix through api keys, and the JSON report. */
+ * levels, a priority mix through api keys, and the JSON report; /v1/embeddings against a
+ * tiny embedding model's server. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "engine_util.h"
+#include "gguf/gguf.h"
 #include "loadgen/loadgen.h"
+#include "model/synth.h"
+#include "tokenizer/vocab.h"
 #include "tessera/server.h"
 #include "util.h"
 
@@ -178,12 +183,105 @@ static void test_priority_mix(void **state)
     loadgen_keys_free(&keys);
 }
 
+/* A tiny qwen3 embedding model (last-token pooling, stories260K's vocabulary). */
+static ts_model *embedding_model(void)
+{
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "qwen3-4b"));
+    model_synth_shrink(&c);
+    c.pooling = TS_POOLING_LAST;
+    gguf_file *g = NULL;
+    tokenizer_vocab v;
+    ts_error err = {0};
+    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &g, &err) != TS_OK ||
+        vocab_read_gguf(&v, g, &err) != TS_OK)
+        fail_msg("vocabulary: %s", err.msg);
+    gguf_close(g);
+    const char *path = tu_tmp_path("loadgen-embed.gguf");
+    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
+        fail_msg("synth: %s", err.msg);
+    vocab_clear(&v);
+    ts_model *m = NULL;
+    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
+        fail_msg("load: %s", err.msg);
+    unlink(path);
+    return m;
+}
+
+static void test_embeddings(void **state)
+{
+    fixture *f = *state;
+    ts_model *m = embedding_model();
+    ts_engine *e = eu_start(m, NULL);
+    ts_server_options so;
+    ts_server_options_default(&so);
+    so.port = 0;
+    so.grace_ms = 1000;
+    ts_server *srv = NULL;
+    ts_error err = {0};
+    if (ts_server_create(&so, &srv, &err) != TS_OK ||
+        ts_server_add_model(srv, "embed", e, &err) != TS_OK || ts_server_start(srv, &err) != TS_OK)
+        fail_msg("server: %s", err.msg);
+    fixture ef = {0};
+    snprintf(ef.url, sizeof ef.url, "http://127.0.0.1:%d", ts_server_port(srv));
+
+    static const int levels[] = {1, 3};
+    loadgen_config cfg;
+    base_config(&cfg, &ef, levels, 2, 6);
+    cfg.embed = true;
+    cfg.batch = 4;
+    loadgen_result r;
+    assert_int_equal(loadgen_run(&r, &cfg, &err), TS_OK);
+    for (int i = 0; i < 2; i++) {
+        const loadgen_level *l = &r.levels[i];
+        if (l->all.ok != 6)
+            fail_msg("level %d: %d of 6 ok (first error %d)", l->concurrency, l->all.ok,
+                     l->n_err_kinds ? l->err_code[0] : 0);
+        assert_true(l->all.prompt_tokens >= 6 * 4 * 12); /* a token a word at least */
+        assert_int_equal(l->all.output_tokens, 0);
+        assert_true(l->req_s > 0);
+        assert_float_equal(l->docs_s, 4 * l->req_s, 1e-9);
+        assert_float_equal(l->prompt_tok_s, (double)l->all.prompt_tokens / l->wall_s, 1e-6);
+    }
+    cJSON *j = loadgen_result_json(&r, &cfg);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "endpoint")->valuestring, "embeddings");
+    assert_int_equal(cJSON_GetObjectItem(j, "batch")->valueint, 4);
+    const cJSON *l0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "levels"), 0);
+    assert_float_equal(cJSON_GetObjectItem(l0, "docs_s")->valuedouble, r.levels[0].docs_s, 1e-9);
+    cJSON_Delete(j);
+
+    /* a stream or an empty batch is refused before anything is sent */
+    cfg.stream = true;
+    assert_int_equal(loadgen_run(&r, &cfg, NULL), TS_ERR_INVALID_ARG);
+    cfg.stream = false;
+    cfg.batch = 0;
+    assert_int_equal(loadgen_run(&r, &cfg, NULL), TS_ERR_INVALID_ARG);
+    ts_server_stop(srv);
+    ts_engine_destroy(e);
+    ts_server_destroy(srv);
+    ts_model_free(m);
+
+    /* a model that does not pool answers 400: every request fails */
+    loadgen_keys keys;
+    assert_int_equal(loadgen_keys_load(&keys, f->keys_path, NULL), TS_OK);
+    base_config(&cfg, f, levels, 1, 3);
+    cfg.embed = true;
+    cfg.keys = &keys;
+    assert_int_equal(loadgen_run(&r, &cfg, NULL), TS_OK);
+    assert_int_equal(r.levels[0].all.ok, 0);
+    assert_int_equal(r.levels[0].err_code[0], 400);
+    assert_int_equal(r.levels[0].err_count[0], 3);
+    loadgen_keys_free(&keys);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_levels),
         cmocka_unit_test(test_chat_non_stream),
         cmocka_unit_test(test_priority_mix),
+        cmocka_unit_test(test_embeddings),
     };
     return cmocka_run_group_tests_name("loadgen_e2e", tests, setup, teardown);
 }

@@ -25,6 +25,9 @@ typedef enum ts_pooling {
     TS_POOLING_MEAN = 1, /* the mean over every token */
     TS_POOLING_CLS = 2,  /* the first token's */
     TS_POOLING_LAST = 3, /* the last token's (Qwen3-Embedding) */
+    TS_POOLING_RANK = 4, /* a reranker (Qwen3-Reranker): it scores a query and a document
+                          * with its "yes"/"no" logits (POST /v1/rerank) and serves no
+                          * embeddings */
 } ts_pooling;
 
 /* Hyper-parameters, read from a GGUF's `ARCH.*` keys (model_arch.c's table says which

@@ -55,6 +55,9 @@ typedef struct ts_server_options {
     void (*log)(void *user, const char *line);
     void *log_user;            /* borrowed */
     bool log_json;             /* each line a JSON object instead of text (false) */
+    bool rerank;               /* every model answers POST /v1/rerank, scoring as
+                                * Qwen3-Reranker does, whatever its GGUF's pooling (false:
+                                * only models whose GGUF names rank pooling) */
 } ts_server_options;
 
 void ts_server_options_default(ts_server_options *opts);

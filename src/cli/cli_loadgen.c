@@ -19,6 +19,7 @@ static void usage(FILE *out)
             "                       [--shared-prefix P] [--mix high:0.2,normal:0.6,low:0.2\n"
             "                       --api-keys FILE] [--model NAME] [--timeout S] [--json FILE]\n"
             "                       [--save-streams DIR] [--no-metrics]\n"
+            "                       [--embeddings [--batch B]]\n"
             "  --url URL           server base URL, with or without /v1 (default\n"
             "                      http://127.0.0.1:8080); loopback hosts only unless\n"
             "                      --allow-remote\n"
@@ -31,6 +32,9 @@ static void usage(FILE *out)
             "                      extension is sent unless --no-ignore-eos)\n"
             "  --stream            SSE with stream_options.include_usage (TTFT and ITL per chunk)\n"
             "  --chat              /v1/chat/completions instead of /v1/completions\n"
+            "  --embeddings        /v1/embeddings instead: each request embeds --batch B\n"
+            "                      documents (default 1) of --prompt-len words; reports\n"
+            "                      documents/s and prompt tokens/s (usage.prompt_tokens)\n"
             "  --mix SPEC          priority mix: each request takes the key of a tier drawn with\n"
             "                      these weights (seeded) from --api-keys\n"
             "  --api-keys FILE     {\"KEY\": {\"tier\": \"high|normal|low\"}}; Bearer auth\n"
@@ -99,7 +103,7 @@ static void print_deviations(const loadgen_level *l)
 static void print_result(const loadgen_result *r, const loadgen_config *cfg)
 {
     printf("%s %s%s, %d requests per level, prompt %d+%d words, max_tokens %d%s\n", cfg->url,
-           cfg->chat ? "chat" : "completions", cfg->stream ? " (stream)" : "", cfg->requests,
+           cfg->embed ? "embeddings" : cfg->chat ? "chat" : "completions", cfg->stream ? " (stream)" : "", cfg->requests,
            cfg->shared_prefix, cfg->prompt_len, cfg->max_tokens, r->mixed ? ", mixed priorities" : "");
     printf("%5s %9s %8s %11s %23s %23s %23s  %s\n", "conc", "ok/sent", "req/s", "out tok/s",
            "TTFT ms p50/p90/p99", "ITL ms p50/p90/p99", "latency ms p50/p90/p99", "errors");
@@ -117,6 +121,9 @@ static void print_result(const loadgen_result *r, const loadgen_config *cfg)
         }
         printf(l->n_err_kinds ? "\n" : " none\n");
         print_deviations(l);
+        if (cfg->embed)
+            printf("      embeddings: %d documents a request, %.1f documents/s, %.1f prompt "
+                   "tokens/s\n", cfg->batch, l->docs_s, l->prompt_tok_s);
         if (l->spec_seen && l->spec_drafted > 0)
             printf("      speculative decoding: %llu draft tokens, %llu accepted (%.1f%%)\n",
                    (unsigned long long)l->spec_drafted, (unsigned long long)l->spec_accepted,
@@ -162,6 +169,8 @@ int cli_loadgen(int argc, char **argv)
             cfg.stream = true;
         } else if (!strcmp(a, "--chat")) {
             cfg.chat = true;
+        } else if (!strcmp(a, "--embeddings")) {
+            cfg.embed = true;
         } else if (!strcmp(a, "--allow-remote")) {
             cfg.allow_remote = true;
         } else if (!strcmp(a, "--no-metrics")) {
@@ -187,6 +196,8 @@ int cli_loadgen(int argc, char **argv)
             mix_spec = v;
         } else if (!strcmp(a, "--api-keys")) {
             keys_path = v;
+        } else if (!strcmp(a, "--batch")) {
+            ok = cli_int(a, v, 1, 2048, &cfg.batch);
         } else if (!strcmp(a, "--model")) {
             cfg.model = v;
         } else if (!strcmp(a, "--json")) {

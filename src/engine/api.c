@@ -274,10 +274,11 @@ static ts_status check_embed_fits(const ts_engine *e, const ts_request_params *p
                                   ts_error *err)
 {
     const ts_model_config *c = &e->model->cfg;
-    if (c->pooling == TS_POOLING_NONE)
+    if (c->pooling == TS_POOLING_NONE || c->pooling == TS_POOLING_RANK)
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
                             "the model does not pool its hidden states (%s.pooling_type is "
-                            "none or absent): it serves no embeddings", c->arch);
+                            "%s): it serves no embeddings", c->arch,
+                            c->pooling == TS_POOLING_RANK ? "rank" : "none or absent");
     if (p->n_prompt > (size_t)c->context_len)
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "input of %zu tokens exceeds the context length %d", p->n_prompt,

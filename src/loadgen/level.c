@@ -83,6 +83,15 @@ static void summarise(loadgen_level *l, const loadgen_request *reqs, int n, load
     l->output_tok_s = l->wall_s > 0 ? (double)l->all.output_tokens / l->wall_s : 0.0;
 }
 
+/* An embeddings level's documents/s and prompt tokens/s. */
+static void embed_rates(loadgen_level *l, const loadgen_config *cfg)
+{
+    if (!cfg->embed)
+        return;
+    l->docs_s = l->req_s * cfg->batch;
+    l->prompt_tok_s = l->wall_s > 0 ? (double)l->all.prompt_tokens / l->wall_s : 0.0;
+}
+
 static ts_status check_config(const loadgen_config *cfg, ts_error *err)
 {
     if (cfg->n_levels < 1 || cfg->n_levels > LOADGEN_MAX_LEVELS)
@@ -100,6 +109,10 @@ static ts_status check_config(const loadgen_config *cfg, ts_error *err)
         return ts_error_set(err, TS_ERR_INVALID_ARG,
                             "loadgen: prompt %d + prefix %d words: want 1..2000000 in all",
                             cfg->prompt_len, cfg->shared_prefix);
+    if (cfg->embed && (cfg->batch < 1 || cfg->batch > 2048 || cfg->stream))
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "loadgen: embeddings want a batch of 1..2048 documents (not %d) "
+                            "and no stream", cfg->batch);
     if (cfg->max_tokens < 1)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "loadgen: max_tokens %d < 1", cfg->max_tokens);
     if (!(cfg->timeout_s > 0) || !(cfg->deadline_s > 0) || !isfinite(cfg->timeout_s) ||
@@ -123,7 +136,9 @@ ts_status loadgen_run(loadgen_result *out, const loadgen_config *cfg, ts_error *
                             url.host);
     loadgen_runner run = {.cfg = cfg, .mixed = cfg->mix != NULL};
     if ((st = loadgen_url_format(run.endpoint, &url,
-                                 cfg->chat ? "/v1/chat/completions" : "/v1/completions",
+                                 cfg->embed  ? "/v1/embeddings"
+                                 : cfg->chat ? "/v1/chat/completions"
+                                             : "/v1/completions",
                                  sizeof run.endpoint, err)) != TS_OK)
         return st;
     for (int c = 0; c < LOADGEN_CLASS_COUNT; c++) {
@@ -180,6 +195,7 @@ ts_status loadgen_run(loadgen_result *out, const loadgen_config *cfg, ts_error *
         }
         lv->concurrency = cfg->levels[l];
         summarise(lv, reqs, cfg->requests, &acc, run.mixed, scratch);
+        embed_rates(lv, cfg);
         acc_free(&acc);
         if (st != TS_OK)
             goto fail;

@@ -214,11 +214,16 @@ typedef struct loadgen_config {
                                * (headers and body as received), or NULL; borrowed */
     bool scrape_metrics;      /* read the server's speculative-decoding counters from its
                                * /metrics before and after each level (two GETs a level) */
+    bool embed;               /* POST /v1/embeddings instead: each request embeds `batch`
+                               * documents of shared_prefix + prompt_len words (max_tokens,
+                               * stream, chat, temperature unused); a request succeeds with
+                               * usage.prompt_tokens and one vector per document */
+    int batch;                /* documents per embeddings request (1..2048, default 1) */
 } loadgen_config;
 
 /* Fills defaults: one level of 1, 16 requests, prompt 64, no prefix, 64 tokens, stream
  * off, completions, ignore_eos on, temperature 0, timeout 300 s, deadline 900 s, seed 1,
- * no metrics scraped. */
+ * no metrics scraped, batches of 1 document. */
 void loadgen_config_default(loadgen_config *cfg);
 
 /* Error kinds besides HTTP statuses (which are >= 100). */
@@ -243,6 +248,8 @@ typedef struct loadgen_stats {
 typedef struct loadgen_level {
     int concurrency;
     double wall_s, req_s, output_tok_s;
+    double docs_s, prompt_tok_s; /* embeddings: documents of the successful requests, and
+                                  * their usage.prompt_tokens, per second of wall time */
     loadgen_stats all;
     loadgen_stats cls[LOADGEN_CLASS_COUNT]; /* filled when the run had a mix */
     int err_code[LOADGEN_MAX_ERROR_KINDS];  /* (n_err_kinds) distinct codes, in order seen */

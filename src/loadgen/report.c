@@ -53,6 +53,7 @@ static cJSON *level_json(const loadgen_level *l, bool mixed)
     cJSON *o = cJSON_CreateObject(), *errs, *cls;
     if (!o || !add_num(o, "concurrency", l->concurrency) || !add_num(o, "wall_s", l->wall_s) ||
         !add_num(o, "req_s", l->req_s) || !add_num(o, "output_tok_s", l->output_tok_s) ||
+        !add_num(o, "docs_s", l->docs_s) || !add_num(o, "prompt_tok_s", l->prompt_tok_s) ||
         !add_stats(o, &l->all) || !(errs = cJSON_AddObjectToObject(o, "errors")))
         goto fail;
     for (int k = 0; k < l->n_err_kinds; k++) {
@@ -89,7 +90,11 @@ cJSON *loadgen_result_json(const loadgen_result *r, const loadgen_config *cfg)
 {
     cJSON *root = cJSON_CreateObject(), *levels, *mix;
     if (!root || !cJSON_AddStringToObject(root, "url", cfg->url) ||
-        !cJSON_AddStringToObject(root, "endpoint", cfg->chat ? "chat" : "completions") ||
+        !cJSON_AddStringToObject(root, "endpoint",
+                                 cfg->embed  ? "embeddings"
+                                 : cfg->chat ? "chat"
+                                             : "completions") ||
+        !add_num(root, "batch", cfg->embed ? cfg->batch : 0) ||
         !cJSON_AddBoolToObject(root, "stream", cfg->stream) ||
         !add_num(root, "requests_per_level", cfg->requests) ||
         !add_num(root, "prompt_len", cfg->prompt_len) ||

@@ -28,6 +28,7 @@ void loadgen_config_default(loadgen_config *cfg)
     cfg->timeout_s = 300;
     cfg->deadline_s = 900;
     cfg->seed = 1;
+    cfg->batch = 1;
 }
 
 const char *loadgen_error_name(int code, char *buf, size_t cap)
@@ -119,6 +120,14 @@ static void on_chunk(transfer *t, const cJSON *j, double now)
     const cJSON *usage = cJSON_GetObjectItemCaseSensitive(j, "usage");
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
     const cJSON *pt = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
+    if (t->cfg->embed) { /* a vector per document, and the tokens embedded */
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
+        if (cJSON_IsNumber(pt) && cJSON_GetArraySize(data) == t->cfg->batch) {
+            t->got_usage = true;
+            t->req->prompt_tokens = (long)pt->valuedouble;
+        }
+        return;
+    }
     if (cJSON_IsNumber(ct)) {
         t->got_usage = true;
         t->req->tokens = (long)ct->valuedouble;
@@ -185,9 +194,38 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* {"model"?, "input": [batch documents]}: each document the prefix and its own words. */
+static char *embed_body(const loadgen_config *cfg, const char *prefix, uint64_t seed)
+{
+    cJSON *root = cJSON_CreateObject(), *input = cJSON_AddArrayToObject(root, "input");
+    char *out = NULL;
+    if (!input || (cfg->model && !cJSON_AddStringToObject(root, "model", cfg->model)))
+        goto done;
+    for (int k = 0; k < cfg->batch; k++) {
+        char *words = loadgen_words(cfg->prompt_len, seed * 4099u + (uint64_t)k);
+        size_t len = words ? strlen(prefix) + strlen(words) + 2 : 0;
+        char *doc = words ? malloc(len) : NULL;
+        if (doc)
+            snprintf(doc, len, "%s%s%s", prefix, *prefix && *words ? " " : "", words);
+        cJSON *s = doc ? cJSON_CreateString(doc) : NULL;
+        free(words);
+        free(doc);
+        if (!s || !cJSON_AddItemToArray(input, s)) {
+            cJSON_Delete(s);
+            goto done;
+        }
+    }
+    out = cJSON_PrintUnformatted(root);
+done:
+    cJSON_Delete(root);
+    return out;
+}
+
 /* The JSON body of request i of a level. */
 static char *request_body(const loadgen_config *cfg, const char *prefix, uint64_t seed)
 {
+    if (cfg->embed)
+        return embed_body(cfg, prefix, seed);
     char *words = loadgen_words(cfg->prompt_len, seed);
     cJSON *root = cJSON_CreateObject();
     char *out = NULL, *prompt = NULL;

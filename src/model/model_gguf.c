@@ -189,8 +189,8 @@ static ts_status read_family_attention(ts_model_config *c, const model_arch *a,
     return TS_OK;
 }
 
-/* ARCH.pooling_type: how an embedding model pools its rows (absent: none). Rank pooling
- * (a reranker's classification head) is refused by name. */
+/* ARCH.pooling_type: how an embedding model pools its rows (absent: none), or rank: a
+ * reranker. */
 static ts_status read_pooling(ts_model_config *c, const gguf_file *f, ts_error *err)
 {
     char key[96];
@@ -200,11 +200,8 @@ static ts_status read_pooling(ts_model_config *c, const gguf_file *f, ts_error *
         return TS_OK;
     if (st != TS_OK)
         return st;
-    if (v == 4)
-        return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s 4 (rank: a reranker's head) is not "
-                            "supported", key);
-    if (v < TS_POOLING_NONE || v > TS_POOLING_LAST)
-        return ts_error_set(err, TS_ERR_FORMAT, "%s: %lld is not a pooling (0-3)", key,
+    if (v < TS_POOLING_NONE || v > TS_POOLING_RANK)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s: %lld is not a pooling (0-4)", key,
                             (long long)v);
     c->pooling = (ts_pooling)v;
     return TS_OK;

@@ -199,10 +199,13 @@ static ts_status run(embed_job *j, srv_conn *c, srv_model *m, oai_error *e)
     const embed_request *r = j->r;
     const ts_model *model = ts_engine_get_model(m->engine);
     j->cfg = ts_model_get_config(model);
-    if (j->cfg->pooling == TS_POOLING_NONE)
+    if (j->cfg->pooling == TS_POOLING_NONE || j->cfg->pooling == TS_POOLING_RANK)
         return oai_error_set(e, 400, "model", "model_not_embedding",
-                             "the model '%.200s' serves no embeddings: its GGUF names no "
-                             "pooling (%s.pooling_type)", m->name, j->cfg->arch);
+                             "the model '%.200s' serves no embeddings: its GGUF names %s "
+                             "(%s.pooling_type)", m->name,
+                             j->cfg->pooling == TS_POOLING_RANK ? "rank pooling (a reranker)"
+                                                                : "no pooling",
+                             j->cfg->arch);
     if (r->dimensions > j->cfg->dim)
         return oai_error_set(e, 400, "dimensions", "invalid_value",
                              "'dimensions' is %d, over the model's %d", r->dimensions,

@@ -18,6 +18,7 @@ static const int known_status[] = {200, 400, 401, 404, 405, 413, 429, 500, 503};
 static const char *const route_names[METRICS_ROUTE_COUNT] = {
     "chat_completions", "completions", "batch_chat_completions", "batch_completions",
     "models", "health", "metrics", "tokenize", "detokenize", "embeddings",
+    "rerank",
     "other",
 };
 

@@ -190,6 +190,9 @@ srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_t
 /* ---- embed_route.c: POST /v1/embeddings */
 srv_handler embed_route;
 
+/* ---- rerank_route.c: POST /v1/rerank, /v1/reranking, /rerank */
+srv_handler rerank_route;
+
 /* The path prefix of GET /v1/models/{id}. */
 #define SRV_MODEL_ROUTE "/v1/models/"
 

@@ -1,0 +1,328 @@
+/* rerank_route.c: the POST /v1/rerank handler (also /rerank and /v1/reranking). Each
+ * (query, document) pair becomes Qwen3-Reranker's prompt in the model's chat template and
+ * one request of the engine, all submitted at once so they share its batched steps (and
+ * the prefix cache: the pairs of a request share the prompt up to the document). The
+ * pair is scored as rerank_params says. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/strbuf.h"
+#include "server/rerank.h"
+#include "server/server_internal.h"
+
+/* How long one wait for a score lasts before it looks at the server's stopping flag; the
+ * most pairs of one request in the engine at once (submit_and_gather). */
+enum { RERANK_POLL_MS = 100, RERANK_WINDOW = 256 };
+
+/* What the work holds per byte of text and per document, against the server's budget. */
+enum { BYTES_PER_TEXT_BYTE = 47, BYTES_PER_DOCUMENT = 4096 };
+
+/* The empty think block that begins the assistant's turn, where the template wrote none. */
+static const char THINK_BLOCK[] = "<think>\n\n</think>\n\n";
+
+typedef struct rerank_job {
+    const rerank_request *r;
+    srv_model *m;
+    const ts_tokenizer *tok;
+    int32_t yes, no;       /* the answer's two tokens */
+    int32_t **ids;         /* (n) each pair's prompt (owned) */
+    size_t *n_ids;         /* (n) */
+    ts_request **reqs;     /* (n) submitted, NULL where none */
+    double *scores;        /* (n) */
+    long long prompt_tokens;
+} rerank_job;
+
+static void job_free(rerank_job *j, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (j->ids)
+            free(j->ids[i]);
+        if (j->reqs)
+            ts_request_release(j->reqs[i]);
+    }
+    free(j->ids);
+    free(j->n_ids);
+    free(j->reqs);
+    free(j->scores);
+}
+
+/* The first token whose bytes are text, as Qwen3-Reranker's convert_tokens_to_ids finds
+ * "yes" and "no"; -1 when the vocabulary has none. */
+static int32_t token_of(const ts_tokenizer *tok, const char *text)
+{
+    size_t want = strlen(text);
+    for (int32_t id = 0; id < ts_tokenizer_vocab_size(tok); id++) {
+        size_t len = 0;
+        const char *b = ts_token_bytes(tok, id, &len);
+        if (b && len == want && !memcmp(b, text, want))
+            return id;
+    }
+    return -1;
+}
+
+/* A pair's chat (the system turn, user as the user turn, thinking off) as the request a
+ * template renders: q->chat_vars set (the caller deletes it), messages pointing into msgs. */
+static ts_status pair_chat(oai_message msgs[2], char *user, oai_request *q, oai_error *e)
+{
+    memset(q, 0, sizeof *q);
+    q->kind = OAI_CHAT;
+    msgs[0] = (oai_message){.role = (char *)"system", .content = (char *)RERANK_SYSTEM};
+    msgs[1] = (oai_message){.role = (char *)"user", .content = user};
+    q->messages = msgs;
+    q->n_messages = 2;
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "messages");
+    cJSON *kw = cJSON_AddObjectToObject(root, "chat_template_kwargs");
+    for (int k = 0; arr && k < 2; k++) {
+        cJSON *msg = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, msg);
+        if (!cJSON_AddStringToObject(msg, "role", msgs[k].role) ||
+            !cJSON_AddStringToObject(msg, "content", msgs[k].content))
+            arr = NULL;
+    }
+    ts_status st = TS_OK;
+    if (!arr || !kw || !cJSON_AddFalseToObject(kw, "enable_thinking"))
+        st = oai_error_set(e, 500, NULL, NULL, "out of memory");
+    else
+        st = oai_chat_vars(root, &q->chat_vars, e);
+    cJSON_Delete(root);
+    return st;
+}
+
+/* ids (n) end with tail (n_tail)? */
+static bool ends_with(const int32_t *ids, size_t n, const int32_t *tail, size_t n_tail)
+{
+    return n >= n_tail && !memcmp(ids + n - n_tail, tail, n_tail * sizeof *tail);
+}
+
+/* Appends the think block's tokens to pair i's prompt unless it ends with them. */
+static ts_status add_think_block(rerank_job *j, size_t i, oai_error *e)
+{
+    ts_tokenize_opts o = {.parse_special = true};
+    int32_t *think = NULL;
+    size_t n_think = 0;
+    if (ts_tokenize_alloc(j->tok, THINK_BLOCK, strlen(THINK_BLOCK), &o, &think, &n_think) !=
+        TS_OK)
+        return oai_error_set(e, 500, NULL, NULL, "cannot tokenize the prompt");
+    ts_status st = TS_OK;
+    if (!ends_with(j->ids[i], j->n_ids[i], think, n_think)) {
+        int32_t *grown = realloc(j->ids[i], (j->n_ids[i] + n_think) * sizeof *grown);
+        if (!grown)
+            st = oai_error_set(e, 500, NULL, NULL, "out of memory");
+        else {
+            memcpy(grown + j->n_ids[i], think, n_think * sizeof *think);
+            j->ids[i] = grown;
+            j->n_ids[i] += n_think;
+        }
+    }
+    free(think);
+    return st;
+}
+
+/* Pair i's prompt into j->ids[i], checked against the context (one token is generated). */
+static ts_status pair_tokens(rerank_job *j, size_t i, oai_error *e)
+{
+    char *user = rerank_user_turn(j->r->instruction, j->r->query, j->r->documents[i]);
+    if (!user)
+        return oai_error_set(e, 500, NULL, NULL, "out of memory");
+    oai_message msgs[2];
+    oai_request q;
+    ts_status st = pair_chat(msgs, user, &q, e);
+    if (st == TS_OK)
+        st = prompt_tokens(&q, j->m, j->tok, &j->ids[i], &j->n_ids[i], e);
+    cJSON_Delete(q.chat_vars);
+    free(user);
+    if (st == TS_OK)
+        st = add_think_block(j, i, e);
+    if (st != TS_OK)
+        return st;
+    const ts_model_config *cfg = ts_model_get_config(ts_engine_get_model(j->m->engine));
+    if (j->n_ids[i] >= (size_t)cfg->context_len) {
+        char param[32];
+        snprintf(param, sizeof param, "documents[%zu]", i);
+        return oai_error_set(e, 400, param, "context_length_exceeded",
+                             "the query with '%s' is %zu tokens, over the model's limit of "
+                             "%d tokens",
+                             param, j->n_ids[i], cfg->context_len - 1);
+    }
+    j->prompt_tokens += (long long)j->n_ids[i];
+    return TS_OK;
+}
+
+/* Submits pair i as a scoring request. */
+static ts_status submit_one(rerank_job *j, srv_conn *c, size_t i, ts_error *err)
+{
+    ts_request_params p;
+    rerank_params(&p, j->ids[i], j->n_ids[i], j->yes, j->no);
+    p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
+    p.cache_namespace = c->cache_ns;
+    return ts_engine_submit(j->m->engine, &p, &j->reqs[i], err);
+}
+
+/* Reads pair i's events into its score. Cancels every pair once the server stops. */
+static ts_status gather_one(rerank_job *j, srv_conn *c, size_t i, oai_error *e)
+{
+    ts_event ev = {0};
+    ts_status st, out = TS_OK;
+    bool got = false;
+    while ((st = ts_request_next_event(j->reqs[i], &ev, RERANK_POLL_MS)) != TS_ERR_NOT_FOUND) {
+        if (st == TS_ERR_TIMEOUT) {
+            if (atomic_load(&c->srv->stopping))
+                for (size_t k = 0; k < j->r->n_documents; k++)
+                    ts_request_cancel(j->reqs[k]);
+            continue;
+        }
+        if (ev.kind == TS_EVENT_ERROR && out == TS_OK)
+            out = srv_status_error(e, ev.status, ev.message);
+        if (ev.kind == TS_EVENT_TOKEN && !got) {
+            got = true;
+            if (!rerank_event_score(&ev, j->yes, j->no, &j->scores[i]) && out == TS_OK)
+                out = oai_error_set(e, 500, NULL, NULL,
+                                    "the model's \"yes\" and \"no\" logits are not finite");
+        }
+        ts_event_clear(&ev);
+    }
+    ts_request_release(j->reqs[i]);
+    j->reqs[i] = NULL;
+    if (out == TS_OK && !got)
+        out = oai_error_set(e, 503, NULL, "server_shutting_down",
+                            "the server is shutting down");
+    return out;
+}
+
+/* Submits the pairs in order with at most RERANK_WINDOW of them in the engine at once,
+ * reading the scores as the window moves on, so that a request of many documents does
+ * not fill the engine's queue against other clients. A full queue (the others') waits for
+ * one of the request's own to finish; with none of its own queued it is the answer (429). */
+static ts_status submit_and_gather(rerank_job *j, srv_conn *c, oai_error *e)
+{
+    size_t n = j->r->n_documents, read = 0;
+    ts_status st = TS_OK;
+    for (size_t i = 0; st == TS_OK && i < n; i++) {
+        if (i - read == RERANK_WINDOW)
+            st = gather_one(j, c, read++, e);
+        while (st == TS_OK) {
+            ts_error err = {0};
+            ts_status sub = submit_one(j, c, i, &err);
+            if (sub == TS_OK)
+                break;
+            if (sub != TS_ERR_QUEUE_FULL || read == i)
+                st = srv_status_error(e, sub, err.msg);
+            else
+                st = gather_one(j, c, read++, e);
+        }
+    }
+    while (st == TS_OK && read < n)
+        st = gather_one(j, c, read++, e);
+    return st;
+}
+
+/* {"object":"list","model":...,"results":[...],"usage":{...}} into b. */
+static void write_answer(strbuf *b, const rerank_job *j, const char *model)
+{
+    const rerank_request *r = j->r;
+    size_t *order = malloc(r->n_documents * sizeof *order);
+    cJSON *root = cJSON_CreateObject(), *results = NULL;
+    bool ok = order && root && cJSON_AddStringToObject(root, "object", "list") &&
+              cJSON_AddStringToObject(root, "model", model) &&
+              (results = cJSON_AddArrayToObject(root, "results"));
+    if (ok)
+        rerank_order(j->scores, r->n_documents, order);
+    for (size_t k = 0; ok && k < r->top_n; k++) {
+        size_t i = order[k];
+        cJSON *item = cJSON_CreateObject(), *doc = NULL;
+        cJSON_AddItemToArray(results, item);
+        ok = item && cJSON_AddNumberToObject(item, "index", (double)i) &&
+             cJSON_AddNumberToObject(item, "relevance_score", j->scores[i]);
+        if (ok && r->return_documents)
+            ok = (doc = cJSON_AddObjectToObject(item, "document")) &&
+                 cJSON_AddStringToObject(doc, "text", r->documents[i]);
+    }
+    cJSON *usage = ok ? cJSON_AddObjectToObject(root, "usage") : NULL;
+    ok = usage && cJSON_AddNumberToObject(usage, "prompt_tokens", (double)j->prompt_tokens) &&
+         cJSON_AddNumberToObject(usage, "total_tokens", (double)j->prompt_tokens);
+    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
+    if (text)
+        strbuf_add(b, text, strlen(text));
+    else
+        b->failed = true;
+    free(text);
+    cJSON_Delete(root);
+    free(order);
+}
+
+/* Whether m scores pairs: its GGUF's rank pooling, or the server told so. */
+static bool is_reranker(const ts_server *srv, const srv_model *m)
+{
+    const ts_model_config *cfg = ts_model_get_config(ts_engine_get_model(m->engine));
+    return cfg->pooling == TS_POOLING_RANK || srv->opts.rerank;
+}
+
+/* Every step of the answer but the sending; e set on failure. */
+static ts_status run(rerank_job *j, srv_conn *c, oai_error *e)
+{
+    const rerank_request *r = j->r;
+    if (!is_reranker(c->srv, j->m))
+        return oai_error_set(e, 400, "model", "model_not_reranker",
+                             "the model '%.200s' is not a reranker: its GGUF names no rank "
+                             "pooling (pooling_type 4) and the server was not started with "
+                             "--rerank", j->m->name);
+    j->tok = ts_model_get_tokenizer(ts_engine_get_model(j->m->engine));
+    j->yes = token_of(j->tok, "yes");
+    j->no = token_of(j->tok, "no");
+    if (j->yes < 0 || j->no < 0)
+        return oai_error_set(e, 400, "model", "model_not_reranker",
+                             "the model '%.200s' cannot rerank: its vocabulary has no "
+                             "\"yes\" or no \"no\" token", j->m->name);
+    size_t n = r->n_documents;
+    size_t need = n * BYTES_PER_DOCUMENT +
+                  strlen(r->query) * BYTES_PER_TEXT_BYTE * n;
+    for (size_t i = 0; i < n; i++)
+        need += strlen(r->documents[i]) * BYTES_PER_TEXT_BYTE;
+    if (!srv_reserve(c, need, e))
+        return TS_ERR_NOMEM;
+    j->ids = calloc(n, sizeof *j->ids);
+    j->n_ids = calloc(n, sizeof *j->n_ids);
+    j->reqs = calloc(n, sizeof *j->reqs);
+    j->scores = calloc(n, sizeof *j->scores);
+    if (!j->ids || !j->n_ids || !j->reqs || !j->scores)
+        return oai_error_set(e, 500, NULL, NULL, "out of memory");
+    ts_status st = TS_OK;
+    for (size_t i = 0; st == TS_OK && i < n; i++)
+        st = pair_tokens(j, i, e);
+    if (st == TS_OK)
+        st = submit_and_gather(j, c, e);
+    return st;
+}
+
+enum MHD_Result rerank_route(struct MHD_Connection *mc, srv_conn *c)
+{
+    rerank_request r;
+    oai_error e;
+    if (rerank_parse(c->body.s, c->body.len, &r, &e) != TS_OK)
+        return srv_send_error(mc, c, &e);
+    srv_model *m = srv_find_model(c->srv, r.model, &e);
+    if (!m) {
+        rerank_request_clear(&r);
+        return srv_send_error(mc, c, &e);
+    }
+    c->model = m->name;
+    rerank_job j = {.r = &r, .m = m};
+    ts_status st = run(&j, c, &e);
+    strbuf b = {0};
+    if (st == TS_OK) {
+        c->prompt_tokens = (int)j.prompt_tokens;
+        write_answer(&b, &j, m->name);
+        if (b.failed || !b.s)
+            st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
+    }
+    job_free(&j, r.n_documents);
+    rerank_request_clear(&r);
+    if (st != TS_OK) {
+        strbuf_free(&b);
+        return srv_send_error(mc, c, &e);
+    }
+    return srv_send(mc, c, 200, "application/json", b.s, b.len);
+}
