@@ -307,4 +307,8 @@ uint32_t sch_close_cost(const ts_schema *s, const sch_state *st);
 bool schema__leaf_checked(const ts_schema *s, const sch_path *p);
 bool schema__leaf_allowed(const ts_schema *s, const sch_path *p);
 
+/* Reads code point cp into string leaf l (its pattern state, count and hash); false (l
+ * then garbage) when the pattern or maxLength refuses it. */
+bool schema__str_char(const ts_schema *s, sch_leaf *l, uint32_t cp);
+
 #endif /* TESSERA_GRAMMAR_SCHEMA_H */

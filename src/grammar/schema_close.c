@@ -12,6 +12,7 @@ enum {
     NUM_EXACT_DEPTH = 3,     /* bytes over which a number's shortest ending is exact */
     NUM_SEARCH_DEPTH = 24,   /* bytes a number's ending is searched over */
     NUM_SEARCH_BUDGET = 2048, /* states one search visits at most */
+    CHECKED_BUDGET = 4096,   /* states a checked string's search visits at most */
 };
 
 static uint32_t add(uint32_t a, uint32_t b)
@@ -101,6 +102,69 @@ static uint32_t str_more(const sch_node *n, const ts_schema *s, int st, uint32_t
     return best;
 }
 
+/* Whether the string in q's leaf (whole characters) can end as an allowed value after
+ * exactly end code points in all, each code point tried cheapest first (a few of each
+ * range: one more than there are values to avoid); *bytes gets the bytes of the first
+ * such ending found. The same order from the state after its first code point finds the
+ * same ending, so each of its bytes takes one off. */
+static bool checked_ending(const ts_schema *s, sch_path *q, uint32_t end, uint32_t tries,
+                           uint32_t *bytes, int *budget)
+{
+    const sch_node *n = &s->nodes[q->leaf.node];
+    const sch_leaf l = q->leaf;
+    const sch_dfa *d = n->u.str.dfa >= 0 ? &s->dfas[n->u.str.dfa] : NULL;
+    if (--*budget < 0 || (d && !schema__dfa_feasible(d, l.u.str.dfa, l.u.str.count, end, end)))
+        return false;
+    if (l.u.str.count == end) {
+        *bytes = 0;
+        return schema__leaf_allowed(s, q);
+    }
+    for (uint32_t cost = 1; cost <= 4; cost++) {
+        uint32_t n_tr = d ? d->first[l.u.str.dfa + 1] - d->first[l.u.str.dfa] : 1;
+        for (uint32_t k = 0; k < n_tr; k++) {
+            uint32_t lo = d ? d->tr[d->first[l.u.str.dfa] + k].lo : 'a';
+            uint32_t hi = d ? d->tr[d->first[l.u.str.dfa] + k].hi : 0x10FFFF;
+            static const uint32_t base[5] = {0, 0x20, 0x80, 0x800, 0x10000};
+            static const uint32_t top[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+            lo = lo < base[cost] ? base[cost] : lo;
+            hi = hi > top[cost] ? top[cost] : hi;
+            for (uint32_t cp = lo, tried = 0; cp <= hi && tried < tries; cp++) {
+                if (cp == '"' || cp == '\\' || (cp >= 0xD800 && cp <= 0xDFFF))
+                    continue; /* escaped (two bytes), or not a character */
+                tried++;
+                q->leaf = l;
+                uint32_t rest;
+                if (schema__str_char(s, &q->leaf, cp) &&
+                    checked_ending(s, q, end, tries, &rest, budget)) {
+                    q->leaf = l;
+                    *bytes = cost + rest;
+                    return true;
+                }
+            }
+        }
+    }
+    q->leaf = l;
+    return false;
+}
+
+/* Bytes that end the checked string in p (whole characters) as an allowed value, over
+ * lengths from the fewest on; SCH_COST_NEVER when the search finds none. */
+static uint32_t checked_rest(const ts_schema *s, const sch_path *p)
+{
+    const sch_node *n = &s->nodes[p->leaf.node];
+    uint32_t count = p->leaf.u.str.count;
+    uint32_t first = count < n->u.str.min ? n->u.str.min : count;
+    uint32_t tries = (uint32_t)(n->u.str.n_excl + p->n_mem) + 1;
+    sch_path q = *p;
+    int budget = CHECKED_BUDGET;
+    for (uint32_t end = first; end <= first + 4 && end <= n->u.str.max; end++) {
+        uint32_t bytes;
+        if (checked_ending(s, &q, end, tries, &bytes, &budget))
+            return bytes;
+    }
+    return SCH_COST_NEVER;
+}
+
 static uint32_t str_cost(const ts_schema *s, const sch_path *p)
 {
     const sch_leaf *l = &p->leaf;
@@ -125,6 +189,11 @@ static uint32_t str_cost(const ts_schema *s, const sch_path *p)
         for (const char *u = unescaped; *u; u++)
             rest = least(rest, char_rest(n, s, st, count, (uint8_t)*u));
         return add(add(1, rest), 1);
+    }
+    if (schema__leaf_checked(s, p)) {
+        rest = checked_rest(s, p);
+        if (rest < SCH_COST_NEVER)
+            return add(rest, 1);
     }
     rest = str_rest(n, s, st, count);
     if (rest == 0 && schema__leaf_checked(s, p) && !schema__leaf_allowed(s, p))
@@ -310,8 +379,13 @@ static uint32_t obj_rest(const ts_schema *s, const sch_node *o, int from, uint32
 
 /* Bytes that finish array a with count items begun (the last one complete), or none
  * (first). Items of a uniqueItems array after the first get one byte more, to differ. */
+static uint32_t enum_items_rest(const ts_schema *s, const sch_node *a, uint32_t count,
+                                bool first, const sch_path *p, int i, uint32_t also);
+
 static uint32_t arr_rest(const ts_schema *s, const sch_node *a, uint32_t count, bool first)
 {
+    if (a->u.arr.unique && a->u.arr.n_prefix == 0 && s->nodes[a->u.arr.items].kind == SCH_LITERAL)
+        return enum_items_rest(s, a, count, first, NULL, 0, UINT32_MAX);
     uint32_t cost = 1;
     for (uint32_t i = count; i < a->u.arr.min; i++) {
         cost = add(cost, shortest(s, schema__item_node(s, a, i)));
@@ -322,11 +396,96 @@ static uint32_t arr_rest(const ts_schema *s, const sch_node *a, uint32_t count, 
     return cost;
 }
 
+/* ---- uniqueItems arrays of enum items: the cheapest texts not written yet */
+
+enum { MAX_TEXTS = 256 }; /* enum texts an exact count considers */
+
+typedef struct lit_text {
+    uint32_t len;  /* bytes from the trie node the search began at */
+    uint32_t hash; /* its value's hash, low 24 bits (as remembered) */
+} lit_text;
+
+static int lit_texts(const ts_schema *s, int32_t k, uint32_t depth, lit_text *out, int n)
+{
+    if (s->lits[k].terminal && n < MAX_TEXTS)
+        out[n++] = (lit_text){depth, s->lits[k].hash & 0xFFFFFF};
+    for (int32_t j = s->lits[k].child; j >= 0; j = s->lits[j].sibling)
+        n = lit_texts(s, j, depth + 1, out, n);
+    return n;
+}
+
+/* Whether frame i of p is a uniqueItems array of enum items alone (no prefixItems). */
+static bool unique_enum(const ts_schema *s, const sch_path *p, int i)
+{
+    const sch_node *a = &s->nodes[p->frame[i].node];
+    return a->kind == SCH_ARRAY && a->u.arr.unique && a->u.arr.n_prefix == 0 &&
+           s->nodes[a->u.arr.items].kind == SCH_LITERAL;
+}
+
+/* Whether hash h is remembered by frame i of p. */
+static bool remembered(const sch_path *p, int i, uint32_t h)
+{
+    for (int k = 0; k < p->n_mem; k++)
+        if (p->mem[k] == ((uint32_t)(i + 1) << 24 | h))
+            return true;
+    return false;
+}
+
+/* arr_rest for a uniqueItems array a of enum items with count items begun (first: none
+ * complete): its cheapest texts, each once, and none remembered by frame i of p nor
+ * equal to also (the value being written; UINT32_MAX: none). p NULL: nothing remembered. */
+static uint32_t enum_items_rest(const ts_schema *s, const sch_node *a, uint32_t count,
+                                bool first, const sch_path *p, int i, uint32_t also)
+{
+    if (count >= a->u.arr.min)
+        return 1;
+    lit_text t[MAX_TEXTS];
+    int n = lit_texts(s, (int32_t)s->nodes[a->u.arr.items].u.lit.root, 0, t, 0);
+    uint32_t cost = 1;
+    for (uint32_t item = count; item < a->u.arr.min; item++) {
+        int best = -1;
+        for (int k = 0; k < n; k++)
+            if (t[k].len != SCH_COST_NEVER && t[k].hash != also &&
+                !(p && remembered(p, i, t[k].hash)) && (best < 0 || t[k].len < t[best].len))
+                best = k;
+        if (best < 0)
+            return SCH_COST_NEVER;
+        cost = add(cost, t[best].len + (item > 0 || !first));
+        t[best].len = SCH_COST_NEVER;
+    }
+    return cost;
+}
+
+/* enum_items_rest for frame i of p (items begun counting the one being written). */
+static uint32_t unique_enum_rest(const ts_schema *s, const sch_path *p, int i, uint32_t also)
+{
+    const sch_frame *f = &p->frame[i];
+    return enum_items_rest(s, &s->nodes[f->node], f->count, f->phase == F_ARR_FIRST, p, i,
+                           also);
+}
+
+/* The value being read in p (an enum item of the unique array that is its top frame) and
+ * that array's rest: the cheapest over the texts the value can still become. */
+static uint32_t unique_enum_item_cost(const ts_schema *s, const sch_path *p)
+{
+    const sch_leaf *l = &p->leaf;
+    int32_t k = l->kind == LEAF_START ? (int32_t)s->nodes[l->node].u.lit.root : (int32_t)l->u.lit;
+    lit_text t[MAX_TEXTS];
+    int n = lit_texts(s, k, 0, t, 0);
+    uint32_t best = SCH_COST_NEVER;
+    for (int j = 0; j < n; j++)
+        if (!remembered(p, p->depth - 1, t[j].hash))
+            best = least(best, add(t[j].len, unique_enum_rest(s, p, p->depth - 1, t[j].hash)));
+    return best;
+}
+
 /* Bytes that finish the frame at index i of p once what it holds now is complete. */
 static uint32_t frame_cost(const ts_schema *s, const sch_path *p, int i)
 {
     const sch_frame *f = &p->frame[i];
     const sch_node *c = &s->nodes[f->node];
+    if (c->kind == SCH_ARRAY && unique_enum(s, p, i))
+        return unique_enum_rest(s, p, i, UINT32_MAX);
     if (c->kind == SCH_ARRAY)
         return arr_rest(s, c, f->count, f->phase == F_ARR_FIRST);
     switch ((frame_phase)f->phase) {
@@ -359,8 +518,17 @@ static uint32_t frame_cost(const ts_schema *s, const sch_path *p, int i)
 
 static uint32_t path_cost(const ts_schema *s, const sch_path *p)
 {
-    uint32_t cost = leaf_cost(s, p);
-    for (int i = p->depth - 1; i >= 0 && cost < SCH_COST_NEVER; i--)
+    int below = p->depth; /* frames whose cost is still to add */
+    uint32_t cost;
+    if (p->depth > 0 && unique_enum(s, p, p->depth - 1) &&
+        (p->leaf.kind == LEAF_LITERAL || p->leaf.kind == LEAF_START) &&
+        s->nodes[p->leaf.node].kind == SCH_LITERAL) {
+        cost = unique_enum_item_cost(s, p); /* the item and its array together */
+        below--;
+    } else {
+        cost = leaf_cost(s, p);
+    }
+    for (int i = below - 1; i >= 0 && cost < SCH_COST_NEVER; i--)
         cost = add(cost, frame_cost(s, p, i));
     return cost;
 }

@@ -781,6 +781,8 @@ bool sch_same(const ts_schema *s, const sch_state *a, const sch_state *b)
 
 bool schema__leaf_checked(const ts_schema *s, const sch_path *p) { return leaf_checked(s, p); }
 
+bool schema__str_char(const ts_schema *s, sch_leaf *l, uint32_t cp) { return str_char(s, l, cp); }
+
 bool schema__leaf_allowed(const ts_schema *s, const sch_path *p)
 {
     return value_allowed(s, p, leaf_hash(s, &p->leaf));
