@@ -165,7 +165,8 @@ bool constraint_same(const constraint *a, const constraint *b)
 
 bool constraint_closes(const constraint *c)
 {
-    return c->kind == TS_CONSTRAINT_GRAMMAR || c->kind == TS_CONSTRAINT_JSON_OBJECT;
+    return c->kind == TS_CONSTRAINT_GRAMMAR || c->kind == TS_CONSTRAINT_JSON_OBJECT ||
+           c->kind == TS_CONSTRAINT_JSON_SCHEMA;
 }
 
 uint32_t constraint_close_cost(const constraint *c)
@@ -173,6 +174,7 @@ uint32_t constraint_close_cost(const constraint *c)
     switch (c->kind) {
     case TS_CONSTRAINT_GRAMMAR: return gr_cost(c->grammar, &c->gr);
     case TS_CONSTRAINT_JSON_OBJECT: return (uint32_t)json_pda_close_cost(&c->json);
+    case TS_CONSTRAINT_JSON_SCHEMA: return sch_close_cost(c->schema, &c->sch);
     default: return 0;
     }
 }
@@ -190,6 +192,11 @@ static uint32_t json_cost(const void *ctx, const void *state)
     return (uint32_t)json_pda_close_cost(state);
 }
 
+static uint32_t schema_cost(const void *ctx, const void *state)
+{
+    return sch_close_cost(ctx, state);
+}
+
 int constraint_allowed_within(const constraint *c, const token_trie *t, uint32_t limit,
                               uint8_t *allowed, uint32_t *max_cost)
 {
@@ -198,6 +205,10 @@ int constraint_allowed_within(const constraint *c, const token_trie *t, uint32_t
     case TS_CONSTRAINT_JSON_OBJECT:
         return token_trie_walk_within(t, json_next, json_cost, NULL, &c->json, sizeof c->json,
                                       limit, allowed, max_cost);
+    case TS_CONSTRAINT_JSON_SCHEMA:
+        return token_trie_walk_within(t, schema_next, limit == UINT32_MAX ? NULL : schema_cost,
+                                      c->schema, &c->sch, sizeof c->sch, limit, allowed,
+                                      max_cost);
     default:
         *max_cost = 0;
         return constraint_allowed(c, t, allowed);

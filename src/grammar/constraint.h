@@ -56,10 +56,10 @@ bool constraint_done(const constraint *c);
  * that is a number): the end-of-generation token may end it. */
 bool constraint_can_end(const constraint *c);
 
-/* ---- closing within a token budget (grammars and JSON objects; a JSON Schema's state
- * has no closing cost yet) */
+/* ---- closing within a token budget */
 
-/* True when c's automaton knows its closing cost (TS_CONSTRAINT_GRAMMAR, _JSON_OBJECT). */
+/* True when c's automaton knows its closing cost (TS_CONSTRAINT_GRAMMAR, _JSON_OBJECT,
+ * _JSON_SCHEMA). */
 bool constraint_closes(const constraint *c);
 
 /* Bytes of the shortest text that completes c from its state (0: complete; 0 as well

@@ -121,6 +121,8 @@ struct ts_schema {
     size_t n_text, cap_text;
     uint32_t *hashes;  /* (n_hashes) values excluded by `not`, as schema__value_hash */
     int n_hashes, cap_hashes;
+    uint32_t *shortest; /* (n_nodes) bytes of each node's shortest compact value,
+                         * SCH_COST_NEVER: none (schema_close.c) */
 };
 
 /* ---- values compared by hash (uniqueItems, not, keys under additionalProperties) */
@@ -222,6 +224,19 @@ typedef struct sch_leaf {
     } u;
 } sch_leaf;
 
+/* What an open container expects next (sch_frame.phase). */
+typedef enum frame_phase {
+    F_OBJ_FIRST, /* after '{': a name or '}' */
+    F_OBJ_NEXT,  /* after ',': a name */
+    F_OBJ_KEY,   /* inside a name (frame.key, frame.pos) */
+    F_OBJ_COLON, /* after a name: ':' */
+    F_AFTER,     /* after a value: ',' or the closer */
+    F_ARR_FIRST, /* after '[': a value or ']' */
+    F_OBJ_FREE,  /* inside a key under additionalProperties (read as the path's leaf) */
+} frame_phase;
+
+enum { KEY_FREE = 0xFFFF }; /* sch_frame.key of a key under additionalProperties */
+
 /* An open object or array. */
 typedef struct sch_frame {
     uint16_t node;
@@ -229,7 +244,7 @@ typedef struct sch_frame {
                      * (saturating) */
     uint16_t key;   /* object: the property whose name is being read */
     uint8_t pos;    /* object: bytes of that name read */
-    uint8_t phase;  /* schema_run.c's frame_phase */
+    uint8_t phase;  /* frame_phase */
     uint16_t written; /* object: properties written (saturating) */
 } sch_frame;
 
@@ -274,5 +289,26 @@ bool sch_done(const ts_schema *s, const sch_state *st);
 /* True when a and b allow exactly the same continuations (fields that cannot change what
  * follows are ignored): a mask computed for one serves the other. */
 bool sch_same(const ts_schema *s, const sch_state *a, const sch_state *b);
+
+/* ---- closing within a budget (schema_close.c) */
+
+enum { SCH_COST_NEVER = 0x00FFFFFF }; /* no completion known */
+
+/* Fills s->shortest (the passes call it once the graph is final); TS_ERR_NOMEM. */
+ts_status schema__shortest_lengths(ts_schema *s);
+
+/* Bytes of a short text that completes a value from st (0: st can end as it is): never
+ * below the shortest, and reachable byte by byte, each byte taking one off, so a mask that
+ * keeps the cost within the bytes left always closes. SCH_COST_NEVER when unknown. */
+uint32_t sch_close_cost(const ts_schema *s, const sch_state *st);
+
+/* For schema_close.c: whether p's leaf is checked by hash (not, uniqueItems, keys
+ * beyond properties), and whether its value, complete as it is, would be allowed. */
+bool schema__leaf_checked(const ts_schema *s, const sch_path *p);
+bool schema__leaf_allowed(const ts_schema *s, const sch_path *p);
+
+/* Reads code point cp into string leaf l (its pattern state, count and hash); false (l
+ * then garbage) when the pattern or maxLength refuses it. */
+bool schema__str_char(const ts_schema *s, sch_leaf *l, uint32_t cp);
 
 #endif /* TESSERA_GRAMMAR_SCHEMA_H */

@@ -439,5 +439,6 @@ void ts_schema_release(ts_schema *s)
     free(s->lits);
     free(s->text);
     free(s->hashes);
+    free(s->shortest);
     free(s);
 }

@@ -384,6 +384,10 @@ ts_status sb_finish(schema_builder *b, char *msg, size_t msg_size, char *path,
         mem_needs(s);
         st = check_one_of(&p);
     }
+    if (st == TS_OK && schema__shortest_lengths(s) != TS_OK) {
+        st = TS_ERR_NOMEM;
+        snprintf(msg, msg_size, "out of memory compiling a schema");
+    }
     if (st == TS_OK && s->nodes[s->root].need == SCH_NEED_NEVER)
         st = fail_at(&p, "", TS_ERR_INVALID_ARG, "no JSON value satisfies the schema%s",
                      " as tessera writes values (docs/API.md, JSON Schema subset)");

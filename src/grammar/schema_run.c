@@ -10,18 +10,6 @@
 
 #define SCH_CP_LIMIT 0x10FFFFu
 
-typedef enum frame_phase {
-    F_OBJ_FIRST, /* after '{': a name or '}' */
-    F_OBJ_NEXT,  /* after ',': a name */
-    F_OBJ_KEY,   /* inside a name (frame.key, frame.pos) */
-    F_OBJ_COLON, /* after a name: ':' */
-    F_AFTER,     /* after a value: ',' or the closer */
-    F_ARR_FIRST, /* after '[': a value or ']' */
-    F_OBJ_FREE,  /* inside a key under additionalProperties (read as the path's leaf) */
-} frame_phase;
-
-enum { KEY_FREE = 0xFFFF }; /* sch_frame.key of a key under additionalProperties */
-
 /* What a value being read did with a byte. */
 typedef enum leaf_result {
     R_REJECT, /* cannot take it */
@@ -787,4 +775,15 @@ bool sch_same(const ts_schema *s, const sch_state *a, const sch_state *b)
             return false;
     }
     return true;
+}
+
+/* ---- for the closing cost (schema_close.c) */
+
+bool schema__leaf_checked(const ts_schema *s, const sch_path *p) { return leaf_checked(s, p); }
+
+bool schema__str_char(const ts_schema *s, sch_leaf *l, uint32_t cp) { return str_char(s, l, cp); }
+
+bool schema__leaf_allowed(const ts_schema *s, const sch_path *p)
+{
+    return value_allowed(s, p, leaf_hash(s, &p->leaf));
 }
