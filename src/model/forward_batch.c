@@ -326,6 +326,7 @@ static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_bat
     }
     qsort(s->chunk_key, (size_t)s->n_chunks, sizeof *s->chunk_key, key_desc);
     s->chunk_task0[0] = 0;
+    s->att_split = false;
     for (int i = 0; i < s->n_chunks; i++) {
         int r0 = (int32_t)(s->chunk_key[i] & ((1 << CHUNK_ROW_BITS) - 1));
         const fwd_seq *sq = &b->seqs[s->seq[r0]];
@@ -334,6 +335,7 @@ static void attention_plan(fwd_state *s, const ts_model_config *c, const fwd_bat
         s->chunk_spans[i] = chunk_spans(
             sq, sq->n_rows - j0 < ATT_CHUNK_ROWS ? sq->n_rows - j0 : ATT_CHUNK_ROWS);
         s->chunk_task0[i + 1] = s->chunk_task0[i] + s->chunk_spans[i];
+        s->att_split |= s->chunk_spans[i] > 1;
     }
     long tasks = s->chunk_task0[s->n_chunks];
     int heads = (int)(tasks * c->n_kv_heads / (ATT_TASKS_PER_THREAD * threads));
@@ -410,6 +412,8 @@ static void attention(const fwd_step *f, int layer)
         f->k->attention(out, s->qkv + (size_t)r0 * qkv_rows, &view, &shape, kv0 * group,
                         kv1 * group);
     }
+    if (!s->att_split)
+        return; /* no merge, and no barrier for one (every thread sees the same plan) */
 #pragma omp for schedule(static)
     for (int i = 0; i < s->n_chunks; i++) {
         if (s->chunk_spans[i] == 1)

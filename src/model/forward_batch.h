@@ -120,6 +120,7 @@ typedef struct fwd_state {
     int32_t *chunk_spans; /* (max_rows) spans each chunk's context is split into (1: none) */
     int32_t *chunk_task0; /* (max_rows + 1) each chunk's first attention task; the last
                            * entry is the step's count of tasks */
+    bool att_split;       /* some chunk of this step has more than one span */
     float *att_part; /* (max_logits * FWD_ATT_MAX_SPANS, nh*hd) split rows' span outputs */
     float *att_lse;  /* (max_logits * FWD_ATT_MAX_SPANS, nh) and their log-sum-exps */
     long att_work;  /* this step's attention work: K/V floats its sequences read */
