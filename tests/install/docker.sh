@@ -33,6 +33,13 @@ if [ -z "$engine" ]; then
   echo "SKIP: the image was not built: $why"
   exit 77
 fi
+# The base images come from a registry; a machine that cannot reach one cannot build.
+for base in debian:12 debian:12-slim; do
+  if ! "$engine" image inspect "$base" >/dev/null 2>&1 && ! "$engine" pull -q "$base" >/dev/null 2>&1; then
+    echo "SKIP: the image was not built: $engine has no $base and cannot pull it (no registry)"
+    exit 77
+  fi
+done
 tag=tessera-test:$$
 name=tessera-test-$$
 trap '"$engine" rm -f "$name" >/dev/null 2>&1; "$engine" rmi "$tag" >/dev/null 2>&1' EXIT
