@@ -258,7 +258,9 @@ static void test_engine_with_q8(void **state)
             int n = 0;
             int32_t *ids = eu_tokenize(m, prompt, &n);
             eu_result r = {0};
-            eu_collect(eu_submit(e, ids, n, 120, TS_PRIORITY_NORMAL), &r);
+            ts_request *req = eu_submit(e, ids, n, 120, TS_PRIORITY_NORMAL);
+            eu_collect(req, &r);
+            ts_request_release(req);
             assert_false(r.error);
             assert_int_equal(r.n_done, 1);
             text[kv][p] = strdup(r.text[0]);
