@@ -8,12 +8,7 @@ set -euo pipefail
 bin=$1 model=$2 build=$3
 here=$(cd "$(dirname "$0")" && pwd)
 npmdir=$(cd "$build" && pwd)/npm
-if [ ! -f "$npmdir/node_modules/openai/package.json" ] ||
-   [ ! -f "$npmdir/node_modules/@anthropic-ai/sdk/package.json" ]; then
-  mkdir -p "$npmdir"
-  npm install --silent --no-audit --no-fund --prefix "$npmdir" openai@4.95.0 \
-    @anthropic-ai/sdk@0.71.2 >/dev/null
-fi
+"$here/npm_modules.sh" "$npmdir" openai@4.95.0 @anthropic-ai/sdk@0.71.2
 
 log=$(mktemp)
 "$bin" serve -m "$model" --host 127.0.0.1 --port 0 2>"$log" &

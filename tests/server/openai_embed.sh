@@ -8,10 +8,7 @@ set -euo pipefail
 bin=$1 vocab=$2 build=$3
 here=$(cd "$(dirname "$0")" && pwd)
 npmdir=$(cd "$build" && pwd)/npm
-if [ ! -f "$npmdir/node_modules/openai/package.json" ]; then
-  mkdir -p "$npmdir"
-  npm install --silent --no-audit --no-fund --prefix "$npmdir" openai@4.95.0 >/dev/null
-fi
+"$here/npm_modules.sh" "$npmdir" openai@4.95.0
 
 tmp=$(mktemp -d)
 log=$tmp/serve.log

@@ -45,12 +45,9 @@ if [ -z "$chromium" ] || [ ! -x "$chromium" ]; then
   exit 77
 fi
 npmdir=$build/npm-web
-if [ ! -f "$npmdir/node_modules/puppeteer-core/package.json" ]; then
-  mkdir -p "$npmdir"
-  if ! npm install --silent --no-audit --no-fund --prefix "$npmdir" puppeteer-core@24.40.0 >/dev/null; then
-    echo "SKIP: cannot install puppeteer-core from npm (offline?)"
-    exit 77
-  fi
+if ! "$here/../server/npm_modules.sh" "$npmdir" puppeteer-core@24.40.0; then
+  echo "SKIP: cannot install puppeteer-core from npm (offline?)"
+  exit 77
 fi
 
 key=sk-page-test-$$
