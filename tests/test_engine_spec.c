@@ -130,7 +130,7 @@ static void test_options_and_their_bounds(void **state)
     assert_int_equal(o.spec_rows, 0);
     assert_int_equal(engine_arg(&o, "--spec-eager", NULL), 1);
     assert_true(o.spec_eager);
-    assert_int_equal(engine_arg(&o, "--spec", "draft"), -1);
+    assert_int_equal(engine_arg(&o, "--spec", "medusa"), -1);
     assert_int_equal(engine_arg(&o, "--spec-max", "65"), -1);
     assert_int_equal(engine_arg(&o, "--spec", "off"), 1);
     assert_int_equal(o.spec, TS_SPEC_OFF);

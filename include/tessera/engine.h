@@ -46,6 +46,8 @@ typedef enum ts_spec_kind {
     TS_SPEC_OFF,   /* one token per sequence a step */
     TS_SPEC_NGRAM, /* prompt lookup: the continuation of the latest earlier match of the
                     * text's last tokens in the prompt and the text so far */
+    TS_SPEC_DRAFT, /* a draft model (ts_engine_options.draft_model) proposes each draft
+                    * greedily, in batched steps of its own; prompt lookup is not consulted */
 } ts_spec_kind;
 
 /* What the KV pool stores keys and values as. */
@@ -96,6 +98,16 @@ typedef struct ts_engine_options {
                             * step's cost model says a row costs (off: each draft must be
                             * likelier to be accepted than a row's share of the step's
                             * cost); for tests and measurements at a fixed depth */
+    const ts_model *draft_model; /* with TS_SPEC_DRAFT: the model that drafts (borrowed,
+                            * outlives the engine); its vocabulary must be the target's:
+                            * the same size, token bytes and special ids, else
+                            * ts_engine_create refuses it naming the difference */
+    double spec_force_accept; /* a measuring aid (tessera bench), 0 = off: each draft is
+                            * accepted with this probability once the one before it was,
+                            * whatever the target drew (the target's token is replaced
+                            * by the draft's), so the mechanism's cost can be timed at a
+                            * chosen acceptance on random weights. The text is then not
+                            * the model's: never for serving */
     FILE *step_log;        /* a line a step, for tuning the prefill budget, its columns
                             * TS_STEP_LOG_COLUMNS (NULL = none; tessera bench --step-log).
                             * Written on the step thread; the caller owns it */

@@ -201,7 +201,8 @@ static int model_option(int argc, char **argv, int *i, const cli_spec *s)
     return (*out = cli_value(argc, argv, i)) ? 1 : -1;
 }
 
-int cli_parse(int argc, char **argv, const cli_spec *s)
+/* cli_parse's loop. */
+static int parse_options(int argc, char **argv, const cli_spec *s)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -230,12 +231,41 @@ int cli_parse(int argc, char **argv, const cli_spec *s)
     return -1;
 }
 
+int cli_parse(int argc, char **argv, const cli_spec *s)
+{
+    int rc = parse_options(argc, argv, s);
+    if (rc >= 0 && s->engine)
+        cli_free_draft_model(s->engine); /* the command ends here */
+    return rc;
+}
+
 static const char *const KV_TYPE_NAMES[] = {[TS_KV_AUTO] = "auto", [TS_KV_F32] = "f32",
                                              [TS_KV_F16] = "f16", [TS_KV_Q8_0] = "q8_0"};
 
 const char *cli_kv_type_name(ts_kv_type t)
 {
     return (unsigned)t <= TS_KV_Q8_0 ? KV_TYPE_NAMES[t] : "?";
+}
+
+/* --draft-model FILE: loads FILE now (a second one replaces the first) and selects
+ * speculation by it, unless --spec chose otherwise before. */
+static int draft_model_option(int argc, char **argv, int *i, ts_engine_options *o)
+{
+    const char *v = cli_value(argc, argv, i);
+    if (!v)
+        return -1;
+    cli_free_draft_model(o);
+    if (!(o->draft_model = cli_load_model(v, NULL, NULL)))
+        return -1;
+    if (o->spec == TS_SPEC_OFF)
+        o->spec = TS_SPEC_DRAFT;
+    return 1;
+}
+
+void cli_free_draft_model(ts_engine_options *o)
+{
+    ts_model_free((ts_model *)o->draft_model); /* cli_engine_option loaded it */
+    o->draft_model = NULL;
 }
 
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
@@ -253,6 +283,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         o->spec_eager = true;
         return 1;
     }
+    if (!strcmp(a, "--draft-model"))
+        return draft_model_option(argc, argv, i, o);
     static const char *const valued[] = {"--threads", "--kv-mem", "--max-seqs", "--max-queue",
                                          "--step-tokens", "--prefill-cap", "--aging",
                                          "--itl-target", "--prefill-min", "--kv-type",
@@ -295,11 +327,13 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         break;
     }
     case 10:
-        ok = !strcmp(v, "ngram") || !strcmp(v, "off");
+        ok = !strcmp(v, "ngram") || !strcmp(v, "draft") || !strcmp(v, "off");
         if (ok)
-            o->spec = !strcmp(v, "ngram") ? TS_SPEC_NGRAM : TS_SPEC_OFF;
+            o->spec = !strcmp(v, "ngram")   ? TS_SPEC_NGRAM
+                      : !strcmp(v, "draft") ? TS_SPEC_DRAFT
+                                            : TS_SPEC_OFF;
         else
-            fprintf(stderr, "tessera: --spec wants ngram or off, not '%s'\n", v);
+            fprintf(stderr, "tessera: --spec wants ngram, draft or off, not '%s'\n", v);
         break;
     case 11: ok = cli_int(a, v, 1, 64, &o->spec_max); break;
     case 12: ok = cli_int(a, v, 0, 4096, &o->spec_rows); break;

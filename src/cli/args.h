@@ -48,6 +48,9 @@ int cli_parse(int argc, char **argv, const cli_spec *s);
  * returns 1 when it was one of them (its value consumed, *i advanced), 0 when it was
  * not, -1 after printing why its value was bad. */
 int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o);
+/* Frees the draft model --draft-model loaded into o (none: nothing); o->draft_model is
+ * NULL after. Call it once the engines that borrow it are destroyed. */
+void cli_free_draft_model(ts_engine_options *o);
 
 /* "auto", "f32", "f16" or "q8_0": the name --kv-type takes for t, and logs and bench print. */
 const char *cli_kv_type_name(ts_kv_type t);
@@ -71,7 +74,10 @@ const char *cli_kv_type_name(ts_kv_type t);
     "                       and until steps are timed; at most that many after (128)\n"      \
     "  --aging R            priority levels a waiting request gains per second (0.1)\n"     \
     "  --no-prefix-cache    never share KV blocks between requests\n"                      \
-    "  --spec KIND          speculative decoding: ngram (prompt lookup) or off (off)\n"     \
+    "  --spec KIND          speculative decoding: ngram (prompt lookup), draft (a draft\n"   \
+    "                       model's greedy tokens; prompt lookup unused) or off (off)\n"   \
+    "  --draft-model FILE   a small model of the same vocabulary that drafts (loaded with\n" \
+    "                       default options; selects --spec draft unless --spec came first)\n" \
     "  --spec-max N         draft tokens a sequence adds to a step, at most (8, 1..64)\n"   \
     "  --spec-rows N        drafts fill a step only up to N rows (16)\n"                    \
     "  --spec-eager         draft as deep as --spec-max allows whatever steps cost (by\n"   \

@@ -56,6 +56,10 @@ static void usage(FILE *out)
             "  --embed             embedding throughput instead (a model with a pooling): each\n"
             "                      level is a batch of that many --prompt-len documents embedded\n"
             "                      together (default levels 1,8,64); documents/s and tokens/s\n"
+            "  --spec-force-accept P  a measuring aid: each draft is accepted with probability\n"
+            "                      P once the one before it was, whatever the target drew (its\n"
+            "                      token is replaced), to time speculation at a chosen\n"
+            "                      acceptance on random weights; the text is not the model's\n"
             "  --step-log FILE     a line per engine step: decode rows, prompt rows, ms, the\n"
             "                      cost model's estimate of it (ms), the batch being filled,\n"
             "                      the estimate of its decode step (ms), the mixed steps' scale\n"
@@ -116,7 +120,11 @@ static int bench_option(void *ctx, const char *a, const char *v)
     }
     else if (!strcmp(a, "--step-log"))
         o->step_log = v;
-    else
+    else if (!strcmp(a, "--spec-force-accept")) {
+        float p = 0;
+        ok = cli_float(a, v, 0, 1, &p);
+        o->engine.spec_force_accept = p;
+    } else
         return 0;
     return ok ? 1 : -1;
 }
@@ -226,7 +234,13 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
            o->model, c->dim, c->n_layers, c->n_heads, c->hidden_dim, c->vocab_size, threads,
            threads == 1 ? "" : "s", cli_kv_type_name(ts_engine_kv_type(e)), o->cfg.prompt_len,
            o->edit ? " (editing workload)" : "", o->cfg.n_tokens,
-           o->engine.spec == TS_SPEC_NGRAM ? "ngram" : "off");
+           o->engine.spec == TS_SPEC_NGRAM   ? "ngram"
+           : o->engine.spec == TS_SPEC_DRAFT ? "draft model"
+                                             : "off");
+    if (o->engine.spec_force_accept > 0)
+        printf("drafts accepted with probability %.2f each, whatever the target drew (a measure "
+               "of the mechanism's cost, not of the models)\n\n",
+               o->engine.spec_force_accept);
     bool ranges = o->cfg.rounds > 1;
     if (ranges)
         printf("median of %d rounds; speedup range: the rounds' lowest and highest ratio\n\n",
@@ -388,11 +402,15 @@ int cli_bench(int argc, char **argv)
 {
     bench_opts o;
     int rc = parse(argc, argv, &o);
-    if (rc >= 0)
+    if (rc >= 0) {
+        cli_free_draft_model(&o.engine);
         return rc;
+    }
     ts_model *m = cli_load_model(o.model, o.tokenizer, &o.load);
-    if (!m)
+    if (!m) {
+        cli_free_draft_model(&o.engine);
         return 1;
+    }
     const ts_model_config *c = ts_model_get_config(m);
     int threads = o.engine.n_threads > 0 ? o.engine.n_threads : omp_get_max_threads();
     double bw = 0.0;
@@ -451,5 +469,6 @@ out:
         rc = 1;
     }
     ts_model_free(m);
+    cli_free_draft_model(&o.engine);
     return rc;
 }

@@ -134,6 +134,7 @@ int cli_embed(int argc, char **argv)
     if (!lines) {
         ts_engine_destroy(e);
         ts_model_free(m);
+        cli_free_draft_model(&eo);
         return 1;
     }
     int rc = 0;
@@ -166,5 +167,6 @@ int cli_embed(int argc, char **argv)
     rc |= !pools;
     ts_engine_destroy(e);
     ts_model_free(m);
+    cli_free_draft_model(&eo);
     return rc;
 }

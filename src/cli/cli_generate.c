@@ -235,17 +235,16 @@ int cli_generate(int argc, char **argv)
 {
     gen_opts o;
     int rc = parse(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
     char **prompts = NULL;
     int n_prompts = 1;
-    if (o.prompts_file) {
-        if ((n_prompts = read_lines(o.prompts_file, &prompts)) < 0)
-            return 1;
-    } else {
-        prompts = malloc(sizeof *prompts);
-        if (!prompts || !(prompts[0] = strdup(o.prompt)))
-            return 1;
+    if (rc < 0 && o.prompts_file)
+        rc = (n_prompts = read_lines(o.prompts_file, &prompts)) < 0 ? 1 : -1;
+    else if (rc < 0 && (!(prompts = malloc(sizeof *prompts)) || !(prompts[0] = strdup(o.prompt))))
+        rc = 1;
+    if (rc >= 0) {
+        free(prompts);
+        cli_free_draft_model(&o.engine);
+        return rc;
     }
     /* Every prompt is submitted before any result is read, so the waiting queue must hold
      * them all; a --max-queue the user gave is kept, and refuses the lines past it. */
@@ -292,6 +291,7 @@ out:
     }
     ts_engine_destroy(e);
     ts_model_free(m);
+    cli_free_draft_model(&o.engine);
     for (int i = 0; prompts && i < n_prompts; i++)
         free(prompts[i]);
     free(prompts);

@@ -249,12 +249,15 @@ static int serve(int argc, char **argv)
     memset(&a, 0, sizeof a);
     int rc = parse_args(argc, argv, &a);
     if (rc) {
+        cli_free_draft_model(&a.eng);
         usage(rc == 1 ? stdout : stderr);
         return rc == 1 ? 0 : 2;
     }
     char paths[MAX_MODELS][4096], given[MAX_MODELS][128];
-    if (!resolve_models(&a, paths, given))
+    if (!resolve_models(&a, paths, given)) {
+        cli_free_draft_model(&a.eng);
         return 1;
+    }
 
     /* Block the shutdown signals in every thread started from here; main waits for them. */
     sigset_t sigs;
@@ -338,6 +341,7 @@ done:
     ts_server_destroy(srv);
     for (int i = 0; i < a.n_models; i++)
         ts_model_free(models[i]);
+    cli_free_draft_model(&a.eng);
     return status;
 }
 

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "engine/seq.h"
 #include "engine/spec.h"
+#include "engine/spec_draft.h"
 #include "engine/step.h"
 
 /* OpenBLAS's OpenMP build reads its thread count from here. */
@@ -101,6 +102,17 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
 
 static void *engine_thread(void *arg);
 
+/* The draft model's state when opts.spec asks for one, after its vocabulary is checked. */
+static ts_status create_drafter(ts_engine *e, ts_error *err)
+{
+    if (e->opts.spec != TS_SPEC_DRAFT)
+        return TS_OK;
+    if (!e->opts.draft_model)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "speculation by a draft model needs one");
+    ts_status st = spec_draft_check_vocab(e->model, e->opts.draft_model, err);
+    return st != TS_OK ? st : spec_draft_create(e, err);
+}
+
 /* A sampler scratch for each thread the step may sample on (--threads, else OpenMP's
  * default team size), and the step's table of picks. */
 static ts_status init_scratch(ts_engine *e, ts_error *err)
@@ -141,9 +153,9 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         o->max_queue < 1 || !(o->itl_target >= 0 && o->itl_target <= 1000) ||
         o->prefill_min < 0 ||
         o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL ||
-        (unsigned)o->kv_type > TS_KV_Q8_0 || (unsigned)o->spec > TS_SPEC_NGRAM ||
+        (unsigned)o->kv_type > TS_KV_Q8_0 || (unsigned)o->spec > TS_SPEC_DRAFT ||
         o->spec_max < 1 || o->spec_max > SPEC_MAX_DRAFT || o->spec_rows < 0 ||
-        o->spec_rows > 4096) {
+        o->spec_rows > 4096 || !(o->spec_force_accept >= 0 && o->spec_force_accept <= 1)) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue "
                           "%d, kv_type %d)",
@@ -161,7 +173,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     if ((st = create_pool(e, err)) != TS_OK ||
         (st = fwd_state_init(&e->step.fwd, model, e->max_rows, o->max_seqs + draft_rows,
                              err)) != TS_OK ||
-        (st = init_scratch(e, err)) != TS_OK)
+        (st = init_scratch(e, err)) != TS_OK || (st = create_drafter(e, err)) != TS_OK)
         goto fail;
     e->step.fwd.gemm_path = (fwd_gemm_path)o->gemm;
     e->step.running = calloc((size_t)o->max_seqs, sizeof *e->step.running);
@@ -237,6 +249,7 @@ void ts_engine_destroy(ts_engine *e)
         sampler_scratch_free(&e->step.scratch[i]);
     free(e->step.scratch);
     free(e->step.picks);
+    spec_draft_destroy(e);
     fwd_state_free(&e->step.fwd);
     kv_pool_free(e->step.pool);
     pthread_mutex_destroy(&e->mu);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/seq.h"
+#include "engine/spec_draft.h"
 
 bool engine_alloc_ok(ts_engine *e)
 {
@@ -53,6 +54,7 @@ static ts_status push_dead(void ***arr, int *n, int *cap, void *item)
 static void seq_free(ts_engine *e, seq *s)
 {
     kv_table_free(e->step.pool, &s->table);
+    spec_draft_forget(e, s);
     free(s->tokens);
     free(s->mask_bits);
     free(s->dry_bits);

@@ -6,6 +6,7 @@
 #include "engine/emit.h"
 #include "engine/seq.h"
 #include "engine/spec.h"
+#include "engine/spec_draft.h"
 
 /* Below this variance of the decode rows of the steps the cost model has seen, it cannot
  * tell a row's cost from the step's: a single stream that never drafted decodes one row a
@@ -60,6 +61,12 @@ double spec_acceptance(const spec_seq *sp)
 
 int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, int k)
 {
+    return spec_drafts_worth_at(c, decode, prompt, alpha, k, 0.0);
+}
+
+int spec_drafts_worth_at(const step_cost *c, int decode, int prompt, double alpha, int k,
+                         double draft_s)
+{
     if (c->seen < COST_MIN_STEPS || decode < 1)
         return k;
     double mean = c->s[0][1] / c->s[0][0], var = c->s[1][1] / c->s[0][0] - mean * mean;
@@ -68,7 +75,7 @@ int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, 
     double t = cost_estimate(c, decode, prompt), row = c->coef[1];
     if (!(t > 0) || !(row > 0))
         return k; /* no cost a row adds: every draft is free */
-    double bar = row * decode / t, p = alpha;
+    double bar = (row + draft_s) * decode / t, p = alpha;
     int j = 0;
     while (j < k && p > bar) {
         j++;
@@ -111,6 +118,21 @@ static int reserve_drafts(ts_engine *e, seq *s, int k, int64_t free_blocks)
     return k;
 }
 
+/* Runs the draft model for the sequences that asked, then reserves each one's draft
+ * slots in the target's table (fewer drafts when the free blocks hold fewer). */
+static void draft_and_reserve(ts_engine *e)
+{
+    spec_draft_run(e);
+    for (int i = 0; i < e->step.n_running; i++) {
+        seq *s = e->step.running[i];
+        if (s->spec.n_draft == 0)
+            continue;
+        kv_stats ks;
+        kv_pool_stats(&ks, e->step.pool);
+        s->spec.n_draft = reserve_drafts(e, s, s->spec.n_draft, ks.blocks_free);
+    }
+}
+
 void spec_plan(ts_engine *e)
 {
     if (e->opts.spec == TS_SPEC_OFF)
@@ -133,10 +155,15 @@ void spec_plan(ts_engine *e)
         }
         int k = draft_limit(e, s, room);
         if (!e->opts.spec_eager)
-            k = spec_drafts_worth(&e->step.cost, decode, rows - decode,
-                                  spec_acceptance(&s->spec), k);
+            k = spec_drafts_worth_at(&e->step.cost, decode, rows - decode,
+                                     spec_acceptance(&s->spec), k, spec_draft_seconds(e));
         if (k <= 0)
             continue;
+        if (e->step.drafter) { /* drafted below, all together */
+            spec_draft_want(e, s, k);
+            room -= k;
+            continue;
+        }
         k = spec_ngram_draft(s->spec.draft, s->tokens, s->n_tokens, k);
         kv_stats ks;
         kv_pool_stats(&ks, e->step.pool);
@@ -144,6 +171,8 @@ void spec_plan(ts_engine *e)
         s->spec.n_draft = k;
         room -= k;
     }
+    if (e->step.drafter)
+        draft_and_reserve(e);
 }
 
 void spec_pack(ts_engine *e, fwd_batch *b, int n)
@@ -204,6 +233,26 @@ static void adapt_depth(const ts_engine *e, spec_seq *sp, int k, int accepted)
     }
 }
 
+/* Whether s's draft `at` is accepted: it is the token the target drew. With
+ * opts.spec_force_accept, instead a draw of that probability, whatever the target drew;
+ * an accepted draft then becomes s's last token, so its row's K/V hold s's tokens (the
+ * text already emitted keeps the target's token). */
+static bool accepts(ts_engine *e, seq *s, int at)
+{
+    double p = e->opts.spec_force_accept;
+    if (!(p > 0))
+        return s->tokens[s->n_tokens - 1] == s->spec.draft[at];
+    uint64_t *x = &e->step.spec_rng; /* xorshift64 */
+    *x = *x ? *x : 0x9e3779b97f4a7c15ull;
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    if ((double)(*x >> 11) * 0x1.0p-53 >= p)
+        return false;
+    s->tokens[s->n_tokens - 1] = s->spec.draft[at];
+    return true;
+}
+
 /* Verifies the drafts of s (its own token of the step is emitted): returns how many were
  * accepted, each followed by the token drawn from its row. */
 static int verify_seq(ts_engine *e, seq *s)
@@ -212,7 +261,7 @@ static int verify_seq(ts_engine *e, seq *s)
     size_t vocab = (size_t)e->model->cfg.vocab_size;
     int accepted = 0;
     while (accepted < sp->n_draft && !s->done &&
-           s->tokens[s->n_tokens - 1] == sp->draft[accepted]) {
+           accepts(e, s, accepted)) {
         /* The draft's row computed the token just emitted: its K/V stay. */
         s->n_computed++;
         engine_seq_publish(e, s);
@@ -230,8 +279,11 @@ void spec_verify(ts_engine *e, int n)
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];
         int k = s->spec.n_draft;
-        if (k == 0)
+        if (k == 0) {
+            if (!s->done)
+                spec_draft_sync(e, s); /* drafts the target had no slots for */
             continue;
+        }
         int accepted = s->done ? 0 : verify_seq(e, s);
         s->spec.n_draft = 0;
         e->step.counters.spec_drafted += (uint64_t)k;
@@ -240,6 +292,8 @@ void spec_verify(ts_engine *e, int n)
             continue; /* its blocks are released */
         ts_error err = {0};
         kv_table_truncate(e->step.pool, &s->table, s->n_computed, &err);
+        spec_draft_sync(e, s);
         adapt_depth(e, &s->spec, k, accepted);
     }
+    spec_draft_check(e);
 }

@@ -32,11 +32,17 @@ double spec_acceptance(const spec_seq *sp);
  * steps, and while its steps' decode rows hardly varied (it cannot know a row's cost
  * then; the drafts' rows teach it). */
 int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, int k);
+/* The same when each draft also costs draft_s seconds outside the step (a draft model's
+ * share of its own steps): the j-th pays while alpha^j exceeds (b_decode + draft_s) over
+ * what a token of the step costs. */
+int spec_drafts_worth_at(const step_cost *c, int decode, int prompt, double alpha, int k,
+                         double draft_s);
 
 /* After the plan: gives each decoding sequence that may speculate a draft, as deep as its
  * adaptive depth and spec_drafts_worth allow, while the step's rows stay under
  * opts.spec_rows, reserving the drafts' KV slots from free blocks only (a draft never
- * evicts a cached block nor preempts a sequence). */
+ * evicts a cached block nor preempts a sequence). The drafts come from prompt lookup, or
+ * with a draft model (spec_draft.h) from its batched steps, run here for all of them. */
 void spec_plan(ts_engine *e);
 
 /* After the pack: puts each sequence's drafts after its own row in b (n entries), rows

@@ -49,7 +49,12 @@ typedef struct spec_seq {
     double hits, trials;           /* decayed counts of drafts accepted and of drafts
                                     * decided (accepted, or the one rejected): a draft's
                                     * chance once the one before it was accepted */
+    kv_table draft_table;          /* the draft model's K/V of this sequence's leading
+                                    * draft_computed tokens (spec_draft.c) */
+    int draft_computed;
 } spec_seq;
+
+typedef struct spec_drafter spec_drafter;
 
 /* One completion being generated: the unit the scheduler admits, steps and preempts.
  * A request with n > 1 starts as one sequence for the prompt and forks into n when the
@@ -137,6 +142,8 @@ typedef struct engine_step_state {
     int plan_full;          /* the batch being filled, as the plan saw it: the prefill
                              * budget's reference (opts.step_log) */
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */
+    spec_drafter *drafter;  /* the draft model's pool and scratch (TS_SPEC_DRAFT), or NULL */
+    uint64_t spec_rng;      /* opts.spec_force_accept's draws */
 } engine_step_state;
 
 struct ts_engine {
