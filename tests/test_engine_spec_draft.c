@@ -1,6 +1,7 @@
 /* test_engine_spec_draft.c: speculative decoding with a draft model: greedy text identical
  * with the draft model on and off (alone, 8 sequences batched, n > 1, cut by stop strings,
- * on a quantized target, with a small KV pool), both acceptance regimes reached (a Q4_K
+ * on a quantized target, with a small KV pool), seeded sampling identical token for token,
+ * the opt-out and a JSON constraint, both acceptance regimes reached (a Q4_K
  * draft of the F32 target accepts part of its drafts, the target as its own draft all of
  * them), a draft model of another vocabulary refused naming the difference, forced
  * acceptance for measurements, the CLI's options, and both KV pools consistent after the
@@ -244,6 +245,97 @@ static void test_stop_strings_across_accepted_runs(void **state)
     ts_model_free(draft);
 }
 
+/* ---- sampled output, opt-out, constraints */
+
+typedef struct token_trace {
+    int n;
+    int32_t token[64];
+    float logprob[64];
+} token_trace;
+
+static void trace(ts_engine *e, const ts_request_params *p, token_trace *t)
+{
+    ts_request *req = eu_submit_params(e, p);
+    ts_event ev;
+    memset(t, 0, sizeof *t);
+    while (ts_request_next_event(req, &ev, 10000) == TS_OK) {
+        assert_int_not_equal(ev.kind, TS_EVENT_ERROR);
+        if (ev.kind == TS_EVENT_TOKEN && t->n < 64) {
+            t->token[t->n] = ev.token;
+            t->logprob[t->n++] = ev.logprob;
+        }
+        ts_event_clear(&ev);
+    }
+    ts_request_release(req);
+}
+
+/* The draft model's draft is one token (q one-hot): accepting it when the target's own
+ * draw equals it consumes the request's random stream as a plain decode does, so a seed
+ * gives the same tokens and logprobs with the draft model on and off. */
+static void test_seeded_sampling_identical(void **state)
+{
+    (void)state;
+    ts_model *draft = su_load_type("Q4_K_M");
+    int n = 0;
+    int32_t *ids = eu_tokenize(eu_model, PROMPTS[0], &n);
+    ts_engine *off = start_on(eu_model, NULL, 4, 0), *on = start_on(eu_model, draft, 4, 0);
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        ts_request_params p = eu_seeded(ids, n, 48, 0.5f + 0.1f * (float)seed, seed);
+        p.ignore_eos = true;
+        p.sampling.top_k = seed % 2 ? 40 : 0;
+        p.sampling.logprobs = true;
+        token_trace a, b;
+        trace(off, &p, &a);
+        trace(on, &p, &b);
+        assert_int_equal(a.n, 48);
+        assert_int_equal(a.n, b.n);
+        assert_memory_equal(a.token, b.token, sizeof a.token);
+        assert_memory_equal(a.logprob, b.logprob, sizeof a.logprob);
+    }
+    ts_engine_stats st = stats_of(on);
+    assert_true(st.spec_accepted > 0 && st.spec_accepted < st.spec_drafted);
+    assert_pools_clean(on);
+    ts_engine_destroy(off);
+    ts_engine_destroy(on);
+    free(ids);
+    ts_model_free(draft);
+}
+
+/* A request that opts out drafts nothing; a JSON-object constraint speculates (the draft
+ * model proposes unconstrained, each draft row is masked) and keeps its text. */
+static void test_opt_out_and_constraint(void **state)
+{
+    (void)state;
+    ts_model *draft = eu_load_stories();
+    int n = 0;
+    int32_t *ids = eu_tokenize(eu_model, PROMPTS[1], &n);
+    ts_engine *off = start_on(eu_model, NULL, 4, 0), *on = start_on(eu_model, draft, 4, 0);
+    ts_request_params p = eu_greedy(ids, n, 60);
+    p.no_speculation = true;
+    eu_result a = run(on, &p), b = run(off, &p);
+    assert_same(&a, &b, 1);
+    assert_int_equal(stats_of(on).spec_drafted, 0);
+    eu_result_free(&a);
+    eu_result_free(&b);
+
+    const char *json = "{\"name\": \"Lily\", \"friend\": \"Tom\", \"name\"";
+    int nj = 0;
+    int32_t *jids = eu_tokenize(eu_model, json, &nj);
+    ts_request_params c = eu_greedy(jids, nj, 40);
+    c.constraint = TS_CONSTRAINT_JSON_OBJECT;
+    eu_result x = run(off, &c), y = run(on, &c);
+    assert_same(&x, &y, 1);
+    assert_true(stats_of(on).spec_drafted > 0);
+    assert_pools_clean(on);
+    eu_result_free(&x);
+    eu_result_free(&y);
+    ts_engine_destroy(off);
+    ts_engine_destroy(on);
+    free(ids);
+    free(jids);
+    ts_model_free(draft);
+}
+
 /* ---- forced acceptance (a measuring aid) */
 
 /* At probability 1 every draft is taken; at 0.5 about half of them once the one before
@@ -405,6 +497,8 @@ int main(void)
         cmocka_unit_test(test_quantized_target),
         cmocka_unit_test(test_small_pools),
         cmocka_unit_test(test_stop_strings_across_accepted_runs),
+        cmocka_unit_test(test_seeded_sampling_identical),
+        cmocka_unit_test(test_opt_out_and_constraint),
         cmocka_unit_test(test_forced_acceptance),
         cmocka_unit_test(test_vocabulary_mismatch_refused),
         cmocka_unit_test(test_cli_options),

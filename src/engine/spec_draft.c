@@ -279,6 +279,7 @@ static int next_step(ts_engine *e, int n)
 void spec_draft_run(ts_engine *e)
 {
     spec_drafter *d = e->step.drafter;
+    e->step.step_draft_s = 0.0;
     if (!d || d->n_want == 0)
         return;
     for (int i = 0; i < d->n_want; i++)
@@ -297,8 +298,9 @@ void spec_draft_run(ts_engine *e)
         n = next_step(e, n);
         rows = n_logits = n;
     }
+    e->step.step_draft_s = clock_now_s() - start;
     if (drafted > 0) {
-        double per = (clock_now_s() - start) / drafted;
+        double per = e->step.step_draft_s / drafted;
         d->seconds = d->seconds > 0 ? DRAFT_COST_DECAY * d->seconds + (1 - DRAFT_COST_DECAY) * per
                                     : per;
     }

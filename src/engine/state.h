@@ -139,6 +139,9 @@ typedef struct engine_step_state {
     int step_decode;        /* the current step's rows of decoding sequences, those that
                              * generated a token already (sched_pack), drafts included */
     int step_drafts;        /* the current step's draft rows (spec_pack) */
+    double step_draft_s;    /* seconds the current step's draft model steps took
+                             * (spec_draft_run; in its schedule phase): not the target's
+                             * cost, so the cost model does not learn them */
     int plan_full;          /* the batch being filled, as the plan saw it: the prefill
                              * budget's reference (opts.step_log) */
     ts_engine_stats counters; /* cumulative counters, copied into stats after each step */

@@ -98,7 +98,7 @@ static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, doubl
     int decode = e->step.step_decode, prompt = b->n_rows - decode;
     if (e->opts.step_log)
         log_step(e, decode, prompt, t_end - t_start);
-    cost_observe(&e->step.cost, decode, prompt, t_end - t_start);
+    cost_observe(&e->step.cost, decode, prompt, t_end - t_start - e->step.step_draft_s);
 }
 
 void engine_publish_stats_locked(ts_engine *e)
