@@ -234,7 +234,8 @@ static void test_config_file(void **state)
                "            \"grace\": 3},\n"
                " \"engine\": {\"threads\": 2, \"kv_mem\": \"16M\", \"kv_type\": \"f16\", \"kv_f16\": false,\n"
                "            \"max_seqs\": 8, \"aging\": 0.25, \"prefix_cache\": false,\n"
-               "            \"spec\": \"ngram\", \"spec_max\": 4, \"spec_eager\": true}}\n");
+               "            \"spec\": \"ngram\", \"spec_max\": 4, \"spec_eager\": true,\n"
+               "            \"draft_model\": \"d.gguf\"}}\n");
     cli_config c;
     ts_error err = {0};
     assert_int_equal(cli_config_load(&c, path, &err), TS_OK);
@@ -245,8 +246,8 @@ static void test_config_file(void **state)
              "--protect-metrics --chat-template chatml --max-body 64K --max-connections 32 "
              "--max-buffered 4096 --grace 3 --threads 2 --kv-mem 16M --kv-type f16 --max-seqs 8 "
              "--aging 0.25 "
-             "--no-prefix-cache --spec ngram --spec-max 4 --spec-eager",
-             dir, dir, dir);
+             "--no-prefix-cache --spec ngram --spec-max 4 --spec-eager --draft-model %s/d.gguf",
+             dir, dir, dir, dir);
     assert_string_equal(got, want);
     free(got);
     cli_config_free(&c);
@@ -255,7 +256,7 @@ static void test_config_file(void **state)
     char *argv[] = {"serve", "--port", "0", "--config", path, "-m", "x.gguf"};
     assert_int_equal(cli_config_args(&c, 7, argv, &err), TS_OK);
     got = joined(&c);
-    assert_non_null(strstr(got, "--spec-eager --port 0 -m x.gguf"));
+    assert_non_null(strstr(got, "/d.gguf --port 0 -m x.gguf"));
     assert_null(strstr(got, "--config"));
     free(got);
     cli_config_free(&c);

@@ -108,7 +108,7 @@ static ts_status create_drafter(ts_engine *e, ts_error *err)
     if (e->opts.spec != TS_SPEC_DRAFT)
         return TS_OK;
     if (!e->opts.draft_model)
-        return ts_error_set(err, TS_ERR_INVALID_ARG, "speculation by a draft model needs one");
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "speculation by a draft model needs a draft model (--draft-model)");
     ts_status st = spec_draft_check_vocab(e->model, e->opts.draft_model, err);
     return st != TS_OK ? st : spec_draft_create(e, err);
 }
