@@ -709,8 +709,8 @@ static void test_save_families(void **state)
 static void test_moe_refusals(void **state)
 {
     (void)state;
-    expect_refusal("qwen3moe-f32", &(gguf_edit){.set_key = "general.architecture", .set_val = "qwen2moe"},
-                   (const char *[]){"qwen2moe", "shared experts", NULL});
+    expect_refusal("qwen3moe-f32", &(gguf_edit){.set_key = "general.architecture", .set_val = "dots1"},
+                   (const char *[]){"dots1", "shared experts", NULL});
     expect_refusal("qwen3moe-f32", &(gguf_edit){.drop = "blk.1.ffn_down_exps.weight"},
                    (const char *[]){"blk.1.ffn_down_exps.weight", "missing", NULL});
     expect_refusal("llama-moe-f32", &(gguf_edit){.shrink = "blk.0.ffn_up_exps.weight"},
