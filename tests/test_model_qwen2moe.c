@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cli/bench.h"
 #include "common/sha256.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -380,6 +381,21 @@ static void test_batch_invariance(void **state)
     }
 }
 
+/* What `tessera bench` counts a token reads: the shared expert too, every token. */
+static void test_bench_counts_the_shared_expert(void **state)
+{
+    (void)state;
+    ts_model *m = load_model(0);
+    double with = bench_weight_bytes(m);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        model_layer *ly = &m->w.layers[l];
+        ly->shexp_gate.N = ly->shexp_up.N = ly->shexp_down.N = ly->shexp_gate_inp.N = 0;
+    }
+    double shared = (3.0 * m->cfg.shared_ffn_dim + 1) * m->cfg.dim * sizeof(float);
+    assert_float_equal(with - bench_weight_bytes(m), m->cfg.n_layers * shared, 0);
+    ts_model_free(m);
+}
+
 /* ---- refusals ---------------------------------------------------------------------- */
 
 /* Mixture-of-experts families llama.cpp runs and tessera does not: a file of each is
@@ -452,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_features_are_seen),
         cmocka_unit_test(test_grouped_matches_reference),
         cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_bench_counts_the_shared_expert),
         cmocka_unit_test(test_moe_families_refused),
         cmocka_unit_test(test_shared_expert_refusals),
     };
