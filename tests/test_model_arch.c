@@ -740,7 +740,8 @@ static void test_moe_refusals(void **state)
                    (const char *[]){"blk.0.ffn_gate_inp.weight", "not part of a qwen3", NULL});
     /* a shared expert in a family without one */
     expect_refusal("qwen3moe-f32", &(gguf_edit){.add = "blk.0.ffn_gate_inp_shexp.weight"},
-                   (const char *[]){"blk.0.ffn_gate_inp_shexp.weight", "not part of a qwen3moe", NULL});
+                   (const char *[]){"blk.0.ffn_gate_inp_shexp.weight", "not part of a qwen3moe",
+                                    NULL});
 }
 
 /* A qwen2moe file (synth's tiny one; no archref model has this family) whose shared

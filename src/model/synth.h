@@ -22,8 +22,8 @@
  * "qwen3-8b"; "gemma2-9b"; "gemma3-4b", "gemma3-12b"; "phi-4-mini" (plain RoPE over the
  * whole head: its LongRoPE and partial rotary embedding are left out, which the loader
  * refuses); mixtures of experts "qwen3-30b-a3b", "mixtral-8x7b" (a llama file) and
- * "qwen2moe-a2.7b" (with a shared expert); also the small "test-tiny" for tests. name borrowed. Returns false for an
- * unknown name. The Llama 3 shapes have rope_factors set: their files carry the
+ * "qwen2moe-a2.7b" (with a shared expert); also the small "test-tiny" for tests. name
+ * borrowed. Returns false for an unknown name. The Llama 3 shapes have rope_factors set: their files carry the
  * rope_freqs.weight of the model's long-context scaling, as real ones do. */
 bool model_synth_shape(ts_model_config *out, const char *name);
 
