@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "cli/bench.h"
+#include "cli/cli.h"
 #include "common/sha256.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -104,6 +105,19 @@ static int load_refs(void **state)
     return 0;
 }
 
+/* The sha256 of the file at path, in hex (out). */
+static void file_sha256(const char *path, char out[65])
+{
+    size_t len = 0;
+    char *bytes = tu_read_file(path, &len);
+    assert_non_null(bytes);
+    sha256_ctx h;
+    sha256_init(&h);
+    sha256_update(&h, bytes, len);
+    sha256_final_hex(&h, out);
+    free(bytes);
+}
+
 /* The tiny qwen2moe of type t, as make_ref.py made it with `tessera synth`, written to a
  * temporary file whose bytes must be the reference's. Returns its path. */
 static const char *make_model(int t)
@@ -124,15 +138,8 @@ static const char *make_model(int t)
     if (model_synth_write_with(path[t], &c, TYPES[t], &v, refs[t].seed, &opts, &err) != TS_OK)
         fail_msg("synth: %s", err.msg);
     vocab_clear(&v);
-    size_t len = 0;
-    char *bytes = tu_read_file(path[t], &len);
-    assert_non_null(bytes);
-    sha256_ctx h;
     char hex[65];
-    sha256_init(&h);
-    sha256_update(&h, bytes, len);
-    sha256_final_hex(&h, hex);
-    free(bytes);
+    file_sha256(path[t], hex);
     if (strcmp(hex, refs[t].sha) != 0)
         fail_msg("the %s model's bytes changed (sha256 %s, the reference's %s): synth draws "
                  "otherwise now; run tests/qwen2moe/make_ref.py again", TYPES[t], hex,
@@ -381,6 +388,28 @@ static void test_batch_invariance(void **state)
     }
 }
 
+/* make_ref.py's command, `tessera synth ... --peaked`, makes the bytes the reference
+ * recorded, which the library call above makes too. */
+static void test_cli_makes_the_reference_files(void **state)
+{
+    (void)state;
+    for (int t = 0; t < N_TYPES; t++) {
+        char *path = strdup(tu_tmp_path("qwen2moe-cli.gguf"));
+        char *vocab = strdup(tu_shared("models/stories260K/stories260K.gguf"));
+        char seed[16], type[8], hex[65];
+        snprintf(seed, sizeof seed, "%u", refs[t].seed);
+        snprintf(type, sizeof type, "%s", TYPES[t]);
+        char *argv[] = {"synth", "--shape", "qwen2moe-a2.7b", "--tiny", "--peaked", "--seed",
+                        seed, "--type", type, "--vocab", vocab, "-o", path, NULL};
+        assert_int_equal(cli_synth(13, argv), 0);
+        file_sha256(path, hex);
+        assert_string_equal(hex, refs[t].sha);
+        remove(path);
+        free(path);
+        free(vocab);
+    }
+}
+
 /* What `tessera bench` counts a token reads: the shared expert too, every token. */
 static void test_bench_counts_the_shared_expert(void **state)
 {
@@ -469,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_grouped_matches_reference),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_bench_counts_the_shared_expert),
+        cmocka_unit_test(test_cli_makes_the_reference_files),
         cmocka_unit_test(test_moe_families_refused),
         cmocka_unit_test(test_shared_expert_refusals),
     };
