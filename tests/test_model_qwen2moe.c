@@ -371,6 +371,54 @@ static void test_grouped_matches_reference(void **state)
     }
 }
 
+/* In a Q4_K_M file wide enough for the K types (dim, experts and shared expert multiples
+ * of 256), on the packed kernels where this CPU has them: the grouped passes and the
+ * shared expert's down (whose input rows sit inside the router pass's wider rows) give
+ * the same bits in one step as one row a step, and beside other sequences as alone. */
+static void test_k_quants_grouped_and_invariant(void **state)
+{
+    (void)state;
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "qwen2moe-a2.7b"));
+    model_synth_shrink(&c);
+    c.dim = 256;
+    c.hidden_dim = 256;
+    c.shared_ffn_dim = 512;
+    c.n_experts = 8;
+    c.n_experts_used = 2;
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
+    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
+    gguf_close(f);
+    char *path = strdup(tu_tmp_path("qwen2moe-q4km.gguf"));
+    model_synth_opts opts = {.peaked = true};
+    assert_int_equal(model_synth_write_with(path, &c, "Q4_K_M", &v, 3, &opts, NULL), TS_OK);
+    vocab_clear(&v);
+    ts_model *m = su_load_path(path);
+    assert_int_equal(m->w.layers[0].shexp_down.type, QT_Q4_K);
+    int vocab = m->cfg.vocab_size, n = refs[0].p[1].n_prompt + refs[0].p[1].n_out;
+    float *grouped = malloc((size_t)vocab * sizeof(float));
+    float *rows = malloc((size_t)vocab * sizeof(float));
+    assert_true(grouped && rows);
+    step_logits(m, refs[0].p[1].ids, n, false, grouped);
+    step_logits(m, refs[0].p[1].ids, n, true, rows);
+    if (memcmp(grouped, rows, (size_t)vocab * sizeof(float)) != 0)
+        fail_msg("Q4_K_M: grouped logits differ from row by row (%g)",
+                 su_rel_err(grouped, rows, 1, vocab));
+    su_schedule sch = {.a_prefill = 40, .n_b = 3, .b_rows = {13, 32, 5}};
+    float *alone = su_logits_of_a(m, false, &sch), *beside = su_logits_of_a(m, true, &sch);
+    if (memcmp(alone, beside, (size_t)SU_A_STEPS * vocab * sizeof(float)) != 0)
+        fail_msg("Q4_K_M: a sequence's logits change with the sequences beside it");
+    free(alone);
+    free(beside);
+    free(grouped);
+    free(rows);
+    ts_model_free(m);
+    remove(path);
+    free(path);
+}
+
 /* A sequence's logits are the same bits alone or beside others in every step. */
 static void test_batch_invariance(void **state)
 {
@@ -497,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_features_are_seen),
         cmocka_unit_test(test_grouped_matches_reference),
         cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_k_quants_grouped_and_invariant),
         cmocka_unit_test(test_bench_counts_the_shared_expert),
         cmocka_unit_test(test_cli_makes_the_reference_files),
         cmocka_unit_test(test_moe_families_refused),
