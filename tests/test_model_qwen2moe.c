@@ -119,10 +119,13 @@ static void file_sha256(const char *path, char out[65])
 }
 
 /* The tiny qwen2moe of type t, as make_ref.py made it with `tessera synth`, written to a
- * temporary file whose bytes must be the reference's. Returns its path. */
+ * temporary file whose bytes must be the reference's (once a run). Returns its path. */
 static const char *make_model(int t)
 {
     static char path[N_TYPES][4096];
+    static bool checked[N_TYPES];
+    if (checked[t])
+        return path[t];
     snprintf(path[t], sizeof path[t], "%s", tu_tmp_path(t == 0 ? "qwen2moe-f32.gguf"
                                                                : "qwen2moe-q8_0.gguf"));
     ts_model_config c;
@@ -144,6 +147,7 @@ static const char *make_model(int t)
         fail_msg("the %s model's bytes changed (sha256 %s, the reference's %s): synth draws "
                  "otherwise now; run tests/qwen2moe/make_ref.py again", TYPES[t], hex,
                  refs[t].sha);
+    checked[t] = true;
     return path[t];
 }
 
