@@ -194,6 +194,8 @@ static const struct shape_want {
      true, false, false, true},
     {"qwen3-30b-a3b", "qwen3moe", 2048, 768, 48, 32, 4, 128, 151936, 40960, 1e6f, 1e-6f,
      false, false, false, false},
+    {"qwen2moe-a2.7b", "qwen2moe", 2048, 1408, 24, 16, 16, 128, 151936, 8192, 1e6f, 1e-6f,
+     false, false, true, false},
     {"mixtral-8x7b", "llama", 4096, 14336, 32, 32, 8, 128, 32000, 32768, 1e6f, 1e-5f,
      false, false, false, false},
     {"qwen3-embedding-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151669, 32768, 1e6f, 1e-6f,

@@ -74,7 +74,13 @@ typedef struct ts_model_config {
     int n_experts;        /* > 0: every layer's feed-forward block is a mixture of this many
                            * experts (ffn_*_exps), routed by ffn_gate_inp */
     int n_experts_used;   /* experts a token goes through: the top ones of the router's
-                           * softmax, their weights renormalised to sum to 1 */
+                           * softmax, their weights renormalised to sum to 1 (unless
+                           * experts_unnormed) */
+    bool experts_unnormed; /* the top experts weigh by their softmax probabilities as they
+                            * are, not renormalised (Qwen1.5-MoE, Qwen2-MoE) */
+    int shared_ffn_dim;   /* > 0: a shared expert of this feed-forward length (ffn_*_shexp)
+                           * runs on every token beside the routed ones, its output scaled
+                           * by sigmoid(ffn_gate_inp_shexp . x); 0: none */
     ts_pooling pooling;   /* embeddings' pooling (ARCH.pooling_type; absent: none) */
 } ts_model_config;
 

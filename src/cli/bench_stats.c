@@ -132,7 +132,10 @@ double bench_weight_bytes(const ts_model *m)
             bytes += qmat_bytes(&ly->router) +
                      c->n_experts_used * (qmat_bytes(&ly->experts[MODEL_EXPERT_GATE]) +
                                           qmat_bytes(&ly->experts[MODEL_EXPERT_UP]) +
-                                          qmat_bytes(&ly->experts[MODEL_EXPERT_DOWN]));
+                                          qmat_bytes(&ly->experts[MODEL_EXPERT_DOWN])) +
+                     /* and the shared expert every token reads, where it has one */
+                     qmat_bytes(&ly->shexp_gate) + qmat_bytes(&ly->shexp_up) +
+                     qmat_bytes(&ly->shexp_down) + qmat_bytes(&ly->shexp_gate_inp);
     }
     return bytes;
 }

@@ -299,8 +299,11 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
         if (r->levels[i].concurrency == 1)
             single = r->levels[i].decode_tok_s;
     int experts = ts_model_get_config(m)->n_experts;
+    bool shared = ts_model_get_config(m)->shared_ffn_dim > 0;
     printf("\nweights read per decode step: %.1f MB%s\n", wbytes / 1e6,
-           experts > 0 ? " (one token's: the router and its experts)" : "");
+           experts == 0 ? ""
+           : shared   ? " (one token's: the router, its experts and the shared expert)"
+                      : " (one token's: the router and its experts)");
     for (int i = 0; experts > 0 && i < r->n_levels; i++) {
         const ts_step_profile *d = &r->levels[i].decode;
         if (d->moe_layers == 0)

@@ -130,7 +130,10 @@ static void print_config(const ts_model_config *c)
     if (c->rope_freq_base_swa > 0.0f)
         printf(" rope-base-swa=%g", (double)c->rope_freq_base_swa), shown++;
     if (c->n_experts > 0)
-        printf(" experts=%d/used-%d", c->n_experts, c->n_experts_used), shown++;
+        printf(" experts=%d/used-%d%s", c->n_experts, c->n_experts_used,
+               c->experts_unnormed ? "-unnormed" : ""), shown++;
+    if (c->shared_ffn_dim > 0)
+        printf(" shared-expert=%d", c->shared_ffn_dim), shown++;
     printf("%s\n", shown ? "" : " none (Llama's layers)");
 }
 
@@ -142,7 +145,8 @@ static uint64_t param_count(const ts_model_config *c)
     uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
     uint64_t experts = c->n_experts > 0 ? (uint64_t)c->n_experts : 1;
     uint64_t layer = 2 * dim + (q_dim + 2 * kv_dim) * dim + dim * q_dim +
-                     experts * 3 * ffn * dim + (c->n_experts > 0 ? experts * dim : 0);
+                     experts * 3 * ffn * dim + (c->n_experts > 0 ? experts * dim : 0) +
+                     (3 * (uint64_t)c->shared_ffn_dim + 1) * dim * (c->shared_ffn_dim > 0);
     return vocab * dim * (c->tied_output ? 1 : 2) + dim + (uint64_t)c->n_layers * layer;
 }
 

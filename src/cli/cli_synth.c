@@ -15,7 +15,7 @@
 static void usage(FILE *out)
 {
     fprintf(out, "usage: tessera synth --shape SHAPE [--type TYPE] [--vocab FILE.gguf]\n"
-                 "                     [--seed S] [--tiny] [--pooling KIND] -o OUT.gguf\n"
+                 "                     [--seed S] [--tiny] [--peaked] [--pooling KIND] -o OUT.gguf\n"
                  "       tessera synth --list\n"
                  "  SHAPE:");
     for (int i = 0; model_synth_shape_name(i); i++)
@@ -32,6 +32,9 @@ static void usage(FILE *out)
                  "  --seed     random seed (default 1); the same arguments give the same bytes\n"
                  "  --tiny     the shape shrunk to a few KiB with its family's features (2 KV\n"
                  "             heads of 16, dim 64, vocabulary 512, a window of 8), for checks\n"
+                 "  --peaked   a trained model's scales (matrices 1/sqrt(inputs), output\n"
+                 "             14/sqrt(dim)): logits spread widely, greedy text has clear\n"
+                 "             margins (files to compare with another implementation)\n"
                  "  --pooling  none, mean, cls or last: the file's ARCH.pooling_type (an\n"
                  "             embedding model); default the shape's: last for\n"
                  "             qwen3-embedding-0.6b, none (a generative model) for the others\n"
@@ -64,15 +67,18 @@ static bool read_vocab(tokenizer_vocab *v, const char *path, bool is_default)
 typedef struct synth_args {
     const char *shape, *vocab, *out, *type, *pooling;
     uint64_t seed;
-    bool tiny, list;
+    bool tiny, peaked, list;
 } synth_args;
 
-/* One of synth's options (cli_spec.own); each but --tiny and --list takes a value. */
+/* One of synth's options (cli_spec.own); each but --tiny, --peaked and --list takes a
+ * value. */
 static int synth_option(void *ctx, const char *a, const char *v)
 {
     synth_args *o = ctx;
     if (!strcmp(a, "--tiny"))
         o->tiny = true;
+    else if (!strcmp(a, "--peaked"))
+        o->peaked = true;
     else if (!strcmp(a, "--list"))
         o->list = true;
     else if (!strcmp(a, "--shape"))
@@ -99,7 +105,8 @@ static double params(const ts_model_config *c)
     double kv = (double)c->n_kv_heads * c->head_dim;
     double experts = c->n_experts > 0 ? c->n_experts : 1; /* and a mixture's router */
     double layer = dim * (q + 2 * kv) + q * dim + experts * 3 * dim * c->hidden_dim +
-                   (c->n_experts > 0 ? dim * c->n_experts : 0);
+                   (c->n_experts > 0 ? dim * c->n_experts : 0) +
+                   (c->shared_ffn_dim > 0 ? dim * (3.0 * c->shared_ffn_dim + 1) : 0);
     return (double)c->vocab_size * dim * (c->tied_output ? 1 : 2) + c->n_layers * layer;
 }
 
@@ -141,7 +148,10 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
     if (c->rope_freq_base_swa > 0.0f)
         FEATURE(" rope-base-window:%g", (double)c->rope_freq_base_swa);
     if (c->n_experts > 0)
-        FEATURE(" experts:%d/%d", c->n_experts, c->n_experts_used);
+        FEATURE(" experts:%d/%d%s", c->n_experts, c->n_experts_used,
+                c->experts_unnormed ? "-unnormed" : "");
+    if (c->shared_ffn_dim > 0)
+        FEATURE(" shared-expert:%d", c->shared_ffn_dim);
     if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
         FEATURE(" softcap:%g/%g", (double)c->attn_softcap, (double)c->final_softcap);
     if (c->pooling != TS_POOLING_NONE)
@@ -172,7 +182,7 @@ int cli_synth(int argc, char **argv)
 {
     synth_args o = {.vocab = NULL, .type = "f32", .seed = 1};
     char builtin[4096];
-    static const char *const flags[] = {"--tiny", "--list", NULL};
+    static const char *const flags[] = {"--tiny", "--peaked", "--list", NULL};
     cli_spec spec = {"synth", usage, flags, NULL, NULL, NULL, synth_option, &o, NULL};
     int parsed = cli_parse(argc, argv, &spec);
     if (parsed >= 0)
@@ -228,7 +238,8 @@ int cli_synth(int argc, char **argv)
     double t0 = seconds();
     ts_error err = {0};
     int rc = 0;
-    if (model_synth_write(out, &cfg, type, &v, seed, &err) != TS_OK) {
+    model_synth_opts opts = {.peaked = o.peaked};
+    if (model_synth_write_with(out, &cfg, type, &v, seed, &opts, &err) != TS_OK) {
         fprintf(stderr, "tessera: %s\n", err.msg);
         rc = 1;
     } else {

@@ -23,6 +23,7 @@ static ts_status state_qbuf_init(fwd_state *s, const ts_model *m, ts_error *err)
         mats[i] = model_matrix(&m->w, i);
     int q_dim = c->n_heads * c->head_dim, max_k = c->dim > q_dim ? c->dim : q_dim;
     max_k = c->hidden_dim > max_k ? c->hidden_dim : max_k;
+    max_k = c->shared_ffn_dim > max_k ? c->shared_ffn_dim : max_k;
     /* a mixture's passes run on every (row, expert) pair of the step */
     int pairs = s->max_rows * (c->n_experts > 0 ? c->n_experts_used : 1);
     int rows = pairs > s->max_logits ? pairs : s->max_logits;
@@ -38,7 +39,12 @@ static ts_status moe_init(fwd_moe *mo, const ts_model_config *c, int max_rows, t
     if (c->n_experts == 0)
         return TS_OK;
     size_t T = (size_t)max_rows, E = (size_t)c->n_experts, TU = T * c->n_experts_used;
-    mo->router = malloc(T * E * sizeof(float));
+    size_t sh = (size_t)c->shared_ffn_dim;
+    mo->col = (int)(2 * sh);
+    mo->ld = (int)(E + (sh > 0 ? 2 * sh + 1 : 0));
+    mo->router = malloc(T * (size_t)mo->ld * sizeof(float));
+    if (sh > 0 && !(mo->shared = malloc(T * (size_t)c->dim * sizeof(float))))
+        return ts_error_set(err, TS_ERR_NOMEM, "shared expert buffers for %d rows", max_rows);
     mo->expert = malloc(TU * sizeof(int32_t));
     mo->weight = malloc(TU * sizeof(float));
     mo->slot = malloc(TU * sizeof(int32_t));
@@ -60,6 +66,7 @@ static ts_status moe_init(fwd_moe *mo, const ts_model_config *c, int max_rows, t
 static void moe_free(fwd_moe *mo)
 {
     free(mo->router);
+    free(mo->shared);
     free(mo->expert);
     free(mo->weight);
     free(mo->slot);
@@ -500,7 +507,8 @@ static void project_add(fwd_step *f, float *a, int lda, const fwd_pre *pre,
 
 /* Each row's experts from its router logits, rows split: the softmax over all experts,
  * the n_used most probable (ties to the lower index), their probabilities renormalised to
- * sum to 1, as llama.cpp routes Qwen3 and Mixtral models. */
+ * sum to 1 (as llama.cpp routes Qwen3 and Mixtral models) or kept as they are
+ * (experts_unnormed: Qwen2-MoE). */
 static void moe_route(const fwd_step *f)
 {
     const ts_model_config *c = &f->m->cfg;
@@ -508,7 +516,7 @@ static void moe_route(const fwd_step *f)
     int E = c->n_experts, U = c->n_experts_used;
 #pragma omp for schedule(static)
     for (int r = 0; r < f->b->n_rows; r++) {
-        float *p = mo->router + (size_t)r * E;
+        float *p = mo->router + (size_t)r * mo->ld + mo->col;
         f->k->softmax(p, (size_t)E);
         int32_t *ex = mo->expert + (size_t)r * U;
         float *w = mo->weight + (size_t)r * U, sum = 0.0f;
@@ -525,7 +533,7 @@ static void moe_route(const fwd_step *f)
             w[j] = p[best];
             sum += w[j];
         }
-        for (int j = 0; j < U; j++)
+        for (int j = 0; j < U && !c->experts_unnormed; j++)
             w[j] /= sum;
     }
 }
@@ -585,11 +593,12 @@ static void moe_gather(const fwd_step *f)
 }
 
 /* xn[r] = the weighted sum of row r's experts' outputs, in the order of its experts (best
- * first), rows split: the same sum whatever else the step holds. */
+ * first), then the shared expert's output scaled by the sigmoid of its gate logit where
+ * the model has one, rows split: the same sum whatever else the step holds. */
 static void moe_combine(const fwd_step *f)
 {
     const fwd_moe *mo = &f->s->moe;
-    int dim = f->m->cfg.dim, U = f->m->cfg.n_experts_used;
+    int dim = f->m->cfg.dim, U = f->m->cfg.n_experts_used, E = f->m->cfg.n_experts;
 #pragma omp for schedule(static)
     for (int r = 0; r < f->b->n_rows; r++) {
         float *y = f->s->xn + (size_t)r * dim;
@@ -599,13 +608,21 @@ static void moe_combine(const fwd_step *f)
             for (int i = 0; i < dim; i++)
                 y[i] = j == 0 ? w * o[i] : y[i] + w * o[i];
         }
+        if (!mo->shared)
+            continue;
+        float g = mo->router[(size_t)r * mo->ld + mo->col + E], scale = 1.0f / (1.0f + expf(-g));
+        const float *o = mo->shared + (size_t)r * dim;
+        for (int i = 0; i < dim; i++)
+            y[i] += scale * o[i];
     }
 }
 
 /* A mixture's feed-forward block: the router's GEMM (the norm inside it, as for a dense
- * block's W1|W3), the routing, the rows gathered by expert, each expert's gate | up and
- * then down multiplied with its rows only (an expert no row chose is not read), and the
- * weighted outputs added to the residual stream (through the family's post-norm). */
+ * block's W1|W3; a shared expert's gate | up and gate logit in the same pass), the
+ * routing, the rows gathered by expert, each expert's gate | up and then down multiplied
+ * with its rows only (an expert no row chose is not read), the shared expert's down over
+ * every row as a dense block's, and the weighted outputs added to the residual stream
+ * (through the family's post-norm). */
 static void moe_ffn(fwd_step *f, int l, const fwd_pre *act, double *t)
 {
     fwd_state *s = f->s;
@@ -616,8 +633,16 @@ static void moe_ffn(fwd_step *f, int l, const fwd_pre *act, double *t)
     int T = f->b->n_rows, dim = c->dim, ffn = c->hidden_dim, pairs = T * c->n_experts_used;
     fwd_pre ffn_norm = {.kind = FWD_PRE_RMSNORM, .x = s->x, .weight = w->rms_ffn + (size_t)l * dim,
                         .eps = c->rms_eps};
-    const simd_qmat *router[] = {&ly->router};
-    gemm(f, mo->router, (size_t)c->n_experts, s->xn, dim, &ffn_norm, router, 1, T, 0.0f);
+    const simd_qmat *front[4];
+    int n_front = 0;
+    if (mo->shared) {
+        front[n_front++] = &ly->shexp_gate;
+        front[n_front++] = &ly->shexp_up;
+    }
+    front[n_front++] = &ly->router;
+    if (mo->shared)
+        front[n_front++] = &ly->shexp_gate_inp;
+    gemm(f, mo->router, (size_t)mo->ld, s->xn, dim, &ffn_norm, front, n_front, T, 0.0f);
     lap(s, TS_PHASE_GEMM, t);
     STAGE(f, (long)T * c->n_experts * 8, ROW_MIN_WORK, moe_route(f));
     if (f->team) {
@@ -644,6 +669,10 @@ static void moe_ffn(fwd_step *f, int l, const fwd_pre *act, double *t)
     }
     fwd_gemm_grouped(f->k, &s->qbuf, mo->out, (size_t)dim, mo->gu, 2 * ffn, act, mo->groups,
                      c->n_experts, pairs, mo->scratch, f->team);
+    if (mo->shared) { /* act(gate) * up of the front pass's first columns, in place */
+        const simd_qmat *down[] = {&ly->shexp_down};
+        gemm(f, mo->shared, (size_t)dim, mo->router, mo->ld, act, down, 1, T, 0.0f);
+    }
     lap(s, TS_PHASE_GEMM, t);
     STAGE(f, (long)pairs * dim, ROW_MIN_WORK, moe_combine(f));
     STAGE(f, (long)T * dim, ROW_MIN_WORK,

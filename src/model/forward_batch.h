@@ -76,7 +76,11 @@ typedef struct fwd_group {
 /* A step's buffers for a mixture of experts (E experts, U used a row, T rows): each row
  * goes to U experts, so the experts' passes run on T * U "moe rows", grouped by expert. */
 typedef struct fwd_moe {
-    float *router;   /* (T, E) the router's logits */
+    float *router;   /* (T, ld) each row's pass over the normalised input: the shared
+                      * expert's gate | up (2 * shared_ffn, where the model has one), the
+                      * router's logits (E, from column col), the shared expert's gate logit */
+    int ld, col;
+    float *shared;   /* (T, dim) the shared expert's output, or NULL */
     int32_t *expert; /* (T, U) row r's experts, best first */
     float *weight;   /* (T, U) their weights, summing to 1 */
     int32_t *slot;   /* (T, U) the moe row each (row, expert) went to */

@@ -98,12 +98,11 @@ static float softcap(float x, float cap)
 }
 
 /* out (dim) = down(act(gate . xb) * (up . xb)): one feed-forward block (or one expert)
- * on f->xb; a fused gate (up empty) fills both halves of f->hb. */
+ * ffn wide on f->xb; a fused gate (up empty) fills both halves of f->hb. */
 static void ffn_block(ref_forward *f, const simd_qmat *gate_w, const simd_qmat *up_w,
-                      const simd_qmat *down_w, float *out)
+                      const simd_qmat *down_w, int ffn, float *out)
 {
     const ts_model_config *c = &f->model->cfg;
-    int ffn = c->hidden_dim;
     float *gate = f->hb, *up = f->hb + ffn;
     matvec(gate, f->xb, gate_w, f->wrow);
     matvec(up, f->xb, up_w, f->wrow);
@@ -116,7 +115,9 @@ static void ffn_block(ref_forward *f, const simd_qmat *gate_w, const simd_qmat *
 
 /* out (dim) = the token's mixture: the router's softmax over the experts, the
  * n_experts_used most probable (ties to the lower index) with their probabilities
- * renormalised, each expert's block weighted by its share, summed best first. */
+ * renormalised (unless experts_unnormed), each expert's block weighted by its share,
+ * summed best first; then the shared expert's block, scaled by sigmoid(gate_inp . xb),
+ * added where the model has one. */
 static void moe(ref_forward *f, const model_layer *ly, float *out)
 {
     const ts_model_config *c = &f->model->cfg;
@@ -139,12 +140,23 @@ static void moe(ref_forward *f, const model_layer *ly, float *out)
         weight[j] = p[best];
         sum += p[best];
     }
+    if (c->experts_unnormed)
+        sum = 1.0f;
     for (int j = 0; j < c->n_experts_used; j++) {
         const simd_qmat *ex = ly->experts + (size_t)chosen[j] * MODEL_EXPERT_MATRICES;
-        ffn_block(f, &ex[MODEL_EXPERT_GATE], &ex[MODEL_EXPERT_UP], &ex[MODEL_EXPERT_DOWN], y);
+        ffn_block(f, &ex[MODEL_EXPERT_GATE], &ex[MODEL_EXPERT_UP], &ex[MODEL_EXPERT_DOWN],
+                  c->hidden_dim, y);
         for (int i = 0; i < dim; i++)
             out[i] = j == 0 ? weight[j] / sum * y[i] : out[i] + weight[j] / sum * y[i];
     }
+    if (c->shared_ffn_dim == 0)
+        return;
+    float g;
+    matvec(&g, f->xb, &ly->shexp_gate_inp, f->wrow);
+    ffn_block(f, &ly->shexp_gate, &ly->shexp_up, &ly->shexp_down, c->shared_ffn_dim, y);
+    float scale = 1.0f / (1.0f + expf(-g));
+    for (int i = 0; i < dim; i++)
+        out[i] += scale * y[i];
 }
 
 ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, ts_error *err)
@@ -166,14 +178,15 @@ ts_status ref_forward_init(ref_forward *f, const ts_model *model, int max_pos, t
     f->xb = calloc(q_dim > (size_t)c->dim ? q_dim : (size_t)c->dim, sizeof(float));
     f->qkv = calloc(qkv > (size_t)c->dim ? qkv : (size_t)c->dim, sizeof(float));
     f->att = calloc((size_t)max_pos, sizeof(float));
-    f->hb = calloc(2 * (size_t)c->hidden_dim, sizeof(float));
+    size_t ffn = (size_t)(c->shared_ffn_dim > c->hidden_dim ? c->shared_ffn_dim : c->hidden_dim);
+    f->hb = calloc(2 * ffn, sizeof(float));
     f->key_cache = calloc(cache, sizeof(float));
     f->value_cache = calloc(cache, sizeof(float));
     f->logits = calloc((size_t)c->vocab_size, sizeof(float));
     f->router = calloc((size_t)(c->n_experts > 0 ? c->n_experts : 1), sizeof(float));
     f->expert_out = calloc((size_t)c->dim, sizeof(float));
     size_t max_k = (size_t)c->dim > q_dim ? (size_t)c->dim : q_dim;
-    max_k = (size_t)c->hidden_dim > max_k ? (size_t)c->hidden_dim : max_k;
+    max_k = ffn > max_k ? ffn : max_k;
     f->wrow = calloc(max_k, sizeof(float));
     if (!f->x || !f->xb || !f->qkv || !f->att || !f->hb || !f->key_cache || !f->value_cache ||
         !f->logits || !f->wrow || !f->router || !f->expert_out) {
@@ -277,7 +290,7 @@ const float *ref_forward_token(ref_forward *f, int32_t token, int pos)
         if (c->n_experts > 0)
             moe(f, ly, down);
         else
-            ffn_block(f, &ly->w1, &ly->w3, &ly->w2, down);
+            ffn_block(f, &ly->w1, &ly->w3, &ly->w2, c->hidden_dim, down);
         if (w->rms_post_ffn)
             rmsnorm(down, down, w->rms_post_ffn + (size_t)l * dim, dim, c->rms_eps);
         for (int i = 0; i < dim; i++)

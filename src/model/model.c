@@ -69,6 +69,10 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
         (c->n_experts > 0 && (c->n_experts_used < 1 || c->n_experts_used > c->n_experts)))
         return ts_error_set(err, TS_ERR_FORMAT, "%d experts, %d used a token: out of range",
                             c->n_experts, c->n_experts_used);
+    if (c->shared_ffn_dim < 0 || c->shared_ffn_dim > 8 * MODEL_MAX_DIM ||
+        (c->shared_ffn_dim > 0 && c->n_experts == 0))
+        return ts_error_set(err, TS_ERR_FORMAT, "shared expert of %d (%d experts): out of range",
+                            c->shared_ffn_dim, c->n_experts);
     if ((unsigned)c->ffn_act > TS_FFN_GELU_TANH)
         return ts_error_set(err, TS_ERR_FORMAT, "feed-forward activation %d unknown",
                             (int)c->ffn_act);
@@ -127,7 +131,7 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool w
         if (with_matrices)
             return ts_error_set(err, TS_ERR_UNSUPPORTED,
                                 "%s: a mixture of experts is read from GGUF files only", c->name);
-        w->layer_matrices += 1 + MODEL_EXPERT_MATRICES * c->n_experts;
+        w->layer_matrices += MODEL_MOE_MATRICES + MODEL_EXPERT_MATRICES * c->n_experts;
         for (size_t l = 0; w->layers && l < L; l++)
             family_ok &= (w->layers[l].experts = calloc((size_t)c->n_experts * MODEL_EXPERT_MATRICES,
                                                         sizeof(simd_qmat))) != NULL;
@@ -203,9 +207,12 @@ simd_qmat *model_matrix(const model_weights *w, int i)
         return (simd_qmat *)&w->output;
     model_layer *ly = &w->layers[(i - 1) / w->layer_matrices];
     int j = (i - 1) % w->layer_matrices;
-    simd_qmat *lm[MODEL_LAYER_MATRICES + 1] = {&ly->wq, &ly->wk, &ly->wv, &ly->wo,
-                                               &ly->w1, &ly->w3, &ly->w2, &ly->router};
-    return j <= MODEL_LAYER_MATRICES ? lm[j] : &ly->experts[j - MODEL_LAYER_MATRICES - 1];
+    simd_qmat *lm[MODEL_LAYER_MATRICES + MODEL_MOE_MATRICES] = {
+        &ly->wq,         &ly->wk,         &ly->wv,         &ly->wo,           &ly->w1,
+        &ly->w3,         &ly->w2,         &ly->router,     &ly->shexp_gate,   &ly->shexp_up,
+        &ly->shexp_down, &ly->shexp_gate_inp};
+    int fixed = MODEL_LAYER_MATRICES + MODEL_MOE_MATRICES;
+    return j < fixed ? lm[j] : &ly->experts[j - fixed];
 }
 
 bool model_all_f32(const model_weights *w)

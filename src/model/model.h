@@ -25,6 +25,11 @@ typedef struct model_layer {
     simd_qmat w3; /* (ffn, dim) up */
     simd_qmat w2; /* (dim, ffn) down */
     simd_qmat router;   /* (n_experts, dim) ffn_gate_inp, in a mixture of experts */
+    simd_qmat shexp_gate;     /* (shared_ffn, dim) the shared expert's gate, where the
+                               * mixture has one (cfg.shared_ffn_dim); else empty */
+    simd_qmat shexp_up;       /* (shared_ffn, dim) */
+    simd_qmat shexp_down;     /* (dim, shared_ffn) */
+    simd_qmat shexp_gate_inp; /* (1, dim) its output's scale is sigmoid(this . x) */
     simd_qmat *experts; /* (n_experts, 3) each expert's gate (ffn, dim), up (ffn, dim) and
                          * down (dim, ffn): slices of the file's 3-D ffn_*_exps; owned
                          * array, NULL for a dense layer */
@@ -51,7 +56,7 @@ typedef struct model_weights {
     float *store;        /* owned f32 bytes of every matrix of an in-memory model, else NULL */
     int n_layers;        /* layers allocated (cfg.n_layers) */
     int layer_matrices;  /* per layer in model_matrix()'s count: MODEL_LAYER_MATRICES, and a
-                          * mixture's router and every expert's three */
+                          * mixture's MODEL_MOE_MATRICES and every expert's three */
 } model_weights;
 
 struct ts_model {
@@ -93,10 +98,11 @@ simd_qmat model_qmat_f32(const float *data, int n, int k);
 
 /* The weight matrices the steps multiply by, the token embedding excluded: i = 0 is the
  * output, then w->layer_matrices per layer (wq wk wv wo w1 w3 w2, then in a mixture of
- * experts the router and each expert's gate, up and down), model_matrices(w) in all. Some
- * are empty (N == 0: a fused matrix's other parts, a mixture's dense w1 w3 w2). w->layers
+ * experts the router, the shared expert's gate, up, down and gate_inp, and each expert's
+ * gate, up and down), model_matrices(w) in all. Some are empty (N == 0: a fused matrix's
+ * other parts, a mixture's dense w1 w3 w2, a shared expert it does not have). w->layers
  * must be allocated. */
-enum { MODEL_LAYER_MATRICES = 7 };
+enum { MODEL_LAYER_MATRICES = 7, MODEL_MOE_MATRICES = 5 };
 static inline int model_matrices(const model_weights *w)
 {
     return 1 + w->layer_matrices * w->n_layers;

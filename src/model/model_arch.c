@@ -13,6 +13,9 @@ static const model_arch ARCHS[] = {
     {.name = "qwen2", .rope_neox = true},
     {.name = "qwen3", .rope_neox = true, .qk_norm = true},
     {.name = "qwen3moe", .rope_neox = true, .qk_norm = true, .experts = true},
+    /* Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B: Q/K/V biases as qwen2's */
+    {.name = "qwen2moe", .rope_neox = true, .experts = true, .experts_unnormed = true,
+     .shared_expert = true},
     {.name = "phi3", .rope_neox = true, .ffn_fused = true},
     {
         .name = "gemma2",
@@ -61,16 +64,33 @@ const model_arch *model_arch_find(const char *name, size_t n)
 
 const char *model_arch_names(void)
 {
-    return "llama, mistral3, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3";
+    return "llama, mistral3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3";
 }
 
 /* Families people ask for that need an operation the forward pass does not have. */
 static const struct {
     const char *name, *why;
 } REFUSED[] = {
-    {"qwen2moe", "its shared experts are not supported (Qwen3's mixtures are)"},
     {"mixtral", "Mixtral GGUFs are `llama` files with experts; this name is not"},
     {"deepseek2", "multi-head latent attention and mixture-of-experts layers are not supported"},
+    /* mixtures of experts routed or built otherwise than the families above */
+    {"deepseek", "its ungated shared experts and leading dense layers are not supported"},
+    {"glm4moe", "its sigmoid routing with expert biases, shared experts and leading dense "
+                "layers are not supported"},
+    {"dbrx", "its layer norms, clamped QKV and expert layout are not supported"},
+    {"olmoe", "its Q/K norms over whole projections are not supported"},
+    {"granitemoe", "its embedding, residual, attention and logit multipliers are not supported"},
+    {"grok", "its embedding and output multipliers and soft-capped attention are not supported"},
+    {"arctic", "its dense residual block beside the experts is not supported"},
+    {"jamba", "Mamba layers are not supported"},
+    {"qwen3next", "gated delta-net (linear attention) layers are not supported"},
+    {"qwen3vlmoe", "vision-language models are not supported"},
+    {"ernie4_5-moe", "its shared experts and leading dense layers are not supported"},
+    {"bailingmoe", "its shared experts are not supported (Qwen2-MoE's sigmoid-gated one is)"},
+    {"hunyuan-moe", "its shared experts are not supported (Qwen2-MoE's sigmoid-gated one is)"},
+    {"minimax-m2", "its sigmoid routing with expert biases is not supported"},
+    {"lfm2moe", "its short-convolution layers are not supported"},
+    {"llada-moe", "diffusion language models are not supported"},
     {"gpt-oss", "MXFP4 experts and attention sinks are not supported"},
     {"gemma3n", "per-layer embeddings and AltUp are not supported"},
     {"gemma", "Gemma 1 is not supported (Gemma 2 and 3 are)"},

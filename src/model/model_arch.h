@@ -18,6 +18,11 @@ typedef struct model_arch {
     bool ffn_fused;       /* ffn_up holds [gate; up] and there is no ffn_gate */
     bool experts;         /* the family's files are mixtures of experts (the others may be:
                            * a Mixtral file is a `llama` one with ARCH.expert_count) */
+    bool experts_unnormed; /* the top experts' probabilities are not renormalised */
+    bool shared_expert;   /* every layer has a sigmoid-gated shared expert (ffn_*_shexp)
+                           * of ARCH.expert_shared_feed_forward_length, else
+                           * feed_forward_length; the routed experts' length then defaults
+                           * to feed_forward_length / expert_used_count (llama.cpp's rule) */
     bool embd_scaled;     /* embedding rows times sqrt(dim) */
     ts_ffn_act ffn_act;
     /* Gemma's soft-caps: read from ARCH.attn_logit_softcapping and

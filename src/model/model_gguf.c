@@ -110,8 +110,12 @@ static double kv_number(const gguf_kv *kv)
 
 /* A mixture of experts: ARCH.expert_count experts, ARCH.expert_used_count a token, each
  * ARCH.expert_feed_forward_length wide (Qwen3's files), else feed_forward_length (as a
- * Mixtral file, a `llama` one, gives it); hidden_dim becomes that width. Routing weights
- * that the file scales or gates otherwise (shared experts, sigmoid routers) are refused. */
+ * Mixtral file, a `llama` one, gives it); hidden_dim becomes that width. A family with a
+ * shared expert (model_arch.shared_expert) takes its length from
+ * ARCH.expert_shared_feed_forward_length, else feed_forward_length, and its routed
+ * experts' from feed_forward_length / expert_used_count when their key is absent, as
+ * llama.cpp does. Routing weights that the file scales or gates otherwise (sigmoid
+ * routers, several shared experts) are refused. */
 static ts_status read_experts(ts_model_config *c, const model_arch *a, const gguf_file *f,
                               ts_error *err)
 {
@@ -127,24 +131,34 @@ static ts_status read_experts(ts_model_config *c, const model_arch *a, const ggu
         return TS_OK;
     /* keys whose other values change the routing: (name, the value tessera runs: 0 is also
      * taken as absent) */
-    static const struct {
+    const struct {
         const char *key;
         double ok;
-    } routing[] = {{"expert_shared_count", 0}, {"expert_weights_scale", 1},
+    } routing[] = {{"expert_shared_count", a->shared_expert ? 1 : 0},
+                   {"expert_weights_scale", 1},
                    {"expert_gating_func", 1}}; /* llama.cpp's 1: softmax */
     for (int i = 0; i < 3; i++) {
         const gguf_kv *kv = gguf_find_kv(f, arch_key(key, sizeof key, c, routing[i].key));
         double v = kv ? kv_number(kv) : 0.0;
         if (v != 0.0 && v != routing[i].ok)
             return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s %g is not supported (routing is "
-                                "a softmax over the experts, top ones renormalised)", key, v);
+                                "a softmax over the experts, as the %s family weighs them)",
+                                key, v, c->arch);
     }
     if ((st = get_int(f, arch_key(key, sizeof key, c, "expert_used_count"), true,
-                      &c->n_experts_used, err)) != TS_OK ||
-        (st = get_int(f, arch_key(key, sizeof key, c, "expert_feed_forward_length"), false,
-                      &c->hidden_dim, err)) != TS_OK)
+                      &c->n_experts_used, err)) != TS_OK)
         return st;
-    return TS_OK;
+    c->experts_unnormed = a->experts_unnormed;
+    if (a->shared_expert) {
+        c->shared_ffn_dim = c->hidden_dim;
+        if (c->n_experts_used > 0)
+            c->hidden_dim /= c->n_experts_used;
+        if ((st = get_int(f, arch_key(key, sizeof key, c, "expert_shared_feed_forward_length"),
+                          false, &c->shared_ffn_dim, err)) != TS_OK)
+            return st;
+    }
+    return get_int(f, arch_key(key, sizeof key, c, "expert_feed_forward_length"), false,
+                   &c->hidden_dim, err);
 }
 
 /* Sliding-window attention and Gemma's soft-caps and attention scale, per the family's
@@ -476,8 +490,27 @@ static ts_status map_experts(model_layer *ly, const ts_model_config *c, const gg
     return TS_OK;
 }
 
-/* Layer l's mixture of experts: the router ffn_gate_inp and the 3-D ffn_{gate,up,down}_exps;
- * the dense w1 w3 w2 stay empty. */
+/* Layer l's shared expert (c->shared_ffn_dim): ffn_{gate,up,down}_shexp and the 1-D
+ * ffn_gate_inp_shexp of its gate. */
+static ts_status map_shared_expert(model_layer *ly, const ts_model_config *c,
+                                   const gguf_file *f, int l, ts_error *err)
+{
+    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->shared_ffn_dim;
+    char n[96];
+    ts_status st;
+    if ((st = map_matrix(&ly->shexp_gate_inp, f, layer_name(n, sizeof n, l, "ffn_gate_inp_shexp"),
+                         dim, 1, err)) != TS_OK ||
+        (st = map_matrix(&ly->shexp_gate, f, layer_name(n, sizeof n, l, "ffn_gate_shexp"), dim,
+                         ffn, err)) != TS_OK ||
+        (st = map_matrix(&ly->shexp_up, f, layer_name(n, sizeof n, l, "ffn_up_shexp"), dim, ffn,
+                         err)) != TS_OK)
+        return st;
+    return map_matrix(&ly->shexp_down, f, layer_name(n, sizeof n, l, "ffn_down_shexp"), ffn,
+                      dim, err);
+}
+
+/* Layer l's mixture of experts: the router ffn_gate_inp and the 3-D ffn_{gate,up,down}_exps,
+ * and the shared expert where the config has one; the dense w1 w3 w2 stay empty. */
 static ts_status map_moe(model_layer *ly, const ts_model_config *c, const gguf_file *f, int l,
                          ts_error *err)
 {
@@ -491,7 +524,8 @@ static ts_status map_moe(model_layer *ly, const ts_model_config *c, const gguf_f
         (st = map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_gate_exps"),
                           MODEL_EXPERT_GATE, dim, ffn, err)) != TS_OK ||
         (st = map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_up_exps"), MODEL_EXPERT_UP,
-                          dim, ffn, err)) != TS_OK)
+                          dim, ffn, err)) != TS_OK ||
+        (c->shared_ffn_dim > 0 && (st = map_shared_expert(ly, c, f, l, err)) != TS_OK))
         return st;
     return map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_down_exps"), MODEL_EXPERT_DOWN,
                        ffn, dim, err);
@@ -577,6 +611,11 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
                          "ffn_down_exps.weight"};
     for (int i = 0; c->n_experts > 0 && i < 4; i++)
         if (!strcmp(suffix, moe[i]))
+            return true;
+    const char *shexp[] = {"ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight",
+                           "ffn_up_shexp.weight", "ffn_down_shexp.weight"};
+    for (int i = 0; c->shared_ffn_dim > 0 && i < 4; i++)
+        if (!strcmp(suffix, shexp[i]))
             return true;
     if (c->n_experts == 0 && (!strcmp(suffix, "ffn_up.weight") || !strcmp(suffix, "ffn_down.weight")))
         return true;

@@ -69,6 +69,9 @@ void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t fi
                             (uint32_t)c->n_experts_used);
         gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "expert_feed_forward_length"),
                             (uint32_t)c->hidden_dim);
+        if (c->shared_ffn_dim > 0)
+            gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "expert_shared_feed_forward_length"),
+                                (uint32_t)c->shared_ffn_dim);
     }
     if (c->pooling != TS_POOLING_NONE)
         gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "pooling_type"), (uint32_t)c->pooling);

@@ -25,6 +25,7 @@ typedef struct synth_shape {
     float llama3_factor; /* rope_scaling llama3's factor, as rope_freqs.weight; 0: none */
     int swa_window;      /* the windowed layers' span; 0: the family's default */
     int n_experts, n_experts_used; /* a mixture of experts (hidden_dim: each one's) */
+    int shared_ffn_dim;  /* a shared expert's feed-forward length; 0: none */
     ts_pooling pooling;  /* an embedding model's pooling; 0: a generative model */
 } synth_shape;
 
@@ -93,6 +94,12 @@ static const synth_shape shapes[] = {
      .n_layers = 48, .n_heads = 32, .n_kv_heads = 4, .head_dim = 128, .vocab_size = 151936,
      .context_len = 40960, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f, .n_experts = 128,
      .n_experts_used = 8},
+    /* Qwen1.5-MoE-A2.7B: 60 experts of 1408, 4 a token, unnormalised, and a shared expert
+     * of 5632 (about 2.7B active parameters of 14.3B) */
+    {.name = "qwen2moe-a2.7b", .arch = "qwen2moe", .dim = 2048, .hidden_dim = 1408,
+     .n_layers = 24, .n_heads = 16, .n_kv_heads = 16, .vocab_size = 151936,
+     .context_len = 8192, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f, .qkv_bias = true,
+     .n_experts = 60, .n_experts_used = 4, .shared_ffn_dim = 5632},
     {.name = "mixtral-8x7b", .arch = "llama", .dim = 4096, .hidden_dim = 14336,
      .n_layers = 32, .n_heads = 32, .n_kv_heads = 8, .vocab_size = 32000, .context_len = 32768,
      .rope_freq_base = 1000000.0f, .n_experts = 8, .n_experts_used = 2},
@@ -140,6 +147,7 @@ static void family_features(ts_model_config *c, const model_arch *a)
     c->rope_freq_base_swa = a->swa_reads ? a->rope_base_swa : 0.0f;
     c->rope_scale_swa = a->swa_reads && !a->swa_rope_scaled ? 1.0f : 0.0f;
     c->attn_scale = family_attn_scale(c, a);
+    c->experts_unnormed = a->experts_unnormed;
 }
 
 static const model_arch *family_of(const ts_model_config *c)
@@ -173,6 +181,7 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         out->qkv_fused = s->qkv_fused;
         out->n_experts = s->n_experts;
         out->n_experts_used = s->n_experts_used;
+        out->shared_ffn_dim = s->shared_ffn_dim;
         out->pooling = s->pooling;
         family_features(out, family_of(out));
         if (s->swa_window)
@@ -192,6 +201,8 @@ void model_synth_shrink(ts_model_config *c)
     c->head_dim = HEAD;
     c->dim = dim_is_heads ? c->n_heads * HEAD : 64;
     c->hidden_dim = 128;
+    if (c->shared_ffn_dim > 0)
+        c->shared_ffn_dim = 256;
     c->vocab_size = 512;
     c->context_len = 256;
     if (c->swa_window > 8)
@@ -306,6 +317,9 @@ typedef struct synth_tensor {
     uint64_t ne0;         /* row length */
     uint64_t row_bytes;   /* of one row in type */
     float std;            /* 0: every element is 1 (norm weights) */
+    const tokenizer_vocab *damped; /* the LM head of a peaked model: rows of tokens other
+                                    * than NORMAL ones drawn 10x smaller, so that greedy
+                                    * text is words, not bytes, controls or padding */
 } synth_tensor;
 
 /* One row: its f32 values into buf (ne0), then quantized into dst. */
@@ -313,8 +327,12 @@ static void fill_row(const synth_tensor *t, uint8_t *dst, float *buf, uint64_t r
 {
     normal_rng r;
     rng_init(&r, t->seed, t->index, row);
+    float std = t->std;
+    if (t->damped && row < (uint64_t)t->damped->n_tokens &&
+        t->damped->tokens[row].type != VOCAB_TOKEN_NORMAL)
+        std *= 0.1f;
     for (uint64_t i = 0; i < t->ne0; i++)
-        buf[i] = t->std > 0.0f ? t->std * normal(&r) : 1.0f;
+        buf[i] = std > 0.0f ? std * normal(&r) : 1.0f;
     quant_row(dst, buf, t->type, (int64_t)t->ne0);
 }
 
@@ -380,16 +398,39 @@ typedef struct synth_plan {
     uint64_t seed;
     quant_ftype ftype;
     quant_model_info info;
+    bool peaked;        /* model_synth_opts.peaked */
+    const tokenizer_vocab *vocab; /* the file's (padded) vocabulary */
     const char *unfit; /* the first tensor no type of the ftype fits, with its row length */
     uint64_t unfit_ne0;
 } synth_plan;
 
+/* The standard deviation of tensor `name` (rows of ne0; a bias when ne1 is 0) in a peaked
+ * model (model_synth_opts.peaked): a trained model's scales, so that activations keep
+ * their size through the layers and the logits spread (std about 14), as the reference
+ * models of other families were made. */
+static float peaked_std(const char *name, uint64_t ne0, uint64_t ne1)
+{
+    float fan_in = sqrtf((float)ne0);
+    if (!strcmp(name, "token_embd.weight"))
+        return 1.0f;
+    if (!strcmp(name, "output.weight"))
+        return 14.0f / fan_in;
+    if (strstr(name, "ffn_gate_inp.weight")) /* a router decisive but varied */
+        return 3.0f / fan_in;
+    return ne1 == 0 ? 0.5f : 1.0f / fan_in;
+}
+
 /* Records one tensor of ggml shape (ne0, ne1), 1-D when ne1 is 0, of normals of std (0:
- * ones, for norm weights). */
+ * ones, for norm weights; peaked_std in a peaked model). */
 static void plan_add3(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne1,
                       uint64_t ne2, float std)
 {
     synth_tensor *t = &p->tensors[p->n];
+    if (p->peaked && std > 0.0f)
+        std = peaked_std(name, ne0, ne1);
+    bool lm_head = !strcmp(name, "output.weight") ||
+                   (p->info.has_output == false && !strcmp(name, "token_embd.weight"));
+    t->damped = p->peaked && lm_head ? p->vocab : NULL;
     const uint64_t ne[3] = {ne0, ne1, ne2};
     uint32_t n_dims = ne2 > 1 ? 3 : ne1 ? 2 : 1;
     t->seed = p->seed;
@@ -423,8 +464,9 @@ static void plan_layer(synth_plan *p, int layer, const char *suffix, uint64_t ne
 }
 
 /* At most this many tensors per layer: norms (attn, ffn, q, k, post-attention, post-ffw),
- * Q, K, V and their biases, attn_output, gate, up, down. */
-enum { SYNTH_LAYER_TENSORS = 16 };
+ * Q, K, V and their biases, attn_output, gate, up, down; or a mixture's router, experts
+ * and shared expert. */
+enum { SYNTH_LAYER_TENSORS = 20 };
 
 /* Layer l's attention: Q, K and V (fused into attn_qkv for c->qkv_fused), their biases
  * for c->qkv_bias, per-head norms for c->qk_norm, then attn_output. */
@@ -483,6 +525,13 @@ static void plan_tensors(synth_plan *p, const ts_model_config *c)
             plan_add3(p, name, dim, ffn, e, std);
             snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", l);
             plan_add3(p, name, ffn, dim, e, std);
+            if (c->shared_ffn_dim > 0) { /* the shared expert and its gate's vector */
+                uint64_t sh = (uint64_t)c->shared_ffn_dim;
+                plan_layer(p, l, "ffn_gate_inp_shexp.weight", dim, 0, std);
+                plan_layer(p, l, "ffn_gate_shexp.weight", dim, sh, std);
+                plan_layer(p, l, "ffn_up_shexp.weight", dim, sh, std);
+                plan_layer(p, l, "ffn_down_shexp.weight", sh, dim, std);
+            }
             continue;
         }
         if (c->ffn_fused) {
@@ -527,6 +576,10 @@ static const char *family_mismatch(const ts_model_config *c, const model_arch *a
         return "sliding window of 0 (swa_window, swa_pattern)";
     if (a->experts && c->n_experts == 0)
         return "a mixture of experts (n_experts)";
+    if (c->n_experts > 0 && c->experts_unnormed != want.experts_unnormed)
+        return "expert weighting (experts_unnormed)";
+    if (c->n_experts > 0 && (c->shared_ffn_dim > 0) != a->shared_expert)
+        return "shared expert (shared_ffn_dim)";
     return NULL;
 }
 
@@ -550,7 +603,14 @@ ts_status model_synth_check(const ts_model_config *c, ts_error *err)
 ts_status model_synth_write(const char *path, const ts_model_config *c, const char *type,
                             const tokenizer_vocab *v, uint64_t seed, ts_error *err)
 {
-    synth_plan p = {.seed = seed};
+    return model_synth_write_with(path, c, type, v, seed, NULL, err);
+}
+
+ts_status model_synth_write_with(const char *path, const ts_model_config *c, const char *type,
+                                 const tokenizer_vocab *v, uint64_t seed,
+                                 const model_synth_opts *opts, ts_error *err)
+{
+    synth_plan p = {.seed = seed, .peaked = opts && opts->peaked};
     float *rope_factors = NULL;
     tokenizer_vocab padded;
     memset(&padded, 0, sizeof padded);
@@ -566,6 +626,7 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, const ch
     p.info.has_output = !c->tied_output;
     if ((st = pad_vocab(&padded, v, c->vocab_size, err)) != TS_OK)
         goto done;
+    p.vocab = &padded;
     if (!(p.tensors = calloc((size_t)(3 + SYNTH_LAYER_TENSORS * c->n_layers),
                              sizeof *p.tensors))) {
         st = ts_error_set(err, TS_ERR_NOMEM, "tensor list of %d layers", c->n_layers);

@@ -21,14 +21,16 @@
  * "mistral-nemo-12b" (a llama file with 128-wide heads); "qwen2.5-7b"; "qwen3-4b",
  * "qwen3-8b"; "gemma2-9b"; "gemma3-4b", "gemma3-12b"; "phi-4-mini" (plain RoPE over the
  * whole head: its LongRoPE and partial rotary embedding are left out, which the loader
- * refuses); also the small "test-tiny" for tests. name borrowed. Returns false for an
- * unknown name. The Llama 3 shapes have rope_factors set: their files carry the
+ * refuses); mixtures of experts "qwen3-30b-a3b", "mixtral-8x7b" (a llama file) and
+ * "qwen2moe-a2.7b" (with a shared expert); also the small "test-tiny" for tests. name
+ * borrowed. Returns false for an unknown name. The Llama 3 shapes have rope_factors set: their files carry the
  * rope_freqs.weight of the model's long-context scaling, as real ones do. */
 bool model_synth_shape(ts_model_config *out, const char *name);
 
 /* Shrinks *c to a few kilobytes of weights with the same family features: 2 KV heads (1
  * kept at 1) with the same query heads per KV head, heads of 16, dim 64 (or the heads'
- * width where the model's dim is theirs), feed-forward 128, vocabulary 512, context 256,
+ * width where the model's dim is theirs), feed-forward 128 (a shared expert 256; the
+ * experts' count is kept), vocabulary 512, context 256,
  * a window of at most 8 positions and enough layers for one full-attention layer after
  * the windowed ones (at least 2). Biases, fused matrices, norms, soft-caps, RoPE bases and
  * tying are kept; the name gains "-tiny". For tests and quick checks of a family. */
@@ -68,5 +70,21 @@ ts_status model_synth_check(const ts_model_config *c, ts_error *err);
  * same arguments give the same bytes. On failure no file is left at path. */
 ts_status model_synth_write(const char *path, const ts_model_config *c, const char *type,
                             const tokenizer_vocab *v, uint64_t seed, ts_error *err);
+
+/* How model_synth_write_with() draws the weights. A zeroed struct is model_synth_write's. */
+typedef struct model_synth_opts {
+    bool peaked; /* a trained model's scales instead of MODEL_SYNTH_STD everywhere: matrices
+                  * 1/sqrt(inputs), the embedding 1, the output 14/sqrt(dim), routers
+                  * 3/sqrt(dim), biases 0.5, norms 1, and the LM head's rows of tokens
+                  * other than normal ones (bytes, controls, padding) 10x smaller. The
+                  * logits then have a spread of
+                  * about 14 in an untied model, so greedy decoding has clear margins:
+                  * files to compare with another implementation token for token. */
+} model_synth_opts;
+
+/* model_synth_write() drawn as opts (borrowed, NULL: the default) says. */
+ts_status model_synth_write_with(const char *path, const ts_model_config *c, const char *type,
+                                 const tokenizer_vocab *v, uint64_t seed,
+                                 const model_synth_opts *opts, ts_error *err);
 
 #endif /* TESSERA_MODEL_SYNTH_H */
