@@ -16,6 +16,7 @@ typedef struct ts_model ts_model;
 typedef enum ts_ffn_act {
     TS_FFN_SILU,      /* SwiGLU (Llama, Qwen, Phi) */
     TS_FFN_GELU_TANH, /* GeGLU with the tanh approximation of GELU (Gemma) */
+    TS_FFN_GELU,      /* no gate: out = gelu(up), GELU's tanh form, with biases (BERT) */
 } ts_ffn_act;
 
 /* How an embedding model pools the final-normalised hidden states of a text's tokens into
@@ -76,6 +77,12 @@ typedef struct ts_model_config {
     int n_experts_used;   /* experts a token goes through: the top ones of the router's
                            * softmax, their weights renormalised to sum to 1 */
     ts_pooling pooling;   /* embeddings' pooling (ARCH.pooling_type; absent: none) */
+    /* An encoder (BERT family): bidirectional attention over one whole sequence, LayerNorm
+     * (rms_eps is its epsilon) after the embeddings and after each block's residual add,
+     * biases on every matrix, no KV kept: it only pools (src/model/encoder.h). */
+    bool encoder;
+    bool pos_embd;        /* with encoder: learned absolute positions (position_embd) rather
+                           * than RoPE */
 } ts_model_config;
 
 /* Positions layer l of c attends to: c->swa_window for a windowed layer, else 0 (all). */

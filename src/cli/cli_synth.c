@@ -130,6 +130,8 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
         FEATURE(" embd-scaled");
     if (c->ffn_act == TS_FFN_GELU_TANH)
         FEATURE(" geglu");
+    if (c->encoder)
+        FEATURE(c->pos_embd ? " encoder gelu" : " encoder");
     if (c->rope_neox)
         FEATURE(" rope-neox");
     if (c->rope_factors)

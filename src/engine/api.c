@@ -155,6 +155,9 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     cost_init(&e->step.cost);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
+    /* An encoder's input over the budget runs whole in a step of its own (sched_plan). */
+    if (model->cfg.encoder)
+        e->max_rows += model->cfg.context_len;
     /* Draft rows (spec.h) ride on top, each with logits of its own. */
     int draft_rows = spec_rows_cap(o);
     e->max_rows += draft_rows;

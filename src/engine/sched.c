@@ -201,6 +201,14 @@ static int prefill_budget(ts_engine *e, int n_decode)
     return rows < 0 ? cap : rows;
 }
 
+/* An encoder's sequence is computed whole in one step (its rows attend to each other):
+ * all its rows where the budget holds them, or where it is the step's first prompt (an
+ * input longer than the budget runs alone over it rather than never), else none. */
+static int whole_rows(int rows, int budget, bool first)
+{
+    return rows <= budget || first ? rows : 0;
+}
+
 /* A sequence that scores prompt rows gets a logits row for each (fwd_seq.all_logits):
  * its chunk is cut so the step's logits rows, one for each other sequence, stay within
  * max_seqs, the forward pass's bound. */
@@ -227,11 +235,15 @@ void sched_plan(ts_engine *e, double now)
     }
     /* Prefill chunks share what the decodes leave of the budget, in admission order. */
     int budget = prefill_budget(e, n_decode);
+    bool first = true;
     for (int i = 0; i < e->step.n_running; i++) {
         seq *s = e->step.running[i];
         if (s->step_rows > 1) {
-            s->step_rows = s->step_rows < budget ? s->step_rows : (budget > 0 ? budget : 0);
+            s->step_rows = e->model->cfg.encoder ? whole_rows(s->step_rows, budget, first)
+                           : s->step_rows < budget ? s->step_rows
+                                                   : (budget > 0 ? budget : 0);
             budget -= s->step_rows;
+            first &= s->step_rows == 0;
         }
     }
     cap_scored_rows(e);

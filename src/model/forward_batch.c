@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/run_delay.h"
+#include "model/encoder.h"
 #include "model/forward_batch.h"
 
 /* Activation buffers for the forms the model's matrices take, for the longest input. */
@@ -770,6 +771,8 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
                                 b->tokens[r]);
+    if (c->encoder) /* whole sequences, no K/V: the encoder's own pass */
+        return forward_encoder(s, m, k, b, err);
 
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++) {

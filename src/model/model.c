@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "model/encoder.h"
 #include "model/model.h"
 #include "qmat.h"
 #include "qpack.h"
@@ -69,9 +70,12 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
         (c->n_experts > 0 && (c->n_experts_used < 1 || c->n_experts_used > c->n_experts)))
         return ts_error_set(err, TS_ERR_FORMAT, "%d experts, %d used a token: out of range",
                             c->n_experts, c->n_experts_used);
-    if ((unsigned)c->ffn_act > TS_FFN_GELU_TANH)
-        return ts_error_set(err, TS_ERR_FORMAT, "feed-forward activation %d unknown",
-                            (int)c->ffn_act);
+    if ((unsigned)c->ffn_act > TS_FFN_GELU || (c->ffn_act == TS_FFN_GELU && !c->encoder))
+        return ts_error_set(err, TS_ERR_FORMAT, "feed-forward activation %d unknown%s",
+                            (int)c->ffn_act, c->encoder ? "" : " for a decoder");
+    if (c->encoder && (c->n_experts > 0 || c->swa_window > 0))
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "an encoder with experts or windowed attention is not supported");
     return TS_OK;
 }
 
@@ -189,6 +193,7 @@ void model_weights_free(model_weights *w)
     free(w->rope_factors);
     free(w->rope_freq);
     free(w->rope_freq_swa);
+    encoder_free(w->enc);
     memset(w, 0, sizeof *w);
 }
 
