@@ -83,6 +83,9 @@ typedef struct ts_model_config {
     bool encoder;
     bool pos_embd;        /* with encoder: learned absolute positions (position_embd) rather
                            * than RoPE */
+    int cls_out;          /* an encoder reranker's (rank pooling) scores per input: the rows
+                           * of its classification head's cls.output (else 1: the first
+                           * value of the CLS row or of the cls dense layer); 0 otherwise */
 } ts_model_config;
 
 /* Positions layer l of c attends to: c->swa_window for a windowed layer, else 0 (all). */

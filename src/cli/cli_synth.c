@@ -32,7 +32,7 @@ static void usage(FILE *out)
                  "  --seed     random seed (default 1); the same arguments give the same bytes\n"
                  "  --tiny     the shape shrunk to a few KiB with its family's features (2 KV\n"
                  "             heads of 16, dim 64, vocabulary 512, a window of 8), for checks\n"
-                 "  --pooling  none, mean, cls or last: the file's ARCH.pooling_type (an\n"
+                 "  --pooling  none, mean, cls, last or rank: the file's ARCH.pooling_type (an\n"
                  "             embedding model); default the shape's: last for\n"
                  "             qwen3-embedding-0.6b, none (a generative model) for the others\n"
                  "  --list     print each shape's family and hyper-parameters, and exit\n"
@@ -147,9 +147,10 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
     if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
         FEATURE(" softcap:%g/%g", (double)c->attn_softcap, (double)c->final_softcap);
     if (c->pooling != TS_POOLING_NONE)
-        FEATURE(" pooling:%s", c->pooling == TS_POOLING_MEAN  ? "mean"
-                               : c->pooling == TS_POOLING_CLS ? "cls"
-                                                              : "last");
+        FEATURE(" pooling:%s", c->pooling == TS_POOLING_MEAN   ? "mean"
+                               : c->pooling == TS_POOLING_CLS  ? "cls"
+                               : c->pooling == TS_POOLING_RANK ? "rank"
+                                                               : "last");
 #undef FEATURE
     return buf[0] ? buf + 1 : "-";
 }
@@ -199,16 +200,17 @@ int cli_synth(int argc, char **argv)
     if (o.tiny)
         model_synth_shrink(&cfg);
     if (o.pooling) {
-        static const char *const kinds[] = {"none", "mean", "cls", "last"};
+        static const char *const kinds[] = {"none", "mean", "cls", "last", "rank"};
         int k = 0;
-        while (k < 4 && strcmp(o.pooling, kinds[k]))
+        while (k < 5 && strcmp(o.pooling, kinds[k]))
             k++;
-        if (k == 4) {
-            fprintf(stderr, "tessera synth: unknown --pooling '%s' (none, mean, cls, last)\n",
-                    o.pooling);
+        if (k == 5) {
+            fprintf(stderr, "tessera synth: unknown --pooling '%s' (none, mean, cls, last, "
+                            "rank)\n", o.pooling);
             return 2;
         }
         cfg.pooling = (ts_pooling)k;
+        cfg.cls_out = cfg.encoder && cfg.pooling == TS_POOLING_RANK; /* the head synth writes */
     }
     quant_ftype ftype;
     if (!quant_ftype_parse(&ftype, type)) { /* a usage error here, before reading anything */

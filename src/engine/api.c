@@ -277,7 +277,8 @@ static ts_status check_embed_fits(const ts_engine *e, const ts_request_params *p
                                   ts_error *err)
 {
     const ts_model_config *c = &e->model->cfg;
-    if (c->pooling == TS_POOLING_NONE || c->pooling == TS_POOLING_RANK)
+    /* an encoder reranker's embed request is a (query, document) pair's scores */
+    if (c->pooling == TS_POOLING_NONE || (c->pooling == TS_POOLING_RANK && !c->encoder))
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
                             "the model does not pool its hidden states (%s.pooling_type is "
                             "%s): it serves no embeddings", c->arch,

@@ -22,6 +22,10 @@ void encoder_free(model_encoder *enc)
     free(enc->down_b);
     free(enc->out_norm);
     free(enc->ones);
+    free(enc->cls);
+    free(enc->cls_b);
+    free(enc->cls_out);
+    free(enc->cls_out_b);
     free(enc);
 }
 
@@ -144,6 +148,48 @@ static ts_status read_layer(model_weights *w, const ts_model_config *c, const gg
     return model_gguf__matrix(&ly->w2, f, blk(n, sizeof n, l, "ffn_down.weight"), ffn, dim, err);
 }
 
+/* The matrix called name, n rows of k, dequantized into a new *out; its type in *type. */
+static ts_status read_dense(float **out, uint32_t *type, const gguf_file *f, const char *name,
+                            uint64_t k, uint64_t n, ts_error *err)
+{
+    simd_qmat m;
+    ts_status st = model_gguf__matrix(&m, f, name, k, n, err);
+    if (st != TS_OK)
+        return st;
+    *type = m.type;
+    if (!(*out = malloc((size_t)(k * n) * sizeof(float))))
+        return ts_error_set(err, TS_ERR_NOMEM, "tensor '%s'", name);
+    for (uint64_t r = 0; r < n; r++)
+        qtype_dequant_row(*out + r * k, (const char *)m.data + r * m.row_bytes, m.type,
+                          (int64_t)k);
+    return TS_OK;
+}
+
+/* A reranker's classification head: cls (dim, dim) and cls.output (cls_out rows), each
+ * with its optional bias, where the file has them. */
+static ts_status read_head(model_encoder *e, const ts_model_config *c, const gguf_file *f,
+                           ts_error *err)
+{
+    uint64_t dim = (uint64_t)c->dim, n_out = (uint64_t)c->cls_out;
+    ts_status st;
+    if (gguf_find_tensor(f, "cls.weight")) {
+        if ((st = read_dense(&e->cls, &e->cls_type, f, "cls.weight", dim, dim, err)) != TS_OK)
+            return st;
+        if (!(e->cls_b = calloc(dim, sizeof(float))))
+            return ts_error_set(err, TS_ERR_NOMEM, "cls.bias");
+        if ((st = optional_vector(e->cls_b, f, "cls.bias", dim, err)) != TS_OK)
+            return st;
+    }
+    if (!gguf_find_tensor(f, "cls.output.weight"))
+        return TS_OK;
+    if ((st = read_dense(&e->cls_out, &e->cls_out_type, f, "cls.output.weight", dim, n_out,
+                          err)) != TS_OK)
+        return st;
+    if (!(e->cls_out_b = calloc(n_out, sizeof(float))))
+        return ts_error_set(err, TS_ERR_NOMEM, "cls.output.bias");
+    return optional_vector(e->cls_out_b, f, "cls.output.bias", n_out, err);
+}
+
 /* Whether the encoder pass reads the tensor called name (a file with another is not the
  * model tessera would run, and is refused by name). */
 static bool tensor_read(const ts_model_config *c, gguf_str name)
@@ -155,6 +201,11 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
             return true;
     if (c->pos_embd && gguf_str_eq(name, "position_embd.weight"))
         return true;
+    static const char *const head[] = {"cls.weight", "cls.bias", "cls.output.weight",
+                                       "cls.output.bias"};
+    for (int i = 0; c->pooling == TS_POOLING_RANK && i < 4; i++)
+        if (gguf_str_eq(name, head[i]))
+            return true;
     char buf[128];
     int layer = -1, end = 0;
     if (name.len >= sizeof buf)
@@ -202,6 +253,8 @@ ts_status encoder_read_weights(model_weights *w, const ts_model_config *c, const
         (st = read_embeddings(w->enc, c, f, err)) != TS_OK)
         return st;
     w->output = (simd_qmat){.type = QT_F32, .K = c->dim}; /* no LM head */
+    if (c->pooling == TS_POOLING_RANK && (st = read_head(w->enc, c, f, err)) != TS_OK)
+        return st;
     for (int l = 0; l < c->n_layers; l++)
         if ((st = read_layer(w, c, f, l, err)) != TS_OK)
             return st;

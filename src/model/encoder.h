@@ -25,6 +25,14 @@ typedef struct model_encoder {
     float *down_b;     /* (layer, dim) ffn_down's bias (0 where absent) */
     float *out_norm;   /* (layer, 2, dim) layer_output_norm: weight, bias */
     float *ones;       /* (ffn) ones: the "up" of the gate-less GELU through gelu_mul */
+    /* A reranker's classification head (rank pooling), each part NULL where the file has
+     * none: score = cls_out . tanh(cls . h + cls_b) + cls_out_b of the CLS row h. */
+    float *cls;        /* (dim, dim) */
+    float *cls_b;      /* (dim) */
+    float *cls_out;    /* (cfg.cls_out, dim) */
+    float *cls_out_b;  /* (cfg.cls_out) */
+    uint32_t cls_type, cls_out_type; /* the head's types in the file (qtype): its input is
+                                      * rounded as a GEMM on those types rounds it */
 } model_encoder;
 
 /* Fills w (zeroed on entry; free it with model_weights_free() whatever the result) with an
@@ -41,7 +49,9 @@ void encoder_free(model_encoder *enc);
 /* The batch through the encoder (forward_batch's contract for an encoder model): every
  * sequence of b must be whole (pos0 0, all of its tokens), else TS_ERR_INVALID_ARG; the
  * pooled rows land in s->pooled as fwd_state.pooled says (the sum for mean pooling, the
- * first row for CLS, the last for last-token). The pool is not touched. */
+ * first row for CLS, the last for last-token; for rank pooling the classification head's
+ * cfg.cls_out scores of the first row, the rest of the row zero). The pool is not
+ * touched. */
 ts_status forward_encoder(fwd_state *s, const ts_model *m, const simd_kernels *k,
                           const fwd_batch *b, ts_error *err);
 

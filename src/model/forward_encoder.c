@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/encoder.h"
+#include "quant/quantize.h"
 
 /* Below this many floats of row work a parallel region costs more than it saves. */
 enum { ENC_ROW_MIN_WORK = 1 << 14 };
@@ -173,9 +174,63 @@ static void ffn_activate(fwd_state *s, const ts_model *m, const simd_kernels *k,
     }
 }
 
-/* Each sequence's pooled row: the sum of its rows (mean), its first (CLS) or last. */
-static void pool(fwd_state *s, const ts_model_config *c, const fwd_batch *b)
+/* x (n) rounded as a GEMM on weights of type wtype rounds its input (llama.cpp's
+ * vec_dot_type): to int8 blocks of 32 for the block-quantized types, to f16 or bf16 for
+ * those; f32 as it is. scratch holds a quantized row of n. */
+static void round_input(float *x, int n, uint32_t wtype, void *scratch)
 {
+    const qtype_info *q = qtype_get(wtype);
+    uint32_t act = wtype == QT_F16 || wtype == QT_BF16 ? wtype
+                   : q && q->block_elems > 1 && n % 32 == 0 ? QT_Q8_0
+                                                            : QT_F32;
+    if (act != QT_F32 && quant_row(scratch, x, act, n))
+        qtype_dequant_row(x, scratch, act, n);
+}
+
+/* out (dim, zeroed by the caller) = a reranker's scores of its CLS row h (dim), as
+ * encoder.h's head says; without a head, h's first cls_out values. */
+static void classify(float *out, const float *h, const model_encoder *e,
+                     const ts_model_config *c)
+{
+    int dim = c->dim;
+    float *dense = malloc(2 * (size_t)dim * sizeof(float));
+    void *scratch = malloc((size_t)dim * sizeof(float));
+    if (!dense || !scratch) { /* out stays zero: a score of 0 rather than a crash */
+        free(dense);
+        free(scratch);
+        return;
+    }
+    float *in = dense + dim;
+    memcpy(in, h, (size_t)dim * sizeof(float));
+    const float *x = in;
+    if (e->cls) {
+        round_input(in, dim, e->cls_type, scratch);
+        h = in;
+        for (int o = 0; o < dim; o++) {
+            double sum = e->cls_b[o];
+            for (int i = 0; i < dim; i++)
+                sum += (double)e->cls[(size_t)o * dim + i] * h[i];
+            dense[o] = tanhf((float)sum);
+        }
+        x = dense;
+    }
+    if (e->cls_out)
+        round_input((float *)x, dim, e->cls_out_type, scratch);
+    for (int o = 0; o < c->cls_out; o++) {
+        double sum = e->cls_out ? e->cls_out_b[o] : x[o];
+        for (int i = 0; e->cls_out && i < dim; i++)
+            sum += (double)e->cls_out[(size_t)o * dim + i] * x[i];
+        out[o] = (float)sum;
+    }
+    free(dense);
+    free(scratch);
+}
+
+/* Each sequence's pooled row: the sum of its rows (mean), its first (CLS) or last, or
+ * a reranker's scores of its first. */
+static void pool(fwd_state *s, const ts_model *m, const fwd_batch *b)
+{
+    const ts_model_config *c = &m->cfg;
     int dim = c->dim;
     for (int i = 0; i < b->n_seqs; i++) {
         const fwd_seq *sq = &b->seqs[i];
@@ -183,6 +238,11 @@ static void pool(fwd_state *s, const ts_model_config *c, const fwd_batch *b)
             continue;
         float *out = s->pooled + (size_t)sq->pool_row * dim;
         int first = sq->row0, last = sq->row0 + sq->n_rows - 1;
+        if (c->pooling == TS_POOLING_RANK) {
+            memset(out, 0, (size_t)dim * sizeof(float));
+            classify(out, s->x + (size_t)first * dim, m->w.enc, c);
+            continue;
+        }
         if (c->pooling == TS_POOLING_CLS)
             last = first;
         else if (c->pooling == TS_POOLING_LAST)
@@ -247,6 +307,6 @@ ts_status forward_encoder(fwd_state *s, const ts_model *m, const simd_kernels *k
         add_norm(s->x, s->xn, e->down_b + ld, e->out_norm + 2 * ld, T, dim, c->rms_eps);
     }
     if (b->n_pooled > 0)
-        pool(s, c, b);
+        pool(s, m, b);
     return TS_OK;
 }

@@ -324,6 +324,15 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     c->ffn_act = a->ffn_act;
     if ((st = read_pooling(c, f, err)) != TS_OK)
         return st;
+    if (c->encoder && c->pooling == TS_POOLING_RANK) { /* a reranker's scores per input */
+        const gguf_tensor *out = gguf_find_tensor(f, "cls.output.weight");
+        c->cls_out = 1;
+        if (out && (out->n_dims > 2 || out->ne[1] < 1 || out->ne[1] > (uint64_t)c->dim))
+            return ts_error_set(err, TS_ERR_FORMAT,
+                                "tensor 'cls.output.weight': 1 to %d rows of %d", c->dim, c->dim);
+        if (out)
+            c->cls_out = (int)out->ne[1];
+    }
     return read_family_attention(c, a, f, err);
 }
 

@@ -116,6 +116,12 @@ static const synth_shape shapes[] = {
      .n_layers = 12, .n_heads = 12, .n_kv_heads = 12, .vocab_size = 30522,
      .context_len = 2048, .rope_freq_base = 1000.0f, .rms_eps = 1e-12f, .qkv_fused = true,
      .pooling = TS_POOLING_MEAN},
+    /* BAAI/bge-reranker-base (XLM-RoBERTa base, converted as a bert file): rank pooling
+     * through the classification head (cls, cls.output) of the CLS row */
+    {.name = "bge-reranker-base", .arch = "bert", .dim = 768, .hidden_dim = 3072,
+     .n_layers = 12, .n_heads = 12, .n_kv_heads = 12, .vocab_size = 250002,
+     .context_len = 512, .rope_freq_base = 10000.0f, .rms_eps = 1e-5f, .qkv_bias = true,
+     .pooling = TS_POOLING_RANK},
     {.name = "test-tiny", .arch = "llama", .hidden = true, .dim = 64, .hidden_dim = 128,
      .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 512, .context_len = 128,
      .rope_freq_base = 10000.0f},
@@ -192,6 +198,7 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         out->n_experts_used = s->n_experts_used;
         out->pooling = s->pooling;
         family_features(out, family_of(out));
+        out->cls_out = out->encoder && out->pooling == TS_POOLING_RANK ? 1 : 0;
         if (s->swa_window)
             out->swa_window = s->swa_window;
         return true;
@@ -501,7 +508,8 @@ static void plan_layer_norm(synth_plan *p, const char *prefix, uint64_t n)
 /* An encoder's tensors as llama.cpp's BERT converters name them: the embeddings (token,
  * two token types, positions for BERT) and their norm; per layer the attention with its
  * biases (BERT) or fused and bias-free (nomic-bert), attn_output_norm, the feed-forward
- * (BERT: up and down with biases; nomic-bert: gate, up, down) and layer_output_norm. */
+ * (BERT: up and down with biases; nomic-bert: gate, up, down) and layer_output_norm; for
+ * rank pooling a reranker's classification head of one output. */
 static void plan_encoder(synth_plan *p, const ts_model_config *c)
 {
     const float std = SYNTH_ENCODER_STD, bstd = SYNTH_ENCODER_NORM_STD;
@@ -529,6 +537,12 @@ static void plan_encoder(synth_plan *p, const ts_model_config *c)
             plan_layer(p, l, "ffn_down.bias", dim, 0, bstd);
         snprintf(name, sizeof name, "blk.%d.layer_output_norm", l);
         plan_layer_norm(p, name, dim);
+    }
+    if (c->pooling == TS_POOLING_RANK) { /* a reranker's classification head, one score */
+        plan_add(p, "cls.weight", dim, dim, std);
+        plan_add(p, "cls.bias", dim, 0, bstd);
+        plan_add(p, "cls.output.weight", dim, 1, std);
+        plan_add(p, "cls.output.bias", 1, 0, bstd);
     }
 }
 
@@ -647,7 +661,7 @@ ts_status model_synth_write(const char *path, const ts_model_config *c, const ch
     p.info.has_output = !c->tied_output;
     if ((st = pad_vocab(&padded, v, c->vocab_size, err)) != TS_OK)
         goto done;
-    if (!(p.tensors = calloc((size_t)(8 + SYNTH_LAYER_TENSORS * c->n_layers),
+    if (!(p.tensors = calloc((size_t)(12 + SYNTH_LAYER_TENSORS * c->n_layers),
                              sizeof *p.tensors))) {
         st = ts_error_set(err, TS_ERR_NOMEM, "tensor list of %d layers", c->n_layers);
         goto done;

@@ -4,7 +4,13 @@ random-weight embedding models of several families, which test_embed.c compares
 tessera's with; with `encoders` as a fifth argument, encoder_ref.txt, the same for
 the encoder families (bert, nomic-bert), which test_embed_encoder.c reads.
 
-usage: make_ref.py TESSERA_BINARY LLAMA_SERVER_BINARY SHARED_DIR OUT.txt [encoders]
+usage: make_ref.py TESSERA_BINARY LLAMA_SERVER_BINARY SHARED_DIR OUT.txt [encoders|rerank]
+
+With `rerank`, rerank_ref.txt: the peer's /v1/rerank scores (llama-server --reranking) of
+a tiny bge-reranker-base (a bert file with a classification head), F32 and Q8_0, for
+RERANK_QUERY and RERANK_DOCUMENTS; test_server_rerank_encoder.c reads it. Lines:
+    model NAME
+    score INDEX VALUE
 
 For the encoders, the peer is also asked for every input in one request (a batch),
 and its batched vectors must match its single ones (cosine 0.99999).
@@ -43,6 +49,22 @@ ENCODERS = [
     ("nomic-cls-f16", "nomic-embed-text", "cls", "F16"),
 ]
 
+RERANKERS = [("rerank", "F32"), ("rerank-q8_0", "Q8_0")]
+RERANK_QUERY = "Where did the dog run?"
+RERANK_DOCUMENTS = ["The dog ran to the park.", "Lily ate a red apple.",
+                    "A cat slept on the mat.", "The dog ran home fast.",
+                    "Once upon a time there was a little girl named Lily."]
+
+def rerank_lines(port, name):
+    """The peer's scores of the documents, by index."""
+    body = {"query": RERANK_QUERY, "documents": RERANK_DOCUMENTS}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/rerank",
+                                 data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    results = sorted(json.load(urllib.request.urlopen(req))["results"], key=lambda r: r["index"])
+    assert len(results) == len(RERANK_DOCUMENTS)
+    return [f"model {name}"] + [f"score {r['index']} %.8g" % r["relevance_score"] for r in results]
+
 def inputs():
     """Token-id inputs of 1, 7, 33 (past one KV block) and 90 tokens, from a fixed LCG."""
     x, out = 12345, []
@@ -64,17 +86,22 @@ def embed(port, inp):
 
 def main():
     tessera, server, shared, out_path = sys.argv[1:5]
-    encoders = len(sys.argv) > 5 and sys.argv[5] == "encoders"
+    mode = sys.argv[5] if len(sys.argv) > 5 else "decoders"
+    encoders = mode == "encoders"
     vocab = os.path.join(shared, "models/stories260K/stories260K.gguf")
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, shape, pooling, qtype in (ENCODERS if encoders else MODELS):
+        models = ([(n, "bge-reranker-base", "rank", t) for n, t in RERANKERS] if mode == "rerank"
+                  else ENCODERS if encoders else MODELS)
+        for name, shape, pooling, qtype in models:
             model = os.path.join(tmp, f"{name}.gguf")
             subprocess.run([tessera, "synth", "--shape", shape, "--tiny", "--pooling", pooling,
                             "--type", qtype, "--vocab", vocab, "--seed", "1", "-o", model],
                            check=True)
             port = 18990
-            peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
+            peer = subprocess.Popen([server, "-m", model,
+                                     "--reranking" if mode == "rerank" else "--embedding",
+                                     "--port", str(port), "-t", "1",
                                      "-c", "256", "-np", "1"], stdout=subprocess.DEVNULL,
                                     stderr=open(os.path.join(tmp, "peer.log"), "w"))
             try:
@@ -84,6 +111,9 @@ def main():
                         break
                     except Exception:
                         time.sleep(0.1)
+                if mode == "rerank":
+                    lines += rerank_lines(port, name)
+                    continue
                 lines.append(f"model {name}")
                 singles = []
                 for ids in inputs():
