@@ -204,14 +204,18 @@ static const struct shape_want {
      false, false, true, false},
     {"nomic-embed-text", "nomic-bert", 768, 3072, 12, 12, 12, 64, 30522, 2048, 1e3f, 1e-12f,
      false, false, false, true},
+    {"bge-reranker-base", "bert", 768, 3072, 12, 12, 12, 64, 250002, 512, 1e4f, 1e-5f,
+     false, false, true, false},
 };
 
-/* The pooling a shape's file names: last token for Qwen3-Embedding, CLS for bge, mean for
- * the other encoders, none for the generative models. */
+/* The pooling a shape's file names: last token for Qwen3-Embedding, rank for the
+ * reranker, CLS for bge, mean for the other encoders, none for the generative models. */
 static ts_pooling shape_pooling(const char *name)
 {
     if (strstr(name, "embedding"))
         return TS_POOLING_LAST;
+    if (strstr(name, "reranker"))
+        return TS_POOLING_RANK;
     if (strstr(name, "bge"))
         return TS_POOLING_CLS;
     if (strstr(name, "minilm") || strstr(name, "nomic"))
