@@ -275,7 +275,7 @@ static void test_batch_invariance(void **state)
 }
 
 /* An input over the context (256) is refused at submit; one of exactly 256 runs, also in
- * an engine whose step budget is smaller. */
+ * an engine whose step budget is smaller. A completion (no LM head) is refused. */
 static void test_refusals(void **state)
 {
     (void)state;
@@ -298,6 +298,9 @@ static void test_refusals(void **state)
     float v[DIM];
     read_vector(eu_submit_params(e, &p), v);
     assert_true(fabs(cosine(v, v, DIM) - 1.0) < 1e-9);
+    ts_request_params g = eu_greedy(ids, 5, 4);
+    assert_int_equal(ts_engine_submit(e, &g, &req, &err), TS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "encoder"));
     ts_engine_destroy(e);
 }
 

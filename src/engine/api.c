@@ -310,6 +310,11 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
                                     p->prompt[i], i, c->vocab_size);
         return check_embed_fits(e, p, err);
     }
+    if (c->encoder) /* no LM head: nothing to sample or score */
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "the model is an encoder (%s): it serves embeddings%s, not "
+                            "completions", c->arch,
+                            c->pooling == TS_POOLING_RANK ? " and reranking" : "");
     if (!p->prompt || p->n_prompt == 0)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "the prompt is empty");
     if (p->max_tokens < 1 && !(p->max_tokens == 0 && p->prompt_logprobs && p->n == 1))

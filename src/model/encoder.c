@@ -33,7 +33,6 @@ static ts_status alloc_arrays(model_encoder *e, const ts_model_config *c, ts_err
 {
     size_t dim = (size_t)c->dim, L = (size_t)c->n_layers, ffn = (size_t)c->hidden_dim;
     e->type_embd = calloc(dim, sizeof(float));
-    e->pos_embd = c->pos_embd ? calloc((size_t)c->context_len * dim, sizeof(float)) : NULL;
     e->embd_norm = calloc(2 * dim, sizeof(float));
     e->qkv_b = calloc(L * (size_t)model_qkv_rows(c), sizeof(float));
     e->out_b = calloc(L * dim, sizeof(float));
@@ -42,7 +41,7 @@ static ts_status alloc_arrays(model_encoder *e, const ts_model_config *c, ts_err
     e->down_b = calloc(L * dim, sizeof(float));
     e->out_norm = calloc(L * 2 * dim, sizeof(float));
     e->ones = malloc(ffn * sizeof(float));
-    if (!e->type_embd || (c->pos_embd && !e->pos_embd) || !e->embd_norm || !e->qkv_b ||
+    if (!e->type_embd || !e->embd_norm || !e->qkv_b ||
         !e->out_b || !e->att_norm || !e->up_b || !e->down_b || !e->out_norm || !e->ones)
         return ts_error_set(err, TS_ERR_NOMEM, "encoder arrays of %d layers", c->n_layers);
     for (size_t i = 0; i < ffn; i++)
@@ -91,8 +90,10 @@ static ts_status read_embeddings(model_encoder *e, const ts_model_config *c, con
         simd_qmat pos;
         ts_status st = model_gguf__matrix(&pos, f, "position_embd.weight", dim,
                                           (uint64_t)c->context_len, err);
-        if (st != TS_OK)
+        if (st != TS_OK) /* checked before the rows are allocated: the file holds them */
             return st;
+        if (!(e->pos_embd = malloc((size_t)c->context_len * dim * sizeof(float))))
+            return ts_error_set(err, TS_ERR_NOMEM, "%d learned positions", c->context_len);
         for (int p = 0; p < c->context_len; p++)
             qtype_dequant_row(e->pos_embd + (size_t)p * dim,
                               (const char *)pos.data + (size_t)p * pos.row_bytes, pos.type,
