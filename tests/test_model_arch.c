@@ -16,6 +16,8 @@
 
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "model/synth.h"
+#include "tokenizer/vocab.h"
 #include "engine_util.h"
 #include "step_util.h"
 #include "util.h"
@@ -23,6 +25,8 @@
 static const char *model_path(const char *name)
 {
     static char path[4096];
+    if (name[0] == '/') /* a file a test wrote */
+        return name;
     snprintf(path, sizeof path, "%s/archref/models/%s.gguf", TS_BUILD_DIR, name);
     return path;
 }
@@ -783,6 +787,57 @@ static void test_moe_grouped_matches_reference(void **state)
     }
 }
 
+/* A tiny synthetic file of shape (an encoder's), written to a temporary path. */
+static char *synth_file(const char *shape, const char *name)
+{
+    ts_model_config c;
+    ts_error err = {0};
+    assert_true(model_synth_shape(&c, shape));
+    model_synth_shrink(&c);
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
+        vocab_read_gguf(&v, f, &err) != TS_OK)
+        fail_msg("vocabulary: %s", err.msg);
+    gguf_close(f);
+    char *path = strdup(tu_tmp_path(name));
+    assert_non_null(path);
+    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
+        fail_msg("synth: %s", err.msg);
+    vocab_clear(&v);
+    return path;
+}
+
+/* The encoders' files refused by name: a missing learned position table or LayerNorm
+ * bias, a misshapen matrix, a head's tensor in a file that does not rerank, and the
+ * encoder families tessera does not run. */
+static void test_bad_encoder_files_refused(void **state)
+{
+    (void)state;
+    char *bert = synth_file("bge-small", "bert-tiny.gguf");
+    char *reranker = synth_file("bge-reranker-base", "reranker-tiny.gguf");
+    gguf_edit none = {0};
+    ts_model *m = NULL;
+    ts_error err = {0};
+    assert_int_equal(ts_model_load(write_edited(bert, &none), NULL, &m, &err), TS_OK);
+    assert_true(ts_model_get_config(m)->encoder);
+    ts_model_free(m);
+    expect_refusal(bert, &(gguf_edit){.drop = "position_embd.weight"},
+                   (const char *[]){"position_embd.weight", "missing", NULL});
+    expect_refusal(bert, &(gguf_edit){.drop = "blk.1.layer_output_norm.bias"},
+                   (const char *[]){"blk.1.layer_output_norm.bias", NULL});
+    expect_refusal(bert, &(gguf_edit){.shrink = "blk.0.ffn_up.weight"},
+                   (const char *[]){"blk.0.ffn_up.weight", "shape", NULL});
+    expect_refusal(reranker, &(gguf_edit){.u32_key = {"bert.pooling_type"}, .u32_val = {2}},
+                   (const char *[]){"cls.weight", "not part of a bert model", NULL});
+    expect_refusal(bert, &(gguf_edit){.set_key = "general.architecture", .set_val = "modern-bert"},
+                   (const char *[]){"modern-bert", "not supported", "nomic-bert", NULL});
+    remove(bert);
+    remove(reranker);
+    free(bert);
+    free(reranker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -795,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_matches_reference_pass),
         cmocka_unit_test(test_engine_window_prefix_cache),
         cmocka_unit_test(test_bad_files_refused),
+        cmocka_unit_test(test_bad_encoder_files_refused),
         cmocka_unit_test(test_gemma_windowed_rope_scale),
         cmocka_unit_test(test_save_families),
         cmocka_unit_test(test_moe_refusals),
