@@ -89,11 +89,16 @@ static void finish_qkv(fwd_state *s, const ts_model *m, const simd_kernels *k, i
     }
 }
 
-/* Bidirectional attention of one sequence's query head h over its n rows (from row0):
- * kt (hd, n) scratch gets the head's keys transposed so each score loop runs along the
- * keys; p (n) the scores. att's rows get softmax(scale q.K) V. */
-static void attend_head(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
-                        int row0, int n, int h, float *kt, float *p)
+/* Query rows of one attention task: a task's scores fit in its scratch (ATT_ROWS x n),
+ * and a long sequence's rows spread over the threads. */
+enum { ATT_ROWS = 64 };
+
+/* Bidirectional attention of query head h of one sequence (n rows from row0) for its query
+ * rows [i0, i0 + m), on the kernel table's GEMM: S = scale Q K^T, each row's softmax, then
+ * S V. Scratch: kc (n, hd) the head's keys, vt (hd, n) its values transposed (the GEMM
+ * multiplies by rows), sc (m, n) the scores. */
+static void attend_rows(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
+                        int row0, int n, int h, int i0, int m, float *kc, float *vt, float *sc)
 {
     int hd = c->head_dim, qkv_rows = model_qkv_rows(c), q_dim = c->n_heads * hd;
     int kvh = h / (c->n_heads / c->n_kv_heads);
@@ -101,54 +106,60 @@ static void attend_head(fwd_state *s, const ts_model_config *c, const simd_kerne
     const float *base = s->qkv + (size_t)row0 * qkv_rows;
     const float *kh = base + q_dim + (size_t)kvh * hd;
     const float *vh = base + q_dim + (size_t)c->n_kv_heads * hd + (size_t)kvh * hd;
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n; j++) {
+        memcpy(kc + (size_t)j * hd, kh + (size_t)j * qkv_rows, (size_t)hd * sizeof(float));
         for (int d = 0; d < hd; d++)
-            kt[(size_t)d * n + j] = kh[(size_t)j * qkv_rows + d];
-    for (int i = 0; i < n; i++) {
-        const float *q = base + (size_t)i * qkv_rows + (size_t)h * hd;
-        for (int j = 0; j < n; j++)
-            p[j] = 0.0f;
-        for (int d = 0; d < hd; d++) {
-            float qd = q[d] * scale;
-            const float *kd = kt + (size_t)d * n;
-            for (int j = 0; j < n; j++)
-                p[j] += qd * kd[j];
-        }
-        k->softmax(p, (size_t)n);
-        float *out = s->att + (size_t)(row0 + i) * q_dim + (size_t)h * hd;
-        for (int d = 0; d < hd; d++)
-            out[d] = 0.0f;
-        for (int j = 0; j < n; j++) {
-            const float *v = vh + (size_t)j * qkv_rows;
-            for (int d = 0; d < hd; d++)
-                out[d] += p[j] * v[d];
-        }
+            vt[(size_t)d * n + j] = vh[(size_t)j * qkv_rows + d];
     }
+    const float *q = base + (size_t)i0 * qkv_rows + (size_t)h * hd;
+    k->gemm_nt(sc, (size_t)n, q, (size_t)qkv_rows, kc, m, n, hd, 0.0f, 0, n);
+    for (int i = 0; i < m; i++) {
+        float *row = sc + (size_t)i * n;
+        for (int j = 0; j < n; j++)
+            row[j] *= scale;
+        k->softmax(row, (size_t)n);
+    }
+    float *out = s->att + (size_t)(row0 + i0) * q_dim + (size_t)h * hd;
+    k->gemm_nt(out, (size_t)q_dim, sc, (size_t)n, vt, m, hd, n, 0.0f, 0, hd);
 }
 
-/* att = every sequence's attention, tasks (sequence, query head) over the threads. */
+/* att = every sequence's attention; tasks (sequence, query head, run of ATT_ROWS query
+ * rows) over the threads, each with its own scratch. */
 static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
                            const fwd_batch *b, ts_error *err)
 {
-    int tasks = b->n_seqs * c->n_heads, longest = 0;
-    for (int i = 0; i < b->n_seqs; i++)
-        longest = b->seqs[i].n_rows > longest ? b->seqs[i].n_rows : longest;
-    bool ok = true;
+    int longest = 0, tasks = 0;
     long work = 0;
-    for (int i = 0; i < b->n_seqs; i++)
-        work += (long)b->seqs[i].n_rows * b->seqs[i].n_rows * c->n_heads * c->head_dim;
+    for (int i = 0; i < b->n_seqs; i++) {
+        int n = b->seqs[i].n_rows;
+        longest = n > longest ? n : longest;
+        tasks += (n + ATT_ROWS - 1) / ATT_ROWS * c->n_heads;
+        work += (long)n * n * c->n_heads * c->head_dim;
+    }
+    size_t per_task = (2 * (size_t)c->head_dim + ATT_ROWS) * (size_t)longest;
+    bool ok = true;
 #pragma omp parallel if (work >= ENC_ROW_MIN_WORK) reduction(&& : ok)
     {
-        float *kt = malloc(((size_t)c->head_dim + 1) * (size_t)longest * sizeof(float));
-        ok = kt != NULL;
+        float *scratch = malloc(per_task * sizeof(float));
+        ok = scratch != NULL;
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < tasks; t++) {
-            const fwd_seq *sq = &b->seqs[t / c->n_heads];
-            if (kt)
-                attend_head(s, c, k, sq->row0, sq->n_rows, t % c->n_heads, kt,
-                            kt + (size_t)c->head_dim * longest);
+            int seq = 0, first = 0; /* the task's sequence: its tasks are numbered in order */
+            for (;; seq++) {
+                int n_t = (b->seqs[seq].n_rows + ATT_ROWS - 1) / ATT_ROWS * c->n_heads;
+                if (t < first + n_t)
+                    break;
+                first += n_t;
+            }
+            const fwd_seq *sq = &b->seqs[seq];
+            int local = t - first, h = local % c->n_heads, i0 = local / c->n_heads * ATT_ROWS;
+            int m = sq->n_rows - i0 < ATT_ROWS ? sq->n_rows - i0 : ATT_ROWS, n = sq->n_rows;
+            if (scratch)
+                attend_rows(s, c, k, sq->row0, n, h, i0, m, scratch,
+                            scratch + (size_t)c->head_dim * n,
+                            scratch + 2 * (size_t)c->head_dim * n);
         }
-        free(kt);
+        free(scratch);
     }
     return ok ? TS_OK : ts_error_set(err, TS_ERR_NOMEM, "attention scratch of %d rows", longest);
 }
