@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "model/encoder.h"
 #include "quant/quantize.h"
 
@@ -265,6 +266,14 @@ static void pool(fwd_state *s, const ts_model *m, const fwd_batch *b)
     }
 }
 
+/* Adds the time since *t to the step's phase and restarts *t (fwd_state.seconds). */
+static void lap(fwd_state *s, ts_step_phase phase, double *t)
+{
+    double now = clock_now_s();
+    s->seconds[phase] += now - *t;
+    *t = now;
+}
+
 /* The held matrices of parts (n) into out; returns how many. */
 static int held(const simd_qmat **out, const simd_qmat *const *parts, int n)
 {
@@ -292,7 +301,9 @@ ts_status forward_encoder(fwd_state *s, const ts_model *m, const simd_kernels *k
             s->pos[sq->row0 + j] = j;
     }
     simd_rope_style style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
+    double t = clock_now_s();
     embed(s, m, b, style);
+    lap(s, TS_PHASE_ROWWISE, &t);
     for (int l = 0; l < c->n_layers; l++) {
         const model_layer *ly = &w->layers[l];
         const simd_qmat *qkv_parts[] = {&ly->wq, &ly->wk, &ly->wv}, *ffn_parts[] = {&ly->w1, &ly->w3};
@@ -302,22 +313,32 @@ ts_status forward_encoder(fwd_state *s, const ts_model *m, const simd_kernels *k
         /* attention block, then x = LN(x + att . Wo^T + b) */
         fwd_gemm(k, s->gemm_path, &s->qbuf, s->qkv, (size_t)qkv_rows, s->x, dim, NULL, qkv,
                  n_qkv, T, 0.0f);
+        lap(s, TS_PHASE_GEMM, &t);
         finish_qkv(s, m, k, T, l, style);
+        lap(s, TS_PHASE_ROWWISE, &t);
         ts_status st = attention(s, c, k, b, err);
         if (st != TS_OK)
             return st;
+        lap(s, TS_PHASE_ATTENTION, &t);
         fwd_gemm(k, s->gemm_path, &s->qbuf, s->xn, (size_t)dim, s->att, ly->wo.K, NULL, wo, 1,
                  T, 0.0f);
+        lap(s, TS_PHASE_GEMM, &t);
         add_norm(s->x, s->xn, e->out_b + ld, e->att_norm + 2 * ld, T, dim, c->rms_eps);
+        lap(s, TS_PHASE_ROWWISE, &t);
         /* feed-forward block, then x = LN(x + ffn(x) + b) */
         fwd_gemm(k, s->gemm_path, &s->qbuf, s->gu, 2 * (size_t)ffn, s->x, dim, NULL, w13, n_w13,
                  T, 0.0f);
+        lap(s, TS_PHASE_GEMM, &t);
         ffn_activate(s, m, k, T, l);
+        lap(s, TS_PHASE_ROWWISE, &t);
         fwd_gemm(k, s->gemm_path, &s->qbuf, s->xn, (size_t)dim, s->gu, 2 * ffn, NULL, w2, 1, T,
                  0.0f);
+        lap(s, TS_PHASE_GEMM, &t);
         add_norm(s->x, s->xn, e->down_b + ld, e->out_norm + 2 * ld, T, dim, c->rms_eps);
+        lap(s, TS_PHASE_ROWWISE, &t);
     }
     if (b->n_pooled > 0)
         pool(s, m, b);
+    lap(s, TS_PHASE_LM_HEAD, &t); /* the pooling, and a reranker's head */
     return TS_OK;
 }
