@@ -299,7 +299,7 @@ static void test_refusals(void **state)
     read_vector(eu_submit_params(e, &p), v);
     assert_true(fabs(cosine(v, v, DIM) - 1.0) < 1e-9);
     ts_request_params g = eu_greedy(ids, 5, 4);
-    assert_int_equal(ts_engine_submit(e, &g, &req, &err), TS_ERR_UNSUPPORTED);
+    assert_int_equal(ts_engine_submit(e, &g, &req, &err), TS_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "encoder"));
     ts_engine_destroy(e);
 }

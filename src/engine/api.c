@@ -310,8 +310,8 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
                                     p->prompt[i], i, c->vocab_size);
         return check_embed_fits(e, p, err);
     }
-    if (c->encoder) /* no LM head: nothing to sample or score */
-        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+    if (c->encoder) /* no LM head: nothing to sample or score; the request's fault (400) */
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
                             "the model is an encoder (%s): it serves embeddings%s, not "
                             "completions", c->arch,
                             c->pooling == TS_POOLING_RANK ? " and reranking" : "");

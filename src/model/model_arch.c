@@ -84,6 +84,10 @@ static const struct {
     {"qwen2vl", "vision-language models are not supported"},
     {"modern-bert", "alternating local attention and its GeGLU encoder are not supported"},
     {"jina-bert-v2", "ALiBi positions are not supported"},
+    {"jina-bert-v3", "its LoRA adapters are not supported (bert and nomic-bert are)"},
+    {"nomic-bert-moe", "mixture-of-experts encoder layers are not supported"},
+    {"neo-bert", "its encoder layers are not supported (bert and nomic-bert are)"},
+    {"eurobert", "its encoder layers are not supported (bert and nomic-bert are)"},
 };
 
 const char *model_arch_refusal(const char *name, size_t n)
