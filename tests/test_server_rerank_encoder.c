@@ -3,7 +3,7 @@
  * models (model_synth_write) served in process, their scores against the llama.cpp
  * peer's /v1/rerank (tests/embed/rerank_ref.txt, `tests/embed/make_ref.py ... rerank`)
  * in F32 and Q8_0; the pair's input as llama-server lays it out; an encoder without a
- * head refused. */
+ * head refused; the embedding encoder's /v1/embeddings at and over its context. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -217,12 +217,48 @@ static void test_refusals(void **state)
     sv_answer_free(&a);
 }
 
+/* The embedding encoder over HTTP: an input of its context (256 tokens) embeds, one over
+ * it is a 400 naming the limit, a chat completion a 400. */
+static void test_embeddings_route(void **state)
+{
+    (void)state;
+    size_t len = 8 * 300 + 64;
+    char *body = malloc(len);
+    assert_non_null(body);
+    for (int n = 256; n <= 257; n++) {
+        int at = snprintf(body, len, "{\"input\": [");
+        for (int i = 0; i < n; i++)
+            at += snprintf(body + at, len - (size_t)at, "%s%d", i ? "," : "", 3 + i % 500);
+        snprintf(body + at, len - (size_t)at, "]}");
+        sv_answer a;
+        sv_post(embed_served.url, "/v1/embeddings", body, &a);
+        if (n == 256) {
+            assert_int_equal(a.status, 200);
+            const cJSON *data = cJSON_GetArrayItem(cJSON_GetObjectItem(a.json, "data"), 0);
+            assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(data, "embedding")), 32);
+        } else {
+            assert_int_equal(a.status, 400);
+            assert_non_null(strstr(a.body.s, "context_length_exceeded"));
+            assert_non_null(strstr(a.body.s, "256"));
+        }
+        sv_answer_free(&a);
+    }
+    free(body);
+    sv_answer a;
+    sv_post(embed_served.url, "/v1/chat/completions",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}", &a);
+    assert_int_equal(a.status, 400);
+    assert_non_null(strstr(a.body.s, "encoder"));
+    sv_answer_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scores_match_peer),
         cmocka_unit_test(test_pair_ids),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_embeddings_route),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
