@@ -83,7 +83,9 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
         .mem_bytes = e->opts.kv_mem_bytes,
         .to_f16 = e->kernels->f32_to_f16,
     };
-    if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
+    if (kc.mem_bytes == 0 && kc.n_blocks <= 0 && c->encoder) {
+        kc.n_blocks = 1; /* an encoder keeps no K/V: a token pool */
+    } else if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
         size_t per_block = kv_block_bytes(&kc);
         /* A sequence of a full context may need one block more than the context's (a
          * prompt and its completion each end in a partial block) and admission counts one
@@ -287,9 +289,10 @@ static ts_status check_embed_fits(const ts_engine *e, const ts_request_params *p
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "input of %zu tokens exceeds the context length %d", p->n_prompt,
                             c->context_len);
-    /* admission's bound: the input and one slot more, as for a prompt (sched_admit) */
+    /* admission's bound: the input and one slot more, as for a prompt (sched_admit); an
+     * encoder keeps no KV */
     int64_t need = engine_blocks_for((int64_t)p->n_prompt + 1);
-    if (need > e->kv_blocks_total)
+    if (!c->encoder && need > e->kv_blocks_total)
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "input of %zu tokens needs %lld KV blocks; the pool has %d",
                             p->n_prompt, (long long)need, e->kv_blocks_total);

@@ -131,7 +131,8 @@ void sched_admit(ts_engine *e, double now)
         /* Room for the whole prompt and its first generated token, counted as if no
          * block came from the prefix cache: cached blocks it would map are themselves
          * counted as available, so this is the bound that always holds. */
-        if (kv_pool_available(e->step.pool) < engine_blocks_for(s->n_tokens + 1))
+        if (!e->model->cfg.encoder && /* an encoder reserves no KV (sched_plan) */
+            kv_pool_available(e->step.pool) < engine_blocks_for(s->n_tokens + 1))
             break;
         int64_t matched = 0;
         ts_error err = {0};
@@ -252,9 +253,10 @@ void sched_plan(ts_engine *e, double now)
     int n = e->step.n_running;
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];
-        if (s->done || s->step_rows == 0 ||
+        if (s->done || s->step_rows == 0 || e->model->cfg.encoder ||
             engine_seq_find(e->step.running, e->step.n_running, s) < 0)
-            continue; /* failed or preempted earlier in this loop, or no budget left */
+            continue; /* failed or preempted earlier in this loop, or no budget left; an
+                       * encoder's pass reads its rows from the step, not from KV blocks */
         for (;;) {
             int64_t more = s->n_computed + s->step_rows - s->table.n_tokens;
             ts_error err = {0};
