@@ -113,7 +113,9 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     if (swa_rope)
         s->rope_swa = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
-    s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
+    /* an encoder has no LM head: its logits buffer is a token one */
+    s->logits = malloc(c->encoder ? sizeof(float)
+                                  : (size_t)max_logits * c->vocab_size * sizeof(float));
     s->pooled = malloc((size_t)max_logits * dim * sizeof(float));
     ts_status st = state_qbuf_init(s, m, err);
     if (st == TS_OK)
