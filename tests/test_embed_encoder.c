@@ -305,6 +305,65 @@ static void test_refusals(void **state)
     ts_engine_destroy(e);
 }
 
+/* A bert model with a WordPiece vocabulary (tokenizer.ggml.model = bert) loads, and a text
+ * is embedded as llama.cpp does: [CLS], its pieces, [SEP]. The vocabulary: the specials,
+ * a few words (word-initial pieces carry U+2581) and a continuation. */
+static void test_wordpiece_vocabulary(void **state)
+{
+    (void)state;
+#define WORD "\xe2\x96\x81" /* U+2581, a word's first piece */
+    static const char *const texts[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", WORD "the",
+                                        WORD "dog", WORD "ran", "s", WORD "home"};
+#undef WORD
+    enum { N = sizeof texts / sizeof *texts };
+    tokenizer_vocab v;
+    memset(&v, 0, sizeof v);
+    v.kind = VOCAB_KIND_WPM;
+    v.n_tokens = N;
+    v.tokens = calloc(N, sizeof *v.tokens);
+    assert_non_null(v.tokens);
+    for (int i = 0; i < N; i++) {
+        v.tokens[i].text = strdup(texts[i]);
+        v.tokens[i].len = (uint32_t)strlen(texts[i]);
+        v.tokens[i].type = i < 4 ? VOCAB_TOKEN_CONTROL : VOCAB_TOKEN_NORMAL;
+    }
+    v.pad_id = 0;
+    v.unk_id = 1;
+    v.bos_id = 2;
+    v.sep_id = 3;
+    v.eos_id = v.eot_id = -1;
+    v.add_bos = v.add_sep = v.lowercase = v.strip_accents = true;
+    ts_model_config c;
+    ts_error err = {0};
+    assert_true(model_synth_shape(&c, "bge-small"));
+    model_synth_shrink(&c);
+    const char *path = tu_tmp_path("encoder-wpm.gguf");
+    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
+        fail_msg("synth: %s", err.msg);
+    vocab_clear(&v);
+    ts_model *m = NULL;
+    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
+        fail_msg("load: %s", err.msg);
+    unlink(path);
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    ts_tokenize_opts o = {.add_special = true};
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(ts_tokenize_alloc(tok, "The dogs ran", 12, &o, &ids, &n), TS_OK);
+    const int32_t want[] = {2, 4, 5, 7, 6, 3}; /* [CLS] the dog ##s ran [SEP] */
+    assert_int_equal(n, 6);
+    assert_memory_equal(ids, want, sizeof want);
+    ts_engine *e = eu_start(m, NULL);
+    float a[DIM], b2[DIM];
+    read_vector(submit_embed(e, ids, (int)n), a);
+    const int32_t other[] = {2, 4, 8, 3};
+    read_vector(submit_embed(e, other, 4), b2);
+    assert_true(cosine(a, b2, DIM) < 0.999);
+    ts_engine_destroy(e);
+    free(ids);
+    ts_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_references_differ),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_wordpiece_vocabulary),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
