@@ -324,6 +324,15 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     c->ffn_act = a->ffn_act;
     if ((st = read_pooling(c, f, err)) != TS_OK)
         return st;
+    /* ARCH.attention.causal: encoders attend both ways, decoders forwards; a file that
+     * says otherwise would be run wrongly, so it is refused */
+    bool causal = !c->encoder;
+    st = gguf_get_bool(f, arch_key(key, sizeof key, c, "attention.causal"), &causal, err);
+    if (st != TS_OK && st != TS_ERR_NOT_FOUND)
+        return st;
+    if (causal == c->encoder)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s = %s is not supported for a %s model",
+                            key, causal ? "true" : "false", c->arch);
     if (c->encoder && c->pooling == TS_POOLING_RANK) { /* a reranker's scores per input */
         const gguf_tensor *out = gguf_find_tensor(f, "cls.output.weight");
         c->cls_out = 1;
