@@ -520,6 +520,8 @@ typedef struct gguf_edit {
     float f32_val;
     const char *u32_key[2]; /* and these unsigned ones (replacing the file's), of u32_val */
     uint32_t u32_val[2];
+    const char *bool_key; /* and this boolean one (replacing the file's), of bool_val */
+    bool bool_val;
 } gguf_edit;
 
 static void copy_kv(gguf_writer *w, const gguf_kv *kv, const gguf_edit *e)
@@ -528,7 +530,8 @@ static void copy_kv(gguf_writer *w, const gguf_kv *kv, const gguf_edit *e)
     snprintf(key, sizeof key, "%.*s", (int)kv->key.len, kv->key.ptr);
     if ((e->set_key && !strcmp(key, e->set_key)) ||
         (e->u32_key[0] && !strcmp(key, e->u32_key[0])) ||
-        (e->u32_key[1] && !strcmp(key, e->u32_key[1])))
+        (e->u32_key[1] && !strcmp(key, e->u32_key[1])) ||
+        (e->bool_key && !strcmp(key, e->bool_key)))
         return; /* written after the copy */
     const gguf_value *v = &kv->val;
     switch (v->type) {
@@ -589,6 +592,8 @@ static const char *write_edited(const char *name, const gguf_edit *e)
         gguf_writer_add_f32(w, e->f32_key, e->f32_val);
     for (int i = 0; i < 2 && e->u32_key[i]; i++)
         gguf_writer_add_u32(w, e->u32_key[i], e->u32_val[i]);
+    if (e->bool_key)
+        gguf_writer_add_bool(w, e->bool_key, e->bool_val);
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         char tn[256];
@@ -826,6 +831,61 @@ static void test_moe_grouped_matches_reference(void **state)
     }
 }
 
+/* A tiny synthetic file of shape (an encoder's), written to a temporary path. */
+static char *synth_file(const char *shape, const char *name)
+{
+    ts_model_config c;
+    ts_error err = {0};
+    assert_true(model_synth_shape(&c, shape));
+    model_synth_shrink(&c);
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
+        vocab_read_gguf(&v, f, &err) != TS_OK)
+        fail_msg("vocabulary: %s", err.msg);
+    gguf_close(f);
+    char *path = strdup(tu_tmp_path(name));
+    assert_non_null(path);
+    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
+        fail_msg("synth: %s", err.msg);
+    vocab_clear(&v);
+    return path;
+}
+
+/* The encoders' files refused by name: a missing learned position table or LayerNorm
+ * bias, a misshapen matrix, a head's tensor in a file that does not rerank, a causal
+ * encoder (and a bidirectional decoder), and the encoder families tessera does not run. */
+static void test_bad_encoder_files_refused(void **state)
+{
+    (void)state;
+    char *bert = synth_file("bge-small", "bert-tiny.gguf");
+    char *reranker = synth_file("bge-reranker-base", "reranker-tiny.gguf");
+    gguf_edit none = {0};
+    ts_model *m = NULL;
+    ts_error err = {0};
+    assert_int_equal(ts_model_load(write_edited(bert, &none), NULL, &m, &err), TS_OK);
+    assert_true(ts_model_get_config(m)->encoder);
+    ts_model_free(m);
+    expect_refusal(bert, &(gguf_edit){.drop = "position_embd.weight"},
+                   (const char *[]){"position_embd.weight", "missing", NULL});
+    expect_refusal(bert, &(gguf_edit){.drop = "blk.1.layer_output_norm.bias"},
+                   (const char *[]){"blk.1.layer_output_norm.bias", NULL});
+    expect_refusal(bert, &(gguf_edit){.shrink = "blk.0.ffn_up.weight"},
+                   (const char *[]){"blk.0.ffn_up.weight", "shape", NULL});
+    expect_refusal(reranker, &(gguf_edit){.u32_key = {"bert.pooling_type"}, .u32_val = {2}},
+                   (const char *[]){"cls.weight", "not part of a bert model", NULL});
+    expect_refusal(bert, &(gguf_edit){.bool_key = "bert.attention.causal", .bool_val = true},
+                   (const char *[]){"bert.attention.causal = true", "not supported", NULL});
+    expect_refusal("qwen2-f32", &(gguf_edit){.bool_key = "qwen2.attention.causal"},
+                   (const char *[]){"qwen2.attention.causal = false", "not supported", NULL});
+    expect_refusal(bert, &(gguf_edit){.set_key = "general.architecture", .set_val = "modern-bert"},
+                   (const char *[]){"modern-bert", "not supported", "nomic-bert", NULL});
+    remove(bert);
+    remove(reranker);
+    free(bert);
+    free(reranker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -838,6 +898,7 @@ int main(void)
         cmocka_unit_test(test_matches_reference_pass),
         cmocka_unit_test(test_engine_window_prefix_cache),
         cmocka_unit_test(test_bad_files_refused),
+        cmocka_unit_test(test_bad_encoder_files_refused),
         cmocka_unit_test(test_gemma_windowed_rope_scale),
         cmocka_unit_test(test_save_families),
         cmocka_unit_test(test_moe_refusals),

@@ -200,7 +200,30 @@ static const struct shape_want {
      false, false, false, false},
     {"qwen3-embedding-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151669, 32768, 1e6f, 1e-6f,
      true, false, false, false},
+    {"bge-small", "bert", 384, 1536, 12, 12, 12, 32, 30522, 512, 1e4f, 1e-12f,
+     false, false, true, false},
+    {"all-minilm-l6", "bert", 384, 1536, 6, 12, 12, 32, 30522, 512, 1e4f, 1e-12f,
+     false, false, true, false},
+    {"nomic-embed-text", "nomic-bert", 768, 3072, 12, 12, 12, 64, 30522, 2048, 1e3f, 1e-12f,
+     false, false, false, true},
+    {"bge-reranker-base", "bert", 768, 3072, 12, 12, 12, 64, 250002, 512, 1e4f, 1e-5f,
+     false, false, true, false},
 };
+
+/* The pooling a shape's file names: last token for Qwen3-Embedding, rank for the
+ * reranker, CLS for bge, mean for the other encoders, none for the generative models. */
+static ts_pooling shape_pooling(const char *name)
+{
+    if (strstr(name, "embedding"))
+        return TS_POOLING_LAST;
+    if (strstr(name, "reranker"))
+        return TS_POOLING_RANK;
+    if (strstr(name, "bge"))
+        return TS_POOLING_CLS;
+    if (strstr(name, "minilm") || strstr(name, "nomic"))
+        return TS_POOLING_MEAN;
+    return TS_POOLING_NONE;
+}
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
 static void test_shapes(void **state)
@@ -227,8 +250,8 @@ static void test_shapes(void **state)
         assert_int_equal(c.qkv_bias, w->qkv_bias);
         assert_int_equal(c.qkv_fused, w->qkv_fused);
         assert_int_equal(model_synth_check(&c, NULL), TS_OK);
-        assert_int_equal(c.pooling, strstr(w->name, "embedding") ? TS_POOLING_LAST
-                                                                 : TS_POOLING_NONE);
+        assert_int_equal(c.pooling, shape_pooling(w->name));
+        assert_int_equal(c.encoder, !strcmp(w->arch, "bert") || !strcmp(w->arch, "nomic-bert"));
     }
     assert_null(model_synth_shape_name(N_SHAPES)); /* test-tiny is not listed */
     ts_model_config c;

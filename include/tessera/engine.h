@@ -174,7 +174,11 @@ typedef struct ts_request_params {
      * event is a DONE whose `embedding` is the model's pooling (ts_model_config.pooling,
      * which must not be none) of the prompt's final-normalised hidden states, scaled to
      * unit L2 norm. max_tokens, n, sampling, stop and constraint are ignored. Its KV
-     * blocks are freed once the vector is out and never enter the prefix cache. */
+     * blocks are freed once the vector is out and never enter the prefix cache. On an
+     * encoder (ts_model_config.encoder) the whole prompt runs in one step with no KV, the
+     * hidden states are the last layer's as they are, and with rank pooling the vector
+     * holds the classification head's cls_out scores, unscaled (the rest zero). An encoder
+     * takes embed requests only. */
     bool embed;
     bool no_speculation;     /* opt out of the engine's speculative decoding */
 } ts_request_params;

@@ -16,6 +16,7 @@ typedef struct ts_model ts_model;
 typedef enum ts_ffn_act {
     TS_FFN_SILU,      /* SwiGLU (Llama, Qwen, Phi) */
     TS_FFN_GELU_TANH, /* GeGLU with the tanh approximation of GELU (Gemma) */
+    TS_FFN_GELU,      /* no gate: out = gelu(up), GELU's tanh form, with biases (BERT) */
 } ts_ffn_act;
 
 /* How an embedding model pools the final-normalised hidden states of a text's tokens into
@@ -82,6 +83,15 @@ typedef struct ts_model_config {
                            * runs on every token beside the routed ones, its output scaled
                            * by sigmoid(ffn_gate_inp_shexp . x); 0: none */
     ts_pooling pooling;   /* embeddings' pooling (ARCH.pooling_type; absent: none) */
+    /* An encoder (BERT family): bidirectional attention over one whole sequence, LayerNorm
+     * (rms_eps is its epsilon) after the embeddings and after each block's residual add,
+     * biases on every matrix, no KV kept: it only pools (src/model/encoder.h). */
+    bool encoder;
+    bool pos_embd;        /* with encoder: learned absolute positions (position_embd) rather
+                           * than RoPE */
+    int cls_out;          /* an encoder reranker's (rank pooling) scores per input: the rows
+                           * of its classification head's cls.output (else 1: the first
+                           * value of the CLS row or of the cls dense layer); 0 otherwise */
 } ts_model_config;
 
 /* Positions layer l of c attends to: c->swa_window for a windowed layer, else 0 (all). */

@@ -92,6 +92,10 @@ bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
  * adds it). */
 bool ts_tokenizer_add_eos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
+/* The separator a pair of texts takes between them where the vocabulary asks for one
+ * (tokenizer.ggml.add_sep_token: BERT's [SEP], by default in a bert vocabulary); -1 if it
+ * asks for none or has none. */
+int32_t ts_tokenizer_sep(const ts_tokenizer *tok);
 /* True for tokens that end generation, as llama.cpp decides it: EOS, EOT, the file's
  * eom and fill-in-the-middle ids, and the tokens spelled as llama.cpp's end texts, such as
  * <|eot_id|>, <|im_end|>, <end_of_turn>, <|end|>, <|endoftext|> and </s> (control tokens,

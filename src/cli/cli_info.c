@@ -118,6 +118,8 @@ static void print_config(const ts_model_config *c)
         {c->qkv_bias, "qkv-bias"},     {c->qk_norm, "qk-norm"},
         {c->post_norms, "post-norms"}, {c->embd_scaled, "embedding-scale"},
         {c->ffn_act == TS_FFN_GELU_TANH, "geglu"},
+        {c->encoder, "encoder"},       {c->pos_embd, "learned-positions"},
+        {c->ffn_act == TS_FFN_GELU, "gelu"},
     };
     int shown = 0;
     for (size_t i = 0; i < sizeof feats / sizeof feats[0]; i++)

@@ -35,7 +35,7 @@ static void usage(FILE *out)
                  "  --peaked   a trained model's scales (matrices 1/sqrt(inputs), output\n"
                  "             14/sqrt(dim)): logits spread widely, greedy text has clear\n"
                  "             margins (files to compare with another implementation)\n"
-                 "  --pooling  none, mean, cls or last: the file's ARCH.pooling_type (an\n"
+                 "  --pooling  none, mean, cls, last or rank: the file's ARCH.pooling_type (an\n"
                  "             embedding model); default the shape's: last for\n"
                  "             qwen3-embedding-0.6b, none (a generative model) for the others\n"
                  "  --list     print each shape's family and hyper-parameters, and exit\n"
@@ -137,6 +137,8 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
         FEATURE(" embd-scaled");
     if (c->ffn_act == TS_FFN_GELU_TANH)
         FEATURE(" geglu");
+    if (c->encoder)
+        FEATURE(c->pos_embd ? " encoder gelu" : " encoder");
     if (c->rope_neox)
         FEATURE(" rope-neox");
     if (c->rope_factors)
@@ -155,9 +157,10 @@ static const char *features(char *buf, size_t cap, const ts_model_config *c)
     if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f)
         FEATURE(" softcap:%g/%g", (double)c->attn_softcap, (double)c->final_softcap);
     if (c->pooling != TS_POOLING_NONE)
-        FEATURE(" pooling:%s", c->pooling == TS_POOLING_MEAN  ? "mean"
-                               : c->pooling == TS_POOLING_CLS ? "cls"
-                                                              : "last");
+        FEATURE(" pooling:%s", c->pooling == TS_POOLING_MEAN   ? "mean"
+                               : c->pooling == TS_POOLING_CLS  ? "cls"
+                               : c->pooling == TS_POOLING_RANK ? "rank"
+                                                               : "last");
 #undef FEATURE
     return buf[0] ? buf + 1 : "-";
 }
@@ -207,16 +210,17 @@ int cli_synth(int argc, char **argv)
     if (o.tiny)
         model_synth_shrink(&cfg);
     if (o.pooling) {
-        static const char *const kinds[] = {"none", "mean", "cls", "last"};
+        static const char *const kinds[] = {"none", "mean", "cls", "last", "rank"};
         int k = 0;
-        while (k < 4 && strcmp(o.pooling, kinds[k]))
+        while (k < 5 && strcmp(o.pooling, kinds[k]))
             k++;
-        if (k == 4) {
-            fprintf(stderr, "tessera synth: unknown --pooling '%s' (none, mean, cls, last)\n",
-                    o.pooling);
+        if (k == 5) {
+            fprintf(stderr, "tessera synth: unknown --pooling '%s' (none, mean, cls, last, "
+                            "rank)\n", o.pooling);
             return 2;
         }
         cfg.pooling = (ts_pooling)k;
+        cfg.cls_out = cfg.encoder && cfg.pooling == TS_POOLING_RANK; /* the head synth writes */
     }
     quant_ftype ftype;
     if (!quant_ftype_parse(&ftype, type)) { /* a usage error here, before reading anything */

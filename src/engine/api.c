@@ -84,7 +84,9 @@ static ts_status create_pool(ts_engine *e, ts_error *err)
         .mem_bytes = e->opts.kv_mem_bytes,
         .to_f16 = e->kernels->f32_to_f16,
     };
-    if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
+    if (kc.mem_bytes == 0 && kc.n_blocks <= 0 && c->encoder) {
+        kc.n_blocks = 1; /* an encoder keeps no K/V: a token pool */
+    } else if (kc.mem_bytes == 0 && kc.n_blocks <= 0) {
         size_t per_block = kv_block_bytes(&kc);
         /* A sequence of a full context may need one block more than the context's (a
          * prompt and its completion each end in a partial block) and admission counts one
@@ -167,6 +169,9 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     cost_init(&e->step.cost);
     /* Every running sequence may decode while prefill chunks fill the token budget. */
     e->max_rows = o->step_tokens + o->max_seqs;
+    /* An encoder's input over the budget runs whole in a step of its own (sched_plan). */
+    if (model->cfg.encoder)
+        e->max_rows += model->cfg.context_len;
     /* Draft rows (spec.h) ride on top, each with logits of its own. */
     int draft_rows = spec_rows_cap(o);
     e->max_rows += draft_rows;
@@ -287,7 +292,8 @@ static ts_status check_embed_fits(const ts_engine *e, const ts_request_params *p
                                   ts_error *err)
 {
     const ts_model_config *c = &e->model->cfg;
-    if (c->pooling == TS_POOLING_NONE || c->pooling == TS_POOLING_RANK)
+    /* an encoder reranker's embed request is a (query, document) pair's scores */
+    if (c->pooling == TS_POOLING_NONE || (c->pooling == TS_POOLING_RANK && !c->encoder))
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
                             "the model does not pool its hidden states (%s.pooling_type is "
                             "%s): it serves no embeddings", c->arch,
@@ -296,9 +302,10 @@ static ts_status check_embed_fits(const ts_engine *e, const ts_request_params *p
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "input of %zu tokens exceeds the context length %d", p->n_prompt,
                             c->context_len);
-    /* admission's bound: the input and one slot more, as for a prompt (sched_admit) */
+    /* admission's bound: the input and one slot more, as for a prompt (sched_admit); an
+     * encoder keeps no KV */
     int64_t need = engine_blocks_for((int64_t)p->n_prompt + 1);
-    if (need > e->kv_blocks_total)
+    if (!c->encoder && need > e->kv_blocks_total)
         return ts_error_set(err, TS_ERR_TOO_LONG,
                             "input of %zu tokens needs %lld KV blocks; the pool has %d",
                             p->n_prompt, (long long)need, e->kv_blocks_total);
@@ -319,6 +326,11 @@ static ts_status check_fits(const ts_engine *e, const ts_request_params *p, ts_e
                                     p->prompt[i], i, c->vocab_size);
         return check_embed_fits(e, p, err);
     }
+    if (c->encoder) /* no LM head: nothing to sample or score; the request's fault (400) */
+        return ts_error_set(err, TS_ERR_INVALID_ARG,
+                            "the model is an encoder (%s): it serves embeddings%s, not "
+                            "completions", c->arch,
+                            c->pooling == TS_POOLING_RANK ? " and reranking" : "");
     if (!p->prompt || p->n_prompt == 0)
         return ts_error_set(err, TS_ERR_INVALID_ARG, "the prompt is empty");
     if (p->max_tokens < 1 && !(p->max_tokens == 0 && p->prompt_logprobs && p->n == 1))

@@ -28,7 +28,8 @@ static void finish_vector(ts_engine *e, seq *s)
     if (c->pooling == TS_POOLING_MEAN)
         for (int d = 0; d < c->dim; d++)
             s->pooled[d] /= (float)s->n_tokens;
-    l2_normalize(s->pooled, c->dim);
+    if (c->pooling != TS_POOLING_RANK) /* a reranker's scores stay as they are */
+        l2_normalize(s->pooled, c->dim);
     int i = engine_seq_find(e->step.running, e->step.n_running, s);
     if (i >= 0)
         engine_seq_remove_at(e->step.running, &e->step.n_running, i);

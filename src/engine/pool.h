@@ -10,7 +10,8 @@
  * forward pass into s->pooled (a chunk at position 0 starts the vector afresh, so a
  * preempted sequence recomputes cleanly); when its last row is computed, finishes the
  * pooling (the mean divides by the token count), scales the vector to unit L2 norm and
- * ends the sequence with a DONE event carrying it. Runs after publish (n_computed
+ * ends the sequence with a DONE event carrying it (a reranker's scores, rank
+ * pooling, are not scaled). Runs after publish (n_computed
  * advanced). */
 void pool_collect(ts_engine *e, const fwd_batch *b, int n);
 

@@ -131,7 +131,8 @@ void sched_admit(ts_engine *e, double now)
         /* Room for the whole prompt and its first generated token, counted as if no
          * block came from the prefix cache: cached blocks it would map are themselves
          * counted as available, so this is the bound that always holds. */
-        if (kv_pool_available(e->step.pool) < engine_blocks_for(s->n_tokens + 1))
+        if (!e->model->cfg.encoder && /* an encoder reserves no KV (sched_plan) */
+            kv_pool_available(e->step.pool) < engine_blocks_for(s->n_tokens + 1))
             break;
         int64_t matched = 0;
         ts_error err = {0};
@@ -201,6 +202,14 @@ static int prefill_budget(ts_engine *e, int n_decode)
     return rows < 0 ? cap : rows;
 }
 
+/* An encoder's sequence is computed whole in one step (its rows attend to each other):
+ * all its rows where the budget holds them, or where it is the step's first prompt (an
+ * input longer than the budget runs alone over it rather than never), else none. */
+static int whole_rows(int rows, int budget, bool first)
+{
+    return rows <= budget || first ? rows : 0;
+}
+
 /* A sequence that scores prompt rows gets a logits row for each (fwd_seq.all_logits):
  * its chunk is cut so the step's logits rows, one for each other sequence, stay within
  * max_seqs, the forward pass's bound. */
@@ -227,11 +236,15 @@ void sched_plan(ts_engine *e, double now)
     }
     /* Prefill chunks share what the decodes leave of the budget, in admission order. */
     int budget = prefill_budget(e, n_decode);
+    bool first = true;
     for (int i = 0; i < e->step.n_running; i++) {
         seq *s = e->step.running[i];
         if (s->step_rows > 1) {
-            s->step_rows = s->step_rows < budget ? s->step_rows : (budget > 0 ? budget : 0);
+            s->step_rows = e->model->cfg.encoder ? whole_rows(s->step_rows, budget, first)
+                           : s->step_rows < budget ? s->step_rows
+                                                   : (budget > 0 ? budget : 0);
             budget -= s->step_rows;
+            first &= s->step_rows == 0;
         }
     }
     cap_scored_rows(e);
@@ -240,9 +253,10 @@ void sched_plan(ts_engine *e, double now)
     int n = e->step.n_running;
     for (int i = 0; i < n; i++) {
         seq *s = e->step.order[i];
-        if (s->done || s->step_rows == 0 ||
+        if (s->done || s->step_rows == 0 || e->model->cfg.encoder ||
             engine_seq_find(e->step.running, e->step.n_running, s) < 0)
-            continue; /* failed or preempted earlier in this loop, or no budget left */
+            continue; /* failed or preempted earlier in this loop, or no budget left; an
+                       * encoder's pass reads its rows from the step, not from KV blocks */
         for (;;) {
             int64_t more = s->n_computed + s->step_rows - s->table.n_tokens;
             ts_error err = {0};

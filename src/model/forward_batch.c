@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/run_delay.h"
+#include "model/encoder.h"
 #include "model/forward_batch.h"
 
 /* Activation buffers for the forms the model's matrices take, for the longest input. */
@@ -119,7 +120,9 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     if (swa_rope)
         s->rope_swa = malloc(R * SIMD_ROPE_TABLE_FLOATS(c->head_dim) * sizeof(float));
     s->xs = malloc((size_t)max_logits * dim * sizeof(float));
-    s->logits = malloc((size_t)max_logits * c->vocab_size * sizeof(float));
+    /* an encoder has no LM head: its logits buffer is a token one */
+    s->logits = malloc(c->encoder ? sizeof(float)
+                                  : (size_t)max_logits * c->vocab_size * sizeof(float));
     s->pooled = malloc((size_t)max_logits * dim * sizeof(float));
     ts_status st = state_qbuf_init(s, m, err);
     if (st == TS_OK)
@@ -799,6 +802,8 @@ ts_status forward_batch(fwd_state *s, const ts_model *m, kv_pool *pool, const si
         if (b->tokens[r] < 0 || b->tokens[r] >= c->vocab_size)
             return ts_error_set(err, TS_ERR_INVALID_ARG, "token id %d outside the vocabulary",
                                 b->tokens[r]);
+    if (c->encoder) /* whole sequences, no K/V: the encoder's own pass */
+        return forward_encoder(s, m, k, b, err);
 
     for (int i = 0; i < b->n_seqs; i++)
         for (int j = 0; j < b->seqs[i].n_rows; j++) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "model/encoder.h"
 #include "model/model.h"
 #include "qmat.h"
 #include "qpack.h"
@@ -73,9 +74,12 @@ ts_status model_config_validate(const ts_model_config *c, ts_error *err)
         (c->shared_ffn_dim > 0 && c->n_experts == 0))
         return ts_error_set(err, TS_ERR_FORMAT, "shared expert of %d (%d experts): out of range",
                             c->shared_ffn_dim, c->n_experts);
-    if ((unsigned)c->ffn_act > TS_FFN_GELU_TANH)
-        return ts_error_set(err, TS_ERR_FORMAT, "feed-forward activation %d unknown",
-                            (int)c->ffn_act);
+    if ((unsigned)c->ffn_act > TS_FFN_GELU || (c->ffn_act == TS_FFN_GELU && !c->encoder))
+        return ts_error_set(err, TS_ERR_FORMAT, "feed-forward activation %d unknown%s",
+                            (int)c->ffn_act, c->encoder ? "" : " for a decoder");
+    if (c->encoder && (c->n_experts > 0 || c->swa_window > 0))
+        return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                            "an encoder with experts or windowed attention is not supported");
     return TS_OK;
 }
 
@@ -193,6 +197,7 @@ void model_weights_free(model_weights *w)
     free(w->rope_factors);
     free(w->rope_freq);
     free(w->rope_freq_swa);
+    encoder_free(w->enc);
     memset(w, 0, sizeof *w);
 }
 

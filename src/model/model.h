@@ -54,6 +54,7 @@ typedef struct model_weights {
     float *rope_freq;    /* (hd/2) RoPE angle per position of each pair: model_rope_init() */
     float *rope_freq_swa; /* (hd/2) the same for windowed layers (cfg.rope_freq_base_swa) */
     float *store;        /* owned f32 bytes of every matrix of an in-memory model, else NULL */
+    struct model_encoder *enc; /* owned: an encoder's own tensors (encoder.h), else NULL */
     int n_layers;        /* layers allocated (cfg.n_layers) */
     int layer_matrices;  /* per layer in model_matrix()'s count: MODEL_LAYER_MATRICES, and a
                           * mixture's MODEL_MOE_MATRICES and every expert's three */

@@ -45,6 +45,10 @@ static const model_arch ARCHS[] = {
         .rope_base_swa = 10000.0f,
         .attn_scale_dim_layers = 62,
     },
+    /* encoders: BERT (bge, all-MiniLM, e5) with learned positions and a GELU
+     * feed-forward; nomic-bert with rotary positions and SwiGLU */
+    {.name = "bert", .encoder = true, .pos_embd = true, .ffn_act = TS_FFN_GELU},
+    {.name = "nomic-bert", .encoder = true, .rope_neox = true},
 };
 
 enum { N_ARCHS = sizeof ARCHS / sizeof ARCHS[0] };
@@ -64,7 +68,7 @@ const model_arch *model_arch_find(const char *name, size_t n)
 
 const char *model_arch_names(void)
 {
-    return "llama, mistral3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3";
+    return "llama, mistral3, qwen2, qwen2moe, qwen3, qwen3moe, phi3, gemma2, gemma3, bert, nomic-bert";
 }
 
 /* Families people ask for that need an operation the forward pass does not have. */
@@ -98,7 +102,12 @@ static const struct {
     {"llama4", "interleaved chunked attention and shared experts are not supported"},
     {"dots1", "its sigmoid routing and shared experts are not supported"},
     {"qwen2vl", "vision-language models are not supported"},
-    {"bert", "encoder models are not supported yet"},
+    {"modern-bert", "alternating local attention and its GeGLU encoder are not supported"},
+    {"jina-bert-v2", "ALiBi positions are not supported"},
+    {"jina-bert-v3", "its LoRA adapters are not supported (bert and nomic-bert are)"},
+    {"nomic-bert-moe", "mixture-of-experts encoder layers are not supported"},
+    {"neo-bert", "its encoder layers are not supported (bert and nomic-bert are)"},
+    {"eurobert", "its encoder layers are not supported (bert and nomic-bert are)"},
 };
 
 const char *model_arch_refusal(const char *name, size_t n)

@@ -43,6 +43,9 @@ typedef struct model_arch {
     /* Gemma's 27B models scale attention scores by 1/sqrt(dim / n_heads), the others by
      * 1/sqrt(head_dim): the layer count that names that size (0: never). */
     int attn_scale_dim_layers;
+    /* An encoder (ts_model_config.encoder): its layers are src/model/encoder.c's;
+     * pos_embd: learned positions rather than RoPE. */
+    bool encoder, pos_embd;
 } model_arch;
 
 /* The row of general.architecture `name` (n bytes, not terminated), or NULL when tessera

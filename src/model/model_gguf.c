@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/encoder.h"
 #include "model/model_arch.h"
 #include "model/model_gguf.h"
 
@@ -325,10 +326,36 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
                   gguf_find_tensor(f, "blk.0.attn_k.bias") || gguf_find_tensor(f, "blk.0.attn_v.bias");
     c->qk_norm = a->qk_norm;
     c->post_norms = a->post_norms;
+    c->encoder = a->encoder;
+    c->pos_embd = a->pos_embd;
+    if (c->encoder) { /* no output matrix; LayerNorm's epsilon under its own key */
+        c->tied_output = false;
+        if ((st = get_float(f, arch_key(key, sizeof key, c, "attention.layer_norm_epsilon"),
+                            &c->rms_eps, err)) != TS_OK)
+            return st;
+    }
     c->embd_scaled = a->embd_scaled;
     c->ffn_act = a->ffn_act;
     if ((st = read_pooling(c, f, err)) != TS_OK)
         return st;
+    /* ARCH.attention.causal: encoders attend both ways, decoders forwards; a file that
+     * says otherwise would be run wrongly, so it is refused */
+    bool causal = !c->encoder;
+    st = gguf_get_bool(f, arch_key(key, sizeof key, c, "attention.causal"), &causal, err);
+    if (st != TS_OK && st != TS_ERR_NOT_FOUND)
+        return st;
+    if (causal == c->encoder)
+        return ts_error_set(err, TS_ERR_UNSUPPORTED, "%s = %s is not supported for a %s model",
+                            key, causal ? "true" : "false", c->arch);
+    if (c->encoder && c->pooling == TS_POOLING_RANK) { /* a reranker's scores per input */
+        const gguf_tensor *out = gguf_find_tensor(f, "cls.output.weight");
+        c->cls_out = 1;
+        if (out && (out->n_dims > 2 || out->ne[1] < 1 || out->ne[1] > (uint64_t)c->dim))
+            return ts_error_set(err, TS_ERR_FORMAT,
+                                "tensor 'cls.output.weight': 1 to %d rows of %d", c->dim, c->dim);
+        if (out)
+            c->cls_out = (int)out->ne[1];
+    }
     return read_family_attention(c, a, f, err);
 }
 
@@ -641,6 +668,8 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
     /* ggml shapes are (in, out): ne[0] is the row length of our (out, in) matrices. */
     uint64_t dim = (uint64_t)c->dim, vocab = (uint64_t)c->vocab_size;
     ts_status st;
+    if (c->encoder)
+        return encoder_read_weights(w, c, f, err);
     if ((st = model_weights_alloc(w, c, false, err)) != TS_OK ||
         (st = map_matrix(&w->tok_embd, f, "token_embd.weight", dim, vocab, err)) != TS_OK ||
         (st = load_vector(w->rms_final, f, "output_norm.weight", dim, err)) != TS_OK)
@@ -681,4 +710,25 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
                                 (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
     }
     return TS_OK;
+}
+
+/* ---- for encoder.c, which reads the same tensors its own way ---- */
+
+ts_status model_gguf__matrix(simd_qmat *m, const gguf_file *f, const char *name, uint64_t k,
+                             uint64_t n, ts_error *err)
+{
+    return map_matrix(m, f, name, k, n, err);
+}
+
+ts_status model_gguf__vector(float *dst, const gguf_file *f, const char *name, uint64_t n,
+                             ts_error *err)
+{
+    return load_vector(dst, f, name, n, err);
+}
+
+ts_status model_gguf__attention(model_layer *ly, float *bias, const ts_model_config *c,
+                                const gguf_file *f, int l, ts_error *err)
+{
+    ts_status st = map_attention(ly, c, f, l, err);
+    return st == TS_OK ? load_qkv_bias(bias, c, f, l, err) : st;
 }

@@ -41,8 +41,15 @@ void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t fi
         gguf_writer_add_str(g, arch_key(k, sizeof k, c, "rope.scaling.type"), "linear");
         gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "rope.scaling.factor"), c->rope_scale);
     }
-    gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attention.layer_norm_rms_epsilon"),
-                        c->rms_eps);
+    if (c->encoder) { /* LayerNorm's epsilon; bidirectional; one token type used of two */
+        gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attention.layer_norm_epsilon"),
+                            c->rms_eps);
+        gguf_writer_add_bool(g, arch_key(k, sizeof k, c, "attention.causal"), false);
+        gguf_writer_add_u32(g, "tokenizer.ggml.token_type_count", 2);
+    } else {
+        gguf_writer_add_f32(g, arch_key(k, sizeof k, c, "attention.layer_norm_rms_epsilon"),
+                            c->rms_eps);
+    }
     gguf_writer_add_u32(g, arch_key(k, sizeof k, c, "vocab_size"), (uint32_t)c->vocab_size);
     if (a && a->softcaps) { /* Gemma 2 files carry both; Gemma 3's have none */
         if (c->attn_softcap != 0.0f || a->attn_softcap != 0.0f)

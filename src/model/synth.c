@@ -108,6 +108,27 @@ static const synth_shape shapes[] = {
      .n_layers = 28, .n_heads = 16, .n_kv_heads = 8, .head_dim = 128, .vocab_size = 151669,
      .context_len = 32768, .rope_freq_base = 1000000.0f, .rms_eps = 1e-6f,
      .tied_output = true, .pooling = TS_POOLING_LAST},
+    /* encoders: BAAI/bge-small-en-v1.5 (CLS pooling), sentence-transformers'
+     * all-MiniLM-L6-v2 (mean), nomic-embed-text-v1.5 (mean; fused QKV without biases,
+     * rotary positions of base 1000, SwiGLU) */
+    {.name = "bge-small", .arch = "bert", .dim = 384, .hidden_dim = 1536, .n_layers = 12,
+     .n_heads = 12, .n_kv_heads = 12, .vocab_size = 30522, .context_len = 512,
+     .rope_freq_base = 10000.0f, .rms_eps = 1e-12f, .qkv_bias = true,
+     .pooling = TS_POOLING_CLS},
+    {.name = "all-minilm-l6", .arch = "bert", .dim = 384, .hidden_dim = 1536, .n_layers = 6,
+     .n_heads = 12, .n_kv_heads = 12, .vocab_size = 30522, .context_len = 512,
+     .rope_freq_base = 10000.0f, .rms_eps = 1e-12f, .qkv_bias = true,
+     .pooling = TS_POOLING_MEAN},
+    {.name = "nomic-embed-text", .arch = "nomic-bert", .dim = 768, .hidden_dim = 3072,
+     .n_layers = 12, .n_heads = 12, .n_kv_heads = 12, .vocab_size = 30522,
+     .context_len = 2048, .rope_freq_base = 1000.0f, .rms_eps = 1e-12f, .qkv_fused = true,
+     .pooling = TS_POOLING_MEAN},
+    /* BAAI/bge-reranker-base (XLM-RoBERTa base, converted as a bert file): rank pooling
+     * through the classification head (cls, cls.output) of the CLS row */
+    {.name = "bge-reranker-base", .arch = "bert", .dim = 768, .hidden_dim = 3072,
+     .n_layers = 12, .n_heads = 12, .n_kv_heads = 12, .vocab_size = 250002,
+     .context_len = 512, .rope_freq_base = 10000.0f, .rms_eps = 1e-5f, .qkv_bias = true,
+     .pooling = TS_POOLING_RANK},
     {.name = "test-tiny", .arch = "llama", .hidden = true, .dim = 64, .hidden_dim = 128,
      .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 512, .context_len = 128,
      .rope_freq_base = 10000.0f},
@@ -148,6 +169,8 @@ static void family_features(ts_model_config *c, const model_arch *a)
     c->rope_scale_swa = a->swa_reads && !a->swa_rope_scaled ? 1.0f : 0.0f;
     c->attn_scale = family_attn_scale(c, a);
     c->experts_unnormed = a->experts_unnormed;
+    c->encoder = a->encoder;
+    c->pos_embd = a->pos_embd;
 }
 
 static const model_arch *family_of(const ts_model_config *c)
@@ -184,6 +207,7 @@ bool model_synth_shape(ts_model_config *out, const char *name)
         out->shared_ffn_dim = s->shared_ffn_dim;
         out->pooling = s->pooling;
         family_features(out, family_of(out));
+        out->cls_out = out->encoder && out->pooling == TS_POOLING_RANK ? 1 : 0;
         if (s->swa_window)
             out->swa_window = s->swa_window;
         return true;
@@ -320,6 +344,8 @@ typedef struct synth_tensor {
     const tokenizer_vocab *damped; /* the LM head of a peaked model: rows of tokens other
                                     * than NORMAL ones drawn 10x smaller, so that greedy
                                     * text is words, not bytes, controls or padding */
+    float mean;           /* with std > 0: added to every element (an encoder's LayerNorm
+                           * weights, drawn around 1) */
 } synth_tensor;
 
 /* One row: its f32 values into buf (ne0), then quantized into dst. */
@@ -332,7 +358,7 @@ static void fill_row(const synth_tensor *t, uint8_t *dst, float *buf, uint64_t r
         t->damped->tokens[row].type != VOCAB_TOKEN_NORMAL)
         std *= 0.1f;
     for (uint64_t i = 0; i < t->ne0; i++)
-        buf[i] = std > 0.0f ? std * normal(&r) : 1.0f;
+        buf[i] = std > 0.0f ? t->mean + std * normal(&r) : 1.0f;
     quant_row(dst, buf, t->type, (int64_t)t->ne0);
 }
 
@@ -469,10 +495,10 @@ static void plan_layer(synth_plan *p, int layer, const char *suffix, uint64_t ne
 enum { SYNTH_LAYER_TENSORS = 20 };
 
 /* Layer l's attention: Q, K and V (fused into attn_qkv for c->qkv_fused), their biases
- * for c->qkv_bias, per-head norms for c->qk_norm, then attn_output. */
-static void plan_attention(synth_plan *p, const ts_model_config *c, int l)
+ * for c->qkv_bias, per-head norms for c->qk_norm, then attn_output; matrices and biases
+ * drawn with std. */
+static void plan_attention_std(synth_plan *p, const ts_model_config *c, int l, float std)
 {
-    const float std = MODEL_SYNTH_STD;
     uint64_t dim = (uint64_t)c->dim, hd = (uint64_t)c->head_dim;
     uint64_t q_dim = (uint64_t)c->n_heads * hd, kv_dim = (uint64_t)c->n_kv_heads * hd;
     if (c->qkv_fused) {
@@ -499,12 +525,79 @@ static void plan_attention(synth_plan *p, const ts_model_config *c, int l)
     plan_layer(p, l, "attn_output.weight", q_dim, dim, std);
 }
 
+static void plan_attention(synth_plan *p, const ts_model_config *c, int l)
+{
+    plan_attention_std(p, c, l, MODEL_SYNTH_STD);
+}
+
+/* Weights of an encoder's matrices: wider than MODEL_SYNTH_STD, so that a tiny model's
+ * attention is far from uniform and its tests see each row's own keys. */
+#define SYNTH_ENCODER_STD 0.15f
+/* An encoder's LayerNorm weights are 1 + this times a normal; its biases this times one. */
+#define SYNTH_ENCODER_NORM_STD 0.1f
+
+/* A LayerNorm's weight (around 1) and bias, PREFIX.weight / PREFIX.bias, of n. */
+static void plan_layer_norm(synth_plan *p, const char *prefix, uint64_t n)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    plan_add(p, name, n, 0, SYNTH_ENCODER_NORM_STD);
+    p->tensors[p->n - 1].mean = 1.0f;
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    plan_add(p, name, n, 0, SYNTH_ENCODER_NORM_STD);
+}
+
+/* An encoder's tensors as llama.cpp's BERT converters name them: the embeddings (token,
+ * two token types, positions for BERT) and their norm; per layer the attention with its
+ * biases (BERT) or fused and bias-free (nomic-bert), attn_output_norm, the feed-forward
+ * (BERT: up and down with biases; nomic-bert: gate, up, down) and layer_output_norm; for
+ * rank pooling a reranker's classification head of one output. */
+static void plan_encoder(synth_plan *p, const ts_model_config *c)
+{
+    const float std = SYNTH_ENCODER_STD, bstd = SYNTH_ENCODER_NORM_STD;
+    uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
+    bool bert = c->ffn_act == TS_FFN_GELU;
+    char name[96];
+    plan_add(p, "token_embd.weight", dim, (uint64_t)c->vocab_size, std);
+    plan_add(p, "token_types.weight", dim, 2, std);
+    if (c->pos_embd)
+        plan_add(p, "position_embd.weight", dim, (uint64_t)c->context_len, std);
+    plan_layer_norm(p, "token_embd_norm", dim);
+    for (int l = 0; l < c->n_layers; l++) {
+        plan_attention_std(p, c, l, std);
+        if (bert)
+            plan_layer(p, l, "attn_output.bias", dim, 0, bstd);
+        snprintf(name, sizeof name, "blk.%d.attn_output_norm", l);
+        plan_layer_norm(p, name, dim);
+        if (!bert)
+            plan_layer(p, l, "ffn_gate.weight", dim, ffn, std);
+        plan_layer(p, l, "ffn_up.weight", dim, ffn, std);
+        if (bert)
+            plan_layer(p, l, "ffn_up.bias", ffn, 0, bstd);
+        plan_layer(p, l, "ffn_down.weight", ffn, dim, std);
+        if (bert)
+            plan_layer(p, l, "ffn_down.bias", dim, 0, bstd);
+        snprintf(name, sizeof name, "blk.%d.layer_output_norm", l);
+        plan_layer_norm(p, name, dim);
+    }
+    if (c->pooling == TS_POOLING_RANK) { /* a reranker's classification head, one score */
+        plan_add(p, "cls.weight", dim, dim, std);
+        plan_add(p, "cls.bias", dim, 0, bstd);
+        plan_add(p, "cls.output.weight", dim, 1, std);
+        plan_add(p, "cls.output.bias", 1, 0, bstd);
+    }
+}
+
 /* The tensors under llama.cpp's names, in its converters' order (after rope_freqs.weight,
  * which model_synth_write() adds itself): for a Llama config, model_gguf_write()'s. */
 static void plan_tensors(synth_plan *p, const ts_model_config *c)
 {
     const float std = MODEL_SYNTH_STD;
     uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->hidden_dim;
+    if (c->encoder) {
+        plan_encoder(p, c);
+        return;
+    }
     plan_add(p, "token_embd.weight", dim, (uint64_t)c->vocab_size, std);
     plan_add(p, "output_norm.weight", dim, 0, 0.0f);
     if (!c->tied_output)
@@ -580,6 +673,8 @@ static const char *family_mismatch(const ts_model_config *c, const model_arch *a
         return "expert weighting (experts_unnormed)";
     if (c->n_experts > 0 && (c->shared_ffn_dim > 0) != a->shared_expert)
         return "shared expert (shared_ffn_dim)";
+    if (c->encoder != want.encoder || c->pos_embd != want.pos_embd)
+        return "encoder layers (encoder, pos_embd)";
     return NULL;
 }
 
@@ -627,7 +722,7 @@ ts_status model_synth_write_with(const char *path, const ts_model_config *c, con
     if ((st = pad_vocab(&padded, v, c->vocab_size, err)) != TS_OK)
         goto done;
     p.vocab = &padded;
-    if (!(p.tensors = calloc((size_t)(3 + SYNTH_LAYER_TENSORS * c->n_layers),
+    if (!(p.tensors = calloc((size_t)(12 + SYNTH_LAYER_TENSORS * c->n_layers),
                              sizeof *p.tensors))) {
         st = ts_error_set(err, TS_ERR_NOMEM, "tensor list of %d layers", c->n_layers);
         goto done;

@@ -178,8 +178,10 @@ uint32_t quant_mix_type(quant_ftype f, const quant_model_info *m, const char *na
                         uint32_t n_dims, uint64_t ne0)
 {
     uint32_t base = quant_ftype_base(f);
-    if (n_dims < 2 || !ends_with(name, ".weight") || strstr(name, "ffn_gate_inp.weight"))
-        return QT_F32; /* vectors, and a mixture's router, stay F32 as llama.cpp keeps them */
+    if (n_dims < 2 || !ends_with(name, ".weight") || strstr(name, "ffn_gate_inp.weight") ||
+        !strcmp(name, "token_types.weight"))
+        return QT_F32; /* vectors, a mixture's router and an encoder's token-type rows
+                        * (added to every token) stay F32 as llama.cpp keeps them */
     if (base == QT_F32 || base == QT_F16 || base == QT_BF16)
         return base;
     uint32_t t = base;

@@ -194,3 +194,62 @@ bool rerank_event_score(const ts_event *ev, int32_t yes, int32_t no, double *sco
     *score = rerank_score(lp_yes, lp_no);
     return true;
 }
+
+/* Appends id to ids (n, cap) growing it; false when out of memory. */
+static bool push_id(int32_t **ids, size_t *n, size_t *cap, int32_t id)
+{
+    if (*n == *cap) {
+        size_t grown_cap = *cap ? 2 * *cap : 64;
+        int32_t *grown = realloc(*ids, grown_cap * sizeof *grown);
+        if (!grown)
+            return false;
+        *ids = grown;
+        *cap = grown_cap;
+    }
+    (*ids)[(*n)++] = id;
+    return true;
+}
+
+/* text's plain tokens appended to ids. */
+static ts_status push_text(const ts_tokenizer *tok, const char *text, int32_t **ids, size_t *n,
+                           size_t *cap)
+{
+    ts_tokenize_opts o = {0};
+    int32_t *part = NULL;
+    size_t n_part = 0;
+    ts_status st = ts_tokenize_alloc(tok, text, strlen(text), &o, &part, &n_part);
+    for (size_t i = 0; st == TS_OK && i < n_part; i++)
+        if (!push_id(ids, n, cap, part[i]))
+            st = TS_ERR_NOMEM;
+    free(part);
+    return st;
+}
+
+ts_status rerank_pair_ids(const ts_tokenizer *tok, const char *query, const char *document,
+                          int32_t **ids, size_t *n)
+{
+    size_t cap = 0;
+    int32_t sep = ts_tokenizer_sep(tok);
+    int32_t eos = ts_tokenizer_eos(tok) >= 0 ? ts_tokenizer_eos(tok) : sep;
+    bool add_eos = ts_tokenizer_add_eos(tok) && eos >= 0;
+    *ids = NULL;
+    *n = 0;
+    ts_status st = TS_OK;
+    if (ts_tokenizer_add_bos(tok) && !push_id(ids, n, &cap, ts_tokenizer_bos(tok)))
+        st = TS_ERR_NOMEM;
+    if (st == TS_OK)
+        st = push_text(tok, query, ids, n, &cap);
+    if (st == TS_OK && ((add_eos && !push_id(ids, n, &cap, eos)) ||
+                        (sep >= 0 && !push_id(ids, n, &cap, sep))))
+        st = TS_ERR_NOMEM;
+    if (st == TS_OK)
+        st = push_text(tok, document, ids, n, &cap);
+    if (st == TS_OK && add_eos && !push_id(ids, n, &cap, eos))
+        st = TS_ERR_NOMEM;
+    if (st != TS_OK) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+    }
+    return st;
+}

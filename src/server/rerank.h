@@ -64,6 +64,14 @@ void rerank_params(ts_request_params *p, const int32_t *prompt, size_t n, int32_
  * "yes" or "no" is not among its alternatives or their difference is not finite. */
 bool rerank_event_score(const ts_event *ev, int32_t yes, int32_t no, double *score);
 
+/* A classifier reranker's input (an encoder with rank pooling, bge-reranker) for query
+ * and document (borrowed), as llama-server lays it out for a model without a rerank
+ * template: BOS where the vocabulary adds one, the query, EOS (else the separator) where
+ * it adds EOS, the separator where it adds one, the document, EOS again; each text
+ * tokenized plain (no special tokens parsed). *ids is malloc'd (the caller frees it). */
+ts_status rerank_pair_ids(const ts_tokenizer *tok, const char *query, const char *document,
+                          int32_t **ids, size_t *n);
+
 /* order (n) filled with 0..n-1 sorted by scores (n) descending, ties by index. */
 void rerank_order(const double *scores, size_t n, size_t *order);
 

@@ -2,7 +2,8 @@
  * (query, document) pair becomes Qwen3-Reranker's prompt in the model's chat template and
  * one request of the engine, all submitted at once so they share its batched steps (and
  * the prefix cache: the pairs of a request share the prompt up to the document). The
- * pair is scored as rerank_params says. */
+ * pair is scored as rerank_params says; or, for an encoder with a classification head
+ * (bge-reranker), the pair is rerank_pair_ids' input embedded, its score the head's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@ typedef struct rerank_job {
     const rerank_request *r;
     srv_model *m;
     const ts_tokenizer *tok;
+    bool classifier;       /* an encoder's classification head scores each pair (its
+                            * first pooled value), not Qwen3-Reranker's "yes" and "no" */
     int32_t yes, no;       /* the answer's two tokens */
     int32_t **ids;         /* (n) each pair's prompt (owned) */
     size_t *n_ids;         /* (n) */
@@ -121,8 +124,8 @@ static ts_status add_think_block(rerank_job *j, size_t i, oai_error *e)
     return st;
 }
 
-/* Pair i's prompt into j->ids[i], checked against the context (one token is generated). */
-static ts_status pair_tokens(rerank_job *j, size_t i, oai_error *e)
+/* Pair i's prompt as Qwen3-Reranker's chat into j->ids[i]. */
+static ts_status chat_tokens(rerank_job *j, size_t i, oai_error *e)
 {
     char *user = rerank_user_turn(j->r->instruction, j->r->query, j->r->documents[i]);
     if (!user)
@@ -136,16 +139,29 @@ static ts_status pair_tokens(rerank_job *j, size_t i, oai_error *e)
     free(user);
     if (st == TS_OK)
         st = add_think_block(j, i, e);
+    return st;
+}
+
+/* Pair i's prompt into j->ids[i], checked against the context (a chat's scoring request
+ * generates one token; a classifier's input may fill it). */
+static ts_status pair_tokens(rerank_job *j, size_t i, oai_error *e)
+{
+    ts_status st;
+    if (!j->classifier)
+        st = chat_tokens(j, i, e);
+    else if ((st = rerank_pair_ids(j->tok, j->r->query, j->r->documents[i], &j->ids[i],
+                                   &j->n_ids[i])) != TS_OK)
+        st = oai_error_set(e, 500, NULL, NULL, "cannot tokenize the pair");
     if (st != TS_OK)
         return st;
     const ts_model_config *cfg = ts_model_get_config(ts_engine_get_model(j->m->engine));
-    if (j->n_ids[i] >= (size_t)cfg->context_len) {
+    if (j->n_ids[i] + !j->classifier > (size_t)cfg->context_len) {
         char param[32];
         snprintf(param, sizeof param, "documents[%zu]", i);
         return oai_error_set(e, 400, param, "context_length_exceeded",
                              "the query with '%s' is %zu tokens, over the model's limit of "
                              "%d tokens",
-                             param, j->n_ids[i], cfg->context_len - 1);
+                             param, j->n_ids[i], cfg->context_len - !j->classifier);
     }
     j->prompt_tokens += (long long)j->n_ids[i];
     return TS_OK;
@@ -155,7 +171,14 @@ static ts_status pair_tokens(rerank_job *j, size_t i, oai_error *e)
 static ts_status submit_one(rerank_job *j, srv_conn *c, size_t i, ts_error *err)
 {
     ts_request_params p;
-    rerank_params(&p, j->ids[i], j->n_ids[i], j->yes, j->no);
+    if (j->classifier) { /* an embed request: its pooled row holds the scores */
+        ts_request_params_default(&p);
+        p.prompt = j->ids[i];
+        p.n_prompt = j->n_ids[i];
+        p.embed = true;
+    } else {
+        rerank_params(&p, j->ids[i], j->n_ids[i], j->yes, j->no);
+    }
     p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
     p.cache_namespace = c->cache_ns;
     return ts_engine_submit(j->m->engine, &p, &j->reqs[i], err);
@@ -176,6 +199,11 @@ static ts_status gather_one(rerank_job *j, srv_conn *c, size_t i, oai_error *e)
         }
         if (ev.kind == TS_EVENT_ERROR && out == TS_OK)
             out = srv_status_error(e, ev.status, ev.message);
+        if (ev.kind == TS_EVENT_DONE && j->classifier && ev.embedding && ev.n_embedding > 0 &&
+            !got) {
+            got = true;
+            j->scores[i] = ev.embedding[0];
+        }
         if (ev.kind == TS_EVENT_TOKEN && !got) {
             got = true;
             if (!rerank_event_score(&ev, j->yes, j->no, &j->scores[i]) && out == TS_OK)
@@ -269,10 +297,17 @@ static ts_status run(rerank_job *j, srv_conn *c, oai_error *e)
                              "the model '%.200s' is not a reranker: its GGUF names no rank "
                              "pooling (pooling_type 4) and the server was not started with "
                              "--rerank", j->m->name);
-    j->tok = ts_model_get_tokenizer(ts_engine_get_model(j->m->engine));
-    j->yes = token_of(j->tok, "yes");
-    j->no = token_of(j->tok, "no");
-    if (j->yes < 0 || j->no < 0)
+    const ts_model *model = ts_engine_get_model(j->m->engine);
+    j->tok = ts_model_get_tokenizer(model);
+    const ts_model_config *cfg = ts_model_get_config(model);
+    j->classifier = cfg->encoder;
+    if (cfg->encoder && cfg->pooling != TS_POOLING_RANK)
+        return oai_error_set(e, 400, "model", "model_not_reranker",
+                             "the model '%.200s' is an embedding encoder: only one with rank "
+                             "pooling (a classification head) reranks", j->m->name);
+    j->yes = j->classifier ? -1 : token_of(j->tok, "yes");
+    j->no = j->classifier ? -1 : token_of(j->tok, "no");
+    if (!j->classifier && (j->yes < 0 || j->no < 0))
         return oai_error_set(e, 400, "model", "model_not_reranker",
                              "the model '%.200s' cannot rerank: its vocabulary has no "
                              "\"yes\" or no \"no\" token", j->m->name);

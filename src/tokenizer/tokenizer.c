@@ -537,6 +537,11 @@ int32_t ts_tokenizer_eos(const ts_tokenizer *tok)
     return tok ? tok->vocab.eos_id : -1;
 }
 
+int32_t ts_tokenizer_sep(const ts_tokenizer *tok)
+{
+    return tok && tok->vocab.add_sep ? tok->vocab.sep_id : -1;
+}
+
 bool ts_token_is_eog(const ts_tokenizer *tok, int32_t id)
 {
     for (int i = 0; tok && i < tok->n_eog; i++)

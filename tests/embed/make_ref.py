@@ -1,9 +1,19 @@
 #!/usr/bin/env python3
 """make_ref.py: writes tiny_ref.txt, the llama.cpp peer's embeddings of tiny
 random-weight embedding models of several families, which test_embed.c compares
-tessera's with.
+tessera's with; with `encoders` as a fifth argument, encoder_ref.txt, the same for
+the encoder families (bert, nomic-bert), which test_embed_encoder.c reads.
 
-usage: make_ref.py TESSERA_BINARY LLAMA_SERVER_BINARY SHARED_DIR OUT.txt
+usage: make_ref.py TESSERA_BINARY LLAMA_SERVER_BINARY SHARED_DIR OUT.txt [encoders|rerank]
+
+With `rerank`, rerank_ref.txt: the peer's /v1/rerank scores (llama-server --reranking) of
+a tiny bge-reranker-base (a bert file with a classification head), F32 and Q8_0, for
+RERANK_QUERY and RERANK_DOCUMENTS; test_server_rerank_encoder.c reads it. Lines:
+    model NAME
+    score INDEX VALUE
+
+For the encoders, the peer is also asked for every input in one request (a batch),
+and its batched vectors must match its single ones (cosine 0.99999).
 
 For each model of MODELS (qwen3 with each pooling, last again in Q8_0, and mean pooling
 on the other families) it makes the file with `tessera synth --shape SHAPE --tiny
@@ -28,6 +38,33 @@ MODELS = [
     ("llama-mean", "tinyllama-1.1b", "mean", "F32"),
 ]
 
+# the encoders: BERT (bge-small's shape) with mean and CLS pooling, nomic-bert
+ENCODERS = [
+    ("bert-mean", "bge-small", "mean", "F32"),
+    ("bert-cls", "bge-small", "cls", "F32"),
+    ("bert-cls-q8_0", "bge-small", "cls", "Q8_0"),
+    ("bert-mean-f16", "bge-small", "mean", "F16"),
+    ("nomic-mean", "nomic-embed-text", "mean", "F32"),
+    ("nomic-mean-q8_0", "nomic-embed-text", "mean", "Q8_0"),
+    ("nomic-cls-f16", "nomic-embed-text", "cls", "F16"),
+]
+
+RERANKERS = [("rerank", "F32"), ("rerank-q8_0", "Q8_0")]
+RERANK_QUERY = "Where did the dog run?"
+RERANK_DOCUMENTS = ["The dog ran to the park.", "Lily ate a red apple.",
+                    "A cat slept on the mat.", "The dog ran home fast.",
+                    "Once upon a time there was a little girl named Lily."]
+
+def rerank_lines(port, name):
+    """The peer's scores of the documents, by index."""
+    body = {"query": RERANK_QUERY, "documents": RERANK_DOCUMENTS}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/rerank",
+                                 data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    results = sorted(json.load(urllib.request.urlopen(req))["results"], key=lambda r: r["index"])
+    assert len(results) == len(RERANK_DOCUMENTS)
+    return [f"model {name}"] + [f"score {r['index']} %.8g" % r["relevance_score"] for r in results]
+
 def inputs():
     """Token-id inputs of 1, 7, 33 (past one KV block) and 90 tokens, from a fixed LCG."""
     x, out = 12345, []
@@ -39,20 +76,34 @@ def inputs():
         out.append(ids)
     return out
 
+def embed(port, inp):
+    """The peer's vectors of inp (token ids, or a list of them), in order."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings",
+                                 data=json.dumps({"input": inp}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    data = json.load(urllib.request.urlopen(req))["data"]
+    return [d["embedding"] for d in sorted(data, key=lambda d: d["index"])]
+
 def main():
     tessera, server, shared, out_path = sys.argv[1:5]
+    mode = sys.argv[5] if len(sys.argv) > 5 else "decoders"
+    encoders = mode == "encoders"
     vocab = os.path.join(shared, "models/stories260K/stories260K.gguf")
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, shape, pooling, qtype in MODELS:
+        models = ([(n, "bge-reranker-base", "rank", t) for n, t in RERANKERS] if mode == "rerank"
+                  else ENCODERS if encoders else MODELS)
+        for name, shape, pooling, qtype in models:
             model = os.path.join(tmp, f"{name}.gguf")
             subprocess.run([tessera, "synth", "--shape", shape, "--tiny", "--pooling", pooling,
                             "--type", qtype, "--vocab", vocab, "--seed", "1", "-o", model],
                            check=True)
             port = 18990
-            peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
+            peer = subprocess.Popen([server, "-m", model,
+                                     "--reranking" if mode == "rerank" else "--embedding",
+                                     "--port", str(port), "-t", "1",
                                      "-c", "256", "-np", "1"], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
+                                    stderr=open(os.path.join(tmp, "peer.log"), "w"))
             try:
                 for _ in range(100):
                     try:
@@ -60,14 +111,23 @@ def main():
                         break
                     except Exception:
                         time.sleep(0.1)
+                if mode == "rerank":
+                    lines += rerank_lines(port, name)
+                    continue
                 lines.append(f"model {name}")
+                singles = []
                 for ids in inputs():
-                    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings",
-                                                 data=json.dumps({"input": ids}).encode(),
-                                                 headers={"Content-Type": "application/json"})
-                    vec = json.load(urllib.request.urlopen(req))["data"][0]["embedding"]
+                    vec = embed(port, ids)[0]
+                    singles.append(vec)
                     lines.append(f"input {len(ids)} " + " ".join(map(str, ids)))
                     lines.append(f"vector {len(vec)} " + " ".join("%.8g" % v for v in vec))
+                if encoders:
+                    for a, b in zip(singles, embed(port, inputs())):
+                        cos = sum(x * y for x, y in zip(a, b))
+                        assert cos > 0.99999, (name, cos)
+            except Exception:
+                sys.stderr.write(open(os.path.join(tmp, "peer.log")).read()[-3000:])
+                raise
             finally:
                 peer.terminate()
                 peer.wait()
