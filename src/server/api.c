@@ -158,8 +158,11 @@ void api_error_rename(api_kind k, oai_error *e)
     }
 }
 
-ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_request *out,
-                            oai_error *err)
+typedef ts_status to_chat_fn(const cJSON *root, cJSON **chat, char *ignored, oai_error *err);
+
+/* api_parse_request with the translation to_chat; k names the fields of errors. */
+static ts_status parse_with(api_kind k, to_chat_fn *to_chat, const char *body, size_t len,
+                            oai_request *out, oai_error *err)
 {
     memset(out, 0, sizeof *out);
     const char *end = NULL;
@@ -184,7 +187,7 @@ ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_reques
         oai_error_set(err, 400, NULL, "invalid_value",
                       "a string holds a NUL character (\\u0000), which is not accepted");
     else
-        st = ops_of(k)->to_chat(root, &chat, ignored, err);
+        st = to_chat(root, &chat, ignored, err);
     cJSON_Delete(root);
     char *text = st == TS_OK ? cJSON_PrintUnformatted(chat) : NULL;
     cJSON_Delete(chat);
@@ -200,6 +203,17 @@ ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_reques
     }
     memcpy(out->ignored, ignored, sizeof out->ignored);
     return TS_OK;
+}
+
+ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_request *out,
+                            oai_error *err)
+{
+    return parse_with(k, ops_of(k)->to_chat, body, len, out, err);
+}
+
+ts_status api_parse_count_tokens(const char *body, size_t len, oai_request *out, oai_error *err)
+{
+    return parse_with(API_MESSAGES, api__messages_count_to_chat, body, len, out, err);
 }
 
 /* Anthropic's error types by HTTP status. */

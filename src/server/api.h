@@ -27,6 +27,11 @@ typedef enum api_kind {
 ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_request *out,
                             oai_error *err);
 
+/* A body of Anthropic's POST /v1/messages/count_tokens: a Messages body whose
+ * max_tokens may be left out; the chat request it stands for, as above. */
+ts_status api_parse_count_tokens(const char *body, size_t len, oai_request *out,
+                                 oai_error *err);
+
 /* Renames what an error about the chat request says (param and message) to the API's own
  * fields: response_format.json_schema.schema -> text.format.schema, max_tokens ->
  * max_output_tokens, tools[i].function.name -> tools[i].name, stop -> stop_sequences, ...
@@ -47,6 +52,7 @@ typedef struct api_answer {
     const oai_tool_call *calls; /* (n_calls) */
     size_t n_calls;
     oai_usage usage;
+    const char *stop_sequence; /* the stop string that ended the answer, or NULL */
 } api_answer;
 
 /* The whole answer as the API writes it: a Responses "response" object or an
@@ -99,6 +105,10 @@ typedef struct api_ops {
 
 extern const api_ops api__responses_ops; /* api_responses.c */
 extern const api_ops api__messages_ops;  /* api_messages.c */
+
+/* The Messages translation for count_tokens: max_tokens may be left out. */
+ts_status api__messages_count_to_chat(const struct cJSON *root, struct cJSON **chat,
+                                      char *ignored, oai_error *err);
 
 /* What an API does with one of its top-level fields. */
 typedef enum api_field_use {

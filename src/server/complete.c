@@ -227,8 +227,14 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
             calls_ok = false; /* out of memory, answered as such below */
     }
     oai_usage u = job_usage(j);
-    api_answer an = {&j->meta, choices[0].text, choices[0].text_len, choices[0].finish_reason,
-                     choices[0].tool_calls, choices[0].n_tool_calls, u};
+    api_answer an = {&j->meta,
+                     choices[0].text,
+                     choices[0].text_len,
+                     choices[0].finish_reason,
+                     choices[0].tool_calls,
+                     choices[0].n_tool_calls,
+                     u,
+                     job_stop_sequence(j, &j->acc[0])};
     char *json = NULL;
     if (calls_ok)
         json = j->api != API_CHAT ? api_answer_json(j->api, &an)

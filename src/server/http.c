@@ -50,6 +50,8 @@ static const http_route routes[] = {
      complete_responses},
     {"/v1/messages", "POST", METRICS_ROUTE_CHAT, ROUTE_BODY, AUTH_KEY, false, true,
      complete_messages},
+    {"/v1/messages/count_tokens", "POST", METRICS_ROUTE_TOKENIZE, ROUTE_BODY, AUTH_KEY, false,
+     false, count_tokens_route},
     {"/v1/batch/chat/completions", "POST", METRICS_ROUTE_BATCH_CHAT, ROUTE_BODY, AUTH_KEY, true,
      true, complete_chat},
     {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS, ROUTE_BODY, AUTH_KEY,
@@ -389,6 +391,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         c->entry = r;
         c->api = !r                                  ? API_CHAT
                  : r->handler == complete_messages  ? API_MESSAGES
+                 : r->handler == count_tokens_route ? API_MESSAGES
                  : r->handler == complete_responses ? API_RESPONSES
                                                     : API_CHAT;
         c->allow = r ? r->method : NULL;

@@ -24,6 +24,8 @@ typedef struct choice_acc {
     oai_token_logprob *lps;   /* (n_lps) when logprobs were asked for */
     size_t n_lps, cap_lps;
     const char *finish;       /* static; NULL until DONE */
+    int stop_index;           /* DONE: the index in oreq.stop of the stop string that
+                               * ended it, -1 when none did */
     size_t text_off;          /* streamed bytes so far (a whole answer has len) */
     double t_last;            /* time of the previous token (inter-token latency) */
     toolcall_parser tc;       /* the answer's tool calls, when job_tools_on */
@@ -112,8 +114,11 @@ void job_note_token_time(srv_job *j, choice_acc *a);
 oai_usage job_usage(const srv_job *j);
 
 /* A DONE event: the choice's finish reason ("tool_calls" when its answer called tools,
- * unless cancelled) and the usage. */
+ * unless cancelled), the stop string that ended it and the usage. */
 void job_record_done(srv_job *j, const ts_event *ev);
+
+/* The stop string that ended choice a (borrowed from j->oreq), or NULL. */
+const char *job_stop_sequence(const srv_job *j, const choice_acc *a);
 
 /* An ERROR event: the job fails with its status and message, logged. */
 void job_record_error(srv_job *j, const ts_event *ev);

@@ -187,6 +187,9 @@ void srv_cell_notify(void *cell);
 srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_tokenize,
     routes_detokenize;
 
+/* ---- count_tokens.c: POST /v1/messages/count_tokens (Anthropic's shape) */
+srv_handler count_tokens_route;
+
 /* ---- embed_route.c: POST /v1/embeddings */
 srv_handler embed_route;
 

@@ -1,0 +1,252 @@
+/* test_server_compat.c: drop-in details of the other APIs over HTTP: Anthropic's
+ * stop_reason and stop_sequence (whole and streamed) and /v1/messages/count_tokens, the
+ * Responses API's incomplete answers and usage. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "engine_util.h"
+#include "server_util.h"
+
+#define USER_ONCE "\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}]"
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    if (!cJSON_IsString(v))
+        fail_msg("'%s' is not a string", key);
+    return v->valuestring;
+}
+
+static int num(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    if (!cJSON_IsNumber(v))
+        fail_msg("'%s' is not a number", key);
+    return v->valueint;
+}
+
+/* POSTs body to path and wants status; the answer's JSON is parsed (NULL for a stream). */
+static void post(const char *path, const char *body, long status, sv_answer *a)
+{
+    sv_post(sv_group.url, path, body, a);
+    if (a->status != status)
+        fail_msg("%s: status %ld, wanted %ld: %s", path, a->status, status, a->body.s);
+}
+
+/* The data of the first SSE event named name in a stream's text, parsed (caller
+ * frees). */
+static cJSON *sse_event(const char *sse, const char *name)
+{
+    char want[64];
+    snprintf(want, sizeof want, "event: %s\ndata: ", name);
+    const char *p = strstr(sse, want);
+    if (!p)
+        fail_msg("no %s event in: %s", name, sse);
+    p += strlen(want);
+    const char *end = strstr(p, "\n\n");
+    assert_non_null(end);
+    cJSON *j = cJSON_ParseWithLength(p, (size_t)(end - p));
+    assert_non_null(j);
+    return j;
+}
+
+/* The greedy answer's text of a Messages body of max_tokens 24 with extra fields (JSON
+ * members with a leading comma, or ""); malloc'd. */
+static char *messages_text(const char *extra, cJSON **whole)
+{
+    char body[1024];
+    snprintf(body, sizeof body, "{\"max_tokens\":24,\"temperature\":0," USER_ONCE "%s}", extra);
+    sv_answer a;
+    post("/v1/messages", body, 200, &a);
+    const cJSON *c = get(a.json, "content");
+    assert_int_equal(cJSON_GetArraySize(c), 1);
+    char *text = strdup(str(cJSON_GetArrayItem(c, 0), "text"));
+    *whole = cJSON_Duplicate(a.json, true);
+    sv_answer_free(&a);
+    return text;
+}
+
+static void test_messages_stop_reasons(void **state)
+{
+    (void)state;
+    cJSON *m;
+    char *text = messages_text("", &m);
+    /* no stop sequence: the limit or the model's end, and stop_sequence null */
+    const char *why = str(m, "stop_reason");
+    assert_true(!strcmp(why, "max_tokens") || !strcmp(why, "end_turn"));
+    if (!strcmp(why, "max_tokens"))
+        assert_int_equal(num(get(m, "usage"), "output_tokens"), 24);
+    assert_true(cJSON_IsNull(get(m, "stop_sequence")));
+    cJSON_Delete(m);
+    size_t len = strlen(text);
+    assert_true(len >= 8);
+
+    /* a stop sequence from the middle of that text ends it there */
+    size_t at = len / 2;
+    char stop[4] = {text[at], text[at + 1], text[at + 2], 0};
+    size_t first = (size_t)(strstr(text, stop) - text);
+    cJSON *seqs = cJSON_CreateStringArray((const char *const[]){"\x01never", stop}, 2);
+    char *seqs_json = cJSON_PrintUnformatted(seqs);
+    cJSON_Delete(seqs);
+    char extra[256];
+    snprintf(extra, sizeof extra, ",\"stop_sequences\":%s", seqs_json);
+    char *cut = messages_text(extra, &m);
+    assert_string_equal(str(m, "stop_reason"), "stop_sequence");
+    assert_string_equal(str(m, "stop_sequence"), stop);
+    assert_int_equal(strlen(cut), first);
+    assert_memory_equal(cut, text, first);
+    cJSON_Delete(m);
+    free(cut);
+
+    /* streamed: message_start has no reason yet; message_delta carries both */
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"max_tokens\":24,\"temperature\":0,\"stream\":true," USER_ONCE
+             ",\"stop_sequences\":%s}",
+             seqs_json);
+    sv_answer a;
+    post("/v1/messages", body, 200, &a);
+    cJSON *start = sse_event(a.body.s, "message_start");
+    assert_true(cJSON_IsNull(get(get(start, "message"), "stop_reason")));
+    assert_true(cJSON_IsNull(get(get(start, "message"), "stop_sequence")));
+    cJSON_Delete(start);
+    cJSON *d = sse_event(a.body.s, "message_delta");
+    assert_string_equal(str(get(d, "delta"), "stop_reason"), "stop_sequence");
+    assert_string_equal(str(get(d, "delta"), "stop_sequence"), stop);
+    cJSON_Delete(d);
+    sv_answer_free(&a);
+
+    /* streamed, cut by max_tokens: no stop sequence */
+    post("/v1/messages",
+         "{\"max_tokens\":2,\"temperature\":0,\"stream\":true," USER_ONCE
+         ",\"stop_sequences\":[\"\\u0001never\"]}",
+         200, &a);
+    d = sse_event(a.body.s, "message_delta");
+    assert_string_equal(str(get(d, "delta"), "stop_reason"), "max_tokens");
+    assert_true(cJSON_IsNull(get(get(d, "delta"), "stop_sequence")));
+    assert_int_equal(num(get(d, "usage"), "output_tokens"), 2);
+    cJSON_Delete(d);
+    sv_answer_free(&a);
+    free(seqs_json);
+    free(text);
+}
+
+#define TOOLS                                                                                  \
+    "\"tools\":[{\"name\":\"get_weather\",\"description\":\"Weather of a city\","              \
+    "\"input_schema\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}}]"
+#define SYSTEM "\"system\":\"You tell short stories.\""
+
+static int counted(const char *body)
+{
+    sv_answer a;
+    post("/v1/messages/count_tokens", body, 200, &a);
+    assert_int_equal(cJSON_GetArraySize(a.json), 1); /* {"input_tokens": n}, nothing else */
+    int n = num(a.json, "input_tokens");
+    sv_answer_free(&a);
+    return n;
+}
+
+static void test_count_tokens(void **state)
+{
+    (void)state;
+    /* the same prompt /v1/messages renders: its usage.input_tokens */
+    int with_all = counted("{\"model\":\"stories\"," SYSTEM "," TOOLS "," USER_ONCE "}");
+    sv_answer a;
+    post("/v1/messages", "{\"max_tokens\":1," SYSTEM "," TOOLS "," USER_ONCE "}", 200, &a);
+    assert_int_equal(num(get(a.json, "usage"), "input_tokens"), with_all);
+    sv_answer_free(&a);
+    int plain = counted("{" USER_ONCE "}");
+    post("/v1/messages", "{\"max_tokens\":1," USER_ONCE "}", 200, &a);
+    assert_int_equal(num(get(a.json, "usage"), "input_tokens"), plain);
+    sv_answer_free(&a);
+    int with_system = counted("{" SYSTEM "," USER_ONCE "}");
+    assert_true(plain > 0);
+    assert_true(with_system > plain);
+    assert_true(with_all >= with_system);
+    /* max_tokens may be given: it changes nothing */
+    assert_int_equal(counted("{\"max_tokens\":5," USER_ONCE "}"), plain);
+
+    /* errors in Anthropic's shape, naming Anthropic's fields */
+    post("/v1/messages/count_tokens", "{\"system\":\"x\"}", 400, &a);
+    assert_string_equal(str(a.json, "type"), "error");
+    assert_string_equal(str(get(a.json, "error"), "type"), "invalid_request_error");
+    assert_non_null(strstr(str(get(a.json, "error"), "message"), "messages"));
+    sv_answer_free(&a);
+    post("/v1/messages/count_tokens",
+         "{" USER_ONCE ",\"tools\":[{\"name\":\"f\",\"input_schema\":7}]}", 400, &a);
+    assert_non_null(strstr(str(get(a.json, "error"), "message"), "tools[0].input_schema"));
+    sv_answer_free(&a);
+    post("/v1/messages/count_tokens", "{" USER_ONCE ",\"model\":\"nope\"}", 404, &a);
+    assert_string_equal(str(get(a.json, "error"), "type"), "not_found_error");
+    sv_answer_free(&a);
+    post("/v1/messages/count_tokens", "{\"messages\":", 400, &a);
+    assert_string_equal(str(a.json, "type"), "error");
+    sv_answer_free(&a);
+}
+
+static void check_responses_usage(const cJSON *u, int output_tokens)
+{
+    assert_true(num(u, "input_tokens") > 0);
+    assert_int_equal(num(u, "output_tokens"), output_tokens);
+    assert_int_equal(num(u, "total_tokens"), num(u, "input_tokens") + output_tokens);
+    assert_true(num(get(u, "input_tokens_details"), "cached_tokens") >= 0);
+    assert_int_equal(num(get(u, "output_tokens_details"), "reasoning_tokens"), 0);
+}
+
+static void test_responses_incomplete(void **state)
+{
+    (void)state;
+    sv_answer a;
+    post("/v1/responses", "{\"input\":\"Once upon a time\",\"max_output_tokens\":2}", 200, &a);
+    assert_string_equal(str(a.json, "status"), "incomplete");
+    assert_string_equal(str(get(a.json, "incomplete_details"), "reason"), "max_output_tokens");
+    const cJSON *item = cJSON_GetArrayItem(get(a.json, "output"), 0);
+    assert_string_equal(str(item, "type"), "message");
+    assert_string_equal(str(item, "status"), "incomplete");
+    check_responses_usage(get(a.json, "usage"), 2);
+    sv_answer_free(&a);
+
+    post("/v1/responses",
+         "{\"input\":\"Once upon a time\",\"max_output_tokens\":2,\"stream\":true}", 200, &a);
+    cJSON *done = sse_event(a.body.s, "response.output_item.done");
+    assert_string_equal(str(get(done, "item"), "status"), "incomplete");
+    cJSON_Delete(done);
+    cJSON *end = sse_event(a.body.s, "response.incomplete");
+    const cJSON *r = get(end, "response");
+    assert_string_equal(str(r, "status"), "incomplete");
+    assert_string_equal(str(get(r, "incomplete_details"), "reason"), "max_output_tokens");
+    assert_string_equal(str(cJSON_GetArrayItem(get(r, "output"), 0), "status"), "incomplete");
+    check_responses_usage(get(r, "usage"), 2);
+    cJSON_Delete(end);
+    sv_answer_free(&a);
+
+    /* a stop string ends it complete */
+    post("/v1/responses", "{\"input\":\"Once upon a time\",\"max_output_tokens\":40,"
+                          "\"temperature\":0,\"stop\":[\" \"]}",
+         200, &a);
+    assert_string_equal(str(a.json, "status"), "completed");
+    assert_true(cJSON_IsNull(get(a.json, "incomplete_details")));
+    assert_string_equal(str(cJSON_GetArrayItem(get(a.json, "output"), 0), "status"), "completed");
+    sv_answer_free(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_messages_stop_reasons),
+        cmocka_unit_test(test_count_tokens),
+        cmocka_unit_test(test_responses_incomplete),
+    };
+    return cmocka_run_group_tests_name("server_compat", tests, sv_setup_group,
+                                       sv_teardown_group);
+}
