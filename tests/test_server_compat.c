@@ -1,6 +1,7 @@
 /* test_server_compat.c: drop-in details of the other APIs over HTTP: Anthropic's
  * stop_reason and stop_sequence (whole and streamed) and /v1/messages/count_tokens, the
- * Responses API's incomplete answers and usage. */
+ * Responses API's incomplete answers and usage, and llama.cpp's /completion, /tokenize,
+ * /detokenize and /props. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -240,12 +241,159 @@ static void test_responses_incomplete(void **state)
     sv_answer_free(&a);
 }
 
+/* ---- llama.cpp's own endpoints */
+
+#define ONCE "\"prompt\":\"Once upon a time\",\"temperature\":0"
+
+static void test_llama_completion(void **state)
+{
+    (void)state;
+    sv_answer a, b;
+    post("/completion", "{" ONCE ",\"n_predict\":8}", 200, &a);
+    const char *content = str(a.json, "content");
+    assert_true(cJSON_IsTrue(get(a.json, "stop")));
+    assert_string_equal(str(a.json, "stop_type"), "limit");
+    assert_string_equal(str(a.json, "stopping_word"), "");
+    assert_string_equal(str(a.json, "model"), "stories");
+    assert_int_equal(num(a.json, "tokens_predicted"), 8);
+    assert_true(cJSON_IsFalse(get(a.json, "truncated")));
+    assert_int_equal(num(get(a.json, "timings"), "predicted_n"), 8);
+    assert_null(get(a.json, "completion_probabilities")); /* not asked for */
+    /* the same text and prompt count as /v1/completions */
+    post("/v1/completions", "{" ONCE ",\"max_tokens\":8}", 200, &b);
+    const cJSON *c0 = cJSON_GetArrayItem(get(b.json, "choices"), 0);
+    assert_string_equal(str(c0, "text"), content);
+    assert_int_equal(num(a.json, "tokens_evaluated"), num(get(b.json, "usage"), "prompt_tokens"));
+    sv_answer_free(&b);
+
+    /* a stop word from the middle */
+    size_t len = strlen(content);
+    assert_true(len >= 8);
+    char stop[4] = {content[len / 2], content[len / 2 + 1], content[len / 2 + 2], 0};
+    size_t first = (size_t)(strstr(content, stop) - content);
+    cJSON *body = cJSON_Parse("{" ONCE ",\"n_predict\":8}");
+    cJSON_AddItemToObject(body, "stop", cJSON_CreateStringArray((const char *const[]){stop}, 1));
+    char *text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    post("/completion", text, 200, &b);
+    free(text);
+    assert_string_equal(str(b.json, "stop_type"), "word");
+    assert_string_equal(str(b.json, "stopping_word"), stop);
+    assert_int_equal(strlen(str(b.json, "content")), first);
+    sv_answer_free(&b);
+
+    /* n_probs: each generated token with its alternatives */
+    post("/completion", "{" ONCE ",\"n_predict\":4,\"n_probs\":2}", 200, &b);
+    const cJSON *probs = get(b.json, "completion_probabilities");
+    assert_int_equal(cJSON_GetArraySize(probs), 4);
+    const cJSON *p0 = cJSON_GetArrayItem(probs, 0);
+    assert_true(cJSON_IsNumber(get(p0, "logprob")) && get(p0, "logprob")->valuedouble <= 0);
+    assert_true(cJSON_IsArray(get(p0, "bytes")));
+    const cJSON *tops = get(p0, "top_logprobs");
+    assert_int_equal(cJSON_GetArraySize(tops), 2);
+    /* greedy: the token drawn is the most likely one */
+    assert_string_equal(str(cJSON_GetArrayItem(tops, 0), "token"), str(p0, "token"));
+    sv_answer_free(&b);
+
+    /* streamed: "data:" lines of content, the last one the whole object; no [DONE] */
+    post("/completion", "{" ONCE ",\"n_predict\":8,\"stream\":true}", 200, &b);
+    assert_null(strstr(b.body.s, "[DONE]"));
+    assert_null(strstr(b.body.s, "event:"));
+    char joined[1024] = "";
+    cJSON *last = NULL;
+    for (const char *p = b.body.s; (p = strstr(p, "data: "));) {
+        const char *end = strstr(p, "\n\n");
+        assert_non_null(end);
+        cJSON_Delete(last);
+        last = cJSON_ParseWithLength(p + 6, (size_t)(end - p - 6));
+        assert_non_null(last);
+        strncat(joined, str(last, "content"), sizeof joined - strlen(joined) - 1);
+        p = end;
+    }
+    assert_non_null(last);
+    assert_true(cJSON_IsTrue(get(last, "stop")));
+    assert_string_equal(str(last, "stop_type"), "limit");
+    assert_int_equal(num(last, "tokens_predicted"), 8);
+    assert_string_equal(joined, content);
+    cJSON_Delete(last);
+    sv_answer_free(&b);
+    sv_answer_free(&a);
+
+    /* errors name llama.cpp's field */
+    post("/completion", "{" ONCE ",\"n_predict\":\"many\"}", 400, &a);
+    assert_string_equal(str(get(a.json, "error"), "param"), "n_predict");
+    sv_answer_free(&a);
+    post("/completion", "{\"n_predict\":4}", 400, &a);
+    assert_string_equal(str(get(a.json, "error"), "param"), "prompt");
+    sv_answer_free(&a);
+}
+
+static void test_llama_tokenize_props(void **state)
+{
+    (void)state;
+    sv_answer a, b;
+    /* llama.cpp's "content": no BOS unless add_special */
+    post("/tokenize", "{\"content\":\"Once upon a time\"}", 200, &a);
+    post("/tokenize", "{\"prompt\":\"Once upon a time\",\"add_special\":false}", 200, &b);
+    const cJSON *ids = get(a.json, "tokens");
+    assert_true(cJSON_GetArraySize(ids) >= 2);
+    assert_true(cJSON_Compare(ids, get(b.json, "tokens"), true));
+    sv_answer_free(&b);
+    post("/tokenize", "{\"content\":\"Once upon a time\",\"add_special\":true}", 200, &b);
+    assert_int_equal(cJSON_GetArraySize(get(b.json, "tokens")), cJSON_GetArraySize(ids) + 1);
+    sv_answer_free(&b);
+    /* with_pieces: the same ids, each with its text */
+    post("/tokenize", "{\"content\":\"Once upon a time\",\"with_pieces\":true}", 200, &b);
+    const cJSON *pieces = get(b.json, "tokens");
+    assert_int_equal(cJSON_GetArraySize(pieces), cJSON_GetArraySize(ids));
+    for (int i = 0; i < cJSON_GetArraySize(ids); i++) {
+        const cJSON *e = cJSON_GetArrayItem(pieces, i);
+        assert_int_equal(num(e, "id"), cJSON_GetArrayItem(ids, i)->valueint);
+        assert_true(cJSON_IsString(get(e, "piece")) || cJSON_IsArray(get(e, "piece")));
+    }
+    assert_non_null(strstr(str(cJSON_GetArrayItem(pieces, 1), "piece"), "upon"));
+    sv_answer_free(&b);
+    /* /detokenize answers llama.cpp's "content" */
+    char body[512];
+    char *list = cJSON_PrintUnformatted(ids);
+    snprintf(body, sizeof body, "{\"tokens\":%s}", list);
+    free(list);
+    post("/detokenize", body, 200, &b);
+    assert_non_null(strstr(str(b.json, "content"), "Once upon a time"));
+    assert_string_equal(str(b.json, "content"), str(b.json, "prompt"));
+    sv_answer_free(&b);
+    sv_answer_free(&a);
+    post("/tokenize", "{\"content\":7}", 400, &a);
+    assert_string_equal(str(get(a.json, "error"), "param"), "content");
+    sv_answer_free(&a);
+    post("/tokenize", "{\"content\":\"x\",\"with_pieces\":1}", 400, &a);
+    assert_string_equal(str(get(a.json, "error"), "param"), "with_pieces");
+    sv_answer_free(&a);
+
+    /* /props: the context, default sampling, template and build */
+    post("/props", NULL, 200, &a);
+    const cJSON *gs = get(a.json, "default_generation_settings");
+    assert_int_equal(num(gs, "n_ctx"), ts_model_get_config(eu_model)->context_len);
+    assert_int_equal(num(get(gs, "params"), "n_predict"), -1);
+    assert_true(cJSON_IsNumber(get(get(gs, "params"), "temperature")));
+    assert_true(strlen(str(a.json, "chat_template")) > 0);
+    assert_string_equal(str(a.json, "model_alias"), "stories");
+    assert_string_equal(str(a.json, "bos_token"), "<s>");
+    assert_true(cJSON_IsFalse(get(get(a.json, "modalities"), "vision")));
+    assert_non_null(strstr(str(a.json, "build_info"), "tessera"));
+    sv_answer_free(&a);
+    post("/props?model=nope", NULL, 404, &a);
+    sv_answer_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_messages_stop_reasons),
         cmocka_unit_test(test_count_tokens),
         cmocka_unit_test(test_responses_incomplete),
+        cmocka_unit_test(test_llama_completion),
+        cmocka_unit_test(test_llama_tokenize_props),
     };
     return cmocka_run_group_tests_name("server_compat", tests, sv_setup_group,
                                        sv_teardown_group);

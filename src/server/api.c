@@ -12,7 +12,9 @@
 
 static const api_ops *ops_of(api_kind k)
 {
-    return k == API_MESSAGES ? &api__messages_ops : &api__responses_ops;
+    return k == API_MESSAGES ? &api__messages_ops
+           : k == API_LLAMA  ? &api__llama_ops
+                             : &api__responses_ops;
 }
 
 void api__ignore(char *ignored, const char *name)
@@ -140,6 +142,9 @@ void api_error_rename(api_kind k, oai_error *e)
         {"max_tokens", "max_output_tokens"},
         {"messages", "input"},
     };
+    static const char *const llama[][2] = {
+        {"max_tokens", "n_predict"},
+    };
     static const char *const messages[][2] = {
         {"stop", "stop_sequences"},
         {"parameters", "input_schema"},
@@ -152,6 +157,9 @@ void api_error_rename(api_kind k, oai_error *e)
         if (k == API_RESPONSES)
             for (size_t i = 0; i < sizeof responses / sizeof responses[0]; i++)
                 replace_all(bufs[b], caps[b], responses[i][0], responses[i][1]);
+        else if (k == API_LLAMA)
+            for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
+                replace_all(bufs[b], caps[b], llama[i][0], llama[i][1]);
         else
             for (size_t i = 0; i < sizeof messages / sizeof messages[0]; i++)
                 replace_all(bufs[b], caps[b], messages[i][0], messages[i][1]);
@@ -195,13 +203,15 @@ static ts_status parse_with(api_kind k, to_chat_fn *to_chat, const char *body, s
         return oai_error_set(err, 500, NULL, NULL, "out of memory");
     if (st != TS_OK)
         return st;
-    st = oai_parse_request(OAI_CHAT, text, strlen(text), out, err);
+    st = oai_parse_request(k == API_LLAMA ? OAI_COMPLETION : OAI_CHAT, text, strlen(text), out,
+                           err);
     free(text);
     if (st != TS_OK) {
         api_error_rename(k, err);
         return st;
     }
-    memcpy(out->ignored, ignored, sizeof out->ignored);
+    if (k != API_LLAMA) /* its body went to the parser as it came: the parser's list */
+        memcpy(out->ignored, ignored, sizeof out->ignored);
     return TS_OK;
 }
 

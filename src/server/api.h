@@ -17,10 +17,12 @@ typedef enum api_kind {
     API_CHAT,      /* /v1/chat/completions and /v1/completions (openai.h's shapes) */
     API_RESPONSES, /* OpenAI's Responses API, stateless */
     API_MESSAGES,  /* Anthropic's Messages API */
+    API_LLAMA,     /* llama.cpp's native /completion, over text completions */
 } api_kind;
 
 /* Parses a Responses or Messages body (len bytes, borrowed) into *out as the
- * chat request it stands for (out->kind OAI_CHAT, n 1). A field of the wrong
+ * chat request it stands for (out->kind OAI_CHAT, n 1); a /completion body
+ * (API_LLAMA) into the text completion it stands for (OAI_COMPLETION). A field of the wrong
  * shape or a feature tessera does not have (previous_response_id, store: true,
  * images, hosted tools) gives 400 naming the API's own field; unknown top-level
  * fields are listed in out->ignored. On failure *out is left cleared. */
@@ -53,6 +55,8 @@ typedef struct api_answer {
     size_t n_calls;
     oai_usage usage;
     const char *stop_sequence; /* the stop string that ended the answer, or NULL */
+    const oai_token_logprob *logprobs; /* (n_logprobs) when asked for, else NULL */
+    size_t n_logprobs;
 } api_answer;
 
 /* The whole answer as the API writes it: a Responses "response" object or an
@@ -105,6 +109,7 @@ typedef struct api_ops {
 
 extern const api_ops api__responses_ops; /* api_responses.c */
 extern const api_ops api__messages_ops;  /* api_messages.c */
+extern const api_ops api__llama_ops;     /* api_llama.c */
 
 /* The Messages translation for count_tokens: max_tokens may be left out. */
 ts_status api__messages_count_to_chat(const struct cJSON *root, struct cJSON **chat,

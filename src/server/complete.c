@@ -125,7 +125,9 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
                              "the prompt has %zu tokens; this model's context is %d tokens", n,
                              ctx);
     int room = ctx - (int)n;
-    int max_tokens = r->max_tokens ? r->max_tokens : (r->kind == OAI_CHAT ? room : 16);
+    /* llama.cpp's /completion, like a chat, runs until the context is full by default */
+    bool to_full = r->kind == OAI_CHAT || j->api == API_LLAMA;
+    int max_tokens = r->max_tokens ? r->max_tokens : (to_full ? room : 16);
     if (max_tokens > room) {
         if (r->max_tokens)
             return oai_error_set(e, 400, "max_tokens", "context_length_exceeded",
@@ -234,7 +236,9 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
                      choices[0].tool_calls,
                      choices[0].n_tool_calls,
                      u,
-                     job_stop_sequence(j, &j->acc[0])};
+                     job_stop_sequence(j, &j->acc[0]),
+                     choices[0].logprobs,
+                     choices[0].n_logprobs};
     char *json = NULL;
     if (calls_ok)
         json = j->api != API_CHAT ? api_answer_json(j->api, &an)
@@ -348,6 +352,11 @@ enum MHD_Result complete_responses(struct MHD_Connection *mc, srv_conn *c)
 enum MHD_Result complete_messages(struct MHD_Connection *mc, srv_conn *c)
 {
     return complete(mc, c, OAI_CHAT, API_MESSAGES);
+}
+
+enum MHD_Result complete_llama(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_COMPLETION, API_LLAMA);
 }
 
 void complete_cancel_all(ts_server *srv)

@@ -52,6 +52,10 @@ static const http_route routes[] = {
      complete_messages},
     {"/v1/messages/count_tokens", "POST", METRICS_ROUTE_TOKENIZE, ROUTE_BODY, AUTH_KEY, false,
      false, count_tokens_route},
+    {"/completion", "POST", METRICS_ROUTE_COMPLETIONS, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_llama},
+    {"/completions", "POST", METRICS_ROUTE_COMPLETIONS, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_llama},
     {"/v1/batch/chat/completions", "POST", METRICS_ROUTE_BATCH_CHAT, ROUTE_BODY, AUTH_KEY, true,
      true, complete_chat},
     {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS, ROUTE_BODY, AUTH_KEY,
@@ -74,6 +78,7 @@ static const http_route routes[] = {
      routes_tokenize},
     {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE, ROUTE_BODY, AUTH_KEY, false, false,
      routes_detokenize},
+    {"/props", "GET", METRICS_ROUTE_OTHER, ROUTE_HEADERS, AUTH_KEY, false, false, routes_props},
     {"/apply-template", "POST", METRICS_ROUTE_OTHER, ROUTE_BODY, AUTH_KEY, false, false,
      routes_apply_template},
 };

@@ -178,7 +178,8 @@ ts_status oai_chat_vars(const struct cJSON *root, struct cJSON **out, oai_error 
 /* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
 void oai_request_clear(oai_request *r);
 
-/* POST /tokenize {"model"?, "prompt"|"text", "add_special"?}. */
+/* POST /tokenize {"model"?, "prompt"|"text"|"content", "add_special"?, "parse_special"?,
+ * "with_pieces"?}; "content" is llama.cpp's name, whose add_special defaults to false. */
 typedef struct oai_tokenize_request {
     char *model;           /* owned, or NULL */
     char *text;            /* owned */
@@ -187,6 +188,7 @@ typedef struct oai_tokenize_request {
                             * never */
     bool parse_special;    /* special tokens spelled out in the text count (default true,
                             * as /v1/completions reads a prompt) */
+    bool with_pieces;      /* llama.cpp's: each token as {"id", "piece"} */
 } oai_tokenize_request;
 
 /* POST /detokenize {"model"?, "tokens": [ids]}. */

@@ -156,7 +156,9 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
     int32_t *ids = NULL;
     size_t n = 0, len = 0;
     ts_status st = ts_tokenize_alloc(tok, t.text, text_len, &opts, &ids, &n);
-    char *body = st == TS_OK ? tokens_json(m->name, ids, n, &len) : NULL;
+    char *body = st != TS_OK      ? NULL
+                 : t.with_pieces ? llama_pieces_json(tok, m->name, ids, n, &len)
+                                 : tokens_json(m->name, ids, n, &len);
     free(ids);
     oai_tokenize_request_clear(&t);
     if (st != TS_OK) {
@@ -203,6 +205,13 @@ enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
             !cJSON_AddItemToObject(j, "prompt", prompt)) {
             if (!j || !cJSON_GetObjectItem(j, "prompt"))
                 cJSON_Delete(prompt);
+            cJSON_Delete(j);
+            j = NULL;
+        }
+        /* llama.cpp's clients read the text as "content" */
+        cJSON *content = j ? cJSON_Duplicate(prompt, false) : NULL;
+        if (j && (!content || !cJSON_AddItemToObject(j, "content", content))) {
+            cJSON_Delete(content);
             cJSON_Delete(j);
             j = NULL;
         }
