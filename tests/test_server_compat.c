@@ -1,7 +1,7 @@
 /* test_server_compat.c: drop-in details of the other APIs over HTTP: Anthropic's
  * stop_reason and stop_sequence (whole and streamed) and /v1/messages/count_tokens, the
- * Responses API's incomplete answers and usage, and llama.cpp's /completion, /tokenize,
- * /detokenize and /props. */
+ * Responses API's incomplete answers and usage, llama.cpp's /completion, /tokenize,
+ * /detokenize and /props, and vLLM's prompt_logprobs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -386,6 +386,121 @@ static void test_llama_tokenize_props(void **state)
     sv_answer_free(&a);
 }
 
+/* ---- vLLM's prompt_logprobs */
+
+#define STORY "Once upon a time, there was a little girl"
+
+/* Checks list against the prompt ids (n of them): null first, then each entry keyed by
+ * its prompt token with a rank, up to k alternatives more; returns the entries' logprobs
+ * of the prompt tokens in lps[1..]. */
+static void check_plp(const cJSON *list, const cJSON *ids, int n, int k, double *lps)
+{
+    assert_int_equal(cJSON_GetArraySize(list), n);
+    assert_true(cJSON_IsNull(cJSON_GetArrayItem(list, 0)));
+    for (int i = 1; i < n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(list, i);
+        char key[16];
+        snprintf(key, sizeof key, "%d", cJSON_GetArrayItem(ids, i)->valueint);
+        const cJSON *own = get(e, key);
+        if (!own)
+            fail_msg("prompt token %d (%s) missing from its entry", i, key);
+        int rank = num(own, "rank");
+        assert_true(rank >= 1);
+        assert_true(get(own, "logprob")->valuedouble <= 0);
+        assert_true(cJSON_IsString(get(own, "decoded_token")));
+        lps[i] = get(own, "logprob")->valuedouble;
+        int size = cJSON_GetArraySize(e);
+        assert_true(size == k || size == k + 1); /* the prompt's own token among them or not */
+        assert_true(size == k + 1 || rank <= k);
+        /* the alternatives are ranks 1..k, most likely first */
+        double prev = 0;
+        for (int r = 1; r <= k; r++) {
+            const cJSON *c;
+            bool found = false;
+            cJSON_ArrayForEach(c, e) if (num(c, "rank") == r && (c != own || r == rank))
+            {
+                assert_true(r == 1 || get(c, "logprob")->valuedouble <= prev + 1e-6);
+                prev = get(c, "logprob")->valuedouble;
+                found = true;
+                break;
+            }
+            assert_true(found);
+        }
+    }
+}
+
+static void test_prompt_logprobs(void **state)
+{
+    (void)state;
+    sv_answer t, a, echo;
+    post("/tokenize", "{\"prompt\":\"" STORY "\"}", 200, &t);
+    const cJSON *ids = get(t.json, "tokens");
+    int n = cJSON_GetArraySize(ids);
+    double lps[64] = {0};
+    assert_true(n > 2 && n < 64);
+
+    post("/v1/completions", "{\"prompt\":\"" STORY "\",\"max_tokens\":2,\"prompt_logprobs\":2}",
+         200, &a);
+    assert_int_equal(num(get(a.json, "usage"), "prompt_tokens"), n);
+    const cJSON *c0 = cJSON_GetArrayItem(get(a.json, "choices"), 0);
+    check_plp(get(c0, "prompt_logprobs"), ids, n, 2, lps);
+    assert_true(cJSON_IsNull(get(c0, "logprobs"))); /* the completion's were not asked for */
+    /* the same scores echo gives */
+    post("/v1/completions",
+         "{\"prompt\":\"" STORY "\",\"max_tokens\":0,\"echo\":true,\"logprobs\":0}", 200, &echo);
+    const cJSON *tl = get(get(cJSON_GetArrayItem(get(echo.json, "choices"), 0), "logprobs"),
+                          "token_logprobs");
+    assert_int_equal(cJSON_GetArraySize(tl), n);
+    for (int i = 1; i < n; i++)
+        assert_float_equal(cJSON_GetArrayItem(tl, i)->valuedouble, lps[i], 1e-4);
+    sv_answer_free(&echo);
+    sv_answer_free(&a);
+
+    /* 0: the prompt's own token only; with logprobs asked for too, the same count */
+    post("/v1/completions", "{\"prompt\":\"" STORY "\",\"max_tokens\":1,\"prompt_logprobs\":0}",
+         200, &a);
+    check_plp(get(cJSON_GetArrayItem(get(a.json, "choices"), 0), "prompt_logprobs"), ids, n, 0,
+              lps);
+    sv_answer_free(&a);
+    post("/v1/completions",
+         "{\"prompt\":\"" STORY "\",\"max_tokens\":1,\"prompt_logprobs\":1,\"logprobs\":1}", 200,
+         &a);
+    c0 = cJSON_GetArrayItem(get(a.json, "choices"), 0);
+    check_plp(get(c0, "prompt_logprobs"), ids, n, 1, lps);
+    assert_true(cJSON_IsObject(get(c0, "logprobs")));
+    sv_answer_free(&a);
+    sv_answer_free(&t);
+
+    /* a chat: the rendered prompt's tokens, the list beside the choices */
+    post("/v1/chat/completions",
+         "{\"max_tokens\":1,\"prompt_logprobs\":3," USER_ONCE "}", 200, &a);
+    const cJSON *list = get(a.json, "prompt_logprobs");
+    assert_int_equal(cJSON_GetArraySize(list), num(get(a.json, "usage"), "prompt_tokens"));
+    assert_true(cJSON_IsNull(cJSON_GetArrayItem(list, 0)));
+    int size = cJSON_GetArraySize(cJSON_GetArrayItem(list, 1));
+    assert_true(size == 3 || size == 4);
+    sv_answer_free(&a);
+
+    /* bounded, and refused where it cannot be honoured */
+    static const char *const bad[] = {
+        "{\"prompt\":\"x\",\"prompt_logprobs\":21}",
+        "{\"prompt\":\"x\",\"prompt_logprobs\":-1}",
+        "{\"prompt\":\"x\",\"prompt_logprobs\":1.5}",
+        "{\"prompt\":\"x\",\"prompt_logprobs\":\"5\"}",
+        "{\"prompt\":\"x\",\"prompt_logprobs\":2,\"logprobs\":3}",
+        "{\"prompt\":\"x\",\"prompt_logprobs\":2,\"stream\":true}",
+        "{\"prompt\":\"x\",\"prompt_logprobs\":2,\"n\":2}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        post("/v1/completions", bad[i], 400, &a);
+        assert_string_equal(str(get(a.json, "error"), "param"), "prompt_logprobs");
+        sv_answer_free(&a);
+    }
+    post("/v1/completions", "{\"prompt\":\"x\",\"prompt_logprobs\":21}", 400, &a);
+    assert_non_null(strstr(str(get(a.json, "error"), "message"), "20"));
+    sv_answer_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_responses_incomplete),
         cmocka_unit_test(test_llama_completion),
         cmocka_unit_test(test_llama_tokenize_props),
+        cmocka_unit_test(test_prompt_logprobs),
     };
     return cmocka_run_group_tests_name("server_compat", tests, sv_setup_group,
                                        sv_teardown_group);

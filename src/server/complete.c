@@ -54,9 +54,11 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     if (ev->index < 0 || ev->index >= j->oreq.n)
         return true;
     choice_acc *a = &j->acc[ev->index];
-    if (ev->kind == TS_EVENT_PROMPT) { /* echo: a prompt token's logprobs */
-        reserve(j, 48 + 48 * (size_t)ev->n_top);
-        return echo_collect(j, ev);
+    if (ev->kind == TS_EVENT_PROMPT) { /* echo, prompt_logprobs: a prompt token's scores */
+        reserve(j, 64 + 64 * (size_t)ev->n_top);
+        if (j->oreq.prompt_logprobs && !plp_collect(j, ev))
+            return false;
+        return !j->oreq.echo || echo_collect(j, ev);
     }
     /* What the event costs in the JSON answer: text escaped, a logprob entry per token. */
     size_t cost = 2 * ev->text_len;
@@ -147,7 +149,8 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.prompt = ids;
     p.n_prompt = n;
     p.max_tokens = r->score_only ? 0 : max_tokens;
-    p.prompt_logprobs = r->echo && (r->sampling.logprobs || r->score_only);
+    p.prompt_logprobs =
+        (r->echo && (r->sampling.logprobs || r->score_only)) || r->prompt_logprobs;
     p.sampling = r->sampling;
     for (int i = 0; i < r->n_stop; i++)
         p.stop[i] = r->stop[i];
@@ -245,6 +248,8 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
                                   : oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
     for (int i = 0; i < j->oreq.n; i++)
         free(calls[i]);
+    if (json && j->oreq.prompt_logprobs && j->api == API_CHAT)
+        json = plp_attach(j, json);
     size_t len = json ? strlen(json) : 0;
     if (len > j->held) { /* the estimate was low: the total counts the real size */
         atomic_fetch_add(&j->srv->answer_bytes, len - j->held);
@@ -409,6 +414,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     free(j->out);
     api_stream_free(&j->api_out);
     echo_free(j);
+    free(j->vlps);
     oai_request_clear(&j->oreq);
     free(j);
 }

@@ -34,6 +34,15 @@ typedef struct choice_acc {
     size_t n_calls, cap_calls;
 } choice_acc;
 
+/* A prompt token's score for vLLM's prompt_logprobs (a PROMPT event's). */
+typedef struct plp_entry {
+    int32_t token;
+    float logprob;
+    int rank;
+    int n_top;
+    ts_logprob top[TS_MAX_TOP_LOGPROBS]; /* (n_top) */
+} plp_entry;
+
 struct srv_job {
     ts_server *srv;
     srv_model *model;
@@ -74,7 +83,18 @@ struct srv_job {
     size_t n_plps, cap_plps;
     char *echo_out;           /* owned: the answer's text, prompt then completion */
     oai_token_logprob *echo_lps; /* owned: the answer's logprobs, prompt then completion */
+    plp_entry *vlps;          /* (n_vlps) owned: prompt_logprobs' scores, from the second
+                               * prompt token on */
+    size_t n_vlps, cap_vlps;
 };
+
+/* ---- prompt_logprobs.c */
+
+/* A PROMPT event into j->vlps; false when out of memory. */
+bool plp_collect(srv_job *j, const ts_event *ev);
+/* The whole answer json (malloc'd, taken) with "prompt_logprobs" added (in the choice of
+ * a completion, at the top of a chat); NULL when out of memory. */
+char *plp_attach(const srv_job *j, char *json);
 
 /* ---- echo.c */
 

@@ -475,6 +475,7 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         read_sampling(root, r, err) != TS_OK || read_stop(root, r, err) != TS_OK ||
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
         read_stream(root, r, err) != TS_OK ||
+        oai_read_prompt_logprobs(root, r, err) != TS_OK ||
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
         read_bool(root, "speculative", &r->speculative, err) != TS_OK ||
         read_string(root, "user", &r->user, err) != TS_OK ||
