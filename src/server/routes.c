@@ -190,8 +190,9 @@ enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
             return srv_send_error(mc, c, &e);
         }
     size_t need = ts_detokenize(tok, d.tokens, d.n_tokens, NULL, 0);
-    /* the text, and its JSON answer: up to 6 bytes a byte (\u00XX) */
-    if (!srv_reserve(c, need * 7 + ROUTE_FIXED_BYTES, &e)) {
+    /* the text, and its JSON answer holding it twice ("prompt", and "content" for
+     * llama.cpp's clients): up to 6 bytes a byte each (\u00XX) */
+    if (!srv_reserve(c, need * 13 + ROUTE_FIXED_BYTES, &e)) {
         oai_detokenize_request_clear(&d);
         return srv_send_error(mc, c, &e);
     }
