@@ -319,8 +319,26 @@ static void test_llama_completion(void **state)
     sv_answer_free(&b);
     sv_answer_free(&a);
 
+    /* no n_predict: until the context is full (a prompt 8 tokens short of it) */
+    int ctx = ts_model_get_config(eu_model)->context_len;
+    strbuf big = {0};
+    strbuf_addf(&big, "{\"temperature\":0,\"ignore_eos\":true,\"prompt\":[1");
+    for (int i = 1; i < ctx - 8; i++)
+        strbuf_addf(&big, ",%d", 300 + i % 100);
+    strbuf_addf(&big, "]}");
+    assert_false(big.failed);
+    post("/completion", big.s, 200, &a);
+    assert_int_equal(num(a.json, "tokens_evaluated"), ctx - 8);
+    assert_int_equal(num(a.json, "tokens_predicted"), 8);
+    assert_string_equal(str(a.json, "stop_type"), "limit");
+    sv_answer_free(&a);
+    strbuf_free(&big);
+
     /* errors name llama.cpp's field */
     post("/completion", "{" ONCE ",\"n_predict\":\"many\"}", 400, &a);
+    assert_string_equal(str(get(a.json, "error"), "param"), "n_predict");
+    sv_answer_free(&a);
+    post("/completion", "{" ONCE ",\"n_predict\":0}", 400, &a);
     assert_string_equal(str(get(a.json, "error"), "param"), "n_predict");
     sv_answer_free(&a);
     post("/completion", "{\"n_predict\":4}", 400, &a);
