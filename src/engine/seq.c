@@ -257,24 +257,14 @@ ts_status engine_seq_text(seq *s, const char *bytes, size_t len, char **out, siz
 
 /* ---- the end */
 
-/* The index in r->stop of the string s's matcher stopped on, or -1: the matcher numbers
- * only the non-empty strings. */
-static int matched_stop(const ts_request *r, const seq *s)
-{
-    if (!s->stop.stopped || s->stop.which < 0)
-        return -1;
-    for (int i = 0, k = 0; i < r->n_stop; i++)
-        if (r->stop[i][0] && k++ == s->stop.which)
-            return i;
-    return -1;
-}
-
 void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why)
 {
     job *j = s->job;
     ts_request *r = j->req;
     ts_event ev = {.kind = TS_EVENT_DONE, .finish = why, .prompt_tokens = r->n_prompt,
-                   .cached_tokens = j->cached_tokens, .stop_index = matched_stop(r, s)};
+                   .cached_tokens = j->cached_tokens,
+                   /* the matcher holds r->stop in order: submit refuses empty strings */
+                   .stop_index = s->stop.stopped ? s->stop.which : -1};
     /* Text held back (an unfinished character, a possible stop string) is released at the
      * end unless a stop string matched or the client cancelled. */
     if (why != TS_FINISH_CANCELLED && !s->stop.stopped) {
