@@ -119,9 +119,14 @@ static void test_messages_stop_reasons(void **state)
     post("/v1/messages", body, 200, &a);
     cJSON *start = sse_event(a.body.s, "message_start");
     assert_true(cJSON_IsNull(get(get(start, "message"), "stop_reason")));
+    const cJSON *su = get(get(start, "message"), "usage");
+    int input_tokens = num(su, "input_tokens");
+    assert_true(input_tokens > 0); /* the prompt's length, known at the start */
+    assert_int_equal(num(su, "output_tokens"), 0);
     assert_true(cJSON_IsNull(get(get(start, "message"), "stop_sequence")));
     cJSON_Delete(start);
     cJSON *d = sse_event(a.body.s, "message_delta");
+    assert_int_equal(num(get(d, "usage"), "input_tokens"), input_tokens);
     assert_string_equal(str(get(d, "delta"), "stop_reason"), "stop_sequence");
     assert_string_equal(str(get(d, "delta"), "stop_sequence"), stop);
     cJSON_Delete(d);

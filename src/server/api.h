@@ -73,6 +73,8 @@ typedef struct api_stream {
     int text_item;        /* the open text item or block, -1 for none */
     size_t item_start;    /* where the open text item's text starts in text */
     strbuf text;          /* the answer's text so far */
+    int prompt_tokens;    /* the prompt's length, known before the answer (Messages:
+                           * message_start's usage.input_tokens); 0: not known */
 } api_stream;
 
 /* Each appends its Server-Sent Events ("event: NAME\ndata: JSON\n\n") to out

@@ -465,9 +465,9 @@ static cJSON *tool_use_block(const oai_tool_call *c, bool with_input)
     return b;
 }
 
-/* The message object: started (a NULL: no content, no stop_reason) or answer a.
- */
-static cJSON *message_json(const oai_meta *m, const api_answer *a)
+/* The message object: started (a NULL: no content, no stop_reason, input_tokens
+ * the prompt's length) or answer a. */
+static cJSON *message_json(const oai_meta *m, const api_answer *a, int input_tokens)
 {
     cJSON *r = cJSON_CreateObject(), *content = NULL, *u = NULL;
     bool ok =
@@ -479,7 +479,7 @@ static cJSON *message_json(const oai_meta *m, const api_answer *a)
         (a ? cJSON_AddStringToObject(r, "stop_reason", stop_reason(a))
            : cJSON_AddNullToObject(r, "stop_reason")) &&
         add_stop_sequence(r, a) && (u = cJSON_AddObjectToObject(r, "usage")) &&
-        cJSON_AddNumberToObject(u, "input_tokens", a ? a->usage.prompt_tokens : 0) &&
+        cJSON_AddNumberToObject(u, "input_tokens", a ? a->usage.prompt_tokens : input_tokens) &&
         cJSON_AddNumberToObject(u, "output_tokens", a ? a->usage.completion_tokens : 0) &&
         cJSON_AddNumberToObject(u, "cache_read_input_tokens", a ? a->usage.cached_tokens : 0) &&
         cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
@@ -504,7 +504,7 @@ static cJSON *message_json(const oai_meta *m, const api_answer *a)
 
 static char *messages_json(const api_answer *a)
 {
-    cJSON *r = message_json(a->meta, a);
+    cJSON *r = message_json(a->meta, a, 0);
     char *s = r ? cJSON_PrintUnformatted(r) : NULL;
     cJSON_Delete(r);
     return s;
@@ -554,7 +554,7 @@ static cJSON *delta(const char *type, const char *field, const char *value, size
 
 static bool begin(api_stream *s, strbuf *out)
 {
-    cJSON *j = typed("message_start"), *m = message_json(s->meta, NULL);
+    cJSON *j = typed("message_start"), *m = message_json(s->meta, NULL, s->prompt_tokens);
     if (j && m && cJSON_AddItemToObject(j, "message", m))
         return api__sse(out, "message_start", j);
     cJSON_Delete(m);

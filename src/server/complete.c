@@ -331,6 +331,8 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
         st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
     if (st == TS_OK)
         st = submit(j, c, ids, n, &e);
+    if (st == TS_OK)
+        j->prompt_tokens = (int)n; /* before DONE says it: a stream's first event tells it */
     free(ids);
     if (st != TS_OK) {
         api_error_rename(api, &e);
