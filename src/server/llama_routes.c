@@ -21,7 +21,7 @@ static cJSON *piece_json(const ts_tokenizer *tok, int32_t id)
         b = "", len = 0;
     cJSON *e = cJSON_CreateObject(), *piece = NULL;
     if (utf8_valid(b, len) && !memchr(b, 0, len)) {
-        piece = cJSON_CreateString(b); /* the token's bytes are NUL-terminated */
+        piece = oai_bytes_string(b, len); /* the bytes are not NUL-terminated */
     } else {
         piece = cJSON_CreateArray();
         for (size_t i = 0; piece && i < len; i++)
