@@ -324,20 +324,33 @@ static void test_llama_completion(void **state)
     sv_answer_free(&b);
     sv_answer_free(&a);
 
-    /* no n_predict: until the context is full (a prompt 8 tokens short of it) */
-    int ctx = ts_model_get_config(eu_model)->context_len;
-    strbuf big = {0};
-    strbuf_addf(&big, "{\"temperature\":0,\"ignore_eos\":true,\"prompt\":[1");
-    for (int i = 1; i < ctx - 8; i++)
-        strbuf_addf(&big, ",%d", 300 + i % 100);
-    strbuf_addf(&big, "]}");
-    assert_false(big.failed);
-    post("/completion", big.s, 200, &a);
-    assert_int_equal(num(a.json, "tokens_evaluated"), ctx - 8);
-    assert_int_equal(num(a.json, "tokens_predicted"), 8);
-    assert_string_equal(str(a.json, "stop_type"), "limit");
+    /* no n_predict: past /v1/completions' default of 16 (until the context is full), here
+     * up to a stop word first seen after the 17th token */
+    post("/completion", "{" ONCE ",\"ignore_eos\":true,\"n_predict\":17}", 200, &a);
+    post("/completion", "{" ONCE ",\"ignore_eos\":true,\"n_predict\":48}", 200, &b);
+    const char *c17 = str(a.json, "content"), *c48 = str(b.json, "content");
+    size_t at = strlen(c17);
+    assert_memory_equal(c17, c48, at);
+    char word[5] = "";
+    for (; !word[0] && at + 4 <= strlen(c48); at++) {
+        memcpy(word, c48 + at, 4);
+        if ((size_t)(strstr(c48, word) - c48) != at)
+            word[0] = 0; /* seen earlier: try the next one */
+    }
+    assert_true(word[0]);
+    cJSON *wb = cJSON_Parse("{" ONCE ",\"ignore_eos\":true}");
+    cJSON_AddItemToObject(wb, "stop", cJSON_CreateStringArray((const char *const[]){word}, 1));
+    char *wtext = cJSON_PrintUnformatted(wb);
+    cJSON_Delete(wb);
     sv_answer_free(&a);
-    strbuf_free(&big);
+    post("/completion", wtext, 200, &a);
+    free(wtext);
+    assert_string_equal(str(a.json, "stop_type"), "word");
+    assert_true(num(a.json, "tokens_predicted") >= 17);
+    assert_int_equal(strlen(str(a.json, "content")), at - 1); /* the loop passed the word */
+    assert_memory_equal(str(a.json, "content"), c48, at - 1);
+    sv_answer_free(&a);
+    sv_answer_free(&b);
 
     /* errors name llama.cpp's field */
     post("/completion", "{" ONCE ",\"n_predict\":\"many\"}", 400, &a);
