@@ -389,6 +389,18 @@ static void test_llama_tokenize_props(void **state)
     }
     assert_non_null(strstr(str(cJSON_GetArrayItem(pieces, 1), "piece"), "upon"));
     sv_answer_free(&b);
+    /* a character split over byte tokens: each piece its byte, as a number */
+    post("/tokenize", "{\"content\":\"\xc3\xa1\",\"with_pieces\":true}", 200, &b);
+    pieces = get(b.json, "tokens");
+    int n_pieces = cJSON_GetArraySize(pieces);
+    assert_true(n_pieces >= 2);
+    const cJSON *p1 = get(cJSON_GetArrayItem(pieces, n_pieces - 2), "piece");
+    const cJSON *p2 = get(cJSON_GetArrayItem(pieces, n_pieces - 1), "piece");
+    assert_true(cJSON_IsArray(p1) && cJSON_IsArray(p2));
+    assert_int_equal(cJSON_GetArraySize(p1), 1);
+    assert_int_equal(cJSON_GetArrayItem(p1, 0)->valueint, 0xc3);
+    assert_int_equal(cJSON_GetArrayItem(p2, 0)->valueint, 0xa1);
+    sv_answer_free(&b);
     /* /detokenize answers llama.cpp's "content" */
     char body[512];
     char *list = cJSON_PrintUnformatted(ids);

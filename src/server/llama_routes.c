@@ -8,19 +8,21 @@
 #include <cjson/cJSON.h>
 
 #include "common/build_info.h"
+#include "common/strbuf.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
 #include "tokenizer/vocab.h"
 
-/* {"id": id, "piece": its text, or its bytes as numbers when they are not valid UTF-8}. */
-static cJSON *piece_json(const ts_tokenizer *tok, int32_t id)
+/* The JSON of token id's piece: its text, or its bytes as numbers when they are not
+ * valid UTF-8; NULL out of memory. */
+static char *piece_literal(const ts_tokenizer *tok, int32_t id)
 {
     size_t len = 0;
     const char *b = ts_token_bytes(tok, id, &len);
     if (!b)
         b = "", len = 0;
-    cJSON *e = cJSON_CreateObject(), *piece = NULL;
-    if (utf8_valid(b, len) && !memchr(b, 0, len)) {
+    cJSON *piece = NULL;
+    if (utf8_valid(b, len)) {
         piece = oai_bytes_string(b, len); /* the bytes are not NUL-terminated */
     } else {
         piece = cJSON_CreateArray();
@@ -30,33 +32,39 @@ static cJSON *piece_json(const ts_tokenizer *tok, int32_t id)
                 piece = NULL;
             }
     }
-    if (!e || !piece || !cJSON_AddNumberToObject(e, "id", id) ||
-        !cJSON_AddItemToObject(e, "piece", piece)) {
-        if (!cJSON_GetObjectItemCaseSensitive(e, "piece"))
-            cJSON_Delete(piece);
-        cJSON_Delete(e);
-        return NULL;
-    }
-    return e;
+    char *s = piece ? cJSON_PrintUnformatted(piece) : NULL;
+    cJSON_Delete(piece);
+    return s;
 }
 
+/* Written token by token, as routes.c's ids: a cJSON tree would hold ~250 bytes a
+ * token. */
 char *llama_pieces_json(const ts_tokenizer *tok, const char *model, const int32_t *ids,
                         size_t n, size_t *len)
 {
-    cJSON *j = cJSON_CreateObject(), *list = NULL;
-    bool ok = j && cJSON_AddStringToObject(j, "model", model) &&
-              cJSON_AddNumberToObject(j, "count", (double)n) &&
-              (list = cJSON_AddArrayToObject(j, "tokens"));
-    for (size_t i = 0; ok && i < n; i++) {
-        cJSON *e = piece_json(tok, ids[i]);
-        ok = e && cJSON_AddItemToArray(list, e);
-        if (!ok)
-            cJSON_Delete(e);
+    cJSON *name = cJSON_CreateString(model);
+    char *quoted = name ? cJSON_PrintUnformatted(name) : NULL;
+    cJSON_Delete(name);
+    strbuf b = {0};
+    if (quoted)
+        strbuf_addf(&b, "{\"model\":%s,\"count\":%zu,\"tokens\":[", quoted, n);
+    free(quoted);
+    for (size_t i = 0; b.s && !b.failed && i < n; i++) {
+        char *piece = piece_literal(tok, ids[i]);
+        if (!piece)
+            b.failed = true;
+        else
+            strbuf_addf(&b, "%s{\"id\":%d,\"piece\":%s}", i ? "," : "", (int)ids[i], piece);
+        free(piece);
     }
-    char *s = ok ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    *len = s ? strlen(s) : 0;
-    return s;
+    if (b.s)
+        strbuf_addf(&b, "]}");
+    if (!b.s || b.failed) {
+        strbuf_free(&b);
+        return NULL;
+    }
+    *len = b.len;
+    return b.s;
 }
 
 /* The token's text as the vocabulary spells it ("<s>"; "" for none). */

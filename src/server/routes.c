@@ -115,6 +115,9 @@ enum MHD_Result routes_model(struct MHD_Connection *mc, srv_conn *c)
  * work and ids (a 1 MB text peaks at ~38 MB of RSS) and the answer (a token per byte at
  * most, each up to 10 digits and a comma). */
 enum { TOKENIZE_BYTES_PER_BYTE = 36 + 11, ROUTE_FIXED_BYTES = 4096 };
+/* The same with llama.cpp's with_pieces: a token of one byte answered as
+ * {"id":N,"piece":"\u00XX"} or {"id":N,"piece":[255]}. */
+enum { TOKENIZE_PIECES_BYTES_PER_BYTE = 36 + 32 };
 
 /* {"model": ..., "count": n, "tokens": [ids]} written directly: a cJSON number per token
  * held ~64 bytes each (a 1 MiB text made a 60 MiB tree). NULL when out of memory. */
@@ -147,7 +150,8 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
         return srv_send_error(mc, c, &e);
     srv_model *m = srv_find_model(c->srv, t.model, &e);
     size_t text_len = t.text ? strlen(t.text) : 0;
-    if (!m || !srv_reserve(c, text_len * TOKENIZE_BYTES_PER_BYTE + ROUTE_FIXED_BYTES, &e)) {
+    size_t per_byte = t.with_pieces ? TOKENIZE_PIECES_BYTES_PER_BYTE : TOKENIZE_BYTES_PER_BYTE;
+    if (!m || !srv_reserve(c, text_len * per_byte + ROUTE_FIXED_BYTES, &e)) {
         oai_tokenize_request_clear(&t);
         return srv_send_error(mc, c, &e);
     }

@@ -193,8 +193,8 @@ srv_handler count_tokens_route;
 /* ---- llama_routes.c: llama.cpp's GET /props, and /tokenize's with_pieces answer */
 srv_handler routes_props;
 /* {"model", "count", "tokens": [{"id", "piece"}]} for the n ids (borrowed) of tok: the
- * piece a string, or its bytes where they are not valid UTF-8; malloc'd, *len its length;
- * NULL out of memory. */
+ * piece a string, or its bytes as numbers where they are not valid UTF-8; malloc'd, *len
+ * its length (about 30 bytes a token of one byte); NULL out of memory. */
 char *llama_pieces_json(const ts_tokenizer *tok, const char *model, const int32_t *ids,
                         size_t n, size_t *len);
 
