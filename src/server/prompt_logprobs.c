@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/strbuf.h"
 #include "server/job.h"
 
 /* ---- the field */
@@ -62,61 +63,63 @@ bool plp_collect(srv_job *j, const ts_event *ev)
 
 /* ---- the answer (n is 1: the field refuses more) */
 
-/* Adds "id": {"logprob", "rank", "decoded_token"} to o (no-op when id is there). */
-static bool add_candidate(cJSON *o, const ts_tokenizer *tok, int32_t id, float logprob, int rank)
+enum { PLP_FLOOR = -9999 }; /* what OpenAI writes for a token ruled out (-infinity) */
+
+/* Appends "id":{"decoded_token","logprob","rank"} (a comma first unless first). */
+static void add_candidate(strbuf *b, const ts_tokenizer *tok, int32_t id, float logprob,
+                          int rank, bool first)
 {
-    char key[16];
-    snprintf(key, sizeof key, "%d", (int)id);
-    if (cJSON_GetObjectItemCaseSensitive(o, key))
-        return true;
     size_t len = 0;
-    const char *b = ts_token_bytes(tok, id, &len);
-    cJSON *c = cJSON_CreateObject(), *text = oai_bytes_string(b ? b : "", b ? len : 0);
-    bool ok = c && text && cJSON_AddItemToObject(c, "decoded_token", text);
-    if (!ok)
-        cJSON_Delete(text);
-    ok = ok && cJSON_AddNumberToObject(c, "logprob", logprob) &&
-         cJSON_AddNumberToObject(c, "rank", rank) && cJSON_AddItemToObject(o, key, c);
-    if (!ok)
-        cJSON_Delete(c);
-    return ok;
+    const char *bytes = ts_token_bytes(tok, id, &len);
+    cJSON *text = oai_bytes_string(bytes ? bytes : "", bytes ? len : 0);
+    char *lit = text ? cJSON_PrintUnformatted(text) : NULL;
+    cJSON_Delete(text);
+    if (!lit) {
+        b->failed = true;
+        return;
+    }
+    double lp = logprob >= PLP_FLOOR ? (double)logprob : PLP_FLOOR;
+    strbuf_addf(b, "%s\"%d\":{\"decoded_token\":%s,\"logprob\":%.6g,\"rank\":%d}",
+                first ? "" : ",", (int)id, lit, lp, rank);
+    free(lit);
 }
 
-/* [null, {...}, ...]: one entry per prompt token; NULL out of memory. */
-static cJSON *plp_list(const srv_job *j)
+/* [null, {...}, ...]: one entry per prompt token, written as text (a cJSON tree would
+ * hold ~250 bytes a candidate); malloc'd, NULL out of memory. */
+static char *plp_list(const srv_job *j)
 {
-    cJSON *list = cJSON_CreateArray();
-    bool ok = list && cJSON_AddItemToArray(list, cJSON_CreateNull());
-    for (size_t k = 0; ok && k < j->n_vlps; k++) {
+    strbuf b = {0};
+    strbuf_addf(&b, "[null");
+    for (size_t k = 0; !b.failed && k < j->n_vlps; k++) {
         const plp_entry *p = &j->vlps[k];
-        cJSON *o = cJSON_CreateObject();
-        ok = o && add_candidate(o, j->tok, p->token, p->logprob, p->rank);
-        for (int i = 0; ok && i < p->n_top; i++)
-            ok = add_candidate(o, j->tok, p->top[i].token, p->top[i].logprob, i + 1);
-        ok = ok && cJSON_AddItemToArray(list, o);
-        if (!ok)
-            cJSON_Delete(o);
+        strbuf_addf(&b, ",{");
+        add_candidate(&b, j->tok, p->token, p->logprob, p->rank, true);
+        for (int i = 0; i < p->n_top; i++)
+            if (p->top[i].token != p->token) /* the prompt's own token is there already */
+                add_candidate(&b, j->tok, p->top[i].token, p->top[i].logprob, i + 1, false);
+        strbuf_addf(&b, "}");
     }
-    if (!ok) {
-        cJSON_Delete(list);
+    strbuf_addf(&b, "]");
+    if (b.failed) {
+        strbuf_free(&b);
         return NULL;
     }
-    return list;
+    return b.s;
 }
 
 char *plp_attach(const srv_job *j, char *json)
 {
     cJSON *root = json ? cJSON_Parse(json) : NULL;
     free(json);
-    cJSON *list = root ? plp_list(j) : NULL;
+    char *text = root ? plp_list(j) : NULL;
+    cJSON *list = text ? cJSON_CreateRaw(text) : NULL;
+    free(text);
     /* a completion's list goes in its choice, a chat's beside the choices (vLLM's places) */
-    cJSON *at = j->oreq.kind == OAI_CHAT
-                    ? root
-                    : cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "choices"), 0);
+    cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "choices"), 0);
+    cJSON *at = j->oreq.kind == OAI_CHAT ? root : choice;
     bool ok = list && at && cJSON_AddItemToObject(at, "prompt_logprobs", list);
     if (!ok)
         cJSON_Delete(list);
-    cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "choices"), 0);
     if (ok && j->oreq.prompt_logprobs_only && /* the completion's were not asked for */
         cJSON_GetObjectItemCaseSensitive(choice, "logprobs"))
         ok = cJSON_ReplaceItemInObjectCaseSensitive(choice, "logprobs", cJSON_CreateNull());
