@@ -11,7 +11,6 @@
 #include "common/strbuf.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
-#include "tokenizer/vocab.h"
 
 /* The JSON of token id's piece: its text, or its bytes as numbers when they are not
  * valid UTF-8; NULL out of memory. */
@@ -70,9 +69,8 @@ char *llama_pieces_json(const ts_tokenizer *tok, const char *model, const int32_
 /* The token's text as the vocabulary spells it ("<s>"; "" for none). */
 static bool add_token_text(cJSON *o, const char *key, const ts_tokenizer *tok, int32_t id)
 {
-    const tokenizer_vocab *v = tokenizer_get_vocab(tok);
-    const char *t = id >= 0 && id < v->n_tokens ? v->tokens[id].text : NULL;
-    cJSON *s = oai_bytes_string(t ? t : "", t ? strlen(t) : 0);
+    const char *t = id >= 0 ? ts_token_text(tok, id) : "";
+    cJSON *s = oai_bytes_string(t, strlen(t));
     if (!s || !cJSON_AddItemToObject(o, key, s)) {
         cJSON_Delete(s);
         return false;
