@@ -116,6 +116,7 @@ void eu_collect(ts_request *req, eu_result *r)
                 r->tokens[ev.index]++;
             } else {
                 r->finish[ev.index] = ev.finish;
+                r->stop_index[ev.index] = ev.stop_index;
                 r->n_done++;
             }
         }

@@ -27,6 +27,7 @@ typedef struct eu_result {
     char *text[TS_MAX_N];              /* concatenated TOKEN + DONE text per completion */
     int tokens[TS_MAX_N];              /* TOKEN events per completion */
     ts_finish_reason finish[TS_MAX_N];
+    int stop_index[TS_MAX_N];          /* the DONE event's: the stop string that ended it */
     int n_done;                        /* DONE events */
     bool error;                        /* an ERROR event came */
     ts_status error_status;

@@ -57,6 +57,7 @@ static void test_golden_texts_alone_and_together(void **state)
         assert_false(r.error);
         assert_string_equal(r.text[0], expected[i]);
         assert_int_equal(r.finish[0], TS_FINISH_LENGTH);
+        assert_int_equal(r.stop_index[0], -1);
         eu_result_free(&r);
     }
     /* together, three copies of each */
@@ -250,6 +251,7 @@ static void test_stop_string_across_tokens(void **state)
         eu_collect(req, &r);
         ts_request_release(req);
         assert_int_equal(r.finish[0], TS_FINISH_STOP);
+        assert_int_equal(r.stop_index[0], 1); /* the second string matched */
         assert_int_equal(strlen(r.text[0]), (size_t)(first - ref));
         assert_memory_equal(r.text[0], ref, (size_t)(first - ref));
         eu_result_free(&r);

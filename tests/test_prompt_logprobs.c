@@ -39,6 +39,14 @@ static void read_all(ts_request *req, scored *out)
             assert_int_equal(ev.index, 0);
             assert_int_equal(ev.n_top, TOP);
             out->prompt_after_token |= out->n_token > 0;
+            /* the rank: the token's place among the alternatives, or past them */
+            int at = 0;
+            while (at < ev.n_top && ev.top[at].token != ev.token)
+                at++;
+            if (at < ev.n_top)
+                assert_int_equal(ev.rank, at + 1);
+            else
+                assert_true(ev.rank > ev.n_top);
             out->token[out->n_prompt] = ev.token;
             out->logprob[out->n_prompt] = ev.logprob;
             out->top1[out->n_prompt++] = ev.top[0].token;

@@ -97,6 +97,12 @@ static void test_llama2c_specials(void **state)
     assert_int_equal(len, 0);
     ts_token_bytes(tok, -1, &len);
     assert_int_equal(len, 0);
+    /* the vocabulary's own spelling: control and byte tokens by name, '\u2581' kept */
+    assert_string_equal(ts_token_text(tok, 1), "<s>");
+    assert_string_equal(ts_token_text(tok, 3 + 0x41), "<0x41>");
+    assert_string_equal(ts_token_text(tok, 259), "\xe2\x96\x81t");
+    assert_string_equal(ts_token_text(tok, 512), "");
+    assert_string_equal(ts_token_text(tok, -1), "");
     ts_tokenizer_free(tok);
 }
 

@@ -75,6 +75,10 @@ ts_status ts_tokenize_alloc(const ts_tokenizer *tok, const char *text, size_t le
  * a UTF-8 character: join pieces before printing. */
 const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len);
 
+/* The token as the vocabulary spells it ("<s>", "▁upon", "<0x0A>"): NUL-terminated,
+ * borrowed for the tokenizer's life; "" for an id outside the vocabulary. */
+const char *ts_token_text(const ts_tokenizer *tok, int32_t id);
+
 /* Decodes ids into out (at most cap bytes, not NUL-terminated); returns the number of
  * bytes the whole text needs. For SentencePiece vocabularies that add a leading space,
  * the space of the first token is dropped, as SentencePiece does. */

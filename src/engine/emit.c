@@ -324,7 +324,17 @@ typedef struct score_item {
     int next;           /* the prompt position of the token scored */
     ts_status st;
     sampler_logprobs lp;
+    int rank;           /* 1 + the tokens of a higher logit than the one scored */
 } score_item;
+
+/* 1 + how many of the vocab logits are above token's. */
+static int rank_of(const float *logits, int vocab, int32_t token)
+{
+    int above = 0;
+    for (int v = 0; v < vocab; v++)
+        above += logits[v] > logits[token];
+    return 1 + above;
+}
 
 /* The step's rows whose next token is a prompt token not yet scored, into w (capacity:
  * every scored row of the step); returns their count. */
@@ -361,7 +371,8 @@ static void push_scored(ts_engine *e, seq *s, const score_item *w)
     for (int k = 0; k < n_top; k++)
         top[k] = (ts_logprob){w->lp.top[k].id, w->lp.top[k].logprob};
     if (!engine_alloc_ok(e) ||
-        request_push_prompt(s->job->req, w->lp.token, w->lp.logprob, top, n_top) != TS_OK) {
+        request_push_prompt(s->job->req, w->lp.token, w->lp.logprob, w->rank, top, n_top) !=
+            TS_OK) {
         engine_fail_request(e, s->job, TS_ERR_NOMEM, "out of memory queueing an event");
         return;
     }
@@ -392,6 +403,7 @@ void emit_prompt_logprobs(ts_engine *e, const fwd_batch *b, int n)
         seq *s = e->step.order[w[k].seq];
         w[k].st = sampler_score(&s->smp, &e->step.scratch[omp_get_thread_num()], &w[k].lp,
                                 w[k].logits, s->tokens[w[k].next], NULL);
+        w[k].rank = rank_of(w[k].logits, e->model->cfg.vocab_size, s->tokens[w[k].next]);
     }
     for (int k = 0; k < m; k++) {
         seq *s = e->step.order[w[k].seq];

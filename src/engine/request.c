@@ -128,10 +128,10 @@ ts_status request_push_token(ts_request *req, int index, const char *text, size_
     return request_push(req, &ev);
 }
 
-ts_status request_push_prompt(ts_request *req, int32_t token, float logprob,
+ts_status request_push_prompt(ts_request *req, int32_t token, float logprob, int rank,
                               const ts_logprob *top, int n_top)
 {
-    ts_event ev = {.kind = TS_EVENT_PROMPT, .token = token, .logprob = logprob};
+    ts_event ev = {.kind = TS_EVENT_PROMPT, .token = token, .logprob = logprob, .rank = rank};
     if (!(ev.text = calloc(1, 1)))
         return TS_ERR_NOMEM;
     ev.n_top = n_top;

@@ -59,8 +59,9 @@ ts_status request_create(const ts_request_params *params, uint64_t id, double no
 ts_status request_push(ts_request *req, ts_event *ev);
 
 /* Pushes a TOKEN event for completion index with a copy of len bytes of text. */
-/* Queues a PROMPT event: prompt token `token`'s log-probability and n_top alternatives. */
-ts_status request_push_prompt(ts_request *req, int32_t token, float logprob,
+/* Queues a PROMPT event: prompt token `token`'s log-probability, its rank and n_top
+ * alternatives. */
+ts_status request_push_prompt(ts_request *req, int32_t token, float logprob, int rank,
                               const ts_logprob *top, int n_top);
 ts_status request_push_token(ts_request *req, int index, const char *text, size_t len,
                              int32_t token, const float *logprob, const ts_logprob *top,

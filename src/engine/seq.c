@@ -264,7 +264,9 @@ void engine_finish_seq(ts_engine *e, seq *s, ts_finish_reason why)
     job *j = s->job;
     ts_request *r = j->req;
     ts_event ev = {.kind = TS_EVENT_DONE, .finish = why, .prompt_tokens = r->n_prompt,
-                   .cached_tokens = j->cached_tokens};
+                   .cached_tokens = j->cached_tokens,
+                   /* the matcher holds r->stop in order: submit refuses empty strings */
+                   .stop_index = s->stop.stopped ? s->stop.which : -1};
     /* Text held back (an unfinished character, a possible stop string) is released at the
      * end unless a stop string matched or the client cancelled. */
     if (why != TS_FINISH_CANCELLED && !s->stop.stopped) {

@@ -12,7 +12,9 @@
 
 static const api_ops *ops_of(api_kind k)
 {
-    return k == API_MESSAGES ? &api__messages_ops : &api__responses_ops;
+    return k == API_MESSAGES ? &api__messages_ops
+           : k == API_LLAMA  ? &api__llama_ops
+                             : &api__responses_ops;
 }
 
 void api__ignore(char *ignored, const char *name)
@@ -140,6 +142,9 @@ void api_error_rename(api_kind k, oai_error *e)
         {"max_tokens", "max_output_tokens"},
         {"messages", "input"},
     };
+    static const char *const llama[][2] = {
+        {"max_tokens", "n_predict"},
+    };
     static const char *const messages[][2] = {
         {"stop", "stop_sequences"},
         {"parameters", "input_schema"},
@@ -152,14 +157,20 @@ void api_error_rename(api_kind k, oai_error *e)
         if (k == API_RESPONSES)
             for (size_t i = 0; i < sizeof responses / sizeof responses[0]; i++)
                 replace_all(bufs[b], caps[b], responses[i][0], responses[i][1]);
+        else if (k == API_LLAMA)
+            for (size_t i = 0; i < sizeof llama / sizeof llama[0]; i++)
+                replace_all(bufs[b], caps[b], llama[i][0], llama[i][1]);
         else
             for (size_t i = 0; i < sizeof messages / sizeof messages[0]; i++)
                 replace_all(bufs[b], caps[b], messages[i][0], messages[i][1]);
     }
 }
 
-ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_request *out,
-                            oai_error *err)
+typedef ts_status to_chat_fn(const cJSON *root, cJSON **chat, char *ignored, oai_error *err);
+
+/* api_parse_request with the translation to_chat; k names the fields of errors. */
+static ts_status parse_with(api_kind k, to_chat_fn *to_chat, const char *body, size_t len,
+                            oai_request *out, oai_error *err)
 {
     memset(out, 0, sizeof *out);
     const char *end = NULL;
@@ -184,7 +195,7 @@ ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_reques
         oai_error_set(err, 400, NULL, "invalid_value",
                       "a string holds a NUL character (\\u0000), which is not accepted");
     else
-        st = ops_of(k)->to_chat(root, &chat, ignored, err);
+        st = to_chat(root, &chat, ignored, err);
     cJSON_Delete(root);
     char *text = st == TS_OK ? cJSON_PrintUnformatted(chat) : NULL;
     cJSON_Delete(chat);
@@ -192,14 +203,27 @@ ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_reques
         return oai_error_set(err, 500, NULL, NULL, "out of memory");
     if (st != TS_OK)
         return st;
-    st = oai_parse_request(OAI_CHAT, text, strlen(text), out, err);
+    st = oai_parse_request(k == API_LLAMA ? OAI_COMPLETION : OAI_CHAT, text, strlen(text), out,
+                           err);
     free(text);
     if (st != TS_OK) {
         api_error_rename(k, err);
         return st;
     }
-    memcpy(out->ignored, ignored, sizeof out->ignored);
+    if (k != API_LLAMA) /* its body went to the parser as it came: the parser's list */
+        memcpy(out->ignored, ignored, sizeof out->ignored);
     return TS_OK;
+}
+
+ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_request *out,
+                            oai_error *err)
+{
+    return parse_with(k, ops_of(k)->to_chat, body, len, out, err);
+}
+
+ts_status api_parse_count_tokens(const char *body, size_t len, oai_request *out, oai_error *err)
+{
+    return parse_with(API_MESSAGES, api__messages_count_to_chat, body, len, out, err);
 }
 
 /* Anthropic's error types by HTTP status. */

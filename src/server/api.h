@@ -17,15 +17,22 @@ typedef enum api_kind {
     API_CHAT,      /* /v1/chat/completions and /v1/completions (openai.h's shapes) */
     API_RESPONSES, /* OpenAI's Responses API, stateless */
     API_MESSAGES,  /* Anthropic's Messages API */
+    API_LLAMA,     /* llama.cpp's native /completion, over text completions */
 } api_kind;
 
 /* Parses a Responses or Messages body (len bytes, borrowed) into *out as the
- * chat request it stands for (out->kind OAI_CHAT, n 1). A field of the wrong
+ * chat request it stands for (out->kind OAI_CHAT, n 1); a /completion body
+ * (API_LLAMA) into the text completion it stands for (OAI_COMPLETION). A field of the wrong
  * shape or a feature tessera does not have (previous_response_id, store: true,
  * images, hosted tools) gives 400 naming the API's own field; unknown top-level
  * fields are listed in out->ignored. On failure *out is left cleared. */
 ts_status api_parse_request(api_kind k, const char *body, size_t len, oai_request *out,
                             oai_error *err);
+
+/* A body of Anthropic's POST /v1/messages/count_tokens: a Messages body whose
+ * max_tokens may be left out; the chat request it stands for, as above. */
+ts_status api_parse_count_tokens(const char *body, size_t len, oai_request *out,
+                                 oai_error *err);
 
 /* Renames what an error about the chat request says (param and message) to the API's own
  * fields: response_format.json_schema.schema -> text.format.schema, max_tokens ->
@@ -47,6 +54,9 @@ typedef struct api_answer {
     const oai_tool_call *calls; /* (n_calls) */
     size_t n_calls;
     oai_usage usage;
+    const char *stop_sequence; /* the stop string that ended the answer, or NULL */
+    const oai_token_logprob *logprobs; /* (n_logprobs) when asked for, else NULL */
+    size_t n_logprobs;
 } api_answer;
 
 /* The whole answer as the API writes it: a Responses "response" object or an
@@ -63,6 +73,8 @@ typedef struct api_stream {
     int text_item;        /* the open text item or block, -1 for none */
     size_t item_start;    /* where the open text item's text starts in text */
     strbuf text;          /* the answer's text so far */
+    int prompt_tokens;    /* the prompt's length, known before the answer (Messages:
+                           * message_start's usage.input_tokens); 0: not known */
 } api_stream;
 
 /* Each appends its Server-Sent Events ("event: NAME\ndata: JSON\n\n") to out
@@ -99,6 +111,11 @@ typedef struct api_ops {
 
 extern const api_ops api__responses_ops; /* api_responses.c */
 extern const api_ops api__messages_ops;  /* api_messages.c */
+extern const api_ops api__llama_ops;     /* api_llama.c */
+
+/* The Messages translation for count_tokens: max_tokens may be left out. */
+ts_status api__messages_count_to_chat(const struct cJSON *root, struct cJSON **chat,
+                                      char *ignored, oai_error *err);
 
 /* What an API does with one of its top-level fields. */
 typedef enum api_field_use {

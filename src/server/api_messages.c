@@ -248,10 +248,13 @@ static ts_status read_messages(const cJSON *root, cJSON *msgs, oai_error *err)
     return TS_OK;
 }
 
-/* max_tokens: required, as Anthropic's API wants it. */
-static ts_status read_max_tokens(const cJSON *root, cJSON *chat, oai_error *err)
+/* max_tokens: required to create a message, as Anthropic's API wants it; optional
+ * when only counting tokens. */
+static ts_status read_max_tokens(const cJSON *root, cJSON *chat, bool required, oai_error *err)
 {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+    if ((!mt || cJSON_IsNull(mt)) && !required)
+        return TS_OK;
     if (!mt || cJSON_IsNull(mt))
         return oai_error_set(err, 400, "max_tokens", "missing_required_parameter",
                              "'max_tokens' is required");
@@ -370,7 +373,8 @@ static ts_status read_thinking(const cJSON *root, oai_error *err)
                          "model; send {\"type\": \"disabled\"} or leave it out");
 }
 
-static ts_status messages_to_chat(const cJSON *root, cJSON **chat, char *ignored, oai_error *err)
+static ts_status to_chat(const cJSON *root, cJSON **chat, bool need_max_tokens, char *ignored,
+                         oai_error *err)
 {
     *chat = cJSON_CreateObject();
     cJSON *msgs = *chat ? cJSON_AddArrayToObject(*chat, "messages") : NULL;
@@ -378,7 +382,7 @@ static ts_status messages_to_chat(const cJSON *root, cJSON **chat, char *ignored
         return oom(err);
     ts_status st = api__fields(root, fields, sizeof fields / sizeof fields[0], *chat, ignored, err);
     if (st == TS_OK)
-        st = read_max_tokens(root, *chat, err);
+        st = read_max_tokens(root, *chat, need_max_tokens, err);
     if (st == TS_OK)
         st = read_thinking(root, err);
     if (st == TS_OK)
@@ -394,14 +398,36 @@ static ts_status messages_to_chat(const cJSON *root, cJSON **chat, char *ignored
     return st;
 }
 
+static ts_status messages_to_chat(const cJSON *root, cJSON **chat, char *ignored, oai_error *err)
+{
+    return to_chat(root, chat, true, ignored, err);
+}
+
+ts_status api__messages_count_to_chat(const cJSON *root, cJSON **chat, char *ignored,
+                                      oai_error *err)
+{
+    return to_chat(root, chat, false, ignored, err);
+}
+
 /* ---- the answer */
 
-/* Anthropic's stop_reason for chat's finish_reason. */
-static const char *stop_reason(const char *finish)
+/* Anthropic's stop_reason for an answer: the token limit, a tool call, one of
+ * stop_sequences, else the model's own end of turn. */
+static const char *stop_reason(const api_answer *a)
 {
-    return !strcmp(finish, "length")       ? "max_tokens"
-           : !strcmp(finish, "tool_calls") ? "tool_use"
-                                           : "end_turn";
+    return !strcmp(a->finish, "length")       ? "max_tokens"
+           : !strcmp(a->finish, "tool_calls") ? "tool_use"
+           : a->stop_sequence                 ? "stop_sequence"
+                                              : "end_turn";
+}
+
+/* Adds "stop_sequence": the matched string when a stop sequence ended answer a, else
+ * null (a NULL: not yet ended). */
+static bool add_stop_sequence(cJSON *o, const api_answer *a)
+{
+    bool matched = a && a->stop_sequence && !strcmp(stop_reason(a), "stop_sequence");
+    return matched ? cJSON_AddStringToObject(o, "stop_sequence", a->stop_sequence) != NULL
+                   : cJSON_AddNullToObject(o, "stop_sequence") != NULL;
 }
 
 /* {"type": "text", "text": text} (text NULL: ""). */
@@ -439,9 +465,9 @@ static cJSON *tool_use_block(const oai_tool_call *c, bool with_input)
     return b;
 }
 
-/* The message object: started (a NULL: no content, no stop_reason) or answer a.
- */
-static cJSON *message_json(const oai_meta *m, const api_answer *a)
+/* The message object: started (a NULL: no content, no stop_reason, input_tokens
+ * the prompt's length) or answer a. */
+static cJSON *message_json(const oai_meta *m, const api_answer *a, int input_tokens)
 {
     cJSON *r = cJSON_CreateObject(), *content = NULL, *u = NULL;
     bool ok =
@@ -450,10 +476,10 @@ static cJSON *message_json(const oai_meta *m, const api_answer *a)
         cJSON_AddStringToObject(r, "role", "assistant") &&
         cJSON_AddStringToObject(r, "model", m->model) &&
         (content = cJSON_AddArrayToObject(r, "content")) &&
-        (a ? cJSON_AddStringToObject(r, "stop_reason", stop_reason(a->finish))
+        (a ? cJSON_AddStringToObject(r, "stop_reason", stop_reason(a))
            : cJSON_AddNullToObject(r, "stop_reason")) &&
-        cJSON_AddNullToObject(r, "stop_sequence") && (u = cJSON_AddObjectToObject(r, "usage")) &&
-        cJSON_AddNumberToObject(u, "input_tokens", a ? a->usage.prompt_tokens : 0) &&
+        add_stop_sequence(r, a) && (u = cJSON_AddObjectToObject(r, "usage")) &&
+        cJSON_AddNumberToObject(u, "input_tokens", a ? a->usage.prompt_tokens : input_tokens) &&
         cJSON_AddNumberToObject(u, "output_tokens", a ? a->usage.completion_tokens : 0) &&
         cJSON_AddNumberToObject(u, "cache_read_input_tokens", a ? a->usage.cached_tokens : 0) &&
         cJSON_AddNumberToObject(u, "cache_creation_input_tokens", 0);
@@ -478,7 +504,7 @@ static cJSON *message_json(const oai_meta *m, const api_answer *a)
 
 static char *messages_json(const api_answer *a)
 {
-    cJSON *r = message_json(a->meta, a);
+    cJSON *r = message_json(a->meta, a, 0);
     char *s = r ? cJSON_PrintUnformatted(r) : NULL;
     cJSON_Delete(r);
     return s;
@@ -528,7 +554,7 @@ static cJSON *delta(const char *type, const char *field, const char *value, size
 
 static bool begin(api_stream *s, strbuf *out)
 {
-    cJSON *j = typed("message_start"), *m = message_json(s->meta, NULL);
+    cJSON *j = typed("message_start"), *m = message_json(s->meta, NULL, s->prompt_tokens);
     if (j && m && cJSON_AddItemToObject(j, "message", m))
         return api__sse(out, "message_start", j);
     cJSON_Delete(m);
@@ -586,8 +612,8 @@ static bool end(api_stream *s, const api_answer *a, strbuf *out)
     cJSON *j = typed("message_delta");
     cJSON *d = j ? cJSON_AddObjectToObject(j, "delta") : NULL;
     cJSON *u = j ? cJSON_AddObjectToObject(j, "usage") : NULL;
-    bool ok = d && u && cJSON_AddStringToObject(d, "stop_reason", stop_reason(a->finish)) &&
-              cJSON_AddNullToObject(d, "stop_sequence") &&
+    bool ok = d && u && cJSON_AddStringToObject(d, "stop_reason", stop_reason(a)) &&
+              add_stop_sequence(d, a) &&
               cJSON_AddNumberToObject(u, "input_tokens", a->usage.prompt_tokens) &&
               cJSON_AddNumberToObject(u, "output_tokens", a->usage.completion_tokens) &&
               cJSON_AddNumberToObject(u, "cache_read_input_tokens", a->usage.cached_tokens);

@@ -373,8 +373,9 @@ static void derived_id(char *out, size_t cap, const char *prefix, const char *id
     snprintf(out, cap, "%s%s", prefix, u ? u + 1 : id);
 }
 
-/* The message item of the answer's text. */
-static cJSON *message_json(const oai_meta *m, const char *text, size_t len, bool done)
+/* The message item of the answer's text; status "in_progress", "completed", or
+ * "incomplete" when max_output_tokens cut it. */
+static cJSON *message_json(const oai_meta *m, const char *text, size_t len, const char *status)
 {
     char id[64];
     derived_id(id, sizeof id, "msg_", m->id);
@@ -382,7 +383,7 @@ static cJSON *message_json(const oai_meta *m, const char *text, size_t len, bool
     cJSON *part = text ? cJSON_CreateObject() : NULL;
     bool ok = it && content && cJSON_AddStringToObject(it, "id", id) &&
               cJSON_AddStringToObject(it, "type", "message") &&
-              cJSON_AddStringToObject(it, "status", done ? "completed" : "in_progress") &&
+              cJSON_AddStringToObject(it, "status", status) &&
               cJSON_AddStringToObject(it, "role", "assistant");
     if (ok && part) {
         cJSON *s = oai_bytes_string(text, len);
@@ -448,7 +449,8 @@ static cJSON *response_json(const oai_meta *m, const api_answer *a)
     }
     if (ok && a) {
         if (a->text_len || !a->n_calls) {
-            cJSON *msg = message_json(m, a->text, a->text_len, true);
+            cJSON *msg = message_json(m, a->text, a->text_len,
+                                      strcmp(status, "incomplete") ? "completed" : "incomplete");
             ok = msg && cJSON_AddItemToArray(out, msg);
             if (!ok)
                 cJSON_Delete(msg);
@@ -560,8 +562,8 @@ static bool begin(api_stream *s, strbuf *out)
 }
 
 /* Closes the open text item: output_text.done, content_part.done,
- * output_item.done. */
-static bool close_text(api_stream *s, strbuf *out)
+ * output_item.done with the item's status. */
+static bool close_text(api_stream *s, const char *status, strbuf *out)
 {
     if (s->text_item < 0)
         return true;
@@ -589,7 +591,7 @@ static bool close_text(api_stream *s, strbuf *out)
            event(s, out, "response.content_part.done", pd) &&
            event(s, out, "response.output_item.done",
                  with_item(i, "item",
-                           message_json(s->meta, text, s->text.len - s->item_start, true)));
+                           message_json(s->meta, text, s->text.len - s->item_start, status)));
 }
 
 static bool text(api_stream *s, const char *t, size_t len, strbuf *out)
@@ -606,7 +608,7 @@ static bool text(api_stream *s, const char *t, size_t len, strbuf *out)
         if (!added)
             cJSON_Delete(part);
         if (!event(s, out, "response.output_item.added",
-                   with_item(s->text_item, "item", message_json(s->meta, NULL, 0, false))) ||
+                   with_item(s->text_item, "item", message_json(s->meta, NULL, 0, "in_progress"))) ||
             !event(s, out, "response.content_part.added", added))
             return false;
     }
@@ -628,7 +630,7 @@ static bool text(api_stream *s, const char *t, size_t len, strbuf *out)
 
 static bool call(api_stream *s, const oai_tool_call *c, strbuf *out)
 {
-    if (!close_text(s, out))
+    if (!close_text(s, "completed", out))
         return false;
     int i = s->n_items++;
     cJSON *delta = item_ref(s, i, c), *done = item_ref(s, i, c);
@@ -647,7 +649,7 @@ static bool call(api_stream *s, const oai_tool_call *c, strbuf *out)
 
 static bool end(api_stream *s, const api_answer *a, strbuf *out)
 {
-    if (!close_text(s, out))
+    if (!close_text(s, strcmp(a->finish, "length") ? "completed" : "incomplete", out))
         return false;
     api_answer whole = *a;
     whole.text = s->text.s ? s->text.s : "";

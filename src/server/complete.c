@@ -54,9 +54,11 @@ static bool collect_event(srv_job *j, const ts_event *ev)
     if (ev->index < 0 || ev->index >= j->oreq.n)
         return true;
     choice_acc *a = &j->acc[ev->index];
-    if (ev->kind == TS_EVENT_PROMPT) { /* echo: a prompt token's logprobs */
-        reserve(j, 48 + 48 * (size_t)ev->n_top);
-        return echo_collect(j, ev);
+    if (ev->kind == TS_EVENT_PROMPT) { /* echo, prompt_logprobs: a prompt token's scores */
+        reserve(j, 64 + 64 * (size_t)ev->n_top);
+        if (j->oreq.prompt_logprobs && !plp_collect(j, ev))
+            return false;
+        return !j->oreq.echo || echo_collect(j, ev);
     }
     /* What the event costs in the JSON answer: text escaped, a logprob entry per token. */
     size_t cost = 2 * ev->text_len;
@@ -125,7 +127,9 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
                              "the prompt has %zu tokens; this model's context is %d tokens", n,
                              ctx);
     int room = ctx - (int)n;
-    int max_tokens = r->max_tokens ? r->max_tokens : (r->kind == OAI_CHAT ? room : 16);
+    /* llama.cpp's /completion, like a chat, runs until the context is full by default */
+    bool to_full = r->kind == OAI_CHAT || j->api == API_LLAMA;
+    int max_tokens = r->max_tokens ? r->max_tokens : (to_full ? room : 16);
     if (max_tokens > room) {
         if (r->max_tokens)
             return oai_error_set(e, 400, "max_tokens", "context_length_exceeded",
@@ -145,7 +149,8 @@ static ts_status submit(srv_job *j, srv_conn *c, const int32_t *ids, size_t n, o
     p.prompt = ids;
     p.n_prompt = n;
     p.max_tokens = r->score_only ? 0 : max_tokens;
-    p.prompt_logprobs = r->echo && (r->sampling.logprobs || r->score_only);
+    p.prompt_logprobs =
+        (r->echo && (r->sampling.logprobs || r->score_only)) || r->prompt_logprobs;
     p.sampling = r->sampling;
     for (int i = 0; i < r->n_stop; i++)
         p.stop[i] = r->stop[i];
@@ -227,14 +232,24 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
             calls_ok = false; /* out of memory, answered as such below */
     }
     oai_usage u = job_usage(j);
-    api_answer an = {&j->meta, choices[0].text, choices[0].text_len, choices[0].finish_reason,
-                     choices[0].tool_calls, choices[0].n_tool_calls, u};
+    api_answer an = {&j->meta,
+                     choices[0].text,
+                     choices[0].text_len,
+                     choices[0].finish_reason,
+                     choices[0].tool_calls,
+                     choices[0].n_tool_calls,
+                     u,
+                     job_stop_sequence(j, &j->acc[0]),
+                     choices[0].logprobs,
+                     choices[0].n_logprobs};
     char *json = NULL;
     if (calls_ok)
         json = j->api != API_CHAT ? api_answer_json(j->api, &an)
                                   : oai_response_json(&j->meta, choices, (size_t)j->oreq.n, &u);
     for (int i = 0; i < j->oreq.n; i++)
         free(calls[i]);
+    if (json && j->oreq.prompt_logprobs && j->api == API_CHAT)
+        json = plp_attach(j, json);
     size_t len = json ? strlen(json) : 0;
     if (len > j->held) { /* the estimate was low: the total counts the real size */
         atomic_fetch_add(&j->srv->answer_bytes, len - j->held);
@@ -316,6 +331,8 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
         st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
     if (st == TS_OK)
         st = submit(j, c, ids, n, &e);
+    if (st == TS_OK)
+        j->prompt_tokens = (int)n; /* before DONE says it: a stream's first event tells it */
     free(ids);
     if (st != TS_OK) {
         api_error_rename(api, &e);
@@ -342,6 +359,11 @@ enum MHD_Result complete_responses(struct MHD_Connection *mc, srv_conn *c)
 enum MHD_Result complete_messages(struct MHD_Connection *mc, srv_conn *c)
 {
     return complete(mc, c, OAI_CHAT, API_MESSAGES);
+}
+
+enum MHD_Result complete_llama(struct MHD_Connection *mc, srv_conn *c)
+{
+    return complete(mc, c, OAI_COMPLETION, API_LLAMA);
 }
 
 void complete_cancel_all(ts_server *srv)
@@ -394,6 +416,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     free(j->out);
     api_stream_free(&j->api_out);
     echo_free(j);
+    free(j->vlps);
     oai_request_clear(&j->oreq);
     free(j);
 }

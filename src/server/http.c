@@ -50,6 +50,12 @@ static const http_route routes[] = {
      complete_responses},
     {"/v1/messages", "POST", METRICS_ROUTE_CHAT, ROUTE_BODY, AUTH_KEY, false, true,
      complete_messages},
+    {"/v1/messages/count_tokens", "POST", METRICS_ROUTE_TOKENIZE, ROUTE_BODY, AUTH_KEY, false,
+     false, count_tokens_route},
+    {"/completion", "POST", METRICS_ROUTE_COMPLETIONS, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_llama},
+    {"/completions", "POST", METRICS_ROUTE_COMPLETIONS, ROUTE_BODY, AUTH_KEY, false, true,
+     complete_llama},
     {"/v1/batch/chat/completions", "POST", METRICS_ROUTE_BATCH_CHAT, ROUTE_BODY, AUTH_KEY, true,
      true, complete_chat},
     {"/v1/batch/completions", "POST", METRICS_ROUTE_BATCH_COMPLETIONS, ROUTE_BODY, AUTH_KEY,
@@ -72,6 +78,7 @@ static const http_route routes[] = {
      routes_tokenize},
     {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE, ROUTE_BODY, AUTH_KEY, false, false,
      routes_detokenize},
+    {"/props", "GET", METRICS_ROUTE_OTHER, ROUTE_HEADERS, AUTH_KEY, false, false, routes_props},
     {"/apply-template", "POST", METRICS_ROUTE_OTHER, ROUTE_BODY, AUTH_KEY, false, false,
      routes_apply_template},
 };
@@ -389,6 +396,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
         c->entry = r;
         c->api = !r                                  ? API_CHAT
                  : r->handler == complete_messages  ? API_MESSAGES
+                 : r->handler == count_tokens_route ? API_MESSAGES
                  : r->handler == complete_responses ? API_RESPONSES
                                                     : API_CHAT;
         c->allow = r ? r->method : NULL;

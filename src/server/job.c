@@ -138,9 +138,16 @@ void job_record_done(srv_job *j, const ts_event *ev)
     choice_acc *a = &j->acc[ev->index];
     a->finish = a->n_calls && ev->finish != TS_FINISH_CANCELLED ? "tool_calls"
                                                                 : finish_name(ev->finish);
+    a->stop_index = ev->stop_index;
     j->prompt_tokens = ev->prompt_tokens;
     j->cached_tokens = ev->cached_tokens;
     j->completion_tokens += ev->completion_tokens;
+}
+
+const char *job_stop_sequence(const srv_job *j, const choice_acc *a)
+{
+    bool matched = a->finish && a->stop_index >= 0 && a->stop_index < j->oreq.n_stop;
+    return matched ? j->oreq.stop[a->stop_index] : NULL;
 }
 
 void job_record_error(srv_job *j, const ts_event *ev)

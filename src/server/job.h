@@ -24,6 +24,8 @@ typedef struct choice_acc {
     oai_token_logprob *lps;   /* (n_lps) when logprobs were asked for */
     size_t n_lps, cap_lps;
     const char *finish;       /* static; NULL until DONE */
+    int stop_index;           /* DONE: the index in oreq.stop of the stop string that
+                               * ended it, -1 when none did */
     size_t text_off;          /* streamed bytes so far (a whole answer has len) */
     double t_last;            /* time of the previous token (inter-token latency) */
     toolcall_parser tc;       /* the answer's tool calls, when job_tools_on */
@@ -31,6 +33,15 @@ typedef struct choice_acc {
     job_call *calls;          /* (n_calls) the answer's tool calls so far */
     size_t n_calls, cap_calls;
 } choice_acc;
+
+/* A prompt token's score for vLLM's prompt_logprobs (a PROMPT event's). */
+typedef struct plp_entry {
+    int32_t token;
+    float logprob;
+    int rank;
+    int n_top;
+    ts_logprob top[TS_MAX_TOP_LOGPROBS]; /* (n_top) */
+} plp_entry;
 
 struct srv_job {
     ts_server *srv;
@@ -72,7 +83,18 @@ struct srv_job {
     size_t n_plps, cap_plps;
     char *echo_out;           /* owned: the answer's text, prompt then completion */
     oai_token_logprob *echo_lps; /* owned: the answer's logprobs, prompt then completion */
+    plp_entry *vlps;          /* (n_vlps) owned: prompt_logprobs' scores, from the second
+                               * prompt token on */
+    size_t n_vlps, cap_vlps;
 };
+
+/* ---- prompt_logprobs.c */
+
+/* A PROMPT event into j->vlps; false when out of memory. */
+bool plp_collect(srv_job *j, const ts_event *ev);
+/* The whole answer json (malloc'd, taken) with "prompt_logprobs" added (in the choice of
+ * a completion, at the top of a chat); NULL when out of memory. */
+char *plp_attach(const srv_job *j, char *json);
 
 /* ---- echo.c */
 
@@ -112,8 +134,11 @@ void job_note_token_time(srv_job *j, choice_acc *a);
 oai_usage job_usage(const srv_job *j);
 
 /* A DONE event: the choice's finish reason ("tool_calls" when its answer called tools,
- * unless cancelled) and the usage. */
+ * unless cancelled), the stop string that ended it and the usage. */
 void job_record_done(srv_job *j, const ts_event *ev);
+
+/* The stop string that ended choice a (borrowed from j->oreq), or NULL. */
+const char *job_stop_sequence(const srv_job *j, const choice_acc *a);
 
 /* An ERROR event: the job fails with its status and message, logged. */
 void job_record_error(srv_job *j, const ts_event *ev);

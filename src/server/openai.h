@@ -100,6 +100,10 @@ typedef struct oai_request {
                                    * scored, nothing generated */
     bool echo;                    /* completions: the answer repeats the prompt (and its
                                    * tokens' logprobs) before the completion */
+    bool prompt_logprobs;         /* vLLM's prompt_logprobs given: each prompt token's
+                                   * logprob, rank and sampling.top_logprobs alternatives */
+    bool prompt_logprobs_only;    /* sampling.logprobs was set for them alone: the
+                                   * completion's logprobs are answered null */
     ts_sampling_params sampling;  /* temperature ... top_logprobs, checked by
                                    * ts_sampling_params_check; defaults elsewhere */
     char *stop[OAI_MAX_STOP];     /* (n_stop) owned, each 1..OAI_MAX_STOP_LEN bytes */
@@ -175,10 +179,16 @@ struct cJSON *oai_tools_schema(const oai_tools *t);
  * the caller's to cJSON_Delete. */
 ts_status oai_chat_vars(const struct cJSON *root, struct cJSON **out, oai_error *err);
 
+/* vLLM's "prompt_logprobs": k (0..OAI_MAX_TOP_LOGPROBS) alternatives per prompt token,
+ * into r->prompt_logprobs and r->sampling.top_logprobs (which logprobs, when also asked
+ * for, must equal). n > 1 and stream are refused with it (prompt_logprobs.c). */
+ts_status oai_read_prompt_logprobs(const struct cJSON *root, oai_request *r, oai_error *err);
+
 /* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
 void oai_request_clear(oai_request *r);
 
-/* POST /tokenize {"model"?, "prompt"|"text", "add_special"?}. */
+/* POST /tokenize {"model"?, "prompt"|"text"|"content", "add_special"?, "parse_special"?,
+ * "with_pieces"?}; "content" is llama.cpp's name, whose add_special defaults to false. */
 typedef struct oai_tokenize_request {
     char *model;           /* owned, or NULL */
     char *text;            /* owned */
@@ -187,6 +197,7 @@ typedef struct oai_tokenize_request {
                             * never */
     bool parse_special;    /* special tokens spelled out in the text count (default true,
                             * as /v1/completions reads a prompt) */
+    bool with_pieces;      /* llama.cpp's: each token as {"id", "piece"} */
 } oai_tokenize_request;
 
 /* POST /detokenize {"model"?, "tokens": [ids]}. */

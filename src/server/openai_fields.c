@@ -70,6 +70,7 @@ static const field_row fields[] = {
     {"ignore_eos", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"speculative", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"echo", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
+    {"prompt_logprobs", KIND_BOTH, FIELD_USED, TYPE_ANY, NULL},
     {"best_of", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
     {"suffix", KIND_COMPLETION, FIELD_USED, TYPE_ANY, NULL},
     {"modalities", KIND_CHAT, FIELD_USED, TYPE_ANY, NULL},

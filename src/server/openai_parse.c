@@ -475,6 +475,7 @@ ts_status oai_parse_request(oai_kind kind, const char *body, size_t len, oai_req
         read_sampling(root, r, err) != TS_OK || read_stop(root, r, err) != TS_OK ||
         read_int(root, "n", 1, OAI_MAX_N, &r->n, err) != TS_OK ||
         read_stream(root, r, err) != TS_OK ||
+        oai_read_prompt_logprobs(root, r, err) != TS_OK ||
         read_bool(root, "ignore_eos", &r->ignore_eos, err) != TS_OK ||
         read_bool(root, "speculative", &r->speculative, err) != TS_OK ||
         read_string(root, "user", &r->user, err) != TS_OK ||
@@ -522,18 +523,25 @@ ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request 
     cJSON *root = NULL;
     if (parse_body(body, len, &root, err) != TS_OK ||
         read_string(root, "model", &r->model, err) != TS_OK ||
-        read_string(root, "prompt", &r->text, err) != TS_OK ||
-        read_bool(root, "add_special", &r->add_special, err) != TS_OK ||
-        read_bool(root, "parse_special", &r->parse_special, err) != TS_OK)
+        read_string(root, "prompt", &r->text, err) != TS_OK)
         goto fail;
     if (!r->text) {
         if (read_string(root, "text", &r->text, err) != TS_OK)
             goto fail;
         r->text_field_named_text = r->text != NULL;
     }
+    if (!r->text) { /* llama.cpp's body: BOS only when asked for */
+        if (read_string(root, "content", &r->text, err) != TS_OK)
+            goto fail;
+        r->add_special = r->text == NULL;
+    }
+    if (read_bool(root, "add_special", &r->add_special, err) != TS_OK ||
+        read_bool(root, "parse_special", &r->parse_special, err) != TS_OK ||
+        read_bool(root, "with_pieces", &r->with_pieces, err) != TS_OK)
+        goto fail;
     if (!r->text) {
         oai_error_set(err, 400, "prompt", "missing_required_parameter",
-                      "'prompt' (or 'text') is required");
+                      "'prompt' (or 'text', or 'content') is required");
         goto fail;
     }
     cJSON_Delete(root);

@@ -115,6 +115,9 @@ enum MHD_Result routes_model(struct MHD_Connection *mc, srv_conn *c)
  * work and ids (a 1 MB text peaks at ~38 MB of RSS) and the answer (a token per byte at
  * most, each up to 10 digits and a comma). */
 enum { TOKENIZE_BYTES_PER_BYTE = 36 + 11, ROUTE_FIXED_BYTES = 4096 };
+/* The same with llama.cpp's with_pieces: a token of one byte answered as
+ * {"id":N,"piece":"\u00XX"} or {"id":N,"piece":[255]}. */
+enum { TOKENIZE_PIECES_BYTES_PER_BYTE = 36 + 32 };
 
 /* {"model": ..., "count": n, "tokens": [ids]} written directly: a cJSON number per token
  * held ~64 bytes each (a 1 MiB text made a 60 MiB tree). NULL when out of memory. */
@@ -147,7 +150,8 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
         return srv_send_error(mc, c, &e);
     srv_model *m = srv_find_model(c->srv, t.model, &e);
     size_t text_len = t.text ? strlen(t.text) : 0;
-    if (!m || !srv_reserve(c, text_len * TOKENIZE_BYTES_PER_BYTE + ROUTE_FIXED_BYTES, &e)) {
+    size_t per_byte = t.with_pieces ? TOKENIZE_PIECES_BYTES_PER_BYTE : TOKENIZE_BYTES_PER_BYTE;
+    if (!m || !srv_reserve(c, text_len * per_byte + ROUTE_FIXED_BYTES, &e)) {
         oai_tokenize_request_clear(&t);
         return srv_send_error(mc, c, &e);
     }
@@ -156,7 +160,9 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
     int32_t *ids = NULL;
     size_t n = 0, len = 0;
     ts_status st = ts_tokenize_alloc(tok, t.text, text_len, &opts, &ids, &n);
-    char *body = st == TS_OK ? tokens_json(m->name, ids, n, &len) : NULL;
+    char *body = st != TS_OK      ? NULL
+                 : t.with_pieces ? llama_pieces_json(tok, m->name, ids, n, &len)
+                                 : tokens_json(m->name, ids, n, &len);
     free(ids);
     oai_tokenize_request_clear(&t);
     if (st != TS_OK) {
@@ -188,8 +194,9 @@ enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
             return srv_send_error(mc, c, &e);
         }
     size_t need = ts_detokenize(tok, d.tokens, d.n_tokens, NULL, 0);
-    /* the text, and its JSON answer: up to 6 bytes a byte (\u00XX) */
-    if (!srv_reserve(c, need * 7 + ROUTE_FIXED_BYTES, &e)) {
+    /* the text, and its JSON answer holding it twice ("prompt", and "content" for
+     * llama.cpp's clients): up to 6 bytes a byte each (\u00XX) */
+    if (!srv_reserve(c, need * 13 + ROUTE_FIXED_BYTES, &e)) {
         oai_detokenize_request_clear(&d);
         return srv_send_error(mc, c, &e);
     }
@@ -203,6 +210,13 @@ enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)
             !cJSON_AddItemToObject(j, "prompt", prompt)) {
             if (!j || !cJSON_GetObjectItem(j, "prompt"))
                 cJSON_Delete(prompt);
+            cJSON_Delete(j);
+            j = NULL;
+        }
+        /* llama.cpp's clients read the text as "content" */
+        cJSON *content = j ? cJSON_Duplicate(prompt, false) : NULL;
+        if (j && (!content || !cJSON_AddItemToObject(j, "content", content))) {
+            cJSON_Delete(content);
             cJSON_Delete(j);
             j = NULL;
         }

@@ -187,6 +187,17 @@ void srv_cell_notify(void *cell);
 srv_handler routes_health, routes_metrics, routes_models, routes_model, routes_tokenize,
     routes_detokenize;
 
+/* ---- count_tokens.c: POST /v1/messages/count_tokens (Anthropic's shape) */
+srv_handler count_tokens_route;
+
+/* ---- llama_routes.c: llama.cpp's GET /props, and /tokenize's with_pieces answer */
+srv_handler routes_props;
+/* {"model", "count", "tokens": [{"id", "piece"}]} for the n ids (borrowed) of tok: the
+ * piece a string, or its bytes as numbers where they are not valid UTF-8; malloc'd, *len
+ * its length (about 30 bytes a token of one byte); NULL out of memory. */
+char *llama_pieces_json(const ts_tokenizer *tok, const char *model, const int32_t *ids,
+                        size_t n, size_t *len);
+
 /* ---- embed_route.c: POST /v1/embeddings */
 srv_handler embed_route;
 
@@ -226,8 +237,9 @@ ts_status prompt_tokens(const oai_request *r, const srv_model *m, const ts_token
 /* Run a chat or text completion for a connection whose body is complete. Queue the
  * answer (whole, or a stream fed by the engine's events). */
 srv_handler complete_chat, complete_text;
-/* The same for a Responses (/v1/responses) or Messages (/v1/messages) body (api.h). */
-srv_handler complete_responses, complete_messages;
+/* The same for a Responses (/v1/responses) or Messages (/v1/messages) body, or
+ * llama.cpp's /completion (api.h). */
+srv_handler complete_responses, complete_messages, complete_llama;
 
 /* Frees the job (releases the engine request; cancels it if still running); records
  * token counts in *prompt_tokens and *completion_tokens for the request log. */

@@ -65,7 +65,7 @@ static void stream_api_event(srv_job *j, const ts_event *ev, const char *text, s
         if (calls)
             job_tools_view(a, calls);
         api_answer an = {&j->meta, NULL, 0, a->finish, calls, calls ? a->n_calls : 0,
-                         job_usage(j)};
+                         job_usage(j), job_stop_sequence(j, a), NULL, 0};
         ok = (calls || !a->n_calls) && api_stream_end(&j->api_out, &an, &b);
         free(calls);
     }
@@ -241,6 +241,7 @@ enum MHD_Result stream_start(struct MHD_Connection *mc, srv_conn *c, srv_job *j)
         setsockopt(j->client_fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     if (j->api != API_CHAT) {
         api_stream_init(&j->api_out, j->api, &j->meta);
+        j->api_out.prompt_tokens = j->prompt_tokens;
         strbuf b = {0};
         out_api(j, &b, api_stream_begin(&j->api_out, &b));
     } else if (j->oreq.kind == OAI_CHAT)

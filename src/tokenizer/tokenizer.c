@@ -489,6 +489,13 @@ const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len)
     return tok->pieces + tok->piece_off[id];
 }
 
+const char *ts_token_text(const ts_tokenizer *tok, int32_t id)
+{
+    if (!tok || id < 0 || id >= tok->vocab.n_tokens || !tok->vocab.tokens[id].text)
+        return "";
+    return tok->vocab.tokens[id].text;
+}
+
 size_t ts_detokenize(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids, char *out,
                      size_t cap)
 {

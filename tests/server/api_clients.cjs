@@ -1,6 +1,7 @@
 // api_clients.cjs: drives `tessera serve`'s /v1/responses with the official OpenAI Node
-// client (responses.create) and /v1/messages with the official Anthropic Node client
-// (messages.create, messages.stream), unchanged. Each answer is compared with the chat
+// client (responses.create), /v1/messages with the official Anthropic Node client
+// (messages.create, messages.stream, messages.countTokens), unchanged, and vLLM's
+// prompt_logprobs through the OpenAI client's completions.create. Each answer is compared with the chat
 // completion the same request stands for: both APIs run the chat path.
 // usage: node api_clients.cjs BASE_URL   (OPENAI_MODULE, ANTHROPIC_MODULE: the packages)
 // Exit status 0 when every check passes; each failure is printed.
@@ -56,8 +57,14 @@ async function responses(model) {
   check('responses: object, status, usage', resp.object === 'response' && /^resp_/.test(resp.id) &&
         resp.status === (chat.finish_reason === 'length' ? 'incomplete' : 'completed') &&
         resp.usage.output_tokens === 20 && resp.usage.input_tokens > 0 &&
+        resp.usage.total_tokens === resp.usage.input_tokens + 20 &&
+        resp.usage.input_tokens_details.cached_tokens >= 0 && resp.usage.output_tokens_details.reasoning_tokens === 0 &&
         resp.output.length === 1 && resp.output[0].type === 'message' && resp.output[0].role === 'assistant',
         JSON.stringify(resp));
+  if (resp.status === 'incomplete')
+    check('responses: incomplete for max_output_tokens, the message item too',
+          resp.incomplete_details.reason === 'max_output_tokens' && resp.output[0].status === 'incomplete',
+          JSON.stringify(resp));
 
   // Streamed: the events in OpenAI's order, numbered; the deltas make the same text.
   const stream = await openai.responses.create({ model, input, instructions: 'You tell stories.',
@@ -211,8 +218,22 @@ async function messages(model) {
   // stop_sequences end the text before the sequence.
   const stopped = await anthropic.messages.create({ model, max_tokens: 20, temperature: 0, stop_sequences: [text.slice(3, 6)],
                                                     system, messages: [{ role: 'user', content }] });
-  check('messages stop_sequences', stopped.content[0].text === text.slice(0, text.indexOf(text.slice(3, 6))) && stopped.stop_reason === 'end_turn',
-        JSON.stringify([stopped.content, text.slice(3, 6)]));
+  check('messages stop_sequences', stopped.content[0].text === text.slice(0, text.indexOf(text.slice(3, 6))) &&
+        stopped.stop_reason === 'stop_sequence' && stopped.stop_sequence === text.slice(3, 6),
+        JSON.stringify([stopped, text.slice(3, 6)]));
+  const stStop = anthropic.messages.stream({ model, max_tokens: 20, temperature: 0, stop_sequences: [text.slice(3, 6)],
+                                             system, messages: [{ role: 'user', content }] });
+  const stStopped = await stStop.finalMessage();
+  check('messages stop_sequences streamed', stStopped.stop_reason === 'stop_sequence' &&
+        stStopped.stop_sequence === text.slice(3, 6) && stStopped.content[0].text === stopped.content[0].text,
+        JSON.stringify(stStopped));
+
+  // count_tokens: the prompt /v1/messages renders, system and tools included.
+  const counted = await anthropic.messages.countTokens({ model, system, messages: [{ role: 'user', content }] });
+  check('messages countTokens: usage.input_tokens of the same request', counted.input_tokens === msg.usage.input_tokens,
+        JSON.stringify([counted, msg.usage]));
+  const countedTools = await anthropic.messages.countTokens({ model, system, tools, messages: [{ role: 'user', content }] });
+  check('messages countTokens: tools count', countedTools.input_tokens > counted.input_tokens, JSON.stringify(countedTools));
 
   await expectError('messages: max_tokens required, in Anthropic\'s error shape',
     () => anthropic.messages.create({ model, messages: [{ role: 'user', content }] }),
@@ -227,11 +248,28 @@ async function messages(model) {
     (e) => e.status === 404 && e.error.error.type === 'not_found_error');
 }
 
+// ---- vLLM's prompt_logprobs through the OpenAI client (an extra body field)
+
+async function promptLogprobs(model) {
+  const prompt = 'Once upon a time';
+  const c = await openai.completions.create({ model, prompt, max_tokens: 2, prompt_logprobs: 2 });
+  const list = c.choices[0].prompt_logprobs;
+  const entriesOk = Array.isArray(list) && list.length === c.usage.prompt_tokens && list[0] === null &&
+    list.slice(1).every((e) => Object.keys(e).length >= 2 && Object.keys(e).length <= 3 &&
+      Object.entries(e).every(([id, v]) => /^[0-9]+$/.test(id) && v.logprob <= 0 && v.rank >= 1 &&
+                                          typeof v.decoded_token === 'string'));
+  check('completions prompt_logprobs: vLLM\'s list', entriesOk, JSON.stringify(list));
+  await expectError('completions prompt_logprobs over 20 refused',
+    () => openai.completions.create({ model, prompt, max_tokens: 2, prompt_logprobs: 21 }),
+    (e) => e.status === 400 && e.param === 'prompt_logprobs');
+}
+
 async function main() {
   const models = await openai.models.list();
   const model = models.data[0].id;
   await responses(model);
   await messages(model);
+  await promptLogprobs(model);
 }
 
 main().then(() => process.exit(failures ? 1 : 0), (e) => { console.log('FAIL exception: ' + e.stack); process.exit(1); });
