@@ -193,7 +193,8 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
             sampler__top_k_heap(c, logits, n, p->top_k);
         } else {
             for (int i = 0; i < n; i++)
-                c[i] = (sampler_cand){ .id = i, .logit = sampler__clean_logit(logits[i]), .p = 0.0f };
+                c[i] = (sampler_cand){
+                    .id = i, .logit = sampler__clean_logit(logits[i]), .p = 0.0f };
             sampler__select_first(c, n, p->top_k);
         }
         n = p->top_k;
@@ -235,7 +236,8 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
             n = m;
         } else {
             for (int i = 0; i < n; i++)
-                c[i] = (sampler_cand){ .id = i, .logit = sampler__clean_logit(logits[i]), .p = sc->prob[i] };
+                c[i] = (sampler_cand){
+                    .id = i, .logit = sampler__clean_logit(logits[i]), .p = sc->prob[i] };
         }
     }
     if (cuts && n < p->min_keep)
