@@ -106,38 +106,6 @@ static void check_chunk_order(const fwd_state *fs, const fwd_seq *seqs, int n_se
     }
 }
 
-/* Points every quantized matrix of m at f32 rows of its decoded blocks (saved: the
- * matrices as they were, (model_matrices); returns the rows, (model_matrices), to free
- * after restore_matrices). The reference forward decodes a row and multiplies it in the
- * same order whether it reads blocks or f32 rows, so its logits are the same floats; on
- * f32 rows it decodes nothing for each token. */
-static float **decode_matrices(ts_model *m, simd_qmat *saved)
-{
-    int n = model_matrices(&m->w);
-    float **rows = calloc((size_t)n, sizeof *rows);
-    assert_non_null(rows);
-    for (int i = 0; i < n; i++) {
-        simd_qmat *q = model_matrix(&m->w, i);
-        saved[i] = *q;
-        if (q->N == 0 || q->type == QT_F32)
-            continue;
-        rows[i] = tu_dequant_matrix(q);
-        q->type = QT_F32;
-        q->data = rows[i];
-        q->row_bytes = (size_t)q->K * sizeof(float);
-    }
-    return rows;
-}
-
-static void restore_matrices(ts_model *m, const simd_qmat *saved, float **rows)
-{
-    for (int i = 0; i < model_matrices(&m->w); i++) {
-        *model_matrix(&m->w, i) = saved[i];
-        free(rows[i]);
-    }
-    free(rows);
-}
-
 /* ref[s] = the reference logits of tokens[s] (lens[s]) for every s < N_SEQ. The f32
  * model's come from (and go into) ref_cache, keyed by the first length: returns true
  * when ref belongs to the cache, false when the caller frees it. */
@@ -151,13 +119,10 @@ static bool reference_logits(ts_model *m, int32_t tokens[N_SEQ][MAX_LEN],
         memcpy(ref, ref_cache[c].ref, N_SEQ * sizeof *ref);
         return true;
     }
-    simd_qmat *saved = malloc((size_t)model_matrices(&m->w) * sizeof *saved);
-    assert_non_null(saved);
-    float **rows = decode_matrices(m, saved);
+    tu_decoded *d = tu_decode_matrices(m);
     for (int s = 0; s < N_SEQ; s++)
         ref[s] = tu_reference_logits(m, tokens[s], lens[s]);
-    restore_matrices(m, saved, rows);
-    free(saved);
+    tu_restore_matrices(m, d);
     if (m != model || n_ref_cache == REF_CACHE)
         return false;
     ref_cache[n_ref_cache].first_len = lens[0];
