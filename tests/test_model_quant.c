@@ -158,8 +158,10 @@ static void test_every_type_maps_and_matches_reference(void **state)
         int32_t tok[3][MIX_LEN];
         float *ref[3];
         mix_tokens(tok, m->cfg.vocab_size);
+        tu_decoded *d = tu_decode_matrices(m);
         for (int s = 0; s < 3; s++)
             ref[s] = tu_reference_logits(m, tok[s], mix_lens[s]);
+        tu_restore_matrices(m, d);
         for (int isa = 0; isa < SIMD_ISA_COUNT; isa++) {
             const simd_kernels *k = simd_kernels_for((simd_isa)isa);
             if (!k)

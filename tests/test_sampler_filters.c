@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "engine/sampler.h"
-#include "engine/sampler_internal.h"
+#include "engine/sampler_filters.h"
 #include "tessera/sampling.h"
 
 #define BIT(i) (1ULL << (i))

@@ -142,6 +142,44 @@ float *tu_dequant_matrix(const simd_qmat *m)
     return out;
 }
 
+struct tu_decoded {
+    simd_qmat *saved; /* (model_matrices) the matrices as they were */
+    float **rows;     /* (model_matrices) their decoded rows, NULL for f32 and empty ones */
+};
+
+tu_decoded *tu_decode_matrices(struct ts_model *m)
+{
+    int n = model_matrices(&m->w);
+    tu_decoded *d = malloc(sizeof *d);
+    assert_non_null(d);
+    d->saved = malloc((size_t)n * sizeof *d->saved);
+    d->rows = calloc((size_t)n, sizeof *d->rows);
+    assert_non_null(d->saved);
+    assert_non_null(d->rows);
+    for (int i = 0; i < n; i++) {
+        simd_qmat *q = model_matrix(&m->w, i);
+        d->saved[i] = *q;
+        if (q->N == 0 || q->type == QT_F32)
+            continue;
+        d->rows[i] = tu_dequant_matrix(q);
+        q->type = QT_F32;
+        q->data = d->rows[i];
+        q->row_bytes = (size_t)q->K * sizeof(float);
+    }
+    return d;
+}
+
+void tu_restore_matrices(struct ts_model *m, tu_decoded *d)
+{
+    for (int i = 0; i < model_matrices(&m->w); i++) {
+        *model_matrix(&m->w, i) = d->saved[i];
+        free(d->rows[i]);
+    }
+    free(d->saved);
+    free(d->rows);
+    free(d);
+}
+
 void tu_assert_same_matrix(const simd_qmat *a, const simd_qmat *b)
 {
     assert_int_equal(a->type, b->type);

@@ -41,6 +41,16 @@ float *tu_reference_logits(const struct ts_model *m, const int32_t *tokens, int 
 
 /* Every weight of m decoded to f32: (N, K) malloc'd. */
 float *tu_dequant_matrix(const simd_qmat *m);
+
+/* m's quantized matrices decoded once, for references on quantized files: the reference
+ * forward decodes a row and sums it in the same order whether it reads blocks or f32
+ * rows, so its logits are the same floats, but on blocks it decodes every row again for
+ * each token. tu_decode_matrices points every quantized matrix of m at f32 rows of its
+ * decoded blocks and returns what tu_restore_matrices needs to put them back (and free).
+ * Nothing else may use m in between (no engine on it). */
+typedef struct tu_decoded tu_decoded;
+tu_decoded *tu_decode_matrices(struct ts_model *m);
+void tu_restore_matrices(struct ts_model *m, tu_decoded *d);
 /* Fails unless a and b have the same type, shape and bytes. */
 void tu_assert_same_matrix(const simd_qmat *a, const simd_qmat *b);
 

@@ -1,5 +1,5 @@
-/* sampler.c: the per-request generator, penalties, the top-k / min-p / top-p kept set,
- * the draw, and logprobs. */
+/* sampler.c: the sampler's set-up, penalties, the top-k / min-p / top-p kept set, the
+ * draw (mirostat and XTC through sampler_filters.c), and logprobs. */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -7,35 +7,7 @@
 #include <string.h>
 
 #include "engine/sampler.h"
-#include "engine/sampler_internal.h"
-
-/* ---------------------------------------------------------------- generator */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/* xoshiro256** (Blackman and Vigna). */
-static uint64_t rng_next(uint64_t s[4])
-{
-    const uint64_t result = rotl(s[1] * 5, 7) * 9;
-    const uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-double sampler_uniform(sampler *s) { return (double)(rng_next(s->rng) >> 11) * 0x1.0p-53; }
+#include "engine/sampler_filters.h"
 
 ts_status sampler_init(sampler *s, const ts_sampling_params *params, int vocab_size,
                        uint64_t fallback_seed, ts_error *err)
@@ -49,9 +21,7 @@ ts_status sampler_init(sampler *s, const ts_sampling_params *params, int vocab_s
     memset(s, 0, sizeof *s);
     s->params = *params;
     s->vocab_size = vocab_size;
-    uint64_t x = params->has_seed ? params->seed : fallback_seed;
-    for (int i = 0; i < 4; i++)
-        s->rng[i] = splitmix64(&x);
+    sampler__seed(s->rng, params->has_seed ? params->seed : fallback_seed);
     s->mirostat_mu = 2.0f * params->mirostat_tau;
     return TS_OK;
 }
@@ -148,249 +118,7 @@ ts_status sampler_apply_penalties(const sampler *s, sampler_scratch *sc, float *
     return sampler__dry(s, sc, logits, tokens, n_tokens, err);
 }
 
-/* ---------------------------------------------------------------- selection */
-
-/* NaN -> -inf, +inf -> FLT_MAX; written without branches so loops vectorize. */
-static inline float clean_logit(float x)
-{
-    x = x != x ? -INFINITY : x;
-    return x > FLT_MAX ? FLT_MAX : x;
-}
-
-/* a comes before b in the canonical order. */
-static inline int cand_before(const sampler_cand *a, const sampler_cand *b)
-{
-    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
-}
-
-static int cand_cmp(const void *pa, const void *pb)
-{
-    const sampler_cand *a = pa, *b = pb;
-    return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
-}
-
-static inline void cand_swap(sampler_cand *a, sampler_cand *b)
-{
-    sampler_cand t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* Rearranges c (n) so that c[0..k) are the first k in canonical order (unsorted).
- * Quickselect with a median-of-three pivot; past a depth limit it sorts the remaining
- * range, so the worst case is O(n log n). */
-static void select_first(sampler_cand *c, int n, int k)
-{
-    int lo = 0, hi = n - 1, depth = 0, limit = 2;
-    for (int m = n; m > 1; m >>= 1)
-        limit += 2;
-    while (lo < hi) {
-        if (++depth > limit) {
-            qsort(c + lo, (size_t)(hi - lo + 1), sizeof *c, cand_cmp);
-            return;
-        }
-        int mid = lo + (hi - lo) / 2;
-        if (cand_before(&c[mid], &c[lo]))
-            cand_swap(&c[mid], &c[lo]);
-        if (cand_before(&c[hi], &c[lo]))
-            cand_swap(&c[hi], &c[lo]);
-        if (cand_before(&c[hi], &c[mid]))
-            cand_swap(&c[hi], &c[mid]);
-        sampler_cand pivot = c[mid];
-        int i = lo, j = hi;
-        while (i <= j) { /* Hoare partition around pivot */
-            while (cand_before(&c[i], &pivot))
-                i++;
-            while (cand_before(&pivot, &c[j]))
-                j--;
-            if (i <= j) {
-                cand_swap(&c[i], &c[j]);
-                i++;
-                j--;
-            }
-        }
-        /* now c[lo..j] come before c[i..hi]; elements between equal the pivot */
-        if (k - 1 <= j)
-            hi = j;
-        else if (k - 1 >= i)
-            lo = i;
-        else
-            return;
-    }
-}
-
-/* Up to this k, top-k scans the logits with a k-entry heap (no vocabulary-sized copy;
- * O(n) when few tokens displace the heap, O(n log k) at worst); above it, quickselect. */
-#define TOP_K_HEAP_MAX 1024
-
-/* Restores the heap h (k) below i: each entry comes before its children in the reverse
- * canonical order, so the root is the canonical last of the kept tokens. */
-static void heap_sift_down(sampler_cand *h, int k, int i)
-{
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, w = i;
-        if (l < k && cand_before(&h[w], &h[l]))
-            w = l;
-        if (r < k && cand_before(&h[w], &h[r]))
-            w = r;
-        if (w == i)
-            return;
-        cand_swap(&h[i], &h[w]);
-        i = w;
-    }
-}
-
-/* c[0..k) = the first k of logits (n) in canonical order, unsorted; 0 < k < n. Ids come
- * in increasing order, so a logit equal to the root's never displaces it. */
-static void top_k_heap(sampler_cand *c, const float *logits, int n, int k)
-{
-    for (int i = 0; i < k; i++)
-        c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
-    for (int i = k / 2 - 1; i >= 0; i--)
-        heap_sift_down(c, k, i);
-    for (int i = k; i < n; i++) {
-        const float l = clean_logit(logits[i]);
-        if (l > c[0].logit) {
-            c[0] = (sampler_cand){ .id = i, .logit = l, .p = 0.0f };
-            heap_sift_down(c, k, 0);
-        }
-    }
-}
-
-/* The shortest canonical prefix of c (n, p unnormalised, summing to total) whose mass
- * reaches top_p * total. Sorts that prefix in place, growing it in doubling chunks so a
- * peaked distribution over a large vocabulary costs O(n). Returns its length. */
-static int top_p_prefix(sampler_cand *c, int n, double total, float top_p)
-{
-    const double target = (double)top_p * total;
-    double cum = 0.0;
-    int done = 0, chunk = 64;
-    while (done < n) {
-        int m = n - done < chunk ? n - done : chunk;
-        if (m < n - done)
-            select_first(c + done, n - done, m);
-        qsort(c + done, (size_t)m, sizeof *c, cand_cmp);
-        for (int i = done; i < done + m; i++) {
-            cum += c[i].p;
-            if (cum >= target)
-                return i + 1;
-        }
-        done += m;
-        chunk *= 2;
-    }
-    return n;
-}
-
-/* The loops below that touch the whole vocabulary keep LANES independent accumulators:
- * one running max or sum would be a serial dependency chain (4 cycles an element), and
- * separate lanes let the compiler vectorize without -ffast-math. */
-#define LANES 16
-
-/* Largest cleaned logit of x (n); -inf when none. */
-static float max_logit(const float *x, int n)
-{
-    float m[LANES];
-    for (int j = 0; j < LANES; j++)
-        m[j] = -INFINITY;
-    int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++) {
-            float v = clean_logit(x[i + j]);
-            m[j] = v > m[j] ? v : m[j];
-        }
-    for (; i < n; i++) {
-        float v = clean_logit(x[i]);
-        m[0] = v > m[0] ? v : m[0];
-    }
-    for (int j = 1; j < LANES; j++)
-        m[0] = m[j] > m[0] ? m[j] : m[0];
-    return m[0];
-}
-
-/* First maximal index, as llama2.c's argmax (NaN never wins, +inf counts as FLT_MAX):
- * the maximum in one vectorized pass, then the first index holding it. */
-static int32_t argmax(const float *x, int n)
-{
-    const float m = max_logit(x, n);
-    for (int i = 0; i < n; i++)
-        if (clean_logit(x[i]) == m)
-            return i;
-    return 0; /* unreachable: some cleaned logit equals the maximum */
-}
-
-/* e^x for x in [-87.1, 0] times keep (an all-ones or all-zero mask): Cephes expf.
- * x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 polynomial, 2^n by building the
- * exponent bits. No float conditionals: under -ftrapping-math they keep loops scalar. */
-static inline float exp_core(float x, int32_t keep)
-{
-    /* round to nearest by the 1.5 * 2^23 trick (floorf would also keep the loop scalar) */
-    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const union { int32_t i; float f; } scale = { .i = (((int32_t)n + 127) << 23) & keep };
-    return p * scale.f; /* a scale of +0.0 when keep is 0 */
-}
-
-float sampler_expf(float x)
-{
-    const float xc = x < -87.0f ? -87.0f : (x > 0.0f ? 0.0f : x);
-    return exp_core(xc, -(int32_t)(x >= -87.0f));
-}
-
-/* out[i] = e^((clean(x[i]) - lmax) * inv_t) for i < n (lmax finite, >= every clean x);
- * returns their sum, in float within blocks of LANES * 16 terms and in double across
- * blocks. A term whose exponent falls under -87 contributes exactly 0. The clamp is on
- * the scaled exponent itself: a bound on the logit (lmax - 87 / inv_t) rounds in float,
- * and at temperatures near 1e-8 let exponents past exp_core's range through, whose
- * weights came out negative. */
-static double exp_sum(float *out, const float *x, int n, float lmax, float inv_t)
-{
-    /* -87 (lmax is finite), worked out from lmax so that GCC takes it for a variable:
-     * against a constant it keeps the clamp a branch and the loop scalar */
-    const float lo = (lmax - lmax) - 87.0f;
-    double total = 0.0;
-    int i = 0;
-    for (; i + LANES * 16 <= n; i += LANES * 16) {
-        float acc[LANES] = { 0 };
-        for (int k = 0; k < LANES * 16; k += LANES)
-            for (int j = 0; j < LANES; j++) {
-                const float z = (clean_logit(x[i + k + j]) - lmax) * inv_t;
-                const int32_t keep = -(int32_t)(z >= lo);
-                const float e = exp_core(z > lo ? z : lo, keep);
-                out[i + k + j] = e;
-                acc[j] += e;
-            }
-        float b = 0.0f;
-        for (int j = 0; j < LANES; j++)
-            b += acc[j];
-        total += b;
-    }
-    for (; i < n; i++) {
-        out[i] = sampler_expf((clean_logit(x[i]) - lmax) * inv_t);
-        total += out[i];
-    }
-    return total;
-}
-
-int sampler__cand_cmp(const void *a, const void *b) { return cand_cmp(a, b); }
-
-void sampler__select_first(sampler_cand *c, int n, int k) { select_first(c, n, k); }
-
-double sampler__exp_sum(float *out, const float *x, int n, float lmax, float inv_t)
-{
-    return exp_sum(out, x, n, lmax, inv_t);
-}
-
-float sampler__max_logit(const float *x, int n) { return max_logit(x, n); }
-
-/* Temperature 0, or one so small that 1 / T overflows: argmax. */
+/* Temperature 0, or one so small that 1 / T overflows: sampler__argmax. */
 static bool is_greedy(const ts_sampling_params *p)
 {
     return p->temperature == 0.0f || isinf(1.0f / p->temperature);
@@ -417,17 +145,17 @@ static int keep_first_uncut(const sampler *s, sampler_scratch *sc, const float *
     const ts_sampling_params *p = &s->params;
     sampler_cand *c = sc->cand;
     int n = s->vocab_size;
-    if (top_k && p->top_k <= TOP_K_HEAP_MAX) {
-        top_k_heap(c, logits, n, p->top_k);
+    if (top_k && p->top_k <= SAMPLER_TOP_K_HEAP_MAX) {
+        sampler__top_k_heap(c, logits, n, p->top_k);
     } else {
         for (int i = 0; i < n; i++)
-            c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
+            c[i] = (sampler_cand){ .id = i, .logit = sampler__clean_logit(logits[i]), .p = 0.0f };
         if (top_k)
-            select_first(c, n, p->top_k);
+            sampler__select_first(c, n, p->top_k);
     }
     n = top_k ? p->top_k : n;
     const int m = p->min_keep < n ? p->min_keep : n;
-    select_first(c, n, m);
+    sampler__select_first(c, n, m);
     *total = 0.0;
     for (int i = 0; i < m; i++) {
         c[i].p = sampler_expf((c[i].logit - lmax) * inv_t);
@@ -447,8 +175,8 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
     int n = s->vocab_size;
 
     if (is_greedy(p)) {
-        int32_t id = argmax(logits, n);
-        c[0] = (sampler_cand){ .id = id, .logit = clean_logit(logits[id]), .p = 1.0f };
+        int32_t id = sampler__argmax(logits, n);
+        c[0] = (sampler_cand){ .id = id, .logit = sampler__clean_logit(logits[id]), .p = 1.0f };
         *n_kept = 1;
         return TS_OK;
     }
@@ -461,12 +189,13 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
     double total = 0.0;
     float lmax;
     if (top_k) {
-        if (p->top_k <= TOP_K_HEAP_MAX) {
-            top_k_heap(c, logits, n, p->top_k);
+        if (p->top_k <= SAMPLER_TOP_K_HEAP_MAX) {
+            sampler__top_k_heap(c, logits, n, p->top_k);
         } else {
             for (int i = 0; i < n; i++)
-                c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = 0.0f };
-            select_first(c, n, p->top_k);
+                c[i] = (sampler_cand){
+                    .id = i, .logit = sampler__clean_logit(logits[i]), .p = 0.0f };
+            sampler__select_first(c, n, p->top_k);
         }
         n = p->top_k;
         lmax = -INFINITY;
@@ -486,19 +215,19 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
         }
         n = m;
     } else {
-        lmax = max_logit(logits, n);
+        lmax = sampler__max_logit(logits, n);
         if (lmax == -INFINITY) {
-            c[0] = (sampler_cand){ .id = 0, .logit = clean_logit(logits[0]), .p = 1.0f };
+            c[0] = (sampler_cand){ .id = 0, .logit = sampler__clean_logit(logits[0]), .p = 1.0f };
             *n_kept = 1;
             return TS_OK;
         }
         /* numerators for the whole vocabulary in one vectorized pass */
-        total = exp_sum(sc->prob, logits, n, lmax, inv_t);
+        total = sampler__exp_sum(sc->prob, logits, n, lmax, inv_t);
         if (cuts) {
             int m = 0;
             total = 0.0;
             for (int i = 0; i < n; i++) {
-                float l = clean_logit(logits[i]);
+                float l = sampler__clean_logit(logits[i]);
                 if ((l - lmax) * inv_t < log_min_p || l < sigma_floor)
                     continue;
                 c[m++] = (sampler_cand){ .id = i, .logit = l, .p = sc->prob[i] };
@@ -507,17 +236,18 @@ ts_status sampler_candidates(const sampler *s, sampler_scratch *sc, int *n_kept,
             n = m;
         } else {
             for (int i = 0; i < n; i++)
-                c[i] = (sampler_cand){ .id = i, .logit = clean_logit(logits[i]), .p = sc->prob[i] };
+                c[i] = (sampler_cand){
+                    .id = i, .logit = sampler__clean_logit(logits[i]), .p = sc->prob[i] };
         }
     }
     if (cuts && n < p->min_keep)
         n = keep_first_uncut(s, sc, logits, top_k, lmax, inv_t, &total);
 
     if (p->top_p < 1.0f) {
-        int m = top_p_prefix(c, n, total, p->top_p);
+        int m = sampler__top_p_prefix(c, n, total, p->top_p);
         if (m < p->min_keep) {
             m = p->min_keep < n ? p->min_keep : n;
-            select_first(c, n, m);
+            sampler__select_first(c, n, m);
         }
         n = m;
         total = 0.0;
@@ -552,31 +282,31 @@ static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratc
                           const float *logits, int32_t chosen, float inv_t, int top)
 {
     const int V = s->vocab_size;
-    const float lmax = max_logit(logits, V);
-    const double sum = lmax > -INFINITY ? exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
+    const float lmax = sampler__max_logit(logits, V);
+    const double sum = lmax > -INFINITY ? sampler__exp_sum(sc->prob, logits, V, lmax, inv_t) : 0.0;
     const double log_z = lmax > -INFINITY ? log(sum) : 0.0;
 
     const int n_top = top < V ? top : V;
     sampler_cand best[TS_SAMPLING_MAX_TOP_LOGPROBS]; /* (nb), canonical order */
     int nb = 0;
-    for (int i0 = 0; i0 < V && n_top > 0; i0 += LANES) {
-        const int end = V - i0 < LANES ? V : i0 + LANES;
+    for (int i0 = 0; i0 < V && n_top > 0; i0 += SAMPLER_LANES) {
+        const int end = V - i0 < SAMPLER_LANES ? V : i0 + SAMPLER_LANES;
         /* once the list is full, a block whose maximum does not beat its last entry is
          * skipped whole (ids rise, so a tie never enters): most blocks, vectorized */
-        if (nb == n_top && end - i0 == LANES) {
+        if (nb == n_top && end - i0 == SAMPLER_LANES) {
             const float thr = best[nb - 1].logit;
             int any = 0;
-            for (int j = 0; j < LANES; j++)
-                any |= clean_logit(logits[i0 + j]) > thr;
+            for (int j = 0; j < SAMPLER_LANES; j++)
+                any |= sampler__clean_logit(logits[i0 + j]) > thr;
             if (!any)
                 continue;
         }
         for (int i = i0; i < end; i++) {
-            const sampler_cand x = { .id = i, .logit = clean_logit(logits[i]) };
+            const sampler_cand x = { .id = i, .logit = sampler__clean_logit(logits[i]) };
             if (nb == n_top && !(x.logit > best[nb - 1].logit))
                 continue;
             int j = nb < n_top ? nb++ : nb - 1; /* insertion into a short sorted list */
-            while (j > 0 && cand_before(&x, &best[j - 1])) {
+            while (j > 0 && sampler__cand_before(&x, &best[j - 1])) {
                 best[j] = best[j - 1];
                 j--;
             }
@@ -585,7 +315,7 @@ static void fill_logprobs(sampler_logprobs *lp, const sampler *s, sampler_scratc
     }
 
     lp->token = chosen;
-    lp->logprob = log_prob(clean_logit(logits[chosen]), lmax, inv_t, log_z);
+    lp->logprob = log_prob(sampler__clean_logit(logits[chosen]), lmax, inv_t, log_z);
     lp->n_top = nb;
     for (int i = 0; i < nb; i++) {
         lp->top[i].id = best[i].id;

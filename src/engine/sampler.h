@@ -5,45 +5,9 @@
 
 #include <stdint.h>
 
+#include "engine/sampler_core.h"
 #include "tessera/sampling.h"
 #include "tessera/status.h"
-
-/* Canonical order of tokens, used wherever a set is cut: penalised logit descending,
- * then token id ascending. It is a strict total order, so every kept set below is
- * exactly defined, ties included: top-k keeps the first k tokens in this order (of
- * tokens tied at the k-th logit, the lower ids), top-p the shortest prefix in this order
- * whose probability reaches top_p, min-p every token with p >= min_p * p_max (all ties
- * of the boundary), evaluated as (logit - max) / temperature >= ln(min_p). */
-
-/* Per-request state: the parameters, the request's own random generator
- * (xoshiro256** seeded through splitmix64) and mirostat's mu. Owns no memory; no free
- * function. */
-typedef struct sampler {
-    ts_sampling_params params;
-    int vocab_size;
-    uint64_t rng[4];
-    float mirostat_mu;           /* mirostat's current bound on surprise, in bits */
-    const uint8_t *dry_breakers; /* borrowed, (vocab_size bits): DRY's breaker tokens
-                                  * (sampler_set_dry_breakers); NULL: none */
-} sampler;
-
-/* One candidate token. */
-typedef struct sampler_cand {
-    int32_t id;
-    float logit; /* penalised logit, before temperature */
-    float p;     /* probability within the kept set (they sum to 1) */
-    float key;   /* a filter's sort key (typical-p's distance from the entropy) */
-} sampler_cand;
-
-/* Vocabulary-sized work arrays, kept apart from the sampler so that an engine needs one
- * per sampling thread rather than one per request (24 bytes per vocabulary entry:
- * 3 MiB for a 128k vocabulary). Not safe for concurrent use. */
-typedef struct sampler_scratch {
-    int vocab_size;     /* the largest vocabulary this scratch serves */
-    sampler_cand *cand; /* (vocab_size) */
-    float *prob;        /* (vocab_size) softmax numerators */
-    uint32_t *count;    /* (vocab_size) token counts, all zero between calls */
-} sampler_scratch;
 
 typedef struct sampler_token_logprob {
     int32_t id;
@@ -110,13 +74,5 @@ ts_status sampler_sample(sampler *s, sampler_scratch *sc, int32_t *token,
  * params.top_logprobs alternatives: how a prompt token is scored. */
 ts_status sampler_score(const sampler *s, sampler_scratch *sc, sampler_logprobs *lp,
                         const float *logits, int32_t token, ts_error *err);
-
-/* e^x for x <= 0 (the softmax numerators e^((logit - max) / T)): a polynomial the
- * compiler vectorizes, within 2e-7 relative of libm's expf; exactly 1 at 0, exactly 0
- * below -87 (and for -inf). Arguments above 0 are treated as 0. */
-float sampler_expf(float x);
-
-/* The next number in [0, 1) from the request's generator (53 random bits). */
-double sampler_uniform(sampler *s);
 
 #endif /* TESSERA_ENGINE_SAMPLER_H */

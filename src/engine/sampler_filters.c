@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "engine/sampler_internal.h"
+#include "engine/sampler_filters.h"
 
 /* ---------------------------------------------------------------- top-n-sigma */
 

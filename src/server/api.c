@@ -1,6 +1,7 @@
-/* api.c: what the Responses and Messages APIs share: a body parsed into the
+/* api.c: the Responses and Messages APIs' entry points: a body parsed into the
  * chat request it stands for (errors renamed to the API's fields), the error
- * shapes, the stream's dispatch and the Server-Sent-Event writer. */
+ * shapes, and the answer's and stream's dispatch to api_responses.c or
+ * api_messages.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,76 +16,6 @@ static const api_ops *ops_of(api_kind k)
     return k == API_MESSAGES ? &api__messages_ops
            : k == API_LLAMA  ? &api__llama_ops
                              : &api__responses_ops;
-}
-
-void api__ignore(char *ignored, const char *name)
-{
-    size_t o = strlen(ignored);
-    if (o + 4 >= OAI_IGNORED_LEN || (o >= 3 && !strcmp(ignored + o - 3, "...")))
-        return;
-    size_t n = strlen(name);
-    if (o + 2 + n + 4 >= OAI_IGNORED_LEN) {
-        snprintf(ignored + o, OAI_IGNORED_LEN - o, "%s...", o ? ", " : "");
-        return;
-    }
-    if (o) {
-        memcpy(ignored + o, ", ", 2);
-        o += 2;
-    }
-    for (size_t i = 0; i < n; i++) { /* a name must not end the header line */
-        char ch = name[i];
-        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                     (ch >= '0' && ch <= '9') || strchr("_-.$", ch);
-        ignored[o++] = plain && ch ? ch : '_';
-    }
-    ignored[o] = '\0';
-}
-
-ts_status api__fields(const cJSON *root, const api_field *table, size_t n, cJSON *chat,
-                      char *ignored, oai_error *err)
-{
-    const cJSON *f;
-    cJSON_ArrayForEach(f, root)
-    {
-        const api_field *row = NULL;
-        for (size_t i = 0; i < n && !row; i++)
-            if (!strcmp(table[i].name, f->string))
-                row = &table[i];
-        if (!row) {
-            api__ignore(ignored, f->string);
-            continue;
-        }
-        if (row->use == API_FIELD_REFUSED && !cJSON_IsNull(f) && !cJSON_IsFalse(f))
-            return oai_error_set(err, 400, row->name, "unsupported_parameter",
-                                 "'%s' is not supported: %s", row->name, row->to);
-        if (row->use != API_FIELD_COPY || cJSON_IsNull(f))
-            continue;
-        cJSON *copy = cJSON_Duplicate(f, true);
-        if (!copy || !cJSON_AddItemToObject(chat, row->to ? row->to : row->name, copy)) {
-            cJSON_Delete(copy);
-            return oai_error_set(err, 500, NULL, NULL, "out of memory");
-        }
-    }
-    return TS_OK;
-}
-
-cJSON *api__add_message(cJSON *msgs, const char *role, cJSON *content)
-{
-    cJSON *m = cJSON_CreateObject();
-    if (!content)
-        content = cJSON_CreateNull();
-    if (!m || !content || !cJSON_AddStringToObject(m, "role", role) ||
-        !cJSON_AddItemToObject(m, "content", content)) {
-        if (!cJSON_GetObjectItemCaseSensitive(m, "content"))
-            cJSON_Delete(content);
-        cJSON_Delete(m);
-        return NULL;
-    }
-    if (!cJSON_AddItemToArray(msgs, m)) {
-        cJSON_Delete(m);
-        return NULL;
-    }
-    return m;
 }
 
 /* Whether the JSON text holds a \u0000 escape: cJSON would cut the string
@@ -259,15 +190,6 @@ char *api_error_json(api_kind k, const oai_error *e)
 char *api_answer_json(api_kind k, const api_answer *a)
 {
     return ops_of(k)->answer_json(a);
-}
-
-bool api__sse(strbuf *out, const char *name, cJSON *j)
-{
-    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
-    cJSON_Delete(j);
-    bool ok = s && strbuf_addf(out, "event: %s\ndata: %s\n\n", name, s);
-    free(s);
-    return ok;
 }
 
 void api_stream_init(api_stream *s, api_kind k, const oai_meta *meta)

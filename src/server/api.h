@@ -91,7 +91,7 @@ bool api_stream_call(api_stream *s, const oai_tool_call *call, strbuf *out);
 bool api_stream_end(api_stream *s, const api_answer *a, strbuf *out);
 bool api_stream_error(api_stream *s, const oai_error *e, strbuf *out);
 
-/* ---- between api.c and the two API files */
+/* ---- between api.c, api_json.c and the two API files */
 
 struct cJSON;
 
@@ -148,5 +148,21 @@ bool api__sse(strbuf *out, const char *name, struct cJSON *j);
 /* Appends name to ignored (", "-separated, header-safe, cut at
  * OAI_IGNORED_LEN). */
 void api__ignore(char *ignored, const char *name);
+
+/* A 500 "out of memory" in err. */
+ts_status api__oom(oai_error *err);
+/* A 400 invalid_type in err: "'name' must be want". */
+ts_status api__wrong_type(oai_error *err, const char *name, const char *want);
+/* o's string member key (borrowed), NULL where o is no object or key no string. */
+const char *api__string(const struct cJSON *o, const char *key);
+/* A chat tool {"type": "function", "function": fn} (fn taken, also on failure; NULL
+ * stays NULL); NULL when out of memory. */
+struct cJSON *api__function_tool(struct cJSON *fn);
+/* A chat tool_choice naming one function, {"type": "function", "function": {"name":
+ * name}} (name copied); NULL when out of memory. */
+struct cJSON *api__function_choice(const char *name);
+/* j (taken, deleted; NULL stays NULL) printed without formatting; malloc'd, NULL when
+ * out of memory. */
+char *api__print(struct cJSON *j);
 
 #endif /* TESSERA_SERVER_API_H */

@@ -35,22 +35,6 @@ static const api_field fields[] = {
     {"mcp_servers", API_FIELD_REFUSED, "MCP servers are not supported"},
 };
 
-static ts_status oom(oai_error *err)
-{
-    return oai_error_set(err, 500, NULL, NULL, "out of memory");
-}
-
-static ts_status wrong(oai_error *err, const char *name, const char *want)
-{
-    return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
-}
-
-static const char *string_of(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* ---- the request */
 
 /* Adds {"type": "text", "text": text} to parts; false when out of memory. */
@@ -70,25 +54,25 @@ static bool add_text_part(cJSON *parts, const char *text)
 static ts_status text_blocks(const cJSON *c, const char *name, cJSON **out, oai_error *err)
 {
     if (!(*out = cJSON_CreateArray()))
-        return oom(err);
+        return api__oom(err);
     if (cJSON_IsString(c))
-        return add_text_part(*out, c->valuestring) ? TS_OK : oom(err);
+        return add_text_part(*out, c->valuestring) ? TS_OK : api__oom(err);
     if (!cJSON_IsArray(c))
-        return wrong(err, name, "a string or an array of text blocks");
+        return api__wrong_type(err, name, "a string or an array of text blocks");
     int k = 0;
     const cJSON *b;
     cJSON_ArrayForEach(b, c)
     {
         char bname[96];
         snprintf(bname, sizeof bname, "%s[%d]", name, k++);
-        const char *type = string_of(b, "type"), *text = string_of(b, "text");
+        const char *type = api__string(b, "type"), *text = api__string(b, "text");
         if (!type || strcmp(type, "text") || !text)
             return oai_error_set(err, 400, bname, "unsupported_value",
                                  "'%s' must be a text block ({\"type\": \"text\", \"text\": "
                                  "string}); images and documents are not supported",
                                  bname);
         if (!add_text_part(*out, text))
-            return oom(err);
+            return api__oom(err);
     }
     return TS_OK;
 }
@@ -98,9 +82,9 @@ static ts_status tool_result(const cJSON *b, const char *name, cJSON *msgs, oai_
 {
     char field[128];
     snprintf(field, sizeof field, "%s.tool_use_id", name);
-    const char *id = string_of(b, "tool_use_id");
+    const char *id = api__string(b, "tool_use_id");
     if (!id)
-        return wrong(err, field, "a string");
+        return api__wrong_type(err, field, "a string");
     snprintf(field, sizeof field, "%s.content", name);
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(b, "content");
     cJSON *content = NULL;
@@ -111,7 +95,7 @@ static ts_status tool_result(const cJSON *b, const char *name, cJSON *msgs, oai_
         return TS_ERR_INVALID_ARG;
     }
     cJSON *m = api__add_message(msgs, "tool", content);
-    return m && cJSON_AddStringToObject(m, "tool_call_id", id) ? TS_OK : oom(err);
+    return m && cJSON_AddStringToObject(m, "tool_call_id", id) ? TS_OK : api__oom(err);
 }
 
 /* A tool_use block as a call of the assistant message m. */
@@ -120,22 +104,22 @@ static ts_status tool_use(const cJSON *b, const char *name, cJSON *m, oai_error 
     char field[128];
     static const char *const keys[] = {"id", "name"};
     for (size_t k = 0; k < 2; k++)
-        if (!string_of(b, keys[k])) {
+        if (!api__string(b, keys[k])) {
             snprintf(field, sizeof field, "%s.%s", name, keys[k]);
-            return wrong(err, field, "a string");
+            return api__wrong_type(err, field, "a string");
         }
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(b, "input");
     snprintf(field, sizeof field, "%s.input", name);
     if (!cJSON_IsObject(input))
-        return wrong(err, field, "an object");
+        return api__wrong_type(err, field, "an object");
     cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     if (!calls && !(calls = cJSON_AddArrayToObject(m, "tool_calls")))
-        return oom(err);
+        return api__oom(err);
     char *args = cJSON_PrintUnformatted(input);
     cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-    bool ok = args && call && fn && cJSON_AddStringToObject(call, "id", string_of(b, "id")) &&
+    bool ok = args && call && fn && cJSON_AddStringToObject(call, "id", api__string(b, "id")) &&
               cJSON_AddStringToObject(call, "type", "function") &&
-              cJSON_AddStringToObject(fn, "name", string_of(b, "name")) &&
+              cJSON_AddStringToObject(fn, "name", api__string(b, "name")) &&
               cJSON_AddStringToObject(fn, "arguments", args) &&
               cJSON_AddItemToObject(call, "function", fn);
     free(args);
@@ -143,7 +127,7 @@ static ts_status tool_use(const cJSON *b, const char *name, cJSON *m, oai_error 
         cJSON_Delete(fn);
     if (!ok || !cJSON_AddItemToArray(calls, call)) {
         cJSON_Delete(call);
-        return oom(err);
+        return api__oom(err);
     }
     return TS_OK;
 }
@@ -158,7 +142,7 @@ static ts_status read_blocks(const cJSON *blocks, const char *name, bool user, c
     cJSON *m = parts ? cJSON_CreateObject() : NULL; /* the assistant's, until added */
     if (!m) {
         cJSON_Delete(parts);
-        return oom(err);
+        return api__oom(err);
     }
     ts_status st = TS_OK;
     int k = 0;
@@ -167,13 +151,13 @@ static ts_status read_blocks(const cJSON *blocks, const char *name, bool user, c
     {
         char bname[96];
         snprintf(bname, sizeof bname, "%s[%d]", name, k++);
-        const char *type = string_of(b, "type");
+        const char *type = api__string(b, "type");
         if (!type)
-            st = wrong(err, bname, "a content block with a string 'type'");
+            st = api__wrong_type(err, bname, "a content block with a string 'type'");
         else if (!strcmp(type, "text"))
-            st = string_of(b, "text")
-                     ? (add_text_part(parts, string_of(b, "text")) ? TS_OK : oom(err))
-                     : wrong(err, bname, "a text block with a string 'text'");
+            st = api__string(b, "text")
+                     ? (add_text_part(parts, api__string(b, "text")) ? TS_OK : api__oom(err))
+                     : api__wrong_type(err, bname, "a text block with a string 'text'");
         else if (user && !strcmp(type, "tool_result"))
             st = tool_result(b, bname, msgs, err);
         else if (!user && !strcmp(type, "tool_use"))
@@ -197,7 +181,7 @@ static ts_status read_blocks(const cJSON *blocks, const char *name, bool user, c
         cJSON *tc = cJSON_DetachItemFromObjectCaseSensitive(m, "tool_calls");
         if (!own || (tc && !cJSON_AddItemToObject(own, "tool_calls", tc))) {
             cJSON_Delete(tc);
-            st = oom(err);
+            st = api__oom(err);
         }
     }
     cJSON_Delete(parts);
@@ -215,33 +199,34 @@ static ts_status read_messages(const cJSON *root, cJSON *msgs, oai_error *err)
             return TS_ERR_INVALID_ARG;
         }
         if (!api__add_message(msgs, "system", content))
-            return oom(err);
+            return api__oom(err);
     }
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!list)
         return oai_error_set(err, 400, "messages", "missing_required_parameter",
                              "'messages' is required");
     if (!cJSON_IsArray(list) || !cJSON_GetArraySize(list))
-        return wrong(err, "messages", "a non-empty array");
+        return api__wrong_type(err, "messages", "a non-empty array");
     int i = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, list)
     {
         char name[48];
         snprintf(name, sizeof name, "messages[%d].role", i);
-        const char *role = string_of(m, "role");
+        const char *role = api__string(m, "role");
         if (!cJSON_IsObject(m) || !role || (strcmp(role, "user") && strcmp(role, "assistant")))
-            return wrong(err, name, "\"user\" or \"assistant\"");
+            return api__wrong_type(err, name, "\"user\" or \"assistant\"");
         snprintf(name, sizeof name, "messages[%d].content", i++);
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
         ts_status st;
         if (cJSON_IsString(c))
-            st =
-                api__add_message(msgs, role, cJSON_CreateString(c->valuestring)) ? TS_OK : oom(err);
+            st = api__add_message(msgs, role, cJSON_CreateString(c->valuestring))
+                     ? TS_OK
+                     : api__oom(err);
         else if (cJSON_IsArray(c))
             st = read_blocks(c, name, !strcmp(role, "user"), msgs, err);
         else
-            st = wrong(err, name, "a string or an array of content blocks");
+            st = api__wrong_type(err, name, "a string or an array of content blocks");
         if (st != TS_OK)
             return st;
     }
@@ -261,7 +246,7 @@ static ts_status read_max_tokens(const cJSON *root, cJSON *chat, bool required, 
     cJSON *copy = cJSON_Duplicate(mt, false);
     if (!copy || !cJSON_AddItemToObject(chat, "max_tokens", copy)) {
         cJSON_Delete(copy);
-        return oom(err);
+        return api__oom(err);
     }
     return TS_OK;
 }
@@ -274,10 +259,10 @@ static ts_status read_tools(const cJSON *root, cJSON *chat, oai_error *err)
     if (!tools || cJSON_IsNull(tools))
         return TS_OK;
     if (!cJSON_IsArray(tools))
-        return wrong(err, "tools", "an array");
+        return api__wrong_type(err, "tools", "an array");
     cJSON *out = cJSON_AddArrayToObject(chat, "tools");
     if (!out)
-        return oom(err);
+        return api__oom(err);
     int i = 0;
     const cJSON *t;
     cJSON_ArrayForEach(t, tools)
@@ -285,7 +270,7 @@ static ts_status read_tools(const cJSON *root, cJSON *chat, oai_error *err)
         char name[48];
         snprintf(name, sizeof name, "tools[%d]", i);
         if (!cJSON_IsObject(t))
-            return wrong(err, name, "an object");
+            return api__wrong_type(err, name, "an object");
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
         snprintf(name, sizeof name, "tools[%d].type", i);
         if (type && !cJSON_IsNull(type) &&
@@ -296,12 +281,9 @@ static ts_status read_tools(const cJSON *root, cJSON *chat, oai_error *err)
                                  name);
         snprintf(name, sizeof name, "tools[%d].input_schema", i++);
         if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(t, "input_schema")))
-            return wrong(err, name, "an object (a JSON Schema)");
-        cJSON *tool = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-        bool ok = tool && fn && cJSON_AddStringToObject(tool, "type", "function") &&
-                  cJSON_AddItemToObject(tool, "function", fn);
-        if (!ok)
-            cJSON_Delete(fn);
+            return api__wrong_type(err, name, "an object (a JSON Schema)");
+        cJSON *fn = cJSON_CreateObject();
+        bool ok = fn != NULL;
         static const char *const keys[][2] = {
             {"name", "name"}, {"description", "description"}, {"input_schema", "parameters"}};
         for (size_t k = 0; ok && k < 3; k++) {
@@ -311,9 +293,14 @@ static ts_status read_tools(const cJSON *root, cJSON *chat, oai_error *err)
             if (!ok)
                 cJSON_Delete(copy);
         }
-        if (!ok || !cJSON_AddItemToArray(out, tool)) {
+        if (!ok) {
+            cJSON_Delete(fn);
+            fn = NULL;
+        }
+        cJSON *tool = api__function_tool(fn);
+        if (!tool || !cJSON_AddItemToArray(out, tool)) {
             cJSON_Delete(tool);
-            return oom(err);
+            return api__oom(err);
         }
     }
     return TS_OK;
@@ -327,36 +314,29 @@ static ts_status read_tool_choice(const cJSON *root, cJSON *chat, oai_error *err
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
     if (!tc || cJSON_IsNull(tc))
         return TS_OK;
-    const char *type = string_of(tc, "type"), *name = string_of(tc, "name");
+    const char *type = api__string(tc, "type"), *name = api__string(tc, "name");
     const char *want = "{\"type\": \"auto\"}, {\"type\": \"any\"}, {\"type\": \"none\"} or "
                        "{\"type\": \"tool\", \"name\": string}";
     if (!type || (!strcmp(type, "tool") && !name))
-        return wrong(err, "tool_choice", want);
+        return api__wrong_type(err, "tool_choice", want);
     cJSON *out = NULL;
     if (!strcmp(type, "auto") || !strcmp(type, "none"))
         out = cJSON_CreateString(type);
     else if (!strcmp(type, "any"))
         out = cJSON_CreateString("required");
-    else if (!strcmp(type, "tool")) {
-        out = cJSON_CreateObject();
-        cJSON *fn = out ? cJSON_AddObjectToObject(out, "function") : NULL;
-        if (!fn || !cJSON_AddStringToObject(out, "type", "function") ||
-            !cJSON_AddStringToObject(fn, "name", name)) {
-            cJSON_Delete(out);
-            return oom(err);
-        }
-    } else {
-        return wrong(err, "tool_choice", want);
-    }
+    else if (!strcmp(type, "tool"))
+        out = api__function_choice(name);
+    else
+        return api__wrong_type(err, "tool_choice", want);
     if (!out || !cJSON_AddItemToObject(chat, "tool_choice", out)) {
         cJSON_Delete(out);
-        return oom(err);
+        return api__oom(err);
     }
     const cJSON *dp = cJSON_GetObjectItemCaseSensitive(tc, "disable_parallel_tool_use");
     if (dp && !cJSON_IsBool(dp))
-        return wrong(err, "tool_choice.disable_parallel_tool_use", "a boolean");
+        return api__wrong_type(err, "tool_choice.disable_parallel_tool_use", "a boolean");
     if (cJSON_IsTrue(dp) && !cJSON_AddFalseToObject(chat, "parallel_tool_calls"))
-        return oom(err);
+        return api__oom(err);
     return TS_OK;
 }
 
@@ -365,7 +345,7 @@ static ts_status read_tool_choice(const cJSON *root, cJSON *chat, oai_error *err
 static ts_status read_thinking(const cJSON *root, oai_error *err)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "thinking");
-    const char *type = string_of(t, "type");
+    const char *type = api__string(t, "type");
     if (!t || cJSON_IsNull(t) || (type && !strcmp(type, "disabled")))
         return TS_OK;
     return oai_error_set(err, 400, "thinking", "unsupported_parameter",
@@ -379,7 +359,7 @@ static ts_status to_chat(const cJSON *root, cJSON **chat, bool need_max_tokens, 
     *chat = cJSON_CreateObject();
     cJSON *msgs = *chat ? cJSON_AddArrayToObject(*chat, "messages") : NULL;
     if (!msgs)
-        return oom(err);
+        return api__oom(err);
     ts_status st = api__fields(root, fields, sizeof fields / sizeof fields[0], *chat, ignored, err);
     if (st == TS_OK)
         st = read_max_tokens(root, *chat, need_max_tokens, err);
@@ -502,13 +482,7 @@ static cJSON *message_json(const oai_meta *m, const api_answer *a, int input_tok
     return r;
 }
 
-static char *messages_json(const api_answer *a)
-{
-    cJSON *r = message_json(a->meta, a, 0);
-    char *s = r ? cJSON_PrintUnformatted(r) : NULL;
-    cJSON_Delete(r);
-    return s;
-}
+static char *messages_json(const api_answer *a) { return api__print(message_json(a->meta, a, 0)); }
 
 /* ---- the stream */
 

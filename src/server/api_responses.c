@@ -49,22 +49,7 @@ static const api_field fields[] = {
     {"prompt", API_FIELD_REFUSED, "stored prompt templates are not supported"},
 };
 
-static ts_status oom(oai_error *err)
-{
-    return oai_error_set(err, 500, NULL, NULL, "out of memory");
-}
-
-static ts_status wrong(oai_error *err, const char *name, const char *want)
-{
-    return oai_error_set(err, 400, name, "invalid_type", "'%s' must be %s", name, want);
-}
-
 /* A string member key of o, or NULL. */
-static const char *string_of(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 /* ---- the request */
 
@@ -73,37 +58,37 @@ static const char *string_of(const cJSON *o, const char *key)
 static ts_status message_content(const cJSON *c, const char *name, cJSON **out, oai_error *err)
 {
     if (cJSON_IsString(c))
-        return (*out = cJSON_CreateString(c->valuestring)) ? TS_OK : oom(err);
+        return (*out = cJSON_CreateString(c->valuestring)) ? TS_OK : api__oom(err);
     if (!cJSON_IsArray(c))
-        return wrong(err, name, "a string or an array of content parts");
+        return api__wrong_type(err, name, "a string or an array of content parts");
     if (!(*out = cJSON_CreateArray()))
-        return oom(err);
+        return api__oom(err);
     int k = 0;
     const cJSON *p;
     cJSON_ArrayForEach(p, c)
     {
         char pname[96];
         snprintf(pname, sizeof pname, "%s[%d]", name, k++);
-        const char *type = string_of(p, "type");
-        const char *text = string_of(p, "text");
+        const char *type = api__string(p, "type");
+        const char *text = api__string(p, "text");
         if (type && !strcmp(type, "refusal"))
-            text = string_of(p, "refusal");
+            text = api__string(p, "refusal");
         bool is_text = type && (!strcmp(type, "input_text") || !strcmp(type, "output_text") ||
                                 !strcmp(type, "text") || !strcmp(type, "refusal"));
         if (!cJSON_IsObject(p) || !type)
-            return wrong(err, pname, "a content part with a 'type'");
+            return api__wrong_type(err, pname, "a content part with a 'type'");
         if (!is_text)
             return oai_error_set(err, 400, pname, "unsupported_value",
                                  "'%s' is a %.40s part; only text parts (input_text, "
                                  "output_text) are supported",
                                  pname, type);
         if (!text)
-            return wrong(err, pname, "a text part with a string 'text'");
+            return api__wrong_type(err, pname, "a text part with a string 'text'");
         cJSON *part = cJSON_CreateObject();
         if (!part || !cJSON_AddStringToObject(part, "type", "text") ||
             !cJSON_AddStringToObject(part, "text", text) || !cJSON_AddItemToArray(*out, part)) {
             cJSON_Delete(part);
-            return oom(err);
+            return api__oom(err);
         }
     }
     return TS_OK;
@@ -113,10 +98,10 @@ static ts_status message_item(const cJSON *it, const char *name, cJSON *msgs, oa
 {
     char field[96];
     snprintf(field, sizeof field, "%s.role", name);
-    const char *role = string_of(it, "role");
+    const char *role = api__string(it, "role");
     if (!role || (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system") &&
                   strcmp(role, "developer")))
-        return wrong(err, field, "\"user\", \"assistant\", \"system\" or \"developer\"");
+        return api__wrong_type(err, field, "\"user\", \"assistant\", \"system\" or \"developer\"");
     snprintf(field, sizeof field, "%s.content", name);
     cJSON *content = NULL;
     if (message_content(cJSON_GetObjectItemCaseSensitive(it, "content"), field, &content, err) !=
@@ -124,7 +109,7 @@ static ts_status message_item(const cJSON *it, const char *name, cJSON *msgs, oa
         cJSON_Delete(content);
         return TS_ERR_INVALID_ARG;
     }
-    return api__add_message(msgs, role, content) ? TS_OK : oom(err);
+    return api__add_message(msgs, role, content) ? TS_OK : api__oom(err);
 }
 
 /* A function_call item: a tool call of the assistant turn it follows (a new
@@ -134,19 +119,19 @@ static ts_status call_item(const cJSON *it, const char *name, cJSON *msgs, oai_e
     char field[96];
     static const char *const keys[] = {"call_id", "name", "arguments"};
     for (size_t k = 0; k < 3; k++)
-        if (!string_of(it, keys[k])) {
+        if (!api__string(it, keys[k])) {
             snprintf(field, sizeof field, "%s.%s", name, keys[k]);
-            return wrong(err, field, "a string");
+            return api__wrong_type(err, field, "a string");
         }
-    cJSON *args = cJSON_Parse(string_of(it, "arguments"));
+    cJSON *args = cJSON_Parse(api__string(it, "arguments"));
     bool object = cJSON_IsObject(args);
     cJSON_Delete(args);
     if (!object) {
         snprintf(field, sizeof field, "%s.arguments", name);
-        return wrong(err, field, "the JSON text of an object");
+        return api__wrong_type(err, field, "the JSON text of an object");
     }
     cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
-    const char *role = last ? string_of(last, "role") : NULL;
+    const char *role = last ? api__string(last, "role") : NULL;
     if (!role || strcmp(role, "assistant"))
         last = api__add_message(msgs, "assistant", NULL);
     cJSON *calls = last ? cJSON_GetObjectItemCaseSensitive(last, "tool_calls") : NULL;
@@ -154,16 +139,16 @@ static ts_status call_item(const cJSON *it, const char *name, cJSON *msgs, oai_e
         calls = cJSON_AddArrayToObject(last, "tool_calls");
     cJSON *call = cJSON_CreateObject(), *fn = cJSON_CreateObject();
     bool ok = calls && call && fn &&
-              cJSON_AddStringToObject(call, "id", string_of(it, "call_id")) &&
+              cJSON_AddStringToObject(call, "id", api__string(it, "call_id")) &&
               cJSON_AddStringToObject(call, "type", "function") &&
-              cJSON_AddStringToObject(fn, "name", string_of(it, "name")) &&
-              cJSON_AddStringToObject(fn, "arguments", string_of(it, "arguments")) &&
+              cJSON_AddStringToObject(fn, "name", api__string(it, "name")) &&
+              cJSON_AddStringToObject(fn, "arguments", api__string(it, "arguments")) &&
               cJSON_AddItemToObject(call, "function", fn);
     if (!ok)
         cJSON_Delete(fn);
     if (!ok || !cJSON_AddItemToArray(calls, call)) {
         cJSON_Delete(call);
-        return oom(err);
+        return api__oom(err);
     }
     return TS_OK;
 }
@@ -173,9 +158,9 @@ static ts_status output_item(const cJSON *it, const char *name, cJSON *msgs, oai
 {
     char field[96];
     snprintf(field, sizeof field, "%s.call_id", name);
-    const char *id = string_of(it, "call_id");
+    const char *id = api__string(it, "call_id");
     if (!id)
-        return wrong(err, field, "a string");
+        return api__wrong_type(err, field, "a string");
     snprintf(field, sizeof field, "%s.output", name);
     cJSON *content = NULL;
     if (message_content(cJSON_GetObjectItemCaseSensitive(it, "output"), field, &content, err) !=
@@ -184,7 +169,7 @@ static ts_status output_item(const cJSON *it, const char *name, cJSON *msgs, oai
         return TS_ERR_INVALID_ARG;
     }
     cJSON *m = api__add_message(msgs, "tool", content);
-    return m && cJSON_AddStringToObject(m, "tool_call_id", id) ? TS_OK : oom(err);
+    return m && cJSON_AddStringToObject(m, "tool_call_id", id) ? TS_OK : api__oom(err);
 }
 
 /* input: a string (one user message) or items: messages (type "message" or
@@ -194,19 +179,20 @@ static ts_status read_input(const cJSON *root, cJSON *msgs, oai_error *err)
     const cJSON *instr = cJSON_GetObjectItemCaseSensitive(root, "instructions");
     if (instr && !cJSON_IsNull(instr)) {
         if (!cJSON_IsString(instr))
-            return wrong(err, "instructions", "a string");
+            return api__wrong_type(err, "instructions", "a string");
         if (!api__add_message(msgs, "system", cJSON_CreateString(instr->valuestring)))
-            return oom(err);
+            return api__oom(err);
     }
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(root, "input");
     if (!input || cJSON_IsNull(input))
         return oai_error_set(err, 400, "input", "missing_required_parameter",
                              "'input' is required");
     if (cJSON_IsString(input))
-        return api__add_message(msgs, "user", cJSON_CreateString(input->valuestring)) ? TS_OK
-                                                                                      : oom(err);
+        return api__add_message(msgs, "user", cJSON_CreateString(input->valuestring))
+                   ? TS_OK
+                   : api__oom(err);
     if (!cJSON_IsArray(input) || !cJSON_GetArraySize(input))
-        return wrong(err, "input", "a string or a non-empty array of items");
+        return api__wrong_type(err, "input", "a string or a non-empty array of items");
     int i = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, input)
@@ -214,12 +200,12 @@ static ts_status read_input(const cJSON *root, cJSON *msgs, oai_error *err)
         char name[48];
         snprintf(name, sizeof name, "input[%d]", i++);
         if (!cJSON_IsObject(it))
-            return wrong(err, name, "an object");
+            return api__wrong_type(err, name, "an object");
         const cJSON *tv = cJSON_GetObjectItemCaseSensitive(it, "type");
         const char *type = cJSON_IsString(tv) ? tv->valuestring : tv ? NULL : "message";
         ts_status st;
         if (!type)
-            st = wrong(err, name, "an item whose 'type' is a string");
+            st = api__wrong_type(err, name, "an item whose 'type' is a string");
         else if (!strcmp(type, "message"))
             st = message_item(it, name, msgs, err);
         else if (!strcmp(type, "function_call"))
@@ -248,33 +234,28 @@ static ts_status read_tools(const cJSON *root, cJSON *chat, oai_error *err)
     if (!tools || cJSON_IsNull(tools))
         return TS_OK;
     if (!cJSON_IsArray(tools))
-        return wrong(err, "tools", "an array");
+        return api__wrong_type(err, "tools", "an array");
     cJSON *out = cJSON_AddArrayToObject(chat, "tools");
     if (!out)
-        return oom(err);
+        return api__oom(err);
     int i = 0;
     const cJSON *t;
     cJSON_ArrayForEach(t, tools)
     {
         char name[48];
         snprintf(name, sizeof name, "tools[%d].type", i++);
-        const char *type = string_of(t, "type");
+        const char *type = api__string(t, "type");
         if (!type || strcmp(type, "function"))
             return oai_error_set(err, 400, name, "unsupported_value",
                                  "'%s' must be \"function\": hosted tools (web_search, "
                                  "file_search, ...) are not supported",
                                  name);
-        cJSON *tool = cJSON_CreateObject(), *fn = cJSON_Duplicate(t, true);
+        cJSON *fn = cJSON_Duplicate(t, true);
         cJSON_DeleteItemFromObjectCaseSensitive(fn, "type");
-        if (!tool || !fn || !cJSON_AddStringToObject(tool, "type", "function") ||
-            !cJSON_AddItemToObject(tool, "function", fn)) {
-            cJSON_Delete(fn);
+        cJSON *tool = api__function_tool(fn);
+        if (!tool || !cJSON_AddItemToArray(out, tool)) {
             cJSON_Delete(tool);
-            return oom(err);
-        }
-        if (!cJSON_AddItemToArray(out, tool)) {
-            cJSON_Delete(tool);
-            return oom(err);
+            return api__oom(err);
         }
     }
     return TS_OK;
@@ -290,22 +271,16 @@ static ts_status read_tool_choice(const cJSON *root, cJSON *chat, oai_error *err
     if (cJSON_IsString(tc)) {
         out = cJSON_CreateString(tc->valuestring);
     } else {
-        const char *type = string_of(tc, "type"), *name = string_of(tc, "name");
+        const char *type = api__string(tc, "type"), *name = api__string(tc, "name");
         if (!type || strcmp(type, "function") || !name)
-            return wrong(err, "tool_choice",
-                         "\"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                         "\"name\": string}");
-        out = cJSON_CreateObject();
-        cJSON *fn = out ? cJSON_AddObjectToObject(out, "function") : NULL;
-        if (!fn || !cJSON_AddStringToObject(out, "type", "function") ||
-            !cJSON_AddStringToObject(fn, "name", name)) {
-            cJSON_Delete(out);
-            return oom(err);
-        }
+            return api__wrong_type(err, "tool_choice",
+                                   "\"none\", \"auto\", \"required\" or {\"type\": "
+                                   "\"function\", \"name\": string}");
+        out = api__function_choice(name);
     }
     if (!out || !cJSON_AddItemToObject(chat, "tool_choice", out)) {
         cJSON_Delete(out);
-        return oom(err);
+        return api__oom(err);
     }
     return TS_OK;
 }
@@ -319,13 +294,13 @@ static ts_status read_text(const cJSON *root, cJSON *chat, oai_error *err)
     if (!text || cJSON_IsNull(text))
         return TS_OK;
     if (!cJSON_IsObject(text))
-        return wrong(err, "text", "an object");
+        return api__wrong_type(err, "text", "an object");
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(text, "format");
     if (!format || cJSON_IsNull(format))
         return TS_OK;
-    const char *type = string_of(format, "type");
+    const char *type = api__string(format, "type");
     if (!cJSON_IsObject(format) || !type)
-        return wrong(err, "text.format", "an object with a string 'type'");
+        return api__wrong_type(err, "text.format", "an object with a string 'type'");
     cJSON *rf = cJSON_CreateObject();
     bool ok = rf && cJSON_AddStringToObject(rf, "type", type);
     if (ok && !strcmp(type, "json_schema")) {
@@ -337,7 +312,7 @@ static ts_status read_text(const cJSON *root, cJSON *chat, oai_error *err)
     }
     if (!ok || !cJSON_AddItemToObject(chat, "response_format", rf)) {
         cJSON_Delete(rf);
-        return oom(err);
+        return api__oom(err);
     }
     return TS_OK;
 }
@@ -347,7 +322,7 @@ static ts_status responses_to_chat(const cJSON *root, cJSON **chat, char *ignore
     *chat = cJSON_CreateObject();
     cJSON *msgs = *chat ? cJSON_AddArrayToObject(*chat, "messages") : NULL;
     if (!msgs)
-        return oom(err);
+        return api__oom(err);
     ts_status st = api__fields(root, fields, sizeof fields / sizeof fields[0], *chat, ignored, err);
     if (st == TS_OK)
         st = read_input(root, msgs, err);
@@ -480,13 +455,7 @@ static cJSON *response_json(const oai_meta *m, const api_answer *a)
     return r;
 }
 
-static char *responses_json(const api_answer *a)
-{
-    cJSON *r = response_json(a->meta, a);
-    char *s = r ? cJSON_PrintUnformatted(r) : NULL;
-    cJSON_Delete(r);
-    return s;
-}
+static char *responses_json(const api_answer *a) { return api__print(response_json(a->meta, a)); }
 
 /* ---- the stream */
 
@@ -655,7 +624,7 @@ static bool end(api_stream *s, const api_answer *a, strbuf *out)
     whole.text = s->text.s ? s->text.s : "";
     whole.text_len = s->text.len;
     cJSON *r = response_json(s->meta, &whole);
-    const char *status = r ? string_of(r, "status") : NULL;
+    const char *status = r ? api__string(r, "status") : NULL;
     const char *name = !status                         ? "response.completed"
                        : !strcmp(status, "incomplete") ? "response.incomplete"
                        : !strcmp(status, "cancelled")  ? "response.failed"

@@ -10,11 +10,8 @@
 #include "common/l2norm.h"
 #include "common/strbuf.h"
 #include "server/embeddings.h"
+#include "server/fanout.h"
 #include "server/server_internal.h"
-
-/* How long one wait for an embedding lasts before it looks at the server's stopping flag;
- * the most inputs of one request in the engine at once (submit_and_gather). */
-enum { EMBED_POLL_MS = 100, EMBED_WINDOW = 256 };
 
 /* What the answer and the work hold per input dimension (a float printed in JSON) and per
  * byte of text (the tokenizer's work and ids), counted against the server's budget. */
@@ -25,24 +22,14 @@ typedef struct embed_job {
     const embed_request *r;
     const ts_model_config *cfg;
     int dims;             /* dimensions answered */
-    int32_t **ids;        /* (n) each input's tokens (owned) */
-    size_t *n_ids;        /* (n) */
-    ts_request **reqs;    /* (n) submitted requests, NULL where none */
+    srv_fanout f;         /* each input's tokens and request */
     float *vectors;       /* (n, dims) */
     long long prompt_tokens;
 } embed_job;
 
-static void job_free(embed_job *j, size_t n)
+static void job_free(embed_job *j)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (j->ids)
-            free(j->ids[i]);
-        if (j->reqs)
-            ts_request_release(j->reqs[i]);
-    }
-    free(j->ids);
-    free(j->n_ids);
-    free(j->reqs);
+    srv_fanout_free(&j->f);
     free(j->vectors);
 }
 
@@ -54,106 +41,60 @@ static ts_status input_tokens(embed_job *j, const ts_tokenizer *tok, size_t i, o
     char param[32];
     snprintf(param, sizeof param, j->r->n_inputs == 1 ? "input" : "input[%zu]", i);
     if (in->text) {
-        ts_status st = embed_tokenize(tok, in->text, strlen(in->text), &j->ids[i], &j->n_ids[i]);
+        ts_status st = embed_tokenize(tok, in->text, strlen(in->text), &j->f.ids[i], &j->f.n_ids[i]);
         if (st == TS_ERR_TOO_LONG)
             return oai_error_set(e, 400, param, "context_length_exceeded",
                                  "'%s' is too long to tokenize", param);
         if (st != TS_OK)
             return oai_error_set(e, 500, NULL, NULL, "tokenization failed: %s",
                                  ts_status_str(st));
-        if (j->n_ids[i] == 0)
+        if (j->f.n_ids[i] == 0)
             return oai_error_set(e, 400, param, "invalid_value", "'%s' has no tokens", param);
     } else {
-        if (!(j->ids[i] = malloc(in->n_ids * sizeof(int32_t))))
+        if (!(j->f.ids[i] = malloc(in->n_ids * sizeof(int32_t))))
             return oai_error_set(e, 500, NULL, NULL, "out of memory");
-        memcpy(j->ids[i], in->ids, in->n_ids * sizeof(int32_t));
-        j->n_ids[i] = in->n_ids;
+        memcpy(j->f.ids[i], in->ids, in->n_ids * sizeof(int32_t));
+        j->f.n_ids[i] = in->n_ids;
     }
     size_t limit = (size_t)j->cfg->context_len;
-    if (j->n_ids[i] > limit) {
+    if (j->f.n_ids[i] > limit) {
         if (!j->r->truncate)
             return oai_error_set(e, 400, param, "context_length_exceeded",
                                  "'%s' is %zu tokens, over the model's limit of %zu tokens "
                                  "(set \"truncate\": true to keep the first %zu)",
-                                 param, j->n_ids[i], limit, limit);
-        j->n_ids[i] = limit;
+                                 param, j->f.n_ids[i], limit, limit);
+        j->f.n_ids[i] = limit;
     }
-    j->prompt_tokens += (long long)j->n_ids[i];
+    j->prompt_tokens += (long long)j->f.n_ids[i];
     return TS_OK;
 }
 
-/* Submits input i as an embed request of m's engine: the engine's status. */
-static ts_status submit_one(embed_job *j, srv_conn *c, srv_model *m, size_t i, ts_error *err)
+/* An input's request: its tokens, embedded (srv_fanout_ops.params). */
+static void embed_params(void *ctx, size_t i, const int32_t *ids, size_t n_ids,
+                         ts_request_params *p)
 {
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = j->ids[i];
-    p.n_prompt = j->n_ids[i];
-    p.embed = true;
-    p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
-    p.cache_namespace = c->cache_ns;
-    return ts_engine_submit(m->engine, &p, &j->reqs[i], err);
+    (void)ctx;
+    (void)i;
+    ts_request_params_default(p);
+    p->prompt = ids;
+    p->n_prompt = n_ids;
+    p->embed = true;
 }
 
-/* Reads request i's events into its vector (the leading dims, scaled to unit norm).
- * Cancels every request of the job once the server stops. */
-static ts_status gather_one(embed_job *j, srv_conn *c, size_t i, oai_error *e)
+/* Input i's vector from its final event: the leading dims, scaled to unit norm
+ * (srv_fanout_ops.take). */
+static ts_status take_vector(void *ctx, size_t i, const ts_event *ev, bool *got, oai_error *e)
 {
-    ts_event ev = {0};
-    ts_status st, out = TS_OK;
-    bool got = false;
-    while ((st = ts_request_next_event(j->reqs[i], &ev, EMBED_POLL_MS)) != TS_ERR_NOT_FOUND) {
-        if (st == TS_ERR_TIMEOUT) {
-            if (atomic_load(&c->srv->stopping))
-                for (size_t k = 0; k < j->r->n_inputs; k++)
-                    ts_request_cancel(j->reqs[k]);
-            continue;
-        }
-        if (ev.kind == TS_EVENT_ERROR && out == TS_OK)
-            out = srv_status_error(e, ev.status, ev.message);
-        if (ev.kind == TS_EVENT_DONE && ev.embedding && ev.n_embedding >= j->dims) {
-            float *v = j->vectors + i * (size_t)j->dims;
-            memcpy(v, ev.embedding, (size_t)j->dims * sizeof(float));
-            if (j->dims < ev.n_embedding)
-                l2_normalize(v, j->dims);
-            got = true;
-        }
-        ts_event_clear(&ev);
+    (void)e;
+    embed_job *j = ctx;
+    if (ev->kind == TS_EVENT_DONE && ev->embedding && ev->n_embedding >= j->dims) {
+        float *v = j->vectors + i * (size_t)j->dims;
+        memcpy(v, ev->embedding, (size_t)j->dims * sizeof(float));
+        if (j->dims < ev->n_embedding)
+            l2_normalize(v, j->dims);
+        *got = true;
     }
-    ts_request_release(j->reqs[i]);
-    j->reqs[i] = NULL;
-    if (out == TS_OK && !got)
-        out = oai_error_set(e, 503, NULL, "server_shutting_down",
-                            "the server is shutting down");
-    return out;
-}
-
-/* Submits the inputs in order with at most EMBED_WINDOW of them in the engine at once, and
- * reads the vectors as the window moves on: a request of EMBED_MAX_INPUTS inputs neither
- * fills the engine's queue against other clients nor is refused by it. A full queue (the
- * others') waits for one of the request's own to finish; with none of its own queued it is
- * the answer (429). */
-static ts_status submit_and_gather(embed_job *j, srv_conn *c, srv_model *m, oai_error *e)
-{
-    size_t n = j->r->n_inputs, read = 0;
-    ts_status st = TS_OK;
-    for (size_t i = 0; st == TS_OK && i < n; i++) {
-        if (i - read == EMBED_WINDOW)
-            st = gather_one(j, c, read++, e);
-        while (st == TS_OK) {
-            ts_error err = {0};
-            ts_status sub = submit_one(j, c, m, i, &err);
-            if (sub == TS_OK)
-                break;
-            if (sub != TS_ERR_QUEUE_FULL || read == i)
-                st = srv_status_error(e, sub, err.msg);
-            else
-                st = gather_one(j, c, read++, e);
-        }
-    }
-    while (st == TS_OK && read < n)
-        st = gather_one(j, c, read++, e);
-    return st;
+    return TS_OK;
 }
 
 /* {"object":"list","data":[...],"model":...,"usage":{...}} into b. */
@@ -218,18 +159,17 @@ static ts_status run(embed_job *j, srv_conn *c, srv_model *m, oai_error *e)
     if (!srv_reserve(c, need, e))
         return TS_ERR_NOMEM;
     size_t n = r->n_inputs;
-    j->ids = calloc(n, sizeof *j->ids);
-    j->n_ids = calloc(n, sizeof *j->n_ids);
-    j->reqs = calloc(n, sizeof *j->reqs);
-    j->vectors = malloc(n * (size_t)j->dims * sizeof(float));
-    if (!j->ids || !j->n_ids || !j->reqs || !j->vectors)
+    ts_status st = srv_fanout_init(&j->f, n, e);
+    if (st != TS_OK)
+        return st;
+    if (!(j->vectors = malloc(n * (size_t)j->dims * sizeof(float))))
         return oai_error_set(e, 500, NULL, NULL, "out of memory");
     const ts_tokenizer *tok = ts_model_get_tokenizer(model);
-    ts_status st = TS_OK;
     for (size_t i = 0; st == TS_OK && i < n; i++)
         st = input_tokens(j, tok, i, e);
+    const srv_fanout_ops ops = {.params = embed_params, .take = take_vector, .ctx = j};
     if (st == TS_OK)
-        st = submit_and_gather(j, c, m, e);
+        st = srv_fanout_run(&j->f, c, m->engine, &ops, e);
     return st;
 }
 
@@ -254,7 +194,7 @@ enum MHD_Result embed_route(struct MHD_Connection *mc, srv_conn *c)
         if (b.failed || !b.s)
             st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
     }
-    job_free(&j, r.n_inputs);
+    job_free(&j);
     embed_request_clear(&r);
     if (st != TS_OK) {
         strbuf_free(&b);

@@ -11,12 +11,9 @@
 #include <cjson/cJSON.h>
 
 #include "common/strbuf.h"
+#include "server/fanout.h"
 #include "server/rerank.h"
 #include "server/server_internal.h"
-
-/* How long one wait for a score lasts before it looks at the server's stopping flag; the
- * most pairs of one request in the engine at once (submit_and_gather). */
-enum { RERANK_POLL_MS = 100, RERANK_WINDOW = 256 };
 
 /* What the work holds per byte of text and per document, against the server's budget. */
 enum { BYTES_PER_TEXT_BYTE = 47, BYTES_PER_DOCUMENT = 4096 };
@@ -31,24 +28,14 @@ typedef struct rerank_job {
     bool classifier;       /* an encoder's classification head scores each pair (its
                             * first pooled value), not Qwen3-Reranker's "yes" and "no" */
     int32_t yes, no;       /* the answer's two tokens */
-    int32_t **ids;         /* (n) each pair's prompt (owned) */
-    size_t *n_ids;         /* (n) */
-    ts_request **reqs;     /* (n) submitted, NULL where none */
+    srv_fanout f;          /* each pair's prompt and request */
     double *scores;        /* (n) */
     long long prompt_tokens;
 } rerank_job;
 
-static void job_free(rerank_job *j, size_t n)
+static void job_free(rerank_job *j)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (j->ids)
-            free(j->ids[i]);
-        if (j->reqs)
-            ts_request_release(j->reqs[i]);
-    }
-    free(j->ids);
-    free(j->n_ids);
-    free(j->reqs);
+    srv_fanout_free(&j->f);
     free(j->scores);
 }
 
@@ -110,21 +97,21 @@ static ts_status add_think_block(rerank_job *j, size_t i, oai_error *e)
         TS_OK)
         return oai_error_set(e, 500, NULL, NULL, "cannot tokenize the prompt");
     ts_status st = TS_OK;
-    if (!ends_with(j->ids[i], j->n_ids[i], think, n_think)) {
-        int32_t *grown = realloc(j->ids[i], (j->n_ids[i] + n_think) * sizeof *grown);
+    if (!ends_with(j->f.ids[i], j->f.n_ids[i], think, n_think)) {
+        int32_t *grown = realloc(j->f.ids[i], (j->f.n_ids[i] + n_think) * sizeof *grown);
         if (!grown)
             st = oai_error_set(e, 500, NULL, NULL, "out of memory");
         else {
-            memcpy(grown + j->n_ids[i], think, n_think * sizeof *think);
-            j->ids[i] = grown;
-            j->n_ids[i] += n_think;
+            memcpy(grown + j->f.n_ids[i], think, n_think * sizeof *think);
+            j->f.ids[i] = grown;
+            j->f.n_ids[i] += n_think;
         }
     }
     free(think);
     return st;
 }
 
-/* Pair i's prompt as Qwen3-Reranker's chat into j->ids[i]. */
+/* Pair i's prompt as Qwen3-Reranker's chat into j->f.ids[i]. */
 static ts_status chat_tokens(rerank_job *j, size_t i, oai_error *e)
 {
     char *user = rerank_user_turn(j->r->instruction, j->r->query, j->r->documents[i]);
@@ -134,7 +121,7 @@ static ts_status chat_tokens(rerank_job *j, size_t i, oai_error *e)
     oai_request q;
     ts_status st = pair_chat(msgs, user, &q, e);
     if (st == TS_OK)
-        st = prompt_tokens(&q, j->m, j->tok, &j->ids[i], &j->n_ids[i], e);
+        st = prompt_tokens(&q, j->m, j->tok, &j->f.ids[i], &j->f.n_ids[i], e);
     cJSON_Delete(q.chat_vars);
     free(user);
     if (st == TS_OK)
@@ -142,109 +129,66 @@ static ts_status chat_tokens(rerank_job *j, size_t i, oai_error *e)
     return st;
 }
 
-/* Pair i's prompt into j->ids[i], checked against the context (a chat's scoring request
+/* Pair i's prompt into j->f.ids[i], checked against the context (a chat's scoring request
  * generates one token; a classifier's input may fill it). */
 static ts_status pair_tokens(rerank_job *j, size_t i, oai_error *e)
 {
     ts_status st;
     if (!j->classifier)
         st = chat_tokens(j, i, e);
-    else if ((st = rerank_pair_ids(j->tok, j->r->query, j->r->documents[i], &j->ids[i],
-                                   &j->n_ids[i])) != TS_OK)
+    else if ((st = rerank_pair_ids(j->tok, j->r->query, j->r->documents[i], &j->f.ids[i],
+                                   &j->f.n_ids[i])) != TS_OK)
         st = oai_error_set(e, 500, NULL, NULL, "cannot tokenize the pair");
     if (st != TS_OK)
         return st;
     const ts_model_config *cfg = ts_model_get_config(ts_engine_get_model(j->m->engine));
-    if (j->n_ids[i] + !j->classifier > (size_t)cfg->context_len) {
+    if (j->f.n_ids[i] + !j->classifier > (size_t)cfg->context_len) {
         char param[32];
         snprintf(param, sizeof param, "documents[%zu]", i);
         return oai_error_set(e, 400, param, "context_length_exceeded",
                              "the query with '%s' is %zu tokens, over the model's limit of "
                              "%d tokens",
-                             param, j->n_ids[i], cfg->context_len - !j->classifier);
+                             param, j->f.n_ids[i], cfg->context_len - !j->classifier);
     }
-    j->prompt_tokens += (long long)j->n_ids[i];
+    j->prompt_tokens += (long long)j->f.n_ids[i];
     return TS_OK;
 }
 
-/* Submits pair i as a scoring request. */
-static ts_status submit_one(rerank_job *j, srv_conn *c, size_t i, ts_error *err)
+/* A pair's request: its prompt, scored (srv_fanout_ops.params). */
+static void rerank_item_params(void *ctx, size_t i, const int32_t *ids, size_t n_ids,
+                               ts_request_params *p)
 {
-    ts_request_params p;
+    (void)i;
+    const rerank_job *j = ctx;
     if (j->classifier) { /* an embed request: its pooled row holds the scores */
-        ts_request_params_default(&p);
-        p.prompt = j->ids[i];
-        p.n_prompt = j->n_ids[i];
-        p.embed = true;
+        ts_request_params_default(p);
+        p->prompt = ids;
+        p->n_prompt = n_ids;
+        p->embed = true;
     } else {
-        rerank_params(&p, j->ids[i], j->n_ids[i], j->yes, j->no);
+        rerank_params(p, ids, n_ids, j->yes, j->no);
     }
-    p.priority = c->batch ? TS_PRIORITY_LOW : c->priority;
-    p.cache_namespace = c->cache_ns;
-    return ts_engine_submit(j->m->engine, &p, &j->reqs[i], err);
 }
 
-/* Reads pair i's events into its score. Cancels every pair once the server stops. */
-static ts_status gather_one(rerank_job *j, srv_conn *c, size_t i, oai_error *e)
+/* Pair i's score: a classifier's from its final event's pooled row, else from its token
+ * event (srv_fanout_ops.take). */
+static ts_status take_score(void *ctx, size_t i, const ts_event *ev, bool *got, oai_error *e)
 {
-    ts_event ev = {0};
-    ts_status st, out = TS_OK;
-    bool got = false;
-    while ((st = ts_request_next_event(j->reqs[i], &ev, RERANK_POLL_MS)) != TS_ERR_NOT_FOUND) {
-        if (st == TS_ERR_TIMEOUT) {
-            if (atomic_load(&c->srv->stopping))
-                for (size_t k = 0; k < j->r->n_documents; k++)
-                    ts_request_cancel(j->reqs[k]);
-            continue;
-        }
-        if (ev.kind == TS_EVENT_ERROR && out == TS_OK)
-            out = srv_status_error(e, ev.status, ev.message);
-        if (ev.kind == TS_EVENT_DONE && j->classifier && ev.embedding && ev.n_embedding > 0 &&
-            !got) {
-            got = true;
-            j->scores[i] = ev.embedding[0];
-        }
-        if (ev.kind == TS_EVENT_TOKEN && !got) {
-            got = true;
-            if (!rerank_event_score(&ev, j->yes, j->no, &j->scores[i]) && out == TS_OK)
-                out = oai_error_set(e, 500, NULL, NULL,
-                                    "the model's \"yes\" and \"no\" logits are not finite");
-        }
-        ts_event_clear(&ev);
+    rerank_job *j = ctx;
+    if (*got)
+        return TS_OK;
+    if (ev->kind == TS_EVENT_DONE && j->classifier && ev->embedding && ev->n_embedding > 0) {
+        *got = true;
+        j->scores[i] = ev->embedding[0];
+        return TS_OK;
     }
-    ts_request_release(j->reqs[i]);
-    j->reqs[i] = NULL;
-    if (out == TS_OK && !got)
-        out = oai_error_set(e, 503, NULL, "server_shutting_down",
-                            "the server is shutting down");
-    return out;
-}
-
-/* Submits the pairs in order with at most RERANK_WINDOW of them in the engine at once,
- * reading the scores as the window moves on, so that a request of many documents does
- * not fill the engine's queue against other clients. A full queue (the others') waits for
- * one of the request's own to finish; with none of its own queued it is the answer (429). */
-static ts_status submit_and_gather(rerank_job *j, srv_conn *c, oai_error *e)
-{
-    size_t n = j->r->n_documents, read = 0;
-    ts_status st = TS_OK;
-    for (size_t i = 0; st == TS_OK && i < n; i++) {
-        if (i - read == RERANK_WINDOW)
-            st = gather_one(j, c, read++, e);
-        while (st == TS_OK) {
-            ts_error err = {0};
-            ts_status sub = submit_one(j, c, i, &err);
-            if (sub == TS_OK)
-                break;
-            if (sub != TS_ERR_QUEUE_FULL || read == i)
-                st = srv_status_error(e, sub, err.msg);
-            else
-                st = gather_one(j, c, read++, e);
-        }
-    }
-    while (st == TS_OK && read < n)
-        st = gather_one(j, c, read++, e);
-    return st;
+    if (ev->kind != TS_EVENT_TOKEN)
+        return TS_OK;
+    *got = true;
+    if (!rerank_event_score(ev, j->yes, j->no, &j->scores[i]))
+        return oai_error_set(e, 500, NULL, NULL,
+                             "the model's \"yes\" and \"no\" logits are not finite");
+    return TS_OK;
 }
 
 /* {"object":"list","model":...,"results":[...],"usage":{...}} into b. */
@@ -318,17 +262,16 @@ static ts_status run(rerank_job *j, srv_conn *c, oai_error *e)
         need += strlen(r->documents[i]) * BYTES_PER_TEXT_BYTE;
     if (!srv_reserve(c, need, e))
         return TS_ERR_NOMEM;
-    j->ids = calloc(n, sizeof *j->ids);
-    j->n_ids = calloc(n, sizeof *j->n_ids);
-    j->reqs = calloc(n, sizeof *j->reqs);
-    j->scores = calloc(n, sizeof *j->scores);
-    if (!j->ids || !j->n_ids || !j->reqs || !j->scores)
+    ts_status st = srv_fanout_init(&j->f, n, e);
+    if (st != TS_OK)
+        return st;
+    if (!(j->scores = calloc(n, sizeof *j->scores)))
         return oai_error_set(e, 500, NULL, NULL, "out of memory");
-    ts_status st = TS_OK;
     for (size_t i = 0; st == TS_OK && i < n; i++)
         st = pair_tokens(j, i, e);
+    const srv_fanout_ops ops = {.params = rerank_item_params, .take = take_score, .ctx = j};
     if (st == TS_OK)
-        st = submit_and_gather(j, c, e);
+        st = srv_fanout_run(&j->f, c, j->m->engine, &ops, e);
     return st;
 }
 
@@ -353,7 +296,7 @@ enum MHD_Result rerank_route(struct MHD_Connection *mc, srv_conn *c)
         if (b.failed || !b.s)
             st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
     }
-    job_free(&j, r.n_documents);
+    job_free(&j);
     rerank_request_clear(&r);
     if (st != TS_OK) {
         strbuf_free(&b);

@@ -1,19 +1,10 @@
-/* sampler_internal.h: what sampler.c shares with sampler_filters.c (llama.cpp's and
- * vLLM's extra samplers): the canonical order, selection and softmax numerators. */
-#ifndef TESSERA_ENGINE_SAMPLER_INTERNAL_H
-#define TESSERA_ENGINE_SAMPLER_INTERNAL_H
+/* sampler_filters.h: the samplers llama.cpp's and vLLM's clients ask for by name, as
+ * stages sampler.c calls; they build on sampler_core.h and never call back up. */
+#ifndef TESSERA_ENGINE_SAMPLER_FILTERS_H
+#define TESSERA_ENGINE_SAMPLER_FILTERS_H
 
-#include "engine/sampler.h"
-
-/* qsort comparator of the canonical order (sampler.h). */
-int sampler__cand_cmp(const void *a, const void *b);
-/* Rearranges c (n) so that c[0..k) are its first k in canonical order (unsorted). */
-void sampler__select_first(sampler_cand *c, int n, int k);
-/* out[i] = e^((clean(x[i]) - lmax) * inv_t) for i < n (lmax finite, >= every cleaned
- * x[i], NaN as -inf); returns their sum. */
-double sampler__exp_sum(float *out, const float *x, int n, float lmax, float inv_t);
-/* The largest cleaned logit of x (n); -inf when none. */
-float sampler__max_logit(const float *x, int n);
+#include "engine/sampler_core.h"
+#include "tessera/status.h"
 
 /* The lowest logit top-n-sigma keeps among logits (n): max - top_n_sigma * sigma over
  * the finite ones; -inf when top_n_sigma <= 0 or no logit is finite. */
@@ -39,4 +30,4 @@ void sampler__mirostat_update(sampler *s, float p);
 ts_status sampler__dry(const sampler *s, sampler_scratch *sc, float *logits,
                        const int32_t *tokens, int n_tokens, ts_error *err);
 
-#endif /* TESSERA_ENGINE_SAMPLER_INTERNAL_H */
+#endif /* TESSERA_ENGINE_SAMPLER_FILTERS_H */
