@@ -207,14 +207,9 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
     for (int i = 0; c->pooling == TS_POOLING_RANK && i < 4; i++)
         if (gguf_str_eq(name, head[i]))
             return true;
-    char buf[128];
-    int layer = -1, end = 0;
-    if (name.len >= sizeof buf)
-        return false;
-    memcpy(buf, name.ptr, (size_t)name.len);
-    buf[name.len] = '\0';
-    if (sscanf(buf, "blk.%d.%n", &layer, &end) != 1 || end == 0 || layer < 0 ||
-        layer >= c->n_layers)
+    char buf[MODEL_TENSOR_NAME_MAX];
+    const char *suffix = model_gguf__layer_suffix(name, c->n_layers, buf);
+    if (!suffix)
         return false;
     static const char *const always[] = {
         "attn_output.weight", "attn_output.bias", "attn_output_norm.weight",
@@ -223,7 +218,6 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
     static const char *const fused[] = {"attn_qkv.weight", "attn_qkv.bias"};
     static const char *const split[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight",
                                         "attn_q.bias", "attn_k.bias", "attn_v.bias"};
-    const char *suffix = buf + end;
     for (size_t i = 0; i < sizeof always / sizeof *always; i++)
         if (!strcmp(suffix, always[i]))
             return true;
@@ -259,12 +253,5 @@ ts_status encoder_read_weights(model_weights *w, const ts_model_config *c, const
     for (int l = 0; l < c->n_layers; l++)
         if ((st = read_layer(w, c, f, l, err)) != TS_OK)
             return st;
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        gguf_str name = f->tensors[i].name;
-        if (!tensor_read(c, name))
-            return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                                "tensor '%.*s' is not part of a %s model as tessera runs it",
-                                (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
-    }
-    return TS_OK;
+    return model_gguf__refuse_unread(f, c, tensor_read, err);
 }

@@ -620,16 +620,10 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
     for (int i = 0; i < 4; i++)
         if (gguf_str_eq(name, global[i]))
             return true;
-    char buf[128];
-    int layer = -1, end = 0;
-    if (name.len >= sizeof buf)
+    char buf[MODEL_TENSOR_NAME_MAX];
+    const char *suffix = model_gguf__layer_suffix(name, c->n_layers, buf);
+    if (!suffix)
         return false;
-    memcpy(buf, name.ptr, (size_t)name.len);
-    buf[name.len] = '\0';
-    if (sscanf(buf, "blk.%d.%n", &layer, &end) != 1 || end == 0 || layer < 0 ||
-        layer >= c->n_layers)
-        return false;
-    const char *suffix = buf + end;
     const char *always[] = {"attn_norm.weight", "ffn_norm.weight", "attn_output.weight"};
     for (int i = 0; i < 3; i++)
         if (!strcmp(suffix, always[i]))
@@ -702,14 +696,7 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
             return st;
     }
     /* every tensor it needs is there: now any it would not read */
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        gguf_str name = f->tensors[i].name;
-        if (!tensor_read(c, name))
-            return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                                "tensor '%.*s' is not part of a %s model as tessera runs it",
-                                (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
-    }
-    return TS_OK;
+    return model_gguf__refuse_unread(f, c, tensor_read, err);
 }
 
 /* ---- for encoder.c, which reads the same tensors its own way ---- */
@@ -731,4 +718,31 @@ ts_status model_gguf__attention(model_layer *ly, float *bias, const ts_model_con
 {
     ts_status st = map_attention(ly, c, f, l, err);
     return st == TS_OK ? load_qkv_bias(bias, c, f, l, err) : st;
+}
+
+const char *model_gguf__layer_suffix(gguf_str name, int n_layers, char buf[MODEL_TENSOR_NAME_MAX])
+{
+    int layer = -1, end = 0;
+    if (name.len >= MODEL_TENSOR_NAME_MAX)
+        return NULL;
+    memcpy(buf, name.ptr, (size_t)name.len);
+    buf[name.len] = '\0';
+    if (sscanf(buf, "blk.%d.%n", &layer, &end) != 1 || end == 0 || layer < 0 ||
+        layer >= n_layers)
+        return NULL;
+    return buf + end;
+}
+
+ts_status model_gguf__refuse_unread(const gguf_file *f, const ts_model_config *c,
+                                    bool (*reads)(const ts_model_config *c, gguf_str name),
+                                    ts_error *err)
+{
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        gguf_str name = f->tensors[i].name;
+        if (!reads(c, name))
+            return ts_error_set(err, TS_ERR_UNSUPPORTED,
+                                "tensor '%.*s' is not part of a %s model as tessera runs it",
+                                (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
+    }
+    return TS_OK;
 }

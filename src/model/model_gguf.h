@@ -71,4 +71,14 @@ ts_status model_gguf__vector(float *dst, const gguf_file *f, const char *name, u
 ts_status model_gguf__attention(model_layer *ly, float *bias, const ts_model_config *c,
                                 const gguf_file *f, int l, ts_error *err);
 
+/* Also shared with encoder.c: a layer tensor's name "blk.N.SUFFIX" (0 <= N < n_layers)
+ * copied into buf, giving SUFFIX within it, or NULL for any other name; and the refusal of
+ * a file holding a tensor the forward pass would not read (reads says which it reads),
+ * naming the first such tensor. */
+enum { MODEL_TENSOR_NAME_MAX = 128 };
+const char *model_gguf__layer_suffix(gguf_str name, int n_layers, char buf[MODEL_TENSOR_NAME_MAX]);
+ts_status model_gguf__refuse_unread(const gguf_file *f, const ts_model_config *c,
+                                    bool (*reads)(const ts_model_config *c, gguf_str name),
+                                    ts_error *err);
+
 #endif /* TESSERA_MODEL_MODEL_GGUF_H */
