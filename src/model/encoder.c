@@ -1,33 +1,12 @@
 /* encoder.c: an encoder's weights from GGUF under llama.cpp's names (token_types,
- * position_embd, token_embd_norm, attn_output_norm, layer_output_norm and the biases),
- * and their free. The pass is forward_encoder.c's. */
+ * position_embd, token_embd_norm, attn_output_norm, layer_output_norm and the biases).
+ * The pass is forward_encoder.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/encoder.h"
-#include "model/model_gguf.h"
-
-void encoder_free(model_encoder *enc)
-{
-    if (!enc)
-        return;
-    free(enc->type_embd);
-    free(enc->pos_embd);
-    free(enc->embd_norm);
-    free(enc->qkv_b);
-    free(enc->out_b);
-    free(enc->att_norm);
-    free(enc->up_b);
-    free(enc->down_b);
-    free(enc->out_norm);
-    free(enc->ones);
-    free(enc->cls);
-    free(enc->cls_b);
-    free(enc->cls_out);
-    free(enc->cls_out_b);
-    free(enc);
-}
+#include "model/model_tensors.h"
 
 static ts_status alloc_arrays(model_encoder *e, const ts_model_config *c, ts_error *err)
 {
@@ -53,7 +32,7 @@ static ts_status alloc_arrays(model_encoder *e, const ts_model_config *c, ts_err
 static ts_status optional_vector(float *dst, const gguf_file *f, const char *name, uint64_t n,
                                  ts_error *err)
 {
-    return gguf_find_tensor(f, name) ? model_gguf__vector(dst, f, name, n, err) : TS_OK;
+    return gguf_find_tensor(f, name) ? tensors_load_vector(dst, f, name, n, err) : TS_OK;
 }
 
 /* A LayerNorm's weight and bias, PREFIX.weight and PREFIX.bias, into wb (2, n). */
@@ -62,11 +41,11 @@ static ts_status layer_norm(float *wb, const gguf_file *f, const char *prefix, u
 {
     char name[128];
     snprintf(name, sizeof name, "%s.weight", prefix);
-    ts_status st = model_gguf__vector(wb, f, name, n, err);
+    ts_status st = tensors_load_vector(wb, f, name, n, err);
     if (st != TS_OK)
         return st;
     snprintf(name, sizeof name, "%s.bias", prefix);
-    return model_gguf__vector(wb + n, f, name, n, err);
+    return tensors_load_vector(wb + n, f, name, n, err);
 }
 
 /* Token type 0's row of token_types (optional), the learned positions where the family
@@ -88,7 +67,7 @@ static ts_status read_embeddings(model_encoder *e, const ts_model_config *c, con
     }
     if (c->pos_embd) {
         simd_qmat pos;
-        ts_status st = model_gguf__matrix(&pos, f, "position_embd.weight", dim,
+        ts_status st = tensors_map_matrix(&pos, f, "position_embd.weight", dim,
                                           (uint64_t)c->context_len, err);
         if (st != TS_OK) /* checked before the rows are allocated: the file holds them */
             return st;
@@ -120,7 +99,8 @@ static ts_status read_layer(model_weights *w, const ts_model_config *c, const gg
     char n[96];
     ts_status st;
     bool gated = c->ffn_act != TS_FFN_GELU;
-    if ((st = model_gguf__attention(ly, e->qkv_b + (size_t)l * model_qkv_rows(c), c, f, l,
+    if ((st = tensors_map_attention(ly, c, f, l, err)) != TS_OK ||
+        (st = tensors_load_qkv_bias(e->qkv_b + (size_t)l * model_qkv_rows(c), c, f, l,
                                     err)) != TS_OK ||
         (st = optional_vector(e->out_b + ld, f, blk(n, sizeof n, l, "attn_output.bias"), dim,
                               err)) != TS_OK ||
@@ -130,13 +110,13 @@ static ts_status read_layer(model_weights *w, const ts_model_config *c, const gg
                          err)) != TS_OK)
         return st;
     if (gated) {
-        if ((st = model_gguf__matrix(&ly->w1, f, blk(n, sizeof n, l, "ffn_gate.weight"), dim,
+        if ((st = tensors_map_matrix(&ly->w1, f, blk(n, sizeof n, l, "ffn_gate.weight"), dim,
                                      ffn, err)) != TS_OK ||
-            (st = model_gguf__matrix(&ly->w3, f, blk(n, sizeof n, l, "ffn_up.weight"), dim, ffn,
+            (st = tensors_map_matrix(&ly->w3, f, blk(n, sizeof n, l, "ffn_up.weight"), dim, ffn,
                                      err)) != TS_OK)
             return st;
     } else {
-        if ((st = model_gguf__matrix(&ly->w1, f, blk(n, sizeof n, l, "ffn_up.weight"), dim, ffn,
+        if ((st = tensors_map_matrix(&ly->w1, f, blk(n, sizeof n, l, "ffn_up.weight"), dim, ffn,
                                      err)) != TS_OK)
             return st;
         ly->w3 = (simd_qmat){.type = QT_F32, .K = c->dim};
@@ -146,7 +126,7 @@ static ts_status read_layer(model_weights *w, const ts_model_config *c, const gg
         (st = optional_vector(e->down_b + ld, f, blk(n, sizeof n, l, "ffn_down.bias"), dim,
                               err)) != TS_OK)
         return st;
-    return model_gguf__matrix(&ly->w2, f, blk(n, sizeof n, l, "ffn_down.weight"), ffn, dim, err);
+    return tensors_map_matrix(&ly->w2, f, blk(n, sizeof n, l, "ffn_down.weight"), ffn, dim, err);
 }
 
 /* The matrix called name, n rows of k, dequantized into a new *out; its type in *type. */
@@ -154,7 +134,7 @@ static ts_status read_dense(float **out, uint32_t *type, const gguf_file *f, con
                             uint64_t k, uint64_t n, ts_error *err)
 {
     simd_qmat m;
-    ts_status st = model_gguf__matrix(&m, f, name, k, n, err);
+    ts_status st = tensors_map_matrix(&m, f, name, k, n, err);
     if (st != TS_OK)
         return st;
     *type = m.type;
@@ -207,8 +187,8 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
     for (int i = 0; c->pooling == TS_POOLING_RANK && i < 4; i++)
         if (gguf_str_eq(name, head[i]))
             return true;
-    char buf[MODEL_TENSOR_NAME_MAX];
-    const char *suffix = model_gguf__layer_suffix(name, c->n_layers, buf);
+    char buf[TENSORS_NAME_MAX];
+    const char *suffix = tensors_layer_suffix(name, c->n_layers, buf);
     if (!suffix)
         return false;
     static const char *const always[] = {
@@ -243,7 +223,7 @@ ts_status encoder_read_weights(model_weights *w, const ts_model_config *c, const
     if (!(w->enc = calloc(1, sizeof *w->enc)))
         return ts_error_set(err, TS_ERR_NOMEM, "encoder tensors");
     if ((st = alloc_arrays(w->enc, c, err)) != TS_OK ||
-        (st = model_gguf__matrix(&w->tok_embd, f, "token_embd.weight", dim,
+        (st = tensors_map_matrix(&w->tok_embd, f, "token_embd.weight", dim,
                                  (uint64_t)c->vocab_size, err)) != TS_OK ||
         (st = read_embeddings(w->enc, c, f, err)) != TS_OK)
         return st;
@@ -253,5 +233,5 @@ ts_status encoder_read_weights(model_weights *w, const ts_model_config *c, const
     for (int l = 0; l < c->n_layers; l++)
         if ((st = read_layer(w, c, f, l, err)) != TS_OK)
             return st;
-    return model_gguf__refuse_unread(f, c, tensor_read, err);
+    return tensors_refuse_unread(f, c, tensor_read, err);
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "model/encoder.h"
 #include "model/model.h"
 #include "qmat.h"
 #include "qpack.h"
@@ -178,6 +177,27 @@ ts_status model_weights_alloc(model_weights *w, const ts_model_config *c, bool w
         carve(&ly->w2, &p, c->dim, c->hidden_dim);
     }
     return TS_OK;
+}
+
+static void encoder_free(model_encoder *enc)
+{
+    if (!enc)
+        return;
+    free(enc->type_embd);
+    free(enc->pos_embd);
+    free(enc->embd_norm);
+    free(enc->qkv_b);
+    free(enc->out_b);
+    free(enc->att_norm);
+    free(enc->up_b);
+    free(enc->down_b);
+    free(enc->out_norm);
+    free(enc->ones);
+    free(enc->cls);
+    free(enc->cls_b);
+    free(enc->cls_out);
+    free(enc->cls_out_b);
+    free(enc);
 }
 
 void model_weights_free(model_weights *w)

@@ -38,6 +38,29 @@ typedef struct model_layer {
 /* An expert's matrices in model_layer.experts. */
 enum { MODEL_EXPERT_GATE, MODEL_EXPERT_UP, MODEL_EXPERT_DOWN, MODEL_EXPERT_MATRICES };
 
+/* An encoder's tensors beyond the layer table (encoder.h reads them). */
+typedef struct model_encoder {
+    float *type_embd;  /* (dim) token type 0's row, added to every token: every input is one
+                        * "sentence A" (zeros where the file has no token_types) */
+    float *pos_embd;   /* (context_len, dim) learned positions when cfg.pos_embd, else NULL */
+    float *embd_norm;  /* (2, dim) LayerNorm after the embeddings: weight, then bias */
+    float *qkv_b;      /* (layer, (nh + 2*nkv)*hd) biases of Q, K and V (0 where absent) */
+    float *out_b;      /* (layer, dim) attn_output's bias (0 where absent) */
+    float *att_norm;   /* (layer, 2, dim) attn_output_norm: weight, bias */
+    float *up_b;       /* (layer, ffn) ffn_up's bias (0 where absent) */
+    float *down_b;     /* (layer, dim) ffn_down's bias (0 where absent) */
+    float *out_norm;   /* (layer, 2, dim) layer_output_norm: weight, bias */
+    float *ones;       /* (ffn) ones: the "up" of the gate-less GELU through gelu_mul */
+    /* A reranker's classification head (rank pooling), each part NULL where the file has
+     * none: score = cls_out . tanh(cls . h + cls_b) + cls_out_b of the CLS row h. */
+    float *cls;        /* (dim, dim) */
+    float *cls_b;      /* (dim) */
+    float *cls_out;    /* (cfg.cls_out, dim) */
+    float *cls_out_b;  /* (cfg.cls_out) */
+    uint32_t cls_type, cls_out_type; /* the head's types in the file (qtype): its input is
+                                      * rounded as a GEMM on those types rounds it */
+} model_encoder;
+
 typedef struct model_weights {
     simd_qmat tok_embd;  /* (vocab, dim) */
     simd_qmat output;    /* (vocab, dim); the same bytes as tok_embd when cfg.tied_output */
@@ -54,7 +77,7 @@ typedef struct model_weights {
     float *rope_freq;    /* (hd/2) RoPE angle per position of each pair: model_rope_init() */
     float *rope_freq_swa; /* (hd/2) the same for windowed layers (cfg.rope_freq_base_swa) */
     float *store;        /* owned f32 bytes of every matrix of an in-memory model, else NULL */
-    struct model_encoder *enc; /* owned: an encoder's own tensors (encoder.h), else NULL */
+    model_encoder *enc;  /* owned: an encoder's own tensors (encoder.h), else NULL */
     int n_layers;        /* layers allocated (cfg.n_layers) */
     int layer_matrices;  /* per layer in model_matrix()'s count: MODEL_LAYER_MATRICES, and a
                           * mixture's MODEL_MOE_MATRICES and every expert's three */

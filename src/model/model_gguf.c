@@ -10,6 +10,7 @@
 #include "model/encoder.h"
 #include "model/model_arch.h"
 #include "model/model_gguf.h"
+#include "model/model_tensors.h"
 
 /* An optional positive int key: *out keeps its default when the key is absent. */
 static ts_status get_int(const gguf_file *f, const char *key, bool required, int *out,
@@ -359,133 +360,6 @@ ts_status model_gguf_read_config(ts_model_config *c, const gguf_file *f,
     return read_family_attention(c, a, f, err);
 }
 
-/* The tensor called name, which must have ggml shape (ne0, ne1): a refusal names it. */
-static ts_status find_shaped(const gguf_tensor **out, const gguf_file *f, const char *name,
-                             uint64_t ne0, uint64_t ne1, ts_error *err)
-{
-    const gguf_tensor *t = gguf_find_tensor(f, name);
-    if (!t)
-        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s' is missing", name);
-    if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
-        return ts_error_set(err, TS_ERR_FORMAT,
-                            "tensor '%s' has shape (%llu, %llu, %llu, %llu), expected (%llu, %llu)",
-                            name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-                            (unsigned long long)t->ne[2], (unsigned long long)t->ne[3],
-                            (unsigned long long)ne0, (unsigned long long)ne1);
-    *out = t;
-    return TS_OK;
-}
-
-/* Checks t's type: one tessera computes on, rows of whole blocks, exactly the bytes its
- * shape needs, and (for the plain float types, which kernels load as such) data aligned
- * to its element. */
-static ts_status check_type(const gguf_tensor *t, const char *name, ts_error *err)
-{
-    const qtype_info *q = qtype_get(t->type);
-    if (!q) {
-        const char *tn = qtype_name(t->type);
-        return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "tensor '%s' has type %s (%u), which tessera does not support", name,
-                            tn ? tn : "unknown", t->type);
-    }
-    size_t row = qtype_row_bytes(t->type, (int64_t)t->ne[0]);
-    if (row == 0)
-        return ts_error_set(err, TS_ERR_FORMAT,
-                            "tensor '%s': rows of %llu elements are not whole %s blocks of %u",
-                            name, (unsigned long long)t->ne[0], q->name, q->block_elems);
-    if (t->nbytes != (uint64_t)row * t->ne[1])
-        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s' holds %llu bytes, its %s shape %llu",
-                            name, (unsigned long long)t->nbytes, q->name,
-                            (unsigned long long)((uint64_t)row * t->ne[1]));
-    size_t align = q->block_elems == 1 ? q->block_bytes : 1;
-    if ((uintptr_t)t->data % align != 0)
-        return ts_error_set(err, TS_ERR_FORMAT, "tensor '%s': %s data not aligned to %zu bytes",
-                            name, q->name, align);
-    return TS_OK;
-}
-
-/* Points m at the matrix called name, of n rows of k inputs (ggml shape (k, n)), in the
- * file's bytes: nothing is copied. */
-static ts_status map_matrix(simd_qmat *m, const gguf_file *f, const char *name, uint64_t k,
-                            uint64_t n, ts_error *err)
-{
-    const gguf_tensor *t = NULL;
-    ts_status st;
-    if ((st = find_shaped(&t, f, name, k, n, err)) != TS_OK ||
-        (st = check_type(t, name, err)) != TS_OK)
-        return st;
-    *m = (simd_qmat){.type = t->type, .N = (int)n, .K = (int)k,
-                     .row_bytes = qtype_row_bytes(t->type, (int64_t)k), .data = t->data};
-    return TS_OK;
-}
-
-/* Converts the vector called name, of n elements in any supported type, into dst (n). */
-static ts_status load_vector(float *dst, const gguf_file *f, const char *name, uint64_t n,
-                             ts_error *err)
-{
-    const gguf_tensor *t = NULL;
-    ts_status st;
-    if ((st = find_shaped(&t, f, name, n, 1, err)) != TS_OK ||
-        (st = check_type(t, name, err)) != TS_OK)
-        return st;
-    qtype_dequant_row(dst, t->data, t->type, (int64_t)n);
-    return TS_OK;
-}
-
-static const char *layer_name(char *buf, size_t cap, int layer, const char *suffix)
-{
-    snprintf(buf, cap, "blk.%d.%s.weight", layer, suffix);
-    return buf;
-}
-
-/* Layer l's biases of Q, K and V into bias (qkv_rows): the fused attn_qkv.bias, or each of
- * attn_{q,k,v}.bias that the file has (a missing one stays 0). */
-static ts_status load_qkv_bias(float *bias, const ts_model_config *c, const gguf_file *f, int l,
-                               ts_error *err)
-{
-    uint64_t q_dim = (uint64_t)c->n_heads * c->head_dim;
-    uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
-    char n[96];
-    if (c->qkv_fused) {
-        snprintf(n, sizeof n, "blk.%d.attn_qkv.bias", l);
-        return gguf_find_tensor(f, n) ? load_vector(bias, f, n, q_dim + 2 * kv_dim, err) : TS_OK;
-    }
-    const char *part[] = {"attn_q", "attn_k", "attn_v"};
-    uint64_t rows[] = {q_dim, kv_dim, kv_dim}, at = 0;
-    for (int i = 0; i < 3; at += rows[i], i++) {
-        snprintf(n, sizeof n, "blk.%d.%s.bias", l, part[i]);
-        ts_status st;
-        if (gguf_find_tensor(f, n) && (st = load_vector(bias + at, f, n, rows[i], err)) != TS_OK)
-            return st;
-    }
-    return TS_OK;
-}
-
-/* Layer l's attention matrices: attn_qkv, or attn_q / attn_k / attn_v (c->qkv_fused); then
- * attn_output. A fused matrix takes wq's place and leaves wk and wv empty. */
-static ts_status map_attention(model_layer *ly, const ts_model_config *c, const gguf_file *f,
-                               int l, ts_error *err)
-{
-    uint64_t dim = (uint64_t)c->dim, q_dim = (uint64_t)c->n_heads * c->head_dim;
-    uint64_t kv_dim = (uint64_t)c->n_kv_heads * c->head_dim;
-    char n[96];
-    ts_status st;
-    if (c->qkv_fused) {
-        if ((st = map_matrix(&ly->wq, f, layer_name(n, sizeof n, l, "attn_qkv"), dim,
-                             q_dim + 2 * kv_dim, err)) != TS_OK)
-            return st;
-        ly->wk = ly->wv = (simd_qmat){.type = ly->wq.type, .K = c->dim};
-    } else if ((st = map_matrix(&ly->wq, f, layer_name(n, sizeof n, l, "attn_q"), dim, q_dim,
-                                err)) != TS_OK ||
-               (st = map_matrix(&ly->wk, f, layer_name(n, sizeof n, l, "attn_k"), dim, kv_dim,
-                                err)) != TS_OK ||
-               (st = map_matrix(&ly->wv, f, layer_name(n, sizeof n, l, "attn_v"), dim, kv_dim,
-                                err)) != TS_OK) {
-        return st;
-    }
-    return map_matrix(&ly->wo, f, layer_name(n, sizeof n, l, "attn_output"), q_dim, dim, err);
-}
-
 /* The experts of 3-D tensor `name`, ggml shape (k, n, n_experts), into every expert's
  * matrix `part`: each a slice of the file's bytes, (n, k). */
 static ts_status map_experts(model_layer *ly, const ts_model_config *c, const gguf_file *f,
@@ -525,15 +399,18 @@ static ts_status map_shared_expert(model_layer *ly, const ts_model_config *c,
     uint64_t dim = (uint64_t)c->dim, ffn = (uint64_t)c->shared_ffn_dim;
     char n[96];
     ts_status st;
-    if ((st = map_matrix(&ly->shexp_gate_inp, f, layer_name(n, sizeof n, l, "ffn_gate_inp_shexp"),
-                         dim, 1, err)) != TS_OK ||
-        (st = map_matrix(&ly->shexp_gate, f, layer_name(n, sizeof n, l, "ffn_gate_shexp"), dim,
-                         ffn, err)) != TS_OK ||
-        (st = map_matrix(&ly->shexp_up, f, layer_name(n, sizeof n, l, "ffn_up_shexp"), dim, ffn,
-                         err)) != TS_OK)
+    if ((st = tensors_map_matrix(&ly->shexp_gate_inp, f,
+                                 tensors_layer_name(n, sizeof n, l, "ffn_gate_inp_shexp"), dim, 1,
+                                 err)) != TS_OK ||
+        (st = tensors_map_matrix(&ly->shexp_gate, f,
+                                 tensors_layer_name(n, sizeof n, l, "ffn_gate_shexp"), dim, ffn,
+                                 err)) != TS_OK ||
+        (st = tensors_map_matrix(&ly->shexp_up, f,
+                                 tensors_layer_name(n, sizeof n, l, "ffn_up_shexp"), dim, ffn,
+                                 err)) != TS_OK)
         return st;
-    return map_matrix(&ly->shexp_down, f, layer_name(n, sizeof n, l, "ffn_down_shexp"), ffn,
-                      dim, err);
+    return tensors_map_matrix(&ly->shexp_down, f,
+                              tensors_layer_name(n, sizeof n, l, "ffn_down_shexp"), ffn, dim, err);
 }
 
 /* Layer l's mixture of experts: the router ffn_gate_inp and the 3-D ffn_{gate,up,down}_exps,
@@ -546,16 +423,16 @@ static ts_status map_moe(model_layer *ly, const ts_model_config *c, const gguf_f
     ts_status st;
     ly->w1 = ly->w3 = (simd_qmat){.type = QT_F32, .K = c->dim};
     ly->w2 = (simd_qmat){.type = QT_F32, .K = c->hidden_dim};
-    if ((st = map_matrix(&ly->router, f, layer_name(n, sizeof n, l, "ffn_gate_inp"), dim,
-                         (uint64_t)c->n_experts, err)) != TS_OK ||
-        (st = map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_gate_exps"),
+    if ((st = tensors_map_matrix(&ly->router, f, tensors_layer_name(n, sizeof n, l, "ffn_gate_inp"),
+                                 dim, (uint64_t)c->n_experts, err)) != TS_OK ||
+        (st = map_experts(ly, c, f, tensors_layer_name(n, sizeof n, l, "ffn_gate_exps"),
                           MODEL_EXPERT_GATE, dim, ffn, err)) != TS_OK ||
-        (st = map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_up_exps"), MODEL_EXPERT_UP,
-                          dim, ffn, err)) != TS_OK ||
+        (st = map_experts(ly, c, f, tensors_layer_name(n, sizeof n, l, "ffn_up_exps"),
+                          MODEL_EXPERT_UP, dim, ffn, err)) != TS_OK ||
         (c->shared_ffn_dim > 0 && (st = map_shared_expert(ly, c, f, l, err)) != TS_OK))
         return st;
-    return map_experts(ly, c, f, layer_name(n, sizeof n, l, "ffn_down_exps"), MODEL_EXPERT_DOWN,
-                       ffn, dim, err);
+    return map_experts(ly, c, f, tensors_layer_name(n, sizeof n, l, "ffn_down_exps"),
+                       MODEL_EXPERT_DOWN, ffn, dim, err);
 }
 
 /* Layer l's feed-forward matrices: ffn_gate and ffn_up, or ffn_up holding both
@@ -569,17 +446,18 @@ static ts_status map_ffn(model_layer *ly, const ts_model_config *c, const gguf_f
     if (c->n_experts > 0)
         return map_moe(ly, c, f, l, err);
     if (c->ffn_fused) {
-        if ((st = map_matrix(&ly->w1, f, layer_name(n, sizeof n, l, "ffn_up"), dim, 2 * ffn,
-                             err)) != TS_OK)
+        if ((st = tensors_map_matrix(&ly->w1, f, tensors_layer_name(n, sizeof n, l, "ffn_up"), dim,
+                                     2 * ffn, err)) != TS_OK)
             return st;
         ly->w3 = (simd_qmat){.type = ly->w1.type, .K = c->dim};
-    } else if ((st = map_matrix(&ly->w1, f, layer_name(n, sizeof n, l, "ffn_gate"), dim, ffn,
-                                err)) != TS_OK ||
-               (st = map_matrix(&ly->w3, f, layer_name(n, sizeof n, l, "ffn_up"), dim, ffn,
-                                err)) != TS_OK) {
+    } else if ((st = tensors_map_matrix(&ly->w1, f, tensors_layer_name(n, sizeof n, l, "ffn_gate"),
+                                        dim, ffn, err)) != TS_OK ||
+               (st = tensors_map_matrix(&ly->w3, f, tensors_layer_name(n, sizeof n, l, "ffn_up"),
+                                        dim, ffn, err)) != TS_OK) {
         return st;
     }
-    return map_matrix(&ly->w2, f, layer_name(n, sizeof n, l, "ffn_down"), ffn, dim, err);
+    return tensors_map_matrix(&ly->w2, f, tensors_layer_name(n, sizeof n, l, "ffn_down"), ffn, dim,
+                              err);
 }
 
 /* Layer l's norms: attn_norm and ffn_norm, and the family's per-head Q/K norms and
@@ -590,22 +468,27 @@ static ts_status load_layer_norms(model_weights *w, const ts_model_config *c,
     size_t dim = (size_t)c->dim, hd = (size_t)c->head_dim;
     char n[96];
     ts_status st;
-    if ((st = load_vector(w->rms_att + l * dim, f, layer_name(n, sizeof n, l, "attn_norm"), dim,
-                          err)) != TS_OK ||
-        (st = load_vector(w->rms_ffn + l * dim, f, layer_name(n, sizeof n, l, "ffn_norm"), dim,
-                          err)) != TS_OK)
+    if ((st = tensors_load_vector(w->rms_att + l * dim, f,
+                                  tensors_layer_name(n, sizeof n, l, "attn_norm"), dim, err)) !=
+            TS_OK ||
+        (st = tensors_load_vector(w->rms_ffn + l * dim, f,
+                                  tensors_layer_name(n, sizeof n, l, "ffn_norm"), dim, err)) !=
+            TS_OK)
         return st;
-    if (c->qk_norm &&
-        ((st = load_vector(w->q_norm + l * hd, f, layer_name(n, sizeof n, l, "attn_q_norm"), hd,
-                           err)) != TS_OK ||
-         (st = load_vector(w->k_norm + l * hd, f, layer_name(n, sizeof n, l, "attn_k_norm"), hd,
-                           err)) != TS_OK))
+    if (c->qk_norm && ((st = tensors_load_vector(w->q_norm + l * hd, f,
+                                                 tensors_layer_name(n, sizeof n, l, "attn_q_norm"),
+                                                 hd, err)) != TS_OK ||
+                       (st = tensors_load_vector(w->k_norm + l * hd, f,
+                                                 tensors_layer_name(n, sizeof n, l, "attn_k_norm"),
+                                                 hd, err)) != TS_OK))
         return st;
     if (c->post_norms &&
-        ((st = load_vector(w->rms_post_att + l * dim, f,
-                           layer_name(n, sizeof n, l, "post_attention_norm"), dim, err)) != TS_OK ||
-         (st = load_vector(w->rms_post_ffn + l * dim, f,
-                           layer_name(n, sizeof n, l, "post_ffw_norm"), dim, err)) != TS_OK))
+        ((st = tensors_load_vector(w->rms_post_att + l * dim, f,
+                                   tensors_layer_name(n, sizeof n, l, "post_attention_norm"), dim,
+                                   err)) != TS_OK ||
+         (st = tensors_load_vector(w->rms_post_ffn + l * dim, f,
+                                   tensors_layer_name(n, sizeof n, l, "post_ffw_norm"), dim,
+                                   err)) != TS_OK))
         return st;
     return TS_OK;
 }
@@ -620,8 +503,8 @@ static bool tensor_read(const ts_model_config *c, gguf_str name)
     for (int i = 0; i < 4; i++)
         if (gguf_str_eq(name, global[i]))
             return true;
-    char buf[MODEL_TENSOR_NAME_MAX];
-    const char *suffix = model_gguf__layer_suffix(name, c->n_layers, buf);
+    char buf[TENSORS_NAME_MAX];
+    const char *suffix = tensors_layer_suffix(name, c->n_layers, buf);
     if (!suffix)
         return false;
     const char *always[] = {"attn_norm.weight", "ffn_norm.weight", "attn_output.weight"};
@@ -665,19 +548,19 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
     if (c->encoder)
         return encoder_read_weights(w, c, f, err);
     if ((st = model_weights_alloc(w, c, false, err)) != TS_OK ||
-        (st = map_matrix(&w->tok_embd, f, "token_embd.weight", dim, vocab, err)) != TS_OK ||
-        (st = load_vector(w->rms_final, f, "output_norm.weight", dim, err)) != TS_OK)
+        (st = tensors_map_matrix(&w->tok_embd, f, "token_embd.weight", dim, vocab, err)) != TS_OK ||
+        (st = tensors_load_vector(w->rms_final, f, "output_norm.weight", dim, err)) != TS_OK)
         return st;
     if (c->tied_output)
         w->output = w->tok_embd;
-    else if ((st = map_matrix(&w->output, f, "output.weight", dim, vocab, err)) != TS_OK)
+    else if ((st = tensors_map_matrix(&w->output, f, "output.weight", dim, vocab, err)) != TS_OK)
         return st;
     if (c->rope_factors) {
         /* Llama 3.1's long-context scaling, worked out by the converter: one divisor of
          * each dimension pair's frequency (llama.cpp's freq_factors) */
         int half = c->head_dim / 2;
-        if ((st = load_vector(w->rope_factors, f, "rope_freqs.weight", (uint64_t)half, err)) !=
-            TS_OK)
+        if ((st = tensors_load_vector(w->rope_factors, f, "rope_freqs.weight", (uint64_t)half,
+                                      err)) != TS_OK)
             return st;
         for (int i = 0; i < half; i++)
             if (!(w->rope_factors[i] > 0.0f) || !isfinite(w->rope_factors[i]))
@@ -689,60 +572,12 @@ ts_status model_gguf_read_weights(model_weights *w, const ts_model_config *c,
     for (int l = 0; l < c->n_layers; l++) {
         model_layer *ly = &w->layers[l];
         if ((st = load_layer_norms(w, c, f, l, err)) != TS_OK ||
-            (st = map_attention(ly, c, f, l, err)) != TS_OK ||
+            (st = tensors_map_attention(ly, c, f, l, err)) != TS_OK ||
             (st = map_ffn(ly, c, f, l, err)) != TS_OK ||
             (c->qkv_bias &&
-             (st = load_qkv_bias(w->qkv_bias + l * qkv_rows, c, f, l, err)) != TS_OK))
+             (st = tensors_load_qkv_bias(w->qkv_bias + l * qkv_rows, c, f, l, err)) != TS_OK))
             return st;
     }
     /* every tensor it needs is there: now any it would not read */
-    return model_gguf__refuse_unread(f, c, tensor_read, err);
-}
-
-/* ---- for encoder.c, which reads the same tensors its own way ---- */
-
-ts_status model_gguf__matrix(simd_qmat *m, const gguf_file *f, const char *name, uint64_t k,
-                             uint64_t n, ts_error *err)
-{
-    return map_matrix(m, f, name, k, n, err);
-}
-
-ts_status model_gguf__vector(float *dst, const gguf_file *f, const char *name, uint64_t n,
-                             ts_error *err)
-{
-    return load_vector(dst, f, name, n, err);
-}
-
-ts_status model_gguf__attention(model_layer *ly, float *bias, const ts_model_config *c,
-                                const gguf_file *f, int l, ts_error *err)
-{
-    ts_status st = map_attention(ly, c, f, l, err);
-    return st == TS_OK ? load_qkv_bias(bias, c, f, l, err) : st;
-}
-
-const char *model_gguf__layer_suffix(gguf_str name, int n_layers, char buf[MODEL_TENSOR_NAME_MAX])
-{
-    int layer = -1, end = 0;
-    if (name.len >= MODEL_TENSOR_NAME_MAX)
-        return NULL;
-    memcpy(buf, name.ptr, (size_t)name.len);
-    buf[name.len] = '\0';
-    if (sscanf(buf, "blk.%d.%n", &layer, &end) != 1 || end == 0 || layer < 0 ||
-        layer >= n_layers)
-        return NULL;
-    return buf + end;
-}
-
-ts_status model_gguf__refuse_unread(const gguf_file *f, const ts_model_config *c,
-                                    bool (*reads)(const ts_model_config *c, gguf_str name),
-                                    ts_error *err)
-{
-    for (uint64_t i = 0; i < f->n_tensors; i++) {
-        gguf_str name = f->tensors[i].name;
-        if (!reads(c, name))
-            return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                                "tensor '%.*s' is not part of a %s model as tessera runs it",
-                                (int)(name.len > 96 ? 96 : name.len), name.ptr, c->arch);
-    }
-    return TS_OK;
+    return tensors_refuse_unread(f, c, tensor_read, err);
 }

@@ -60,25 +60,4 @@ enum { MODEL_GGUF_FILE_F32 = 0, MODEL_GGUF_FILE_Q8_0 = 7 };
 void model_gguf_add_config(gguf_writer *g, const ts_model_config *c, uint32_t file_type);
 ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_error *err);
 
-/* For the encoder's reader (encoder.c) only: the matrix called name, of n rows of k inputs,
- * pointed at in f's bytes; the vector called name (n) converted into dst; layer l's
- * attention matrices (fused or not, and attn_output) with the Q/K/V biases the file has
- * into bias ((nh + 2*nkv)*hd, zeroed on entry). Each refusal names the tensor. */
-ts_status model_gguf__matrix(simd_qmat *m, const gguf_file *f, const char *name, uint64_t k,
-                             uint64_t n, ts_error *err);
-ts_status model_gguf__vector(float *dst, const gguf_file *f, const char *name, uint64_t n,
-                             ts_error *err);
-ts_status model_gguf__attention(model_layer *ly, float *bias, const ts_model_config *c,
-                                const gguf_file *f, int l, ts_error *err);
-
-/* Also shared with encoder.c: a layer tensor's name "blk.N.SUFFIX" (0 <= N < n_layers)
- * copied into buf, giving SUFFIX within it, or NULL for any other name; and the refusal of
- * a file holding a tensor the forward pass would not read (reads says which it reads),
- * naming the first such tensor. */
-enum { MODEL_TENSOR_NAME_MAX = 128 };
-const char *model_gguf__layer_suffix(gguf_str name, int n_layers, char buf[MODEL_TENSOR_NAME_MAX]);
-ts_status model_gguf__refuse_unread(const gguf_file *f, const ts_model_config *c,
-                                    bool (*reads)(const ts_model_config *c, gguf_str name),
-                                    ts_error *err);
-
 #endif /* TESSERA_MODEL_MODEL_GGUF_H */
