@@ -169,6 +169,7 @@ static void print_vocab(const tokenizer_vocab *v)
     printf("vocabulary:\n");
     printf("  %-16s %s\n", "kind", v->kind == VOCAB_KIND_BPE   ? "gpt2 (byte-level BPE)"
                                   : v->kind == VOCAB_KIND_WPM ? "bert (WordPiece)"
+                                  : v->kind == VOCAB_KIND_UGM ? "t5 (Unigram)"
                                                               : "llama (SentencePiece BPE)");
     printf("  %-16s %d\n", "size", v->n_tokens);
     if (v->kind == VOCAB_KIND_BPE)

@@ -110,6 +110,7 @@ ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_erro
     }
     gguf_writer_add_str(g, "tokenizer.ggml.model", v->kind == VOCAB_KIND_BPE   ? "gpt2"
                                                    : v->kind == VOCAB_KIND_WPM ? "bert"
+                                                   : v->kind == VOCAB_KIND_UGM ? "t5"
                                                                                : "llama");
     if (v->pre[0])
         gguf_writer_add_str(g, "tokenizer.ggml.pre", v->pre);
@@ -133,6 +134,13 @@ ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_erro
         gguf_writer_add_bool(g, "tokenizer.ggml.add_sep_token", v->add_sep);
         gguf_writer_add_bool(g, "tokenizer.ggml.normalizer.lowercase", v->lowercase);
         gguf_writer_add_bool(g, "tokenizer.ggml.normalizer.strip_accents", v->strip_accents);
+    }
+    if (v->kind == VOCAB_KIND_UGM) {
+        gguf_writer_add_bool(g, "tokenizer.ggml.remove_extra_whitespaces",
+                             v->remove_extra_whitespaces);
+        if (v->charsmap_len)
+            gguf_writer_add_array(g, "tokenizer.ggml.precompiled_charsmap", GGUF_TYPE_UINT8,
+                                  v->charsmap, v->charsmap_len);
     }
 done:
     free(texts);

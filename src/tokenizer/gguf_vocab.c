@@ -148,6 +148,61 @@ static ts_status read_wordpiece(tokenizer_vocab *v, const gguf_file *f, ts_error
     return get_flag(f, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents, err);
 }
 
+/* The rest of a t5 (Unigram) vocabulary, as llama.cpp reads it: ids default to <pad> 0,
+ * </s> 1 and <unk> 2 (each only if the vocabulary reaches it) and no BOS; texts end with
+ * EOS and start with none unless the file says otherwise; no space prefix and no merging
+ * of spaces unless it asks; the precompiled charsmap, a byte array, whose header must fit
+ * (its size word and a double array that ends before the replacements). Scores are the
+ * model itself, so a file without them is refused. */
+static ts_status read_unigram(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
+{
+    int n = v->n_tokens;
+    const gguf_value *scores, *map;
+    ts_status st;
+    if ((st = get_per_token(f, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, n, &scores, err)))
+        return st;
+    if (!scores)
+        return ts_error_set(err, TS_ERR_FORMAT, "a t5 (Unigram) vocabulary needs "
+                            "tokenizer.ggml.scores");
+    if ((st = get_id(f, "tokenizer.ggml.bos_token_id", -1, n, &v->bos_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.eos_token_id", 1, n, &v->eos_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.unknown_token_id", 2, n, &v->unk_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.padding_token_id", 0, n, &v->pad_id, err)))
+        return st;
+    v->eot_id = v->sep_id = -1;
+    if (v->unk_id < 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "a t5 (Unigram) vocabulary needs an unknown "
+                            "token (tokenizer.ggml.unknown_token_id)");
+    v->add_eos = true;
+    if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)) ||
+        (st = get_flag(f, "tokenizer.ggml.remove_extra_whitespaces",
+                       &v->remove_extra_whitespaces, err)) != TS_OK)
+        return st;
+    static const char key[] = "tokenizer.ggml.precompiled_charsmap";
+    st = gguf_get_array(f, key, GGUF_TYPE_UINT8, &map, err);
+    if (st != TS_OK && st != TS_ERR_NOT_FOUND)
+        st = gguf_get_array(f, key, GGUF_TYPE_INT8, &map, err);
+    if (st == TS_ERR_NOT_FOUND)
+        return TS_OK;
+    if (st != TS_OK)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s must be an array of bytes", key);
+    uint64_t len = map->v.arr.n;
+    uint32_t blob = 0;
+    if (len >= 4)
+        blob = (uint32_t)map->v.arr.raw[0] | (uint32_t)map->v.arr.raw[1] << 8 |
+               (uint32_t)map->v.arr.raw[2] << 16 | (uint32_t)map->v.arr.raw[3] << 24;
+    if (len < 4 || len > UINT32_MAX || (uint64_t)blob + 4 >= len)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s: %llu bytes cannot hold its %u-byte "
+                            "double array and replacements", key, (unsigned long long)len, blob);
+    if (!(v->charsmap = malloc((size_t)len)))
+        return ts_error_set(err, TS_ERR_NOMEM, "%s of %llu bytes", key, (unsigned long long)len);
+    memcpy(v->charsmap, map->v.arr.raw, (size_t)len);
+    v->charsmap_len = (uint32_t)len;
+    return TS_OK;
+}
+
 static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *err)
 {
     gguf_str model, pre;
@@ -160,9 +215,11 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
         v->kind = VOCAB_KIND_BPE;
     else if (gguf_str_eq(model, "bert"))
         v->kind = VOCAB_KIND_WPM;
+    else if (gguf_str_eq(model, "t5"))
+        v->kind = VOCAB_KIND_UGM;
     else
         return ts_error_set(err, TS_ERR_UNSUPPORTED,
-                            "tokenizer model '%.*s' is not supported (llama, gpt2 and bert are)",
+                            "tokenizer model '%.*s' is not supported (llama, gpt2, bert and t5 are)",
                             (int)(model.len > 64 ? 64 : model.len), model.ptr);
     if ((st = gguf_get_str(f, "tokenizer.ggml.pre", &pre, err)) == TS_OK) {
         if (pre.len >= sizeof v->pre)
@@ -177,6 +234,8 @@ static ts_status read_vocab(tokenizer_vocab *v, const gguf_file *f, ts_error *er
         return st;
     if (v->kind == VOCAB_KIND_WPM)
         return read_wordpiece(v, f, err);
+    if (v->kind == VOCAB_KIND_UGM)
+        return read_unigram(v, f, err);
     /* Missing ids take llama.cpp's defaults: SentencePiece's <unk> 0, <s> 1 and </s> 2
      * (each only if the vocabulary reaches it), none for byte-level BPE. */
     bool spm = v->kind == VOCAB_KIND_SPM;

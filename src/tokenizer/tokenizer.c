@@ -93,6 +93,8 @@ static ts_status copy_vocab(tokenizer_vocab *dst, const tokenizer_vocab *src, ts
     *dst = *src;
     dst->tokens = NULL;
     dst->merges = NULL;
+    dst->charsmap = NULL;
+    dst->charsmap_len = 0;
     dst->n_tokens = 0;
     dst->n_merges = 0;
     dst->pre[sizeof dst->pre - 1] = '\0';
@@ -110,6 +112,12 @@ static ts_status copy_vocab(tokenizer_vocab *dst, const tokenizer_vocab *src, ts
             return ts_error_set(err, TS_ERR_NOMEM, "cannot copy token %d", i);
         memcpy(dst->tokens[i].text, t->text, t->len);
         dst->tokens[i].text[t->len] = '\0';
+    }
+    if (src->charsmap && src->charsmap_len > 0) {
+        if (!(dst->charsmap = malloc(src->charsmap_len)))
+            return ts_error_set(err, TS_ERR_NOMEM, "cannot copy the charsmap");
+        memcpy(dst->charsmap, src->charsmap, src->charsmap_len);
+        dst->charsmap_len = src->charsmap_len;
     }
     if (src->n_merges > 0) {
         dst->merges = calloc((size_t)src->n_merges, sizeof *dst->merges);
@@ -143,6 +151,22 @@ static ts_status check_wordpiece(const tokenizer_vocab *v, ts_error *err)
     if (v->unk_id < 0)
         return ts_error_set(err, TS_ERR_FORMAT, "a bert vocabulary needs an unknown token");
     return check_special(v, v->sep_id, "separator", err);
+}
+
+/* Unigram answers a character no piece covers with the unknown token; its charsmap,
+ * if any, has a size word and a double array that ends before the replacements. */
+static ts_status check_unigram(const tokenizer_vocab *v, ts_error *err)
+{
+    if (v->unk_id < 0)
+        return ts_error_set(err, TS_ERR_FORMAT, "a t5 (Unigram) vocabulary needs an unknown token");
+    uint32_t blob = 0;
+    if (v->charsmap_len >= 4)
+        memcpy(&blob, v->charsmap, 4); /* little-endian hosts only, as the GGUF reader */
+    if ((v->charsmap_len > 0 && !v->charsmap) ||
+        (v->charsmap && (v->charsmap_len < 4 || (uint64_t)blob + 4 >= v->charsmap_len)))
+        return ts_error_set(err, TS_ERR_FORMAT, "precompiled charsmap of %u bytes cannot hold "
+                            "its %u-byte double array", v->charsmap_len, blob);
+    return TS_OK;
 }
 
 static ts_status build_pieces(ts_tokenizer *tok, ts_error *err)
@@ -227,10 +251,12 @@ static void find_special_tokens(ts_tokenizer *tok)
     find_eog_texts(tok);
 }
 
-/* Whether ts_tokenize_ex finds t spelled out in text. */
+/* Whether ts_tokenize_ex finds t spelled out in text: control, user-defined and unknown
+ * tokens, as llama.cpp's special-token pass does. */
 static bool is_special(const vocab_token *t)
 {
-    return t->len > 0 && (t->type == VOCAB_TOKEN_CONTROL || t->type == VOCAB_TOKEN_USER_DEFINED);
+    return t->len > 0 && (t->type == VOCAB_TOKEN_CONTROL || t->type == VOCAB_TOKEN_USER_DEFINED ||
+                          t->type == VOCAB_TOKEN_UNKNOWN);
 }
 
 /* The child of node reached by byte b, or -1. */
@@ -295,9 +321,12 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
                             v ? v->n_tokens : 0);
     if (v->n_merges < 0 || (v->n_merges > 0 && !v->merges))
         return ts_error_set(err, TS_ERR_FORMAT, "merge count %d without merges", v->n_merges);
-    if (v->kind != VOCAB_KIND_SPM && v->kind != VOCAB_KIND_BPE && v->kind != VOCAB_KIND_WPM)
+    if (v->kind != VOCAB_KIND_SPM && v->kind != VOCAB_KIND_BPE && v->kind != VOCAB_KIND_WPM &&
+        v->kind != VOCAB_KIND_UGM)
         return ts_error_set(err, TS_ERR_UNSUPPORTED, "unknown vocabulary kind %d", (int)v->kind);
     if (v->kind == VOCAB_KIND_WPM && (st = check_wordpiece(v, err)) != TS_OK)
+        return st;
+    if (v->kind == VOCAB_KIND_UGM && (st = check_unigram(v, err)) != TS_OK)
         return st;
     if ((st = check_special(v, v->bos_id, "BOS", err)) || (st = check_special(v, v->eos_id, "EOS", err)) ||
         (st = check_special(v, v->unk_id, "unknown", err)) ||
@@ -328,6 +357,8 @@ ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_erro
         goto fail;
     if (v->kind == VOCAB_KIND_WPM && (st = tokenizer_wpm_init(tok, err)) != TS_OK)
         goto fail;
+    if (v->kind == VOCAB_KIND_UGM && (st = tokenizer_ugm_init(tok, err)) != TS_OK)
+        goto fail;
     *out = tok;
     return TS_OK;
 fail:
@@ -341,6 +372,7 @@ void ts_tokenizer_free(ts_tokenizer *tok)
         return;
     tokenizer_bpe_free(tok->bpe);
     free(tok->wpm_trie);
+    tokenizer_ugm_free(tok->ugm);
     free(tok->special);
     free(tok->pieces);
     free(tok->piece_off);
@@ -369,6 +401,8 @@ static ts_status encode_plain(const ts_tokenizer *tok, const char *text, size_t 
         return tokenizer_bpe_encode(tok, text, len, out);
     case VOCAB_KIND_WPM:
         return tokenizer_wpm_encode(tok, text, len, out);
+    case VOCAB_KIND_UGM:
+        return tokenizer_ugm_encode(tok, text, len, out);
     default:
         return tokenizer_spm_encode(tok, text, len, out);
     }
@@ -502,7 +536,8 @@ size_t ts_detokenize(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids, 
     size_t n = 0;
     /* the space of the first word's '▁': SentencePiece's added prefix, WordPiece's mark
      * of a word-initial piece */
-    bool strip = tok && ((tok->vocab.kind == VOCAB_KIND_SPM && tok->vocab.add_space_prefix) ||
+    bool strip = tok && (((tok->vocab.kind == VOCAB_KIND_SPM || tok->vocab.kind == VOCAB_KIND_UGM) &&
+                          tok->vocab.add_space_prefix) ||
                          tok->vocab.kind == VOCAB_KIND_WPM);
     for (size_t i = 0; tok && i < n_ids; i++) {
         size_t len;

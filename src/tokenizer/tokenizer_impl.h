@@ -73,6 +73,7 @@ static inline void tokenizer_emit(tokenizer_out *o, int32_t id)
 }
 
 typedef struct bpe_state bpe_state;
+typedef struct ugm_state ugm_state;
 
 /* A node of the special tokens' trie: the text spelled from the root to it is a prefix of
  * some special token's. Its children form a list (first_child, then each one's next). */
@@ -97,6 +98,7 @@ struct ts_tokenizer {
     int32_t n_special;         /* tokens in it */
     special_node *wpm_trie;    /* WordPiece: byte trie of every token's text, node 0 its
                                 * root (a token's last duplicate stands for it); else NULL */
+    ugm_state *ugm;            /* Unigram tables; else NULL */
 };
 
 /* The longest text the encoders take (512 MiB): their scratch indexes it with int32 and
@@ -131,6 +133,18 @@ ts_status tokenizer_wpm_init(ts_tokenizer *tok, ts_error *err);
 /* WordPiece (BERT) encoding of len bytes of text, without [CLS] / [SEP]: the normalizer
  * and BERT's basic split into words, then each word greedily as its longest pieces. */
 ts_status tokenizer_wpm_encode(const ts_tokenizer *tok, const char *text, size_t len,
+                               tokenizer_out *out);
+
+/* ---- unigram.c */
+
+/* Unigram (t5) tables built from tok->vocab: the pieces' trie, the user-defined tokens'
+ * trie, the unknown token's score; the charsmap stays in tok->vocab. */
+ts_status tokenizer_ugm_init(ts_tokenizer *tok, ts_error *err);
+void tokenizer_ugm_free(ugm_state *u);
+/* Unigram encoding of len bytes of text, without BOS / EOS: SentencePiece's normalizer
+ * (the charsmap, spaces as '▁'), then the segmentation of highest total score (Viterbi),
+ * a character no piece covers as the unknown token, runs of unknowns as one. */
+ts_status tokenizer_ugm_encode(const ts_tokenizer *tok, const char *text, size_t len,
                                tokenizer_out *out);
 
 #endif /* TESSERA_TOKENIZER_IMPL_H */

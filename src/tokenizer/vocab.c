@@ -18,6 +18,9 @@ void vocab_clear(tokenizer_vocab *v)
         for (int i = 0; i < v->n_merges; i++)
             free(v->merges[i]);
     free(v->merges);
+    free(v->charsmap);
+    v->charsmap = NULL;
+    v->charsmap_len = 0;
     v->tokens = NULL;
     v->merges = NULL;
     v->n_tokens = 0;

@@ -14,6 +14,8 @@ typedef enum vocab_kind {
     VOCAB_KIND_BPE, /* tokenizer.ggml.model = "gpt2": merges, byte-to-unicode map */
     VOCAB_KIND_WPM, /* tokenizer.ggml.model = "bert": WordPiece; word-initial pieces carry
                      * '▁', continuations (BERT's "##x") are stored bare */
+    VOCAB_KIND_UGM, /* tokenizer.ggml.model = "t5": Unigram (SentencePiece's), scores as
+                     * log probabilities, '▁' for space, an optional precompiled charsmap */
 } vocab_kind;
 
 /* llama.cpp's token types (tokenizer.ggml.token_type). */
@@ -56,6 +58,13 @@ typedef struct tokenizer_vocab {
     int32_t sep_id;       /* -1 when absent */
     bool add_sep;
     bool lowercase, strip_accents;
+    /* Unigram (t5) only: runs of spaces become one (tokenizer.ggml.
+     * remove_extra_whitespaces), and SentencePiece's normalizer
+     * (tokenizer.ggml.precompiled_charsmap: a u32 size, that many bytes of XOR-compressed
+     * double array, then NUL-terminated replacements), NULL when the file has none. */
+    bool remove_extra_whitespaces;
+    uint8_t *charsmap;    /* (charsmap_len) owned */
+    uint32_t charsmap_len;
     char pre[32];         /* tokenizer.ggml.pre: pre-tokenizer family, "" = default */
 } tokenizer_vocab;
 

@@ -1,0 +1,464 @@
+/* test_tokenizer_ugm.c: the Unigram tokenizer of t5 vocabularies. The vocabulary, its
+ * configurations and the expected ids come from tests/unigram/ugm_ref.txt, which
+ * make_ref.py made with the llama.cpp peer's /tokenize on the same vocabulary; the test
+ * writes that vocabulary as a GGUF with our writer and loads it as `tessera tokenize`
+ * does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "gguf/gguf.h"
+#include "model/model_gguf.h"
+#include "tessera/tokenizer.h"
+#include "tokenizer/vocab.h"
+#include "util.h"
+
+#define REF_PATH TS_SOURCE_DIR "/tests/unigram/ugm_ref.txt"
+
+enum { MAX_TOKENS = 512, MAX_CASES = 512, MAX_IDS = 256, MAX_CONFIGS = 8 };
+
+typedef struct ref_config {
+    bool add_space_prefix, remove_extra_whitespaces;
+    uint8_t charsmap[8192]; /* (charsmap_len) */
+    uint32_t charsmap_len;
+} ref_config;
+
+typedef struct ref_case {
+    int config;
+    char text[1024];
+    size_t len;
+    int32_t ids[MAX_IDS];
+    size_t n_ids;
+} ref_case;
+
+typedef struct ref_data {
+    tokenizer_vocab vocab;
+    ref_config configs[MAX_CONFIGS];
+    int n_configs;
+    ref_case cases[MAX_CASES];
+    int n_cases;
+} ref_data;
+
+static size_t unhex(const char *hex, char *dst, size_t cap)
+{
+    size_t n = 0;
+    unsigned b;
+    while (hex[0] && hex[0] != ' ' && hex[0] != '\n' && sscanf(hex, "%2x", &b) == 1) {
+        assert_true(n < cap);
+        dst[n++] = (char)b;
+        hex += 2;
+    }
+    return n;
+}
+
+/* Puts configuration c (its flags and charsmap) into v. */
+static void use_config(tokenizer_vocab *v, const ref_config *c)
+{
+    free(v->charsmap);
+    v->charsmap = NULL;
+    v->charsmap_len = 0;
+    v->add_space_prefix = c->add_space_prefix;
+    v->remove_extra_whitespaces = c->remove_extra_whitespaces;
+    if (c->charsmap_len) {
+        v->charsmap = malloc(c->charsmap_len);
+        assert_non_null(v->charsmap);
+        memcpy(v->charsmap, c->charsmap, c->charsmap_len);
+        v->charsmap_len = c->charsmap_len;
+    }
+}
+
+/* The reference file's vocabulary (its special ids as make_ref.py wrote them: <s> 0,
+ * <pad> 1, </s> 2, <unk> 3; BOS and EOS around texts) under its first configuration,
+ * and its texts with their ids and configurations. */
+static void ref_load(ref_data *r)
+{
+    memset(r, 0, sizeof *r);
+    char *file = tu_read_file(REF_PATH, NULL);
+    assert_non_null(file);
+    tokenizer_vocab *v = &r->vocab;
+    v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
+    assert_non_null(v->tokens);
+    char buf[256];
+    for (char *line = file; *line; line = strchr(line, '\n') + 1) {
+        if (strncmp(line, "token ", 6) == 0) {
+            assert_true(v->n_tokens < MAX_TOKENS);
+            vocab_token *t = &v->tokens[v->n_tokens++];
+            t->len = (uint32_t)unhex(line + 6, buf, sizeof buf);
+            t->text = malloc(t->len + 1);
+            memcpy(t->text, buf, t->len);
+            t->text[t->len] = '\0';
+            unsigned bits;
+            assert_int_equal(sscanf(strchr(line + 6, ' ') + 1, "%d %x", &t->type, &bits), 2);
+            memcpy(&t->score, &bits, 4);
+        } else if (strncmp(line, "config ", 7) == 0) {
+            assert_true(r->n_configs < MAX_CONFIGS);
+            ref_config *c = &r->configs[r->n_configs++];
+            int prefix, merge;
+            assert_int_equal(sscanf(line + 7, "%d %d", &prefix, &merge), 2);
+            c->add_space_prefix = prefix != 0;
+            c->remove_extra_whitespaces = merge != 0;
+            const char *map = strchr(strchr(line + 7, ' ') + 1, ' ') + 1;
+            if (map[0] != '-')
+                c->charsmap_len = (uint32_t)unhex(map, (char *)c->charsmap, sizeof c->charsmap);
+        } else if (strncmp(line, "text ", 5) == 0) {
+            assert_true(r->n_cases < MAX_CASES && r->n_configs > 0);
+            ref_case *c = &r->cases[r->n_cases++];
+            c->len = unhex(line + 5, c->text, sizeof c->text);
+            c->config = r->n_configs - 1;
+        } else {
+            assert_int_equal(strncmp(line, "ids ", 4), 0);
+            ref_case *c = &r->cases[r->n_cases - 1];
+            char *p = line + 4;
+            c->n_ids = strtoul(p, &p, 10);
+            assert_true(c->n_ids <= MAX_IDS);
+            for (size_t i = 0; i < c->n_ids; i++)
+                c->ids[i] = (int32_t)strtol(p, &p, 10);
+        }
+        assert_non_null(strchr(line, '\n'));
+    }
+    free(file);
+    v->kind = VOCAB_KIND_UGM;
+    v->bos_id = 0, v->pad_id = 1, v->eos_id = 2, v->unk_id = 3;
+    v->eot_id = -1, v->sep_id = -1;
+    v->add_bos = v->add_eos = true;
+    assert_true(r->n_configs >= 3);
+    assert_true(r->n_cases >= 300);
+    use_config(v, &r->configs[0]);
+}
+
+/* Writes v as a vocabulary-only GGUF and loads it back as a tokenizer. */
+static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
+                               ts_error *err)
+{
+    gguf_writer *g = NULL;
+    const char *path = tu_tmp_path(name);
+    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
+    gguf_writer_free(g);
+    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
+    remove(path);
+    return st;
+}
+
+/* The ids of text with BOS and EOS as the vocabulary asks and special tokens parsed
+ * (llama.cpp's /tokenize with add_special); *n receives their count. */
+static int32_t *tokenize_special(const ts_tokenizer *tok, const char *text, size_t len, size_t *n)
+{
+    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
+    int32_t *ids = NULL;
+    assert_int_equal(ts_tokenize_alloc(tok, text, len, &o, &ids, n), TS_OK);
+    if (ts_tokenizer_add_eos(tok)) {
+        ids = realloc(ids, (*n + 1) * sizeof *ids);
+        assert_non_null(ids);
+        ids[(*n)++] = tokenizer_get_vocab(tok)->eos_id;
+    }
+    return ids;
+}
+
+/* Every text, under each configuration, gives the peer's ids. */
+static void test_peer_ids(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    int config = -1, configs = 0;
+    for (int k = 0; k < r.n_cases; k++) {
+        const ref_case *c = &r.cases[k];
+        if (c->config != config) {
+            ts_tokenizer_free(tok);
+            config = c->config;
+            use_config(&r.vocab, &r.configs[config]);
+            assert_int_equal(load_via_gguf(&r.vocab, "ugm.gguf", &tok, &err), TS_OK);
+            configs++;
+        }
+        size_t n = 0;
+        int32_t *ids = tokenize_special(tok, c->text, c->len, &n);
+        if (n != c->n_ids || memcmp(ids, c->ids, n * sizeof *ids) != 0) {
+            fprintf(stderr, "text %d '%.*s' (config %d): %zu ids, the peer's %zu:", k,
+                    (int)c->len, c->text, config, n, c->n_ids);
+            for (size_t i = 0; i < n; i++)
+                fprintf(stderr, " %d", (int)ids[i]);
+            fprintf(stderr, " / peer:");
+            for (size_t i = 0; i < c->n_ids; i++)
+                fprintf(stderr, " %d", (int)c->ids[i]);
+            fprintf(stderr, "\n");
+            fail();
+        }
+        free(ids);
+    }
+    assert_int_equal(configs, r.n_configs);
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
+/* The case of the given configuration whose text is text. */
+static const ref_case *find_case(const ref_data *r, int config, const char *text)
+{
+    for (int k = 0; k < r->n_cases; k++)
+        if (r->cases[k].config == config && r->cases[k].len == strlen(text) &&
+            memcmp(r->cases[k].text, text, r->cases[k].len) == 0)
+            return &r->cases[k];
+    fail_msg("no case '%s'", text);
+    return NULL;
+}
+
+/* Without the special tokens a text has neither BOS nor EOS and "<s>" is plain text;
+ * decoding gives the text back without the space prefix's space. */
+static void test_plain_and_detokenize(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(load_via_gguf(&r.vocab, "ugm-plain.gguf", &tok, &err), TS_OK);
+    const ref_case *c = find_case(&r, 0, "hello world");
+    int32_t ids[16];
+    size_t n = 0;
+    assert_int_equal(ts_tokenize(tok, "hello world", 11, false, ids, 16, &n), TS_OK);
+    assert_int_equal(n, c->n_ids - 2);
+    assert_memory_equal(ids, c->ids + 1, n * sizeof *ids);
+    char out[64];
+    size_t len = ts_detokenize(tok, ids, n, out, sizeof out);
+    assert_int_equal(len, 11);
+    assert_memory_equal(out, "hello world", 11);
+    assert_int_equal(ts_tokenize(tok, "<s>", 3, false, ids, 16, &n), TS_OK);
+    assert_true(n > 1);
+    for (size_t i = 0; i < n; i++)
+        assert_int_not_equal(ids[i], 0);
+    ts_tokenizer_free(tok);
+    vocab_clear(&r.vocab);
+}
+
+/* Random texts (random bytes, pieces of the vocabulary, spaces and special tokens'
+ * texts) under every configuration tokenize without error, each id in the vocabulary,
+ * and a charsmap whose replacement offset points past its strings is an error, not a
+ * read out of bounds. */
+static void test_random_texts(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    ts_error err = {0};
+    uint32_t seed = 12345;
+    char text[512];
+    for (int config = 0; config < r.n_configs; config++) {
+        ts_tokenizer *tok = NULL;
+        use_config(&r.vocab, &r.configs[config]);
+        assert_int_equal(load_via_gguf(&r.vocab, "ugm-fuzz.gguf", &tok, &err), TS_OK);
+        for (int iter = 0; iter < 400; iter++) {
+            size_t len = 0, want = (seed = seed * 1103515245u + 12345u) >> 23;
+            while (len < want && len < sizeof text - 64) {
+                seed = seed * 1103515245u + 12345u;
+                uint32_t pick = seed >> 16;
+                if (pick % 4 == 0) {
+                    const vocab_token *t = &r.vocab.tokens[(pick >> 2) % (uint32_t)r.vocab.n_tokens];
+                    memcpy(text + len, t->text, t->len);
+                    len += t->len;
+                } else if (pick % 4 == 1) {
+                    text[len++] = ' ';
+                } else {
+                    text[len++] = (char)(pick >> 3);
+                }
+            }
+            size_t n = 0;
+            int32_t *ids = tokenize_special(tok, text, len, &n);
+            for (size_t i = 0; i < n; i++)
+                assert_true(ids[i] >= 0 && ids[i] < r.vocab.n_tokens);
+            free(ids);
+        }
+        ts_tokenizer_free(tok);
+    }
+    vocab_clear(&r.vocab);
+}
+
+/* Writes a t5 vocabulary of the reference tokens with n_scores scores (none when 0) and
+ * the given charsmap bytes (none when NULL), and tries to load it. */
+static ts_status load_raw(const tokenizer_vocab *v, int n_scores, const void *map,
+                          size_t map_len, ts_error *err)
+{
+    gguf_writer *g = NULL;
+    const char *path = tu_tmp_path("ugm-raw.gguf");
+    const char *texts[MAX_TOKENS];
+    float scores[MAX_TOKENS] = {0};
+    for (int i = 0; i < v->n_tokens; i++)
+        texts[i] = v->tokens[i].text;
+    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
+    gguf_writer_add_str(g, "tokenizer.ggml.model", "t5");
+    gguf_writer_add_str_array(g, "tokenizer.ggml.tokens", texts, NULL, (uint64_t)v->n_tokens);
+    if (n_scores)
+        gguf_writer_add_array(g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores,
+                              (uint64_t)n_scores);
+    if (map)
+        gguf_writer_add_array(g, "tokenizer.ggml.precompiled_charsmap", GGUF_TYPE_UINT8, map,
+                              map_len);
+    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
+    gguf_writer_free(g);
+    ts_tokenizer *tok = NULL;
+    ts_status st = ts_tokenizer_load_gguf(path, &tok, err);
+    ts_tokenizer_free(tok);
+    remove(path);
+    return st;
+}
+
+/* A t5 vocabulary without scores, with scores of the wrong length, without an unknown
+ * token, or with a charsmap too short for its own header is refused, saying why; a
+ * charsmap whose replacement lies outside it fails the text, not the process. */
+static void test_malformed(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    tokenizer_vocab *v = &r.vocab;
+    ts_error err = {0};
+    int n = v->n_tokens;
+    assert_int_equal(load_raw(v, n, NULL, 0, &err), TS_OK);
+    assert_int_equal(load_raw(v, 0, NULL, 0, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "tokenizer.ggml.scores"));
+    assert_int_equal(load_raw(v, n - 1, NULL, 0, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "entries"));
+    static const uint8_t tiny[3] = {1, 2, 3}, overrun[8] = {200, 0, 0, 0, 1, 2, 3, 4};
+    assert_int_equal(load_raw(v, n, tiny, sizeof tiny, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "precompiled_charsmap"));
+    assert_int_equal(load_raw(v, n, overrun, sizeof overrun, &err), TS_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "precompiled_charsmap"));
+
+    ts_tokenizer *tok = NULL;
+    int32_t unk = v->unk_id;
+    v->unk_id = -1;
+    assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    assert_non_null(strstr(err.msg, "unknown token"));
+    v->unk_id = unk;
+
+    /* "A" (0x41) maps to the replacement at offset 99 of a 2-byte string table: the walk
+     * root (BASE 1) -> entry 1 ^ 0x41 = 64 (LCHECK 'A', a leaf, BASE 1) -> value entry 65 */
+    uint32_t xcda[66] = {0};
+    xcda[0] = 1u << 10;
+    xcda[64] = (1u << 10) | (1u << 8) | 0x41;
+    xcda[65] = (1u << 31) | 99;
+    uint8_t map[4 + sizeof xcda + 2];
+    uint32_t blob = sizeof xcda;
+    memcpy(map, &blob, 4);
+    memcpy(map + 4, xcda, sizeof xcda);
+    memcpy(map + 4 + sizeof xcda, "a", 2);
+    free(v->charsmap);
+    v->charsmap = malloc(sizeof map);
+    memcpy(v->charsmap, map, sizeof map);
+    v->charsmap_len = sizeof map;
+    assert_int_equal(load_via_gguf(v, "ugm-badmap.gguf", &tok, &err), TS_OK);
+    int32_t ids[8];
+    size_t got = 0;
+    assert_int_equal(ts_tokenize(tok, "bA", 2, false, ids, 8, &got), TS_ERR_FORMAT);
+    assert_int_equal(ts_tokenize(tok, "b", 1, false, ids, 8, &got), TS_OK);
+    ts_tokenizer_free(tok);
+    /* the same map with offset 0 replaces "A" by "a" */
+    xcda[65] = 1u << 31;
+    memcpy(v->charsmap + 4, xcda, sizeof xcda);
+    assert_int_equal(load_via_gguf(v, "ugm-goodmap.gguf", &tok, &err), TS_OK);
+    int32_t want[8];
+    size_t n_want = 0;
+    assert_int_equal(ts_tokenize(tok, "ab", 2, false, want, 8, &n_want), TS_OK);
+    assert_int_equal(ts_tokenize(tok, "Ab", 2, false, ids, 8, &got), TS_OK);
+    assert_int_equal(got, n_want);
+    assert_memory_equal(ids, want, got * sizeof *ids);
+    ts_tokenizer_free(tok);
+    vocab_clear(v);
+}
+
+/* stdout of the shell command cmd (malloc'd); *status gets its exit status. */
+static char *run_cmd(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf = calloc(1, 1 << 20);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 20) - 1, p);
+    buf[n] = '\0';
+    *status = WEXITSTATUS(pclose(p));
+    return buf;
+}
+
+/* `tessera info` names the vocabulary's kind and `tessera tokenize` prints the peer's
+ * ids; a tiny bert model on the vocabulary embeds a text through `tessera embed` with
+ * the peer's token count and a unit vector. */
+static void test_cli_and_embed(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    gguf_writer *g = NULL;
+    ts_error err = {0};
+    char vocab[512], model[512], cmd[2048];
+    snprintf(vocab, sizeof vocab, "%s", tu_tmp_path("ugm-cli.gguf"));
+    snprintf(model, sizeof model, "%s", tu_tmp_path("ugm-bert.gguf"));
+    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, vocab, &err), TS_OK);
+    gguf_writer_free(g);
+    int status = -1;
+    snprintf(cmd, sizeof cmd, "%s/tessera info -m %s 2>/dev/null", TS_BUILD_DIR, vocab);
+    char *out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "t5 (Unigram)"));
+    free(out);
+
+    const ref_case *c = find_case(&r, 0, "new york city");
+    snprintf(cmd, sizeof cmd, "%s/tessera tokenize -m %s -p 'new york city' 2>/dev/null",
+             TS_BUILD_DIR, vocab);
+    out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    char want[256] = "";
+    for (size_t i = 0; i + 1 < c->n_ids; i++) /* the peer's, without EOS */
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? " " : "",
+                 (int)c->ids[i]);
+    assert_non_null(strstr(out, want));
+    free(out);
+
+    snprintf(cmd, sizeof cmd, "%s/tessera synth --tiny --shape bge-small --pooling cls "
+             "--vocab %s -o %s >/dev/null 2>&1 && echo 'new york city' | %s/tessera embed -m %s "
+             "--threads 1 2>/dev/null", TS_BUILD_DIR, vocab, model, TS_BUILD_DIR, model);
+    out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    char tokens[32];
+    snprintf(tokens, sizeof tokens, "\"tokens\":%zu", c->n_ids);
+    if (!strstr(out, tokens))
+        fail_msg("%s: %s", cmd, out);
+    const char *v = strstr(out, "\"embedding\":[");
+    assert_non_null(v);
+    v += strlen("\"embedding\":[");
+    double sq = 0;
+    int dims = 0;
+    for (char *end; *v && *v != ']'; v = end + (*end == ',')) {
+        double x = strtod(v, &end);
+        assert_true(end > v);
+        sq += x * x;
+        dims++;
+    }
+    assert_true(dims >= 16);
+    assert_true(sq > 0.99 && sq < 1.01);
+    free(out);
+    remove(vocab);
+    remove(model);
+    vocab_clear(&r.vocab);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_peer_ids),
+        cmocka_unit_test(test_plain_and_detokenize),
+        cmocka_unit_test(test_random_texts),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_cli_and_embed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
