@@ -14,6 +14,7 @@
 
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
+#include "server/rerank.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -374,6 +375,45 @@ static void test_malformed(void **state)
     vocab_clear(v);
 }
 
+/* A rerank pair is the query and the document between BOS, EOS, the separator where the
+ * file adds one (XLM-RoBERTa's <s> query </s></s> document </s>) and EOS. */
+static void test_rerank_pair(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    tokenizer_vocab *v = &r.vocab;
+    ts_error err = {0};
+    ts_tokenizer *tok = NULL;
+    assert_int_equal(load_via_gguf(v, "ugm-pair0.gguf", &tok, &err), TS_OK);
+    assert_int_equal(ts_tokenizer_sep(tok), -1);
+    ts_tokenizer_free(tok);
+    v->sep_id = 2;
+    v->add_sep = true;
+    assert_int_equal(load_via_gguf(v, "ugm-pair.gguf", &tok, &err), TS_OK);
+    assert_int_equal(ts_tokenizer_sep(tok), 2);
+    const ref_case *q = find_case(&r, 0, "hello"), *d = find_case(&r, 0, "new york city");
+    int32_t want[32];
+    size_t n_want = 0;
+    for (size_t i = 0; i + 1 < q->n_ids; i++) /* BOS and the query */
+        want[n_want++] = q->ids[i];
+    want[n_want++] = 2;
+    want[n_want++] = 2;
+    for (size_t i = 1; i < d->n_ids; i++) /* the document and EOS */
+        want[n_want++] = d->ids[i];
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(rerank_pair_ids(tok, "hello", "new york city", &ids, &n), TS_OK);
+    assert_int_equal(n, n_want);
+    assert_memory_equal(ids, want, n * sizeof *ids);
+    free(ids);
+    ts_tokenizer_free(tok);
+    v->sep_id = v->n_tokens;
+    assert_int_equal(load_via_gguf(v, "ugm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_null(tok);
+    vocab_clear(v);
+}
+
 /* stdout of the shell command cmd (malloc'd); *status gets its exit status. */
 static char *run_cmd(const char *cmd, int *status)
 {
@@ -458,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_plain_and_detokenize),
         cmocka_unit_test(test_random_texts),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_rerank_pair),
         cmocka_unit_test(test_cli_and_embed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

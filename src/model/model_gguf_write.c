@@ -136,6 +136,8 @@ ts_status model_gguf_add_vocab(gguf_writer *g, const tokenizer_vocab *v, ts_erro
         gguf_writer_add_bool(g, "tokenizer.ggml.normalizer.strip_accents", v->strip_accents);
     }
     if (v->kind == VOCAB_KIND_UGM) {
+        add_id(g, "tokenizer.ggml.seperator_token_id", v->sep_id);
+        gguf_writer_add_bool(g, "tokenizer.ggml.add_sep_token", v->add_sep);
         gguf_writer_add_bool(g, "tokenizer.ggml.remove_extra_whitespaces",
                              v->remove_extra_whitespaces);
         if (v->charsmap_len)

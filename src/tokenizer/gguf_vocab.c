@@ -149,8 +149,9 @@ static ts_status read_wordpiece(tokenizer_vocab *v, const gguf_file *f, ts_error
 }
 
 /* The rest of a t5 (Unigram) vocabulary, as llama.cpp reads it: ids default to <pad> 0,
- * </s> 1 and <unk> 2 (each only if the vocabulary reaches it) and no BOS; texts end with
- * EOS and start with none unless the file says otherwise; no space prefix and no merging
+ * </s> 1 and <unk> 2 (each only if the vocabulary reaches it), no BOS and no separator;
+ * texts end with EOS and start with none, and rerank pairs get the separator only where
+ * the file says so (XLM-RoBERTa rerankers do); no space prefix and no merging
  * of spaces unless it asks; the precompiled charsmap, a byte array, whose header must fit
  * (its size word and a double array that ends before the replacements). Scores are the
  * model itself, so a file without them is refused. */
@@ -167,15 +168,17 @@ static ts_status read_unigram(tokenizer_vocab *v, const gguf_file *f, ts_error *
     if ((st = get_id(f, "tokenizer.ggml.bos_token_id", -1, n, &v->bos_id, err)) ||
         (st = get_id(f, "tokenizer.ggml.eos_token_id", 1, n, &v->eos_id, err)) ||
         (st = get_id(f, "tokenizer.ggml.unknown_token_id", 2, n, &v->unk_id, err)) ||
-        (st = get_id(f, "tokenizer.ggml.padding_token_id", 0, n, &v->pad_id, err)))
+        (st = get_id(f, "tokenizer.ggml.padding_token_id", 0, n, &v->pad_id, err)) ||
+        (st = get_id(f, "tokenizer.ggml.seperator_token_id", -1, n, &v->sep_id, err)))
         return st;
-    v->eot_id = v->sep_id = -1;
+    v->eot_id = -1;
     if (v->unk_id < 0)
         return ts_error_set(err, TS_ERR_FORMAT, "a t5 (Unigram) vocabulary needs an unknown "
                             "token (tokenizer.ggml.unknown_token_id)");
     v->add_eos = true;
     if ((st = get_flag(f, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != TS_OK ||
         (st = get_flag(f, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) != TS_OK ||
+        (st = get_flag(f, "tokenizer.ggml.add_sep_token", &v->add_sep, err)) != TS_OK ||
         (st = get_flag(f, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)) ||
         (st = get_flag(f, "tokenizer.ggml.remove_extra_whitespaces",
                        &v->remove_extra_whitespaces, err)) != TS_OK)

@@ -153,12 +153,15 @@ static ts_status check_wordpiece(const tokenizer_vocab *v, ts_error *err)
     return check_special(v, v->sep_id, "separator", err);
 }
 
-/* Unigram answers a character no piece covers with the unknown token; its charsmap,
- * if any, has a size word and a double array that ends before the replacements. */
+/* Unigram answers a character no piece covers with the unknown token; its separator,
+ * if any, must be a token; its charsmap, if any, has a size word and a double array that ends before the replacements. */
 static ts_status check_unigram(const tokenizer_vocab *v, ts_error *err)
 {
     if (v->unk_id < 0)
         return ts_error_set(err, TS_ERR_FORMAT, "a t5 (Unigram) vocabulary needs an unknown token");
+    ts_status st = check_special(v, v->sep_id, "separator", err);
+    if (st != TS_OK)
+        return st;
     uint32_t blob = 0;
     if (v->charsmap_len >= 4)
         memcpy(&blob, v->charsmap, 4); /* little-endian hosts only, as the GGUF reader */
