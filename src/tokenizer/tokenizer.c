@@ -163,8 +163,9 @@ static ts_status check_unigram(const tokenizer_vocab *v, ts_error *err)
     if (st != TS_OK)
         return st;
     uint32_t blob = 0;
-    if (v->charsmap_len >= 4)
-        memcpy(&blob, v->charsmap, 4); /* little-endian hosts only, as the GGUF reader */
+    if (v->charsmap && v->charsmap_len >= 4)
+        blob = (uint32_t)v->charsmap[0] | (uint32_t)v->charsmap[1] << 8 |
+               (uint32_t)v->charsmap[2] << 16 | (uint32_t)v->charsmap[3] << 24;
     if ((v->charsmap_len > 0 && !v->charsmap) ||
         (v->charsmap && (v->charsmap_len < 4 || (uint64_t)blob + 4 >= v->charsmap_len)))
         return ts_error_set(err, TS_ERR_FORMAT, "precompiled charsmap of %u bytes cannot hold "

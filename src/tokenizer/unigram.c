@@ -151,15 +151,18 @@ static size_t user_prefix(const special_node *t, const char *s, size_t n)
     return best;
 }
 
-/* Entry i of the charsmap's double array, little-endian; false past its end. */
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Entry i of the charsmap's double array (its first word is the array's size in bytes);
+ * false past its end. */
 static bool xcda_node(const tokenizer_vocab *v, uint32_t i, uint32_t *node)
 {
-    uint32_t n = 0;
-    memcpy(&n, v->charsmap, 4);
-    if (i >= n / 4)
+    if (i >= le32(v->charsmap) / 4)
         return false;
-    const uint8_t *p = v->charsmap + 4 + (size_t)i * 4;
-    *node = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    *node = le32(v->charsmap + 4 + (size_t)i * 4);
     return true;
 }
 
@@ -228,8 +231,7 @@ static size_t normalize_prefix(const ts_tokenizer *tok, const char *s, size_t n,
     }
     uint32_t repl = 0;
     if ((len = charsmap_prefix(v, s, n, &repl)) > 0) {
-        uint32_t blob;
-        memcpy(&blob, v->charsmap, 4);
+        uint32_t blob = le32(v->charsmap);
         const char *strings = (const char *)v->charsmap + 4 + blob;
         size_t size = v->charsmap_len - 4 - blob;
         if (repl >= size)
