@@ -239,7 +239,8 @@ static void test_vocab_errors(void **state)
         const char *model, *extra_key, *needle;
         ts_status want;
     } cases[] = {
-        {"t5", NULL, "tokenizer model 't5'", TS_ERR_UNSUPPORTED},
+        {"rwkv", NULL, "tokenizer model 'rwkv'", TS_ERR_UNSUPPORTED},
+        {"t5", NULL, "needs tokenizer.ggml.scores", TS_ERR_FORMAT},
         {"bert", NULL, "needs an unknown token", TS_ERR_FORMAT},
         {"gpt2", NULL, "needs tokenizer.ggml.merges", TS_ERR_FORMAT},
         {"llama", "tokenizer.ggml.scores", "has 3 entries for 2 tokens", TS_ERR_FORMAT},
