@@ -263,15 +263,6 @@ static bool is_special(const vocab_token *t)
                           t->type == VOCAB_TOKEN_UNKNOWN);
 }
 
-/* The child of node reached by byte b, or -1. */
-static int32_t special_child(const special_node *t, int32_t node, uint8_t b)
-{
-    for (int32_t c = t[node].first_child; c >= 0; c = t[c].next)
-        if (t[c].byte == b)
-            return c;
-    return -1;
-}
-
 /* The tokens ts_tokenize_ex finds spelled out in text (control and user-defined ones), in
  * a byte trie: finding the longest one at a position then costs at most its length in
  * steps, however many share its first bytes (Gemma's 6000 <unusedN>, Llama 3's 250
@@ -280,40 +271,10 @@ static int32_t special_child(const special_node *t, int32_t node, uint8_t b)
 static ts_status build_special_trie(ts_tokenizer *tok, ts_error *err)
 {
     const tokenizer_vocab *v = &tok->vocab;
-    size_t nodes = 1;
     for (int i = 0; i < v->n_tokens; i++)
-        if (is_special(&v->tokens[i]))
-            nodes += v->tokens[i].len;
-    if (nodes > INT32_MAX)
-        return ts_error_set(err, TS_ERR_FORMAT, "special tokens spell %zu bytes, over %d",
-                            nodes - 1, INT32_MAX - 1);
-    special_node *t = tok->special = malloc(nodes * sizeof *t);
-    if (!t)
-        return ts_error_set(err, TS_ERR_NOMEM, "cannot index %zu bytes of special tokens",
-                            nodes - 1);
-    t[0] = (special_node){.first_child = -1, .next = -1, .token = -1};
-    int32_t used = 1;
-    for (int i = 0; i < v->n_tokens; i++) {
-        const vocab_token *tk = &v->tokens[i];
-        if (!is_special(tk))
-            continue;
-        int32_t node = 0;
-        for (uint32_t k = 0; k < tk->len; k++) {
-            uint8_t b = (uint8_t)tk->text[k];
-            int32_t c = special_child(t, node, b);
-            if (c < 0) {
-                c = used++;
-                t[c] = (special_node){.first_child = -1, .next = t[node].first_child,
-                                      .token = -1, .byte = b};
-                t[node].first_child = c;
-            }
-            node = c;
-        }
-        if (t[node].token < 0)
-            t[node].token = i;
-        tok->n_special++;
-    }
-    return TS_OK;
+        tok->n_special += is_special(&v->tokens[i]);
+    return tokenizer_trie_build(&tok->special, v, is_special, TRIE_FIRST_ID, "special tokens",
+                                err);
 }
 
 ts_status tokenizer_create(const tokenizer_vocab *v, ts_tokenizer **out, ts_error *err)
@@ -417,7 +378,7 @@ static int32_t special_at(const ts_tokenizer *tok, const char *s, size_t n)
 {
     int32_t best = -1, node = 0;
     for (size_t i = 0; i < n; i++) {
-        if ((node = special_child(tok->special, node, (uint8_t)s[i])) < 0)
+        if ((node = tokenizer_trie_child(tok->special, node, (uint8_t)s[i])) < 0)
             break;
         if (tok->special[node].token >= 0)
             best = tok->special[node].token;

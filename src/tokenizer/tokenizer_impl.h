@@ -75,13 +75,26 @@ static inline void tokenizer_emit(tokenizer_out *o, int32_t id)
 typedef struct bpe_state bpe_state;
 typedef struct ugm_state ugm_state;
 
-/* A node of the special tokens' trie: the text spelled from the root to it is a prefix of
- * some special token's. Its children form a list (first_child, then each one's next). */
+/* A node of a byte trie of token texts (the special tokens', WordPiece's and Unigram's
+ * pieces): the text spelled from the root (node 0) to it is a prefix of some token's. Its
+ * children form a list (first_child, then each one's next). */
 typedef struct special_node {
     int32_t first_child, next; /* -1: none */
-    int32_t token;             /* the special token spelled exactly so, or -1 */
+    int32_t token;             /* the token spelled exactly so, or -1 */
     uint8_t byte;              /* the byte that leads here from the parent */
 } special_node;
+
+/* The child of node reached by byte b, or -1. */
+int32_t tokenizer_trie_child(const special_node *t, int32_t node, uint8_t b);
+
+/* Which token stands for texts spelled alike in tokenizer_trie_build's trie. */
+typedef enum { TRIE_FIRST_ID, TRIE_LAST_ID } trie_duplicates;
+
+/* *out = a byte trie (free() it) of the texts of v's tokens that keep accepts (every token
+ * when keep is NULL; empty texts never); what names them in an error. */
+ts_status tokenizer_trie_build(special_node **out, const tokenizer_vocab *v,
+                               bool (*keep)(const vocab_token *t), trie_duplicates dup,
+                               const char *what, ts_error *err);
 
 struct ts_tokenizer {
     tokenizer_vocab vocab;     /* deep copy of what tokenizer_create() was given */

@@ -172,3 +172,49 @@ uint32_t tokenizer_cpt_flags(uint32_t cp)
     }
     return 0;
 }
+
+int32_t tokenizer_trie_child(const special_node *t, int32_t node, uint8_t b)
+{
+    for (int32_t c = t[node].first_child; c >= 0; c = t[c].next)
+        if (t[c].byte == b)
+            return c;
+    return -1;
+}
+
+ts_status tokenizer_trie_build(special_node **out, const tokenizer_vocab *v,
+                               bool (*keep)(const vocab_token *t), trie_duplicates dup,
+                               const char *what, ts_error *err)
+{
+    size_t nodes = 1;
+    for (int i = 0; i < v->n_tokens; i++)
+        if (!keep || keep(&v->tokens[i]))
+            nodes += v->tokens[i].len;
+    if (nodes > INT32_MAX)
+        return ts_error_set(err, TS_ERR_FORMAT, "%s spell %zu bytes, over %d", what, nodes - 1,
+                            INT32_MAX - 1);
+    special_node *t = *out = malloc(nodes * sizeof *t);
+    if (!t)
+        return ts_error_set(err, TS_ERR_NOMEM, "cannot index %zu bytes of %s", nodes - 1, what);
+    t[0] = (special_node){.first_child = -1, .next = -1, .token = -1};
+    int32_t used = 1;
+    for (int i = 0; i < v->n_tokens; i++) {
+        const vocab_token *tk = &v->tokens[i];
+        if ((keep && !keep(tk)) || tk->len == 0)
+            continue;
+        int32_t node = 0;
+        for (uint32_t k = 0; k < tk->len; k++) {
+            uint8_t b = (uint8_t)tk->text[k];
+            int32_t c = tokenizer_trie_child(t, node, b);
+            if (c < 0) {
+                c = used++;
+                t[c] = (special_node){.first_child = -1, .next = t[node].first_child,
+                                      .token = -1, .byte = b};
+                t[node].first_child = c;
+            }
+            node = c;
+        }
+        if (dup == TRIE_LAST_ID || t[node].token < 0)
+            t[node].token = i;
+    }
+    return TS_OK;
+}

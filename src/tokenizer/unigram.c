@@ -37,49 +37,6 @@ static bool in_pieces(const vocab_token *t)
            is_type(t, VOCAB_TOKEN_UNUSED);
 }
 
-static int32_t trie_child(const special_node *t, int32_t node, uint8_t b)
-{
-    for (int32_t c = t[node].first_child; c >= 0; c = t[c].next)
-        if (t[c].byte == b)
-            return c;
-    return -1;
-}
-
-/* A byte trie of the tokens keep() accepts (the last duplicate stands for its text). */
-static special_node *build_trie(const tokenizer_vocab *v, bool (*keep)(const vocab_token *))
-{
-    size_t nodes = 1;
-    for (int i = 0; i < v->n_tokens; i++)
-        if (keep(&v->tokens[i]))
-            nodes += v->tokens[i].len;
-    if (nodes > INT32_MAX)
-        return NULL;
-    special_node *t = malloc(nodes * sizeof *t);
-    if (!t)
-        return NULL;
-    t[0] = (special_node){.first_child = -1, .next = -1, .token = -1};
-    int32_t used = 1;
-    for (int i = 0; i < v->n_tokens; i++) {
-        const vocab_token *tk = &v->tokens[i];
-        if (!keep(tk) || tk->len == 0)
-            continue;
-        int32_t node = 0;
-        for (uint32_t k = 0; k < tk->len; k++) {
-            uint8_t b = (uint8_t)tk->text[k];
-            int32_t c = trie_child(t, node, b);
-            if (c < 0) {
-                c = used++;
-                t[c] = (special_node){.first_child = -1, .next = t[node].first_child,
-                                      .token = -1, .byte = b};
-                t[node].first_child = c;
-            }
-            node = c;
-        }
-        t[node].token = i;
-    }
-    return t;
-}
-
 static bool is_user(const vocab_token *t)
 {
     return is_type(t, VOCAB_TOKEN_USER_DEFINED);
@@ -89,8 +46,14 @@ ts_status tokenizer_ugm_init(ts_tokenizer *tok, ts_error *err)
 {
     const tokenizer_vocab *v = &tok->vocab;
     ugm_state *u = tok->ugm = calloc(1, sizeof *u);
-    if (!u || !(u->pieces = build_trie(v, in_pieces)) || !(u->user = build_trie(v, is_user)))
+    if (!u)
         return ts_error_set(err, TS_ERR_NOMEM, "cannot index the Unigram vocabulary");
+    ts_status st;
+    if ((st = tokenizer_trie_build(&u->pieces, v, in_pieces, TRIE_LAST_ID, "Unigram pieces",
+                                   err)) != TS_OK ||
+        (st = tokenizer_trie_build(&u->user, v, is_user, TRIE_LAST_ID, "user-defined tokens",
+                                   err)) != TS_OK)
+        return st;
     float min_score = FLT_MAX;
     for (int i = 0; i < v->n_tokens; i++)
         if (is_type(&v->tokens[i], VOCAB_TOKEN_NORMAL) && v->tokens[i].score < min_score)
@@ -143,7 +106,7 @@ static size_t user_prefix(const special_node *t, const char *s, size_t n)
     size_t best = 0;
     int32_t node = 0;
     for (size_t i = 0; i < n; i++) {
-        if ((node = trie_child(t, node, (uint8_t)s[i])) < 0)
+        if ((node = tokenizer_trie_child(t, node, (uint8_t)s[i])) < 0)
             break;
         if (t[node].token >= 0)
             best = i + 1;
@@ -349,7 +312,7 @@ static ts_status segment(const ts_tokenizer *tok, const char *s, size_t n, token
         bool whole_char = false;
         int32_t node = 0;
         for (size_t end = pos; end < n;) {
-            if ((node = trie_child(u->pieces, node, (uint8_t)s[end++])) < 0)
+            if ((node = tokenizer_trie_child(u->pieces, node, (uint8_t)s[end++])) < 0)
                 break;
             int32_t id = u->pieces[node].token;
             if (id < 0)

@@ -66,15 +66,6 @@ static size_t utf8_put(char *dst, uint32_t cp)
 #define WPM_SPACE "\xe2\x96\x81" /* '▁', the mark of a word-initial piece */
 enum { WPM_SPACE_LEN = 3 };
 
-/* The child of node reached by byte b, or -1. */
-static int32_t trie_child(const special_node *t, int32_t node, uint8_t b)
-{
-    for (int32_t c = t[node].first_child; c >= 0; c = t[c].next)
-        if (t[c].byte == b)
-            return c;
-    return -1;
-}
-
 /* The longest token a bert vocabulary may hold. Real ones stay under a hundred bytes; the
  * cap bounds the work of each position of a word (a walk of at most this many bytes). */
 enum { WPM_MAX_TOKEN_LEN = 1024 };
@@ -82,37 +73,11 @@ enum { WPM_MAX_TOKEN_LEN = 1024 };
 ts_status tokenizer_wpm_init(ts_tokenizer *tok, ts_error *err)
 {
     const tokenizer_vocab *v = &tok->vocab;
-    size_t nodes = 1;
-    for (int i = 0; i < v->n_tokens; i++) {
+    for (int i = 0; i < v->n_tokens; i++)
         if (v->tokens[i].len > WPM_MAX_TOKEN_LEN)
             return ts_error_set(err, TS_ERR_FORMAT, "bert vocabulary: token %d is %u bytes "
                                 "long (at most %d)", i, v->tokens[i].len, WPM_MAX_TOKEN_LEN);
-        nodes += v->tokens[i].len;
-    }
-    if (nodes > INT32_MAX)
-        return ts_error_set(err, TS_ERR_FORMAT, "token texts total %zu bytes", nodes - 1);
-    special_node *t = tok->wpm_trie = malloc(nodes * sizeof *t);
-    if (!t)
-        return ts_error_set(err, TS_ERR_NOMEM, "cannot index %zu bytes of tokens", nodes - 1);
-    t[0] = (special_node){.first_child = -1, .next = -1, .token = -1};
-    int32_t used = 1;
-    for (int i = 0; i < v->n_tokens; i++) {
-        int32_t node = 0;
-        for (uint32_t k = 0; k < v->tokens[i].len; k++) {
-            uint8_t b = (uint8_t)v->tokens[i].text[k];
-            int32_t c = trie_child(t, node, b);
-            if (c < 0) {
-                c = used++;
-                t[c] = (special_node){.first_child = -1, .next = t[node].first_child,
-                                      .token = -1, .byte = b};
-                t[node].first_child = c;
-            }
-            node = c;
-        }
-        if (v->tokens[i].len > 0)
-            t[node].token = i;
-    }
-    return TS_OK;
+    return tokenizer_trie_build(&tok->wpm_trie, v, NULL, TRIE_LAST_ID, "token texts", err);
 }
 
 /* The longest token that starts s (n bytes); *len receives its length. -1 if none. */
@@ -120,7 +85,7 @@ static int32_t longest_token(const special_node *t, const char *s, size_t n, siz
 {
     int32_t best = -1, node = 0;
     for (size_t i = 0; i < n; i++) {
-        if ((node = trie_child(t, node, (uint8_t)s[i])) < 0)
+        if ((node = tokenizer_trie_child(t, node, (uint8_t)s[i])) < 0)
             break;
         if (t[node].token >= 0) {
             best = t[node].token;
