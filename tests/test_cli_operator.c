@@ -406,6 +406,13 @@ static void test_binary_openmp_defaults(void **state)
     if (!strstr(out, "1 thread per step; idle OpenMP threads wait by GOMP_SPINCOUNT=5\n"))
         fail_msg("the user's spin count not kept: %s", out);
     free(out);
+    /* -t, llama.cpp's spelling, is --threads */
+    assert_int_equal(sh(&out, "%s %s/tessera serve -m %s --port 0 -t 3", clean, TS_BUILD_DIR,
+                        notmodel),
+                     1);
+    if (!strstr(out, "3 threads per step"))
+        fail_msg("-t 3 not taken as --threads 3: %s", out);
+    free(out);
     free(dir);
 }
 

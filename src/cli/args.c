@@ -290,6 +290,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
                                          "--itl-target", "--prefill-min", "--kv-type",
                                          "--spec", "--spec-max", "--spec-rows"};
     size_t k = 0;
+    if (!strcmp(a, "-t")) /* llama.cpp's spelling of --threads */
+        a = valued[0];
     while (k < sizeof valued / sizeof *valued && strcmp(a, valued[k]))
         k++;
     if (k == sizeof valued / sizeof *valued)

@@ -57,7 +57,7 @@ const char *cli_kv_type_name(ts_kv_type t);
 
 #define CLI_ENGINE_HELP                                                                   \
     "engine:\n"                                                                            \
-    "  --threads N          OpenMP threads per step (default: one per physical core)\n"    \
+    "  --threads N, -t N    OpenMP threads per step (default: one per physical core)\n"    \
     "  --kv-mem SIZE        KV cache size, e.g. 512M, 2G (default: max-seqs full contexts\n" \
     "                       + 2 blocks each, at most 1G, at least one context)\n"         \
     "  --kv-type T          how keys and values are stored: auto (f32 for an all-f32\n"     \
