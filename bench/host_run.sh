@@ -16,17 +16,25 @@
 #            gemma3-4b): 1 and 16 streams, prefill of 4 x 512, against each peer given
 #         e: a mixture of experts (SHAPES, default qwen3-30b-a3b), Q4_K_M: 1, 16 and 64
 #            streams, prefill of 16 x 512, against each peer given
+#         f: speculative decoding, Llama-3.1-8B shape Q4_K_M drafted by Llama-3.2-1B
+#            Q4_K_M: one stream plain, with the draft model at forced acceptances 0.7,
+#            0.8 and 0 (eager and not), prompt lookup on the scripted editing workload;
+#            64 streams without, with prompt lookup and with the draft model (2 rounds);
+#            the peers' plain decode on the same file
+#         g: embeddings, bge-small and Qwen3-Embedding-0.6B shapes, Q8_0 and F16:
+#            bench/embed_peer.sh (batches of 1 and 64 documents of 256 tokens) against
+#            the shared llama-server
 #   --bin DIR     tessera and the benchmarks (the bundle's bin/; its lib/ in LD_LIBRARY_PATH)
 #   --peer DIR    the llama.cpp binaries (the unpacked peer tarball)
 #   --vocab FILE  a llama SPM vocabulary GGUF (../shared/vocab/ggml-vocab-llama-spm.gguf)
-#   --native DIR  also the peer built here (bench/peer_native.sh's DIR), parts d and e
+#   --native DIR  also the peer built here (bench/peer_native.sh's DIR), parts d, e and f
 #   --shapes L    parts d and e: comma list of synth shapes
 #   --threads N   threads for both programs (default all CPUs)
 #   --threads-list L  part c's thread counts (default 1,2,4,8,16)
 # Models are synthesized once per OUT (tessera synth) and reused by later parts.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in -h|--help) usage; exit 0 ;; esac
 part=${1:-}
 shift || true
@@ -45,7 +53,7 @@ while (($#)); do
     *) echo "host_run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-case $part in a|b|c|d|e) ;; *) echo "host_run.sh: PART is a to e (--help)" >&2; exit 2 ;; esac
+case $part in a|b|c|d|e|f|g) ;; *) echo "host_run.sh: PART is a to g (--help)" >&2; exit 2 ;; esac
 [[ -x $bin/tessera ]] || { echo "host_run.sh: no tessera in --bin '$bin'" >&2; exit 2; }
 [[ -f $vocab ]] || { echo "host_run.sh: no vocabulary '$vocab' (--vocab)" >&2; exit 2; }
 [[ -n $out ]] || { echo "host_run.sh: --out DIR is required" >&2; exit 2; }
@@ -56,9 +64,10 @@ mkdir -p "$models" "$out/$part"
 # anything is timed: the kernel's writeback of a fresh 700 MB file went on under the first
 # runs after it (a round of 16-thread steps took 6x their time).
 model() {
-  local f=$models/$1-$2.gguf
+  local f=$models/$1-$2.gguf v=(--vocab "$vocab")
+  case $1 in bge-small|qwen3-embedding-0.6b) v=() ;; esac # their own vocabulary sizes
   if [[ ! -f $f ]]; then
-    "$bin/tessera" synth --shape "$1" --type "$2" --vocab "$vocab" -o "$f" >&2
+    "$bin/tessera" synth --shape "$1" --type "$2" "${v[@]}" -o "$f" >&2
     sync
   fi
   echo "$f"
@@ -93,7 +102,52 @@ peers_run() {
   done
 }
 
+# tessera bench's result rows of one run (levels, speculation) with the options as a title
+bench_rows() {
+  local name=$1 f=$out/$part/$1.txt
+  shift
+  "$bin/tessera" bench --threads "$threads" --bw-mem 0 "$@" >"$f" 2>&1 || true
+  echo "== $name: $*"
+  grep -E '^ +[0-9]+ +[0-9]+\.[0-9]+ +[0-9.]+x|^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+%' "$f" || tail -2 "$f"
+}
+
 case $part in
+f)
+  t=$(model llama3.1-8b Q4_K_M)
+  d=$(model llama3.2-1b Q4_K_M)
+  one=(-m "$t" --concurrency 1 --prompt-len 128 -n 128)
+  {
+    bench_rows plain "${one[@]}"
+    for p in 0.7 0.8 0; do
+      bench_rows "draft-$p" "${one[@]}" --draft-model "$d" --spec-force-accept "$p"
+      bench_rows "draft-$p-eager" "${one[@]}" --draft-model "$d" --spec-force-accept "$p" \
+        --spec-eager
+    done
+    edit=(-m "$t" --concurrency 1 --workload edit -n 256 --edit-script 0.05)
+    bench_rows edit-off "${edit[@]}" --spec off
+    bench_rows edit-ngram "${edit[@]}" --spec ngram
+    many=(-m "$t" --concurrency 64 --prompt-len 16 -n 48 --rounds 2)
+    bench_rows many-off "${many[@]}" --spec off
+    bench_rows many-ngram "${many[@]}" --spec ngram
+    bench_rows many-draft "${many[@]}" --draft-model "$d"
+    for p in "$peer" "$native"; do
+      [[ -n $p ]] || continue
+      echo "== llama-batched-bench $p (PP 128, TG 128, 1 stream)"
+      "$p/llama-batched-bench" -m "$t" -t "$threads" -c 2048 -npp 128 -ntg 128 -npl 1 2>&1 |
+        grep -E '^\|' | tail -1
+    done
+  } | tee "$out/f/summary.md"
+  ;;
+g)
+  for shape in bge-small qwen3-embedding-0.6b; do
+    for type in Q8_0 F16; do
+      docs=128
+      [[ $shape == bge-small ]] || docs=64
+      "$root/bench/embed_peer.sh" -m "$(model "$shape" "$type")" --peer "$peer" --bin "$bin" \
+        --threads "$threads" --docs "$docs" --out "$out/g/$shape-$type"
+    done
+  done | tee "$out/g/summary.md"
+  ;;
 d)
   peers_run "${shapes:-qwen3-8b,gemma3-4b}" --levels 1,16 --prompt-len 64 -n 32 \
     --prefill-seqs 4
