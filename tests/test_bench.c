@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cli/bench.h"
+#include "cli/cli.h"
 #include "common/membw.h"
 #include "model/synth.h"
 #include "tessera/model.h"
@@ -353,6 +355,49 @@ static void test_edit_script(void **state)
     ts_model_free(m);
 }
 
+/* The JSON document in file path, or NULL. */
+static cJSON *read_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return cJSON_Parse(buf);
+}
+
+/* `tessera bench --workload edit --edit-script R`: the scripted copy is drafted by prompt
+ * lookup and the JSON says the text was scripted; the script without the editing
+ * workload is refused. */
+static void test_edit_script_command(void **state)
+{
+    (void)state;
+    char json[] = "/tmp/tessera_bench_edit_XXXXXX";
+    int fd = mkstemp(json);
+    assert_true(fd >= 0);
+    close(fd);
+    char *argv[] = {"bench", "-m", (char *)tu_shared("models/stories260K/stories260K.gguf"),
+                    "--workload", "edit", "--edit-script", "0", "--spec", "ngram",
+                    "--spec-eager", "--concurrency", "1", "-n", "48", "--bw-mem", "0",
+                    "--threads", "1", "--json", json};
+    assert_int_equal(cli_bench((int)(sizeof argv / sizeof *argv), argv), 0);
+    cJSON *root = read_json(json);
+    assert_non_null(root);
+    assert_float_equal(number(root, "edit_script"), 0, 0);
+    const cJSON *lv = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "levels"), 0);
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(lv, "spec");
+    const cJSON *ng = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(sp, "sources"), "ngram");
+    assert_true(cJSON_IsObject(ng));
+    assert_true(number(ng, "accepted") >= 20);
+    cJSON_Delete(root);
+    unlink(json);
+    char *bad[] = {"bench", "--edit-script", "0.05", "--concurrency", "1"};
+    assert_int_equal(cli_bench(5, bad), 2);
+}
+
 static void test_tiny_run_has_the_json_shape(void **state)
 {
     (void)state;
@@ -575,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_tiny_run_has_the_json_shape),
         cmocka_unit_test(test_edit_workload_speculates),
         cmocka_unit_test(test_edit_script),
+        cmocka_unit_test(test_edit_script_command),
         cmocka_unit_test(test_moe_bytes_and_experts_read),
         cmocka_unit_test(test_baseline_is_added_and_bad_configs_refused),
         cmocka_unit_test(test_pp_tg_schedule),

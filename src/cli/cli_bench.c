@@ -418,6 +418,8 @@ static int write_json(const bench_result *r, const bench_opts *o, const ts_model
     if (root)
         cJSON_AddStringToObject(root, "kv_type",
                                 cli_kv_type_name(e ? ts_engine_kv_type(e) : o->engine.kv_type));
+    if (root && o->edit_script >= 0) /* the text was scripted (bench_edit_script) */
+        cJSON_AddNumberToObject(root, "edit_script", o->edit_script);
     if (root && bw > 0) {
         cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
         cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(m));
