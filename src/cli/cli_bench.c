@@ -503,10 +503,10 @@ int cli_bench(int argc, char **argv)
     rc = o.json ? write_json(&r, &o, m, e, bw, threads, pp) : 0;
 out:
     free(edit);
-    free(script);
     free(pp);
     bench_result_free(&r);
     ts_engine_destroy(e);
+    free(script); /* the engine borrowed it */
     if (o.engine.step_log && fclose(o.engine.step_log) != 0) {
         fprintf(stderr, "tessera: cannot write %s\n", o.step_log);
         rc = 1;
