@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cli/bench.h"
+#include "cli/cli.h"
 #include "common/membw.h"
 #include "model/synth.h"
 #include "tessera/model.h"
@@ -246,17 +248,31 @@ static void test_edit_workload_speculates(void **state)
         assert_int_equal(bench_run(&r, e, &cfg, &err), TS_OK);
         const bench_level *l = &r.levels[0];
         assert_int_equal(l->generated, 128);
+        const ts_spec_source_stats *ng = &l->spec_source[TS_SPEC_SOURCE_NGRAM];
         if (spec) {
             assert_true(l->spec_accepted > 10 && l->spec_drafted >= l->spec_accepted);
             /* fewer decode steps than tokens: accepted drafts took no step of their own */
             assert_true(l->decode.steps + l->spec_accepted <= 128);
+            /* all of them prompt lookup's */
+            assert_int_equal(ng->drafted, l->spec_drafted);
+            assert_int_equal(ng->accepted, l->spec_accepted);
         } else {
             assert_int_equal(l->spec_drafted, 0);
+            assert_int_equal(ng->drafted, 0);
         }
+        assert_int_equal(l->spec_source[TS_SPEC_SOURCE_DRAFT_MODEL].drafted, 0);
+        assert_true(l->spec_draft_s == 0);
         cJSON *root = bench_result_json(&r, &cfg, "stories260K", 1);
         const cJSON *lv = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "levels"), 0);
         const cJSON *sp = cJSON_GetObjectItemCaseSensitive(lv, "spec");
         assert_true(cJSON_IsObject(sp));
+        const cJSON *by = cJSON_GetObjectItemCaseSensitive(sp, "sources");
+        assert_true(cJSON_IsObject(by));
+        const cJSON *by_ng = cJSON_GetObjectItemCaseSensitive(by, "ngram");
+        assert_true(spec ? cJSON_IsObject(by_ng) : by_ng == NULL);
+        if (spec)
+            assert_float_equal(number(by_ng, "accepted"), (double)ng->accepted, 0);
+        assert_null(cJSON_GetObjectItemCaseSensitive(by, "draft_model"));
         assert_float_equal(number(sp, "drafted"), (double)l->spec_drafted, 0);
         assert_float_equal(number(sp, "accepted"), (double)l->spec_accepted, 0);
         assert_float_equal(number(sp, "acceptance"),
@@ -268,6 +284,118 @@ static void test_edit_workload_speculates(void **state)
     }
     free(prompt);
     ts_model_free(m);
+}
+
+/* The scripted answer of the editing workload: the document's tokens with edits at the
+ * rate asked, the same for a seed; on the engine, prompt lookup drafts it and the target's
+ * emitted text follows it. */
+static void test_edit_script(void **state)
+{
+    (void)state;
+    ts_model *m = NULL;
+    assert_int_equal(ts_model_load(tu_shared("models/stories260K/stories260K.gguf"), NULL, &m,
+                                   NULL), TS_OK);
+    int32_t *copy = NULL, *edited = NULL, *again = NULL, *other = NULL, *noise = NULL;
+    int n = 0, n2 = 0;
+    ts_error err = {0};
+    assert_int_equal(bench_edit_script(m, 0, 1, &copy, &n, &err), TS_OK);
+    assert_true(n > 300);
+    assert_int_equal(bench_edit_script(m, 0.05, 1, &edited, &n2, &err), TS_OK);
+    assert_int_equal(n2, n);
+    assert_int_equal(bench_edit_script(m, 0.05, 1, &again, &n2, &err), TS_OK);
+    assert_memory_equal(again, edited, (size_t)n * sizeof *again);
+    assert_int_equal(bench_edit_script(m, 0.05, 2, &other, &n2, &err), TS_OK);
+    assert_memory_not_equal(other, edited, (size_t)n * sizeof *other);
+    assert_int_equal(bench_edit_script(m, 1, 1, &noise, &n2, &err), TS_OK);
+    int edits = 0, changed = 0;
+    for (int i = 0; i < n; i++) {
+        edits += edited[i] != copy[i];
+        changed += noise[i] != copy[i];
+        assert_true(noise[i] >= 0 && noise[i] < ts_model_get_config(m)->vocab_size);
+    }
+    assert_true(edits >= n / 100 && edits <= n / 8); /* about 5% */
+    assert_true(changed >= n * 9 / 10);
+    int32_t *refused = NULL;
+    assert_int_equal(bench_edit_script(m, 1.5, 1, &refused, &n2, &err), TS_ERR_INVALID_ARG);
+    assert_null(refused);
+
+    /* the R = 0 script through prompt lookup on the editing prompt */
+    static const int levels[] = {1};
+    bench_config cfg;
+    bench_config_default(&cfg);
+    cfg.levels = levels;
+    cfg.n_tokens = 96;
+    int32_t *prompt = NULL;
+    assert_int_equal(bench_edit_prompt(m, &prompt, &cfg.prompt_len, &err), TS_OK);
+    cfg.prompt = prompt;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.n_threads = 1;
+    o.spec = TS_SPEC_NGRAM;
+    o.spec_eager = true;
+    o.spec_script = copy;
+    o.n_spec_script = n;
+    bench_engine_options(&o, ts_model_get_config(m), &cfg);
+    ts_engine *e = NULL;
+    assert_int_equal(ts_engine_create(m, &o, &e, NULL), TS_OK);
+    bench_result r;
+    assert_int_equal(bench_run(&r, e, &cfg, &err), TS_OK);
+    const ts_spec_source_stats *ng = &r.levels[0].spec_source[TS_SPEC_SOURCE_NGRAM];
+    print_message("scripted copy: drafted %llu, accepted %llu\n",
+                  (unsigned long long)ng->drafted, (unsigned long long)ng->accepted);
+    assert_true(ng->accepted >= 48); /* half the answer came from the prompt */
+    bench_result_free(&r);
+    ts_engine_destroy(e);
+    free(prompt);
+    free(copy);
+    free(edited);
+    free(again);
+    free(other);
+    free(noise);
+    ts_model_free(m);
+}
+
+/* The JSON document in file path, or NULL. */
+static cJSON *read_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return cJSON_Parse(buf);
+}
+
+/* `tessera bench --workload edit --edit-script R`: the scripted copy is drafted by prompt
+ * lookup and the JSON says the text was scripted; the script without the editing
+ * workload is refused. */
+static void test_edit_script_command(void **state)
+{
+    (void)state;
+    char json[] = "/tmp/tessera_bench_edit_XXXXXX";
+    int fd = mkstemp(json);
+    assert_true(fd >= 0);
+    close(fd);
+    char *argv[] = {"bench", "-m", (char *)tu_shared("models/stories260K/stories260K.gguf"),
+                    "--workload", "edit", "--edit-script", "0", "--spec", "ngram",
+                    "--spec-eager", "--concurrency", "1", "-n", "48", "--bw-mem", "0",
+                    "--threads", "1", "--json", json};
+    assert_int_equal(cli_bench((int)(sizeof argv / sizeof *argv), argv), 0);
+    cJSON *root = read_json(json);
+    assert_non_null(root);
+    assert_float_equal(number(root, "edit_script"), 0, 0);
+    const cJSON *lv = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "levels"), 0);
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(lv, "spec");
+    const cJSON *ng = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(sp, "sources"), "ngram");
+    assert_true(cJSON_IsObject(ng));
+    assert_true(number(ng, "accepted") >= 20);
+    cJSON_Delete(root);
+    unlink(json);
+    char *bad[] = {"bench", "--edit-script", "0.05", "--concurrency", "1"};
+    assert_int_equal(cli_bench(5, bad), 2);
 }
 
 static void test_tiny_run_has_the_json_shape(void **state)
@@ -491,6 +619,8 @@ int main(void)
         cmocka_unit_test(test_engine_options_fit_the_largest_level),
         cmocka_unit_test(test_tiny_run_has_the_json_shape),
         cmocka_unit_test(test_edit_workload_speculates),
+        cmocka_unit_test(test_edit_script),
+        cmocka_unit_test(test_edit_script_command),
         cmocka_unit_test(test_moe_bytes_and_experts_read),
         cmocka_unit_test(test_baseline_is_added_and_bad_configs_refused),
         cmocka_unit_test(test_pp_tg_schedule),

@@ -266,6 +266,16 @@ static void test_greedy_identical_alone_and_batched(void **state)
     assert_true(st.spec_accepted > 20);           /* the lookup paid */
     assert_true(st.spec_drafted > st.spec_accepted); /* and rejections were rolled back */
     assert_int_equal(stats_of(off).spec_drafted, 0);
+    /* all of it counted under prompt lookup, none under a draft model */
+    const ts_spec_source_stats *ng = &st.spec_source[TS_SPEC_SOURCE_NGRAM];
+    assert_int_equal(ng->drafted, st.spec_drafted);
+    assert_int_equal(ng->accepted, st.spec_accepted);
+    assert_int_equal(st.spec_source[TS_SPEC_SOURCE_DRAFT_MODEL].drafted, 0);
+    assert_int_equal(st.spec_source[TS_SPEC_SOURCE_DRAFT_MODEL].accepted, 0);
+    assert_true(st.spec_draft_model_seconds == 0);
+    assert_string_equal(ts_spec_source_name(TS_SPEC_SOURCE_NGRAM), "ngram");
+    assert_string_equal(ts_spec_source_name(TS_SPEC_SOURCE_DRAFT_MODEL), "draft_model");
+    assert_string_equal(ts_spec_source_name(TS_SPEC_SOURCE_COUNT), "unknown");
 
     /* together, with a request of n = 2 whose completions speculate apart */
     ts_request *reqs[N_PROMPTS + 1];

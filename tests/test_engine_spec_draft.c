@@ -154,6 +154,14 @@ static void test_q4k_draft_partial_acceptance(void **state)
     assert_true(st.spec_accepted > 100);             /* the draft paid */
     assert_true(st.spec_drafted > st.spec_accepted); /* and was wrong at times */
     assert_int_equal(stats_of(off).spec_drafted, 0);
+    /* all of it counted under the draft model, none under prompt lookup */
+    const ts_spec_source_stats *dm = &st.spec_source[TS_SPEC_SOURCE_DRAFT_MODEL];
+    assert_int_equal(dm->drafted, st.spec_drafted);
+    assert_int_equal(dm->accepted, st.spec_accepted);
+    assert_int_equal(st.spec_source[TS_SPEC_SOURCE_NGRAM].drafted, 0);
+    assert_int_equal(st.spec_source[TS_SPEC_SOURCE_NGRAM].accepted, 0);
+    assert_true(st.spec_draft_model_seconds > 0); /* the draft steps were timed */
+    assert_true(stats_of(off).spec_draft_model_seconds == 0);
     assert_pools_clean(on);
     ts_engine_destroy(off);
     ts_engine_destroy(on);

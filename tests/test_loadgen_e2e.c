@@ -105,6 +105,11 @@ static void test_stream_levels(void **state)
         assert_true(l->spec_seen); /* tessera's /metrics, read with the key */
         assert_true(l->spec_drafted >= l->spec_accepted);
         drafted += l->spec_drafted;
+        /* by source: all prompt lookup's, none a draft model's */
+        assert_true(l->spec_by_source);
+        assert_int_equal(l->spec_source_drafted[LOADGEN_SPEC_NGRAM], l->spec_drafted);
+        assert_int_equal(l->spec_source_accepted[LOADGEN_SPEC_NGRAM], l->spec_accepted);
+        assert_int_equal(l->spec_source_drafted[LOADGEN_SPEC_DRAFT_MODEL], 0);
         if (l->all.ok != 8)
             fail_msg("level %d: %d of 8 ok (%d error kinds, first %d)", l->concurrency, l->all.ok,
                      l->n_err_kinds, l->n_err_kinds ? l->err_code[0] : 0);

@@ -165,6 +165,9 @@ static void test_model_gauges(void **state)
     mm[0].stats.thread_cuts = 2;
     mm[0].stats.spec_drafted = 40;
     mm[0].stats.spec_accepted = 30;
+    mm[0].stats.spec_source[TS_SPEC_SOURCE_NGRAM] = (ts_spec_source_stats){32, 28};
+    mm[0].stats.spec_source[TS_SPEC_SOURCE_DRAFT_MODEL] = (ts_spec_source_stats){8, 2};
+    mm[0].stats.spec_draft_model_seconds = 0.5;
     mm[0].stats.decode_steps.seconds[TS_PHASE_GEMM] = 1.5;
     mm[0].stats.prompt_steps.seconds[TS_PHASE_ATTENTION] = 0.25;
     char *t = metrics_render(m, mm, 2);
@@ -185,6 +188,22 @@ static void test_model_gauges(void **state)
     assert_true(sample(t, "tessera_spec_accepted_tokens_total{model=\"stories\"}") == 30);
     assert_true(sample(t, "tessera_spec_acceptance_ratio{model=\"stories\"}") == 0.75);
     assert_true(sample(t, "tessera_spec_acceptance_ratio{model=\"we_ird\"}") == 0);
+    /* by draft source */
+    assert_true(sample(t, "tessera_spec_draft_tokens_total{model=\"stories\",source=\"ngram\"}") ==
+                32);
+    assert_true(sample(t, "tessera_spec_draft_tokens_total{model=\"stories\","
+                          "source=\"draft_model\"}") == 8);
+    assert_true(sample(t, "tessera_spec_draft_accepted_tokens_total{model=\"stories\","
+                          "source=\"ngram\"}") == 28);
+    assert_true(sample(t, "tessera_spec_draft_accepted_tokens_total{model=\"stories\","
+                          "source=\"draft_model\"}") == 2);
+    assert_true(sample(t, "tessera_spec_draft_acceptance_ratio{model=\"stories\","
+                          "source=\"ngram\"}") == 0.875);
+    assert_true(sample(t, "tessera_spec_draft_acceptance_ratio{model=\"stories\","
+                          "source=\"draft_model\"}") == 0.25);
+    assert_true(sample(t, "tessera_spec_draft_acceptance_ratio{model=\"we_ird\","
+                          "source=\"draft_model\"}") == 0);
+    assert_true(sample(t, "tessera_spec_draft_model_seconds_total{model=\"stories\"}") == 0.5);
     assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"decode\","
                           "phase=\"gemm\"}") == 1.5);
     assert_true(sample(t, "tessera_engine_step_seconds_total{model=\"stories\",kind=\"prompt\","

@@ -108,6 +108,16 @@ typedef struct ts_engine_options {
                             * by the draft's), so the mechanism's cost can be timed at a
                             * chosen acceptance on random weights. The text is then not
                             * the model's: never for serving */
+    const int32_t *spec_script; /* a measuring aid (tessera bench --edit-script), NULL = off:
+                            * (n_spec_script) tokens, borrowed, outliving the engine; every
+                            * request's token at generated position i < n_spec_script is
+                            * script[i] instead of the one it sampled (the forward pass,
+                            * the sampling and the verification of drafts all still run).
+                            * With a script that copies the prompt, prompt lookup drafts
+                            * as it would for a model that copies, on random weights. The
+                            * text is then not the model's (its logprobs are the sampled
+                            * token's; a constrained request fails): never for serving */
+    int n_spec_script;     /* tokens in spec_script, 0..1<<20, each an id of the vocabulary */
     FILE *step_log;        /* a line a step, for tuning the prefill budget, its columns
                             * TS_STEP_LOG_COLUMNS (NULL = none; tessera bench --step-log).
                             * Written on the step thread; the caller owns it */
@@ -287,6 +297,21 @@ typedef struct ts_step_profile {
     uint64_t moe_layers, experts_read, expert_pairs;
 } ts_step_profile;
 
+/* The draft sources speculative decoding counts apart (ts_engine_stats.spec_source). */
+typedef enum ts_spec_source {
+    TS_SPEC_SOURCE_NGRAM,       /* prompt lookup (TS_SPEC_NGRAM) */
+    TS_SPEC_SOURCE_DRAFT_MODEL, /* a draft model (TS_SPEC_DRAFT) */
+    TS_SPEC_SOURCE_COUNT
+} ts_spec_source;
+
+/* The source's name as /metrics labels it: "ngram", "draft_model"; "unknown" out of range. */
+const char *ts_spec_source_name(ts_spec_source source);
+
+/* Draft tokens of one source the target verified, and those it accepted. */
+typedef struct ts_spec_source_stats {
+    uint64_t drafted, accepted;
+} ts_spec_source_stats;
+
 typedef struct ts_engine_stats {
     int queued[TS_PRIORITY_COUNT]; /* waiting requests per priority */
     int running;                   /* sequences in the batch */
@@ -307,6 +332,10 @@ typedef struct ts_engine_stats {
     /* Speculative decoding: draft tokens verified, and those the target accepted (each
      * one a token generated without a step of its own). */
     uint64_t spec_drafted, spec_accepted;
+    /* The same by the source that drafted them (spec_drafted and spec_accepted are their
+     * sums), and the seconds the draft model's own steps took: what drafting costs. */
+    ts_spec_source_stats spec_source[TS_SPEC_SOURCE_COUNT];
+    double spec_draft_model_seconds;
 } ts_engine_stats;
 
 /* A consistent snapshot; never waits for a step to finish. */

@@ -27,7 +27,8 @@
  *               the median of each round's own ratio (against that round's concurrency-1
  *               rate), reported with the range of those ratios.
  *   spec        with speculative decoding on: the draft tokens the engine verified during
- *               the level and the share it accepted (ts_engine_stats.spec_*).
+ *               the level and the share it accepted (ts_engine_stats.spec_*), in all and
+ *               by draft source, and the seconds the draft model's steps took.
  *   decode step profile  the engine's own timing of its decode-only steps during the
  *               level (ts_engine_stats.decode_steps, difference of the snapshots before
  *               the level and once the engine is idle after it): mean rows per step and
@@ -87,6 +88,8 @@ typedef struct bench_level {
                              * the streams that decoded beside the prefill chunks) */
     uint64_t spec_drafted, spec_accepted; /* speculative decoding's draft tokens during the
                                            * level and those accepted, all rounds */
+    ts_spec_source_stats spec_source[TS_SPEC_SOURCE_COUNT]; /* the same by draft source */
+    double spec_draft_s; /* seconds the draft model's steps took during the level */
 } bench_level;
 
 typedef struct bench_result {
@@ -155,6 +158,14 @@ bool bench_phases_vary(const bench_level *rounds, int n);
  * copy it out again, so most of the answer repeats the prompt (what prompt lookup drafts
  * from). *out (malloc'd, *n ids, BOS first where the vocabulary wants it) is the caller's. */
 ts_status bench_edit_prompt(const ts_model *m, int32_t **out, int *n, ts_error *err);
+
+/* The scripted answer of the editing workload (--edit-script R, a measuring aid for
+ * ts_engine_options.spec_script): the document's own tokens, each replaced with
+ * probability rate (0..1) by a plain token of the vocabulary drawn from seed, so the answer
+ * copies the prompt with edits whatever the weights. *out (malloc'd, *n ids) is the
+ * caller's. */
+ts_status bench_edit_script(const ts_model *m, double rate, uint64_t seed, int32_t **out,
+                            int *n, ts_error *err);
 
 /* Bytes of weights one decode step reads, in the matrices' own types: every matrix and
  * norm but the embedding table, of which it reads one row per token (the tied output reads

@@ -1,6 +1,7 @@
 /* bench_edit.c: the editing workload of `tessera bench --workload edit`: a prompt that
  * holds a document and asks for it again, so the answer repeats most of the prompt, as
  * code edits, summaries that quote and answers from retrieved text do. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,29 @@ static const char DOCUMENT[] =
 static const char HEAD[] = "Below is a document, followed by an exact copy of it.\n\nDocument:\n";
 static const char TAIL[] = "\nExact copy of the document:\n";
 
+/* The ids of text (len bytes), BOS first when add_special and the vocabulary wants it:
+ * *out (malloc'd, *n ids) is the caller's. */
+static ts_status tokenize(const ts_model *m, const char *text, size_t len, bool add_special,
+                         int32_t **out, int *n, ts_error *err)
+{
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    size_t need = 0;
+    int32_t *ids = NULL;
+    ts_status st = ts_tokenize(tok, text, len, add_special, NULL, 0, &need);
+    if (st == TS_OK && !(ids = malloc((need ? need : 1) * sizeof *ids)))
+        st = TS_ERR_NOMEM;
+    if (st == TS_OK)
+        st = ts_tokenize(tok, text, len, add_special, ids, need, &need);
+    if (st != TS_OK) {
+        free(ids);
+        return ts_error_set(err, st, "cannot tokenize the editing workload's text: %s",
+                            ts_status_str(st));
+    }
+    *out = ids;
+    *n = (int)need;
+    return TS_OK;
+}
+
 ts_status bench_edit_prompt(const ts_model *m, int32_t **out, int *n, ts_error *err)
 {
     *out = NULL;
@@ -52,21 +76,47 @@ ts_status bench_edit_prompt(const ts_model *m, int32_t **out, int *n, ts_error *
     strcpy(text, HEAD);
     strcat(text, DOCUMENT);
     strcat(text, TAIL);
-    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
-    size_t need = 0;
-    int32_t *ids = NULL;
-    ts_status st = ts_tokenize(tok, text, len, true, NULL, 0, &need);
-    if (st == TS_OK && !(ids = malloc((need ? need : 1) * sizeof *ids)))
-        st = TS_ERR_NOMEM;
-    if (st == TS_OK)
-        st = ts_tokenize(tok, text, len, true, ids, need, &need);
+    ts_status st = tokenize(m, text, len, true, out, n, err);
     free(text);
-    if (st != TS_OK) {
-        free(ids);
-        return ts_error_set(err, st, "cannot tokenize the editing prompt: %s",
-                            ts_status_str(st));
+    return st;
+}
+
+/* xorshift64's next draw from *x (never 0). */
+static uint64_t next_draw(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A plain token of m's vocabulary drawn from *x (any token when it has too few plain ones
+ * to find). */
+static int32_t random_plain_token(const ts_model *m, uint64_t *x)
+{
+    const ts_tokenizer *tok = ts_model_get_tokenizer(m);
+    uint64_t vocab = (uint64_t)ts_model_get_config(m)->vocab_size;
+    int32_t id = 0;
+    for (int tries = 0; tries < 64; tries++) {
+        id = (int32_t)(next_draw(x) % vocab);
+        if (ts_token_is_plain(tok, id))
+            break;
     }
-    *out = ids;
-    *n = (int)need;
-    return TS_OK;
+    return id;
+}
+
+ts_status bench_edit_script(const ts_model *m, double rate, uint64_t seed, int32_t **out,
+                            int *n, ts_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!(rate >= 0 && rate <= 1))
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "the edit rate %g is not within 0..1", rate);
+    ts_status st = tokenize(m, DOCUMENT, strlen(DOCUMENT), false, out, n, err);
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull;
+    x = x ? x : 1;
+    for (int i = 0; st == TS_OK && i < *n; i++)
+        if ((double)(next_draw(&x) >> 11) * 0x1.0p-53 < rate)
+            (*out)[i] = random_plain_token(m, &x);
+    return st;
 }

@@ -341,6 +341,13 @@ static ts_status run_level(bench_level *l, ts_engine *e, id_pool *ids, int n,
         l->thread_cuts = (int)(after.thread_cuts - before.thread_cuts);
         l->spec_drafted = after.spec_drafted - before.spec_drafted;
         l->spec_accepted = after.spec_accepted - before.spec_accepted;
+        for (int k = 0; k < TS_SPEC_SOURCE_COUNT; k++) {
+            l->spec_source[k].drafted =
+                after.spec_source[k].drafted - before.spec_source[k].drafted;
+            l->spec_source[k].accepted =
+                after.spec_source[k].accepted - before.spec_source[k].accepted;
+        }
+        l->spec_draft_s = after.spec_draft_model_seconds - before.spec_draft_model_seconds;
         l->threads_min = after.threads;
     }
     probe_set_free(&s);

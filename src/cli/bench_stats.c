@@ -106,6 +106,11 @@ void bench_level_combine(bench_level *out, const bench_level *rounds, int n_roun
         out->generated += l->generated;
         out->spec_drafted += l->spec_drafted;
         out->spec_accepted += l->spec_accepted;
+        for (int k = 0; k < TS_SPEC_SOURCE_COUNT; k++) {
+            out->spec_source[k].drafted += l->spec_source[k].drafted;
+            out->spec_source[k].accepted += l->spec_source[k].accepted;
+        }
+        out->spec_draft_s += l->spec_draft_s;
         profile_add(&out->decode, &l->decode);
         profile_add(&out->prompt, &l->prompt);
     }
@@ -191,6 +196,27 @@ static cJSON *profile_json(const ts_step_profile *p)
     return o;
 }
 
+/* spec.sources: {"ngram": {drafted, accepted, acceptance}, ...} for the sources that
+ * drafted during the level. False when out of memory. */
+static bool spec_sources_json(cJSON *spec, const bench_level *l)
+{
+    cJSON *by = cJSON_AddObjectToObject(spec, "sources");
+    if (!by)
+        return false;
+    for (int k = 0; k < TS_SPEC_SOURCE_COUNT; k++) {
+        const ts_spec_source_stats *src = &l->spec_source[k];
+        if (src->drafted == 0)
+            continue;
+        cJSON *o = cJSON_AddObjectToObject(by, ts_spec_source_name((ts_spec_source)k));
+        if (!o || !cJSON_AddNumberToObject(o, "drafted", (double)src->drafted) ||
+            !cJSON_AddNumberToObject(o, "accepted", (double)src->accepted) ||
+            !cJSON_AddNumberToObject(o, "acceptance",
+                                     (double)src->accepted / (double)src->drafted))
+            return false;
+    }
+    return true;
+}
+
 static cJSON *level_json(const bench_level *l)
 {
     cJSON *o = cJSON_CreateObject();
@@ -224,7 +250,9 @@ static cJSON *level_json(const bench_level *l)
         !cJSON_AddNumberToObject(spec, "accepted", (double)l->spec_accepted) ||
         !cJSON_AddNumberToObject(spec, "acceptance",
                                  l->spec_drafted ? (double)l->spec_accepted /
-                                                       (double)l->spec_drafted : 0.0))
+                                                       (double)l->spec_drafted : 0.0) ||
+        !cJSON_AddNumberToObject(spec, "draft_model_s", l->spec_draft_s) ||
+        !spec_sources_json(spec, l))
         goto fail;
     cJSON *prof = profile_json(&l->decode);
     if (!prof)

@@ -16,6 +16,8 @@ enum { MAX_LEVELS = 32 };
 typedef struct bench_opts {
     const char *model, *tokenizer, *json, *step_log;
     bool edit;          /* --workload edit */
+    double edit_script; /* --edit-script R: the answer follows the document with edits at
+                         * rate R (bench_edit_script); < 0: not scripted */
     bool engine_levels, pp_tg; /* --schedule: the engine's own, llama-batched-bench's */
     int levels[MAX_LEVELS];
     bench_config cfg;
@@ -56,6 +58,13 @@ static void usage(FILE *out)
             "  --embed             embedding throughput instead (a model with a pooling): each\n"
             "                      level is a batch of that many --prompt-len documents embedded\n"
             "                      together (default levels 1,8,64); documents/s and tokens/s\n"
+            "  --edit-script R     a measuring aid for --workload edit on random weights: the\n"
+            "                      answer is scripted, the document's tokens each replaced by\n"
+            "                      a random token with probability R (seeded; 0.05: a copy\n"
+            "                      with small edits), so prompt lookup drafts as it would for\n"
+            "                      a model that copies; every step still runs, only the token\n"
+            "                      each request emits is the script's. Compare --spec ngram\n"
+            "                      with --spec off at the same R; the text is not the model's\n"
             "  --spec-force-accept P  a measuring aid: each draft is accepted with probability\n"
             "                      P once the one before it was, whatever the target drew (its\n"
             "                      token is replaced), to time speculation at a chosen\n"
@@ -120,7 +129,11 @@ static int bench_option(void *ctx, const char *a, const char *v)
     }
     else if (!strcmp(a, "--step-log"))
         o->step_log = v;
-    else if (!strcmp(a, "--spec-force-accept")) {
+    else if (!strcmp(a, "--edit-script")) {
+        float r = 0;
+        ok = cli_float(a, v, 0, 1, &r);
+        o->edit_script = r;
+    } else if (!strcmp(a, "--spec-force-accept")) {
         float p = 0;
         ok = cli_float(a, v, 0, 1, &p);
         o->engine.spec_force_accept = p;
@@ -137,6 +150,7 @@ static int parse(int argc, char **argv, bench_opts *o)
     memcpy(o->levels, defaults, sizeof defaults);
     o->cfg.n_levels = (int)(sizeof defaults / sizeof defaults[0]);
     o->bw_bytes = (size_t)1 << 30;
+    o->edit_script = -1;
     o->engine_levels = true;
     ts_engine_options_default(&o->engine);
     static const char *const flags[] = {"--embed", NULL};
@@ -151,6 +165,10 @@ static int parse(int argc, char **argv, bench_opts *o)
         o->cfg.n_levels = 3;
     }
     o->cfg.levels = o->levels;
+    if (o->edit_script >= 0 && !o->edit) {
+        fprintf(stderr, "tessera bench: --edit-script needs --workload edit\n");
+        return 2;
+    }
     if (!o->model && !(o->model = cli_default_model()))
         return 1;
     return -1;
@@ -198,7 +216,7 @@ static void print_profiles(const bench_result *r, bool mixed)
     cli_table_print(stdout, &t, "");
 }
 
-/* Speculative decoding's drafts per level, when it drafted at all. */
+/* Speculative decoding's drafts per level and draft source, when it drafted at all. */
 static void print_spec(const bench_result *r)
 {
     uint64_t drafted = 0;
@@ -206,21 +224,32 @@ static void print_spec(const bench_result *r)
         drafted += r->levels[i].spec_drafted;
     if (drafted == 0)
         return;
-    static const char *const heads[] = {"conc", "drafted", "accepted", "acceptance",
-                                        "accepted/token"};
+    static const char *const heads[] = {"conc", "source", "drafted", "accepted", "acceptance",
+                                        "accepted/token", "draft ms/token"};
     printf("\nspeculative decoding (draft tokens verified; accepted/token: the share of "
-           "generated tokens\nthat were accepted drafts):\n");
+           "generated tokens\nthat were accepted drafts; draft ms/token: the draft model's "
+           "step time per generated token):\n");
     cli_table t;
-    cli_table_init(&t, 5, heads);
+    cli_table_init(&t, 7, heads);
     for (int i = 0; i < r->n_levels; i++) {
         const bench_level *l = &r->levels[i];
-        cli_table_cell(&t, "%d", l->concurrency);
-        cli_table_cell(&t, "%llu", (unsigned long long)l->spec_drafted);
-        cli_table_cell(&t, "%llu", (unsigned long long)l->spec_accepted);
-        cli_table_cell(&t, "%.1f%%", l->spec_drafted ? 100.0 * (double)l->spec_accepted /
-                                                           (double)l->spec_drafted : 0.0);
-        cli_table_cell(&t, "%.2f", l->generated ? (double)l->spec_accepted /
-                                                      (double)l->generated : 0.0);
+        for (int k = 0; k < TS_SPEC_SOURCE_COUNT; k++) {
+            const ts_spec_source_stats *src = &l->spec_source[k];
+            if (src->drafted == 0)
+                continue;
+            cli_table_cell(&t, "%d", l->concurrency);
+            cli_table_cell(&t, "%s", ts_spec_source_name((ts_spec_source)k));
+            cli_table_cell(&t, "%llu", (unsigned long long)src->drafted);
+            cli_table_cell(&t, "%llu", (unsigned long long)src->accepted);
+            cli_table_cell(&t, "%.1f%%", 100.0 * (double)src->accepted / (double)src->drafted);
+            cli_table_cell(&t, "%.2f", l->generated ? (double)src->accepted /
+                                                          (double)l->generated : 0.0);
+            if (k == TS_SPEC_SOURCE_DRAFT_MODEL)
+                cli_table_cell(&t, "%.3f", l->generated ? 1e3 * l->spec_draft_s /
+                                                              (double)l->generated : 0.0);
+            else
+                cli_table_cell(&t, "-");
+        }
     }
     cli_table_print(stdout, &t, "");
 }
@@ -237,6 +266,10 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
            o->engine.spec == TS_SPEC_NGRAM   ? "ngram"
            : o->engine.spec == TS_SPEC_DRAFT ? "draft model"
                                              : "off");
+    if (o->edit_script >= 0)
+        printf("the answer is scripted: the document's tokens, each replaced by a random token "
+               "with probability %.2f\n(a measure of prompt lookup on a copying answer, not of "
+               "the model's text)\n\n", o->edit_script);
     if (o->engine.spec_force_accept > 0)
         printf("drafts accepted with probability %.2f each, whatever the target drew (a measure "
                "of the mechanism's cost, not of the models)\n\n",
@@ -385,6 +418,8 @@ static int write_json(const bench_result *r, const bench_opts *o, const ts_model
     if (root)
         cJSON_AddStringToObject(root, "kv_type",
                                 cli_kv_type_name(e ? ts_engine_kv_type(e) : o->engine.kv_type));
+    if (root && o->edit_script >= 0) /* the text was scripted (bench_edit_script) */
+        cJSON_AddNumberToObject(root, "edit_script", o->edit_script);
     if (root && bw > 0) {
         cJSON_AddNumberToObject(root, "bandwidth_gb_s", bw / 1e9);
         cJSON_AddNumberToObject(root, "weight_bytes", bench_weight_bytes(m));
@@ -428,13 +463,17 @@ int cli_bench(int argc, char **argv)
     bench_pptg *pp = NULL;
     rc = 1;
     ts_engine *e = NULL;
-    int32_t *edit = NULL;
+    int32_t *edit = NULL, *script = NULL;
     if (o.edit) {
-        if (bench_edit_prompt(m, &edit, &o.cfg.prompt_len, &err) != TS_OK) {
+        if (bench_edit_prompt(m, &edit, &o.cfg.prompt_len, &err) != TS_OK ||
+            (o.edit_script >= 0 &&
+             bench_edit_script(m, o.edit_script, o.cfg.seed, &script,
+                               &o.engine.n_spec_script, &err) != TS_OK)) {
             fprintf(stderr, "tessera: %s\n", err.msg);
             goto out;
         }
         o.cfg.prompt = edit;
+        o.engine.spec_script = script;
     }
     bench_engine_options(&o.engine, c, &o.cfg);
     if (o.step_log) {
@@ -467,6 +506,7 @@ out:
     free(pp);
     bench_result_free(&r);
     ts_engine_destroy(e);
+    free(script); /* the engine borrowed it */
     if (o.engine.step_log && fclose(o.engine.step_log) != 0) {
         fprintf(stderr, "tessera: cannot write %s\n", o.step_log);
         rc = 1;

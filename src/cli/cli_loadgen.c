@@ -77,6 +77,23 @@ static void print_stats_row(const char *label, const loadgen_stats *s)
 }
 
 /* "  deviations: name:requests ..." and what was noted with them, when there were any. */
+/* A level's speculative decoding: its draft tokens and their acceptance, in all and per
+ * draft source when the server counted them apart. */
+static void print_spec(const loadgen_level *l)
+{
+    printf("      speculative decoding: %llu draft tokens, %llu accepted (%.1f%%)",
+           (unsigned long long)l->spec_drafted, (unsigned long long)l->spec_accepted,
+           100.0 * (double)l->spec_accepted / (double)l->spec_drafted);
+    for (int s = 0; l->spec_by_source && s < LOADGEN_SPEC_SOURCES; s++)
+        if (l->spec_source_drafted[s] > 0)
+            printf("; %s %llu/%llu (%.1f%%)", loadgen_spec_source_name(s),
+                   (unsigned long long)l->spec_source_accepted[s],
+                   (unsigned long long)l->spec_source_drafted[s],
+                   100.0 * (double)l->spec_source_accepted[s] /
+                       (double)l->spec_source_drafted[s]);
+    printf("\n");
+}
+
 static void print_deviations(const loadgen_level *l)
 {
     bool any = false;
@@ -125,9 +142,7 @@ static void print_result(const loadgen_result *r, const loadgen_config *cfg)
             printf("      embeddings: %d documents a request, %.1f documents/s, %.1f prompt "
                    "tokens/s\n", cfg->batch, l->docs_s, l->prompt_tok_s);
         if (l->spec_seen && l->spec_drafted > 0)
-            printf("      speculative decoding: %llu draft tokens, %llu accepted (%.1f%%)\n",
-                   (unsigned long long)l->spec_drafted, (unsigned long long)l->spec_accepted,
-                   100.0 * (double)l->spec_accepted / (double)l->spec_drafted);
+            print_spec(l);
         for (int c = 0; r->mixed && c < LOADGEN_CLASS_COUNT; c++)
             if (l->cls[c].sent)
                 print_stats_row(loadgen_class_name((loadgen_class)c), &l->cls[c]);

@@ -134,6 +134,23 @@ static ts_status init_scratch(ts_engine *e, ts_error *err)
     return TS_OK;
 }
 
+/* opts.spec_script: as many tokens as it says, each an id of model's vocabulary. */
+static ts_status check_script(const ts_engine_options *o, const ts_model *model, ts_error *err)
+{
+    if (o->n_spec_script == 0)
+        return TS_OK;
+    if (o->n_spec_script < 0 || o->n_spec_script > (1 << 20) || !o->spec_script)
+        return ts_error_set(err, TS_ERR_INVALID_ARG, "the scripted output has %d tokens%s",
+                            o->n_spec_script, o->spec_script ? "" : " and no array");
+    for (int i = 0; i < o->n_spec_script; i++)
+        if (o->spec_script[i] < 0 || o->spec_script[i] >= model->cfg.vocab_size)
+            return ts_error_set(err, TS_ERR_INVALID_ARG,
+                                "the scripted output's token %d is %d, outside the "
+                                "vocabulary of %d", i, (int)o->spec_script[i],
+                                model->cfg.vocab_size);
+    return TS_OK;
+}
+
 ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
                            ts_engine **out, ts_error *err)
 {
@@ -164,6 +181,8 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
                           o->max_seqs, o->step_tokens, o->max_queue, (int)o->kv_type);
         goto fail;
     }
+    if ((st = check_script(o, model, err)) != TS_OK)
+        goto fail;
     e->kernels = simd_init();
     e->step.allocs_left = o->fail_alloc_at;
     cost_init(&e->step.cost);

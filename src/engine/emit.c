@@ -102,6 +102,9 @@ static void sample_one(const ts_engine *e, seq *s, float *logits, sampler_scratc
     }
     out->status = sampler_sample(&s->smp, sc, &out->token, out->want_logprobs ? &out->lp : NULL,
                                  logits, s->tokens, s->n_tokens, s->n_generated, &out->err);
+    const ts_engine_options *o = &e->opts;
+    if (out->status == TS_OK && s->n_generated < o->n_spec_script)
+        out->token = o->spec_script[s->n_generated]; /* a measuring aid: the text is scripted */
 }
 
 /* The vocabulary's token trie, built the first time a constrained sequence samples (on

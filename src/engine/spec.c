@@ -20,6 +20,15 @@
  * drafting, twice as long each further time, up to SPEC_REST_MAX steps. */
 enum { SPEC_MISSES_TO_REST = 2, SPEC_REST_MAX = 16 };
 
+const char *ts_spec_source_name(ts_spec_source source)
+{
+    switch (source) {
+    case TS_SPEC_SOURCE_NGRAM: return "ngram";
+    case TS_SPEC_SOURCE_DRAFT_MODEL: return "draft_model";
+    default: return "unknown";
+    }
+}
+
 int spec_rows_cap(const ts_engine_options *o)
 {
     return o->spec == TS_SPEC_OFF ? 0 : o->spec_rows;
@@ -274,6 +283,19 @@ static int verify_seq(ts_engine *e, seq *s)
     return accepted;
 }
 
+/* Counts k drafts verified, `accepted` of them accepted, in all and under the engine's
+ * draft source (a draft model when it has one, else prompt lookup). */
+static void count_drafts(ts_engine *e, int k, int accepted)
+{
+    ts_engine_stats *c = &e->step.counters;
+    ts_spec_source_stats *src =
+        &c->spec_source[e->step.drafter ? TS_SPEC_SOURCE_DRAFT_MODEL : TS_SPEC_SOURCE_NGRAM];
+    c->spec_drafted += (uint64_t)k;
+    c->spec_accepted += (uint64_t)accepted;
+    src->drafted += (uint64_t)k;
+    src->accepted += (uint64_t)accepted;
+}
+
 void spec_verify(ts_engine *e, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -286,8 +308,7 @@ void spec_verify(ts_engine *e, int n)
         }
         int accepted = s->done ? 0 : verify_seq(e, s);
         s->spec.n_draft = 0;
-        e->step.counters.spec_drafted += (uint64_t)k;
-        e->step.counters.spec_accepted += (uint64_t)accepted;
+        count_drafts(e, k, accepted);
         if (s->done)
             continue; /* its blocks are released */
         ts_error err = {0};

@@ -299,6 +299,7 @@ void spec_draft_run(ts_engine *e)
         rows = n_logits = n;
     }
     e->step.step_draft_s = clock_now_s() - start;
+    e->step.counters.spec_draft_model_seconds += e->step.step_draft_s;
     if (drafted > 0) {
         double per = e->step.step_draft_s / drafted;
         d->seconds = d->seconds > 0 ? DRAFT_COST_DECAY * d->seconds + (1 - DRAFT_COST_DECAY) * per

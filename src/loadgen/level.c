@@ -92,6 +92,21 @@ static void embed_rates(loadgen_level *l, const loadgen_config *cfg)
     l->prompt_tok_s = l->wall_s > 0 ? (double)l->all.prompt_tokens / l->wall_s : 0.0;
 }
 
+/* The server's speculative-decoding counters during a level: after less before, in all
+ * and, when both pages had them, by draft source. */
+static void spec_level(loadgen_level *l, const loadgen_spec_counts *before,
+                       const loadgen_spec_counts *after)
+{
+    l->spec_seen = true;
+    l->spec_drafted = after->drafted - before->drafted;
+    l->spec_accepted = after->accepted - before->accepted;
+    l->spec_by_source = before->by_source && after->by_source;
+    for (int s = 0; l->spec_by_source && s < LOADGEN_SPEC_SOURCES; s++) {
+        l->spec_source_drafted[s] = after->source_drafted[s] - before->source_drafted[s];
+        l->spec_source_accepted[s] = after->source_accepted[s] - before->source_accepted[s];
+    }
+}
+
 static ts_status check_config(const loadgen_config *cfg, ts_error *err)
 {
     if (cfg->n_levels < 1 || cfg->n_levels > LOADGEN_MAX_LEVELS)
@@ -184,15 +199,12 @@ ts_status loadgen_run(loadgen_result *out, const loadgen_config *cfg, ts_error *
     for (int l = 0; l < cfg->n_levels && !run.deadline_hit; l++) {
         memset(reqs, 0, (size_t)cfg->requests * sizeof *reqs);
         curl_multi_setopt(run.multi, CURLMOPT_MAXCONNECTS, (long)cfg->levels[l]);
-        uint64_t drafted0 = 0, accepted0 = 0, drafted1 = 0, accepted1 = 0;
-        bool seen = loadgen_spec_scrape(&run, &drafted0, &accepted0);
+        loadgen_spec_counts before, after;
+        bool seen = loadgen_spec_scrape(&run, &before);
         st = loadgen_run_level(&run, l, reqs, &acc, err);
         loadgen_level *lv = &out->levels[out->n_levels++];
-        if (seen && st == TS_OK && loadgen_spec_scrape(&run, &drafted1, &accepted1)) {
-            lv->spec_seen = true;
-            lv->spec_drafted = drafted1 - drafted0;
-            lv->spec_accepted = accepted1 - accepted0;
-        }
+        if (seen && st == TS_OK && loadgen_spec_scrape(&run, &after))
+            spec_level(lv, &before, &after);
         lv->concurrency = cfg->levels[l];
         summarise(lv, reqs, cfg->requests, &acc, run.mixed, scratch);
         embed_rates(lv, cfg);

@@ -189,6 +189,30 @@ char *loadgen_words(int n_words, uint64_t seed);
  * labelled or not, into *out; false when the page has none. page, name: borrowed. */
 bool loadgen_spec_sum(const char *page, const char *name, uint64_t *out);
 
+/* loadgen_spec_sum over the samples whose labels include `label` (e.g. source="ngram"),
+ * NULL: every sample. label: borrowed. */
+bool loadgen_spec_sum_where(const char *page, const char *name, const char *label,
+                            uint64_t *out);
+
+/* The draft sources tessera's /metrics labels its speculative-decoding counters with
+ * (tessera_spec_draft_tokens_total{source=...}). */
+enum { LOADGEN_SPEC_NGRAM, LOADGEN_SPEC_DRAFT_MODEL, LOADGEN_SPEC_SOURCES };
+
+/* The label value of source s: "ngram", "draft_model"; "?" out of range. */
+const char *loadgen_spec_source_name(int s);
+
+/* Speculative-decoding counters read from a server's page: in all, and by draft source
+ * when the page has them (by_source). */
+typedef struct loadgen_spec_counts {
+    uint64_t drafted, accepted;
+    bool by_source;
+    uint64_t source_drafted[LOADGEN_SPEC_SOURCES], source_accepted[LOADGEN_SPEC_SOURCES];
+} loadgen_spec_counts;
+
+/* The counters of page (NUL-terminated, borrowed) into *out; false when it has none of the
+ * unlabelled totals (not a speculating tessera). */
+bool loadgen_spec_read(const char *page, loadgen_spec_counts *out);
+
 /* ---- The run -------------------------------------------------------------------- */
 
 typedef struct loadgen_config {
@@ -264,6 +288,9 @@ typedef struct loadgen_level {
                             * before and after the level: */
     uint64_t spec_drafted, spec_accepted; /* draft tokens it verified during the level, and
                                            * those it accepted */
+    bool spec_by_source;   /* the page had them by draft source too: */
+    uint64_t spec_source_drafted[LOADGEN_SPEC_SOURCES];
+    uint64_t spec_source_accepted[LOADGEN_SPEC_SOURCES];
 } loadgen_level;
 
 typedef struct loadgen_result {

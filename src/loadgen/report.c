@@ -48,6 +48,27 @@ static bool dev_json(cJSON *o, const loadgen_level *l)
            add_num(o, "saved", l->saved);
 }
 
+/* spec.sources: {"ngram": {drafted, accepted, acceptance}, ...}, the sources that drafted
+ * during the level, when the server counted them apart. False when out of memory. */
+static bool spec_sources_json(cJSON *spec, const loadgen_level *l)
+{
+    if (!l->spec_by_source)
+        return true;
+    cJSON *by = cJSON_AddObjectToObject(spec, "sources");
+    if (!by)
+        return false;
+    for (int s = 0; s < LOADGEN_SPEC_SOURCES; s++) {
+        uint64_t d = l->spec_source_drafted[s], a = l->spec_source_accepted[s];
+        if (d == 0)
+            continue;
+        cJSON *o = cJSON_AddObjectToObject(by, loadgen_spec_source_name(s));
+        if (!o || !add_num(o, "drafted", (double)d) || !add_num(o, "accepted", (double)a) ||
+            !add_num(o, "acceptance", (double)a / (double)d))
+            return false;
+    }
+    return true;
+}
+
 static cJSON *level_json(const loadgen_level *l, bool mixed)
 {
     cJSON *o = cJSON_CreateObject(), *errs, *cls;
@@ -68,7 +89,8 @@ static cJSON *level_json(const loadgen_level *l, bool mixed)
         if (!spec || !add_num(spec, "drafted", (double)l->spec_drafted) ||
             !add_num(spec, "accepted", (double)l->spec_accepted) ||
             !add_num(spec, "acceptance", l->spec_drafted ? (double)l->spec_accepted /
-                                                               (double)l->spec_drafted : 0.0))
+                                                               (double)l->spec_drafted : 0.0) ||
+            !spec_sources_json(spec, l))
             goto fail;
     }
     if (mixed) {

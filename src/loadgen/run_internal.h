@@ -55,10 +55,9 @@ double loadgen_uniform(uint64_t seed);
 ts_status loadgen_run_level(loadgen_runner *run, int level, loadgen_request *reqs,
                             loadgen_acc *acc, ts_error *err);
 
-/* Reads the server's speculative-decoding counters (tessera_spec_drafted_tokens_total and
- * tessera_spec_accepted_tokens_total of its /metrics, summed over its models) with the
- * normal key, if any; false when the page or the counters are not there (another server,
- * speculation unknown) or the transfer fails. */
-bool loadgen_spec_scrape(const loadgen_runner *run, uint64_t *drafted, uint64_t *accepted);
+/* Reads the server's speculative-decoding counters (loadgen_spec_read of its /metrics,
+ * summed over its models) with the normal key, if any; false when the page or the counters
+ * are not there (another server, speculation unknown) or the transfer fails. */
+bool loadgen_spec_scrape(const loadgen_runner *run, loadgen_spec_counts *out);
 
 #endif

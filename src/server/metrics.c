@@ -122,6 +122,39 @@ static void label_value(char *out, size_t cap, const char *s)
     out[o] = '\0';
 }
 
+/* Speculative decoding by draft source (label source="ngram" or "draft_model"): draft
+ * tokens verified and accepted, their ratio, and the draft model's step time. */
+static void render_spec_sources(strbuf *b, const metrics_model *models, const char (*names)[128],
+                                size_t n)
+{
+    static const char *const families[][3] = {
+        {"tessera_spec_draft_tokens_total", "counter",
+         "Draft tokens speculative decoding verified, by draft source."},
+        {"tessera_spec_draft_accepted_tokens_total", "counter",
+         "Draft tokens the model accepted, by draft source."},
+        {"tessera_spec_draft_acceptance_ratio", "gauge",
+         "Draft tokens accepted over draft tokens verified, by draft source (0 before any)."},
+    };
+    for (int f = 0; f < 3; f++) {
+        header(b, families[f][0], families[f][1], families[f][2]);
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < TS_SPEC_SOURCE_COUNT; k++) {
+                const ts_spec_source_stats *src = &models[i].stats.spec_source[k];
+                double v = f == 0   ? (double)src->drafted
+                           : f == 1 ? (double)src->accepted
+                           : src->drafted ? (double)src->accepted / (double)src->drafted
+                                          : 0.0;
+                strbuf_addf(b, "%s{model=\"%s\",source=\"%s\"} %.17g\n", families[f][0],
+                            names[i], ts_spec_source_name((ts_spec_source)k), v);
+            }
+    }
+    header(b, "tessera_spec_draft_model_seconds_total", "counter",
+           "Seconds the draft model's own steps took: what drafting costs.");
+    for (size_t i = 0; i < n; i++)
+        strbuf_addf(b, "tessera_spec_draft_model_seconds_total{model=\"%s\"} %.9g\n", names[i],
+                    models[i].stats.spec_draft_model_seconds);
+}
+
 static void render_models(strbuf *b, const metrics_model *models, size_t n)
 {
     static const char *const prio[TS_PRIORITY_COUNT] = {"high", "normal", "low"};
@@ -221,6 +254,7 @@ static void render_models(strbuf *b, const metrics_model *models, size_t n)
         strbuf_addf(b, "tessera_spec_acceptance_ratio{model=\"%s\"} %.6g\n", names[i],
                     s->spec_drafted ? (double)s->spec_accepted / (double)s->spec_drafted : 0.0);
     }
+    render_spec_sources(b, models, (const char(*)[128])names, n);
     header(b, "tessera_engine_step_seconds_total", "counter",
            "Engine step time by phase; kind=decode: steps of decode tokens only, "
            "kind=prompt: steps with prompt rows.");
