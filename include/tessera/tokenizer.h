@@ -92,9 +92,13 @@ int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has n
  * 3's BPE, no for GPT-2, SmolLM, Qwen2 and the other byte-level BPE families). */
 bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
 /* Whether the vocabulary asks for EOS after a text (tokenizer.ggml.add_eos_token) and has
- * one: an embedding model's inputs end with it, as llama.cpp's (ts_tokenize itself never
- * adds it). */
+ * one: rerank pairs take it after each text, as llama.cpp's (ts_tokenize itself never adds
+ * it; see ts_tokenizer_text_eos for a single text). */
 bool ts_tokenizer_add_eos(const ts_tokenizer *tok);
+/* Whether a text read with add_special ends with EOS, as llama.cpp's tokenizer ends it: the
+ * vocabulary asks (ts_tokenizer_add_eos) and is not WordPiece, whose texts end with [SEP]
+ * instead (ts_tokenize_ex adds that one). */
+bool ts_tokenizer_text_eos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
 /* The separator a pair of texts takes between them where the vocabulary asks for one
  * (tokenizer.ggml.add_sep_token: BERT's [SEP], by default in a bert vocabulary); -1 if it

@@ -539,6 +539,11 @@ bool ts_tokenizer_add_eos(const ts_tokenizer *tok)
     return tok && tok->vocab.add_eos && tok->vocab.eos_id >= 0;
 }
 
+bool ts_tokenizer_text_eos(const ts_tokenizer *tok)
+{
+    return ts_tokenizer_add_eos(tok) && tok->vocab.kind != VOCAB_KIND_WPM;
+}
+
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok)
 {
     return tok ? tok->vocab.eos_id : -1;

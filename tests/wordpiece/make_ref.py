@@ -7,14 +7,15 @@ usage: make_ref.py LLAMA_SERVER_BINARY OUT.txt
 The vocabulary (VOCAB below: [PAD] [UNK] [CLS] [SEP] [MASK], whole words, "##" pieces,
 punctuation, CJK characters, accented words) goes, in llama.cpp's GGUF form ('▁' before
 word-initial pieces, continuation pieces bare), into a tiny random-weight bert model that
-llama-server can load (the peer has no vocabulary-only mode); /tokenize with add_special
-then gives the ids of each text of TEXTS, under each normalizer of CONFIGS (uncased:
+llama-server can load (the peer has no vocabulary-only mode); /tokenize, with
+add_special and without, then gives the ids of each text of TEXTS, under each normalizer of CONFIGS (uncased:
 lowercase and accents folded; cased; cased with accents folded). Output lines, every
 string as hex of its UTF-8 bytes:
     token HEX TYPE        (one per token, in id order; TYPE as tokenizer.ggml.token_type)
     config LOWERCASE STRIP_ACCENTS   (0 or 1 each; the texts below are under it)
     text HEX
-    ids N id_1 ... id_N
+    ids N id_1 ... id_N     (/tokenize with add_special)
+    plain N id_1 ... id_N   (the same without add_special)
 """
 import json, os, random, struct, subprocess, sys, tempfile, time, urllib.request
 
@@ -152,8 +153,10 @@ def peer_ids(server, tmp, toks, lowercase, strip):
             sys.exit("llama-server did not start:\n" + open(log).read())
         for text in TEXTS:
             ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
+            plain = post(port, "/tokenize", {"content": text, "add_special": False})["tokens"]
             lines.append(f"text {text.encode().hex()}")
             lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
+            lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
     finally:
         peer.terminate()
         peer.wait()
