@@ -60,6 +60,8 @@ void sv_start_encoder(sv_served *s, ts_model **model, const tokenizer_vocab *v)
     assert_true(model_synth_shape(&c, "bge-small"));
     model_synth_shrink(&c);
     c.pooling = TS_POOLING_CLS;
+    if (v->n_tokens > c.vocab_size)
+        c.vocab_size = v->n_tokens;
     const char *path = tu_tmp_path("sv-encoder.gguf");
     if (model_synth_write(path, &c, "F32", v, 1, &err) != TS_OK)
         fail_msg("synth: %s", err.msg);
