@@ -554,6 +554,23 @@ static void test_server_tokenize(void **state)
         checked++;
     }
     assert_true(checked >= 100);
+    /* with_pieces: the same ids, BOS and EOS spelled out ("<s>", "</s>"), as the peer's */
+    const ref_case *c = find_case(&r, 0, "new york city");
+    sv_answer a;
+    sv_post(s.url, "/tokenize",
+            "{\"content\":\"new york city\",\"add_special\":true,\"with_pieces\":true}", &a);
+    assert_int_equal(a.status, 200);
+    const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(a.json, "tokens");
+    assert_int_equal(cJSON_GetArraySize(tokens), c->n_ids);
+    for (size_t i = 0; i < c->n_ids; i++) {
+        const cJSON *t = cJSON_GetArrayItem(tokens, (int)i);
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(t, "id")->valueint, c->ids[i]);
+    }
+    const cJSON *first = cJSON_GetArrayItem(tokens, 0);
+    const cJSON *last = cJSON_GetArrayItem(tokens, (int)c->n_ids - 1);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(first, "piece")->valuestring, "<s>");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(last, "piece")->valuestring, "</s>");
+    sv_answer_free(&a);
     sv_stop(&s);
     ts_model_free(model);
     vocab_clear(&r.vocab);

@@ -430,6 +430,17 @@ static void test_server_tokenize(void **state)
         checked++;
     }
     assert_true(checked >= 30);
+    /* with_pieces: the same ids, [CLS] and [SEP] spelled out, as the peer answers */
+    sv_answer a;
+    sv_post(s.url, "/tokenize",
+            "{\"content\":\"hello world\",\"add_special\":true,\"with_pieces\":true}", &a);
+    assert_int_equal(a.status, 200);
+    char *tokens = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a.json, "tokens"));
+    assert_non_null(tokens);
+    assert_string_equal(tokens, "[{\"id\":2,\"piece\":\"[CLS]\"},{\"id\":26,\"piece\":\" hello\"},"
+                                "{\"id\":27,\"piece\":\" world\"},{\"id\":3,\"piece\":\"[SEP]\"}]");
+    free(tokens);
+    sv_answer_free(&a);
     sv_stop(&s);
     ts_model_free(model);
     vocab_clear(&r.vocab);
