@@ -616,11 +616,11 @@ static void check_eos_vocab(const char *path, const char *name)
     assert_int_equal(model_gguf_add_vocab(g, &v, &err), TS_OK);
     assert_int_equal(gguf_writer_write_file(g, file, &err), TS_OK);
     gguf_writer_free(g);
-    for (int k = 0; k < n_cases; k++)
-        if (!memchr(cases[k].text, '\'', cases[k].len) && !memchr(cases[k].text, '\n', cases[k].len)) {
-            expect_cli_ids(file, &cases[k], false);
-            expect_cli_ids(file, &cases[k], true);
-        }
+    static const int cli_cases[] = {0, 2, 7}; /* "", "Hello world", "<s> ... </s> ..." */
+    for (size_t i = 0; i < sizeof cli_cases / sizeof cli_cases[0]; i++) {
+        expect_cli_ids(file, &cases[cli_cases[i]], false);
+        expect_cli_ids(file, &cases[cli_cases[i]], true);
+    }
     remove(file);
     vocab_clear(&v);
 }
