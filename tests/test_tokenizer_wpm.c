@@ -26,6 +26,7 @@ enum { MAX_TOKENS = 512, MAX_CASES = 192, MAX_IDS = 512 };
 
 typedef struct ref_case {
     bool lowercase, strip_accents; /* the normalizer the peer ran under */
+    bool flags;                    /* false: the file said add_bos_token, add_sep_token false */
     char text[1024];
     size_t len;
     int32_t ids[MAX_IDS]; /* with add_special: [CLS] and [SEP] */
@@ -64,7 +65,7 @@ static void ref_load(ref_data *r)
     v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
     assert_non_null(v->tokens);
     char buf[256];
-    int lowercase = 1, strip = 1;
+    int lowercase = 1, strip = 1, bos = 1, sep = 1;
     for (char *line = file; *line; line = strchr(line, '\n') + 1) {
         if (strncmp(line, "token ", 6) == 0) {
             assert_true(v->n_tokens < MAX_TOKENS);
@@ -75,13 +76,18 @@ static void ref_load(ref_data *r)
             t->text[t->len] = '\0';
             t->type = atoi(strchr(line + 6, ' ') + 1);
         } else if (strncmp(line, "config ", 7) == 0) {
-            assert_int_equal(sscanf(line + 7, "%d %d", &lowercase, &strip), 2);
+            int got = sscanf(line + 7, "%d %d %d %d", &lowercase, &strip, &bos, &sep);
+            assert_true(got == 2 || got == 4);
+            assert_int_equal(bos, sep);
+            if (got == 2)
+                bos = sep = 1;
         } else if (strncmp(line, "text ", 5) == 0) {
             assert_true(r->n_cases < MAX_CASES);
             ref_case *c = &r->cases[r->n_cases++];
             c->len = unhex(line + 5, c->text, sizeof c->text);
             c->lowercase = lowercase != 0;
             c->strip_accents = strip != 0;
+            c->flags = bos != 0;
         } else {
             bool plain = strncmp(line, "plain ", 6) == 0;
             assert_true(plain || strncmp(line, "ids ", 4) == 0);
@@ -139,9 +145,10 @@ static void expect_ids(int k, const ref_case *c, const char *how, const int32_t 
 }
 
 /* Every text, under each normalizer, gives the peer's ids with add_special ([CLS] ...
- * [SEP]) and without, read as /tokenize reads it; also where the file asks for EOS after
- * a text with [SEP] as EOS (converted bert files do): llama.cpp's WordPiece ends a text
- * with [SEP] alone whatever add_eos_token says. */
+ * [SEP], even where the file says add_bos_token and add_sep_token false) and without, read
+ * as /tokenize reads it; also where the file asks for EOS after a text with [SEP] as EOS
+ * (converted bert files do): llama.cpp's WordPiece ends a text with [SEP] alone whatever
+ * add_eos_token says. */
 static void test_peer_ids(void **state)
 {
     (void)state;
@@ -156,10 +163,11 @@ static void test_peer_ids(void **state)
         for (int k = 0; k < r.n_cases; k++) {
             const ref_case *c = &r.cases[k];
             if (!tok || c->lowercase != r.vocab.lowercase ||
-                c->strip_accents != r.vocab.strip_accents) {
+                c->strip_accents != r.vocab.strip_accents || c->flags != r.vocab.add_sep) {
                 ts_tokenizer_free(tok);
                 r.vocab.lowercase = c->lowercase;
                 r.vocab.strip_accents = c->strip_accents;
+                r.vocab.add_bos = r.vocab.add_sep = c->flags;
                 assert_int_equal(load_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
                 assert_int_equal(ts_tokenizer_add_eos(tok), asks_eos);
                 configs++;
@@ -174,7 +182,7 @@ static void test_peer_ids(void **state)
                 free(ids);
             }
         }
-        assert_int_equal(configs, 3);
+        assert_int_equal(configs, 4);
         ts_tokenizer_free(tok);
     }
     vocab_clear(&r.vocab);
@@ -190,7 +198,8 @@ static int32_t id_of(const tokenizer_vocab *v, const char *text)
 }
 
 /* Without the special tokens a text has no [CLS] / [SEP]; a file that turns [SEP] off
- * gets [CLS] alone; a cased vocabulary keeps capitals. */
+ * still frames a text with both, as llama.cpp, but gives rerank pairs no separator; a
+ * cased vocabulary keeps capitals. */
 static void test_special_and_case(void **state)
 {
     (void)state;
@@ -212,9 +221,11 @@ static void test_special_and_case(void **state)
     v->add_sep = false;
     assert_int_equal(load_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenize(tok, "hello", 5, true, ids, 8, &n), TS_OK);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 3);
     assert_int_equal(ids[0], 2);
     assert_int_equal(ids[1], hello);
+    assert_int_equal(ids[2], 3);
+    assert_int_equal(ts_tokenizer_sep(tok), -1);
     ts_tokenizer_free(tok);
 
     v->lowercase = v->strip_accents = false;
@@ -412,7 +423,7 @@ static void test_server_tokenize(void **state)
     int checked = 0;
     for (int k = 0; k < r.n_cases; k++) {
         const ref_case *c = &r.cases[k];
-        if (!c->lowercase || !c->strip_accents || memchr(c->text, '\0', c->len))
+        if (!c->lowercase || !c->strip_accents || !c->flags || memchr(c->text, '\0', c->len))
             continue;
         size_t n = 0;
         int32_t *ids = sv_tokenize(s.url, "content", c->text, c->len, 1, &n);

@@ -45,7 +45,9 @@ typedef struct ts_text_span {
 /* How ts_tokenize_ex reads a text. Zero-initialised: no BOS, special tokens as plain text
  * (what ts_tokenize does). */
 typedef struct ts_tokenize_opts {
-    /* BOS first where the vocabulary asks for it (ts_tokenizer_add_bos); false: never. */
+    /* BOS first where the vocabulary asks for it (ts_tokenizer_add_bos); a WordPiece
+     * vocabulary's [CLS] first and [SEP] last, as llama.cpp frames a bert text whatever its
+     * add_bos/add_sep flags; false: never. */
     bool add_special;
     /* A control or user-defined token spelled out in the text ("<|im_start|>", "</s>")
      * becomes that token, as llama.cpp and Hugging Face tokenizers read prompts; the text
