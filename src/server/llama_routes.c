@@ -13,9 +13,8 @@
 #include "server/utf8.h"
 
 /* The JSON of token id's piece: its text, or its bytes as numbers when they are not
- * valid UTF-8; a token that decodes to nothing (BOS, EOS, [CLS], [SEP], an unknown token)
- * is spelled as the vocabulary spells it, as llama.cpp prints special tokens. NULL out of
- * memory. */
+ * valid UTF-8; a token that decodes to nothing (BOS, EOS, [CLS], [SEP]) is spelled as the
+ * vocabulary spells it, as llama.cpp prints special tokens. NULL out of memory. */
 static char *piece_literal(const ts_tokenizer *tok, int32_t id)
 {
     size_t len = 0;
