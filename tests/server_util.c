@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <cmocka.h>
@@ -11,7 +12,9 @@
 #include <curl/curl.h>
 
 #include "engine_util.h"
+#include "model/synth.h"
 #include "server_util.h"
+#include "util.h"
 
 sv_served sv_group;
 
@@ -48,6 +51,33 @@ void sv_stop(sv_served *s)
     ts_server_stop(s->server);
     ts_engine_destroy(s->engine);
     ts_server_destroy(s->server);
+}
+
+void sv_start_encoder(sv_served *s, ts_model **model, const tokenizer_vocab *v)
+{
+    ts_model_config c;
+    ts_error err = {0};
+    assert_true(model_synth_shape(&c, "bge-small"));
+    model_synth_shrink(&c);
+    c.pooling = TS_POOLING_CLS;
+    if (v->n_tokens > c.vocab_size)
+        c.vocab_size = v->n_tokens;
+    const char *path = tu_tmp_path("sv-encoder.gguf");
+    if (model_synth_write(path, &c, "F32", v, 1, &err) != TS_OK)
+        fail_msg("synth: %s", err.msg);
+    *model = NULL;
+    ts_status st = ts_model_load(path, NULL, model, &err);
+    remove(path);
+    if (st != TS_OK)
+        fail_msg("load: %s", err.msg);
+    ts_engine *engine = eu_start(*model, NULL);
+    ts_server_options so;
+    ts_server_options_default(&so);
+    if (!sv_serve(s, engine, &so, &err)) {
+        ts_engine_destroy(engine);
+        fail_msg("server: %s", err.msg);
+    }
+    s->engine = engine;
 }
 
 int sv_setup_group(void **state)
@@ -119,4 +149,37 @@ char *sv_header(const sv_answer *a, const char *name)
         l = end + 2;
     }
     return NULL;
+}
+
+int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_t len,
+                     int add_special, size_t *n)
+{
+    char *str = strndup(text, len);
+    assert_non_null(str);
+    assert_int_equal(strlen(str), len);
+    cJSON *req = cJSON_CreateObject();
+    assert_non_null(cJSON_AddStringToObject(req, field, str));
+    if (add_special >= 0)
+        assert_non_null(cJSON_AddBoolToObject(req, "add_special", add_special));
+    char *body = cJSON_PrintUnformatted(req);
+    assert_non_null(body);
+    sv_answer a;
+    sv_post(url, "/tokenize", body, &a);
+    if (a.status != 200)
+        fail_msg("/tokenize %s: %ld %s", body, a.status, a.body.s);
+    const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(a.json, "tokens");
+    assert_true(cJSON_IsArray(tokens));
+    *n = (size_t)cJSON_GetArraySize(tokens);
+    int32_t *ids = malloc((*n + 1) * sizeof *ids);
+    assert_non_null(ids);
+    size_t i = 0;
+    for (const cJSON *t = tokens ? tokens->child : NULL; t; t = t->next, i++) {
+        assert_true(cJSON_IsNumber(t));
+        ids[i] = (int32_t)t->valueint;
+    }
+    sv_answer_free(&a);
+    free(body);
+    cJSON_Delete(req);
+    free(str);
+    return ids;
 }

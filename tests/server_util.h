@@ -11,6 +11,7 @@
 #include "common/strbuf.h"
 #include "tessera/engine.h"
 #include "tessera/server.h"
+#include "tokenizer/vocab.h"
 
 /* One engine and the server in front of it. */
 typedef struct sv_served {
@@ -30,6 +31,10 @@ void sv_start(sv_served *s, const ts_engine_options *eo, const ts_server_options
 bool sv_serve(sv_served *s, ts_engine *engine, const ts_server_options *so, ts_error *err);
 /* Stops the server, then destroys the engine (when s owns one) and the server. */
 void sv_stop(sv_served *s);
+/* A tiny random-weight bge-small encoder (CLS pooling) on vocabulary v (borrowed), served
+ * as sv_start serves stories260K; *model gets the model, which the caller frees after
+ * sv_stop. For the vocabulary's own routes (/tokenize) on bert and t5 vocabularies. */
+void sv_start_encoder(sv_served *s, ts_model **model, const tokenizer_vocab *v);
 
 /* cmocka group fixtures for files whose tests share one server with the default options:
  * stories260K (eu_setup_stories), an engine on it with the default options and the server,
@@ -54,6 +59,11 @@ typedef struct sv_answer {
  * and fills *a; fails the test when no answer came. */
 void sv_post(const char *url, const char *path, const char *body, sv_answer *a);
 void sv_answer_free(sv_answer *a);
+/* POST /tokenize to url with text (len bytes, borrowed; no NUL) as field ("content" or
+ * "prompt") and "add_special" as given (-1: left out): the answer's ids (malloc'd, their
+ * count in *n). Fails the test on any answer but 200 with a "tokens" array of ids. */
+int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_t len,
+                     int add_special, size_t *n);
 /* The value of header name (any case) in a, without CRLF (malloc'd), or NULL when absent. */
 char *sv_header(const sv_answer *a, const char *name);
 

@@ -1,17 +1,24 @@
 /* test_server_compat.c: drop-in details of the other APIs over HTTP: Anthropic's
  * stop_reason and stop_sequence (whole and streamed) and /v1/messages/count_tokens, the
- * Responses API's incomplete answers and usage, llama.cpp's /completion, /tokenize,
+ * Responses API's incomplete answers and usage, llama.cpp's /completion, /tokenize (and
+ * its EOS where the vocabulary asks, against the peer's ids in tests/tokenize/eos_ref.txt),
  * /detokenize and /props, and vLLM's prompt_logprobs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "engine_util.h"
+#include "gguf/gguf.h"
+#include "model/model_gguf.h"
 #include "server_util.h"
+#include "tokenizer/vocab.h"
+#include "util.h"
 
 #define USER_ONCE "\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}]"
 
@@ -477,6 +484,154 @@ static void check_plp(const cJSON *list, const cJSON *ids, int n, int k, double 
     }
 }
 
+/* ---- EOS after a text: the peer's ids for a SentencePiece and a byte-level BPE vocabulary
+ * whose file asks for it (tests/tokenize/make_ref.py) */
+
+enum { EOS_MAX_CASES = 16, EOS_MAX_IDS = 64 };
+
+typedef struct eos_case {
+    char text[256];
+    size_t len;
+    int32_t ids[EOS_MAX_IDS], plain[EOS_MAX_IDS]; /* with add_special, without */
+    size_t n_ids, n_plain;
+} eos_case;
+
+/* Reads the count and ids of line's "ids"/"plain" field (after its first space). */
+static size_t read_ids(const char *line, int32_t *ids)
+{
+    char *p = strchr(line, ' ') + 1;
+    size_t n = strtoul(p, &p, 10);
+    assert_true(n <= EOS_MAX_IDS);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int32_t)strtol(p, &p, 10);
+    return n;
+}
+
+/* The cases of eos_ref.txt under "vocab name"; returns their count. */
+static int eos_ref_load(const char *name, eos_case *cases)
+{
+    char *file = tu_read_file(TS_SOURCE_DIR "/tests/tokenize/eos_ref.txt", NULL);
+    assert_non_null(file);
+    int n = 0;
+    bool in = false;
+    for (char *line = strtok(file, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "vocab ", 6)) {
+            in = !strcmp(line + 6, name);
+        } else if (in && !strncmp(line, "text", 4)) {
+            assert_true(n < EOS_MAX_CASES);
+            eos_case *c = &cases[n++];
+            const char *hex = line[4] == ' ' ? line + 5 : "";
+            unsigned b;
+            for (c->len = 0; hex[0] && sscanf(hex, "%2x", &b) == 1; hex += 2) {
+                assert_true(c->len < sizeof c->text);
+                c->text[c->len++] = (char)b;
+            }
+        } else if (in && !strncmp(line, "ids ", 4)) {
+            cases[n - 1].n_ids = read_ids(line, cases[n - 1].ids);
+        } else if (in && !strncmp(line, "plain ", 6)) {
+            cases[n - 1].n_plain = read_ids(line, cases[n - 1].plain);
+        }
+    }
+    free(file);
+    return n;
+}
+
+static void expect_eos_ids(const char *how, const eos_case *c, const int32_t *ids, size_t n,
+                           const int32_t *want, size_t n_want)
+{
+    if (n == n_want && !memcmp(ids, want, n * sizeof *ids))
+        return;
+    fprintf(stderr, "'%.*s' (%s): %zu ids:", (int)c->len, c->text, how, n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %d", (int)ids[i]);
+    fprintf(stderr, " / the peer's %zu:", n_want);
+    for (size_t i = 0; i < n_want; i++)
+        fprintf(stderr, " %d", (int)want[i]);
+    fprintf(stderr, "\n");
+    fail();
+}
+
+/* `tessera tokenize` on vocabulary-only GGUF path prints "ids\n" for c's text, with the
+ * special tokens unless no_bos. */
+static void expect_cli_ids(const char *path, const eos_case *c, bool no_bos)
+{
+    char cmd[1024], want[1024] = "";
+    snprintf(cmd, sizeof cmd, "%s/tessera tokenize %s-m %s -p '%.*s' 2>/dev/null", TS_BUILD_DIR,
+             no_bos ? "--no-bos " : "", path, (int)c->len, c->text);
+    const int32_t *ids = no_bos ? c->plain : c->ids;
+    size_t n = no_bos ? c->n_plain : c->n_ids;
+    for (size_t i = 0; i < n; i++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? " " : "",
+                 (int)ids[i]);
+    strcat(want, "\n");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[1024] = "";
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = '\0';
+    assert_int_equal(WEXITSTATUS(pclose(p)), 0);
+    assert_string_equal(out, want);
+}
+
+/* A vocabulary (from the GGUF at path) whose file asks for EOS: /tokenize with add_special
+ * ends each text with it, BOS first where the vocabulary says so, and without add_special
+ * neither, all as the peer answers (name: the reference's section); so does `tessera
+ * tokenize` on a vocabulary-only file. */
+static void check_eos_vocab(const char *path, const char *name)
+{
+    static eos_case cases[EOS_MAX_CASES];
+    int n_cases = eos_ref_load(name, cases);
+    assert_true(n_cases >= 8);
+    gguf_file *f = NULL;
+    tokenizer_vocab v;
+    ts_error err = {0};
+    if (gguf_open(path, &f, &err) != TS_OK || vocab_read_gguf(&v, f, &err) != TS_OK)
+        fail_msg("vocabulary %s: %s", path, err.msg);
+    gguf_close(f);
+    v.add_eos = true;
+    sv_served s;
+    ts_model *model = NULL;
+    sv_start_encoder(&s, &model, &v);
+    for (int k = 0; k < n_cases; k++) {
+        const eos_case *c = &cases[k];
+        assert_true(c->n_ids > c->n_plain); /* the peer added EOS at least */
+        size_t n = 0;
+        int32_t *ids = sv_tokenize(s.url, "content", c->text, c->len, 1, &n);
+        expect_eos_ids("content, add_special", c, ids, n, c->ids, c->n_ids);
+        free(ids);
+        ids = sv_tokenize(s.url, "content", c->text, c->len, -1, &n);
+        expect_eos_ids("content", c, ids, n, c->plain, c->n_plain);
+        free(ids);
+        ids = sv_tokenize(s.url, "prompt", c->text, c->len, -1, &n);
+        expect_eos_ids("prompt", c, ids, n, c->ids, c->n_ids);
+        free(ids);
+    }
+    sv_stop(&s);
+    ts_model_free(model);
+
+    char file[512];
+    snprintf(file, sizeof file, "%s", tu_tmp_path("eos-vocab.gguf"));
+    gguf_writer *g = NULL;
+    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, &v, &err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, file, &err), TS_OK);
+    gguf_writer_free(g);
+    static const int cli_cases[] = {0, 2, 7}; /* "", "Hello world", "<s> ... </s> ..." */
+    for (size_t i = 0; i < sizeof cli_cases / sizeof cli_cases[0]; i++) {
+        expect_cli_ids(file, &cases[cli_cases[i]], false);
+        expect_cli_ids(file, &cases[cli_cases[i]], true);
+    }
+    remove(file);
+    vocab_clear(&v);
+}
+
+static void test_llama_tokenize_eos(void **state)
+{
+    (void)state;
+    check_eos_vocab(tu_shared("models/stories260K/stories260K.gguf"), "spm");
+    check_eos_vocab(TS_BUILD_DIR "/archref/models/qwen2-f32.gguf", "bpe");
+}
+
 static void test_prompt_logprobs(void **state)
 {
     (void)state;
@@ -557,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_responses_incomplete),
         cmocka_unit_test(test_llama_completion),
         cmocka_unit_test(test_llama_tokenize_props),
+        cmocka_unit_test(test_llama_tokenize_eos),
         cmocka_unit_test(test_prompt_logprobs),
     };
     return cmocka_run_group_tests_name("server_compat", tests, sv_setup_group,

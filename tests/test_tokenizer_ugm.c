@@ -1,8 +1,8 @@
 /* test_tokenizer_ugm.c: the Unigram tokenizer of t5 vocabularies. The vocabulary, its
  * configurations and the expected ids come from tests/unigram/ugm_ref.txt, which
- * make_ref.py made with the llama.cpp peer's /tokenize on the same vocabulary; the test
- * writes that vocabulary as a GGUF with our writer and loads it as `tessera tokenize`
- * does. */
+ * make_ref.py made with the llama.cpp peer's /tokenize on the same vocabulary, with
+ * add_special and without; the test writes that vocabulary as a GGUF with our writer and
+ * loads it as `tessera tokenize` does, and serves it behind /tokenize. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,9 @@
 
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
+#include "server/embeddings.h"
 #include "server/rerank.h"
+#include "server_util.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -33,8 +35,10 @@ typedef struct ref_case {
     int config;
     char text[1024];
     size_t len;
-    int32_t ids[MAX_IDS];
+    int32_t ids[MAX_IDS]; /* with add_special: BOS and EOS */
     size_t n_ids;
+    int32_t plain[MAX_IDS]; /* without */
+    size_t n_plain;
 } ref_case;
 
 typedef struct ref_data {
@@ -112,13 +116,17 @@ static void ref_load(ref_data *r)
             c->len = unhex(line + 5, c->text, sizeof c->text);
             c->config = r->n_configs - 1;
         } else {
-            assert_int_equal(strncmp(line, "ids ", 4), 0);
+            bool plain = strncmp(line, "plain ", 6) == 0;
+            assert_true(plain || strncmp(line, "ids ", 4) == 0);
+            assert_true(r->n_cases > 0);
             ref_case *c = &r->cases[r->n_cases - 1];
-            char *p = line + 4;
-            c->n_ids = strtoul(p, &p, 10);
-            assert_true(c->n_ids <= MAX_IDS);
-            for (size_t i = 0; i < c->n_ids; i++)
-                c->ids[i] = (int32_t)strtol(p, &p, 10);
+            int32_t *ids = plain ? c->plain : c->ids;
+            size_t *n = plain ? &c->n_plain : &c->n_ids;
+            char *p = strchr(line, ' ') + 1;
+            *n = strtoul(p, &p, 10);
+            assert_true(*n <= MAX_IDS);
+            for (size_t i = 0; i < *n; i++)
+                ids[i] = (int32_t)strtol(p, &p, 10);
         }
         assert_non_null(strchr(line, '\n'));
     }
@@ -147,22 +155,36 @@ static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_to
     return st;
 }
 
-/* The ids of text with BOS and EOS as the vocabulary asks and special tokens parsed
- * (llama.cpp's /tokenize with add_special); *n receives their count. */
-static int32_t *tokenize_special(const ts_tokenizer *tok, const char *text, size_t len, size_t *n)
+/* The ids of text with special tokens parsed, and BOS and EOS as the vocabulary asks
+ * when add_special (llama.cpp's /tokenize); *n receives their count. */
+static int32_t *tokenize_as(const ts_tokenizer *tok, const char *text, size_t len,
+                            bool add_special, size_t *n)
 {
-    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
+    ts_tokenize_opts o = {.add_special = add_special, .parse_special = true};
     int32_t *ids = NULL;
-    assert_int_equal(ts_tokenize_alloc(tok, text, len, &o, &ids, n), TS_OK);
-    if (ts_tokenizer_add_eos(tok)) {
-        ids = realloc(ids, (*n + 1) * sizeof *ids);
-        assert_non_null(ids);
-        ids[(*n)++] = tokenizer_get_vocab(tok)->eos_id;
-    }
+    assert_int_equal(embed_tokenize_ex(tok, text, len, &o, &ids, n), TS_OK);
     return ids;
 }
 
-/* Every text, under each configuration, gives the peer's ids. */
+/* Fails, printing both, unless ids (n) are the peer's (n_want) for case k. */
+static void expect_ids(int k, const ref_case *c, const char *how, const int32_t *ids, size_t n,
+                       const int32_t *want, size_t n_want)
+{
+    if (n == n_want && memcmp(ids, want, n * sizeof *ids) == 0)
+        return;
+    fprintf(stderr, "text %d '%.*s' (config %d, %s): %zu ids, the peer's %zu:", k, (int)c->len,
+            c->text, c->config, how, n, n_want);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %d", (int)ids[i]);
+    fprintf(stderr, " / peer:");
+    for (size_t i = 0; i < n_want; i++)
+        fprintf(stderr, " %d", (int)want[i]);
+    fprintf(stderr, "\n");
+    fail();
+}
+
+/* Every text, under each configuration, gives the peer's ids, with add_special (BOS and
+ * EOS, as the vocabulary asks) and without. */
 static void test_peer_ids(void **state)
 {
     (void)state;
@@ -181,18 +203,11 @@ static void test_peer_ids(void **state)
             configs++;
         }
         size_t n = 0;
-        int32_t *ids = tokenize_special(tok, c->text, c->len, &n);
-        if (n != c->n_ids || memcmp(ids, c->ids, n * sizeof *ids) != 0) {
-            fprintf(stderr, "text %d '%.*s' (config %d): %zu ids, the peer's %zu:", k,
-                    (int)c->len, c->text, config, n, c->n_ids);
-            for (size_t i = 0; i < n; i++)
-                fprintf(stderr, " %d", (int)ids[i]);
-            fprintf(stderr, " / peer:");
-            for (size_t i = 0; i < c->n_ids; i++)
-                fprintf(stderr, " %d", (int)c->ids[i]);
-            fprintf(stderr, "\n");
-            fail();
-        }
+        int32_t *ids = tokenize_as(tok, c->text, c->len, true, &n);
+        expect_ids(k, c, "add_special", ids, n, c->ids, c->n_ids);
+        free(ids);
+        ids = tokenize_as(tok, c->text, c->len, false, &n);
+        expect_ids(k, c, "plain", ids, n, c->plain, c->n_plain);
         free(ids);
     }
     assert_int_equal(configs, r.n_configs);
@@ -271,7 +286,7 @@ static void test_random_texts(void **state)
                 }
             }
             size_t n = 0;
-            int32_t *ids = tokenize_special(tok, text, len, &n);
+            int32_t *ids = tokenize_as(tok, text, len, true, &n);
             for (size_t i = 0; i < n; i++)
                 assert_true(ids[i] >= 0 && ids[i] < r.vocab.n_tokens);
             free(ids);
@@ -427,8 +442,17 @@ static char *run_cmd(const char *cmd, int *status)
     return buf;
 }
 
+/* The ids as `tessera tokenize` prints them: "1 2 3\n" (into out, cap bytes). */
+static void ids_line(char *out, size_t cap, const int32_t *ids, size_t n)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? " " : "", (int)ids[i]);
+    snprintf(out + strlen(out), cap - strlen(out), "\n");
+}
+
 /* `tessera info` names the vocabulary's kind and `tessera tokenize` prints the peer's
- * ids; a tiny bert model on the vocabulary embeds a text through `tessera embed` with
+ * ids, EOS included (none of BOS and EOS with --no-bos); a tiny bert model on the vocabulary embeds a text through `tessera embed` with
  * the peer's token count and a unit vector. */
 static void test_cli_and_embed(void **state)
 {
@@ -456,11 +480,17 @@ static void test_cli_and_embed(void **state)
              TS_BUILD_DIR, vocab);
     out = run_cmd(cmd, &status);
     assert_int_equal(status, 0);
-    char want[256] = "";
-    for (size_t i = 0; i + 1 < c->n_ids; i++) /* the peer's, without EOS */
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? " " : "",
-                 (int)c->ids[i]);
-    assert_non_null(strstr(out, want));
+    char want[256];
+    ids_line(want, sizeof want, c->ids, c->n_ids);
+    assert_int_equal(c->ids[c->n_ids - 1], 2); /* </s> */
+    assert_string_equal(out, want);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/tessera tokenize --no-bos -m %s -p 'new york city' "
+             "2>/dev/null", TS_BUILD_DIR, vocab);
+    out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    ids_line(want, sizeof want, c->plain, c->n_plain);
+    assert_string_equal(out, want);
     free(out);
 
     snprintf(cmd, sizeof cmd, "%s/tessera synth --tiny --shape bge-small --pooling cls "
@@ -491,6 +521,61 @@ static void test_cli_and_embed(void **state)
     vocab_clear(&r.vocab);
 }
 
+/* /tokenize on a model with the vocabulary answers the peer's ids for every text of the
+ * first configuration: llama.cpp's body ("content") with add_special (BOS, EOS) and
+ * without, its default being without; the OpenAI-style "prompt" with them by default.
+ * Texts with a NUL byte are left out: a JSON string here is a C string. */
+static void test_server_tokenize(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    sv_served s;
+    ts_model *model = NULL;
+    sv_start_encoder(&s, &model, &r.vocab);
+    int checked = 0;
+    for (int k = 0; k < r.n_cases; k++) {
+        const ref_case *c = &r.cases[k];
+        if (c->config != 0 || memchr(c->text, '\0', c->len))
+            continue;
+        size_t n = 0;
+        int32_t *ids = sv_tokenize(s.url, "content", c->text, c->len, 1, &n);
+        expect_ids(k, c, "content, add_special", ids, n, c->ids, c->n_ids);
+        free(ids);
+        ids = sv_tokenize(s.url, "content", c->text, c->len, -1, &n);
+        expect_ids(k, c, "content", ids, n, c->plain, c->n_plain);
+        free(ids);
+        ids = sv_tokenize(s.url, "prompt", c->text, c->len, -1, &n);
+        expect_ids(k, c, "prompt", ids, n, c->ids, c->n_ids);
+        free(ids);
+        ids = sv_tokenize(s.url, "prompt", c->text, c->len, 0, &n);
+        expect_ids(k, c, "prompt, no add_special", ids, n, c->plain, c->n_plain);
+        free(ids);
+        checked++;
+    }
+    assert_true(checked >= 100);
+    /* with_pieces: the same ids, BOS and EOS spelled out ("<s>", "</s>"), as the peer's */
+    const ref_case *c = find_case(&r, 0, "new york city");
+    sv_answer a;
+    sv_post(s.url, "/tokenize",
+            "{\"content\":\"new york city\",\"add_special\":true,\"with_pieces\":true}", &a);
+    assert_int_equal(a.status, 200);
+    const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(a.json, "tokens");
+    assert_int_equal(cJSON_GetArraySize(tokens), c->n_ids);
+    for (size_t i = 0; i < c->n_ids; i++) {
+        const cJSON *t = cJSON_GetArrayItem(tokens, (int)i);
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(t, "id")->valueint, c->ids[i]);
+    }
+    const cJSON *first = cJSON_GetArrayItem(tokens, 0);
+    const cJSON *last = cJSON_GetArrayItem(tokens, (int)c->n_ids - 1);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(first, "piece")->valuestring, "<s>");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(last, "piece")->valuestring, "</s>");
+    sv_answer_free(&a);
+    sv_stop(&s);
+    ts_model_free(model);
+    vocab_clear(&r.vocab);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_rerank_pair),
         cmocka_unit_test(test_cli_and_embed),
+        cmocka_unit_test(test_server_tokenize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* test_tokenizer_wpm.c: the WordPiece tokenizer of bert vocabularies. The vocabulary and
  * the expected ids come from tests/wordpiece/wpm_ref.txt, which make_ref.py made with the
- * llama.cpp peer's /tokenize on the same vocabulary; the test writes that vocabulary as a
- * GGUF with our writer and loads it as `tessera tokenize` does. */
+ * llama.cpp peer's /tokenize on the same vocabulary, with add_special and without; the test
+ * writes that vocabulary as a GGUF with our writer and loads it as `tessera tokenize` does,
+ * and serves it behind /tokenize. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,8 @@
 
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
+#include "server/embeddings.h"
+#include "server_util.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -23,10 +26,13 @@ enum { MAX_TOKENS = 512, MAX_CASES = 192, MAX_IDS = 512 };
 
 typedef struct ref_case {
     bool lowercase, strip_accents; /* the normalizer the peer ran under */
+    bool flags;                    /* false: the file said add_bos_token, add_sep_token false */
     char text[1024];
     size_t len;
-    int32_t ids[MAX_IDS];
+    int32_t ids[MAX_IDS]; /* with add_special: [CLS] and [SEP] */
     size_t n_ids;
+    int32_t plain[MAX_IDS]; /* without */
+    size_t n_plain;
 } ref_case;
 
 typedef struct ref_data {
@@ -59,7 +65,7 @@ static void ref_load(ref_data *r)
     v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
     assert_non_null(v->tokens);
     char buf[256];
-    int lowercase = 1, strip = 1;
+    int lowercase = 1, strip = 1, bos = 1, sep = 1;
     for (char *line = file; *line; line = strchr(line, '\n') + 1) {
         if (strncmp(line, "token ", 6) == 0) {
             assert_true(v->n_tokens < MAX_TOKENS);
@@ -70,21 +76,30 @@ static void ref_load(ref_data *r)
             t->text[t->len] = '\0';
             t->type = atoi(strchr(line + 6, ' ') + 1);
         } else if (strncmp(line, "config ", 7) == 0) {
-            assert_int_equal(sscanf(line + 7, "%d %d", &lowercase, &strip), 2);
+            int got = sscanf(line + 7, "%d %d %d %d", &lowercase, &strip, &bos, &sep);
+            assert_true(got == 2 || got == 4);
+            assert_int_equal(bos, sep);
+            if (got == 2)
+                bos = sep = 1;
         } else if (strncmp(line, "text ", 5) == 0) {
             assert_true(r->n_cases < MAX_CASES);
             ref_case *c = &r->cases[r->n_cases++];
             c->len = unhex(line + 5, c->text, sizeof c->text);
             c->lowercase = lowercase != 0;
             c->strip_accents = strip != 0;
+            c->flags = bos != 0;
         } else {
-            assert_int_equal(strncmp(line, "ids ", 4), 0);
+            bool plain = strncmp(line, "plain ", 6) == 0;
+            assert_true(plain || strncmp(line, "ids ", 4) == 0);
+            assert_true(r->n_cases > 0);
             ref_case *c = &r->cases[r->n_cases - 1];
-            char *p = line + 4;
-            c->n_ids = strtoul(p, &p, 10);
-            assert_true(c->n_ids <= MAX_IDS);
-            for (size_t i = 0; i < c->n_ids; i++)
-                c->ids[i] = (int32_t)strtol(p, &p, 10);
+            int32_t *ids = plain ? c->plain : c->ids;
+            size_t *n = plain ? &c->n_plain : &c->n_ids;
+            char *p = strchr(line, ' ') + 1;
+            *n = strtoul(p, &p, 10);
+            assert_true(*n <= MAX_IDS);
+            for (size_t i = 0; i < *n; i++)
+                ids[i] = (int32_t)strtol(p, &p, 10);
         }
         assert_non_null(strchr(line, '\n'));
     }
@@ -112,40 +127,64 @@ static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_to
     return st;
 }
 
-/* Every text, under each normalizer, gives the peer's ids. */
+/* Fails, printing both, unless ids (n) are the peer's (n_want) for case k. */
+static void expect_ids(int k, const ref_case *c, const char *how, const int32_t *ids, size_t n,
+                       const int32_t *want, size_t n_want)
+{
+    if (n == n_want && memcmp(ids, want, n * sizeof *ids) == 0)
+        return;
+    fprintf(stderr, "text %d '%.*s' (lowercase %d, strip %d, %s): %zu ids, the peer's %zu:", k,
+            (int)c->len, c->text, c->lowercase, c->strip_accents, how, n, n_want);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %d", (int)ids[i]);
+    fprintf(stderr, " / peer:");
+    for (size_t i = 0; i < n_want; i++)
+        fprintf(stderr, " %d", (int)want[i]);
+    fprintf(stderr, "\n");
+    fail();
+}
+
+/* Every text, under each normalizer, gives the peer's ids with add_special ([CLS] ...
+ * [SEP], even where the file says add_bos_token and add_sep_token false) and without, read
+ * as /tokenize reads it; also where the file asks for EOS after a text with [SEP] as EOS
+ * (converted bert files do): llama.cpp's WordPiece ends a text with [SEP] alone whatever
+ * add_eos_token says. */
 static void test_peer_ids(void **state)
 {
     (void)state;
     static ref_data r;
     ref_load(&r);
     ts_error err = {0};
-    ts_tokenizer *tok = NULL;
-    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
-    int configs = 0;
-    for (int k = 0; k < r.n_cases; k++) {
-        const ref_case *c = &r.cases[k];
-        if (!tok || c->lowercase != r.vocab.lowercase || c->strip_accents != r.vocab.strip_accents) {
-            ts_tokenizer_free(tok);
-            r.vocab.lowercase = c->lowercase;
-            r.vocab.strip_accents = c->strip_accents;
-            assert_int_equal(load_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
-            configs++;
+    for (int asks_eos = 0; asks_eos < 2; asks_eos++) {
+        ts_tokenizer *tok = NULL;
+        int configs = 0;
+        r.vocab.add_eos = asks_eos;
+        r.vocab.eos_id = asks_eos ? 3 : -1;
+        for (int k = 0; k < r.n_cases; k++) {
+            const ref_case *c = &r.cases[k];
+            if (!tok || c->lowercase != r.vocab.lowercase ||
+                c->strip_accents != r.vocab.strip_accents || c->flags != r.vocab.add_sep) {
+                ts_tokenizer_free(tok);
+                r.vocab.lowercase = c->lowercase;
+                r.vocab.strip_accents = c->strip_accents;
+                r.vocab.add_bos = r.vocab.add_sep = c->flags;
+                assert_int_equal(load_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
+                assert_int_equal(ts_tokenizer_add_eos(tok), asks_eos);
+                configs++;
+            }
+            for (int special = 0; special < 2; special++) {
+                ts_tokenize_opts o = {.add_special = special, .parse_special = true};
+                int32_t *ids = NULL;
+                size_t n = 0;
+                assert_int_equal(embed_tokenize_ex(tok, c->text, c->len, &o, &ids, &n), TS_OK);
+                expect_ids(k, c, special ? "add_special" : "plain", ids, n,
+                           special ? c->ids : c->plain, special ? c->n_ids : c->n_plain);
+                free(ids);
+            }
         }
-        int32_t *ids = NULL;
-        size_t n = 0;
-        assert_int_equal(ts_tokenize_alloc(tok, c->text, c->len, &o, &ids, &n), TS_OK);
-        if (n != c->n_ids || memcmp(ids, c->ids, n * sizeof *ids) != 0) {
-            fprintf(stderr, "text %d '%.*s' (lowercase %d, strip %d): %zu ids, the peer's %zu:",
-                    k, (int)c->len, c->text, c->lowercase, c->strip_accents, n, c->n_ids);
-            for (size_t i = 0; i < n; i++)
-                fprintf(stderr, " %d", (int)ids[i]);
-            fprintf(stderr, "\n");
-            fail();
-        }
-        free(ids);
+        assert_int_equal(configs, 4);
+        ts_tokenizer_free(tok);
     }
-    assert_int_equal(configs, 3);
-    ts_tokenizer_free(tok);
     vocab_clear(&r.vocab);
 }
 
@@ -159,7 +198,8 @@ static int32_t id_of(const tokenizer_vocab *v, const char *text)
 }
 
 /* Without the special tokens a text has no [CLS] / [SEP]; a file that turns [SEP] off
- * gets [CLS] alone; a cased vocabulary keeps capitals. */
+ * still frames a text with both, as llama.cpp, but gives rerank pairs no separator; a
+ * cased vocabulary keeps capitals. */
 static void test_special_and_case(void **state)
 {
     (void)state;
@@ -181,9 +221,11 @@ static void test_special_and_case(void **state)
     v->add_sep = false;
     assert_int_equal(load_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenize(tok, "hello", 5, true, ids, 8, &n), TS_OK);
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 3);
     assert_int_equal(ids[0], 2);
     assert_int_equal(ids[1], hello);
+    assert_int_equal(ids[2], 3);
+    assert_int_equal(ts_tokenizer_sep(tok), -1);
     ts_tokenizer_free(tok);
 
     v->lowercase = v->strip_accents = false;
@@ -265,8 +307,18 @@ static char *run_cli(const char *args, int *status)
     return buf;
 }
 
-/* `tessera tokenize` on a vocabulary-only bert GGUF prints the peer's ids, and `tessera
- * info` names the vocabulary's kind and separator. */
+/* The ids as `tessera tokenize` prints them: "1 2 3\n" (into out, cap bytes). */
+static void ids_line(char *out, size_t cap, const int32_t *ids, size_t n)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? " " : "", (int)ids[i]);
+    snprintf(out + strlen(out), cap - strlen(out), "\n");
+}
+
+/* `tessera tokenize` on a vocabulary-only bert GGUF (one that also asks for EOS, [SEP])
+ * prints the peer's ids, [CLS] ... [SEP] (neither with --no-bos), and `tessera info` names
+ * the vocabulary's kind and separator. */
 static void test_cli(void **state)
 {
     (void)state;
@@ -276,6 +328,8 @@ static void test_cli(void **state)
     ts_error err = {0};
     char path[512], args[1024];
     snprintf(path, sizeof path, "%s", tu_tmp_path("wpm-cli.gguf"));
+    r.vocab.add_eos = true;
+    r.vocab.eos_id = 3;
     assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
     assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
     assert_int_equal(gguf_writer_write_file(g, path, &err), TS_OK);
@@ -286,11 +340,15 @@ static void test_cli(void **state)
     assert_int_equal(status, 0);
     const ref_case *c = &r.cases[4];
     assert_memory_equal(c->text, "Hello, World!", c->len);
-    char want[256] = "";
-    for (size_t i = 0; i < c->n_ids; i++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", i ? " " : "",
-                 (int)c->ids[i]);
-    assert_non_null(strstr(out, want));
+    char want[256];
+    ids_line(want, sizeof want, c->ids, c->n_ids);
+    assert_string_equal(out, want);
+    free(out);
+    snprintf(args, sizeof args, "tokenize --no-bos -m %s -p 'Hello, World!'", path);
+    out = run_cli(args, &status);
+    assert_int_equal(status, 0);
+    ids_line(want, sizeof want, c->plain, c->n_plain);
+    assert_string_equal(out, want);
     free(out);
     snprintf(args, sizeof args, "info -m %s", path);
     out = run_cli(args, &status);
@@ -351,6 +409,54 @@ static void test_malformed(void **state)
     vocab_clear(v);
 }
 
+/* /tokenize on a model with the vocabulary answers the peer's ids for every uncased text:
+ * llama.cpp's body ("content") with add_special ([CLS] ... [SEP]) and without, its default
+ * being without; the OpenAI-style "prompt" with them by default. */
+static void test_server_tokenize(void **state)
+{
+    (void)state;
+    static ref_data r;
+    ref_load(&r);
+    sv_served s;
+    ts_model *model = NULL;
+    sv_start_encoder(&s, &model, &r.vocab);
+    int checked = 0;
+    for (int k = 0; k < r.n_cases; k++) {
+        const ref_case *c = &r.cases[k];
+        if (!c->lowercase || !c->strip_accents || !c->flags || memchr(c->text, '\0', c->len))
+            continue;
+        size_t n = 0;
+        int32_t *ids = sv_tokenize(s.url, "content", c->text, c->len, 1, &n);
+        expect_ids(k, c, "content, add_special", ids, n, c->ids, c->n_ids);
+        free(ids);
+        ids = sv_tokenize(s.url, "content", c->text, c->len, -1, &n);
+        expect_ids(k, c, "content", ids, n, c->plain, c->n_plain);
+        free(ids);
+        ids = sv_tokenize(s.url, "prompt", c->text, c->len, -1, &n);
+        expect_ids(k, c, "prompt", ids, n, c->ids, c->n_ids);
+        free(ids);
+        ids = sv_tokenize(s.url, "prompt", c->text, c->len, 0, &n);
+        expect_ids(k, c, "prompt, no add_special", ids, n, c->plain, c->n_plain);
+        free(ids);
+        checked++;
+    }
+    assert_true(checked >= 30);
+    /* with_pieces: the same ids, [CLS] and [SEP] spelled out, as the peer answers */
+    sv_answer a;
+    sv_post(s.url, "/tokenize",
+            "{\"content\":\"hello world\",\"add_special\":true,\"with_pieces\":true}", &a);
+    assert_int_equal(a.status, 200);
+    char *tokens = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(a.json, "tokens"));
+    assert_non_null(tokens);
+    assert_string_equal(tokens, "[{\"id\":2,\"piece\":\"[CLS]\"},{\"id\":26,\"piece\":\" hello\"},"
+                                "{\"id\":27,\"piece\":\" world\"},{\"id\":3,\"piece\":\"[SEP]\"}]");
+    free(tokens);
+    sv_answer_free(&a);
+    sv_stop(&s);
+    ts_model_free(model);
+    vocab_clear(&r.vocab);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_detokenize),
         cmocka_unit_test(test_long_text),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_server_tokenize),
         cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

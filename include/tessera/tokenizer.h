@@ -45,7 +45,9 @@ typedef struct ts_text_span {
 /* How ts_tokenize_ex reads a text. Zero-initialised: no BOS, special tokens as plain text
  * (what ts_tokenize does). */
 typedef struct ts_tokenize_opts {
-    /* BOS first where the vocabulary asks for it (ts_tokenizer_add_bos); false: never. */
+    /* BOS first where the vocabulary asks for it (ts_tokenizer_add_bos); a WordPiece
+     * vocabulary's [CLS] first and [SEP] last, as llama.cpp frames a bert text whatever its
+     * add_bos/add_sep flags; false: never. */
     bool add_special;
     /* A control or user-defined token spelled out in the text ("<|im_start|>", "</s>")
      * becomes that token, as llama.cpp and Hugging Face tokenizers read prompts; the text
@@ -92,9 +94,13 @@ int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has n
  * 3's BPE, no for GPT-2, SmolLM, Qwen2 and the other byte-level BPE families). */
 bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
 /* Whether the vocabulary asks for EOS after a text (tokenizer.ggml.add_eos_token) and has
- * one: an embedding model's inputs end with it, as llama.cpp's (ts_tokenize itself never
- * adds it). */
+ * one: rerank pairs take it after each text, as llama.cpp's (ts_tokenize itself never adds
+ * it; see ts_tokenizer_text_eos for a single text). */
 bool ts_tokenizer_add_eos(const ts_tokenizer *tok);
+/* Whether a text read with add_special ends with EOS, as llama.cpp's tokenizer ends it: the
+ * vocabulary asks (ts_tokenizer_add_eos) and is not WordPiece, whose texts end with [SEP]
+ * instead (ts_tokenize_ex adds that one). */
+bool ts_tokenizer_text_eos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
 /* The separator a pair of texts takes between them where the vocabulary asks for one
  * (tokenizer.ggml.add_sep_token: BERT's [SEP], by default in a bert vocabulary); -1 if it

@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "server/embeddings.h"
 
 static void usage(FILE *out)
 {
@@ -14,8 +15,11 @@ static void usage(FILE *out)
                  "  prints token ids separated by spaces; --file tokenizes the file's bytes exactly\n"
                  "  (a trailing newline included). MODEL may be a vocabulary-only GGUF. Special\n"
                  "  tokens spelled out (\"</s>\", \"<|im_start|>\") become those tokens, as in a\n"
-                 "  completion prompt, unless --no-parse-special. BOS comes first where the\n"
-                 "  vocabulary says to (tokenizer.ggml.add_bos_token), unless --no-bos.\n");
+                 "  completion prompt, unless --no-parse-special. As llama.cpp adds special\n"
+                 "  tokens, BOS comes first where the vocabulary says to\n"
+                 "  (tokenizer.ggml.add_bos_token), EOS last where it says to\n"
+                 "  (tokenizer.ggml.add_eos_token: t5 vocabularies), and a bert vocabulary's\n"
+                 "  text is [CLS] ... [SEP]; --no-bos adds none of them.\n");
 }
 
 /* Reads a whole file (bytes, any content); NULL with errno set on failure. */
@@ -110,7 +114,7 @@ int cli_tokenize(int argc, char **argv)
     }
     const char *src = file ? data : text;
     ts_tokenize_opts opts = {.add_special = t.bos, .parse_special = t.parse_special};
-    if ((st = ts_tokenize_alloc(tok, src, len, &opts, &ids, &n)) != TS_OK) {
+    if ((st = embed_tokenize_ex(tok, src, len, &opts, &ids, &n)) != TS_OK) {
         fprintf(stderr, "tessera: cannot tokenize: %s\n", ts_status_str(st));
         goto out;
     }

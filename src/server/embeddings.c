@@ -161,8 +161,14 @@ ts_status embed_tokenize(const ts_tokenizer *tok, const char *text, size_t len, 
                          size_t *n)
 {
     ts_tokenize_opts o = {.add_special = true, .parse_special = true};
-    ts_status st = ts_tokenize_alloc(tok, text, len, &o, ids, n);
-    if (st != TS_OK || !ts_tokenizer_add_eos(tok))
+    return embed_tokenize_ex(tok, text, len, &o, ids, n);
+}
+
+ts_status embed_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
+                            const ts_tokenize_opts *o, int32_t **ids, size_t *n)
+{
+    ts_status st = ts_tokenize_alloc(tok, text, len, o, ids, n);
+    if (st != TS_OK || !o || !o->add_special || !ts_tokenizer_text_eos(tok))
         return st;
     int32_t *grown = realloc(*ids, (*n + 1) * sizeof(int32_t));
     if (!grown) {

@@ -7,6 +7,7 @@
 
 #include "common/build_info.h"
 #include "common/strbuf.h"
+#include "server/embeddings.h"
 #include "server/server_internal.h"
 #include "server/utf8.h"
 
@@ -159,7 +160,7 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
     ts_tokenize_opts opts = {.add_special = t.add_special, .parse_special = t.parse_special};
     int32_t *ids = NULL;
     size_t n = 0, len = 0;
-    ts_status st = ts_tokenize_alloc(tok, t.text, text_len, &opts, &ids, &n);
+    ts_status st = embed_tokenize_ex(tok, t.text, text_len, &opts, &ids, &n);
     char *body = st != TS_OK      ? NULL
                  : t.with_pieces ? llama_pieces_json(tok, m->name, ids, n, &len)
                                  : tokens_json(m->name, ids, n, &len);

@@ -412,7 +412,10 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
     if (len > TOKENIZER_MAX_TEXT) /* the whole text, not each piece between special tokens */
         return TS_ERR_TOO_LONG;
     tokenizer_out out = {ids, cap, 0};
-    if (o->add_special && ts_tokenizer_add_bos(tok))
+    /* llama.cpp's WordPiece puts [CLS] ... [SEP] around a text whatever add_bos_token and
+     * add_sep_token say (those steer rerank pairs only) */
+    bool wpm = tok->vocab.kind == VOCAB_KIND_WPM;
+    if (o->add_special && (wpm ? tok->vocab.bos_id >= 0 : ts_tokenizer_add_bos(tok)))
         tokenizer_emit(&out, tok->vocab.bos_id);
     size_t piece = 0; /* start of the plain text not yet encoded */
     if (o->parse_special && tok->n_special > 0) { /* any special tokens at all */
@@ -438,9 +441,8 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
         }
     }
     ts_status st = encode_plain(tok, text + piece, len - piece, &out);
-    /* WordPiece closes a text with [SEP] (BERT's pair form, [CLS] text [SEP]) */
-    if (st == TS_OK && o->add_special && tok->vocab.kind == VOCAB_KIND_WPM && tok->vocab.add_sep &&
-        tok->vocab.sep_id >= 0)
+    /* WordPiece closes a text with [SEP] (BERT's single-text form, [CLS] text [SEP]) */
+    if (st == TS_OK && o->add_special && wpm && tok->vocab.sep_id >= 0)
         tokenizer_emit(&out, tok->vocab.sep_id);
     *n_ids = out.n;
     return st;
@@ -537,6 +539,11 @@ bool ts_tokenizer_add_bos(const ts_tokenizer *tok)
 bool ts_tokenizer_add_eos(const ts_tokenizer *tok)
 {
     return tok && tok->vocab.add_eos && tok->vocab.eos_id >= 0;
+}
+
+bool ts_tokenizer_text_eos(const ts_tokenizer *tok)
+{
+    return ts_tokenizer_add_eos(tok) && tok->vocab.kind != VOCAB_KIND_WPM;
 }
 
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok)

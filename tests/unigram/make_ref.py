@@ -8,13 +8,14 @@ The vocabulary (512 pieces with log-probability scores: <s> <pad> </s> <unk>, a
 user-defined and an unused token, single characters, '▁'-prefixed words, subword pieces,
 accented, CJK and emoji pieces) is written as a vocabulary-only GGUF; `tessera synth --tiny
 --shape bge-small --vocab` copies it, through tessera's GGUF writer, into a tiny bert model
-that llama-server can load; /tokenize with add_special then gives the ids of each text of
-TEXTS under each configuration of CONFIGS (add_space_prefix, remove_extra_whitespaces, and
-a small precompiled charsmap or none). Output lines, strings as hex of their UTF-8 bytes:
+that llama-server can load; /tokenize, with add_special and without, then gives the ids of
+each text of TEXTS under each configuration of CONFIGS (add_space_prefix,
+remove_extra_whitespaces, and a small precompiled charsmap or none). Output lines, strings as hex of their UTF-8 bytes:
     token HEX TYPE SCORE   (one per token, in id order; SCORE the float32's bits in hex)
     config ADD_SPACE_PREFIX REMOVE_EXTRA_WHITESPACES CHARSMAP_HEX_or_-
     text HEX
-    ids N id_1 ... id_N
+    ids N id_1 ... id_N     (/tokenize with add_special)
+    plain N id_1 ... id_N   (the same without add_special)
 """
 import json, os, random, struct, subprocess, sys, tempfile, time, urllib.request
 
@@ -192,10 +193,12 @@ def peer_ids(tessera, server, tmp, toks, prefix, remove_ws, cmap):
         for text in TEXTS:
             try:
                 ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
+                plain = post(port, "/tokenize", {"content": text, "add_special": False})["tokens"]
             except Exception as e:
                 sys.exit(f"/tokenize {text!r}: {e}")
             lines.append(f"text {text.encode().hex()}")
             lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
+            lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
     finally:
         peer.terminate()
         peer.wait()

@@ -7,14 +7,17 @@ usage: make_ref.py LLAMA_SERVER_BINARY OUT.txt
 The vocabulary (VOCAB below: [PAD] [UNK] [CLS] [SEP] [MASK], whole words, "##" pieces,
 punctuation, CJK characters, accented words) goes, in llama.cpp's GGUF form ('▁' before
 word-initial pieces, continuation pieces bare), into a tiny random-weight bert model that
-llama-server can load (the peer has no vocabulary-only mode); /tokenize with add_special
-then gives the ids of each text of TEXTS, under each normalizer of CONFIGS (uncased:
-lowercase and accents folded; cased; cased with accents folded). Output lines, every
+llama-server can load (the peer has no vocabulary-only mode); /tokenize, with
+add_special and without, then gives the ids of each text of TEXTS, under each normalizer
+of CONFIGS (uncased: lowercase and accents folded; cased; cased with accents folded; and
+uncased in a file whose add_bos_token and add_sep_token say false). Output lines, every
 string as hex of its UTF-8 bytes:
     token HEX TYPE        (one per token, in id order; TYPE as tokenizer.ggml.token_type)
-    config LOWERCASE STRIP_ACCENTS   (0 or 1 each; the texts below are under it)
+    config LOWERCASE STRIP_ACCENTS [ADD_BOS ADD_SEP]   (0 or 1 each; the flags only where
+                          the file has those keys; the texts below are under it)
     text HEX
-    ids N id_1 ... id_N
+    ids N id_1 ... id_N     (/tokenize with add_special)
+    plain N id_1 ... id_N   (the same without add_special)
 """
 import json, os, random, struct, subprocess, sys, tempfile, time, urllib.request
 
@@ -32,8 +35,9 @@ CJK = list("中文字日本語漢你好世界人") + ["##中", "##文"]
 ACCENTED = ["café", "naïve", "résumé", "élan", "##é", "ñ", "ü", "Hello", "World", "Café",
             "##ÉS", "É"]
 TYPE_NORMAL, TYPE_CONTROL = 1, 3
-# (tokenizer.ggml.normalizer.lowercase, .strip_accents; None = key absent)
-CONFIGS = [(1, None), (0, None), (0, 1)]
+# (tokenizer.ggml.normalizer.lowercase, .strip_accents, and tokenizer.ggml.add_bos_token
+# and .add_sep_token both; None = key absent)
+CONFIGS = [(1, None, None), (0, None, None), (0, 1, None), (1, None, 0)]
 
 TEXTS = [
     "", " ", "   \t\n  ", "hello world", "Hello, World!", "HELLO WORLD",
@@ -71,7 +75,7 @@ def kv(key, vtype, payload):
     return gstr(key) + struct.pack("<I", vtype) + payload
 
 
-def write_model(path, toks, lowercase, strip):
+def write_model(path, toks, lowercase, strip, flags=None):
     n_embd, n_ff, n_ctx, n_vocab = 8, 16, 512, len(toks)
     meta = [
         kv("general.architecture", 8, gstr("bert")),
@@ -98,6 +102,9 @@ def write_model(path, toks, lowercase, strip):
     ]
     if strip is not None:
         meta.append(kv("tokenizer.ggml.normalizer.strip_accents", 7, struct.pack("<B", strip)))
+    if flags is not None:
+        for key in ("add_bos_token", "add_sep_token"):
+            meta.append(kv("tokenizer.ggml." + key, 7, struct.pack("<B", flags)))
     tensors = [("token_embd.weight", [n_embd, n_vocab]), ("token_types.weight", [n_embd, 2]),
                ("position_embd.weight", [n_embd, n_ctx]),
                ("token_embd_norm.weight", [n_embd]), ("token_embd_norm.bias", [n_embd])]
@@ -132,9 +139,9 @@ def post(port, path, body):
     return json.load(urllib.request.urlopen(req))
 
 
-def peer_ids(server, tmp, toks, lowercase, strip):
+def peer_ids(server, tmp, toks, lowercase, strip, flags):
     model = os.path.join(tmp, "bert.gguf")
-    write_model(model, toks, lowercase, strip)
+    write_model(model, toks, lowercase, strip, flags)
     port = 18991
     log = os.path.join(tmp, "log")
     peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
@@ -152,8 +159,10 @@ def peer_ids(server, tmp, toks, lowercase, strip):
             sys.exit("llama-server did not start:\n" + open(log).read())
         for text in TEXTS:
             ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
+            plain = post(port, "/tokenize", {"content": text, "add_special": False})["tokens"]
             lines.append(f"text {text.encode().hex()}")
             lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
+            lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
     finally:
         peer.terminate()
         peer.wait()
@@ -165,9 +174,10 @@ def main():
     toks = vocab()
     lines = [f"token {t.encode().hex()} {ty}" for t, ty in toks]
     with tempfile.TemporaryDirectory() as tmp:
-        for lowercase, strip in CONFIGS:
-            lines.append(f"config {lowercase} {lowercase if strip is None else strip}")
-            lines += peer_ids(server, tmp, toks, lowercase, strip)
+        for lowercase, strip, flags in CONFIGS:
+            line = f"config {lowercase} {lowercase if strip is None else strip}"
+            lines.append(line if flags is None else f"{line} {flags} {flags}")
+            lines += peer_ids(server, tmp, toks, lowercase, strip, flags)
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
