@@ -167,6 +167,14 @@ static void test_busy_then_idle(void **state)
     assert_int_equal(count_busy(a.json, n_ctx), 0);
     sv_answer_free(&a);
 
+    sv_post(s.url, "/slots?model=nope", NULL, &a); /* another model than those served */
+    assert_int_equal(a.status, 404);
+    sv_answer_free(&a);
+    sv_post(s.url, "/slots?model=stories", NULL, &a);
+    assert_int_equal(a.status, 200);
+    assert_int_equal(count_busy(a.json, n_ctx), 0);
+    sv_answer_free(&a);
+
     /* /props counts the slots */
     sv_post(s.url, "/props", NULL, &a);
     assert_int_equal(a.status, 200);
