@@ -188,8 +188,8 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     e->step.order = malloc((size_t)o->max_seqs * sizeof *e->step.order);
     e->step.logits_copy = malloc((size_t)model->cfg.vocab_size * sizeof(float));
     e->step.allowed = malloc((size_t)e->step.n_scratch * (size_t)engine_mask_width(e));
-    if (!e->step.running || !e->shared.slots || !e->step.tokens || !e->step.seqs || !e->step.order ||
-        !e->step.logits_copy || !e->step.allowed) {
+    if (!e->step.running || !e->shared.slots || !e->step.tokens || !e->step.seqs ||
+        !e->step.order || !e->step.logits_copy || !e->step.allowed) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for engine buffers");
         goto fail;
     }
