@@ -325,6 +325,9 @@ static cJSON *answer(api_kind k, const char *text, const char *finish, size_t n_
                     {.prompt_tokens = 11, .completion_tokens = 5, .cached_tokens = 3},
                     NULL,
                     NULL,
+                    0,
+                    NULL,
+                    NULL,
                     0};
     char *s = api_answer_json(k, &a);
     assert_non_null(s);
@@ -478,7 +481,8 @@ static char *run_stream(api_kind k, const char *finish)
     assert_true(api_stream_text(&s, "lo", 2, &out));
     assert_true(api_stream_call(&s, &k_call, &out));
     api_answer a = {s.meta, NULL, 0, finish, &k_call, 1,
-                     {.prompt_tokens = 11, .completion_tokens = 5}, NULL, NULL, 0};
+                     {.prompt_tokens = 11, .completion_tokens = 5}, NULL, NULL, 0,
+                     NULL, NULL, 0};
     assert_true(api_stream_end(&s, &a, &out));
     api_stream_free(&s);
     assert_false(out.failed);

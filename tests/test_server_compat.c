@@ -1,8 +1,9 @@
 /* test_server_compat.c: drop-in details of the other APIs over HTTP: Anthropic's
  * stop_reason and stop_sequence (whole and streamed) and /v1/messages/count_tokens, the
- * Responses API's incomplete answers and usage, llama.cpp's /completion, /tokenize (and
- * its EOS where the vocabulary asks, against the peer's ids in tests/tokenize/eos_ref.txt),
- * /detokenize and /props, and vLLM's prompt_logprobs. */
+ * Responses API's incomplete answers and usage, llama.cpp's /completion (and its
+ * generation_settings), /tokenize (and its EOS where the vocabulary asks, against the
+ * peer's ids in tests/tokenize/eos_ref.txt), /detokenize and /props, and vLLM's
+ * prompt_logprobs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -371,6 +372,105 @@ static void test_llama_completion(void **state)
     sv_answer_free(&a);
 }
 
+/* The last "data:" line of a /completion stream, parsed (caller frees). */
+static cJSON *last_data(const char *sse)
+{
+    const char *last = NULL;
+    for (const char *p = sse; (p = strstr(p, "data: ")); p += 6)
+        last = p;
+    assert_non_null(last);
+    const char *end = strstr(last, "\n\n");
+    assert_non_null(end);
+    cJSON *j = cJSON_ParseWithLength(last + 6, (size_t)(end - last - 6));
+    assert_non_null(j);
+    return j;
+}
+
+static double dnum(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    if (!cJSON_IsNumber(v))
+        fail_msg("'%s' is not a number", key);
+    return v->valuedouble;
+}
+
+/* generation_settings: the settings the request ran with; prompt and tokens */
+static void test_llama_generation_settings(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"prompt\":\"Once upon a time\",\"n_predict\":6,\"temperature\":0.5,"
+        "\"top_k\":7,\"top_p\":0.875,\"min_p\":0.0625,\"seed\":42,\"stop\":[\"zzz\"],"
+        "\"n_probs\":2,\"repeat_penalty\":1.25,\"repeat_last_n\":16,\"ignore_eos\":true,"
+        "\"logit_bias\":{\"5\":-2.5}}";
+    sv_answer a;
+    post("/completion", body, 200, &a);
+    const cJSON *gs = get(a.json, "generation_settings");
+    assert_non_null(gs);
+    assert_int_equal(num(gs, "n_predict"), 6);
+    assert_int_equal(num(gs, "max_tokens"), 6);
+    assert_true(dnum(gs, "temperature") == 0.5);
+    assert_int_equal(num(gs, "top_k"), 7);
+    assert_true(dnum(gs, "top_p") == 0.875);
+    assert_true(dnum(gs, "min_p") == 0.0625);
+    assert_int_equal(num(gs, "seed"), 42);
+    assert_true(dnum(gs, "repeat_penalty") == 1.25);
+    assert_int_equal(num(gs, "repeat_last_n"), 16);
+    assert_int_equal(num(gs, "n_probs"), 2);
+    assert_true(cJSON_IsTrue(get(gs, "ignore_eos")));
+    assert_true(cJSON_IsFalse(get(gs, "stream")));
+    const cJSON *stop = get(gs, "stop");
+    assert_int_equal(cJSON_GetArraySize(stop), 1);
+    assert_string_equal(cJSON_GetArrayItem(stop, 0)->valuestring, "zzz");
+    const cJSON *bias = cJSON_GetArrayItem(get(gs, "logit_bias"), 0);
+    assert_int_equal(num(bias, "token"), 5);
+    assert_true(dnum(bias, "bias") == -2.5);
+    assert_string_equal(str(gs, "constraint"), "none");
+    assert_string_equal(str(gs, "grammar"), "");
+    assert_null(get(gs, "dynatemp_range")); /* a setting tessera does not have: left out */
+    assert_string_equal(str(a.json, "prompt"), "Once upon a time");
+    assert_true(cJSON_IsArray(get(a.json, "tokens")));
+    assert_int_equal(cJSON_GetArraySize(get(a.json, "tokens")), 0);
+    sv_answer_free(&a);
+
+    /* defaults: no seed (llama.cpp's "none"), until the context is full; a prompt of ids
+     * is answered as its text */
+    post("/completion", "{\"prompt\":\"Once upon a time\",\"grammar\":\"root ::= [a-z]+\"}",
+         200, &a);
+    gs = get(a.json, "generation_settings");
+    assert_true(dnum(gs, "seed") == 4294967295.0);
+    assert_int_equal(num(gs, "n_predict"), -1);
+    assert_int_equal(cJSON_GetArraySize(get(gs, "stop")), 0);
+    assert_string_equal(str(gs, "constraint"), "grammar");
+    assert_null(get(gs, "grammar")); /* compiled: its text is not kept */
+    sv_answer_free(&a);
+    sv_answer ids;
+    post("/tokenize", "{\"content\":\"Once upon a time\"}", 200, &ids);
+    char *list = cJSON_PrintUnformatted(get(ids.json, "tokens"));
+    char b2[512];
+    snprintf(b2, sizeof b2, "{\"prompt\":%s,\"n_predict\":2}", list);
+    free(list);
+    sv_answer_free(&ids);
+    post("/completion", b2, 200, &a);
+    assert_non_null(strstr(str(a.json, "prompt"), "Once upon a time"));
+    sv_answer_free(&a);
+
+    /* streamed: the final chunk carries them, stream true */
+    post("/completion", "{\"prompt\":\"Once upon a time\",\"n_predict\":3,\"top_k\":3,"
+                        "\"stream\":true}",
+         200, &a);
+    cJSON *last = last_data(a.body.s);
+    assert_true(cJSON_IsTrue(get(last, "stop")));
+    gs = get(last, "generation_settings");
+    assert_non_null(gs);
+    assert_true(cJSON_IsTrue(get(gs, "stream")));
+    assert_int_equal(num(gs, "top_k"), 3);
+    assert_int_equal(num(gs, "n_predict"), 3);
+    assert_string_equal(str(last, "prompt"), "Once upon a time");
+    cJSON_Delete(last);
+    sv_answer_free(&a);
+}
+
 static void test_llama_tokenize_props(void **state)
 {
     (void)state;
@@ -711,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_count_tokens),
         cmocka_unit_test(test_responses_incomplete),
         cmocka_unit_test(test_llama_completion),
+        cmocka_unit_test(test_llama_generation_settings),
         cmocka_unit_test(test_llama_tokenize_props),
         cmocka_unit_test(test_llama_tokenize_eos),
         cmocka_unit_test(test_prompt_logprobs),

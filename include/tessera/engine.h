@@ -341,6 +341,25 @@ typedef struct ts_engine_stats {
 /* A consistent snapshot; never waits for a step to finish. */
 void ts_engine_get_stats(ts_engine *engine, ts_engine_stats *stats);
 
+/* A busy sequence slot as the engine's last step left it (ts_engine_get_slots). */
+typedef struct ts_slot_info {
+    uint64_t request_id; /* the request's submission number, unique per engine */
+    int index;           /* its completion, 0..n-1 */
+    int n_prompt;        /* the prompt's tokens */
+    int n_prompt_done;   /* prompt tokens whose K/V are computed, cached ones included */
+    int n_cached;        /* prompt tokens taken from the prefix cache */
+    int n_decoded;       /* tokens generated so far */
+    int n_remain;        /* tokens it may still generate */
+} ts_slot_info;
+
+/* The engine's sequence slots (opts.max_seqs), fixed at creation. */
+int ts_engine_max_seqs(const ts_engine *engine);
+
+/* Copies up to cap busy slots (out: caller's array) in admission order, as published at the
+ * end of the last step, and returns how many there are. Takes the engine's lock only for the
+ * copy; never waits for a step. Any thread. */
+int ts_engine_get_slots(ts_engine *engine, ts_slot_info *out, int cap);
+
 /* Waits up to timeout_ms (-1 = forever, 0 = just look) until the engine is idle: nothing
  * submitted, queued or running, and the stats of its last step published. TS_OK, or
  * TS_ERR_TIMEOUT while it is still busy. A new engine counts as busy until its step thread

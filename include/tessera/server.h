@@ -17,6 +17,7 @@ typedef struct ts_server_options {
     const char *api_keys_path; /* JSON key file; NULL = no authentication; borrowed */
     bool protect_metrics;      /* /metrics needs a key too (when keys are set) */
     bool no_ui;                /* no chat page at GET / (404 like any unknown path) */
+    bool no_slots;             /* GET /slots answers 501, as llama.cpp's without --slots */
     size_t max_body;           /* request body limit in bytes (default 1 MiB) */
     const char *chat_template; /* family name forced on every model; NULL = detect; copied */
     const char *chat_template_file; /* Jinja chat template for every model, read at create;

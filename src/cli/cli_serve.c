@@ -37,6 +37,7 @@ static void usage(FILE *out)
             "  --api-keys FILE         JSON {\"KEY\": {\"tier\": \"high|normal|low\", \"name\": \"...\"}}\n"
             "  --protect-metrics       /metrics needs a key too\n"
             "  --no-ui                 no chat page at http://HOST:PORT/\n"
+            "  --no-slots              GET /slots answers 501 (llama.cpp's per-slot state)\n"
             "  --rerank                every model answers POST /v1/rerank (Qwen3-Reranker's\n"
             "                          yes/no scoring), not only those whose GGUF says rank\n"
             "  --chat-template NAME    force a built-in family: plain, chatml, llama2, llama3,\n"
@@ -100,6 +101,10 @@ static int parse_args(int argc, char **argv, serve_args *a)
         }
         if (!strcmp(o, "--no-ui")) {
             a->srv.no_ui = true;
+            continue;
+        }
+        if (!strcmp(o, "--no-slots")) {
+            a->srv.no_slots = true;
             continue;
         }
         if (!strcmp(o, "--rerank")) {

@@ -201,13 +201,14 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         goto fail;
     e->step.fwd.gemm_path = (fwd_gemm_path)o->gemm;
     e->step.running = calloc((size_t)o->max_seqs, sizeof *e->step.running);
+    e->shared.slots = calloc((size_t)o->max_seqs, sizeof *e->shared.slots);
     e->step.tokens = malloc((size_t)e->max_rows * sizeof *e->step.tokens);
     e->step.seqs = malloc((size_t)o->max_seqs * sizeof *e->step.seqs);
     e->step.order = malloc((size_t)o->max_seqs * sizeof *e->step.order);
     e->step.logits_copy = malloc((size_t)model->cfg.vocab_size * sizeof(float));
     e->step.allowed = malloc((size_t)e->step.n_scratch * (size_t)engine_mask_width(e));
-    if (!e->step.running || !e->step.tokens || !e->step.seqs || !e->step.order ||
-        !e->step.logits_copy || !e->step.allowed) {
+    if (!e->step.running || !e->shared.slots || !e->step.tokens || !e->step.seqs ||
+        !e->step.order || !e->step.logits_copy || !e->step.allowed) {
         st = ts_error_set(err, TS_ERR_NOMEM, "out of memory for engine buffers");
         goto fail;
     }
@@ -263,6 +264,7 @@ void ts_engine_destroy(ts_engine *e)
     free(e->shared.inbox);
     free(e->step.waiting);
     free(e->step.running);
+    free(e->shared.slots);
     free(e->step.tokens);
     free(e->step.seqs);
     free(e->step.order);

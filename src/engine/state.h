@@ -106,6 +106,8 @@ typedef struct engine_shared {
     bool stopping;
     uint64_t next_id;
     ts_engine_stats stats;  /* the snapshot ts_engine_get_stats() copies */
+    ts_slot_info *slots;    /* (opts.max_seqs) the busy slots ts_engine_get_slots() copies */
+    int n_slots;
 } engine_shared;
 
 /* What the step thread alone touches (and ts_engine_create / ts_engine_destroy while no

@@ -9,6 +9,7 @@
 #include "engine/pool.h"
 #include "engine/sched.h"
 #include "engine/seq.h"
+#include "engine/slots.h"
 #include "engine/spec.h"
 #include "engine/step.h"
 
@@ -120,6 +121,7 @@ void engine_publish_stats_locked(ts_engine *e)
     st->prefix_hit_blocks = ks.hit_blocks;
     st->prefix_miss_blocks = ks.missed_blocks;
     st->kv_evictions = ks.evictions;
+    engine_publish_slots_locked(e);
 }
 
 bool engine_step(ts_engine *e)

@@ -57,6 +57,10 @@ typedef struct api_answer {
     const char *stop_sequence; /* the stop string that ended the answer, or NULL */
     const oai_token_logprob *logprobs; /* (n_logprobs) when asked for, else NULL */
     size_t n_logprobs;
+    const oai_request *req;   /* API_LLAMA: the request as it ran (generation_settings);
+                               * NULL leaves the settings out */
+    const char *prompt;       /* API_LLAMA: the prompt's text (prompt_len), or NULL */
+    size_t prompt_len;
 } api_answer;
 
 /* The whole answer as the API writes it: a Responses "response" object or an
@@ -112,6 +116,10 @@ typedef struct api_ops {
 extern const api_ops api__responses_ops; /* api_responses.c */
 extern const api_ops api__messages_ops;  /* api_messages.c */
 extern const api_ops api__llama_ops;     /* api_llama.c */
+
+/* llama_settings.c: llama.cpp's generation_settings of request r (borrowed): the settings it
+ * ran with under llama.cpp's names; NULL when out of memory. */
+struct cJSON *api__llama_settings(const oai_request *r);
 
 /* The Messages translation for count_tokens: max_tokens may be left out. */
 ts_status api__messages_count_to_chat(const struct cJSON *root, struct cJSON **chat,

@@ -116,6 +116,29 @@ static cJSON *probs_json(const oai_token_logprob *lps, size_t n)
     return list;
 }
 
+/* What llama.cpp repeats of the request: generation_settings, prompt, and tokens (the
+ * generated ids, which it gives only for return_tokens: always [] here). */
+static bool add_request(cJSON *r, const api_answer *a)
+{
+    if (!cJSON_AddArrayToObject(r, "tokens"))
+        return false;
+    if (a->req) {
+        cJSON *gs = api__llama_settings(a->req);
+        if (!gs || !cJSON_AddItemToObject(r, "generation_settings", gs)) {
+            cJSON_Delete(gs);
+            return false;
+        }
+    }
+    if (a->prompt) {
+        cJSON *p = oai_bytes_string(a->prompt, a->prompt_len);
+        if (!p || !cJSON_AddItemToObject(r, "prompt", p)) {
+            cJSON_Delete(p);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The final object: content (text of n bytes; "" when streamed) and the answer's
  * end, counts and timings. */
 static cJSON *final_json(const api_answer *a, const char *text, size_t n)
@@ -138,6 +161,7 @@ static cJSON *final_json(const api_answer *a, const char *text, size_t n)
     ok = t && cJSON_AddItemToObject(r, "timings", t);
     if (!ok)
         cJSON_Delete(t);
+    ok = ok && add_request(r, a);
     if (ok && a->logprobs) {
         cJSON *p = probs_json(a->logprobs, a->n_logprobs);
         ok = p && cJSON_AddItemToObject(r, "completion_probabilities", p);

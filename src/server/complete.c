@@ -241,7 +241,10 @@ static enum MHD_Result answer_whole(struct MHD_Connection *mc, srv_conn *c, srv_
                      u,
                      job_stop_sequence(j, &j->acc[0]),
                      choices[0].logprobs,
-                     choices[0].n_logprobs};
+                     choices[0].n_logprobs,
+                     &j->oreq,
+                     j->prompt_text,
+                     j->prompt_text_len};
     char *json = NULL;
     if (calls_ok)
         json = j->api != API_CHAT ? api_answer_json(j->api, &an)
@@ -272,6 +275,22 @@ static void answer_id(srv_job *j, oai_kind kind)
                                                   : "cmpl-";
     snprintf(j->id, sizeof j->id, "%s%llx%06llx", prefix, (unsigned long long)srv->started,
              seq & 0xffffffULL);
+}
+
+/* llama.cpp's answer repeats the prompt: the text as given, or its ids decoded. */
+static bool keep_prompt_text(srv_job *j, const int32_t *ids, size_t n)
+{
+    const char *given = j->oreq.prompt;
+    size_t len = given ? strlen(given) : ts_detokenize(j->tok, ids, n, NULL, 0);
+    if (!(j->prompt_text = malloc(len + 1)))
+        return false;
+    if (given)
+        memcpy(j->prompt_text, given, len);
+    else
+        ts_detokenize(j->tok, ids, n, j->prompt_text, len);
+    j->prompt_text[len] = '\0';
+    j->prompt_text_len = len;
+    return true;
 }
 
 static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind kind,
@@ -328,6 +347,8 @@ static enum MHD_Result complete(struct MHD_Connection *mc, srv_conn *c, oai_kind
     size_t n = 0;
     ts_status st = prompt_tokens(&j->oreq, j->model, j->tok, &ids, &n, &e);
     if (st == TS_OK && j->oreq.echo && n > 0 && !echo_start(j, ids, n))
+        st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
+    if (st == TS_OK && api == API_LLAMA && !keep_prompt_text(j, ids, n))
         st = oai_error_set(&e, 500, NULL, NULL, "out of memory");
     if (st == TS_OK)
         st = submit(j, c, ids, n, &e);
@@ -416,6 +437,7 @@ void complete_job_free(srv_job *j, int *prompt_tokens, int *completion_tokens)
     free(j->out);
     api_stream_free(&j->api_out);
     echo_free(j);
+    free(j->prompt_text);
     free(j->vlps);
     oai_request_clear(&j->oreq);
     free(j);

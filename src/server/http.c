@@ -79,6 +79,7 @@ static const http_route routes[] = {
     {"/detokenize", "POST", METRICS_ROUTE_DETOKENIZE, ROUTE_BODY, AUTH_KEY, false, false,
      routes_detokenize},
     {"/props", "GET", METRICS_ROUTE_OTHER, ROUTE_HEADERS, AUTH_KEY, false, false, routes_props},
+    {"/slots", "GET", METRICS_ROUTE_OTHER, ROUTE_HEADERS, AUTH_KEY, false, false, routes_slots},
     {"/apply-template", "POST", METRICS_ROUTE_OTHER, ROUTE_BODY, AUTH_KEY, false, false,
      routes_apply_template},
 };

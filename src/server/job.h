@@ -73,6 +73,9 @@ struct srv_job {
     bool stream_ended;
     api_kind api;             /* the shape of the request and its answer */
     api_stream api_out;       /* a streamed Responses or Messages answer's state */
+    char *prompt_text;        /* (prompt_text_len) owned, llama.cpp's /completion only:
+                               * the prompt as given, or its ids decoded */
+    size_t prompt_text_len;
     /* echo (echo.c): the prompt's text and tokens before the completion's */
     char *echo_text;          /* (echo_len) owned: the prompt as given, or its ids decoded */
     size_t echo_len;

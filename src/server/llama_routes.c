@@ -122,7 +122,8 @@ enum MHD_Result routes_props(struct MHD_Connection *mc, srv_conn *c)
     bool ok = j && gs && cJSON_AddItemToObject(j, "default_generation_settings", gs);
     if (!ok)
         cJSON_Delete(gs);
-    ok = ok && cJSON_AddStringToObject(j, "model_alias", m->name) &&
+    ok = ok && cJSON_AddNumberToObject(j, "total_slots", ts_engine_max_seqs(m->engine)) &&
+         cJSON_AddStringToObject(j, "model_alias", m->name) &&
          cJSON_AddStringToObject(j, "model_path", m->name) &&
          cJSON_AddStringToObject(j, "chat_template",
                                  m->jinja.t && c->srv->template_src ? c->srv->template_src

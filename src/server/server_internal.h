@@ -192,6 +192,8 @@ srv_handler count_tokens_route;
 
 /* ---- llama_routes.c: llama.cpp's GET /props, and /tokenize's with_pieces answer */
 srv_handler routes_props;
+/* llama_slots.c: llama.cpp's GET /slots */
+srv_handler routes_slots;
 /* {"model", "count", "tokens": [{"id", "piece"}]} for the n ids (borrowed) of tok: the
  * piece a string, or its bytes as numbers where they are not valid UTF-8; malloc'd, *len
  * its length (about 30 bytes a token of one byte); NULL out of memory. */

@@ -65,7 +65,8 @@ static void stream_api_event(srv_job *j, const ts_event *ev, const char *text, s
         if (calls)
             job_tools_view(a, calls);
         api_answer an = {&j->meta, NULL, 0, a->finish, calls, calls ? a->n_calls : 0,
-                         job_usage(j), job_stop_sequence(j, a), NULL, 0};
+                         job_usage(j), job_stop_sequence(j, a), NULL, 0,
+                         &j->oreq, j->prompt_text, j->prompt_text_len};
         ok = (calls || !a->n_calls) && api_stream_end(&j->api_out, &an, &b);
         free(calls);
     }
