@@ -28,22 +28,25 @@
 #   --peer DIR    the llama.cpp binaries (the unpacked peer tarball)
 #   --vocab FILE  a llama SPM vocabulary GGUF (../shared/vocab/ggml-vocab-llama-spm.gguf)
 #   --native DIR  also the peer built here (bench/peer_native.sh's DIR), parts d, e and f
+#   --ik DIR      also ik_llama.cpp built here (bench/peer_native.sh on its source), parts
+#                 d and e
 #   --shapes L    parts d and e: comma list of synth shapes
 #   --threads N   threads for both programs (default all CPUs)
 #   --threads-list L  part c's thread counts (default 1,2,4,8,16)
 # Models are synthesized once per OUT (tessera synth) and reused by later parts.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; }
 case ${1:-} in -h|--help) usage; exit 0 ;; esac
 part=${1:-}
 shift || true
-bin="" peer="" native="" shapes="" vocab="" out="" threads=$(nproc) threads_list=1,2,4,8,16
+bin="" peer="" native="" ik="" shapes="" vocab="" out="" threads=$(nproc) threads_list=1,2,4,8,16
 while (($#)); do
   case $1 in
     --bin) bin=$2; shift 2 ;;
     --peer) peer=$2; shift 2 ;;
     --native) native=$2; shift 2 ;;
+    --ik) ik=$2; shift 2 ;;
     --shapes) shapes=$2; shift 2 ;;
     --vocab) vocab=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -83,15 +86,17 @@ peer_run() {
     --shape "$shape" --vocab "$vocab" "$@"
 }
 
-# Each shape of $1 (comma list) in Q4_K_M against the shared peer and, with --native, the
-# one built here: bench/peer.sh once per peer on the same file, into OUT/PART/SHAPE/PEER.
+# Each shape of $1 (comma list) in Q4_K_M against the shared peer and, with --native and
+# --ik, those built here: bench/peer.sh once per peer on the same file, into
+# OUT/PART/SHAPE/PEER.
 peers_run() {
   local list=$1 shape p dir
   shift
   for shape in ${list//,/ }; do
-    for p in shared native; do
+    for p in shared native ik; do
       local pdir=$peer
       [[ $p == native ]] && pdir=$native
+      [[ $p == ik ]] && pdir=$ik
       [[ -n $pdir ]] || continue
       dir=$out/$part/$shape/$p
       mkdir -p "$dir"
