@@ -16,6 +16,7 @@
 #include "gguf/gguf.h"
 #include "model/synth.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 /* The reference models (make_ref.py's MODELS): three poolings of the tiny qwen3 model
@@ -83,11 +84,9 @@ static ts_model *make_model(const char *shape, ts_pooling p, const char *type, c
 /* Reads the reference file into refs. */
 static void read_refs(void)
 {
-    size_t len = 0;
-    char *text = tu_read_file(TS_SOURCE_DIR "/tests/embed/tiny_ref.txt", &len);
-    assert_non_null(text);
+    char *text = ref_read(TS_SOURCE_DIR "/tests/embed/tiny_ref.txt", NULL), *cursor = text;
     int p = -1, i = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         char *rest = NULL;
         if (!strncmp(line, "model ", 6)) {
             p = -1;

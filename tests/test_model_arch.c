@@ -20,6 +20,7 @@
 #include "tokenizer/vocab.h"
 #include "engine_util.h"
 #include "step_util.h"
+#include "ref_util.h"
 #include "util.h"
 
 static const char *model_path(const char *name)
@@ -75,12 +76,11 @@ static reference reference_load(const char *name, const char *nn)
     free(json);
 
     snprintf(rel, sizeof rel, "reference/archref/topk/%s/%s.jsonl", name, nn);
-    char *lines = tu_read_file(tu_shared(rel), NULL);
-    assert_non_null(lines);
+    char *lines = ref_read(tu_shared(rel), NULL), *cursor = lines;
     assert_non_null(r.top_ids = calloc((size_t)r.n, sizeof *r.top_ids));
     assert_non_null(r.top_probs = calloc((size_t)r.n, sizeof *r.top_probs));
     int seen = 0;
-    for (char *line = strtok(lines, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         cJSON *o = cJSON_Parse(line);
         assert_non_null(o);
         int pos = cJSON_GetObjectItem(o, "pos")->valueint;

@@ -24,6 +24,7 @@
 #include "model/synth.h"
 #include "tokenizer/vocab.h"
 #include "step_util.h"
+#include "ref_util.h"
 #include "util.h"
 
 enum { N_TYPES = 2, N_PROMPTS = 2, MAX_IDS = 64, TOPK = 5 };
@@ -70,9 +71,8 @@ static int load_refs(void **state)
     (void)state;
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/qwen2moe/qwen2moe_ref.txt", TS_SOURCE_DIR);
-    char *text = tu_read_file(path, NULL);
-    assert_non_null(text);
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *text = ref_read(path, NULL), *cursor = text;
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         char kind[16], type[16], nn[8];
         int n = 0, used = 0;
         if (line[0] == '#')

@@ -20,6 +20,7 @@
 #include "server/rerank.h"
 #include "server_util.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 /* make_ref.py's RERANKERS, RERANK_QUERY and RERANK_DOCUMENTS. */
@@ -68,11 +69,9 @@ static ts_model *make_model(const char *shape, ts_pooling p, const char *type, c
 
 static void read_refs(void)
 {
-    size_t len = 0;
-    char *text = tu_read_file(TS_SOURCE_DIR "/tests/embed/rerank_ref.txt", &len);
-    assert_non_null(text);
+    char *text = ref_read(TS_SOURCE_DIR "/tests/embed/rerank_ref.txt", NULL), *cursor = text;
     int p = -1, scores = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (!strncmp(line, "model ", 6)) {
             p = -1;
             for (int k = 0; k < MODELS; k++)

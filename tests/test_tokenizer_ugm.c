@@ -17,6 +17,7 @@
 #include "server/rerank.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 #define REF_PATH TS_SOURCE_DIR "/tests/unigram/ugm_ref.txt"
@@ -45,18 +46,6 @@ typedef struct ref_data {
     int n_cases;
 } ref_data;
 
-static size_t unhex(const char *hex, char *dst, size_t cap)
-{
-    size_t n = 0;
-    unsigned b;
-    while (hex[0] && hex[0] != ' ' && hex[0] != '\n' && sscanf(hex, "%2x", &b) == 1) {
-        assert_true(n < cap);
-        dst[n++] = (char)b;
-        hex += 2;
-    }
-    return n;
-}
-
 /* Puts configuration c (its flags and charsmap) into v. */
 static void use_config(tokenizer_vocab *v, const ref_config *c)
 {
@@ -79,20 +68,15 @@ static void use_config(tokenizer_vocab *v, const ref_config *c)
 static void ref_load(ref_data *r)
 {
     memset(r, 0, sizeof *r);
-    char *file = tu_read_file(REF_PATH, NULL);
-    assert_non_null(file);
+    char *file = ref_read(REF_PATH, NULL), *cursor = file;
     tokenizer_vocab *v = &r->vocab;
     v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
     assert_non_null(v->tokens);
-    char buf[256];
-    for (char *line = file; *line; line = strchr(line, '\n') + 1) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (strncmp(line, "token ", 6) == 0) {
             assert_true(v->n_tokens < MAX_TOKENS);
             vocab_token *t = &v->tokens[v->n_tokens++];
-            t->len = (uint32_t)unhex(line + 6, buf, sizeof buf);
-            t->text = malloc(t->len + 1);
-            memcpy(t->text, buf, t->len);
-            t->text[t->len] = '\0';
+            t->text = ref_unhex_dup(line + 6, &t->len);
             unsigned bits;
             assert_int_equal(sscanf(strchr(line + 6, ' ') + 1, "%d %x", &t->type, &bits), 2);
             memcpy(&t->score, &bits, 4);
@@ -105,11 +89,12 @@ static void ref_load(ref_data *r)
             c->remove_extra_whitespaces = merge != 0;
             const char *map = strchr(strchr(line + 7, ' ') + 1, ' ') + 1;
             if (map[0] != '-')
-                c->charsmap_len = (uint32_t)unhex(map, (char *)c->charsmap, sizeof c->charsmap);
+                c->charsmap_len =
+                    (uint32_t)ref_unhex(map, (char *)c->charsmap, sizeof c->charsmap);
         } else if (strncmp(line, "text ", 5) == 0) {
             assert_true(r->n_cases < MAX_CASES && r->n_configs > 0);
             ref_case *c = &r->cases[r->n_cases++];
-            c->len = unhex(line + 5, c->text, sizeof c->text);
+            c->len = ref_unhex(line + 5, c->text, sizeof c->text);
             c->config = r->n_configs - 1;
         } else {
             assert_int_equal(strncmp(line, "ids ", 4), 0);
@@ -120,7 +105,6 @@ static void ref_load(ref_data *r)
             for (size_t i = 0; i < c->n_ids; i++)
                 c->ids[i] = (int32_t)strtol(p, &p, 10);
         }
-        assert_non_null(strchr(line, '\n'));
     }
     free(file);
     v->kind = VOCAB_KIND_UGM;

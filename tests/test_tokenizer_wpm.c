@@ -15,6 +15,7 @@
 #include "model/model_gguf.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 #define REF_PATH TS_SOURCE_DIR "/tests/wordpiece/wpm_ref.txt"
@@ -35,46 +36,29 @@ typedef struct ref_data {
     int n_cases;
 } ref_data;
 
-static size_t unhex(const char *hex, char *dst, size_t cap)
-{
-    size_t n = 0;
-    unsigned b;
-    while (hex[0] && hex[0] != ' ' && hex[0] != '\n' && sscanf(hex, "%2x", &b) == 1) {
-        assert_true(n < cap);
-        dst[n++] = (char)b;
-        hex += 2;
-    }
-    return n;
-}
-
 /* The reference file's vocabulary (its special ids as make_ref.py wrote them: [PAD] 0,
  * [UNK] 1, [CLS] 2, [SEP] 3; uncased, as the file's first texts) and its texts with
  * their ids and normalizers. */
 static void ref_load(ref_data *r)
 {
     memset(r, 0, sizeof *r);
-    char *file = tu_read_file(REF_PATH, NULL);
-    assert_non_null(file);
+    char *file = ref_read(REF_PATH, NULL), *cursor = file;
     tokenizer_vocab *v = &r->vocab;
     v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
     assert_non_null(v->tokens);
-    char buf[256];
     int lowercase = 1, strip = 1;
-    for (char *line = file; *line; line = strchr(line, '\n') + 1) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (strncmp(line, "token ", 6) == 0) {
             assert_true(v->n_tokens < MAX_TOKENS);
             vocab_token *t = &v->tokens[v->n_tokens++];
-            t->len = (uint32_t)unhex(line + 6, buf, sizeof buf);
-            t->text = malloc(t->len + 1);
-            memcpy(t->text, buf, t->len);
-            t->text[t->len] = '\0';
+            t->text = ref_unhex_dup(line + 6, &t->len);
             t->type = atoi(strchr(line + 6, ' ') + 1);
         } else if (strncmp(line, "config ", 7) == 0) {
             assert_int_equal(sscanf(line + 7, "%d %d", &lowercase, &strip), 2);
         } else if (strncmp(line, "text ", 5) == 0) {
             assert_true(r->n_cases < MAX_CASES);
             ref_case *c = &r->cases[r->n_cases++];
-            c->len = unhex(line + 5, c->text, sizeof c->text);
+            c->len = ref_unhex(line + 5, c->text, sizeof c->text);
             c->lowercase = lowercase != 0;
             c->strip_accents = strip != 0;
         } else {
@@ -86,7 +70,6 @@ static void ref_load(ref_data *r)
             for (size_t i = 0; i < c->n_ids; i++)
                 c->ids[i] = (int32_t)strtol(p, &p, 10);
         }
-        assert_non_null(strchr(line, '\n'));
     }
     free(file);
     v->kind = VOCAB_KIND_WPM;
