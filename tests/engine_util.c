@@ -186,3 +186,45 @@ void eu_wait_idle(ts_engine *e)
     if (ts_engine_wait_idle(e, 10000) != TS_OK)
         fail_msg("engine still busy after 10 s");
 }
+
+ts_engine *eu_start_spec(const ts_model *m, ts_spec_kind spec, const ts_model *draft,
+                         int max_seqs, int kv_blocks)
+{
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = max_seqs;
+    o.kv_blocks = kv_blocks;
+    o.gemm = TS_GEMM_KERNEL;
+    o.spec = spec;
+    o.draft_model = draft;
+    o.spec_rows = 64;
+    o.spec_eager = true;
+    return eu_start(m, &o);
+}
+
+eu_result eu_run(ts_engine *e, const ts_request_params *p)
+{
+    eu_result r;
+    ts_request *req = eu_submit_params(e, p);
+    eu_collect(req, &r);
+    ts_request_release(req);
+    assert_false(r.error);
+    return r;
+}
+
+void eu_assert_same(const eu_result *a, const eu_result *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(a->text[i], b->text[i]);
+        assert_int_equal(a->tokens[i], b->tokens[i]);
+        assert_int_equal(a->finish[i], b->finish[i]);
+    }
+}
+
+ts_engine_stats eu_stats(ts_engine *e)
+{
+    eu_wait_idle(e);
+    ts_engine_stats st;
+    ts_engine_get_stats(e, &st);
+    return st;
+}
