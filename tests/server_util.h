@@ -54,6 +54,14 @@ typedef struct sv_answer {
  * and fills *a; fails the test when no answer came. */
 void sv_post(const char *url, const char *path, const char *body, sv_answer *a);
 void sv_answer_free(sv_answer *a);
+/* POSTs body (borrowed; NULL: a GET) to url followed by path and fails the test, showing
+ * the answer, unless its status is status and its body holds each string of the list that
+ * follows, which a NULL ends (an empty list: the status alone). */
+void sv_expect(const char *url, const char *path, const char *body, long status, ...)
+#if defined(__GNUC__)
+    __attribute__((sentinel))
+#endif
+    ;
 /* The value of header name (any case) in a, without CRLF (malloc'd), or NULL when absent. */
 char *sv_header(const sv_answer *a, const char *name);
 

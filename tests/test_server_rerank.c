@@ -351,11 +351,7 @@ static void test_route_order_top_n_documents(void **state)
 static void test_route_errors(void **state)
 {
     (void)state;
-    sv_answer a;
-    sv_post(served.url, "/v1/rerank", "{\"documents\": [\"a\"]}", &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "query"));
-    sv_answer_free(&a);
+    sv_expect(served.url, "/v1/rerank", "{\"documents\": [\"a\"]}", 400, "query", NULL);
 
     /* a document past the context names itself */
     size_t len = 4 * CONTEXT * 2;
@@ -364,24 +360,16 @@ static void test_route_errors(void **state)
     for (size_t i = 0; i < len / 4; i++)
         at += snprintf(body + at, len + 100 - (size_t)at, "cat ");
     snprintf(body + at, len + 100 - (size_t)at, "\"]}");
-    sv_post(served.url, "/v1/rerank", body, &a);
+    sv_expect(served.url, "/v1/rerank", body, 400, "documents[1]", "context_length_exceeded",
+              NULL);
     free(body);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "documents[1]"));
-    assert_non_null(strstr(a.body.s, "context_length_exceeded"));
-    sv_answer_free(&a);
 
     /* a reranker serves no embeddings */
-    sv_post(served.url, "/v1/embeddings", "{\"input\": \"a cat\"}", &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "model_not_embedding"));
-    sv_answer_free(&a);
+    sv_expect(served.url, "/v1/embeddings", "{\"input\": \"a cat\"}", 400, "model_not_embedding",
+              NULL);
 
     /* a model whose GGUF names no rank pooling answers 400 ... */
-    sv_post(plain_served.url, "/v1/rerank", RERANK_BODY(""), &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "model_not_reranker"));
-    sv_answer_free(&a);
+    sv_expect(plain_served.url, "/v1/rerank", RERANK_BODY(""), 400, "model_not_reranker", NULL);
 }
 
 /* ... unless the server is told every model reranks (--rerank). */
