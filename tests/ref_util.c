@@ -67,3 +67,13 @@ char *ref_unhex_dup(const char *hex, uint32_t *len)
     *len = (uint32_t)n;
     return s;
 }
+
+size_t ref_ids(const char *s, int32_t *out, size_t cap)
+{
+    char *p = NULL;
+    long n = strtol(s, &p, 10);
+    assert_true(n >= 0 && (size_t)n <= cap);
+    for (long i = 0; i < n; i++)
+        out[i] = (int32_t)strtol(p, &p, 10);
+    return (size_t)n;
+}

@@ -28,4 +28,8 @@ size_t ref_unhex(const char *hex, char *dst, size_t cap);
  * byte count. Fails the test on more than 256 bytes or when out of memory. */
 char *ref_unhex_dup(const char *hex, uint32_t *len);
 
+/* Reads a count N and then N decimal ids from text s ("N id_1 ... id_N") into out (cap
+ * ids). Returns N; fails the test when N is negative or over cap. */
+size_t ref_ids(const char *s, int32_t *out, size_t cap);
+
 #endif

@@ -97,10 +97,8 @@ static void read_refs(void)
             i = 0;
         } else if (!strncmp(line, "input ", 6)) {
             ref_input *r = &refs[p][i];
-            r->n_ids = (int)strtol(line + 6, &rest, 10);
-            assert_true(r->n_ids > 0 && r->n_ids <= 128);
-            for (int k = 0; k < r->n_ids; k++)
-                r->ids[k] = (int32_t)strtol(rest, &rest, 10);
+            r->n_ids = (int)ref_ids(line + 6, r->ids, 128);
+            assert_true(r->n_ids > 0);
         } else if (!strncmp(line, "vector ", 7)) {
             ref_input *r = &refs[p][i++];
             r->dim = (int)strtol(line + 7, &rest, 10);

@@ -94,10 +94,8 @@ static void read_refs(void)
         } else if (!strncmp(line, "input ", 6)) {
             assert_true(p >= 0 && i < REF_INPUTS);
             ref_input *r = &refs[p][i];
-            r->n_ids = (int)strtol(line + 6, &rest, 10);
-            assert_true(r->n_ids > 0 && r->n_ids <= 128);
-            for (int k = 0; k < r->n_ids; k++)
-                r->ids[k] = (int32_t)strtol(rest, &rest, 10);
+            r->n_ids = (int)ref_ids(line + 6, r->ids, 128);
+            assert_true(r->n_ids > 0);
         } else if (!strncmp(line, "vector ", 7)) {
             assert_true(p >= 0 && i < REF_INPUTS);
             ref_input *r = &refs[p][i++];

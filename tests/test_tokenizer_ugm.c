@@ -99,11 +99,7 @@ static void ref_load(ref_data *r)
         } else {
             assert_int_equal(strncmp(line, "ids ", 4), 0);
             ref_case *c = &r->cases[r->n_cases - 1];
-            char *p = line + 4;
-            c->n_ids = strtoul(p, &p, 10);
-            assert_true(c->n_ids <= MAX_IDS);
-            for (size_t i = 0; i < c->n_ids; i++)
-                c->ids[i] = (int32_t)strtol(p, &p, 10);
+            c->n_ids = ref_ids(line + 4, c->ids, MAX_IDS);
         }
     }
     free(file);
