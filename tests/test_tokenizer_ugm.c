@@ -112,21 +112,6 @@ static void ref_load(ref_data *r)
     use_config(v, &r->configs[0]);
 }
 
-/* Writes v as a vocabulary-only GGUF and loads it back as a tokenizer. */
-static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
-                               ts_error *err)
-{
-    gguf_writer *g = NULL;
-    const char *path = tu_tmp_path(name);
-    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
-    gguf_writer_free(g);
-    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
-    remove(path);
-    return st;
-}
-
 /* The ids of text with BOS and EOS as the vocabulary asks and special tokens parsed
  * (llama.cpp's /tokenize with add_special); *n receives their count. */
 static int32_t *tokenize_special(const ts_tokenizer *tok, const char *text, size_t len, size_t *n)
@@ -157,7 +142,7 @@ static void test_peer_ids(void **state)
             ts_tokenizer_free(tok);
             config = c->config;
             use_config(&r.vocab, &r.configs[config]);
-            assert_int_equal(load_via_gguf(&r.vocab, "ugm.gguf", &tok, &err), TS_OK);
+            assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "ugm.gguf", &tok, &err), TS_OK);
             configs++;
         }
         size_t n = 0;
@@ -200,7 +185,7 @@ static void test_plain_and_detokenize(void **state)
     ref_load(&r);
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(&r.vocab, "ugm-plain.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "ugm-plain.gguf", &tok, &err), TS_OK);
     const ref_case *c = find_case(&r, 0, "hello world");
     int32_t ids[16];
     size_t n = 0;
@@ -234,7 +219,7 @@ static void test_random_texts(void **state)
     for (int config = 0; config < r.n_configs; config++) {
         ts_tokenizer *tok = NULL;
         use_config(&r.vocab, &r.configs[config]);
-        assert_int_equal(load_via_gguf(&r.vocab, "ugm-fuzz.gguf", &tok, &err), TS_OK);
+        assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "ugm-fuzz.gguf", &tok, &err), TS_OK);
         for (int iter = 0; iter < 400; iter++) {
             size_t len = 0, want = (seed = seed * 1103515245u + 12345u) >> 23;
             while (len < want && len < sizeof text - 64) {
@@ -335,7 +320,7 @@ static void test_malformed(void **state)
     v->charsmap = malloc(sizeof map);
     memcpy(v->charsmap, map, sizeof map);
     v->charsmap_len = sizeof map;
-    assert_int_equal(load_via_gguf(v, "ugm-badmap.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-badmap.gguf", &tok, &err), TS_OK);
     int32_t ids[8];
     size_t got = 0;
     assert_int_equal(ts_tokenize(tok, "bA", 2, false, ids, 8, &got), TS_ERR_FORMAT);
@@ -344,7 +329,7 @@ static void test_malformed(void **state)
     /* the same map with offset 0 replaces "A" by "a" */
     xcda[65] = 1u << 31;
     memcpy(v->charsmap + 4, xcda, sizeof xcda);
-    assert_int_equal(load_via_gguf(v, "ugm-goodmap.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-goodmap.gguf", &tok, &err), TS_OK);
     int32_t want[8];
     size_t n_want = 0;
     assert_int_equal(ts_tokenize(tok, "ab", 2, false, want, 8, &n_want), TS_OK);
@@ -365,12 +350,12 @@ static void test_rerank_pair(void **state)
     tokenizer_vocab *v = &r.vocab;
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(v, "ugm-pair0.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-pair0.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenizer_sep(tok), -1);
     ts_tokenizer_free(tok);
     v->sep_id = 2;
     v->add_sep = true;
-    assert_int_equal(load_via_gguf(v, "ugm-pair.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-pair.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenizer_sep(tok), 2);
     const ref_case *q = find_case(&r, 0, "hello"), *d = find_case(&r, 0, "new york city");
     int32_t want[32];
@@ -389,7 +374,7 @@ static void test_rerank_pair(void **state)
     free(ids);
     ts_tokenizer_free(tok);
     v->sep_id = v->n_tokens;
-    assert_int_equal(load_via_gguf(v, "ugm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     vocab_clear(v);
 }

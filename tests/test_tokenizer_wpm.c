@@ -76,21 +76,6 @@ static void ref_load(ref_data *r)
     assert_true(r->n_cases >= 90);
 }
 
-/* Writes v as a vocabulary-only GGUF and loads it back as a tokenizer. */
-static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
-                               ts_error *err)
-{
-    gguf_writer *g = NULL;
-    const char *path = tu_tmp_path(name);
-    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
-    gguf_writer_free(g);
-    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
-    remove(path);
-    return st;
-}
-
 /* Every text, under each normalizer, gives the peer's ids. */
 static void test_peer_ids(void **state)
 {
@@ -107,7 +92,7 @@ static void test_peer_ids(void **state)
             ts_tokenizer_free(tok);
             r.vocab.lowercase = c->lowercase;
             r.vocab.strip_accents = c->strip_accents;
-            assert_int_equal(load_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
+            assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
             configs++;
         }
         int32_t *ids = NULL;
@@ -148,7 +133,7 @@ static void test_special_and_case(void **state)
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
     int32_t hello = id_of(v, "\xe2\x96\x81hello"), world = id_of(v, "\xe2\x96\x81world");
-    assert_int_equal(load_via_gguf(v, "wpm-plain.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-plain.gguf", &tok, &err), TS_OK);
     int32_t ids[8];
     size_t n = 0;
     assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
@@ -158,7 +143,7 @@ static void test_special_and_case(void **state)
     ts_tokenizer_free(tok);
 
     v->add_sep = false;
-    assert_int_equal(load_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenize(tok, "hello", 5, true, ids, 8, &n), TS_OK);
     assert_int_equal(n, 2);
     assert_int_equal(ids[0], 2);
@@ -166,7 +151,7 @@ static void test_special_and_case(void **state)
     ts_tokenizer_free(tok);
 
     v->lowercase = v->strip_accents = false;
-    assert_int_equal(load_via_gguf(v, "wpm-cased.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-cased.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
     assert_int_equal(n, 2);
     assert_int_equal(ids[0], id_of(v, "\xe2\x96\x81Hello"));
@@ -184,7 +169,7 @@ static void test_detokenize(void **state)
     ref_load(&r);
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(&r.vocab, "wpm-detok.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "wpm-detok.gguf", &tok, &err), TS_OK);
     const char *text = "Unbelievable TOKENIZATION of cafés";
     int32_t *ids = NULL;
     size_t n = 0;
@@ -209,7 +194,7 @@ static void test_long_text(void **state)
     ref_load(&r);
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(&r.vocab, "wpm-longtext.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "wpm-longtext.gguf", &tok, &err), TS_OK);
     size_t len = 1 << 20;
     char *text = malloc(len);
     assert_non_null(text);
@@ -297,14 +282,14 @@ static void test_malformed(void **state)
         free(v->tokens[i].text);
     v->n_tokens = 50;
     v->unk_id = -1;
-    assert_int_equal(load_via_gguf(v, "wpm-nounk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-nounk.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "unknown token"));
     assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
 
     v->unk_id = v->n_tokens + 5;
-    assert_int_equal(load_via_gguf(v, "wpm-badunk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-badunk.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "unknown_token_id"));
 
@@ -314,7 +299,7 @@ static void test_malformed(void **state)
     v->tokens[10].text = calloc(2000, 1);
     memset(v->tokens[10].text, 'a', 1999);
     v->tokens[10].len = 1999;
-    assert_int_equal(load_via_gguf(v, "wpm-long.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-long.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "bytes long"));
     free(v->tokens[10].text);
@@ -322,7 +307,7 @@ static void test_malformed(void **state)
     v->tokens[10].len = (uint32_t)strlen(word);
 
     v->sep_id = v->n_tokens;
-    assert_int_equal(load_via_gguf(v, "wpm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "seperator_token_id"));
     assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);

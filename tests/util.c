@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "gguf/gguf.h"
 #include "model/forward_ref.h"
 #include "model/model_gguf.h"
 #include "tokenizer/vocab.h"
@@ -83,6 +84,20 @@ void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
     assert_int_equal(a->pad_id, b->pad_id);
     assert_int_equal(a->add_bos, b->add_bos);
     assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+}
+
+ts_status tu_tokenizer_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
+                                ts_error *err)
+{
+    gguf_writer *g = NULL;
+    const char *path = tu_tmp_path(name);
+    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
+    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
+    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
+    gguf_writer_free(g);
+    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
+    remove(path);
+    return st;
 }
 
 ts_model *tu_stories_with_rope(const float *factors, float rope_scale)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "quant.h"
+#include "tessera/tokenizer.h"
 
 /* Path of rel inside the shared data folder ($TESSERA_SHARED, else ../shared beside the
  * source tree). Returns a static buffer overwritten by the next call. */
@@ -27,6 +28,13 @@ struct ts_model;
 /* Fails the test unless a and b hold the same tokens (text, score, type), special ids
  * and flags. */
 void tu_assert_same_vocab(const struct tokenizer_vocab *a, const struct tokenizer_vocab *b);
+
+/* Writes v as a vocabulary-only GGUF (a file name under the build folder's tmp/, removed
+ * after) with the GGUF writer and loads it back as `tessera tokenize` does, into *tok.
+ * Returns the load's status (err set on failure); fails the test when the file cannot be
+ * written. */
+ts_status tu_tokenizer_via_gguf(const struct tokenizer_vocab *v, const char *name,
+                                ts_tokenizer **tok, ts_error *err);
 
 /* stories260K written back by the GGUF writer with rope_freqs.weight holding factors (its
  * head_dim/2 = 4 floats, copied; NULL for no tensor) and linear RoPE scaling rope_scale (1
