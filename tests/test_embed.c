@@ -55,12 +55,8 @@ static ts_status write_and_load(const char *shape, ts_pooling p, const char *typ
     assert_true(model_synth_shape(&c, shape));
     model_synth_shrink(&c);
     c.pooling = p;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, err) != TS_OK ||
-        vocab_read_gguf(&v, f, err) != TS_OK)
-        fail_msg("vocabulary: %s", err->msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     if (model_synth_write(path, &c, type, &v, 1, err) != TS_OK)
         fail_msg("synth: %s", err->msg);
     vocab_clear(&v);

@@ -55,12 +55,8 @@ static ts_model *make_model(int i)
     assert_true(model_synth_shape(&c, specs[i].shape));
     model_synth_shrink(&c);
     c.pooling = specs[i].pooling;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     char name[64];
     snprintf(name, sizeof name, "encoder-%s.gguf", specs[i].name);
     const char *path = tu_tmp_path(name);

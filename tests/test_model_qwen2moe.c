@@ -131,11 +131,8 @@ static const char *make_model(int t)
     ts_model_config c;
     assert_true(model_synth_shape(&c, "qwen2moe-a2.7b"));
     model_synth_shrink(&c);
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
-    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     model_synth_opts opts = {.peaked = true};
     ts_error err = {0};
     if (model_synth_write_with(path[t], &c, TYPES[t], &v, refs[t].seed, &opts, &err) != TS_OK)
@@ -390,11 +387,8 @@ static void test_k_quants_grouped_and_invariant(void **state)
     c.shared_ffn_dim = 512;
     c.n_experts = 8;
     c.n_experts_used = 2;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
-    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     char *path = strdup(tu_tmp_path("qwen2moe-q4km.gguf"));
     model_synth_opts opts = {.peaked = true};
     assert_int_equal(model_synth_write_with(path, &c, "Q4_K_M", &v, 3, &opts, NULL), TS_OK);

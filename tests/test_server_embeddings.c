@@ -33,13 +33,9 @@ static int setup(void **state)
     assert_true(model_synth_shape(&c, "qwen3-4b"));
     model_synth_shrink(&c);
     c.pooling = TS_POOLING_LAST;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
     ts_error err = {0};
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     v.add_eos = true; /* inputs end with EOS, as Qwen3-Embedding's */
     const char *path = tu_tmp_path("server-embed.gguf");
     if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)

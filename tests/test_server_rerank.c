@@ -37,13 +37,9 @@ static ts_model *make_model(ts_pooling p, const char *name)
     model_synth_shrink(&c);
     c.context_len = CONTEXT; /* the prompt's fixed turns take ~250 of the tiny vocabulary */
     c.pooling = p;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
     ts_error err = {0};
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     /* no space before the first piece of a text: the chat's markup and its messages are
      * tokenized apart, and a prefix would make that differ from the text tokenized whole */
     v.add_space_prefix = false;

@@ -50,12 +50,8 @@ static ts_model *make_model(const char *shape, ts_pooling p, const char *type, c
     model_synth_shrink(&c);
     c.pooling = p;
     c.cls_out = p == TS_POOLING_RANK;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     const char *path = tu_tmp_path(name);
     if (model_synth_write(path, &c, type, &v, 1, &err) != TS_OK)
         fail_msg("synth: %s", err.msg);

@@ -68,6 +68,16 @@ long tu_rss_bytes(void)
     return resident * sysconf(_SC_PAGESIZE);
 }
 
+void tu_stories_vocab(tokenizer_vocab *v)
+{
+    gguf_file *f = NULL;
+    ts_error err = {0};
+    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
+        vocab_read_gguf(v, f, &err) != TS_OK)
+        fail_msg("stories260K's vocabulary: %s", err.msg);
+    gguf_close(f);
+}
+
 void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
 {
     assert_int_equal(a->kind, b->kind);

@@ -25,6 +25,10 @@ long tu_rss_bytes(void);
 struct tokenizer_vocab;
 struct ts_model;
 
+/* stories260K's vocabulary read into *v (the caller frees it with vocab_clear); fails the
+ * test when it cannot be read. */
+void tu_stories_vocab(struct tokenizer_vocab *v);
+
 /* Fails the test unless a and b hold the same tokens (text, score, type), special ids
  * and flags. */
 void tu_assert_same_vocab(const struct tokenizer_vocab *a, const struct tokenizer_vocab *b);
