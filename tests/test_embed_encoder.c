@@ -51,7 +51,6 @@ static ts_model *models[MODELS];
 static ts_model *make_model(int i)
 {
     ts_model_config c;
-    ts_error err = {0};
     assert_true(model_synth_shape(&c, specs[i].shape));
     model_synth_shrink(&c);
     c.pooling = specs[i].pooling;
@@ -59,14 +58,8 @@ static ts_model *make_model(int i)
     tu_stories_vocab(&v);
     char name[64];
     snprintf(name, sizeof name, "encoder-%s.gguf", specs[i].name);
-    const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, specs[i].type, &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    ts_model *m = tu_synth_model(&c, specs[i].type, &v, name);
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load %s: %s", specs[i].name, err.msg);
-    unlink(path);
     const ts_model_config *mc = ts_model_get_config(m);
     assert_true(mc->encoder);
     assert_int_equal(mc->pooling, specs[i].pooling);
@@ -327,17 +320,10 @@ static void test_wordpiece_vocabulary(void **state)
     v.eos_id = v.eot_id = -1;
     v.add_bos = v.add_sep = v.lowercase = v.strip_accents = true;
     ts_model_config c;
-    ts_error err = {0};
     assert_true(model_synth_shape(&c, "bge-small"));
     model_synth_shrink(&c);
-    const char *path = tu_tmp_path("encoder-wpm.gguf");
-    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    ts_model *m = tu_synth_model(&c, "F32", &v, "encoder-wpm.gguf");
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load: %s", err.msg);
-    unlink(path);
     const ts_tokenizer *tok = ts_model_get_tokenizer(m);
     ts_tokenize_opts o = {.add_special = true};
     int32_t *ids = NULL;

@@ -37,13 +37,8 @@ static int setup(void **state)
     ts_error err = {0};
     tu_stories_vocab(&v);
     v.add_eos = true; /* inputs end with EOS, as Qwen3-Embedding's */
-    const char *path = tu_tmp_path("server-embed.gguf");
-    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    model = tu_synth_model(&c, "F32", &v, "server-embed.gguf");
     vocab_clear(&v);
-    if (ts_model_load(path, NULL, &model, &err) != TS_OK)
-        fail_msg("load: %s", err.msg);
-    unlink(path);
     engine = eu_start(model, NULL);
     ts_server_options so;
     ts_server_options_default(&so);

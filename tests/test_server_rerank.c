@@ -38,7 +38,6 @@ static ts_model *make_model(ts_pooling p, const char *name)
     c.context_len = CONTEXT; /* the prompt's fixed turns take ~250 of the tiny vocabulary */
     c.pooling = p;
     tokenizer_vocab v;
-    ts_error err = {0};
     tu_stories_vocab(&v);
     /* no space before the first piece of a text: the chat's markup and its messages are
      * tokenized apart, and a prefix would make that differ from the text tokenized whole */
@@ -53,14 +52,8 @@ static ts_model *make_model(ts_pooling p, const char *name)
         t->score = 0.0f;
         t->type = VOCAB_TOKEN_USER_DEFINED;
     }
-    const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    ts_model *m = tu_synth_model(&c, "F32", &v, name);
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load: %s", err.msg);
-    unlink(path);
     return m;
 }
 

@@ -45,21 +45,14 @@ static sv_served served[MODELS], embed_served;
 static ts_model *make_model(const char *shape, ts_pooling p, const char *type, const char *name)
 {
     ts_model_config c;
-    ts_error err = {0};
     assert_true(model_synth_shape(&c, shape));
     model_synth_shrink(&c);
     c.pooling = p;
     c.cls_out = p == TS_POOLING_RANK;
     tokenizer_vocab v;
     tu_stories_vocab(&v);
-    const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, type, &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    ts_model *m = tu_synth_model(&c, type, &v, name);
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load %s: %s", name, err.msg);
-    unlink(path);
     return m;
 }
 

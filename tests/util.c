@@ -14,6 +14,7 @@
 #include "gguf/gguf.h"
 #include "model/forward_ref.h"
 #include "model/model_gguf.h"
+#include "model/synth.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
 
@@ -76,6 +77,20 @@ void tu_stories_vocab(tokenizer_vocab *v)
         vocab_read_gguf(v, f, &err) != TS_OK)
         fail_msg("stories260K's vocabulary: %s", err.msg);
     gguf_close(f);
+}
+
+ts_model *tu_synth_model(const ts_model_config *c, const char *type, const tokenizer_vocab *v,
+                         const char *name)
+{
+    const char *path = tu_tmp_path(name);
+    ts_error err = {0};
+    if (model_synth_write(path, c, type, v, 1, &err) != TS_OK)
+        fail_msg("synth %s: %s", name, err.msg);
+    ts_model *m = NULL;
+    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
+        fail_msg("load %s: %s", name, err.msg);
+    unlink(path);
+    return m;
 }
 
 void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)

@@ -24,10 +24,18 @@ long tu_rss_bytes(void);
 
 struct tokenizer_vocab;
 struct ts_model;
+struct ts_model_config;
 
 /* stories260K's vocabulary read into *v (the caller frees it with vocab_clear); fails the
  * test when it cannot be read. */
 void tu_stories_vocab(struct tokenizer_vocab *v);
+
+/* Model c (its weights of type, as `tessera synth --type`; seed 1) with vocabulary v
+ * (borrowed), written by model_synth_write to name under the build folder's tmp/ and
+ * loaded from there (the file removed after). Fails the test, naming name, on any error;
+ * the caller frees the model with ts_model_free(). */
+struct ts_model *tu_synth_model(const struct ts_model_config *c, const char *type,
+                                const struct tokenizer_vocab *v, const char *name);
 
 /* Fails the test unless a and b hold the same tokens (text, score, type), special ids
  * and flags. */
