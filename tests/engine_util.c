@@ -228,3 +228,31 @@ ts_engine_stats eu_stats(ts_engine *e)
     ts_engine_get_stats(e, &st);
     return st;
 }
+
+ts_request *eu_submit_embed(ts_engine *e, const int32_t *ids, int n)
+{
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = ids;
+    p.n_prompt = (size_t)n;
+    p.embed = true;
+    return eu_submit_params(e, &p);
+}
+
+void eu_read_vector(ts_request *req, float *out, int dim)
+{
+    ts_event ev = {0};
+    int done = 0;
+    while (ts_request_next_event(req, &ev, 10000) == TS_OK) {
+        if (ev.kind == TS_EVENT_ERROR)
+            fail_msg("embed request failed: %s", ev.message);
+        assert_int_equal(ev.kind, TS_EVENT_DONE);
+        assert_non_null(ev.embedding);
+        assert_int_equal(ev.n_embedding, dim);
+        memcpy(out, ev.embedding, (size_t)dim * sizeof(float));
+        done++;
+        ts_event_clear(&ev);
+    }
+    assert_int_equal(done, 1);
+    ts_request_release(req);
+}

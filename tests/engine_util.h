@@ -78,4 +78,12 @@ void eu_assert_same(const eu_result *a, const eu_result *b, int n);
 /* e's statistics once it is idle. */
 ts_engine_stats eu_stats(ts_engine *e);
 
+/* Submits an embedding request of prompt ids (n of them, borrowed for the call) and
+ * returns it; fails the test when refused. */
+ts_request *eu_submit_embed(ts_engine *e, const int32_t *ids, int n);
+
+/* Reads req's events, then releases it: fails the test unless they are exactly one DONE
+ * with a vector of dim floats, which it copies into out (dim). */
+void eu_read_vector(ts_request *req, float *out, int dim);
+
 #endif

@@ -1,4 +1,5 @@
 /* util.c: file and path helpers for the tests, and models they share. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +47,17 @@ char *tu_read_file(const char *path, size_t *len)
             *len = (size_t)n;
     }
     return data;
+}
+
+double tu_cosine(const float *a, const float *b, int n)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return ab / sqrt(aa * bb);
 }
 
 const char *tu_tmp_path(const char *name)

@@ -18,6 +18,9 @@ char *tu_read_file(const char *path, size_t *len);
 /* A fresh path under the build folder's tmp/ for files a test writes (static buffer). */
 const char *tu_tmp_path(const char *name);
 
+/* The cosine of the angle between a and b (n floats each). */
+double tu_cosine(const float *a, const float *b, int n);
+
 /* This process's resident set size in bytes (/proc/self/statm); fails the test when it
  * cannot be read. */
 long tu_rss_bytes(void);
