@@ -379,19 +379,6 @@ static void test_rerank_pair(void **state)
     vocab_clear(v);
 }
 
-/* stdout of the shell command cmd (malloc'd); *status gets its exit status. */
-static char *run_cmd(const char *cmd, int *status)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char *buf = calloc(1, 1 << 20);
-    assert_non_null(buf);
-    size_t n = fread(buf, 1, (1 << 20) - 1, p);
-    buf[n] = '\0';
-    *status = WEXITSTATUS(pclose(p));
-    return buf;
-}
-
 /* `tessera info` names the vocabulary's kind and `tessera tokenize` prints the peer's
  * ids; a tiny bert model on the vocabulary embeds a text through `tessera embed` with
  * the peer's token count and a unit vector. */
@@ -400,18 +387,13 @@ static void test_cli_and_embed(void **state)
     (void)state;
     static ref_data r;
     ref_load(&r);
-    gguf_writer *g = NULL;
-    ts_error err = {0};
     char vocab[512], model[512], cmd[2048];
     snprintf(vocab, sizeof vocab, "%s", tu_tmp_path("ugm-cli.gguf"));
     snprintf(model, sizeof model, "%s", tu_tmp_path("ugm-bert.gguf"));
-    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, vocab, &err), TS_OK);
-    gguf_writer_free(g);
+    tu_write_vocab_gguf(&r.vocab, vocab);
     int status = -1;
     snprintf(cmd, sizeof cmd, "%s/tessera info -m %s 2>/dev/null", TS_BUILD_DIR, vocab);
-    char *out = run_cmd(cmd, &status);
+    char *out = tu_run(cmd, &status);
     assert_int_equal(status, 0);
     assert_non_null(strstr(out, "t5 (Unigram)"));
     free(out);
@@ -419,7 +401,7 @@ static void test_cli_and_embed(void **state)
     const ref_case *c = find_case(&r, 0, "new york city");
     snprintf(cmd, sizeof cmd, "%s/tessera tokenize -m %s -p 'new york city' 2>/dev/null",
              TS_BUILD_DIR, vocab);
-    out = run_cmd(cmd, &status);
+    out = tu_run(cmd, &status);
     assert_int_equal(status, 0);
     char want[256] = "";
     for (size_t i = 0; i + 1 < c->n_ids; i++) /* the peer's, without EOS */
@@ -431,7 +413,7 @@ static void test_cli_and_embed(void **state)
     snprintf(cmd, sizeof cmd, "%s/tessera synth --tiny --shape bge-small --pooling cls "
              "--vocab %s -o %s >/dev/null 2>&1 && echo 'new york city' | %s/tessera embed -m %s "
              "--threads 1 2>/dev/null", TS_BUILD_DIR, vocab, model, TS_BUILD_DIR, model);
-    out = run_cmd(cmd, &status);
+    out = tu_run(cmd, &status);
     assert_int_equal(status, 0);
     char tokens[32];
     snprintf(tokens, sizeof tokens, "\"tokens\":%zu", c->n_ids);

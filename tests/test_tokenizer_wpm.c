@@ -217,16 +217,9 @@ static void test_long_text(void **state)
 /* stdout of `tessera ARGS` (malloc'd); *status gets its exit status. */
 static char *run_cli(const char *args, int *status)
 {
-    char cmd[1024];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s/tessera %s 2>/dev/null", TS_BUILD_DIR, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char *buf = calloc(1, 65536);
-    assert_non_null(buf);
-    size_t n = fread(buf, 1, 65535, p);
-    buf[n] = '\0';
-    *status = WEXITSTATUS(pclose(p));
-    return buf;
+    return tu_run(cmd, status);
 }
 
 /* `tessera tokenize` on a vocabulary-only bert GGUF prints the peer's ids, and `tessera
@@ -236,14 +229,9 @@ static void test_cli(void **state)
     (void)state;
     static ref_data r;
     ref_load(&r);
-    gguf_writer *g = NULL;
-    ts_error err = {0};
     char path[512], args[1024];
     snprintf(path, sizeof path, "%s", tu_tmp_path("wpm-cli.gguf"));
-    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, path, &err), TS_OK);
-    gguf_writer_free(g);
+    tu_write_vocab_gguf(&r.vocab, path);
     int status = -1;
     snprintf(args, sizeof args, "tokenize -m %s -p 'Hello, World!'", path);
     char *out = run_cli(args, &status);

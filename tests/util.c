@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -47,6 +48,18 @@ char *tu_read_file(const char *path, size_t *len)
             *len = (size_t)n;
     }
     return data;
+}
+
+char *tu_run(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf = calloc(1, 1 << 20);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 20) - 1, p);
+    buf[n] = '\0';
+    *status = WEXITSTATUS(pclose(p));
+    return buf;
 }
 
 double tu_cosine(const float *a, const float *b, int n)
@@ -123,15 +136,21 @@ void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
     assert_int_equal(a->add_space_prefix, b->add_space_prefix);
 }
 
+void tu_write_vocab_gguf(const tokenizer_vocab *v, const char *path)
+{
+    gguf_writer *g = NULL;
+    ts_error err = {0};
+    if (gguf_writer_create(32, &g, &err) != TS_OK || model_gguf_add_vocab(g, v, &err) != TS_OK ||
+        gguf_writer_write_file(g, path, &err) != TS_OK)
+        fail_msg("vocabulary GGUF %s: %s", path, err.msg);
+    gguf_writer_free(g);
+}
+
 ts_status tu_tokenizer_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
                                 ts_error *err)
 {
-    gguf_writer *g = NULL;
     const char *path = tu_tmp_path(name);
-    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
-    gguf_writer_free(g);
+    tu_write_vocab_gguf(v, path);
     ts_status st = ts_tokenizer_load_gguf(path, tok, err);
     remove(path);
     return st;

@@ -18,6 +18,10 @@ char *tu_read_file(const char *path, size_t *len);
 /* A fresh path under the build folder's tmp/ for files a test writes (static buffer). */
 const char *tu_tmp_path(const char *name);
 
+/* The standard output of the shell command cmd (malloc'd, NUL-terminated; its first MiB
+ * less one byte); *status gets the command's exit status. */
+char *tu_run(const char *cmd, int *status);
+
 /* The cosine of the angle between a and b (n floats each). */
 double tu_cosine(const float *a, const float *b, int n);
 
@@ -43,6 +47,10 @@ struct ts_model *tu_synth_model(const struct ts_model_config *c, const char *typ
 /* Fails the test unless a and b hold the same tokens (text, score, type), special ids
  * and flags. */
 void tu_assert_same_vocab(const struct tokenizer_vocab *a, const struct tokenizer_vocab *b);
+
+/* Writes v as a vocabulary-only GGUF at path with the GGUF writer; fails the test on any
+ * error. */
+void tu_write_vocab_gguf(const struct tokenizer_vocab *v, const char *path);
 
 /* Writes v as a vocabulary-only GGUF (a file name under the build folder's tmp/, removed
  * after) with the GGUF writer and loads it back as `tessera tokenize` does, into *tok.
