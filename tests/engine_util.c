@@ -186,3 +186,73 @@ void eu_wait_idle(ts_engine *e)
     if (ts_engine_wait_idle(e, 10000) != TS_OK)
         fail_msg("engine still busy after 10 s");
 }
+
+ts_engine *eu_start_spec(const ts_model *m, ts_spec_kind spec, const ts_model *draft,
+                         int max_seqs, int kv_blocks)
+{
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    o.max_seqs = max_seqs;
+    o.kv_blocks = kv_blocks;
+    o.gemm = TS_GEMM_KERNEL;
+    o.spec = spec;
+    o.draft_model = draft;
+    o.spec_rows = 64;
+    o.spec_eager = true;
+    return eu_start(m, &o);
+}
+
+eu_result eu_run(ts_engine *e, const ts_request_params *p)
+{
+    eu_result r;
+    ts_request *req = eu_submit_params(e, p);
+    eu_collect(req, &r);
+    ts_request_release(req);
+    assert_false(r.error);
+    return r;
+}
+
+void eu_assert_same(const eu_result *a, const eu_result *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(a->text[i], b->text[i]);
+        assert_int_equal(a->tokens[i], b->tokens[i]);
+        assert_int_equal(a->finish[i], b->finish[i]);
+    }
+}
+
+ts_engine_stats eu_stats(ts_engine *e)
+{
+    eu_wait_idle(e);
+    ts_engine_stats st;
+    ts_engine_get_stats(e, &st);
+    return st;
+}
+
+ts_request *eu_submit_embed(ts_engine *e, const int32_t *ids, int n)
+{
+    ts_request_params p;
+    ts_request_params_default(&p);
+    p.prompt = ids;
+    p.n_prompt = (size_t)n;
+    p.embed = true;
+    return eu_submit_params(e, &p);
+}
+
+void eu_read_vector(ts_request *req, float *out, int dim)
+{
+    ts_event ev = {0};
+    int done = 0;
+    while (ts_request_next_event(req, &ev, 10000) == TS_OK) {
+        if (ev.kind == TS_EVENT_ERROR)
+            fail_msg("embed request failed: %s", ev.message);
+        assert_int_equal(ev.kind, TS_EVENT_DONE);
+        assert_non_null(ev.embedding);
+        assert_int_equal(ev.n_embedding, dim);
+        memcpy(out, ev.embedding, (size_t)dim * sizeof(float));
+        done++;
+        ts_event_clear(&ev);
+    }
+    assert_int_equal(done, 1);
+    ts_request_release(req);
+}

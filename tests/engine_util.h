@@ -60,4 +60,30 @@ ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens
 /* Waits (bounded) until the engine reports no running and no queued sequence. */
 void eu_wait_idle(ts_engine *e);
 
+/* An engine on m for speculation tests: speculation spec (draft: the drafting model of
+ * TS_SPEC_DRAFT, borrowed; NULL otherwise), max_seqs sequences, kv_blocks KV blocks (0:
+ * the default), the kernel GEMM (the same bits at every row count), drafts filling up to
+ * 64 rows and drafting eagerly (whatever this machine's step times say). */
+ts_engine *eu_start_spec(const ts_model *m, ts_spec_kind spec, const ts_model *draft,
+                         int max_seqs, int kv_blocks);
+
+/* Runs p (borrowed) on e to its end and returns its events (the caller frees them with
+ * eu_result_free); fails the test on an ERROR event. */
+eu_result eu_run(ts_engine *e, const ts_request_params *p);
+
+/* Fails the test unless the first n completions of a and b have the same text, token
+ * count and finish reason. */
+void eu_assert_same(const eu_result *a, const eu_result *b, int n);
+
+/* e's statistics once it is idle. */
+ts_engine_stats eu_stats(ts_engine *e);
+
+/* Submits an embedding request of prompt ids (n of them, borrowed for the call) and
+ * returns it; fails the test when refused. */
+ts_request *eu_submit_embed(ts_engine *e, const int32_t *ids, int n);
+
+/* Reads req's events, then releases it: fails the test unless they are exactly one DONE
+ * with a vector of dim floats, which it copies into out (dim). */
+void eu_read_vector(ts_request *req, float *out, int dim);
+
 #endif

@@ -133,6 +133,28 @@ void sv_answer_free(sv_answer *a)
     cJSON_Delete(a->json);
 }
 
+void sv_expect(const char *url, const char *path, const char *body, long status, ...)
+{
+    sv_answer a;
+    sv_post(url, path, body, &a);
+    char why[512] = "";
+    if (a.status != status)
+        snprintf(why, sizeof why, "status %ld, not %ld", a.status, status);
+    va_list ap;
+    va_start(ap, status);
+    for (const char *s; !why[0] && (s = va_arg(ap, const char *)) != NULL;)
+        if (!strstr(a.body.s, s))
+            snprintf(why, sizeof why, "no '%.200s' in the body", s);
+    va_end(ap);
+    if (why[0]) {
+        char shown[400];
+        snprintf(shown, sizeof shown, "%s", a.body.s);
+        sv_answer_free(&a);
+        fail_msg("%s %s: %s: %s", body ? "POST" : "GET", path, why, shown);
+    }
+    sv_answer_free(&a);
+}
+
 char *sv_header(const sv_answer *a, const char *name)
 {
     size_t n = strlen(name);

@@ -64,6 +64,14 @@ void sv_answer_free(sv_answer *a);
  * count in *n). Fails the test on any answer but 200 with a "tokens" array of ids. */
 int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_t len,
                      int add_special, size_t *n);
+/* POSTs body (borrowed; NULL: a GET) to url followed by path and fails the test, showing
+ * the answer, unless its status is status and its body holds each string of the list that
+ * follows, which a NULL ends (an empty list: the status alone). */
+void sv_expect(const char *url, const char *path, const char *body, long status, ...)
+#if defined(__GNUC__)
+    __attribute__((sentinel))
+#endif
+    ;
 /* The value of header name (any case) in a, without CRLF (malloc'd), or NULL when absent. */
 char *sv_header(const sv_answer *a, const char *name);
 

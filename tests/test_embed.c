@@ -16,6 +16,7 @@
 #include "gguf/gguf.h"
 #include "model/synth.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 /* The reference models (make_ref.py's MODELS): three poolings of the tiny qwen3 model
@@ -54,12 +55,8 @@ static ts_status write_and_load(const char *shape, ts_pooling p, const char *typ
     assert_true(model_synth_shape(&c, shape));
     model_synth_shrink(&c);
     c.pooling = p;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, err) != TS_OK ||
-        vocab_read_gguf(&v, f, err) != TS_OK)
-        fail_msg("vocabulary: %s", err->msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     if (model_synth_write(path, &c, type, &v, 1, err) != TS_OK)
         fail_msg("synth: %s", err->msg);
     vocab_clear(&v);
@@ -83,11 +80,9 @@ static ts_model *make_model(const char *shape, ts_pooling p, const char *type, c
 /* Reads the reference file into refs. */
 static void read_refs(void)
 {
-    size_t len = 0;
-    char *text = tu_read_file(TS_SOURCE_DIR "/tests/embed/tiny_ref.txt", &len);
-    assert_non_null(text);
+    char *text = ref_read(TS_SOURCE_DIR "/tests/embed/tiny_ref.txt", NULL), *cursor = text;
     int p = -1, i = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         char *rest = NULL;
         if (!strncmp(line, "model ", 6)) {
             p = -1;
@@ -98,10 +93,8 @@ static void read_refs(void)
             i = 0;
         } else if (!strncmp(line, "input ", 6)) {
             ref_input *r = &refs[p][i];
-            r->n_ids = (int)strtol(line + 6, &rest, 10);
-            assert_true(r->n_ids > 0 && r->n_ids <= 128);
-            for (int k = 0; k < r->n_ids; k++)
-                r->ids[k] = (int32_t)strtol(rest, &rest, 10);
+            r->n_ids = (int)ref_ids(line + 6, r->ids, 128);
+            assert_true(r->n_ids > 0);
         } else if (!strncmp(line, "vector ", 7)) {
             ref_input *r = &refs[p][i++];
             r->dim = (int)strtol(line + 7, &rest, 10);
@@ -136,46 +129,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static ts_request *submit_embed(ts_engine *e, const int32_t *ids, int n)
-{
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = ids;
-    p.n_prompt = (size_t)n;
-    p.embed = true;
-    return eu_submit_params(e, &p);
-}
-
-/* Reads req's events: exactly one DONE with a vector of dim floats, copied into out. */
-static void read_vector(ts_request *req, float *out, int dim)
-{
-    ts_event ev = {0};
-    int done = 0;
-    while (ts_request_next_event(req, &ev, 10000) == TS_OK) {
-        if (ev.kind == TS_EVENT_ERROR)
-            fail_msg("embed request failed: %s", ev.message);
-        assert_int_equal(ev.kind, TS_EVENT_DONE);
-        assert_non_null(ev.embedding);
-        assert_int_equal(ev.n_embedding, dim);
-        memcpy(out, ev.embedding, (size_t)dim * sizeof(float));
-        done++;
-        ts_event_clear(&ev);
-    }
-    assert_int_equal(done, 1);
-    ts_request_release(req);
-}
-
-static double cosine(const float *a, const float *b, int n)
-{
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < n; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return ab / sqrt(aa * bb);
-}
-
 static double norm(const float *a, int n)
 {
     double s = 0;
@@ -195,18 +148,18 @@ static void test_matches_peer(void **state)
         float v[REF_MAX_DIM];
         int dim = refs[p][0].dim;
         for (int i = 0; i < REF_INPUTS; i++) {
-            read_vector(submit_embed(e, refs[p][i].ids, refs[p][i].n_ids), v, dim);
-            double c = cosine(v, refs[p][i].vec, dim);
+            eu_read_vector(eu_submit_embed(e, refs[p][i].ids, refs[p][i].n_ids), v, dim);
+            double c = tu_cosine(v, refs[p][i].vec, dim);
             if (c < 0.9999)
                 fail_msg("%s, input %d alone: cosine %.6f with llama.cpp's", pooling_names[p],
                          i, c);
             assert_true(fabs(norm(v, dim) - 1.0) < 1e-5);
         }
         for (int i = 0; i < REF_INPUTS; i++)
-            reqs[i] = submit_embed(e, refs[p][i].ids, refs[p][i].n_ids);
+            reqs[i] = eu_submit_embed(e, refs[p][i].ids, refs[p][i].n_ids);
         for (int i = 0; i < REF_INPUTS; i++) {
-            read_vector(reqs[i], v, dim);
-            double c = cosine(v, refs[p][i].vec, dim);
+            eu_read_vector(reqs[i], v, dim);
+            double c = tu_cosine(v, refs[p][i].vec, dim);
             if (c < 0.9999)
                 fail_msg("%s, input %d batched: cosine %.6f with llama.cpp's", pooling_names[p],
                          i, c);
@@ -221,7 +174,7 @@ static void test_poolings_differ(void **state)
     (void)state;
     const ref_input *last = &refs[0][REF_INPUTS - 1], *mean = &refs[1][REF_INPUTS - 1];
     assert_memory_equal(last->ids, mean->ids, (size_t)last->n_ids * sizeof(int32_t));
-    assert_true(cosine(last->vec, mean->vec, MAX_DIM) < 0.99);
+    assert_true(tu_cosine(last->vec, mean->vec, MAX_DIM) < 0.99);
 }
 
 /* A document of n tokens from seed: ids in 3..511. */
@@ -249,12 +202,12 @@ static void test_batch_invariance(void **state)
         }
         ts_engine *e = eu_start(models[p], NULL);
         for (int d = 0; d < DOCS; d += 9) /* a sample alone: enough to compare */
-            read_vector(submit_embed(e, ids[d], lens[d]), alone[d], MAX_DIM);
+            eu_read_vector(eu_submit_embed(e, ids[d], lens[d]), alone[d], MAX_DIM);
         ts_request *reqs[DOCS];
         for (int d = 0; d < DOCS; d++)
-            reqs[d] = submit_embed(e, ids[d], lens[d]);
+            reqs[d] = eu_submit_embed(e, ids[d], lens[d]);
         for (int d = 0; d < DOCS; d++)
-            read_vector(reqs[d], batched[d], MAX_DIM);
+            eu_read_vector(reqs[d], batched[d], MAX_DIM);
         ts_engine_destroy(e);
 
         ts_engine_options o;
@@ -263,9 +216,9 @@ static void test_batch_invariance(void **state)
         e = eu_start(models[p], &o);
         static float chunked[DOCS][MAX_DIM];
         for (int d = 0; d < DOCS; d++)
-            reqs[d] = submit_embed(e, ids[d], lens[d]);
+            reqs[d] = eu_submit_embed(e, ids[d], lens[d]);
         for (int d = 0; d < DOCS; d++)
-            read_vector(reqs[d], chunked[d], MAX_DIM);
+            eu_read_vector(reqs[d], chunked[d], MAX_DIM);
         ts_engine_destroy(e);
 
         for (int d = 0; d < DOCS; d++) {
@@ -281,7 +234,7 @@ static void test_batch_invariance(void **state)
                              pooling_names[p], d, lens[d], k, alone[d][k], batched[d][k]);
         }
         /* and the documents differ from each other */
-        assert_true(cosine(batched[0], batched[1], MAX_DIM) < 0.999);
+        assert_true(tu_cosine(batched[0], batched[1], MAX_DIM) < 0.999);
     }
 }
 
@@ -304,10 +257,10 @@ static void test_blocks_and_cache(void **state)
     gen = eu_submit(e, ids, 40, 12, TS_PRIORITY_NORMAL);
     ts_request *reqs[8];
     for (int i = 0; i < 8; i++)
-        reqs[i] = submit_embed(e, ids, 64 + i); /* the same leading blocks each time */
+        reqs[i] = eu_submit_embed(e, ids, 64 + i); /* the same leading blocks each time */
     float v[MAX_DIM];
     for (int i = 0; i < 8; i++)
-        read_vector(reqs[i], v, MAX_DIM);
+        eu_read_vector(reqs[i], v, MAX_DIM);
     eu_result mixed = {0};
     eu_collect(gen, &mixed);
     ts_request_release(gen);
@@ -335,7 +288,7 @@ static void test_preempted_embedding(void **state)
     document(doc, 60, 12);
     float alone[MAX_DIM], v[MAX_DIM];
     ts_engine *e = eu_start(models[1], NULL);
-    read_vector(submit_embed(e, doc, 60), alone, MAX_DIM);
+    eu_read_vector(eu_submit_embed(e, doc, 60), alone, MAX_DIM);
     ts_engine_destroy(e);
 
     ts_engine_options o;
@@ -355,7 +308,7 @@ static void test_preempted_embedding(void **state)
     p.embed = true;
     p.priority = TS_PRIORITY_LOW;
     ts_request *emb = eu_submit_params(e, &p);
-    read_vector(emb, v, MAX_DIM);
+    eu_read_vector(emb, v, MAX_DIM);
     eu_result r = {0};
     eu_collect(gen, &r);
     ts_request_release(gen);
@@ -398,7 +351,7 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err.msg, "256"));
     p.n_prompt = 256;
     float v[MAX_DIM];
-    read_vector(eu_submit_params(e, &p), v, MAX_DIM);
+    eu_read_vector(eu_submit_params(e, &p), v, MAX_DIM);
     ids[0] = 100000;
     p.n_prompt = 3;
     assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_INVALID_ARG);
@@ -414,7 +367,7 @@ static void test_refusals(void **state)
     assert_int_equal(ts_engine_submit(e, &p, &req, &err), TS_ERR_TOO_LONG);
     assert_non_null(strstr(err.msg, "KV blocks"));
     p.n_prompt = 96;
-    read_vector(eu_submit_params(e, &p), v, MAX_DIM);
+    eu_read_vector(eu_submit_params(e, &p), v, MAX_DIM);
     ts_engine_destroy(e);
 }
 

@@ -18,6 +18,7 @@
 #include "gguf/gguf.h"
 #include "model/synth.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 /* make_ref.py's ENCODERS: name, synth shape, pooling, type. */
@@ -50,26 +51,15 @@ static ts_model *models[MODELS];
 static ts_model *make_model(int i)
 {
     ts_model_config c;
-    ts_error err = {0};
     assert_true(model_synth_shape(&c, specs[i].shape));
     model_synth_shrink(&c);
     c.pooling = specs[i].pooling;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     char name[64];
     snprintf(name, sizeof name, "encoder-%s.gguf", specs[i].name);
-    const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, specs[i].type, &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    ts_model *m = tu_synth_model(&c, specs[i].type, &v, name);
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load %s: %s", specs[i].name, err.msg);
-    unlink(path);
     const ts_model_config *mc = ts_model_get_config(m);
     assert_true(mc->encoder);
     assert_int_equal(mc->pooling, specs[i].pooling);
@@ -79,11 +69,9 @@ static ts_model *make_model(int i)
 
 static void read_refs(void)
 {
-    size_t len = 0;
-    char *text = tu_read_file(TS_SOURCE_DIR "/tests/embed/encoder_ref.txt", &len);
-    assert_non_null(text);
+    char *text = ref_read(TS_SOURCE_DIR "/tests/embed/encoder_ref.txt", NULL), *cursor = text;
     int p = -1, i = 0, vectors = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         char *rest = NULL;
         if (!strncmp(line, "model ", 6)) {
             p = -1;
@@ -95,10 +83,8 @@ static void read_refs(void)
         } else if (!strncmp(line, "input ", 6)) {
             assert_true(p >= 0 && i < REF_INPUTS);
             ref_input *r = &refs[p][i];
-            r->n_ids = (int)strtol(line + 6, &rest, 10);
-            assert_true(r->n_ids > 0 && r->n_ids <= 128);
-            for (int k = 0; k < r->n_ids; k++)
-                r->ids[k] = (int32_t)strtol(rest, &rest, 10);
+            r->n_ids = (int)ref_ids(line + 6, r->ids, 128);
+            assert_true(r->n_ids > 0);
         } else if (!strncmp(line, "vector ", 7)) {
             assert_true(p >= 0 && i < REF_INPUTS);
             ref_input *r = &refs[p][i++];
@@ -129,45 +115,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static ts_request *submit_embed(ts_engine *e, const int32_t *ids, int n)
-{
-    ts_request_params p;
-    ts_request_params_default(&p);
-    p.prompt = ids;
-    p.n_prompt = (size_t)n;
-    p.embed = true;
-    return eu_submit_params(e, &p);
-}
-
-/* req's one DONE event's vector (DIM floats) into out. */
-static void read_vector(ts_request *req, float *out)
-{
-    ts_event ev = {0};
-    int done = 0;
-    while (ts_request_next_event(req, &ev, 10000) == TS_OK) {
-        if (ev.kind == TS_EVENT_ERROR)
-            fail_msg("embed request failed: %s", ev.message);
-        assert_int_equal(ev.kind, TS_EVENT_DONE);
-        assert_int_equal(ev.n_embedding, DIM);
-        memcpy(out, ev.embedding, DIM * sizeof(float));
-        done++;
-        ts_event_clear(&ev);
-    }
-    assert_int_equal(done, 1);
-    ts_request_release(req);
-}
-
-static double cosine(const float *a, const float *b, int n)
-{
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < n; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return ab / sqrt(aa * bb);
-}
-
 /* Each reference input alone, then all at once, within cosine 0.9999 of the peer's (F32,
  * F16: they agree to 1e-6), or 0.9995 for Q8_0 (the issue asks 0.999): both passes
  * quantize the activations to int8 too, and an activation a rounding step away rounds to
@@ -181,17 +128,17 @@ static void test_matches_peer(void **state)
         ts_engine *e = eu_start(models[p], NULL);
         float v[DIM];
         for (int i = 0; i < REF_INPUTS; i++) {
-            read_vector(submit_embed(e, refs[p][i].ids, refs[p][i].n_ids), v);
-            double c = cosine(v, refs[p][i].vec, DIM);
+            eu_read_vector(eu_submit_embed(e, refs[p][i].ids, refs[p][i].n_ids), v, DIM);
+            double c = tu_cosine(v, refs[p][i].vec, DIM);
             if (c < want)
                 fail_msg("%s, input %d alone: cosine %.6f with llama.cpp's", specs[p].name, i, c);
         }
         ts_request *reqs[REF_INPUTS];
         for (int i = 0; i < REF_INPUTS; i++)
-            reqs[i] = submit_embed(e, refs[p][i].ids, refs[p][i].n_ids);
+            reqs[i] = eu_submit_embed(e, refs[p][i].ids, refs[p][i].n_ids);
         for (int i = 0; i < REF_INPUTS; i++) {
-            read_vector(reqs[i], v);
-            double c = cosine(v, refs[p][i].vec, DIM);
+            eu_read_vector(reqs[i], v, DIM);
+            double c = tu_cosine(v, refs[p][i].vec, DIM);
             if (c < want)
                 fail_msg("%s, input %d batched: cosine %.6f with llama.cpp's", specs[p].name, i,
                          c);
@@ -205,10 +152,10 @@ static void test_references_differ(void **state)
 {
     (void)state;
     const int last = REF_INPUTS - 1;
-    assert_true(cosine(refs[0][last].vec, refs[1][last].vec, DIM) < 0.99);
-    assert_true(cosine(refs[0][last].vec, refs[4][last].vec, DIM) < 0.99);
+    assert_true(tu_cosine(refs[0][last].vec, refs[1][last].vec, DIM) < 0.99);
+    assert_true(tu_cosine(refs[0][last].vec, refs[4][last].vec, DIM) < 0.99);
     /* a token's vector depends on the tokens after it: attention is bidirectional */
-    assert_true(cosine(refs[1][1].vec, refs[1][2].vec, DIM) < 0.99);
+    assert_true(tu_cosine(refs[1][1].vec, refs[1][2].vec, DIM) < 0.99);
 }
 
 static void document(int32_t *ids, int n, unsigned seed)
@@ -238,12 +185,12 @@ static void test_batch_invariance(void **state)
         int p = which[w];
         ts_engine *e = eu_start(models[p], NULL);
         for (int d = 0; d < DOCS; d += 7)
-            read_vector(submit_embed(e, ids[d], lens[d]), alone[d]);
+            eu_read_vector(eu_submit_embed(e, ids[d], lens[d]), alone[d], DIM);
         ts_request *reqs[DOCS];
         for (int d = 0; d < DOCS; d++)
-            reqs[d] = submit_embed(e, ids[d], lens[d]);
+            reqs[d] = eu_submit_embed(e, ids[d], lens[d]);
         for (int d = 0; d < DOCS; d++)
-            read_vector(reqs[d], batched[d]);
+            eu_read_vector(reqs[d], batched[d], DIM);
         eu_wait_idle(e);
         ts_engine_stats st;
         ts_engine_get_stats(e, &st);
@@ -257,9 +204,9 @@ static void test_batch_invariance(void **state)
         o.step_tokens = 16;
         e = eu_start(models[p], &o);
         for (int d = 0; d < DOCS; d++)
-            reqs[d] = submit_embed(e, ids[d], lens[d]);
+            reqs[d] = eu_submit_embed(e, ids[d], lens[d]);
         for (int d = 0; d < DOCS; d++)
-            read_vector(reqs[d], small[d]);
+            eu_read_vector(reqs[d], small[d], DIM);
         ts_engine_destroy(e);
 
         for (int d = 0; d < DOCS; d++)
@@ -271,7 +218,7 @@ static void test_batch_invariance(void **state)
                     fail_msg("%s, document %d (%d tokens): alone [%d] %g vs batched %g",
                              specs[p].name, d, lens[d], k, alone[d][k], batched[d][k]);
             }
-        assert_true(cosine(batched[0], batched[1], DIM) < 0.999);
+        assert_true(tu_cosine(batched[0], batched[1], DIM) < 0.999);
     }
 }
 
@@ -297,8 +244,8 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err.msg, "256"));
     p.n_prompt = 256;
     float v[DIM];
-    read_vector(eu_submit_params(e, &p), v);
-    assert_true(fabs(cosine(v, v, DIM) - 1.0) < 1e-9);
+    eu_read_vector(eu_submit_params(e, &p), v, DIM);
+    assert_true(fabs(tu_cosine(v, v, DIM) - 1.0) < 1e-9);
     ts_request_params g = eu_greedy(ids, 5, 4);
     assert_int_equal(ts_engine_submit(e, &g, &req, &err), TS_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "encoder"));
@@ -334,17 +281,10 @@ static void test_wordpiece_vocabulary(void **state)
     v.eos_id = v.eot_id = -1;
     v.add_bos = v.add_sep = v.lowercase = v.strip_accents = true;
     ts_model_config c;
-    ts_error err = {0};
     assert_true(model_synth_shape(&c, "bge-small"));
     model_synth_shrink(&c);
-    const char *path = tu_tmp_path("encoder-wpm.gguf");
-    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    ts_model *m = tu_synth_model(&c, "F32", &v, "encoder-wpm.gguf");
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load: %s", err.msg);
-    unlink(path);
     const ts_tokenizer *tok = ts_model_get_tokenizer(m);
     ts_tokenize_opts o = {.add_special = true};
     int32_t *ids = NULL;
@@ -355,10 +295,10 @@ static void test_wordpiece_vocabulary(void **state)
     assert_memory_equal(ids, want, sizeof want);
     ts_engine *e = eu_start(m, NULL);
     float a[DIM], b2[DIM];
-    read_vector(submit_embed(e, ids, (int)n), a);
+    eu_read_vector(eu_submit_embed(e, ids, (int)n), a, DIM);
     const int32_t other[] = {2, 4, 8, 3};
-    read_vector(submit_embed(e, other, 4), b2);
-    assert_true(cosine(a, b2, DIM) < 0.999);
+    eu_read_vector(eu_submit_embed(e, other, 4), b2, DIM);
+    assert_true(tu_cosine(a, b2, DIM) < 0.999);
     ts_engine_destroy(e);
     free(ids);
     ts_model_free(m);

@@ -25,30 +25,9 @@
 static const char REPEAT[] = "Once upon a time, there was a little girl named Lily. She loved to "
                              "play outside in the park. Once upon a time, there was a little";
 
-static ts_engine *start_on(const ts_model *m, ts_spec_kind spec, int max_seqs, int kv_blocks)
-{
-    ts_engine_options o;
-    ts_engine_options_default(&o);
-    o.max_seqs = max_seqs;
-    o.kv_blocks = kv_blocks;
-    o.gemm = TS_GEMM_KERNEL; /* the same bits at every row count */
-    o.spec = spec;
-    o.spec_rows = 64;
-    o.spec_eager = true; /* drafts whatever this machine's step times say */
-    return eu_start(m, &o);
-}
-
 static ts_engine *start(ts_spec_kind spec, int max_seqs, int kv_blocks)
 {
-    return start_on(eu_model, spec, max_seqs, kv_blocks);
-}
-
-static ts_engine_stats stats_of(ts_engine *e)
-{
-    eu_wait_idle(e);
-    ts_engine_stats st;
-    ts_engine_get_stats(e, &st);
-    return st;
+    return eu_start_spec(eu_model, spec, NULL, max_seqs, kv_blocks);
 }
 
 /* Every block of an idle engine's pool is free or cached: the rollbacks leaked none. */
@@ -59,26 +38,6 @@ static void assert_pool_clean(ts_engine *e)
     const kv_table *none[1] = {NULL};
     if (kv_pool_check(e->step.pool, none, 0, &err) != TS_OK)
         fail_msg("kv_pool_check: %s", err.msg);
-}
-
-/* Runs params p on e and returns the result (the caller frees it). */
-static eu_result run(ts_engine *e, const ts_request_params *p)
-{
-    eu_result r;
-    ts_request *req = eu_submit_params(e, p);
-    eu_collect(req, &r);
-    ts_request_release(req);
-    assert_false(r.error);
-    return r;
-}
-
-static void assert_same(const eu_result *a, const eu_result *b, int n)
-{
-    for (int i = 0; i < n; i++) {
-        assert_string_equal(a->text[i], b->text[i]);
-        assert_int_equal(a->tokens[i], b->tokens[i]);
-        assert_int_equal(a->finish[i], b->finish[i]);
-    }
 }
 
 /* ---- prompt lookup */
@@ -257,15 +216,15 @@ static void test_greedy_identical_alone_and_batched(void **state)
     for (int i = 0; i < N_PROMPTS; i++) {
         ids[i] = eu_tokenize(eu_model, PROMPTS[i], &n[i]);
         ts_request_params p = eu_greedy(ids[i], n[i], GREEDY_TOKENS);
-        ref[i] = run(off, &p);
-        eu_result alone = run(on, &p);
-        assert_same(&alone, &ref[i], 1);
+        ref[i] = eu_run(off, &p);
+        eu_result alone = eu_run(on, &p);
+        eu_assert_same(&alone, &ref[i], 1);
         eu_result_free(&alone);
     }
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     assert_true(st.spec_accepted > 20);           /* the lookup paid */
     assert_true(st.spec_drafted > st.spec_accepted); /* and rejections were rolled back */
-    assert_int_equal(stats_of(off).spec_drafted, 0);
+    assert_int_equal(eu_stats(off).spec_drafted, 0);
     /* all of it counted under prompt lookup, none under a draft model */
     const ts_spec_source_stats *ng = &st.spec_source[TS_SPEC_SOURCE_NGRAM];
     assert_int_equal(ng->drafted, st.spec_drafted);
@@ -291,7 +250,7 @@ static void test_greedy_identical_alone_and_batched(void **state)
         eu_collect(reqs[i], &r);
         ts_request_release(reqs[i]);
         assert_false(r.error);
-        assert_same(&r, &ref[i % N_PROMPTS], 1);
+        eu_assert_same(&r, &ref[i % N_PROMPTS], 1);
         assert_int_equal(r.n_done, i == N_PROMPTS ? 2 : 1);
         if (i == N_PROMPTS) {
             assert_string_equal(r.text[1], ref[0].text[0]);
@@ -299,7 +258,7 @@ static void test_greedy_identical_alone_and_batched(void **state)
         }
         eu_result_free(&r);
     }
-    assert_true(stats_of(on).spec_accepted > st.spec_accepted);
+    assert_true(eu_stats(on).spec_accepted > st.spec_accepted);
     assert_pool_clean(on);
     ts_engine_destroy(off);
     ts_engine_destroy(on);
@@ -320,7 +279,7 @@ static void test_greedy_identical_with_preemption(void **state)
     ts_engine *off = start(TS_SPEC_OFF, 8, 0);
     ts_request_params p = eu_greedy(ids, n, TOKENS);
     p.ignore_eos = true;
-    eu_result ref = run(off, &p);
+    eu_result ref = eu_run(off, &p);
     ts_engine *on = start(TS_SPEC_NGRAM, 8, 14);
     ts_request *reqs[COPIES];
     for (int i = 0; i < COPIES; i++) {
@@ -333,10 +292,10 @@ static void test_greedy_identical_with_preemption(void **state)
         eu_collect(reqs[i], &r);
         ts_request_release(reqs[i]);
         assert_false(r.error);
-        assert_same(&r, &ref, 1);
+        eu_assert_same(&r, &ref, 1);
         eu_result_free(&r);
     }
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     assert_true(st.preemptions > 0);
     assert_true(st.spec_accepted > 0);
     assert_pool_clean(on);
@@ -355,7 +314,7 @@ static void test_stop_strings_across_accepted_runs(void **state)
     int32_t *ids = eu_tokenize(eu_model, REPEAT, &n);
     ts_engine *off = start(TS_SPEC_OFF, 4, 0), *on = start(TS_SPEC_NGRAM, 4, 0);
     ts_request_params p = eu_greedy(ids, n, 80);
-    eu_result full = run(off, &p);
+    eu_result full = eu_run(off, &p);
     const char *ref = full.text[0];
     assert_true(strlen(ref) > 80);
     uint64_t accepted = 0;
@@ -367,15 +326,15 @@ static void test_stop_strings_across_accepted_runs(void **state)
         ts_request_params q = p;
         q.stop[0] = stop;
         q.n_stop = 1;
-        eu_result a = run(off, &q), b = run(on, &q);
-        assert_same(&a, &b, 1);
+        eu_result a = eu_run(off, &q), b = eu_run(on, &q);
+        eu_assert_same(&a, &b, 1);
         assert_int_equal(b.finish[0], TS_FINISH_STOP);
         assert_int_equal(strlen(b.text[0]), cut);
         assert_memory_equal(b.text[0], ref, cut);
         eu_result_free(&a);
         eu_result_free(&b);
     }
-    accepted = stats_of(on).spec_accepted;
+    accepted = eu_stats(on).spec_accepted;
     assert_true(accepted > 40);
     assert_pool_clean(on);
     ts_engine_destroy(off);
@@ -394,11 +353,11 @@ static void test_opt_out_and_constraint(void **state)
     ts_engine *off = start(TS_SPEC_OFF, 4, 0), *on = start(TS_SPEC_NGRAM, 4, 0);
     ts_request_params p = eu_greedy(ids, n, 60);
     p.no_speculation = true;
-    eu_result a = run(on, &p);
-    assert_int_equal(stats_of(on).spec_drafted, 0);
+    eu_result a = eu_run(on, &p);
+    assert_int_equal(eu_stats(on).spec_drafted, 0);
     p.no_speculation = false;
-    eu_result b = run(off, &p);
-    assert_same(&a, &b, 1);
+    eu_result b = eu_run(off, &p);
+    eu_assert_same(&a, &b, 1);
     eu_result_free(&a);
     eu_result_free(&b);
 
@@ -407,9 +366,9 @@ static void test_opt_out_and_constraint(void **state)
     int32_t *jids = eu_tokenize(eu_model, json, &nj);
     ts_request_params c = eu_greedy(jids, nj, 40);
     c.constraint = TS_CONSTRAINT_JSON_OBJECT;
-    eu_result x = run(off, &c), y = run(on, &c);
-    assert_same(&x, &y, 1);
-    assert_true(stats_of(on).spec_drafted > 0);
+    eu_result x = eu_run(off, &c), y = eu_run(on, &c);
+    eu_assert_same(&x, &y, 1);
+    assert_true(eu_stats(on).spec_drafted > 0);
     assert_pool_clean(on);
     eu_result_free(&x);
     eu_result_free(&y);
@@ -444,7 +403,7 @@ static void test_cancel_while_speculating(void **state)
     ts_request_release(req);
     assert_int_equal(why, TS_FINISH_CANCELLED);
     assert_true(tokens >= 40 && tokens < 1000);
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     assert_true(st.spec_drafted > 0);
     assert_int_equal(st.requests_cancelled, 1);
     assert_pool_clean(on);
@@ -458,9 +417,10 @@ static void test_greedy_identical_on_a_quantized_file(void **state)
     ts_model *m = su_load_type("Q4_K_M");
     int n = 0;
     int32_t *ids = eu_tokenize(m, REPEAT, &n);
-    ts_engine *off = start_on(m, TS_SPEC_OFF, 4, 0), *on = start_on(m, TS_SPEC_NGRAM, 4, 0);
+    ts_engine *off = eu_start_spec(m, TS_SPEC_OFF, NULL, 4, 0);
+    ts_engine *on = eu_start_spec(m, TS_SPEC_NGRAM, NULL, 4, 0);
     ts_request_params p = eu_greedy(ids, n, 100);
-    eu_result a = run(off, &p);
+    eu_result a = eu_run(off, &p);
     ts_request *reqs[3];
     for (int i = 0; i < 3; i++)
         reqs[i] = eu_submit_params(on, &p);
@@ -468,10 +428,10 @@ static void test_greedy_identical_on_a_quantized_file(void **state)
         eu_result r;
         eu_collect(reqs[i], &r);
         ts_request_release(reqs[i]);
-        assert_same(&r, &a, 1);
+        eu_assert_same(&r, &a, 1);
         eu_result_free(&r);
     }
-    assert_true(stats_of(on).spec_accepted > 0);
+    assert_true(eu_stats(on).spec_accepted > 0);
     assert_pool_clean(on);
     ts_engine_destroy(off);
     ts_engine_destroy(on);
@@ -531,7 +491,7 @@ static void test_seeded_sampling_identical_with_logprobs(void **state)
         assert_memory_equal(a.logprob, b.logprob, sizeof a.logprob);
         assert_memory_equal(a.top0, b.top0, sizeof a.top0);
     }
-    assert_true(stats_of(on).spec_accepted > 0);
+    assert_true(eu_stats(on).spec_accepted > 0);
     ts_engine_destroy(off);
     ts_engine_destroy(on);
     free(ids);
@@ -667,7 +627,7 @@ static void test_sampled_distribution_unchanged(void **state)
     int32_t *biased = malloc(DRAWS * SAMPLE_TOKENS * sizeof *biased);
     draw(off, ids, n, 1000, plain);
     draw(on, ids, n, 5000, spec); /* other seeds: a sample of its own */
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     print_message("drafted %llu, accepted %llu\n", (unsigned long long)st.spec_drafted,
                   (unsigned long long)st.spec_accepted);
     assert_true(st.spec_accepted > 50);

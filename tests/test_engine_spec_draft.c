@@ -33,26 +33,10 @@ enum { N_PROMPTS = 8, GREEDY_TOKENS = 100 };
 static ts_engine *start_on(const ts_model *m, const ts_model *draft, int max_seqs,
                            int kv_blocks)
 {
-    ts_engine_options o;
-    ts_engine_options_default(&o);
-    o.max_seqs = max_seqs;
-    o.kv_blocks = kv_blocks;
-    o.gemm = TS_GEMM_KERNEL; /* the same bits at every row count */
-    o.spec = draft ? TS_SPEC_DRAFT : TS_SPEC_OFF;
-    o.draft_model = draft;
-    o.spec_rows = 64;
-    o.spec_eager = true; /* drafts whatever this machine's step times say */
-    ts_engine *e = eu_start(m, &o);
+    ts_engine *e = eu_start_spec(m, draft ? TS_SPEC_DRAFT : TS_SPEC_OFF, draft, max_seqs,
+                                 kv_blocks);
     spec_draft_set_checking(e, true);
     return e;
-}
-
-static ts_engine_stats stats_of(ts_engine *e)
-{
-    eu_wait_idle(e);
-    ts_engine_stats st;
-    ts_engine_get_stats(e, &st);
-    return st;
 }
 
 /* Both pools of an idle engine are consistent, and no block is held: every rollback of
@@ -77,25 +61,6 @@ static void assert_pools_clean(ts_engine *e)
     assert_int_equal(ks.blocks_cached, 0); /* the draft's blocks are never published */
 }
 
-static eu_result run(ts_engine *e, const ts_request_params *p)
-{
-    eu_result r;
-    ts_request *req = eu_submit_params(e, p);
-    eu_collect(req, &r);
-    ts_request_release(req);
-    assert_false(r.error);
-    return r;
-}
-
-static void assert_same(const eu_result *a, const eu_result *b, int n)
-{
-    for (int i = 0; i < n; i++) {
-        assert_string_equal(a->text[i], b->text[i]);
-        assert_int_equal(a->tokens[i], b->tokens[i]);
-        assert_int_equal(a->finish[i], b->finish[i]);
-    }
-}
-
 /* The greedy texts of PROMPTS on off, each alone; and then on `on` alone and all at once
  * (with an n = 2 request beside them), each the same as off's. */
 static void check_greedy(const ts_model *m, ts_engine *off, ts_engine *on)
@@ -106,10 +71,10 @@ static void check_greedy(const ts_model *m, ts_engine *off, ts_engine *on)
     for (int i = 0; i < N_PROMPTS; i++) {
         ids[i] = eu_tokenize(m, PROMPTS[i], &n[i]);
         ts_request_params p = eu_greedy(ids[i], n[i], GREEDY_TOKENS);
-        ref[i] = run(off, &p);
+        ref[i] = eu_run(off, &p);
         if (i < 2) {
-            eu_result alone = run(on, &p);
-            assert_same(&alone, &ref[i], 1);
+            eu_result alone = eu_run(on, &p);
+            eu_assert_same(&alone, &ref[i], 1);
             eu_result_free(&alone);
         }
     }
@@ -127,7 +92,7 @@ static void check_greedy(const ts_model *m, ts_engine *off, ts_engine *on)
         ts_request_release(reqs[i]);
         assert_false(r.error);
         const eu_result *want = &ref[i == N_PROMPTS ? 1 : i];
-        assert_same(&r, want, 1);
+        eu_assert_same(&r, want, 1);
         if (i == N_PROMPTS) {
             assert_int_equal(r.n_done, 2);
             assert_string_equal(r.text[1], want->text[0]);
@@ -150,10 +115,10 @@ static void test_q4k_draft_partial_acceptance(void **state)
     ts_model *draft = su_load_type("Q4_K_M");
     ts_engine *off = start_on(eu_model, NULL, 16, 0), *on = start_on(eu_model, draft, 16, 0);
     check_greedy(eu_model, off, on);
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     assert_true(st.spec_accepted > 100);             /* the draft paid */
     assert_true(st.spec_drafted > st.spec_accepted); /* and was wrong at times */
-    assert_int_equal(stats_of(off).spec_drafted, 0);
+    assert_int_equal(eu_stats(off).spec_drafted, 0);
     /* all of it counted under the draft model, none under prompt lookup */
     const ts_spec_source_stats *dm = &st.spec_source[TS_SPEC_SOURCE_DRAFT_MODEL];
     assert_int_equal(dm->drafted, st.spec_drafted);
@@ -161,7 +126,7 @@ static void test_q4k_draft_partial_acceptance(void **state)
     assert_int_equal(st.spec_source[TS_SPEC_SOURCE_NGRAM].drafted, 0);
     assert_int_equal(st.spec_source[TS_SPEC_SOURCE_NGRAM].accepted, 0);
     assert_true(st.spec_draft_model_seconds > 0); /* the draft steps were timed */
-    assert_true(stats_of(off).spec_draft_model_seconds == 0);
+    assert_true(eu_stats(off).spec_draft_model_seconds == 0);
     assert_pools_clean(on);
     ts_engine_destroy(off);
     ts_engine_destroy(on);
@@ -177,7 +142,7 @@ static void test_self_draft_full_acceptance(void **state)
     ts_model *draft = eu_load_stories();
     ts_engine *off = start_on(eu_model, NULL, 16, 0), *on = start_on(eu_model, draft, 16, 0);
     check_greedy(eu_model, off, on);
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     assert_true(st.spec_drafted > 200);
     assert_int_equal(st.spec_accepted, st.spec_drafted);
     assert_pools_clean(on);
@@ -193,7 +158,7 @@ static void test_quantized_target(void **state)
     ts_model *target = su_load_type("Q4_K_M"), *draft = su_load_type("Q8_0");
     ts_engine *off = start_on(target, NULL, 16, 0), *on = start_on(target, draft, 16, 0);
     check_greedy(target, off, on);
-    assert_true(stats_of(on).spec_accepted > 100);
+    assert_true(eu_stats(on).spec_accepted > 100);
     assert_pools_clean(on);
     ts_engine_destroy(off);
     ts_engine_destroy(on);
@@ -209,7 +174,7 @@ static void test_small_pools(void **state)
     ts_model *draft = su_load_type("Q4_K_M");
     ts_engine *off = start_on(eu_model, NULL, 8, 0), *on = start_on(eu_model, draft, 8, 14);
     check_greedy(eu_model, off, on);
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     assert_true(st.preemptions > 0);
     assert_true(st.spec_accepted > 0);
     assert_pools_clean(on);
@@ -228,7 +193,7 @@ static void test_stop_strings_across_accepted_runs(void **state)
     int32_t *ids = eu_tokenize(eu_model, PROMPTS[0], &n);
     ts_engine *off = start_on(eu_model, NULL, 4, 0), *on = start_on(eu_model, draft, 4, 0);
     ts_request_params p = eu_greedy(ids, n, 80);
-    eu_result full = run(off, &p);
+    eu_result full = eu_run(off, &p);
     const char *ref = full.text[0];
     assert_true(strlen(ref) > 80);
     for (int at = 3; at < 70; at += 5) {
@@ -239,14 +204,14 @@ static void test_stop_strings_across_accepted_runs(void **state)
         ts_request_params q = p;
         q.stop[0] = stop;
         q.n_stop = 1;
-        eu_result a = run(off, &q), b = run(on, &q);
-        assert_same(&a, &b, 1);
+        eu_result a = eu_run(off, &q), b = eu_run(on, &q);
+        eu_assert_same(&a, &b, 1);
         assert_int_equal(b.finish[0], TS_FINISH_STOP);
         assert_int_equal(strlen(b.text[0]), cut);
         eu_result_free(&a);
         eu_result_free(&b);
     }
-    assert_true(stats_of(on).spec_accepted > 40);
+    assert_true(eu_stats(on).spec_accepted > 40);
     assert_pools_clean(on);
     ts_engine_destroy(off);
     ts_engine_destroy(on);
@@ -302,7 +267,7 @@ static void test_seeded_sampling_identical(void **state)
         assert_memory_equal(a.token, b.token, sizeof a.token);
         assert_memory_equal(a.logprob, b.logprob, sizeof a.logprob);
     }
-    ts_engine_stats st = stats_of(on);
+    ts_engine_stats st = eu_stats(on);
     assert_true(st.spec_accepted > 0 && st.spec_accepted < st.spec_drafted);
     assert_pools_clean(on);
     ts_engine_destroy(off);
@@ -322,9 +287,9 @@ static void test_opt_out_and_constraint(void **state)
     ts_engine *off = start_on(eu_model, NULL, 4, 0), *on = start_on(eu_model, draft, 4, 0);
     ts_request_params p = eu_greedy(ids, n, 60);
     p.no_speculation = true;
-    eu_result a = run(on, &p), b = run(off, &p);
-    assert_same(&a, &b, 1);
-    assert_int_equal(stats_of(on).spec_drafted, 0);
+    eu_result a = eu_run(on, &p), b = eu_run(off, &p);
+    eu_assert_same(&a, &b, 1);
+    assert_int_equal(eu_stats(on).spec_drafted, 0);
     eu_result_free(&a);
     eu_result_free(&b);
 
@@ -333,9 +298,9 @@ static void test_opt_out_and_constraint(void **state)
     int32_t *jids = eu_tokenize(eu_model, json, &nj);
     ts_request_params c = eu_greedy(jids, nj, 40);
     c.constraint = TS_CONSTRAINT_JSON_OBJECT;
-    eu_result x = run(off, &c), y = run(on, &c);
-    assert_same(&x, &y, 1);
-    assert_true(stats_of(on).spec_drafted > 0);
+    eu_result x = eu_run(off, &c), y = eu_run(on, &c);
+    eu_assert_same(&x, &y, 1);
+    assert_true(eu_stats(on).spec_drafted > 0);
     assert_pools_clean(on);
     eu_result_free(&x);
     eu_result_free(&y);
@@ -368,9 +333,9 @@ static void test_forced_acceptance(void **state)
         ts_engine *e = eu_start(eu_model, &o);
         ts_request_params p = eu_greedy(ids, n, 120);
         p.ignore_eos = true;
-        eu_result r = run(e, &p);
+        eu_result r = eu_run(e, &p);
         assert_int_equal(r.tokens[0], 120);
-        ts_engine_stats st = stats_of(e);
+        ts_engine_stats st = eu_stats(e);
         assert_true(st.spec_drafted > 20);
         if (ps[i] == 1.0)
             assert_int_equal(st.spec_accepted, st.spec_drafted);
@@ -448,7 +413,7 @@ static void test_vocabulary_mismatch_refused(void **state)
     int n = 0;
     int32_t *ids = eu_tokenize(eu_model, PROMPTS[2], &n);
     ts_request_params p = eu_greedy(ids, n, 20);
-    eu_result r = run(e, &p);
+    eu_result r = eu_run(e, &p);
     assert_true(r.tokens[0] > 0);
     assert_pools_clean(e);
     eu_result_free(&r);

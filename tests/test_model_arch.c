@@ -20,6 +20,7 @@
 #include "tokenizer/vocab.h"
 #include "engine_util.h"
 #include "step_util.h"
+#include "ref_util.h"
 #include "util.h"
 
 static const char *model_path(const char *name)
@@ -75,12 +76,11 @@ static reference reference_load(const char *name, const char *nn)
     free(json);
 
     snprintf(rel, sizeof rel, "reference/archref/topk/%s/%s.jsonl", name, nn);
-    char *lines = tu_read_file(tu_shared(rel), NULL);
-    assert_non_null(lines);
+    char *lines = ref_read(tu_shared(rel), NULL), *cursor = lines;
     assert_non_null(r.top_ids = calloc((size_t)r.n, sizeof *r.top_ids));
     assert_non_null(r.top_probs = calloc((size_t)r.n, sizeof *r.top_probs));
     int seen = 0;
-    for (char *line = strtok(lines, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         cJSON *o = cJSON_Parse(line);
         assert_non_null(o);
         int pos = cJSON_GetObjectItem(o, "pos")->valueint;
@@ -758,11 +758,8 @@ static void test_qwen2moe_refusals(void **state)
     ts_model_config c;
     assert_true(model_synth_shape(&c, "qwen2moe-a2.7b"));
     model_synth_shrink(&c);
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
-    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     char *path = strdup(tu_tmp_path("qwen2moe-tiny.gguf"));
     assert_non_null(path);
     assert_int_equal(model_synth_write(path, &c, "F32", &v, 1, NULL), TS_OK);
@@ -838,12 +835,8 @@ static char *synth_file(const char *shape, const char *name)
     ts_error err = {0};
     assert_true(model_synth_shape(&c, shape));
     model_synth_shrink(&c);
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     char *path = strdup(tu_tmp_path(name));
     assert_non_null(path);
     if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)

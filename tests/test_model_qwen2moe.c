@@ -24,6 +24,7 @@
 #include "model/synth.h"
 #include "tokenizer/vocab.h"
 #include "step_util.h"
+#include "ref_util.h"
 #include "util.h"
 
 enum { N_TYPES = 2, N_PROMPTS = 2, MAX_IDS = 64, TOPK = 5 };
@@ -70,9 +71,8 @@ static int load_refs(void **state)
     (void)state;
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/qwen2moe/qwen2moe_ref.txt", TS_SOURCE_DIR);
-    char *text = tu_read_file(path, NULL);
-    assert_non_null(text);
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *text = ref_read(path, NULL), *cursor = text;
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         char kind[16], type[16], nn[8];
         int n = 0, used = 0;
         if (line[0] == '#')
@@ -131,11 +131,8 @@ static const char *make_model(int t)
     ts_model_config c;
     assert_true(model_synth_shape(&c, "qwen2moe-a2.7b"));
     model_synth_shrink(&c);
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
-    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     model_synth_opts opts = {.peaked = true};
     ts_error err = {0};
     if (model_synth_write_with(path[t], &c, TYPES[t], &v, refs[t].seed, &opts, &err) != TS_OK)
@@ -390,11 +387,8 @@ static void test_k_quants_grouped_and_invariant(void **state)
     c.shared_ffn_dim = 512;
     c.n_experts = 8;
     c.n_experts_used = 2;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    assert_int_equal(gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, NULL), TS_OK);
-    assert_int_equal(vocab_read_gguf(&v, f, NULL), TS_OK);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     char *path = strdup(tu_tmp_path("qwen2moe-q4km.gguf"));
     model_synth_opts opts = {.peaked = true};
     assert_int_equal(model_synth_write_with(path, &c, "Q4_K_M", &v, 3, &opts, NULL), TS_OK);

@@ -33,21 +33,12 @@ static int setup(void **state)
     assert_true(model_synth_shape(&c, "qwen3-4b"));
     model_synth_shrink(&c);
     c.pooling = TS_POOLING_LAST;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
     ts_error err = {0};
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     v.add_eos = true; /* inputs end with EOS, as Qwen3-Embedding's */
-    const char *path = tu_tmp_path("server-embed.gguf");
-    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    model = tu_synth_model(&c, "F32", &v, "server-embed.gguf");
     vocab_clear(&v);
-    if (ts_model_load(path, NULL, &model, &err) != TS_OK)
-        fail_msg("load: %s", err.msg);
-    unlink(path);
     engine = eu_start(model, NULL);
     ts_server_options so;
     ts_server_options_default(&so);
@@ -250,10 +241,8 @@ static void test_base64_and_dimensions(void **state)
         sq += (double)full[k] * full[k];
     for (int k = 0; k < 16; k++)
         assert_true(fabs(part[k] - full[k] / sqrt(sq)) < 1e-6);
-    sv_post(served.url, "/v1/embeddings", "{\"input\": \"a\", \"dimensions\": 65}", &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "dimensions"));
-    sv_answer_free(&a);
+    sv_expect(served.url, "/v1/embeddings", "{\"input\": \"a\", \"dimensions\": 65}", 400,
+              "dimensions", NULL);
 }
 
 static void test_limits(void **state)
@@ -269,23 +258,16 @@ static void test_limits(void **state)
     assert_non_null(plain);
     memcpy(plain, body.s, body.len);
     memcpy(plain + body.len, "}", 2);
-    sv_post(served.url, "/v1/embeddings", plain, &a);
+    sv_expect(served.url, "/v1/embeddings", plain, 400, "limit of 256 tokens",
+              "context_length_exceeded", NULL);
     free(plain);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "limit of 256 tokens"));
-    assert_non_null(strstr(a.body.s, "context_length_exceeded"));
-    sv_answer_free(&a);
     strbuf_addf(&body, ", \"truncate\": true}");
     static float v[DIM];
     assert_int_equal(post_floats(body.s, 1, DIM, v), 256);
     strbuf_free(&body);
 
-    sv_post(served.url, "/v1/embeddings", "{\"input\": [3, 100000]}", &a);
-    assert_int_equal(a.status, 400);
-    sv_answer_free(&a);
-    sv_post(served.url, "/v1/embeddings", "{\"input\": \"x\", \"model\": \"nope\"}", &a);
-    assert_int_equal(a.status, 404);
-    sv_answer_free(&a);
+    sv_expect(served.url, "/v1/embeddings", "{\"input\": [3, 100000]}", 400, NULL);
+    sv_expect(served.url, "/v1/embeddings", "{\"input\": \"x\", \"model\": \"nope\"}", 404, NULL);
     sv_post(served.url, "/v1/embeddings", "{\"input\": \"", &a);
     assert_int_equal(a.status, 400);
     assert_non_null(cJSON_GetObjectItem(a.json, "error"));
@@ -358,12 +340,8 @@ static void test_not_embedding_model(void **state)
     ts_error err = {0};
     if (!sv_serve(&s, e, &so, &err))
         fail_msg("serve: %s", err.msg);
-    sv_answer a;
-    sv_post(s.url, "/v1/embeddings", "{\"input\": \"hello\"}", &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "model_not_embedding"));
-    assert_non_null(strstr(a.body.s, "pooling_type"));
-    sv_answer_free(&a);
+    sv_expect(s.url, "/v1/embeddings", "{\"input\": \"hello\"}", 400, "model_not_embedding",
+              "pooling_type", NULL);
     sv_stop(&s);
     ts_engine_destroy(e);
     ts_model_free(stories);

@@ -37,13 +37,8 @@ static ts_model *make_model(ts_pooling p, const char *name)
     model_synth_shrink(&c);
     c.context_len = CONTEXT; /* the prompt's fixed turns take ~250 of the tiny vocabulary */
     c.pooling = p;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    ts_error err = {0};
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
+    tu_stories_vocab(&v);
     /* no space before the first piece of a text: the chat's markup and its messages are
      * tokenized apart, and a prefix would make that differ from the text tokenized whole */
     v.add_space_prefix = false;
@@ -57,14 +52,8 @@ static ts_model *make_model(ts_pooling p, const char *name)
         t->score = 0.0f;
         t->type = VOCAB_TOKEN_USER_DEFINED;
     }
-    const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, "F32", &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    ts_model *m = tu_synth_model(&c, "F32", &v, name);
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load: %s", err.msg);
-    unlink(path);
     return m;
 }
 
@@ -351,11 +340,7 @@ static void test_route_order_top_n_documents(void **state)
 static void test_route_errors(void **state)
 {
     (void)state;
-    sv_answer a;
-    sv_post(served.url, "/v1/rerank", "{\"documents\": [\"a\"]}", &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "query"));
-    sv_answer_free(&a);
+    sv_expect(served.url, "/v1/rerank", "{\"documents\": [\"a\"]}", 400, "query", NULL);
 
     /* a document past the context names itself */
     size_t len = 4 * CONTEXT * 2;
@@ -364,24 +349,16 @@ static void test_route_errors(void **state)
     for (size_t i = 0; i < len / 4; i++)
         at += snprintf(body + at, len + 100 - (size_t)at, "cat ");
     snprintf(body + at, len + 100 - (size_t)at, "\"]}");
-    sv_post(served.url, "/v1/rerank", body, &a);
+    sv_expect(served.url, "/v1/rerank", body, 400, "documents[1]", "context_length_exceeded",
+              NULL);
     free(body);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "documents[1]"));
-    assert_non_null(strstr(a.body.s, "context_length_exceeded"));
-    sv_answer_free(&a);
 
     /* a reranker serves no embeddings */
-    sv_post(served.url, "/v1/embeddings", "{\"input\": \"a cat\"}", &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "model_not_embedding"));
-    sv_answer_free(&a);
+    sv_expect(served.url, "/v1/embeddings", "{\"input\": \"a cat\"}", 400, "model_not_embedding",
+              NULL);
 
     /* a model whose GGUF names no rank pooling answers 400 ... */
-    sv_post(plain_served.url, "/v1/rerank", RERANK_BODY(""), &a);
-    assert_int_equal(a.status, 400);
-    assert_non_null(strstr(a.body.s, "model_not_reranker"));
-    sv_answer_free(&a);
+    sv_expect(plain_served.url, "/v1/rerank", RERANK_BODY(""), 400, "model_not_reranker", NULL);
 }
 
 /* ... unless the server is told every model reranks (--rerank). */

@@ -20,6 +20,7 @@
 #include "server/rerank.h"
 #include "server_util.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 /* make_ref.py's RERANKERS, RERANK_QUERY and RERANK_DOCUMENTS. */
@@ -44,35 +45,22 @@ static sv_served served[MODELS], embed_served;
 static ts_model *make_model(const char *shape, ts_pooling p, const char *type, const char *name)
 {
     ts_model_config c;
-    ts_error err = {0};
     assert_true(model_synth_shape(&c, shape));
     model_synth_shrink(&c);
     c.pooling = p;
     c.cls_out = p == TS_POOLING_RANK;
-    gguf_file *f = NULL;
     tokenizer_vocab v;
-    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
-        vocab_read_gguf(&v, f, &err) != TS_OK)
-        fail_msg("vocabulary: %s", err.msg);
-    gguf_close(f);
-    const char *path = tu_tmp_path(name);
-    if (model_synth_write(path, &c, type, &v, 1, &err) != TS_OK)
-        fail_msg("synth: %s", err.msg);
+    tu_stories_vocab(&v);
+    ts_model *m = tu_synth_model(&c, type, &v, name);
     vocab_clear(&v);
-    ts_model *m = NULL;
-    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
-        fail_msg("load %s: %s", name, err.msg);
-    unlink(path);
     return m;
 }
 
 static void read_refs(void)
 {
-    size_t len = 0;
-    char *text = tu_read_file(TS_SOURCE_DIR "/tests/embed/rerank_ref.txt", &len);
-    assert_non_null(text);
+    char *text = ref_read(TS_SOURCE_DIR "/tests/embed/rerank_ref.txt", NULL), *cursor = text;
     int p = -1, scores = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (!strncmp(line, "model ", 6)) {
             p = -1;
             for (int k = 0; k < MODELS; k++)

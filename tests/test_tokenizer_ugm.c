@@ -19,6 +19,7 @@
 #include "server_util.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 #define REF_PATH TS_SOURCE_DIR "/tests/unigram/ugm_ref.txt"
@@ -49,18 +50,6 @@ typedef struct ref_data {
     int n_cases;
 } ref_data;
 
-static size_t unhex(const char *hex, char *dst, size_t cap)
-{
-    size_t n = 0;
-    unsigned b;
-    while (hex[0] && hex[0] != ' ' && hex[0] != '\n' && sscanf(hex, "%2x", &b) == 1) {
-        assert_true(n < cap);
-        dst[n++] = (char)b;
-        hex += 2;
-    }
-    return n;
-}
-
 /* Puts configuration c (its flags and charsmap) into v. */
 static void use_config(tokenizer_vocab *v, const ref_config *c)
 {
@@ -83,20 +72,15 @@ static void use_config(tokenizer_vocab *v, const ref_config *c)
 static void ref_load(ref_data *r)
 {
     memset(r, 0, sizeof *r);
-    char *file = tu_read_file(REF_PATH, NULL);
-    assert_non_null(file);
+    char *file = ref_read(REF_PATH, NULL), *cursor = file;
     tokenizer_vocab *v = &r->vocab;
     v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
     assert_non_null(v->tokens);
-    char buf[256];
-    for (char *line = file; *line; line = strchr(line, '\n') + 1) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (strncmp(line, "token ", 6) == 0) {
             assert_true(v->n_tokens < MAX_TOKENS);
             vocab_token *t = &v->tokens[v->n_tokens++];
-            t->len = (uint32_t)unhex(line + 6, buf, sizeof buf);
-            t->text = malloc(t->len + 1);
-            memcpy(t->text, buf, t->len);
-            t->text[t->len] = '\0';
+            t->text = ref_unhex_dup(line + 6, &t->len);
             unsigned bits;
             assert_int_equal(sscanf(strchr(line + 6, ' ') + 1, "%d %x", &t->type, &bits), 2);
             memcpy(&t->score, &bits, 4);
@@ -109,26 +93,23 @@ static void ref_load(ref_data *r)
             c->remove_extra_whitespaces = merge != 0;
             const char *map = strchr(strchr(line + 7, ' ') + 1, ' ') + 1;
             if (map[0] != '-')
-                c->charsmap_len = (uint32_t)unhex(map, (char *)c->charsmap, sizeof c->charsmap);
+                c->charsmap_len =
+                    (uint32_t)ref_unhex(map, (char *)c->charsmap, sizeof c->charsmap);
         } else if (strncmp(line, "text ", 5) == 0) {
             assert_true(r->n_cases < MAX_CASES && r->n_configs > 0);
             ref_case *c = &r->cases[r->n_cases++];
-            c->len = unhex(line + 5, c->text, sizeof c->text);
+            c->len = ref_unhex(line + 5, c->text, sizeof c->text);
             c->config = r->n_configs - 1;
         } else {
             bool plain = strncmp(line, "plain ", 6) == 0;
             assert_true(plain || strncmp(line, "ids ", 4) == 0);
             assert_true(r->n_cases > 0);
             ref_case *c = &r->cases[r->n_cases - 1];
-            int32_t *ids = plain ? c->plain : c->ids;
-            size_t *n = plain ? &c->n_plain : &c->n_ids;
-            char *p = strchr(line, ' ') + 1;
-            *n = strtoul(p, &p, 10);
-            assert_true(*n <= MAX_IDS);
-            for (size_t i = 0; i < *n; i++)
-                ids[i] = (int32_t)strtol(p, &p, 10);
+            if (plain)
+                c->n_plain = ref_ids(line + 6, c->plain, MAX_IDS);
+            else
+                c->n_ids = ref_ids(line + 4, c->ids, MAX_IDS);
         }
-        assert_non_null(strchr(line, '\n'));
     }
     free(file);
     v->kind = VOCAB_KIND_UGM;
@@ -138,21 +119,6 @@ static void ref_load(ref_data *r)
     assert_true(r->n_configs >= 3);
     assert_true(r->n_cases >= 300);
     use_config(v, &r->configs[0]);
-}
-
-/* Writes v as a vocabulary-only GGUF and loads it back as a tokenizer. */
-static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
-                               ts_error *err)
-{
-    gguf_writer *g = NULL;
-    const char *path = tu_tmp_path(name);
-    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
-    gguf_writer_free(g);
-    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
-    remove(path);
-    return st;
 }
 
 /* The ids of text with special tokens parsed, and BOS and EOS as the vocabulary asks
@@ -199,7 +165,7 @@ static void test_peer_ids(void **state)
             ts_tokenizer_free(tok);
             config = c->config;
             use_config(&r.vocab, &r.configs[config]);
-            assert_int_equal(load_via_gguf(&r.vocab, "ugm.gguf", &tok, &err), TS_OK);
+            assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "ugm.gguf", &tok, &err), TS_OK);
             configs++;
         }
         size_t n = 0;
@@ -235,7 +201,7 @@ static void test_plain_and_detokenize(void **state)
     ref_load(&r);
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(&r.vocab, "ugm-plain.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "ugm-plain.gguf", &tok, &err), TS_OK);
     const ref_case *c = find_case(&r, 0, "hello world");
     int32_t ids[16];
     size_t n = 0;
@@ -269,7 +235,7 @@ static void test_random_texts(void **state)
     for (int config = 0; config < r.n_configs; config++) {
         ts_tokenizer *tok = NULL;
         use_config(&r.vocab, &r.configs[config]);
-        assert_int_equal(load_via_gguf(&r.vocab, "ugm-fuzz.gguf", &tok, &err), TS_OK);
+        assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "ugm-fuzz.gguf", &tok, &err), TS_OK);
         for (int iter = 0; iter < 400; iter++) {
             size_t len = 0, want = (seed = seed * 1103515245u + 12345u) >> 23;
             while (len < want && len < sizeof text - 64) {
@@ -370,7 +336,7 @@ static void test_malformed(void **state)
     v->charsmap = malloc(sizeof map);
     memcpy(v->charsmap, map, sizeof map);
     v->charsmap_len = sizeof map;
-    assert_int_equal(load_via_gguf(v, "ugm-badmap.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-badmap.gguf", &tok, &err), TS_OK);
     int32_t ids[8];
     size_t got = 0;
     assert_int_equal(ts_tokenize(tok, "bA", 2, false, ids, 8, &got), TS_ERR_FORMAT);
@@ -379,7 +345,7 @@ static void test_malformed(void **state)
     /* the same map with offset 0 replaces "A" by "a" */
     xcda[65] = 1u << 31;
     memcpy(v->charsmap + 4, xcda, sizeof xcda);
-    assert_int_equal(load_via_gguf(v, "ugm-goodmap.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-goodmap.gguf", &tok, &err), TS_OK);
     int32_t want[8];
     size_t n_want = 0;
     assert_int_equal(ts_tokenize(tok, "ab", 2, false, want, 8, &n_want), TS_OK);
@@ -400,12 +366,12 @@ static void test_rerank_pair(void **state)
     tokenizer_vocab *v = &r.vocab;
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(v, "ugm-pair0.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-pair0.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenizer_sep(tok), -1);
     ts_tokenizer_free(tok);
     v->sep_id = 2;
     v->add_sep = true;
-    assert_int_equal(load_via_gguf(v, "ugm-pair.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-pair.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenizer_sep(tok), 2);
     const ref_case *q = find_case(&r, 0, "hello"), *d = find_case(&r, 0, "new york city");
     int32_t want[32];
@@ -424,22 +390,9 @@ static void test_rerank_pair(void **state)
     free(ids);
     ts_tokenizer_free(tok);
     v->sep_id = v->n_tokens;
-    assert_int_equal(load_via_gguf(v, "ugm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "ugm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     vocab_clear(v);
-}
-
-/* stdout of the shell command cmd (malloc'd); *status gets its exit status. */
-static char *run_cmd(const char *cmd, int *status)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char *buf = calloc(1, 1 << 20);
-    assert_non_null(buf);
-    size_t n = fread(buf, 1, (1 << 20) - 1, p);
-    buf[n] = '\0';
-    *status = WEXITSTATUS(pclose(p));
-    return buf;
 }
 
 /* The ids as `tessera tokenize` prints them: "1 2 3\n" (into out, cap bytes). */
@@ -459,18 +412,13 @@ static void test_cli_and_embed(void **state)
     (void)state;
     static ref_data r;
     ref_load(&r);
-    gguf_writer *g = NULL;
-    ts_error err = {0};
     char vocab[512], model[512], cmd[2048];
     snprintf(vocab, sizeof vocab, "%s", tu_tmp_path("ugm-cli.gguf"));
     snprintf(model, sizeof model, "%s", tu_tmp_path("ugm-bert.gguf"));
-    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, vocab, &err), TS_OK);
-    gguf_writer_free(g);
+    tu_write_vocab_gguf(&r.vocab, vocab);
     int status = -1;
     snprintf(cmd, sizeof cmd, "%s/tessera info -m %s 2>/dev/null", TS_BUILD_DIR, vocab);
-    char *out = run_cmd(cmd, &status);
+    char *out = tu_run(cmd, &status);
     assert_int_equal(status, 0);
     assert_non_null(strstr(out, "t5 (Unigram)"));
     free(out);
@@ -478,7 +426,7 @@ static void test_cli_and_embed(void **state)
     const ref_case *c = find_case(&r, 0, "new york city");
     snprintf(cmd, sizeof cmd, "%s/tessera tokenize -m %s -p 'new york city' 2>/dev/null",
              TS_BUILD_DIR, vocab);
-    out = run_cmd(cmd, &status);
+    out = tu_run(cmd, &status);
     assert_int_equal(status, 0);
     char want[256];
     ids_line(want, sizeof want, c->ids, c->n_ids);
@@ -487,7 +435,7 @@ static void test_cli_and_embed(void **state)
     free(out);
     snprintf(cmd, sizeof cmd, "%s/tessera tokenize --no-bos -m %s -p 'new york city' "
              "2>/dev/null", TS_BUILD_DIR, vocab);
-    out = run_cmd(cmd, &status);
+    out = tu_run(cmd, &status);
     assert_int_equal(status, 0);
     ids_line(want, sizeof want, c->plain, c->n_plain);
     assert_string_equal(out, want);
@@ -496,7 +444,7 @@ static void test_cli_and_embed(void **state)
     snprintf(cmd, sizeof cmd, "%s/tessera synth --tiny --shape bge-small --pooling cls "
              "--vocab %s -o %s >/dev/null 2>&1 && echo 'new york city' | %s/tessera embed -m %s "
              "--threads 1 2>/dev/null", TS_BUILD_DIR, vocab, model, TS_BUILD_DIR, model);
-    out = run_cmd(cmd, &status);
+    out = tu_run(cmd, &status);
     assert_int_equal(status, 0);
     char tokens[32];
     snprintf(tokens, sizeof tokens, "\"tokens\":%zu", c->n_ids);

@@ -18,6 +18,7 @@
 #include "server_util.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
+#include "ref_util.h"
 #include "util.h"
 
 #define REF_PATH TS_SOURCE_DIR "/tests/wordpiece/wpm_ref.txt"
@@ -41,39 +42,22 @@ typedef struct ref_data {
     int n_cases;
 } ref_data;
 
-static size_t unhex(const char *hex, char *dst, size_t cap)
-{
-    size_t n = 0;
-    unsigned b;
-    while (hex[0] && hex[0] != ' ' && hex[0] != '\n' && sscanf(hex, "%2x", &b) == 1) {
-        assert_true(n < cap);
-        dst[n++] = (char)b;
-        hex += 2;
-    }
-    return n;
-}
-
 /* The reference file's vocabulary (its special ids as make_ref.py wrote them: [PAD] 0,
  * [UNK] 1, [CLS] 2, [SEP] 3; uncased, as the file's first texts) and its texts with
  * their ids and normalizers. */
 static void ref_load(ref_data *r)
 {
     memset(r, 0, sizeof *r);
-    char *file = tu_read_file(REF_PATH, NULL);
-    assert_non_null(file);
+    char *file = ref_read(REF_PATH, NULL), *cursor = file;
     tokenizer_vocab *v = &r->vocab;
     v->tokens = calloc(MAX_TOKENS, sizeof *v->tokens);
     assert_non_null(v->tokens);
-    char buf[256];
     int lowercase = 1, strip = 1, bos = 1, sep = 1;
-    for (char *line = file; *line; line = strchr(line, '\n') + 1) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (strncmp(line, "token ", 6) == 0) {
             assert_true(v->n_tokens < MAX_TOKENS);
             vocab_token *t = &v->tokens[v->n_tokens++];
-            t->len = (uint32_t)unhex(line + 6, buf, sizeof buf);
-            t->text = malloc(t->len + 1);
-            memcpy(t->text, buf, t->len);
-            t->text[t->len] = '\0';
+            t->text = ref_unhex_dup(line + 6, &t->len);
             t->type = atoi(strchr(line + 6, ' ') + 1);
         } else if (strncmp(line, "config ", 7) == 0) {
             int got = sscanf(line + 7, "%d %d %d %d", &lowercase, &strip, &bos, &sep);
@@ -84,7 +68,7 @@ static void ref_load(ref_data *r)
         } else if (strncmp(line, "text ", 5) == 0) {
             assert_true(r->n_cases < MAX_CASES);
             ref_case *c = &r->cases[r->n_cases++];
-            c->len = unhex(line + 5, c->text, sizeof c->text);
+            c->len = ref_unhex(line + 5, c->text, sizeof c->text);
             c->lowercase = lowercase != 0;
             c->strip_accents = strip != 0;
             c->flags = bos != 0;
@@ -93,15 +77,11 @@ static void ref_load(ref_data *r)
             assert_true(plain || strncmp(line, "ids ", 4) == 0);
             assert_true(r->n_cases > 0);
             ref_case *c = &r->cases[r->n_cases - 1];
-            int32_t *ids = plain ? c->plain : c->ids;
-            size_t *n = plain ? &c->n_plain : &c->n_ids;
-            char *p = strchr(line, ' ') + 1;
-            *n = strtoul(p, &p, 10);
-            assert_true(*n <= MAX_IDS);
-            for (size_t i = 0; i < *n; i++)
-                ids[i] = (int32_t)strtol(p, &p, 10);
+            if (plain)
+                c->n_plain = ref_ids(line + 6, c->plain, MAX_IDS);
+            else
+                c->n_ids = ref_ids(line + 4, c->ids, MAX_IDS);
         }
-        assert_non_null(strchr(line, '\n'));
     }
     free(file);
     v->kind = VOCAB_KIND_WPM;
@@ -110,21 +90,6 @@ static void ref_load(ref_data *r)
     v->add_bos = v->add_sep = true;
     v->lowercase = v->strip_accents = true;
     assert_true(r->n_cases >= 90);
-}
-
-/* Writes v as a vocabulary-only GGUF and loads it back as a tokenizer. */
-static ts_status load_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
-                               ts_error *err)
-{
-    gguf_writer *g = NULL;
-    const char *path = tu_tmp_path(name);
-    assert_int_equal(gguf_writer_create(32, &g, err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, v, err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, path, err), TS_OK);
-    gguf_writer_free(g);
-    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
-    remove(path);
-    return st;
 }
 
 /* Fails, printing both, unless ids (n) are the peer's (n_want) for case k. */
@@ -168,7 +133,7 @@ static void test_peer_ids(void **state)
                 r.vocab.lowercase = c->lowercase;
                 r.vocab.strip_accents = c->strip_accents;
                 r.vocab.add_bos = r.vocab.add_sep = c->flags;
-                assert_int_equal(load_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
+                assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "wpm.gguf", &tok, &err), TS_OK);
                 assert_int_equal(ts_tokenizer_add_eos(tok), asks_eos);
                 configs++;
             }
@@ -209,7 +174,7 @@ static void test_special_and_case(void **state)
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
     int32_t hello = id_of(v, "\xe2\x96\x81hello"), world = id_of(v, "\xe2\x96\x81world");
-    assert_int_equal(load_via_gguf(v, "wpm-plain.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-plain.gguf", &tok, &err), TS_OK);
     int32_t ids[8];
     size_t n = 0;
     assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
@@ -219,7 +184,7 @@ static void test_special_and_case(void **state)
     ts_tokenizer_free(tok);
 
     v->add_sep = false;
-    assert_int_equal(load_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-nosep.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenize(tok, "hello", 5, true, ids, 8, &n), TS_OK);
     assert_int_equal(n, 3);
     assert_int_equal(ids[0], 2);
@@ -229,7 +194,7 @@ static void test_special_and_case(void **state)
     ts_tokenizer_free(tok);
 
     v->lowercase = v->strip_accents = false;
-    assert_int_equal(load_via_gguf(v, "wpm-cased.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-cased.gguf", &tok, &err), TS_OK);
     assert_int_equal(ts_tokenize(tok, "Hello world", 11, false, ids, 8, &n), TS_OK);
     assert_int_equal(n, 2);
     assert_int_equal(ids[0], id_of(v, "\xe2\x96\x81Hello"));
@@ -247,7 +212,7 @@ static void test_detokenize(void **state)
     ref_load(&r);
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(&r.vocab, "wpm-detok.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "wpm-detok.gguf", &tok, &err), TS_OK);
     const char *text = "Unbelievable TOKENIZATION of cafés";
     int32_t *ids = NULL;
     size_t n = 0;
@@ -272,7 +237,7 @@ static void test_long_text(void **state)
     ref_load(&r);
     ts_error err = {0};
     ts_tokenizer *tok = NULL;
-    assert_int_equal(load_via_gguf(&r.vocab, "wpm-longtext.gguf", &tok, &err), TS_OK);
+    assert_int_equal(tu_tokenizer_via_gguf(&r.vocab, "wpm-longtext.gguf", &tok, &err), TS_OK);
     size_t len = 1 << 20;
     char *text = malloc(len);
     assert_non_null(text);
@@ -295,16 +260,9 @@ static void test_long_text(void **state)
 /* stdout of `tessera ARGS` (malloc'd); *status gets its exit status. */
 static char *run_cli(const char *args, int *status)
 {
-    char cmd[1024];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s/tessera %s 2>/dev/null", TS_BUILD_DIR, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    char *buf = calloc(1, 65536);
-    assert_non_null(buf);
-    size_t n = fread(buf, 1, 65535, p);
-    buf[n] = '\0';
-    *status = WEXITSTATUS(pclose(p));
-    return buf;
+    return tu_run(cmd, status);
 }
 
 /* The ids as `tessera tokenize` prints them: "1 2 3\n" (into out, cap bytes). */
@@ -324,16 +282,11 @@ static void test_cli(void **state)
     (void)state;
     static ref_data r;
     ref_load(&r);
-    gguf_writer *g = NULL;
-    ts_error err = {0};
     char path[512], args[1024];
     snprintf(path, sizeof path, "%s", tu_tmp_path("wpm-cli.gguf"));
     r.vocab.add_eos = true;
     r.vocab.eos_id = 3;
-    assert_int_equal(gguf_writer_create(32, &g, &err), TS_OK);
-    assert_int_equal(model_gguf_add_vocab(g, &r.vocab, &err), TS_OK);
-    assert_int_equal(gguf_writer_write_file(g, path, &err), TS_OK);
-    gguf_writer_free(g);
+    tu_write_vocab_gguf(&r.vocab, path);
     int status = -1;
     snprintf(args, sizeof args, "tokenize -m %s -p 'Hello, World!'", path);
     char *out = run_cli(args, &status);
@@ -376,14 +329,14 @@ static void test_malformed(void **state)
         free(v->tokens[i].text);
     v->n_tokens = 50;
     v->unk_id = -1;
-    assert_int_equal(load_via_gguf(v, "wpm-nounk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-nounk.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "unknown token"));
     assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
 
     v->unk_id = v->n_tokens + 5;
-    assert_int_equal(load_via_gguf(v, "wpm-badunk.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-badunk.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "unknown_token_id"));
 
@@ -393,7 +346,7 @@ static void test_malformed(void **state)
     v->tokens[10].text = calloc(2000, 1);
     memset(v->tokens[10].text, 'a', 1999);
     v->tokens[10].len = 1999;
-    assert_int_equal(load_via_gguf(v, "wpm-long.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-long.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "bytes long"));
     free(v->tokens[10].text);
@@ -401,7 +354,7 @@ static void test_malformed(void **state)
     v->tokens[10].len = (uint32_t)strlen(word);
 
     v->sep_id = v->n_tokens;
-    assert_int_equal(load_via_gguf(v, "wpm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
+    assert_int_equal(tu_tokenizer_via_gguf(v, "wpm-badsep.gguf", &tok, &err), TS_ERR_FORMAT);
     assert_null(tok);
     assert_non_null(strstr(err.msg, "seperator_token_id"));
     assert_int_equal(tokenizer_create(v, &tok, &err), TS_ERR_FORMAT);

@@ -1,4 +1,5 @@
 /* util.c: file and path helpers for the tests, and models they share. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,12 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "gguf/gguf.h"
 #include "model/forward_ref.h"
 #include "model/model_gguf.h"
+#include "model/synth.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
 
@@ -46,6 +50,29 @@ char *tu_read_file(const char *path, size_t *len)
     return data;
 }
 
+char *tu_run(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char *buf = calloc(1, 1 << 20);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 20) - 1, p);
+    buf[n] = '\0';
+    *status = WEXITSTATUS(pclose(p));
+    return buf;
+}
+
+double tu_cosine(const float *a, const float *b, int n)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return ab / sqrt(aa * bb);
+}
+
 const char *tu_tmp_path(const char *name)
 {
     static char buf[4096];
@@ -67,6 +94,30 @@ long tu_rss_bytes(void)
     return resident * sysconf(_SC_PAGESIZE);
 }
 
+void tu_stories_vocab(tokenizer_vocab *v)
+{
+    gguf_file *f = NULL;
+    ts_error err = {0};
+    if (gguf_open(tu_shared("models/stories260K/stories260K.gguf"), &f, &err) != TS_OK ||
+        vocab_read_gguf(v, f, &err) != TS_OK)
+        fail_msg("stories260K's vocabulary: %s", err.msg);
+    gguf_close(f);
+}
+
+ts_model *tu_synth_model(const ts_model_config *c, const char *type, const tokenizer_vocab *v,
+                         const char *name)
+{
+    const char *path = tu_tmp_path(name);
+    ts_error err = {0};
+    if (model_synth_write(path, c, type, v, 1, &err) != TS_OK)
+        fail_msg("synth %s: %s", name, err.msg);
+    ts_model *m = NULL;
+    if (ts_model_load(path, NULL, &m, &err) != TS_OK)
+        fail_msg("load %s: %s", name, err.msg);
+    unlink(path);
+    return m;
+}
+
 void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
 {
     assert_int_equal(a->kind, b->kind);
@@ -83,6 +134,26 @@ void tu_assert_same_vocab(const tokenizer_vocab *a, const tokenizer_vocab *b)
     assert_int_equal(a->pad_id, b->pad_id);
     assert_int_equal(a->add_bos, b->add_bos);
     assert_int_equal(a->add_space_prefix, b->add_space_prefix);
+}
+
+void tu_write_vocab_gguf(const tokenizer_vocab *v, const char *path)
+{
+    gguf_writer *g = NULL;
+    ts_error err = {0};
+    if (gguf_writer_create(32, &g, &err) != TS_OK || model_gguf_add_vocab(g, v, &err) != TS_OK ||
+        gguf_writer_write_file(g, path, &err) != TS_OK)
+        fail_msg("vocabulary GGUF %s: %s", path, err.msg);
+    gguf_writer_free(g);
+}
+
+ts_status tu_tokenizer_via_gguf(const tokenizer_vocab *v, const char *name, ts_tokenizer **tok,
+                                ts_error *err)
+{
+    const char *path = tu_tmp_path(name);
+    tu_write_vocab_gguf(v, path);
+    ts_status st = ts_tokenizer_load_gguf(path, tok, err);
+    remove(path);
+    return st;
 }
 
 ts_model *tu_stories_with_rope(const float *factors, float rope_scale)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "quant.h"
+#include "tessera/tokenizer.h"
 
 /* Path of rel inside the shared data folder ($TESSERA_SHARED, else ../shared beside the
  * source tree). Returns a static buffer overwritten by the next call. */
@@ -17,16 +18,46 @@ char *tu_read_file(const char *path, size_t *len);
 /* A fresh path under the build folder's tmp/ for files a test writes (static buffer). */
 const char *tu_tmp_path(const char *name);
 
+/* The standard output of the shell command cmd (malloc'd, NUL-terminated; its first MiB
+ * less one byte); *status gets the command's exit status. */
+char *tu_run(const char *cmd, int *status);
+
+/* The cosine of the angle between a and b (n floats each). */
+double tu_cosine(const float *a, const float *b, int n);
+
 /* This process's resident set size in bytes (/proc/self/statm); fails the test when it
  * cannot be read. */
 long tu_rss_bytes(void);
 
 struct tokenizer_vocab;
 struct ts_model;
+struct ts_model_config;
+
+/* stories260K's vocabulary read into *v (the caller frees it with vocab_clear); fails the
+ * test when it cannot be read. */
+void tu_stories_vocab(struct tokenizer_vocab *v);
+
+/* Model c (its weights of type, as `tessera synth --type`; seed 1) with vocabulary v
+ * (borrowed), written by model_synth_write to name under the build folder's tmp/ and
+ * loaded from there (the file removed after). Fails the test, naming name, on any error;
+ * the caller frees the model with ts_model_free(). */
+struct ts_model *tu_synth_model(const struct ts_model_config *c, const char *type,
+                                const struct tokenizer_vocab *v, const char *name);
 
 /* Fails the test unless a and b hold the same tokens (text, score, type), special ids
  * and flags. */
 void tu_assert_same_vocab(const struct tokenizer_vocab *a, const struct tokenizer_vocab *b);
+
+/* Writes v as a vocabulary-only GGUF at path with the GGUF writer; fails the test on any
+ * error. */
+void tu_write_vocab_gguf(const struct tokenizer_vocab *v, const char *path);
+
+/* Writes v as a vocabulary-only GGUF (a file name under the build folder's tmp/, removed
+ * after) with the GGUF writer and loads it back as `tessera tokenize` does, into *tok.
+ * Returns the load's status (err set on failure); fails the test when the file cannot be
+ * written. */
+ts_status tu_tokenizer_via_gguf(const struct tokenizer_vocab *v, const char *name,
+                                ts_tokenizer **tok, ts_error *err);
 
 /* stories260K written back by the GGUF writer with rope_freqs.weight holding factors (its
  * head_dim/2 = 4 floats, copied; NULL for no tensor) and linear RoPE scaling rope_scale (1

@@ -24,7 +24,10 @@ on it and asks /v1/embeddings for each input of token ids. Output lines:
     input N id_1 ... id_N
     vector D v_1 ... v_D
 """
-import json, os, subprocess, sys, tempfile, time, urllib.request
+import os, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peer_server import PeerServer  # noqa: E402  (tests/peer_server.py)
 
 # name, synth shape, pooling, type
 MODELS = [
@@ -55,13 +58,10 @@ RERANK_DOCUMENTS = ["The dog ran to the park.", "Lily ate a red apple.",
                     "A cat slept on the mat.", "The dog ran home fast.",
                     "Once upon a time there was a little girl named Lily."]
 
-def rerank_lines(port, name):
+def rerank_lines(peer, name):
     """The peer's scores of the documents, by index."""
     body = {"query": RERANK_QUERY, "documents": RERANK_DOCUMENTS}
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/rerank",
-                                 data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    results = sorted(json.load(urllib.request.urlopen(req))["results"], key=lambda r: r["index"])
+    results = sorted(peer.post("/v1/rerank", body)["results"], key=lambda r: r["index"])
     assert len(results) == len(RERANK_DOCUMENTS)
     return [f"model {name}"] + [f"score {r['index']} %.8g" % r["relevance_score"] for r in results]
 
@@ -76,12 +76,9 @@ def inputs():
         out.append(ids)
     return out
 
-def embed(port, inp):
+def embed(peer, inp):
     """The peer's vectors of inp (token ids, or a list of them), in order."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings",
-                                 data=json.dumps({"input": inp}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    data = json.load(urllib.request.urlopen(req))["data"]
+    data = peer.post("/v1/embeddings", {"input": inp})["data"]
     return [d["embedding"] for d in sorted(data, key=lambda d: d["index"])]
 
 def main():
@@ -98,39 +95,23 @@ def main():
             subprocess.run([tessera, "synth", "--shape", shape, "--tiny", "--pooling", pooling,
                             "--type", qtype, "--vocab", vocab, "--seed", "1", "-o", model],
                            check=True)
-            port = 18990
-            peer = subprocess.Popen([server, "-m", model,
-                                     "--reranking" if mode == "rerank" else "--embedding",
-                                     "--port", str(port), "-t", "1",
-                                     "-c", "256", "-np", "1"], stdout=subprocess.DEVNULL,
-                                    stderr=open(os.path.join(tmp, "peer.log"), "w"))
-            try:
-                for _ in range(100):
-                    try:
-                        urllib.request.urlopen(f"http://127.0.0.1:{port}/health")
-                        break
-                    except Exception:
-                        time.sleep(0.1)
+            mode_flag = "--reranking" if mode == "rerank" else "--embedding"
+            with PeerServer(server, model, os.path.join(tmp, "peer.log"),
+                            [mode_flag, "-c", "256"]) as peer:
                 if mode == "rerank":
-                    lines += rerank_lines(port, name)
+                    lines += rerank_lines(peer, name)
                     continue
                 lines.append(f"model {name}")
                 singles = []
                 for ids in inputs():
-                    vec = embed(port, ids)[0]
+                    vec = embed(peer, ids)[0]
                     singles.append(vec)
                     lines.append(f"input {len(ids)} " + " ".join(map(str, ids)))
                     lines.append(f"vector {len(vec)} " + " ".join("%.8g" % v for v in vec))
                 if encoders:
-                    for a, b in zip(singles, embed(port, inputs())):
+                    for a, b in zip(singles, embed(peer, inputs())):
                         cos = sum(x * y for x, y in zip(a, b))
                         assert cos > 0.99999, (name, cos)
-            except Exception:
-                sys.stderr.write(open(os.path.join(tmp, "peer.log")).read()[-3000:])
-                raise
-            finally:
-                peer.terminate()
-                peer.wait()
     with open(out_path, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -25,15 +25,14 @@ same prompt must equal the server's, or the script stops. Output lines:
     top TYPE NN I id p id p ...                   (before output token I: the top N_PROBS)
 """
 import hashlib
-import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peer_server import PeerServer  # noqa: E402  (tests/peer_server.py)
 
 SHAPE = "qwen2moe-a2.7b"
 SEED = 5
@@ -45,49 +44,6 @@ SHARED = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared"))
 VOCAB = os.path.join(SHARED, "models", "stories260K", "stories260K.gguf")
 PROMPTS = [("01", os.path.join(SHARED, "reference", "stories260K-greedy", "01.prompt")),
            ("02", os.path.join(SHARED, "reference", "stories260K-greedy", "02.prompt"))]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, peer, model, log):
-        self.port = free_port()
-        self.logf = open(log, "w")
-        self.proc = subprocess.Popen(
-            [os.path.join(peer, "llama-server"), "-m", model, "--host", "127.0.0.1", "--port",
-             str(self.port), "-c", "256", "-np", "1", "-t", "1", "--no-webui"],
-            stdout=self.logf, stderr=subprocess.STDOUT)
-        t0 = time.time()
-        while True:
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except Exception:
-                pass
-            if self.proc.poll() is not None or time.time() - t0 > 60:
-                raise RuntimeError("llama-server did not start; see " + log)
-            time.sleep(0.2)
-
-    def post(self, path, body):
-        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path),
-                                     data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return json.loads(r.read())
-
-    def stop(self):
-        self.proc.terminate()  # this PID only
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.logf.close()
 
 
 def completion_text(peer, model, prompt_file):
@@ -116,8 +72,9 @@ def main():
                             str(SEED), "--type", typ, "--vocab", VOCAB, "-o", model], check=True)
             sha = hashlib.sha256(open(model, "rb").read()).hexdigest()
             lines.append("model %s %d %s" % (typ, SEED, sha))
-            srv = Server(peer, model, os.path.join(tmp, "server-%s.log" % typ))
-            try:
+            with PeerServer(os.path.join(peer, "llama-server"), model,
+                            os.path.join(tmp, "server-%s.log" % typ),
+                            ["-c", "256", "--no-webui"]) as srv:
                 for nn, pf in PROMPTS:
                     text = open(pf, encoding="utf-8").read()
                     ids = srv.post("/tokenize", {"content": text, "add_special": True})["tokens"]
@@ -136,8 +93,6 @@ def main():
                         top = " ".join("%d %.6f" % (t["id"], math.exp(t["logprob"]))
                                        for t in step["top_logprobs"])
                         lines.append("top %s %s %d %s" % (typ, nn, i, top))
-            finally:
-                srv.stop()
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -15,7 +15,10 @@ with add_special and without. Output lines, strings as hex of their UTF-8 bytes:
     ids N id_1 ... id_N     (/tokenize with add_special: BOS where the file says, EOS)
     plain N id_1 ... id_N   (the same without add_special)
 """
-import json, os, struct, subprocess, sys, tempfile, time, urllib.request
+import os, struct, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peer_server import PeerServer  # noqa: E402  (tests/peer_server.py)
 
 TEXTS = ["", " ", "Hello world", "Once upon a time, there was a little girl.",
          " leading space", "two  spaces\nand a line", "caf\u00e9 \u00fcber \u4e2d\u6587 \U0001F600",
@@ -74,36 +77,15 @@ def with_add_eos(src, dst):
         f.write(head + data)
 
 
-def post(port, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req))
-
-
 def peer_ids(server, model, tmp):
-    port = 18993
-    log = os.path.join(tmp, "log")
-    peer = subprocess.Popen([server, "-m", model, "--port", str(port), "-t", "1", "-c", "512",
-                             "-np", "1"], stdout=subprocess.DEVNULL, stderr=open(log, "w"))
     lines = []
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health")
-                break
-            except Exception:
-                time.sleep(0.2)
-        else:
-            sys.exit("llama-server did not start:\n" + open(log).read())
+    with PeerServer(server, model, os.path.join(tmp, "log"), ["-c", "512"]) as peer:
         for text in TEXTS:
-            ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
-            plain = post(port, "/tokenize", {"content": text, "add_special": False})["tokens"]
+            ids = peer.post("/tokenize", {"content": text, "add_special": True})["tokens"]
+            plain = peer.post("/tokenize", {"content": text, "add_special": False})["tokens"]
             lines.append(f"text {text.encode().hex()}")
             lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
             lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
-    finally:
-        peer.terminate()
-        peer.wait()
     return lines
 
 

@@ -17,7 +17,10 @@ remove_extra_whitespaces, and a small precompiled charsmap or none). Output line
     ids N id_1 ... id_N     (/tokenize with add_special)
     plain N id_1 ... id_N   (the same without add_special)
 """
-import json, os, random, struct, subprocess, sys, tempfile, time, urllib.request
+import os, random, struct, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peer_server import PeerServer  # noqa: E402  (tests/peer_server.py)
 
 N_VOCAB = 512
 TYPE_NORMAL, TYPE_CONTROL, TYPE_USER, TYPE_UNUSED = 1, 3, 4, 5
@@ -164,44 +167,23 @@ def write_vocab(path, toks, prefix, remove_ws, cmap):
         f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, len(meta)) + b"".join(meta))
 
 
-def post(port, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req))
-
-
 def peer_ids(tessera, server, tmp, toks, prefix, remove_ws, cmap):
     vpath, model = os.path.join(tmp, "vocab.gguf"), os.path.join(tmp, "bert.gguf")
     write_vocab(vpath, toks, prefix, remove_ws, cmap)
     subprocess.run([tessera, "synth", "--tiny", "--shape", "bge-small", "--vocab", vpath,
                     "-o", model], check=True, stdout=subprocess.DEVNULL)
-    port = 18992
-    log = os.path.join(tmp, "log")
-    peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
-                             "-c", "512", "-np", "1"], stdout=subprocess.DEVNULL,
-                            stderr=open(log, "w"))
     lines = []
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health")
-                break
-            except Exception:
-                time.sleep(0.2)
-        else:
-            sys.exit("llama-server did not start:\n" + open(log).read())
+    with PeerServer(server, model, os.path.join(tmp, "log"),
+                    ["--embedding", "-c", "512"]) as peer:
         for text in TEXTS:
             try:
-                ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
-                plain = post(port, "/tokenize", {"content": text, "add_special": False})["tokens"]
+                ids = peer.post("/tokenize", {"content": text, "add_special": True})["tokens"]
+                plain = peer.post("/tokenize", {"content": text, "add_special": False})["tokens"]
             except Exception as e:
                 sys.exit(f"/tokenize {text!r}: {e}")
             lines.append(f"text {text.encode().hex()}")
             lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
             lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
-    finally:
-        peer.terminate()
-        peer.wait()
     return lines
 
 

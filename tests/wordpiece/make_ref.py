@@ -19,7 +19,10 @@ string as hex of its UTF-8 bytes:
     ids N id_1 ... id_N     (/tokenize with add_special)
     plain N id_1 ... id_N   (the same without add_special)
 """
-import json, os, random, struct, subprocess, sys, tempfile, time, urllib.request
+import os, random, struct, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peer_server import PeerServer  # noqa: E402  (tests/peer_server.py)
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ("the a an is was it of to and in on for with he she they we you i this that hello "
@@ -133,39 +136,18 @@ def write_model(path, toks, lowercase, strip, flags=None):
         f.write(head + data)
 
 
-def post(port, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req))
-
-
 def peer_ids(server, tmp, toks, lowercase, strip, flags):
     model = os.path.join(tmp, "bert.gguf")
     write_model(model, toks, lowercase, strip, flags)
-    port = 18991
-    log = os.path.join(tmp, "log")
-    peer = subprocess.Popen([server, "-m", model, "--embedding", "--port", str(port), "-t", "1",
-                             "-c", "512", "-np", "1"], stdout=subprocess.DEVNULL,
-                            stderr=open(log, "w"))
     lines = []
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health")
-                break
-            except Exception:
-                time.sleep(0.2)
-        else:
-            sys.exit("llama-server did not start:\n" + open(log).read())
+    with PeerServer(server, model, os.path.join(tmp, "log"),
+                    ["--embedding", "-c", "512"]) as peer:
         for text in TEXTS:
-            ids = post(port, "/tokenize", {"content": text, "add_special": True})["tokens"]
-            plain = post(port, "/tokenize", {"content": text, "add_special": False})["tokens"]
+            ids = peer.post("/tokenize", {"content": text, "add_special": True})["tokens"]
+            plain = peer.post("/tokenize", {"content": text, "add_special": False})["tokens"]
             lines.append(f"text {text.encode().hex()}")
             lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
             lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
-    finally:
-        peer.terminate()
-        peer.wait()
     return lines
 
 
