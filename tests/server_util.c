@@ -205,3 +205,35 @@ int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_
     free(str);
     return ids;
 }
+
+void sv_expect_tokenize_forms(const char *url, const char *text, size_t len,
+                              const int32_t *with, size_t n_with, const int32_t *plain,
+                              size_t n_plain)
+{
+    static const struct {
+        const char *field, *how;
+        int add_special; /* -1: left out */
+        bool with;       /* the ids with BOS and EOS are expected */
+    } forms[] = {{"content", "content, add_special", 1, true},
+                 {"content", "content", -1, false},
+                 {"prompt", "prompt", -1, true},
+                 {"prompt", "prompt, no add_special", 0, false}};
+    for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+        size_t n = 0;
+        int32_t *ids = sv_tokenize(url, forms[f].field, text, len, forms[f].add_special, &n);
+        const int32_t *want = forms[f].with ? with : plain;
+        size_t n_want = forms[f].with ? n_with : n_plain;
+        if (n != n_want || memcmp(ids, want, n * sizeof *ids) != 0) {
+            fprintf(stderr, "/tokenize '%.*s' (%s): %zu ids, the peer's %zu:", (int)len, text,
+                    forms[f].how, n, n_want);
+            for (size_t i = 0; i < n; i++)
+                fprintf(stderr, " %d", (int)ids[i]);
+            fprintf(stderr, " / peer:");
+            for (size_t i = 0; i < n_want; i++)
+                fprintf(stderr, " %d", (int)want[i]);
+            fprintf(stderr, "\n");
+            fail();
+        }
+        free(ids);
+    }
+}

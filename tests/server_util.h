@@ -64,6 +64,13 @@ void sv_answer_free(sv_answer *a);
  * count in *n). Fails the test on any answer but 200 with a "tokens" array of ids. */
 int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_t len,
                      int add_special, size_t *n);
+/* Fails, printing both, unless url's /tokenize gives for text (len bytes) the peer's ids in
+ * the four forms llama.cpp clients send: `with` (BOS and EOS as the vocabulary asks) for
+ * "content" with add_special true and for "prompt" as it comes, `plain` for "content" as
+ * it comes (add_special false by default) and "prompt" with add_special false. */
+void sv_expect_tokenize_forms(const char *url, const char *text, size_t len,
+                              const int32_t *with, size_t n_with, const int32_t *plain,
+                              size_t n_plain);
 /* POSTs body (borrowed; NULL: a GET) to url followed by path and fails the test, showing
  * the answer, unless its status is status and its body holds each string of the list that
  * follows, which a NULL ends (an empty list: the status alone). */

@@ -17,6 +17,7 @@
 #include "engine_util.h"
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
+#include "ref_util.h"
 #include "server_util.h"
 #include "tokenizer/vocab.h"
 #include "util.h"
@@ -597,58 +598,27 @@ typedef struct eos_case {
 } eos_case;
 
 /* Reads the count and ids of line's "ids"/"plain" field (after its first space). */
-static size_t read_ids(const char *line, int32_t *ids)
-{
-    char *p = strchr(line, ' ') + 1;
-    size_t n = strtoul(p, &p, 10);
-    assert_true(n <= EOS_MAX_IDS);
-    for (size_t i = 0; i < n; i++)
-        ids[i] = (int32_t)strtol(p, &p, 10);
-    return n;
-}
-
 /* The cases of eos_ref.txt under "vocab name"; returns their count. */
 static int eos_ref_load(const char *name, eos_case *cases)
 {
-    char *file = tu_read_file(TS_SOURCE_DIR "/tests/tokenize/eos_ref.txt", NULL);
-    assert_non_null(file);
+    char *file = ref_read(TS_SOURCE_DIR "/tests/tokenize/eos_ref.txt", NULL), *cursor = file;
     int n = 0;
     bool in = false;
-    for (char *line = strtok(file, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (!strncmp(line, "vocab ", 6)) {
             in = !strcmp(line + 6, name);
         } else if (in && !strncmp(line, "text", 4)) {
             assert_true(n < EOS_MAX_CASES);
             eos_case *c = &cases[n++];
-            const char *hex = line[4] == ' ' ? line + 5 : "";
-            unsigned b;
-            for (c->len = 0; hex[0] && sscanf(hex, "%2x", &b) == 1; hex += 2) {
-                assert_true(c->len < sizeof c->text);
-                c->text[c->len++] = (char)b;
-            }
+            c->len = ref_unhex(line[4] == ' ' ? line + 5 : "", c->text, sizeof c->text);
         } else if (in && !strncmp(line, "ids ", 4)) {
-            cases[n - 1].n_ids = read_ids(line, cases[n - 1].ids);
+            cases[n - 1].n_ids = ref_ids(line + 4, cases[n - 1].ids, EOS_MAX_IDS);
         } else if (in && !strncmp(line, "plain ", 6)) {
-            cases[n - 1].n_plain = read_ids(line, cases[n - 1].plain);
+            cases[n - 1].n_plain = ref_ids(line + 6, cases[n - 1].plain, EOS_MAX_IDS);
         }
     }
     free(file);
     return n;
-}
-
-static void expect_eos_ids(const char *how, const eos_case *c, const int32_t *ids, size_t n,
-                           const int32_t *want, size_t n_want)
-{
-    if (n == n_want && !memcmp(ids, want, n * sizeof *ids))
-        return;
-    fprintf(stderr, "'%.*s' (%s): %zu ids:", (int)c->len, c->text, how, n);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, " %d", (int)ids[i]);
-    fprintf(stderr, " / the peer's %zu:", n_want);
-    for (size_t i = 0; i < n_want; i++)
-        fprintf(stderr, " %d", (int)want[i]);
-    fprintf(stderr, "\n");
-    fail();
 }
 
 /* `tessera tokenize` on vocabulary-only GGUF path prints "ids\n" for c's text, with the
@@ -695,16 +665,8 @@ static void check_eos_vocab(const char *path, const char *name)
     for (int k = 0; k < n_cases; k++) {
         const eos_case *c = &cases[k];
         assert_true(c->n_ids > c->n_plain); /* the peer added EOS at least */
-        size_t n = 0;
-        int32_t *ids = sv_tokenize(s.url, "content", c->text, c->len, 1, &n);
-        expect_eos_ids("content, add_special", c, ids, n, c->ids, c->n_ids);
-        free(ids);
-        ids = sv_tokenize(s.url, "content", c->text, c->len, -1, &n);
-        expect_eos_ids("content", c, ids, n, c->plain, c->n_plain);
-        free(ids);
-        ids = sv_tokenize(s.url, "prompt", c->text, c->len, -1, &n);
-        expect_eos_ids("prompt", c, ids, n, c->ids, c->n_ids);
-        free(ids);
+        sv_expect_tokenize_forms(s.url, c->text, c->len, c->ids, c->n_ids, c->plain,
+                                 c->n_plain);
     }
     sv_stop(&s);
     ts_model_free(model);

@@ -378,19 +378,8 @@ static void test_server_tokenize(void **state)
         const ref_case *c = &r.cases[k];
         if (!c->lowercase || !c->strip_accents || !c->flags || memchr(c->text, '\0', c->len))
             continue;
-        size_t n = 0;
-        int32_t *ids = sv_tokenize(s.url, "content", c->text, c->len, 1, &n);
-        expect_ids(k, c, "content, add_special", ids, n, c->ids, c->n_ids);
-        free(ids);
-        ids = sv_tokenize(s.url, "content", c->text, c->len, -1, &n);
-        expect_ids(k, c, "content", ids, n, c->plain, c->n_plain);
-        free(ids);
-        ids = sv_tokenize(s.url, "prompt", c->text, c->len, -1, &n);
-        expect_ids(k, c, "prompt", ids, n, c->ids, c->n_ids);
-        free(ids);
-        ids = sv_tokenize(s.url, "prompt", c->text, c->len, 0, &n);
-        expect_ids(k, c, "prompt, no add_special", ids, n, c->plain, c->n_plain);
-        free(ids);
+        sv_expect_tokenize_forms(s.url, c->text, c->len, c->ids, c->n_ids, c->plain,
+                                 c->n_plain);
         checked++;
     }
     assert_true(checked >= 30);
