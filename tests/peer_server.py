@@ -64,6 +64,21 @@ class PeerServer:
         with urllib.request.urlopen(req, timeout=120) as r:
             return json.loads(r.read())
 
+    def tokenize_lines(self, texts):
+        """The reference lines of each text's /tokenize ids: "text HEX" (its UTF-8 bytes),
+        "ids N id..." with add_special and "plain N id..." without."""
+        lines = []
+        for text in texts:
+            try:
+                ids = self.post("/tokenize", {"content": text, "add_special": True})["tokens"]
+                plain = self.post("/tokenize", {"content": text, "add_special": False})["tokens"]
+            except Exception as e:
+                raise RuntimeError(f"/tokenize {text!r}: {e}") from e
+            lines.append(f"text {text.encode().hex()}")
+            lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
+            lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
+        return lines
+
     def log_tail(self, n=3000):
         if not self.logf.closed:
             self.logf.flush()

@@ -78,15 +78,8 @@ def with_add_eos(src, dst):
 
 
 def peer_ids(server, model, tmp):
-    lines = []
     with PeerServer(server, model, os.path.join(tmp, "log"), ["-c", "512"]) as peer:
-        for text in TEXTS:
-            ids = peer.post("/tokenize", {"content": text, "add_special": True})["tokens"]
-            plain = peer.post("/tokenize", {"content": text, "add_special": False})["tokens"]
-            lines.append(f"text {text.encode().hex()}")
-            lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
-            lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
-    return lines
+        return peer.tokenize_lines(TEXTS)
 
 
 def main():

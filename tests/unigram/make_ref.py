@@ -172,19 +172,9 @@ def peer_ids(tessera, server, tmp, toks, prefix, remove_ws, cmap):
     write_vocab(vpath, toks, prefix, remove_ws, cmap)
     subprocess.run([tessera, "synth", "--tiny", "--shape", "bge-small", "--vocab", vpath,
                     "-o", model], check=True, stdout=subprocess.DEVNULL)
-    lines = []
     with PeerServer(server, model, os.path.join(tmp, "log"),
                     ["--embedding", "-c", "512"]) as peer:
-        for text in TEXTS:
-            try:
-                ids = peer.post("/tokenize", {"content": text, "add_special": True})["tokens"]
-                plain = peer.post("/tokenize", {"content": text, "add_special": False})["tokens"]
-            except Exception as e:
-                sys.exit(f"/tokenize {text!r}: {e}")
-            lines.append(f"text {text.encode().hex()}")
-            lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
-            lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
-    return lines
+        return peer.tokenize_lines(TEXTS)
 
 
 def main():

@@ -139,16 +139,9 @@ def write_model(path, toks, lowercase, strip, flags=None):
 def peer_ids(server, tmp, toks, lowercase, strip, flags):
     model = os.path.join(tmp, "bert.gguf")
     write_model(model, toks, lowercase, strip, flags)
-    lines = []
     with PeerServer(server, model, os.path.join(tmp, "log"),
                     ["--embedding", "-c", "512"]) as peer:
-        for text in TEXTS:
-            ids = peer.post("/tokenize", {"content": text, "add_special": True})["tokens"]
-            plain = peer.post("/tokenize", {"content": text, "add_special": False})["tokens"]
-            lines.append(f"text {text.encode().hex()}")
-            lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
-            lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
-    return lines
+        return peer.tokenize_lines(TEXTS)
 
 
 def main():
