@@ -77,3 +77,18 @@ size_t ref_ids(const char *s, int32_t *out, size_t cap)
         out[i] = (int32_t)strtol(p, &p, 10);
     return (size_t)n;
 }
+
+void ref_expect_ids(const char *what, const int32_t *ids, size_t n, const int32_t *want,
+                    size_t n_want)
+{
+    if (n == n_want && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0))
+        return;
+    fprintf(stderr, "%s: %zu ids, the peer's %zu:", what, n, n_want);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %d", (int)ids[i]);
+    fprintf(stderr, " / peer:");
+    for (size_t i = 0; i < n_want; i++)
+        fprintf(stderr, " %d", (int)want[i]);
+    fprintf(stderr, "\n");
+    fail();
+}

@@ -13,6 +13,7 @@
 
 #include "engine_util.h"
 #include "model/synth.h"
+#include "ref_util.h"
 #include "server_util.h"
 #include "util.h"
 
@@ -223,17 +224,9 @@ void sv_expect_tokenize_forms(const char *url, const char *text, size_t len,
         int32_t *ids = sv_tokenize(url, forms[f].field, text, len, forms[f].add_special, &n);
         const int32_t *want = forms[f].with ? with : plain;
         size_t n_want = forms[f].with ? n_with : n_plain;
-        if (n != n_want || (n > 0 && memcmp(ids, want, n * sizeof *ids) != 0)) {
-            fprintf(stderr, "/tokenize '%.*s' (%s): %zu ids, the peer's %zu:", (int)len, text,
-                    forms[f].how, n, n_want);
-            for (size_t i = 0; i < n; i++)
-                fprintf(stderr, " %d", (int)ids[i]);
-            fprintf(stderr, " / peer:");
-            for (size_t i = 0; i < n_want; i++)
-                fprintf(stderr, " %d", (int)want[i]);
-            fprintf(stderr, "\n");
-            fail();
-        }
+        char what[400];
+        snprintf(what, sizeof what, "/tokenize '%.*s' (%s)", (int)len, text, forms[f].how);
+        ref_expect_ids(what, ids, n, want, n_want);
         free(ids);
     }
 }

@@ -136,17 +136,10 @@ static int32_t *tokenize_as(const ts_tokenizer *tok, const char *text, size_t le
 static void expect_ids(int k, const ref_case *c, const char *how, const int32_t *ids, size_t n,
                        const int32_t *want, size_t n_want)
 {
-    if (n == n_want && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0))
-        return;
-    fprintf(stderr, "text %d '%.*s' (config %d, %s): %zu ids, the peer's %zu:", k, (int)c->len,
-            c->text, c->config, how, n, n_want);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, " %d", (int)ids[i]);
-    fprintf(stderr, " / peer:");
-    for (size_t i = 0; i < n_want; i++)
-        fprintf(stderr, " %d", (int)want[i]);
-    fprintf(stderr, "\n");
-    fail();
+    char what[400];
+    snprintf(what, sizeof what, "text %d '%.*s' (config %d, %s)", k, (int)c->len, c->text,
+             c->config, how);
+    ref_expect_ids(what, ids, n, want, n_want);
 }
 
 /* Every text, under each configuration, gives the peer's ids, with add_special (BOS and
