@@ -78,6 +78,17 @@ size_t ref_ids(const char *s, int32_t *out, size_t cap)
     return (size_t)n;
 }
 
+void ref_id_line(const char *line, int32_t *ids, size_t *n_ids, int32_t *plain,
+                 size_t *n_plain, size_t cap)
+{
+    if (strncmp(line, "plain ", 6) == 0)
+        *n_plain = ref_ids(line + 6, plain, cap);
+    else if (strncmp(line, "ids ", 4) == 0)
+        *n_ids = ref_ids(line + 4, ids, cap);
+    else
+        fail_msg("not an ids or plain line: %.60s", line);
+}
+
 void ref_expect_ids(const char *what, const int32_t *ids, size_t n, const int32_t *want,
                     size_t n_want)
 {

@@ -32,6 +32,11 @@ char *ref_unhex_dup(const char *hex, uint32_t *len);
  * ids). Returns N; fails the test when N is negative or over cap. */
 size_t ref_ids(const char *s, int32_t *out, size_t cap);
 
+/* Reads a reference line "ids N id..." into ids (*n_ids) or "plain N id..." into plain
+ * (*n_plain), at most cap each; fails the test on any other line. */
+void ref_id_line(const char *line, int32_t *ids, size_t *n_ids, int32_t *plain,
+                 size_t *n_plain, size_t cap);
+
 /* Fails, printing what (which text, which form) and both lists, unless ids (n) equal the
  * peer's want (n_want). */
 void ref_expect_ids(const char *what, const int32_t *ids, size_t n, const int32_t *want,

@@ -611,10 +611,10 @@ static int eos_ref_load(const char *name, eos_case *cases)
             assert_true(n < EOS_MAX_CASES);
             eos_case *c = &cases[n++];
             c->len = ref_unhex(line[4] == ' ' ? line + 5 : "", c->text, sizeof c->text);
-        } else if (in && !strncmp(line, "ids ", 4)) {
-            cases[n - 1].n_ids = ref_ids(line + 4, cases[n - 1].ids, EOS_MAX_IDS);
-        } else if (in && !strncmp(line, "plain ", 6)) {
-            cases[n - 1].n_plain = ref_ids(line + 6, cases[n - 1].plain, EOS_MAX_IDS);
+        } else if (in) {
+            assert_true(n > 0);
+            eos_case *c = &cases[n - 1];
+            ref_id_line(line, c->ids, &c->n_ids, c->plain, &c->n_plain, EOS_MAX_IDS);
         }
     }
     free(file);

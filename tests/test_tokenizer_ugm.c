@@ -101,14 +101,9 @@ static void ref_load(ref_data *r)
             c->len = ref_unhex(line + 5, c->text, sizeof c->text);
             c->config = r->n_configs - 1;
         } else {
-            bool plain = strncmp(line, "plain ", 6) == 0;
-            assert_true(plain || strncmp(line, "ids ", 4) == 0);
             assert_true(r->n_cases > 0);
             ref_case *c = &r->cases[r->n_cases - 1];
-            if (plain)
-                c->n_plain = ref_ids(line + 6, c->plain, MAX_IDS);
-            else
-                c->n_ids = ref_ids(line + 4, c->ids, MAX_IDS);
+            ref_id_line(line, c->ids, &c->n_ids, c->plain, &c->n_plain, MAX_IDS);
         }
     }
     free(file);

@@ -73,14 +73,9 @@ static void ref_load(ref_data *r)
             c->strip_accents = strip != 0;
             c->flags = bos != 0;
         } else {
-            bool plain = strncmp(line, "plain ", 6) == 0;
-            assert_true(plain || strncmp(line, "ids ", 4) == 0);
             assert_true(r->n_cases > 0);
             ref_case *c = &r->cases[r->n_cases - 1];
-            if (plain)
-                c->n_plain = ref_ids(line + 6, c->plain, MAX_IDS);
-            else
-                c->n_ids = ref_ids(line + 4, c->ids, MAX_IDS);
+            ref_id_line(line, c->ids, &c->n_ids, c->plain, &c->n_plain, MAX_IDS);
         }
     }
     free(file);
