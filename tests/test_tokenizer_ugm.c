@@ -14,7 +14,6 @@
 
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
-#include "server/embeddings.h"
 #include "server/rerank.h"
 #include "server_util.h"
 #include "tessera/tokenizer.h"
@@ -121,9 +120,9 @@ static void ref_load(ref_data *r)
 static int32_t *tokenize_as(const ts_tokenizer *tok, const char *text, size_t len,
                             bool add_special, size_t *n)
 {
-    ts_tokenize_opts o = {.add_special = add_special, .parse_special = true};
+    ts_tokenize_opts o = {.add_special = add_special, .add_eos = true, .parse_special = true};
     int32_t *ids = NULL;
-    assert_int_equal(embed_tokenize_ex(tok, text, len, &o, &ids, n), TS_OK);
+    assert_int_equal(ts_tokenize_alloc(tok, text, len, &o, &ids, n), TS_OK);
     return ids;
 }
 
@@ -159,6 +158,13 @@ static void test_peer_ids(void **state)
         size_t n = 0;
         int32_t *ids = tokenize_as(tok, c->text, c->len, true, &n);
         expect_ids(k, c, "add_special", ids, n, c->ids, c->n_ids);
+        free(ids);
+        /* a prompt's reading (add_special without add_eos): the same ids but the closing EOS */
+        ts_tokenize_opts prompt = {.add_special = true, .parse_special = true};
+        assert_int_equal(ts_tokenize_alloc(tok, c->text, c->len, &prompt, &ids, &n), TS_OK);
+        size_t closing = ts_tokenizer_text_eos(tok) ? 1 : 0;
+        assert_true(c->n_ids >= closing);
+        expect_ids(k, c, "add_special, no add_eos", ids, n, c->ids, c->n_ids - closing);
         free(ids);
         ids = tokenize_as(tok, c->text, c->len, false, &n);
         expect_ids(k, c, "plain", ids, n, c->plain, c->n_plain);

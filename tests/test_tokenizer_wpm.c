@@ -14,7 +14,6 @@
 
 #include "gguf/gguf.h"
 #include "model/model_gguf.h"
-#include "server/embeddings.h"
 #include "server_util.h"
 #include "tessera/tokenizer.h"
 #include "tokenizer/vocab.h"
@@ -126,10 +125,11 @@ static void test_peer_ids(void **state)
                 configs++;
             }
             for (int special = 0; special < 2; special++) {
-                ts_tokenize_opts o = {.add_special = special, .parse_special = true};
+                ts_tokenize_opts o = {
+                    .add_special = special, .add_eos = true, .parse_special = true};
                 int32_t *ids = NULL;
                 size_t n = 0;
-                assert_int_equal(embed_tokenize_ex(tok, c->text, c->len, &o, &ids, &n), TS_OK);
+                assert_int_equal(ts_tokenize_alloc(tok, c->text, c->len, &o, &ids, &n), TS_OK);
                 expect_ids(k, c, special ? "add_special" : "plain", ids, n,
                            special ? c->ids : c->plain, special ? c->n_ids : c->n_plain);
                 free(ids);

@@ -49,6 +49,12 @@ typedef struct ts_tokenize_opts {
      * vocabulary's [CLS] first and [SEP] last, as llama.cpp frames a bert text whatever its
      * add_bos/add_sep flags; false: never. */
     bool add_special;
+    /* With add_special: EOS after the text where the vocabulary ends one with it
+     * (ts_tokenizer_text_eos: t5 and other add_eos_token vocabularies), as llama.cpp's
+     * tokenizer does for a single text (/tokenize, embeddings). Chat and completion
+     * prompts leave it off: their templates end turns themselves, and a prompt that
+     * ended with EOS would ask for no continuation. */
+    bool add_eos;
     /* A control or user-defined token spelled out in the text ("<|im_start|>", "</s>")
      * becomes that token, as llama.cpp and Hugging Face tokenizers read prompts; the text
      * between such tokens is encoded piece by piece (SentencePiece vocabularies give each
@@ -94,12 +100,12 @@ int32_t ts_tokenizer_bos(const ts_tokenizer *tok); /* -1 if the vocabulary has n
  * 3's BPE, no for GPT-2, SmolLM, Qwen2 and the other byte-level BPE families). */
 bool ts_tokenizer_add_bos(const ts_tokenizer *tok);
 /* Whether the vocabulary asks for EOS after a text (tokenizer.ggml.add_eos_token) and has
- * one: rerank pairs take it after each text, as llama.cpp's (ts_tokenize itself never adds
- * it; see ts_tokenizer_text_eos for a single text). */
+ * one: rerank pairs take it after each text, as llama.cpp's (ts_tokenize_ex adds it to a
+ * single text with add_eos; see ts_tokenizer_text_eos). */
 bool ts_tokenizer_add_eos(const ts_tokenizer *tok);
-/* Whether a text read with add_special ends with EOS, as llama.cpp's tokenizer ends it: the
- * vocabulary asks (ts_tokenizer_add_eos) and is not WordPiece, whose texts end with [SEP]
- * instead (ts_tokenize_ex adds that one). */
+/* Whether a text read with add_special and add_eos ends with EOS, as llama.cpp's tokenizer
+ * ends it: the vocabulary asks (ts_tokenizer_add_eos) and is not WordPiece, whose texts end
+ * with [SEP] instead. */
 bool ts_tokenizer_text_eos(const ts_tokenizer *tok);
 int32_t ts_tokenizer_eos(const ts_tokenizer *tok); /* -1 if the vocabulary has none */
 /* The separator a pair of texts takes between them where the vocabulary asks for one

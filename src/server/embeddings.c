@@ -160,26 +160,8 @@ ts_status embed_parse(const char *body, size_t len, embed_request *r, oai_error 
 ts_status embed_tokenize(const ts_tokenizer *tok, const char *text, size_t len, int32_t **ids,
                          size_t *n)
 {
-    ts_tokenize_opts o = {.add_special = true, .parse_special = true};
-    return embed_tokenize_ex(tok, text, len, &o, ids, n);
-}
-
-ts_status embed_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
-                            const ts_tokenize_opts *o, int32_t **ids, size_t *n)
-{
-    ts_status st = ts_tokenize_alloc(tok, text, len, o, ids, n);
-    if (st != TS_OK || !o || !o->add_special || !ts_tokenizer_text_eos(tok))
-        return st;
-    int32_t *grown = realloc(*ids, (*n + 1) * sizeof(int32_t));
-    if (!grown) {
-        free(*ids);
-        *ids = NULL;
-        *n = 0;
-        return TS_ERR_NOMEM;
-    }
-    grown[(*n)++] = ts_tokenizer_eos(tok);
-    *ids = grown;
-    return TS_OK;
+    ts_tokenize_opts o = {.add_special = true, .add_eos = true, .parse_special = true};
+    return ts_tokenize_alloc(tok, text, len, &o, ids, n);
 }
 
 void embed_float_bytes(unsigned char *out, const float *v, int n)

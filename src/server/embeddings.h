@@ -43,20 +43,11 @@ void embed_request_clear(embed_request *r);
  * 4 * ((n + 2) / 3) + 1 bytes, NUL-terminated; returns the characters written. */
 size_t embed_base64(char *out, const void *data, size_t n);
 
-/* text (len bytes) as an embedding model's input, as llama-server makes it: embed_tokenize_ex
- * with special tokens added and parsed. *ids is malloc'd (NULL on failure); ts_tokenize's
- * codes. */
+/* text (len bytes) as an embedding model's input, as llama-server makes it: special tokens
+ * added (BOS, WordPiece's [CLS] ... [SEP], EOS where the vocabulary ends a text with it) and
+ * parsed. *ids is malloc'd (NULL on failure); ts_tokenize's codes. */
 ts_status embed_tokenize(const ts_tokenizer *tok, const char *text, size_t len, int32_t **ids,
                          size_t *n);
-
-/* text (len bytes, borrowed) read with o (borrowed; NULL: the defaults) as llama.cpp's
- * tokenizer reads it: ts_tokenize_alloc's ids (BOS first, and WordPiece's [SEP] last, where
- * the vocabulary asks), then, with o->add_special, EOS where the vocabulary ends a text
- * with it (ts_tokenizer_text_eos: t5 and other add_eos_token vocabularies). The one rule
- * for embeddings, /tokenize and `tessera tokenize`. *ids is malloc'd (NULL on failure);
- * ts_tokenize's codes. */
-ts_status embed_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
-                            const ts_tokenize_opts *o, int32_t **ids, size_t *n);
 
 /* v (n floats) as 4n little-endian IEEE-754 bytes into out, whatever the host's order. */
 void embed_float_bytes(unsigned char *out, const float *v, int n);

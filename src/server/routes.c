@@ -157,10 +157,11 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
         return srv_send_error(mc, c, &e);
     }
     const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
-    ts_tokenize_opts opts = {.add_special = t.add_special, .parse_special = t.parse_special};
+    ts_tokenize_opts opts = {
+        .add_special = t.add_special, .add_eos = true, .parse_special = t.parse_special};
     int32_t *ids = NULL;
     size_t n = 0, len = 0;
-    ts_status st = embed_tokenize_ex(tok, t.text, text_len, &opts, &ids, &n);
+    ts_status st = ts_tokenize_alloc(tok, t.text, text_len, &opts, &ids, &n);
     char *body = st != TS_OK      ? NULL
                  : t.with_pieces ? llama_pieces_json(tok, m->name, ids, n, &len)
                                  : tokens_json(m->name, ids, n, &len);

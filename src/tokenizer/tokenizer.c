@@ -441,9 +441,12 @@ ts_status ts_tokenize_ex(const ts_tokenizer *tok, const char *text, size_t len,
         }
     }
     ts_status st = encode_plain(tok, text + piece, len - piece, &out);
-    /* WordPiece closes a text with [SEP] (BERT's single-text form, [CLS] text [SEP]) */
+    /* WordPiece closes a text with [SEP] (BERT's single-text form, [CLS] text [SEP]); the
+     * others with EOS where the vocabulary asks and the caller wants a whole text's ending */
     if (st == TS_OK && o->add_special && wpm && tok->vocab.sep_id >= 0)
         tokenizer_emit(&out, tok->vocab.sep_id);
+    else if (st == TS_OK && o->add_special && o->add_eos && ts_tokenizer_text_eos(tok))
+        tokenizer_emit(&out, tok->vocab.eos_id);
     *n_ids = out.n;
     return st;
 }
@@ -457,10 +460,10 @@ ts_status ts_tokenize_alloc(const ts_tokenizer *tok, const char *text, size_t le
     *n_ids = 0;
     if (len > TOKENIZER_MAX_TEXT) /* before allocating 4 bytes per byte of it */
         return TS_ERR_TOO_LONG;
-    /* An id per byte, plus BOS and a space prefix, holds nearly every answer, so one pass
-     * usually does; the rest (one-byte special tokens, each followed by a prefixed piece)
-     * take a second. */
-    size_t cap = len + 2, n = 0;
+    /* An id per byte, plus BOS, EOS and a space prefix, holds nearly every answer, so one
+     * pass usually does; the rest (one-byte special tokens, each followed by a prefixed
+     * piece) take a second. */
+    size_t cap = len + 3, n = 0;
     int32_t *buf = malloc(cap * sizeof *buf);
     ts_status st = buf ? ts_tokenize_ex(tok, text, len, o, buf, cap, &n) : TS_ERR_NOMEM;
     if (st == TS_OK && n > cap) {
