@@ -66,9 +66,19 @@ class PeerServer:
 
     def tokenize_lines(self, texts):
         """The reference lines of each text's /tokenize ids: "text HEX" (its UTF-8 bytes),
-        "ids N id..." with add_special and "plain N id..." without."""
+        "ids N id..." with add_special and "plain N id..." without. A list in texts is
+        llama.cpp's mixed "content" (strings and ids): its line is "content HEX", the
+        UTF-8 bytes of its JSON."""
         lines = []
         for text in texts:
+            if isinstance(text, list):
+                content = json.dumps(text, separators=(",", ":"))
+                ids = self.post("/tokenize", {"content": text, "add_special": True})["tokens"]
+                plain = self.post("/tokenize", {"content": text, "add_special": False})["tokens"]
+                lines.append(f"content {content.encode().hex()}")
+                lines.append("ids " + " ".join(str(x) for x in [len(ids)] + ids))
+                lines.append("plain " + " ".join(str(x) for x in [len(plain)] + plain))
+                continue
             try:
                 ids = self.post("/tokenize", {"content": text, "add_special": True})["tokens"]
                 plain = self.post("/tokenize", {"content": text, "add_special": False})["tokens"]

@@ -174,18 +174,8 @@ char *sv_header(const sv_answer *a, const char *name)
     return NULL;
 }
 
-int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_t len,
-                     int add_special, size_t *n)
+int32_t *sv_tokenize_body(const char *url, const char *body, size_t *n)
 {
-    char *str = strndup(text, len);
-    assert_non_null(str);
-    assert_int_equal(strlen(str), len);
-    cJSON *req = cJSON_CreateObject();
-    assert_non_null(cJSON_AddStringToObject(req, field, str));
-    if (add_special >= 0)
-        assert_non_null(cJSON_AddBoolToObject(req, "add_special", add_special));
-    char *body = cJSON_PrintUnformatted(req);
-    assert_non_null(body);
     sv_answer a;
     sv_post(url, "/tokenize", body, &a);
     if (a.status != 200)
@@ -201,6 +191,22 @@ int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_
         ids[i] = (int32_t)t->valueint;
     }
     sv_answer_free(&a);
+    return ids;
+}
+
+int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_t len,
+                     int add_special, size_t *n)
+{
+    char *str = strndup(text, len);
+    assert_non_null(str);
+    assert_int_equal(strlen(str), len);
+    cJSON *req = cJSON_CreateObject();
+    assert_non_null(cJSON_AddStringToObject(req, field, str));
+    if (add_special >= 0)
+        assert_non_null(cJSON_AddBoolToObject(req, "add_special", add_special));
+    char *body = cJSON_PrintUnformatted(req);
+    assert_non_null(body);
+    int32_t *ids = sv_tokenize_body(url, body, n);
     free(body);
     cJSON_Delete(req);
     free(str);

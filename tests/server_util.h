@@ -64,6 +64,8 @@ void sv_answer_free(sv_answer *a);
  * count in *n). Fails the test on any answer but 200 with a "tokens" array of ids. */
 int32_t *sv_tokenize(const char *url, const char *field, const char *text, size_t len,
                      int add_special, size_t *n);
+/* POST /tokenize to url with body (JSON, borrowed): the answer's ids, as sv_tokenize. */
+int32_t *sv_tokenize_body(const char *url, const char *body, size_t *n);
 /* Fails, printing both, unless url's /tokenize gives for text (len bytes) the peer's ids in
  * the four forms llama.cpp clients send: `with` (BOS and EOS as the vocabulary asks) for
  * "content" with add_special true and for "prompt" as it comes, `plain` for "content" as

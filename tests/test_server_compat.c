@@ -591,13 +591,13 @@ static void check_plp(const cJSON *list, const cJSON *ids, int n, int k, double 
 enum { EOS_MAX_CASES = 16, EOS_MAX_IDS = 64 };
 
 typedef struct eos_case {
-    char text[256];
+    char text[256]; /* the text, or a mixed "content" array's JSON */
     size_t len;
+    bool content;   /* text is a "content" array */
     int32_t ids[EOS_MAX_IDS], plain[EOS_MAX_IDS]; /* with add_special, without */
     size_t n_ids, n_plain;
 } eos_case;
 
-/* Reads the count and ids of line's "ids"/"plain" field (after its first space). */
 /* The cases of eos_ref.txt under "vocab name"; returns their count. */
 static int eos_ref_load(const char *name, eos_case *cases)
 {
@@ -607,10 +607,13 @@ static int eos_ref_load(const char *name, eos_case *cases)
     for (char *line; (line = ref_next_line(&cursor)) != NULL;) {
         if (!strncmp(line, "vocab ", 6)) {
             in = !strcmp(line + 6, name);
-        } else if (in && !strncmp(line, "text", 4)) {
+        } else if (in && (!strncmp(line, "text", 4) || !strncmp(line, "content ", 8))) {
             assert_true(n < EOS_MAX_CASES);
             eos_case *c = &cases[n++];
-            c->len = ref_unhex(line[4] == ' ' ? line + 5 : "", c->text, sizeof c->text);
+            c->content = line[0] == 'c';
+            const char *hex = c->content ? line + 8 : line[4] == ' ' ? line + 5 : "";
+            c->len = ref_unhex(hex, c->text, sizeof c->text - 1);
+            c->text[c->len] = '\0';
         } else if (in) {
             assert_true(n > 0);
             eos_case *c = &cases[n - 1];
@@ -662,12 +665,35 @@ static void check_eos_vocab(const char *path, const char *name)
     sv_served s;
     ts_model *model = NULL;
     sv_start_encoder(&s, &model, &v);
+    int contents = 0;
     for (int k = 0; k < n_cases; k++) {
         const eos_case *c = &cases[k];
+        if (c->content) { /* strings and ids mixed: BOS and EOS around the first part only */
+            for (int special = 0; special < 2; special++) {
+                char body[512], what[600];
+                snprintf(body, sizeof body, "{\"content\":%.*s,\"add_special\":%s}", (int)c->len,
+                         c->text, special ? "true" : "false");
+                size_t n = 0;
+                int32_t *ids = sv_tokenize_body(s.url, body, &n);
+                snprintf(what, sizeof what, "/tokenize %s", body);
+                ref_expect_ids(what, ids, n, special ? c->ids : c->plain,
+                               special ? c->n_ids : c->n_plain);
+                free(ids);
+            }
+            contents++;
+            continue;
+        }
         assert_true(c->n_ids > c->n_plain); /* the peer added EOS at least */
         sv_expect_tokenize_forms(s.url, c->text, c->len, c->ids, c->n_ids, c->plain,
                                  c->n_plain);
     }
+    assert_true(contents >= 4);
+    /* an id the vocabulary lacks is refused (the peer passes it through) */
+    sv_answer bad;
+    sv_post(s.url, "/tokenize", "{\"content\":[\"x\",99999]}", &bad);
+    assert_int_equal(bad.status, 400);
+    assert_non_null(strstr(bad.body.s, "outside the vocabulary"));
+    sv_answer_free(&bad);
     sv_stop(&s);
     ts_model_free(model);
 

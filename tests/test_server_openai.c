@@ -257,7 +257,8 @@ static void test_tokenize_bodies(void **state)
     oai_error e;
     const char *b1 = "{\"prompt\":\"hi\"}";
     assert_int_equal(oai_parse_tokenize(b1, strlen(b1), &t, &e), TS_OK);
-    assert_string_equal(t.text, "hi");
+    assert_int_equal(t.n_parts, 1);
+    assert_string_equal(t.parts[0].text, "hi");
     assert_true(t.add_special);
     assert_true(t.parse_special); /* spelled-out special tokens count, as in a prompt */
     assert_false(t.text_field_named_text);
@@ -278,6 +279,27 @@ static void test_tokenize_bodies(void **state)
     assert_string_equal(e.param, "parse_special");
     assert_int_equal(oai_parse_tokenize("{}", 2, &t, &e), TS_ERR_INVALID_ARG);
     assert_string_equal(e.param, "prompt");
+    /* llama.cpp's content: a string, or strings and ids mixed, in order; no BOS unless asked */
+    const char *b5 = "{\"content\":[\"a b\",7,\"c\"]}";
+    assert_int_equal(oai_parse_tokenize(b5, strlen(b5), &t, &e), TS_OK);
+    assert_false(t.add_special);
+    assert_int_equal(t.n_parts, 3);
+    assert_string_equal(t.parts[0].text, "a b");
+    assert_null(t.parts[1].text);
+    assert_int_equal(t.parts[1].id, 7);
+    assert_string_equal(t.parts[2].text, "c");
+    oai_tokenize_request_clear(&t);
+    const char *b6 = "{\"content\":[]}";
+    assert_int_equal(oai_parse_tokenize(b6, strlen(b6), &t, &e), TS_OK);
+    assert_int_equal(t.n_parts, 0);
+    oai_tokenize_request_clear(&t);
+    const char *bad[] = {"{\"content\":[1,-2]}", "{\"content\":[1.5]}",
+                         "{\"content\":[[1]]}", "{\"content\":{}}", "{\"content\":[null]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(oai_parse_tokenize(bad[i], strlen(bad[i]), &t, &e), TS_ERR_INVALID_ARG);
+        assert_string_equal(e.param, "content");
+        assert_int_equal(e.http_status, 400);
+    }
 
     oai_detokenize_request d;
     const char *d1 = "{\"tokens\":[1,5,9]}";

@@ -502,6 +502,18 @@ static void test_server_tokenize(void **state)
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(first, "piece")->valuestring, "<s>");
     assert_string_equal(cJSON_GetObjectItemCaseSensitive(last, "piece")->valuestring, "</s>");
     sv_answer_free(&a);
+    /* the unused, user-defined, unknown and pad tokens as llama-server 3f545be shows them
+     * (not U+2585 for <unk>, which is what <unk> decodes to) */
+    sv_post(s.url, "/tokenize", "{\"content\":[5,4,3,1],\"with_pieces\":true}", &a);
+    assert_int_equal(a.status, 200);
+    static const char *const pieces[] = {"", "[USR]", "<unk>", "<pad>"};
+    tokens = cJSON_GetObjectItemCaseSensitive(a.json, "tokens");
+    assert_int_equal(cJSON_GetArraySize(tokens), 4);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *t = cJSON_GetArrayItem(tokens, i);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(t, "piece")->valuestring, pieces[i]);
+    }
+    sv_answer_free(&a);
     sv_stop(&s);
     ts_model_free(model);
     vocab_clear(&r.vocab);

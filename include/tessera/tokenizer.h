@@ -87,6 +87,13 @@ const char *ts_token_bytes(const ts_tokenizer *tok, int32_t id, size_t *len);
  * borrowed for the tokenizer's life; "" for an id outside the vocabulary. */
 const char *ts_token_text(const ts_tokenizer *tok, int32_t id);
 
+/* The token as llama.cpp shows it with special tokens spelled out (its token_to_piece with
+ * special, as /tokenize's with_pieces): control, unknown and user-defined tokens, and
+ * the others that decode to nothing, by their text ("<s>", "<unk>", "[CLS]"); an unused
+ * token as nothing; the rest as ts_token_bytes. Borrowed for the tokenizer's life, not
+ * NUL-terminated; *len gets the byte count. */
+const char *ts_token_piece(const ts_tokenizer *tok, int32_t id, size_t *len);
+
 /* Decodes ids into out (at most cap bytes, not NUL-terminated); returns the number of
  * bytes the whole text needs. For SentencePiece vocabularies that add a leading space,
  * the space of the first token is dropped, as SentencePiece does. */

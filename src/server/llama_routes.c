@@ -12,17 +12,12 @@
 #include "server/server_internal.h"
 #include "server/utf8.h"
 
-/* The JSON of token id's piece: its text, or its bytes as numbers when they are not
- * valid UTF-8; a token that decodes to nothing (BOS, EOS, [CLS], [SEP]) is spelled as the
- * vocabulary spells it, as llama.cpp prints special tokens. NULL out of memory. */
+/* The JSON of token id's piece (ts_token_piece: special tokens spelled out): its text, or
+ * its bytes as numbers when they are not valid UTF-8. NULL out of memory. */
 static char *piece_literal(const ts_tokenizer *tok, int32_t id)
 {
     size_t len = 0;
-    const char *b = ts_token_bytes(tok, id, &len);
-    if (!b || len == 0) {
-        b = ts_token_text(tok, id);
-        len = strlen(b);
-    }
+    const char *b = ts_token_piece(tok, id, &len);
     cJSON *piece = NULL;
     if (utf8_valid(b, len)) {
         piece = oai_bytes_string(b, len); /* the bytes are not NUL-terminated */

@@ -189,12 +189,21 @@ void oai_request_clear(oai_request *r);
 
 /* POST /tokenize {"model"?, "prompt"|"text"|"content", "add_special"?, "parse_special"?,
  * "with_pieces"?}; "content" is llama.cpp's name, whose add_special defaults to false. */
+/* One piece of /tokenize's input: a text, or a token id as given (llama.cpp's "content"
+ * array mixes both). */
+typedef struct oai_tokenize_part {
+    char *text; /* owned; NULL where the part is an id */
+    int32_t id;
+} oai_tokenize_part;
+
 typedef struct oai_tokenize_request {
-    char *model;           /* owned, or NULL */
-    char *text;            /* owned */
+    char *model;             /* owned, or NULL */
+    oai_tokenize_part *parts; /* (n_parts) owned: one text, or the parts of a "content"
+                               * array in order (may be empty) */
+    size_t n_parts;
     bool text_field_named_text; /* the body said "text" (answers use the same name) */
-    bool add_special;      /* BOS where the vocabulary adds one (default true); false:
-                            * never */
+    bool add_special;      /* BOS where the vocabulary adds one (default true), before the
+                            * first part when it is a text (as llama.cpp); false: never */
     bool parse_special;    /* special tokens spelled out in the text count (default true,
                             * as /v1/completions reads a prompt) */
     bool with_pieces;      /* llama.cpp's: each token as {"id", "piece"} */

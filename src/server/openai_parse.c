@@ -514,6 +514,41 @@ void oai_request_clear(oai_request *r)
 
 /* ---- /tokenize and /detokenize */
 
+/* llama.cpp's "content": a string, or an array of strings and token ids, each a part. */
+static ts_status read_tokenize_content(const cJSON *f, oai_tokenize_request *r, oai_error *err)
+{
+    if (cJSON_IsString(f)) {
+        if (!(r->parts = calloc(1, sizeof *r->parts)))
+            return oai_error_set(err, 500, NULL, NULL, "out of memory");
+        r->n_parts = 1;
+        return copy_string(f, "content", &r->parts[0].text, err);
+    }
+    int count = cJSON_GetArraySize(f);
+    if (!cJSON_IsArray(f))
+        return bad_type(err, "content", "a string or an array of strings and token ids");
+    if (count > OAI_MAX_PROMPT_TOKENS)
+        return oai_error_set(err, 400, "content", "out_of_range",
+                             "'content' may hold at most %d parts", OAI_MAX_PROMPT_TOKENS);
+    if (count > 0 && !(r->parts = calloc((size_t)count, sizeof *r->parts)))
+        return oai_error_set(err, 500, NULL, NULL, "out of memory");
+    const cJSON *p;
+    cJSON_ArrayForEach(p, f) {
+        oai_tokenize_part *part = &r->parts[r->n_parts++];
+        if (cJSON_IsString(p)) {
+            if (copy_string(p, "content", &part->text, err) != TS_OK)
+                return TS_ERR_INVALID_ARG;
+        } else if (is_integer(p) && p->valuedouble >= 0 && p->valuedouble <= INT32_MAX) {
+            part->id = (int32_t)p->valuedouble;
+        } else {
+            return oai_error_set(err, 400, "content", "invalid_type",
+                                 "'content' must be a string or an array of strings and "
+                                 "non-negative token ids (element %zu is neither)",
+                                 r->n_parts - 1);
+        }
+    }
+    return TS_OK;
+}
+
 ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request *r,
                              oai_error *err)
 {
@@ -521,29 +556,38 @@ ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request 
     r->add_special = true;
     r->parse_special = true;
     cJSON *root = NULL;
+    char *text = NULL;
     if (parse_body(body, len, &root, err) != TS_OK ||
         read_string(root, "model", &r->model, err) != TS_OK ||
-        read_string(root, "prompt", &r->text, err) != TS_OK)
+        read_string(root, "prompt", &text, err) != TS_OK)
         goto fail;
-    if (!r->text) {
-        if (read_string(root, "text", &r->text, err) != TS_OK)
+    if (!text) {
+        if (read_string(root, "text", &text, err) != TS_OK)
             goto fail;
-        r->text_field_named_text = r->text != NULL;
+        r->text_field_named_text = text != NULL;
     }
-    if (!r->text) { /* llama.cpp's body: BOS only when asked for */
-        if (read_string(root, "content", &r->text, err) != TS_OK)
+    const cJSON *content = field(root, "content");
+    if (text) {
+        if (!(r->parts = calloc(1, sizeof *r->parts))) {
+            free(text);
+            oai_error_set(err, 500, NULL, NULL, "out of memory");
             goto fail;
-        r->add_special = r->text == NULL;
+        }
+        r->parts[0].text = text;
+        r->n_parts = 1;
+    } else if (content) { /* llama.cpp's body: BOS only when asked for */
+        r->add_special = false;
+        if (read_tokenize_content(content, r, err) != TS_OK)
+            goto fail;
+    } else {
+        oai_error_set(err, 400, "prompt", "missing_required_parameter",
+                      "'prompt' (or 'text', or 'content') is required");
+        goto fail;
     }
     if (read_bool(root, "add_special", &r->add_special, err) != TS_OK ||
         read_bool(root, "parse_special", &r->parse_special, err) != TS_OK ||
         read_bool(root, "with_pieces", &r->with_pieces, err) != TS_OK)
         goto fail;
-    if (!r->text) {
-        oai_error_set(err, 400, "prompt", "missing_required_parameter",
-                      "'prompt' (or 'text', or 'content') is required");
-        goto fail;
-    }
     cJSON_Delete(root);
     return TS_OK;
 fail:
@@ -555,7 +599,9 @@ fail:
 void oai_tokenize_request_clear(oai_tokenize_request *r)
 {
     free(r->model);
-    free(r->text);
+    for (size_t i = 0; i < r->n_parts; i++)
+        free(r->parts[i].text);
+    free(r->parts);
     memset(r, 0, sizeof *r);
 }
 

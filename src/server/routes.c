@@ -143,6 +143,52 @@ static char *tokens_json(const char *model, const int32_t *ids, size_t n, size_t
     return b.s;
 }
 
+/* The ids of t's parts in order, as llama.cpp's tokenize_mixed reads them: a text read with
+ * special tokens added only when it is the first part, an id kept as given (400 past the
+ * vocabulary). *ids is malloc'd (NULL when empty); e is set on failure. */
+static ts_status tokenize_parts(const ts_tokenizer *tok, const oai_tokenize_request *t,
+                                int32_t **ids, size_t *n, oai_error *e)
+{
+    int32_t *all = NULL;
+    size_t count = 0, cap = 0;
+    ts_status st = TS_OK;
+    for (size_t i = 0; st == TS_OK && i < t->n_parts; i++) {
+        const oai_tokenize_part *p = &t->parts[i];
+        ts_tokenize_opts opts = {.add_special = t->add_special && i == 0,
+                                 .add_eos = true,
+                                 .parse_special = t->parse_special};
+        int32_t *got = NULL, one = p->id;
+        size_t n_got = 1;
+        if (p->text) {
+            st = ts_tokenize_alloc(tok, p->text, strlen(p->text), &opts, &got, &n_got);
+            if (st != TS_OK)
+                oai_error_set(e, 500, NULL, NULL, "tokenization failed: %s", ts_status_str(st));
+        } else if (p->id >= ts_tokenizer_vocab_size(tok)) {
+            st = oai_error_set(e, 400, "content", "out_of_range",
+                               "token id %d is outside the vocabulary (0 to %d)", (int)p->id,
+                               ts_tokenizer_vocab_size(tok) - 1);
+        }
+        if (st == TS_OK && count + n_got > cap) {
+            size_t grown_cap = (count + n_got) * 2;
+            int32_t *grown = realloc(all, grown_cap * sizeof *grown);
+            if (grown)
+                all = grown, cap = grown_cap;
+            else
+                st = oai_error_set(e, 500, NULL, NULL, "out of memory");
+        }
+        if (st == TS_OK && n_got > 0)
+            memcpy(all + count, p->text ? got : &one, n_got * sizeof *all), count += n_got;
+        free(got);
+    }
+    if (st != TS_OK) {
+        free(all);
+        all = NULL, count = 0;
+    }
+    *ids = all;
+    *n = count;
+    return st;
+}
+
 enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
 {
     oai_tokenize_request t;
@@ -150,28 +196,26 @@ enum MHD_Result routes_tokenize(struct MHD_Connection *mc, srv_conn *c)
     if (oai_parse_tokenize(c->body.s, c->body.len, &t, &e) != TS_OK)
         return srv_send_error(mc, c, &e);
     srv_model *m = srv_find_model(c->srv, t.model, &e);
-    size_t text_len = t.text ? strlen(t.text) : 0;
+    size_t input = 0; /* bytes of text, and a byte for each id */
+    for (size_t i = 0; i < t.n_parts; i++)
+        input += t.parts[i].text ? strlen(t.parts[i].text) : 1;
     size_t per_byte = t.with_pieces ? TOKENIZE_PIECES_BYTES_PER_BYTE : TOKENIZE_BYTES_PER_BYTE;
-    if (!m || !srv_reserve(c, text_len * per_byte + ROUTE_FIXED_BYTES, &e)) {
+    if (!m || !srv_reserve(c, input * per_byte + ROUTE_FIXED_BYTES, &e)) {
         oai_tokenize_request_clear(&t);
         return srv_send_error(mc, c, &e);
     }
     const ts_tokenizer *tok = ts_model_get_tokenizer(ts_engine_get_model(m->engine));
-    ts_tokenize_opts opts = {
-        .add_special = t.add_special, .add_eos = true, .parse_special = t.parse_special};
     int32_t *ids = NULL;
     size_t n = 0, len = 0;
-    ts_status st = ts_tokenize_alloc(tok, t.text, text_len, &opts, &ids, &n);
+    ts_status st = tokenize_parts(tok, &t, &ids, &n, &e);
     char *body = st != TS_OK      ? NULL
                  : t.with_pieces ? llama_pieces_json(tok, m->name, ids, n, &len)
                                  : tokens_json(m->name, ids, n, &len);
     free(ids);
     oai_tokenize_request_clear(&t);
-    if (st != TS_OK) {
-        oai_error_set(&e, 500, NULL, NULL, "tokenization failed: %s", ts_status_str(st));
+    if (st != TS_OK)
         return srv_send_error(mc, c, &e);
-    }
-    return srv_send(mc, c, 200, "application/json", body, len);
+    return srv_send(mc, c, 200, "application/json", body, len); /* NULL body: a 500 */
 }
 
 enum MHD_Result routes_detokenize(struct MHD_Connection *mc, srv_conn *c)

@@ -500,6 +500,22 @@ const char *ts_token_text(const ts_tokenizer *tok, int32_t id)
     return tok->vocab.tokens[id].text;
 }
 
+const char *ts_token_piece(const ts_tokenizer *tok, int32_t id, size_t *len)
+{
+    size_t n = 0;
+    const char *b = ts_token_bytes(tok, id, &n);
+    int type = tok && id >= 0 && id < tok->vocab.n_tokens ? tok->vocab.tokens[id].type
+                                                          : VOCAB_TOKEN_NORMAL;
+    if (type == VOCAB_TOKEN_UNUSED) {
+        b = "", n = 0;
+    } else if (n == 0 || type == VOCAB_TOKEN_UNKNOWN) { /* not U+2585 for <unk> here */
+        b = ts_token_text(tok, id);
+        n = strlen(b);
+    }
+    *len = n;
+    return b;
+}
+
 size_t ts_detokenize(const ts_tokenizer *tok, const int32_t *ids, size_t n_ids, char *out,
                      size_t cap)
 {

@@ -9,9 +9,11 @@ SPM_MODEL is ../shared's stories260K.gguf (a `llama` vocabulary of 512 tokens), 
 the archref qwen2-f32.gguf (a `gpt2` vocabulary, pre-tokenizer qwen2, 4096 tokens). Each
 is copied with tokenizer.ggml.add_eos_token set true (its other keys, tensors and data
 unchanged), served by llama-server, and /tokenize gives the ids of each text of TEXTS
-with add_special and without. Output lines, strings as hex of their UTF-8 bytes:
+with add_special and without, and so do the mixed arrays of CONTENTS. Output lines,
+strings as hex of their UTF-8 bytes:
     vocab NAME              (spm or bpe; the texts below are under it)
     text HEX
+    content HEX             (instead of text: a CONTENTS array, as JSON)
     ids N id_1 ... id_N     (/tokenize with add_special: BOS where the file says, EOS)
     plain N id_1 ... id_N   (the same without add_special)
 """
@@ -23,6 +25,9 @@ from peer_server import PeerServer  # noqa: E402  (tests/peer_server.py)
 TEXTS = ["", " ", "Hello world", "Once upon a time, there was a little girl.",
          " leading space", "two  spaces\nand a line", "caf\u00e9 \u00fcber \u4e2d\u6587 \U0001F600",
          "<s> text between </s> specials", "</s>", "123 4567 89"]
+# llama.cpp's mixed "content" arrays: add_special applies to the first part only, and only
+# when it is a string; ids are kept as given
+CONTENTS = [["Hello world", 7, " and more"], [7, "Hello world"], [], ["</s>", 2, "x"]]
 
 SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B",
           10: "<Q", 11: "<q", 12: "<d"}
@@ -79,7 +84,7 @@ def with_add_eos(src, dst):
 
 def peer_ids(server, model, tmp):
     with PeerServer(server, model, os.path.join(tmp, "log"), ["-c", "512"]) as peer:
-        return peer.tokenize_lines(TEXTS)
+        return peer.tokenize_lines(TEXTS + CONTENTS)
 
 
 def main():
