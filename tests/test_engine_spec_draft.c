@@ -151,6 +151,36 @@ static void test_self_draft_full_acceptance(void **state)
     ts_model_free(draft);
 }
 
+/* What a draft costs is learnt from draft steps of one row a sequence: a first step that
+ * also catches the draft up on a whole prompt (a cost paid once per sequence, however
+ * many drafts follow) would make every later draft look dear, and the engine stop
+ * drafting. A request of 3 tokens drafts once, in that catch-up step alone: its draft
+ * steps are timed but teach no cost; a longer one's later steps do. */
+static void test_catch_up_not_a_draft_cost(void **state)
+{
+    (void)state;
+    ts_model *draft = eu_load_stories();
+    ts_engine *on = start_on(eu_model, draft, 4, 0);
+    int n = 0;
+    int32_t *ids = eu_tokenize(eu_model, PROMPTS[0], &n);
+    assert_true(n > 8);
+    ts_request_params p = eu_greedy(ids, n, 3);
+    eu_result r = eu_run(on, &p);
+    eu_result_free(&r);
+    ts_engine_stats st = eu_stats(on);
+    assert_true(st.spec_drafted >= 1);
+    assert_true(st.spec_draft_model_seconds > 0);
+    assert_true(spec_draft_seconds(on) == 0.0);
+    p = eu_greedy(ids, n, 40);
+    r = eu_run(on, &p);
+    eu_result_free(&r);
+    assert_true(spec_draft_seconds(on) > 0.0);
+    assert_pools_clean(on);
+    ts_engine_destroy(on);
+    ts_model_free(draft);
+    free(ids);
+}
+
 /* A quantized target (Q4_K_M) with a Q8_0 draft: its own greedy text. */
 static void test_quantized_target(void **state)
 {
@@ -469,6 +499,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q4k_draft_partial_acceptance),
         cmocka_unit_test(test_self_draft_full_acceptance),
+        cmocka_unit_test(test_catch_up_not_a_draft_cost),
         cmocka_unit_test(test_quantized_target),
         cmocka_unit_test(test_small_pools),
         cmocka_unit_test(test_stop_strings_across_accepted_runs),

@@ -23,7 +23,9 @@ struct spec_drafter {
     int n_want;
     seq **member;          /* (max_seqs) the sequence of each of the step's seqs */
     seq **live;            /* (max_seqs) those drafting on in the next step */
-    double seconds;        /* running mean of a draft step's seconds per drafting sequence */
+    double seconds;        /* running mean of a draft step's seconds per drafting sequence,
+                            * from steps of one row a sequence (a catch-up on a prompt or
+                            * a rest is paid once, not per draft) */
     bool checking;         /* spec_draft_check after each verification */
     char breach[320];      /* its first failure, or "" */
 };
@@ -284,24 +286,28 @@ void spec_draft_run(ts_engine *e)
         return;
     for (int i = 0; i < d->n_want; i++)
         d->want[i]->spec.n_draft = 0;
-    double start = clock_now_s();
-    int rows, n_logits, drafted = 0;
+    double start = clock_now_s(), single_s = 0.0;
+    int rows, n_logits, single_drafts = 0;
     int n = catch_up(e, &rows, &n_logits);
     while (n > 0) {
+        double t0 = clock_now_s();
         if (!draft_forward(e, rows, n, n_logits)) {
             for (int i = 0; i < d->n_want; i++)
                 d->want[i]->spec.n_draft = 0;
             break;
         }
+        if (rows == n && n_logits == n) { /* what one more draft costs */
+            single_s += clock_now_s() - t0;
+            single_drafts += n;
+        }
         take_drafts(e, n);
-        drafted += n_logits;
         n = next_step(e, n);
         rows = n_logits = n;
     }
     e->step.step_draft_s = clock_now_s() - start;
     e->step.counters.spec_draft_model_seconds += e->step.step_draft_s;
-    if (drafted > 0) {
-        double per = e->step.step_draft_s / drafted;
+    if (single_drafts > 0) {
+        double per = single_s / single_drafts;
         d->seconds = d->seconds > 0 ? DRAFT_COST_DECAY * d->seconds + (1 - DRAFT_COST_DECAY) * per
                                     : per;
     }
