@@ -173,8 +173,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (st != TS_OK) {
             check_refusal(st, &e, "oai_parse_tokenize");
         } else {
-            FUZZ_CHECK(r.text != NULL, "/tokenize accepted without a text");
-            check_str(r.text, "text");
+            FUZZ_CHECK(r.n_parts == 0 || r.parts != NULL, "/tokenize parts without storage");
+            for (size_t i = 0; i < r.n_parts; i++)
+                if (r.parts[i].text)
+                    check_str(r.parts[i].text, "text");
+                else
+                    FUZZ_CHECK(r.parts[i].id >= 0, "/tokenize accepted a negative id");
             check_str(r.model, "model");
         }
         oai_tokenize_request_clear(&r);
