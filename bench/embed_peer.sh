@@ -17,6 +17,7 @@
 #   --out DIR     keep the loadgen JSON and both servers' logs there (default a temp dir)
 #   --peer-ub N   the peer's batch and micro-batch (-b = -ub; default 512, at least
 #                 doc-len + 64: a document must fit one micro-batch)
+#   --tessera-opts "OPTS"  more options for `tessera serve` (e.g. "--step-tokens 4096")
 # The peer runs with one slot per document of the largest batch (-np B) and a context of
 # B x (doc-len + 64). A micro-batch of 512 is its fastest here: one that holds all 64
 # documents was 5x slower at batch 64 (its attention then spans the whole micro-batch).
@@ -32,6 +33,7 @@ batches=1,64
 docs=128
 out=""
 peer_ub=512
+tessera_opts=""
 while (($#)); do
   case $1 in
     -m) model=$2; shift 2 ;;
@@ -43,7 +45,8 @@ while (($#)); do
     --docs) docs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --peer-ub) peer_ub=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tessera-opts) tessera_opts=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "embed_peer.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -98,7 +101,8 @@ run() {
 }
 
 port=18431
-"$bin/tessera" serve -m "$model" --threads "$threads" --port "$port" --no-ui \
+# shellcheck disable=SC2086 # tessera_opts is a list of options
+"$bin/tessera" serve -m "$model" --threads "$threads" --port "$port" --no-ui $tessera_opts \
     >"$out/tessera.log" 2>&1 &
 pid=$!
 wait_up "$port" || { echo "embed_peer.sh: tessera serve did not start:" >&2; tail -5 "$out/tessera.log" >&2; exit 1; }
