@@ -112,7 +112,8 @@ int cli_tokenize(int argc, char **argv)
         goto out;
     }
     const char *src = file ? data : text;
-    ts_tokenize_opts opts = {.add_special = t.bos, .add_eos = true, .parse_special = t.parse_special};
+    ts_tokenize_opts opts = {
+        .add_special = t.bos, .add_eos = true, .parse_special = t.parse_special};
     if ((st = ts_tokenize_alloc(tok, src, len, &opts, &ids, &n)) != TS_OK) {
         fprintf(stderr, "tessera: cannot tokenize: %s\n", ts_status_str(st));
         goto out;

@@ -187,8 +187,6 @@ ts_status oai_read_prompt_logprobs(const struct cJSON *root, oai_request *r, oai
 /* Frees what the request owns and zeroes it. Accepts a zeroed or half-filled request. */
 void oai_request_clear(oai_request *r);
 
-/* POST /tokenize {"model"?, "prompt"|"text"|"content", "add_special"?, "parse_special"?,
- * "with_pieces"?}; "content" is llama.cpp's name, whose add_special defaults to false. */
 /* One piece of /tokenize's input: a text, or a token id as given (llama.cpp's "content"
  * array mixes both). */
 typedef struct oai_tokenize_part {
@@ -196,6 +194,9 @@ typedef struct oai_tokenize_part {
     int32_t id;
 } oai_tokenize_part;
 
+/* POST /tokenize {"model"?, "prompt"|"text"|"content", "add_special"?, "parse_special"?,
+ * "with_pieces"?}; "content" is llama.cpp's name, whose add_special defaults to false, and
+ * may be an array of strings and ids. */
 typedef struct oai_tokenize_request {
     char *model;             /* owned, or NULL */
     oai_tokenize_part *parts; /* (n_parts) owned: one text, or the parts of a "content"

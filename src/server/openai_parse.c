@@ -514,18 +514,10 @@ void oai_request_clear(oai_request *r)
 
 /* ---- /tokenize and /detokenize */
 
-/* llama.cpp's "content": a string, or an array of strings and token ids, each a part. */
-static ts_status read_tokenize_content(const cJSON *f, oai_tokenize_request *r, oai_error *err)
+/* llama.cpp's "content" array: strings and token ids, each a part, in order. */
+static ts_status read_tokenize_parts(const cJSON *f, oai_tokenize_request *r, oai_error *err)
 {
-    if (cJSON_IsString(f)) {
-        if (!(r->parts = calloc(1, sizeof *r->parts)))
-            return oai_error_set(err, 500, NULL, NULL, "out of memory");
-        r->n_parts = 1;
-        return copy_string(f, "content", &r->parts[0].text, err);
-    }
     int count = cJSON_GetArraySize(f);
-    if (!cJSON_IsArray(f))
-        return bad_type(err, "content", "a string or an array of strings and token ids");
     if (count > OAI_MAX_PROMPT_TOKENS)
         return oai_error_set(err, 400, "content", "out_of_range",
                              "'content' may hold at most %d parts", OAI_MAX_PROMPT_TOKENS);
@@ -566,23 +558,31 @@ ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request 
             goto fail;
         r->text_field_named_text = text != NULL;
     }
-    const cJSON *content = field(root, "content");
-    if (text) {
+    const cJSON *content = text ? NULL : field(root, "content");
+    if (content) { /* llama.cpp's body: BOS only when asked for */
+        r->add_special = false;
+        if (cJSON_IsArray(content)) {
+            if (read_tokenize_parts(content, r, err) != TS_OK)
+                goto fail;
+        } else if (!cJSON_IsString(content)) {
+            bad_type(err, "content", "a string or an array of strings and token ids");
+            goto fail;
+        } else if (copy_string(content, "content", &text, err) != TS_OK) {
+            goto fail;
+        }
+    } else if (!text) {
+        oai_error_set(err, 400, "prompt", "missing_required_parameter",
+                      "'prompt' (or 'text', or 'content') is required");
+        goto fail;
+    }
+    if (text) { /* one part */
         if (!(r->parts = calloc(1, sizeof *r->parts))) {
-            free(text);
             oai_error_set(err, 500, NULL, NULL, "out of memory");
             goto fail;
         }
         r->parts[0].text = text;
         r->n_parts = 1;
-    } else if (content) { /* llama.cpp's body: BOS only when asked for */
-        r->add_special = false;
-        if (read_tokenize_content(content, r, err) != TS_OK)
-            goto fail;
-    } else {
-        oai_error_set(err, 400, "prompt", "missing_required_parameter",
-                      "'prompt' (or 'text', or 'content') is required");
-        goto fail;
+        text = NULL;
     }
     if (read_bool(root, "add_special", &r->add_special, err) != TS_OK ||
         read_bool(root, "parse_special", &r->parse_special, err) != TS_OK ||
@@ -591,6 +591,7 @@ ts_status oai_parse_tokenize(const char *body, size_t len, oai_tokenize_request 
     cJSON_Delete(root);
     return TS_OK;
 fail:
+    free(text);
     cJSON_Delete(root);
     oai_tokenize_request_clear(r);
     return TS_ERR_INVALID_ARG;
