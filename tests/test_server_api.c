@@ -257,6 +257,20 @@ static void test_messages_blocks_and_tools(void **state)
     assert_int_equal(r.tools.choice, OAI_TOOL_CHOICE_NAMED);
     assert_true(r.tools.parallel);
     oai_request_clear(&r);
+
+    /* an assistant turn of tool_use blocks alone: no text, its call kept (the sanitizer
+     * build's leak check covers the empty text list this turn leaves behind) */
+    parse_ok(API_MESSAGES,
+             "{\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+             "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\","
+             "\"name\":\"f\",\"input\":{}}]}],"
+             "\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}]}",
+             &r);
+    assert_int_equal(r.n_messages, 2);
+    assert_string_equal(r.messages[1].role, "assistant");
+    call = cJSON_GetArrayItem(cJSON_GetObjectItem(var_message(&r, 1), "tool_calls"), 0);
+    assert_string_equal(cJSON_GetObjectItem(call, "id")->valuestring, "t");
+    oai_request_clear(&r);
 }
 
 static void test_messages_refusals(void **state)

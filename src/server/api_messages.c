@@ -175,9 +175,10 @@ static ts_status read_blocks(const cJSON *blocks, const char *name, bool user, c
     bool calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL;
     bool want = st == TS_OK && (cJSON_GetArraySize(parts) || calls);
     if (want) { /* the turn's own message, with its text and calls */
-        cJSON *own = api__add_message(msgs, user ? "user" : "assistant",
-                                      cJSON_GetArraySize(parts) ? parts : NULL);
-        parts = NULL;
+        cJSON *text = cJSON_GetArraySize(parts) ? parts : NULL; /* calls alone: null */
+        cJSON *own = api__add_message(msgs, user ? "user" : "assistant", text);
+        if (text)
+            parts = NULL; /* the message owns it now (or freed it) */
         cJSON *tc = cJSON_DetachItemFromObjectCaseSensitive(m, "tool_calls");
         if (!own || (tc && !cJSON_AddItemToObject(own, "tool_calls", tc))) {
             cJSON_Delete(tc);
