@@ -15,6 +15,8 @@
 
 enum {
     VQ_MR = 4,         /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
+    VQ_MR_WIDE = 8,    /* the most on 4-6 bit packs, where a tile of 5 or more rows sums one
+                        * sub-block at a time: 8 x (int sum + isum + acc) registers */
     VQ_ROW_BLOCK = 32, /* activation rows a block: 75-205 KB of Q8_K blocks at K 2048-5632 */
 };
 
@@ -54,8 +56,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
                              vq_brows ub, const uint8_t *const *xb, const int BITS, const int MR)
 {
     if (BITS == 8) { /* 8 B-rows, one block of 32, u = q + off */
-        const int8_t *x[VQ_MR];
-        __m512i c[VQ_MR];
+        const int8_t *x[VQ_MR_WIDE];
+        __m512i c[VQ_MR_WIDE];
 #pragma GCC unroll 8
         for (int m = 0; m < MR; m++)
             x[m] = (const int8_t *)(xb[m] + offsetof(qa_q8_32, qs)), c[m] = _mm512_setzero_si512();
@@ -74,8 +76,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
         return;
     }
     /* 256 elements in nibbles: byte row t holds B-rows t (low) and t + 32 (high) */
-    const int8_t *x[VQ_MR];
-    const int16_t *bs[VQ_MR];
+    const int8_t *x[VQ_MR_WIDE];
+    const int16_t *bs[VQ_MR_WIDE];
 #pragma GCC unroll 8
     for (int m = 0; m < MR; m++) {
         x[m] = ((const qa_q8_k *)xb[m])->qs;
@@ -83,8 +85,54 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
         isum[m] = _mm512_setzero_si512();
     }
     const int RS = BITS == 6 ? 4 : 8; /* B-rows a sub-block: 16 or 32 elements */
+    if (MR > VQ_MR) {
+        /* The low nibbles' sub-blocks, then the high nibbles', one sum a row: half the
+         * registers of the pairs below, so tiles of up to 8 rows unpack (or load) each
+         * B-row once for twice the rows; with 4 rows or fewer the pairs are faster. The
+         * sum of the same integer terms: the same isum. */
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            for (int j = 0; j < 32 / RS; j++) {
+                int jj = j + h * (32 / RS);
+                __m512i c[VQ_MR_WIDE];
+#pragma GCC unroll 8
+                for (int m = 0; m < MR; m++)
+                    c[m] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int r = j * RS; r < (j + 1) * RS; r++) {
+                    __m512i w;
+                    if (ub) {
+                        w = _mm512_load_si512(ub[r + 32 * h]);
+                    } else if (BITS == 4) {
+                        __m512i v = _mm512_load_si512(unit + 64 * r);
+                        w = _mm512_and_si512(h ? _mm512_srli_epi16(v, 4) : v,
+                                             _mm512_set1_epi8(0x0F));
+                        if (!h) {
+                            _mm_prefetch((const char *)unit + QP_PF + 64 * r, _MM_HINT_T0);
+                            _mm_prefetch((const char *)unit + QP_PF + 64 * r + 2048, _MM_HINT_T0);
+                        }
+                    } else { /* not reached: 5-6 bit tiles of more than 4 rows read ub */
+                        __m512i lo, hi;
+                        qp_brows(p, unit, r, &lo, &hi, BITS);
+                        w = h ? hi : lo;
+                    }
+#pragma GCC unroll 8
+                    for (int m = 0; m < MR; m++)
+                        c[m] = dpbusd_x4(c[m], w, x[m] + 128 * h + 4 * r);
+                }
+                __m512i sc = qp_scales(p, unit, jj);
+#pragma GCC unroll 8
+                for (int m = 0; m < MR; m++) {
+                    if (BITS == 6) /* u = q + 32 over 16 elements: less 32 times their sum */
+                        c[m] = _mm512_sub_epi32(c[m], _mm512_set1_epi32(32 * bs[m][jj]));
+                    isum[m] = _mm512_add_epi32(isum[m], _mm512_mullo_epi32(c[m], sc));
+                }
+            }
+        }
+        return;
+    }
     for (int j = 0; j < 32 / RS; j++) { /* sub-blocks j (low nibbles) and j + 32 / RS (high) */
-        __m512i clo[VQ_MR], chi[VQ_MR];
+        __m512i clo[VQ_MR_WIDE], chi[VQ_MR_WIDE];
 #pragma GCC unroll 8
         for (int m = 0; m < MR; m++)
             clo[m] = chi[m] = _mm512_setzero_si512();
@@ -138,14 +186,14 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
                             const int BITS, const int MR)
 {
     for (int g = n_begin / QP_ROWS; g * QP_ROWS < n_end; g++) {
-        __m512 acc[VQ_MR];
+        __m512 acc[VQ_MR_WIDE];
 #pragma GCC unroll 8
         for (int m = 0; m < MR; m++)
             acc[m] = _mm512_setzero_ps();
         const uint8_t *unit = qpack_unit(p, g, 0);
         for (int b = 0; b < p->n_blk; b++, unit += p->unit_bytes) {
-            const uint8_t *xb[VQ_MR];
-            __m512i isum[VQ_MR];
+            const uint8_t *xb[VQ_MR_WIDE];
+            __m512i isum[VQ_MR_WIDE];
             block_isum(isum, xb, x0, xrow, b, p, unit, NULL, BITS, MR);
             qp_terms t;
             qp_unit_terms(&t, p, unit);
@@ -175,7 +223,18 @@ static void tile_run(float *o, size_t ldo, const uint8_t *x0, size_t xrow, const
     }
     switch (p->bits) {
     case 8: VQ_BITS(8) break;
-    case 4: VQ_BITS(4) break;
+    case 4:
+        switch (mr) {
+        case 1: VQ_RUN(4, 1); break;
+        case 2: VQ_RUN(4, 2); break;
+        case 3: VQ_RUN(4, 3); break;
+        case 4: VQ_RUN(4, 4); break;
+        case 5: VQ_RUN(4, 5); break;
+        case 6: VQ_RUN(4, 6); break;
+        case 7: VQ_RUN(4, 7); break;
+        default: VQ_RUN(4, 8); break;
+        }
+        break;
     case 5: VQ_BITS(5) break;
     default: VQ_BITS(6) break;
     }
@@ -188,8 +247,8 @@ ALWAYS_INLINE void tile_fold(float (*acc)[QP_ROWS], const uint8_t *x0, size_t xr
                              const simd_qpack *p, const uint8_t *unit, vq_brows ub,
                              const int BITS, const int MR)
 {
-    const uint8_t *xb[VQ_MR];
-    __m512i isum[VQ_MR];
+    const uint8_t *xb[VQ_MR_WIDE];
+    __m512i isum[VQ_MR_WIDE];
     block_isum(isum, xb, x0, xrow, b, p, unit, ub, BITS, MR);
     qp_terms t;
     qp_unit_terms(&t, p, unit);
@@ -213,13 +272,17 @@ ALWAYS_INLINE void group_run_shared(float *out, size_t ldo, const uint8_t *x0, s
     const uint8_t *unit = qpack_unit(p, g, 0);
     for (int b = 0; b < p->n_blk; b++, unit += p->unit_bytes) {
         unit_unpack(ub, p, unit, BITS);
-        for (int m0 = 0; m0 < rows; m0 += VQ_MR) {
+        for (int m0 = 0; m0 < rows; m0 += VQ_MR_WIDE) {
             const uint8_t *xt = x0 + (size_t)m0 * xrow;
-            switch (rows - m0 < VQ_MR ? rows - m0 : VQ_MR) {
+            switch (rows - m0 < VQ_MR_WIDE ? rows - m0 : VQ_MR_WIDE) {
             case 1: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 1); break;
             case 2: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 2); break;
             case 3: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 3); break;
-            default: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 4); break;
+            case 4: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 4); break;
+            case 5: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 5); break;
+            case 6: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 6); break;
+            case 7: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 7); break;
+            default: tile_fold(acc + m0, xt, xrow, b, p, unit, ub, BITS, 8); break;
             }
         }
     }
@@ -262,9 +325,10 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
                              xrow, me - mb, p, beta, g, nb, ne);
                 continue;
             }
-            for (int m0 = mb; m0 < me; m0 += VQ_MR)
+            int mr = p->bits == 4 ? VQ_MR_WIDE : VQ_MR;
+            for (int m0 = mb; m0 < me; m0 += mr)
                 tile_run(out + (size_t)m0 * ldo, ldo, (const uint8_t *)xq + (size_t)m0 * xrow,
-                         xrow, p, beta, nb, ne, me - m0 < VQ_MR ? me - m0 : VQ_MR);
+                         xrow, p, beta, nb, ne, me - m0 < mr ? me - m0 : mr);
         }
     }
 }
