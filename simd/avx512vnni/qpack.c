@@ -208,8 +208,8 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
     }
 }
 
-/* One tile of mr (1 to VQ_MR) rows from x0 against the columns [n_begin, n_end): the
- * instance of rows_run for the pack's bits and mr. */
+/* One tile of mr rows from x0 against the columns [n_begin, n_end): the instance of
+ * rows_run for the pack's bits and mr (1 to tile_rows(p)). */
 static void tile_run(float *o, size_t ldo, const uint8_t *x0, size_t xrow, const simd_qpack *p,
                      float beta, int n_begin, int n_end, int mr)
 {
@@ -221,23 +221,24 @@ static void tile_run(float *o, size_t ldo, const uint8_t *x0, size_t xrow, const
     case 3: VQ_RUN(BITS, 3); break;    \
     default: VQ_RUN(BITS, 4); break;   \
     }
+#define VQ_BITS_WIDE(BITS)             \
+    switch (mr) {                      \
+    case 1: VQ_RUN(BITS, 1); break;    \
+    case 2: VQ_RUN(BITS, 2); break;    \
+    case 3: VQ_RUN(BITS, 3); break;    \
+    case 4: VQ_RUN(BITS, 4); break;    \
+    case 5: VQ_RUN(BITS, 5); break;    \
+    case 6: VQ_RUN(BITS, 6); break;    \
+    case 7: VQ_RUN(BITS, 7); break;    \
+    default: VQ_RUN(BITS, 8); break;   \
+    }
     switch (p->bits) {
-    case 8: VQ_BITS(8) break;
-    case 4:
-        switch (mr) {
-        case 1: VQ_RUN(4, 1); break;
-        case 2: VQ_RUN(4, 2); break;
-        case 3: VQ_RUN(4, 3); break;
-        case 4: VQ_RUN(4, 4); break;
-        case 5: VQ_RUN(4, 5); break;
-        case 6: VQ_RUN(4, 6); break;
-        case 7: VQ_RUN(4, 7); break;
-        default: VQ_RUN(4, 8); break;
-        }
-        break;
+    case 8: VQ_BITS_WIDE(8) break;
+    case 4: VQ_BITS_WIDE(4) break;
     case 5: VQ_BITS(5) break;
     default: VQ_BITS(6) break;
     }
+#undef VQ_BITS_WIDE
 #undef VQ_BITS
 #undef VQ_RUN
 }
@@ -325,7 +326,7 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
                              xrow, me - mb, p, beta, g, nb, ne);
                 continue;
             }
-            int mr = p->bits == 4 ? VQ_MR_WIDE : VQ_MR;
+            int mr = p->bits == 4 || p->bits == 8 ? VQ_MR_WIDE : VQ_MR;
             for (int m0 = mb; m0 < me; m0 += mr)
                 tile_run(out + (size_t)m0 * ldo, ldo, (const uint8_t *)xq + (size_t)m0 * xrow,
                          xrow, p, beta, nb, ne, me - m0 < mr ? me - m0 : mr);
