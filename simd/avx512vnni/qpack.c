@@ -14,9 +14,11 @@
 
 
 enum {
-    VQ_MR = 4,         /* activation rows a tile: 4 x (2 int sums + isum + acc) registers */
-    VQ_MR_WIDE = 8,    /* the most on 4-6 bit packs, where a tile of 5 or more rows sums one
-                        * sub-block at a time: 8 x (int sum + isum + acc) registers */
+    VQ_MR = 4,      /* activation rows a tile on 4-6 bit packs that sums sub-blocks in pairs
+                     * (low and high nibbles): 4 x (2 int sums + isum + acc) registers */
+    VQ_MR_WIDE = 8, /* the most rows a tile: 8-bit packs (8 x (int sum + acc)) and 4-6 bit
+                     * tiles of 5 or more rows, which sum one sub-block at a time
+                     * (8 x (int sum + isum + acc)) */
     VQ_ROW_BLOCK = 32, /* activation rows a block: 75-205 KB of Q8_K blocks at K 2048-5632 */
 };
 
@@ -259,8 +261,8 @@ ALWAYS_INLINE void tile_fold(float (*acc)[QP_ROWS], const uint8_t *x0, size_t xr
 }
 
 /* Rows [0, rows) (rows <= VQ_ROW_BLOCK) from x0 against group g of a 4-6 bit pack, the
- * columns of [n_begin, n_end) stored: each unit is unpacked once and every tile of VQ_MR
- * rows reads its B-rows from L1, the rows' float sums waiting in acc from unit to unit.
+ * columns of [n_begin, n_end) stored: each unit is unpacked once and every tile of up to
+ * VQ_MR_WIDE rows reads its B-rows from L1, the rows' float sums waiting in acc from unit to unit.
  * Unpacking is a third of a tile's vector work on Q4_K, which rows_run repeats for every
  * tile. Each row's terms are added in the same order as rows_run adds them: the same bits. */
 ALWAYS_INLINE void group_run_shared(float *out, size_t ldo, const uint8_t *x0, size_t xrow,
