@@ -181,7 +181,8 @@ static const char *kernel_name(const problem *p, gemm_fn f)
 
 /* The pack's kernels equal the twin bit for bit: the vector kernel at every M (where the
  * CPU has AVX-512 VNNI) and the tile kernels from QP_TILE_MIN_M rows (where AMX runs); M
- * over and around multiples of 16 and 4, K of one to three blocks, N not a multiple of 16,
+ * over and around multiples of 16 and 4, and the vector kernel's tiles of 8 rows (alone, 8,
+ * and with one of 4 after them, 12), K of one to three blocks, N not a multiple of 16,
  * ranges cut inside 16-row groups. */
 static void check_kernels(void)
 {
@@ -189,7 +190,7 @@ static void check_kernels(void)
     kernels_here("kernels", &vector, &tiles);
     if (!vector && !tiles)
         return;
-    static const int Ms[] = {16, 17, 31, 32, 48, 67, 100, 1, 2, 3, 5};
+    static const int Ms[] = {16, 17, 31, 32, 48, 67, 100, 1, 2, 3, 5, 8, 12};
     for (int t = 0; t < N_TYPES; t++)
         for (size_t i = 0; i < sizeof Ms / sizeof Ms[0]; i++) {
             int kb = 1 + (int)((i + t) % 3), N = i % 2 ? 53 : 40;
