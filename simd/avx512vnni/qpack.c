@@ -91,7 +91,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
         /* The low nibbles' sub-blocks, then the high nibbles', one sum a row: half the
          * registers of the pairs below, so tiles of up to 8 rows unpack (or load) each
          * B-row once for twice the rows; with 4 rows or fewer the pairs are faster. The
-         * sum of the same integer terms: the same isum. */
+         * sum of the same integer terms: the same isum. Q5_K and Q6_K tiles of more than
+         * 4 rows come only from group_run_shared, with ub. */
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             for (int j = 0; j < 32 / RS; j++) {
@@ -102,21 +103,17 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
                     c[m] = _mm512_setzero_si512();
 #pragma GCC unroll 8
                 for (int r = j * RS; r < (j + 1) * RS; r++) {
-                    __m512i w;
-                    if (ub) {
-                        w = _mm512_load_si512(ub[r + 32 * h]);
-                    } else if (BITS == 4) {
+                    __m512i w; /* B-row r + 32 h: from ub, or unpacked from a Q4_K unit */
+                    if (BITS == 4 && !ub) {
                         __m512i v = _mm512_load_si512(unit + 64 * r);
                         w = _mm512_and_si512(h ? _mm512_srli_epi16(v, 4) : v,
                                              _mm512_set1_epi8(0x0F));
-                        if (!h) {
-                            _mm_prefetch((const char *)unit + QP_PF + 64 * r, _MM_HINT_T0);
-                            _mm_prefetch((const char *)unit + QP_PF + 64 * r + 2048, _MM_HINT_T0);
+                        if (!h) { /* as unit_unpack prefetches */
+                            _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
+                            _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
                         }
-                    } else { /* not reached: 5-6 bit tiles of more than 4 rows read ub */
-                        __m512i lo, hi;
-                        qp_brows(p, unit, r, &lo, &hi, BITS);
-                        w = h ? hi : lo;
+                    } else {
+                        w = _mm512_load_si512(ub[r + 32 * h]);
                     }
 #pragma GCC unroll 8
                     for (int m = 0; m < MR; m++)
@@ -210,6 +207,13 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
     }
 }
 
+/* The most activation rows a tile_run tile of p takes: VQ_MR_WIDE on 8- and 4-bit packs,
+ * VQ_MR on Q5_K and Q6_K (their wider tiles read a unit unpacked once, group_run_shared). */
+static int tile_rows(const simd_qpack *p)
+{
+    return p->bits == 4 || p->bits == 8 ? VQ_MR_WIDE : VQ_MR;
+}
+
 /* One tile of mr rows from x0 against the columns [n_begin, n_end): the instance of
  * rows_run for the pack's bits and mr (1 to tile_rows(p)). */
 static void tile_run(float *o, size_t ldo, const uint8_t *x0, size_t xrow, const simd_qpack *p,
@@ -223,16 +227,16 @@ static void tile_run(float *o, size_t ldo, const uint8_t *x0, size_t xrow, const
     case 3: VQ_RUN(BITS, 3); break;    \
     default: VQ_RUN(BITS, 4); break;   \
     }
-#define VQ_BITS_WIDE(BITS)             \
-    switch (mr) {                      \
-    case 1: VQ_RUN(BITS, 1); break;    \
-    case 2: VQ_RUN(BITS, 2); break;    \
-    case 3: VQ_RUN(BITS, 3); break;    \
-    case 4: VQ_RUN(BITS, 4); break;    \
-    case 5: VQ_RUN(BITS, 5); break;    \
-    case 6: VQ_RUN(BITS, 6); break;    \
-    case 7: VQ_RUN(BITS, 7); break;    \
-    default: VQ_RUN(BITS, 8); break;   \
+#define VQ_BITS_WIDE(BITS)                  \
+    if (mr <= VQ_MR) {                      \
+        VQ_BITS(BITS)                       \
+    } else {                                \
+        switch (mr) {                       \
+        case 5: VQ_RUN(BITS, 5); break;     \
+        case 6: VQ_RUN(BITS, 6); break;     \
+        case 7: VQ_RUN(BITS, 7); break;     \
+        default: VQ_RUN(BITS, 8); break;    \
+        }                                   \
     }
     switch (p->bits) {
     case 8: VQ_BITS_WIDE(8) break;
@@ -310,6 +314,7 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
     if (M <= 0 || n_begin >= n_end)
         return;
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
+    int mr = tile_rows(p);
     /* the range's first QP_PF bytes, which the kernel's own prefetches run ahead of */
     const char *w0 = (const char *)qpack_unit(p, n_begin / QP_ROWS, 0);
     for (int off = 0; off < QP_PF; off += 64)
@@ -328,7 +333,6 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
                              xrow, me - mb, p, beta, g, nb, ne);
                 continue;
             }
-            int mr = p->bits == 4 || p->bits == 8 ? VQ_MR_WIDE : VQ_MR;
             for (int m0 = mb; m0 < me; m0 += mr)
                 tile_run(out + (size_t)m0 * ldo, ldo, (const uint8_t *)xq + (size_t)m0 * xrow,
                          xrow, p, beta, nb, ne, me - m0 < mr ? me - m0 : mr);
