@@ -83,6 +83,15 @@ wait_up() {
     done
     return 1
 }
+# PORT's step time by phase, summed over its prompt steps so far (an encoder's steps are all
+# prompt steps), from its /metrics: lines "PHASE SECONDS"
+phases() {
+    { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 0
+    printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    grep -o 'step_seconds_total{[^}]*kind="prompt",phase="[a-z_]*"} [0-9.e+-]*' <&3 |
+        sed 's/.*phase="\([a-z_]*\)"} /\1 /'
+    exec 3<&-
+}
 loadgen() { # PORT BATCH WORDS REQUESTS JSON
     "$bin/tessera" loadgen --url "http://127.0.0.1:$1" --embeddings --batch "$2" \
         --prompt-len "$3" --requests "$4" --concurrency 1 --no-metrics --json "$5" \
@@ -97,6 +106,13 @@ run() {
         loadgen "$port" "$b" "$words" "$n" "$j" ||
             { echo "embed_peer.sh: loadgen failed on $side, batch $b:" >&2; tail -3 "${j%.json}.txt" >&2; }
         echo "$b $(field "$j" prompt_tok_s) $(field "$j" prompt_tokens) $n"
+        if [ "$side" = tessera ]; then # this batch size's share of the step time
+            phases "$port" >"$out/phases-now"
+            awk -v b="$b" 'NR == FNR { was[$1] = $2; next }
+                { printf "%s%s %.2f s", (FNR > 1 ? ", " : "batch " b ": "), $1, $2 - was[$1] }
+                END { print "" }' "$out/phases-was" "$out/phases-now" >>"$out/tessera.phases"
+            mv "$out/phases-now" "$out/phases-was"
+        fi
     done
 }
 
@@ -110,7 +126,9 @@ loadgen "$port" 4 64 1 "$out/calibrate.json" || true
 per64=$(field "$out/calibrate.json" prompt_tokens) # tokens of 4 documents of 64 words
 words=$((doc_len * 256 / (${per64:-256} > 0 ? ${per64:-256} : 256)))
 ((words >= 1)) || words=1
+phases "$port" >"$out/phases-was"
 run tessera "$port" >"$out/tessera.rows"
+tessera_phases=$(phases "$port")
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
 echo "| model | batch | tokens/doc | tessera tok/s | peer | peer tok/s | ratio |"
@@ -133,3 +151,5 @@ for dir in ${peer//,/ }; do
         printf "| %s | %d | %.0f | %.1f | %s | %.1f | %.2fx |\n", m, $1, $3 / ($1 * $4), $2, p,
             $5, ($5 > 0 ? $2 / $5 : 0) }'
 done
+echo "tessera's step time by phase (its /metrics):"
+sed 's/^/  /' "$out/tessera.phases"
