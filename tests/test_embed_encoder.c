@@ -252,6 +252,22 @@ static void test_refusals(void **state)
     ts_engine_destroy(e);
 }
 
+/* The default step budget is 4096 rows for an encoder (16 documents of 256 tokens a step)
+ * and 512 for a generative model; a budget that is set is kept for both. */
+static void test_step_budget(void **state)
+{
+    (void)state;
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    ts_model *generative = eu_load_stories();
+    assert_int_equal(ts_engine_step_tokens(&o, models[0]), 4096);
+    assert_int_equal(ts_engine_step_tokens(&o, generative), 512);
+    o.step_tokens = 64;
+    assert_int_equal(ts_engine_step_tokens(&o, models[0]), 64);
+    assert_int_equal(ts_engine_step_tokens(&o, generative), 64);
+    ts_model_free(generative);
+}
+
 /* A bert model with a WordPiece vocabulary (tokenizer.ggml.model = bert) loads, and a text
  * is embedded as llama.cpp does: [CLS], its pieces, [SEP]. The vocabulary: the specials,
  * a few words (word-initial pieces carry U+2581) and a continuation. */
@@ -311,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_references_differ),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_step_budget),
         cmocka_unit_test(test_wordpiece_vocabulary),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -67,7 +67,8 @@ typedef struct ts_engine_options {
                             * 0 = enough for max_seqs full contexts, capped at 1 GiB */
     ts_kv_type kv_type;    /* how K and V are stored (default auto) */
     int max_seqs;          /* sequences decoding at once (default 64) */
-    int step_tokens;       /* token budget of one step: decodes + prefill chunks (512) */
+    int step_tokens;       /* token budget of one step: decodes + prefill chunks; 0 (the
+                            * default): by model, ts_engine_step_tokens */
     int prefill_cap;       /* prompt tokens in a step that also decodes (128) when
                             * itl_target is 0, and until the engine has timed a few steps;
                             * the most the adaptive rule takes after that; a step with
@@ -131,6 +132,12 @@ typedef struct ts_engine_options {
 
 /* Fills the defaults above. */
 void ts_engine_options_default(ts_engine_options *opts);
+
+/* The step budget opts gives model (ts_engine_options.step_tokens): its own where set, else
+ * 512 rows for a generative model (a step that decodes stays short) and 4096 for an encoder,
+ * whose steps only embed: a step of 16 documents of 256 tokens keeps every thread on long
+ * GEMMs (a step of one document spends much of its time in fork-join and imbalance). */
+int ts_engine_step_tokens(const ts_engine_options *opts, const ts_model *model);
 
 /* What a request's generated text must be: the engine masks, before sampling, every
  * token that cannot continue it, and ends a completion (TS_FINISH_STOP) once the text is

@@ -55,7 +55,8 @@ static ts_status pptg_init(pptg *p, const ts_model *m, const ts_engine_options *
     p->k = simd_init();
     p->n = c->n_seqs;
     p->prompt_len = c->prompt_len;
-    p->max_rows = o->step_tokens > c->n_seqs ? o->step_tokens : c->n_seqs;
+    int budget = ts_engine_step_tokens(o, m);
+    p->max_rows = budget > c->n_seqs ? budget : c->n_seqs;
     kv_config kc = {.n_layers = m->cfg.n_layers, .n_kv_heads = m->cfg.n_kv_heads,
                     .head_dim = m->cfg.head_dim, .dtype = pool_type(m, o->kv_type),
                     .n_blocks = (int64_t)c->n_seqs * (blocks_for(c->prompt_len + c->n_tokens) + 1),

@@ -26,7 +26,7 @@ void ts_engine_options_default(ts_engine_options *o)
 {
     memset(o, 0, sizeof *o);
     o->max_seqs = 64;
-    o->step_tokens = 512;
+    o->step_tokens = 0; /* by model: ts_engine_step_tokens */
     o->prefill_cap = 128;
     o->itl_target = 1.5;
     o->prefill_min = 32;
@@ -35,6 +35,13 @@ void ts_engine_options_default(ts_engine_options *o)
     o->prefix_cache = true;
     o->spec_max = 8;
     o->spec_rows = 16;
+}
+
+int ts_engine_step_tokens(const ts_engine_options *opts, const ts_model *model)
+{
+    if (opts->step_tokens > 0)
+        return opts->step_tokens;
+    return model->cfg.encoder ? 4096 : 512;
 }
 
 void ts_request_params_default(ts_request_params *p)
@@ -168,7 +175,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
     else
         ts_engine_options_default(&e->opts);
     const ts_engine_options *o = &e->opts;
-    if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 1 || o->prefill_cap < 1 ||
+    if (o->max_seqs < 1 || o->max_seqs > 4096 || o->step_tokens < 0 || o->prefill_cap < 1 ||
         o->max_queue < 1 || !(o->itl_target >= 0 && o->itl_target <= 1000) ||
         o->prefill_min < 0 ||
         o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL ||
@@ -181,6 +188,7 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
                           o->max_seqs, o->step_tokens, o->max_queue, (int)o->kv_type);
         goto fail;
     }
+    e->opts.step_tokens = ts_engine_step_tokens(o, model); /* from here on, the budget */
     if ((st = check_script(o, model, err)) != TS_OK)
         goto fail;
     e->kernels = simd_init();
