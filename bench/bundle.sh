@@ -29,7 +29,7 @@ build=$root/build-host
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE=OFF \
   -DCMAKE_C_FLAGS="-march=$march" -DTESSERA_BUILD_TESTS=ON -DTESSERA_BUILD_BENCH=ON >/dev/null
 programs=(tessera bench_cores bench_qgemm bench_qpack bench_amx_parts bench_layers bench_gemm bench_kernels test_simd_qgemm test_simd_amx
-          test_model_amx test_model_quant)
+          test_model_amx test_model_quant test_embed_encoder)
 cmake --build "$build" -j "$(nproc)" --target "${programs[@]}" >/dev/null
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"

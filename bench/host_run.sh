@@ -23,7 +23,7 @@
 #            the peers' plain decode on the same file
 #         g: embeddings, bge-small and Qwen3-Embedding-0.6B shapes, Q8_0 and F16:
 #            bench/embed_peer.sh (batches of 1 and 64 documents of 256 tokens) against
-#            the shared llama-server; bge-small again with --step-tokens 4096
+#            the shared llama-server; bge-small again with --step-tokens 512
 #   --bin DIR     tessera and the benchmarks (the bundle's bin/; its lib/ in LD_LIBRARY_PATH)
 #   --peer DIR    the llama.cpp binaries (the unpacked peer tarball)
 #   --vocab FILE  a llama SPM vocabulary GGUF (../shared/vocab/ggml-vocab-llama-spm.gguf)
@@ -152,13 +152,13 @@ g)
         --threads "$threads" --docs "$docs" --out "$out/g/$shape-$type"
     done
   done | tee "$out/g/summary.md"
-  # At the default step budget (512) a step holds one 257-token document: the same
-  # bge-small runs with steps of up to 16 documents
+  # An encoder's steps take up to 4096 rows (16 documents of 257 tokens): the same
+  # bge-small runs at a generative model's budget, 512 (one document a step)
   for type in Q8_0 F16; do
-    echo "bge-small $type, tessera serve --step-tokens 4096:"
+    echo "bge-small $type, tessera serve --step-tokens 512:"
     "$root/bench/embed_peer.sh" -m "$(model bge-small "$type")" --peer "$peer" --bin "$bin" \
-      --threads "$threads" --docs 128 --tessera-opts "--step-tokens 4096" \
-      --out "$out/g/bge-small-$type-step4096"
+      --threads "$threads" --docs 128 --tessera-opts "--step-tokens 512" \
+      --out "$out/g/bge-small-$type-step512"
   done | tee -a "$out/g/summary.md"
   ;;
 d)
