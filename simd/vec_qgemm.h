@@ -69,7 +69,6 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
      * reference's (qunpack.h): max |x| and one multiplication by the same inverse, then
      * round to nearest even, so every ISA writes the same bytes. */
     size_t rb = qact_row_bytes(a, K);
-    float r[QK_K];
     for (int mi = 0; mi < M; mi++) {
         const float *xm = x + (size_t)mi * lda;
         char *o = (char *)out + (size_t)mi * rb;
@@ -88,19 +87,36 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
             float amax = v_reduce_max(vmax), inv;
             amax = amax > 0.0f ? amax : 0.0f; /* +0, never -0, as fabsf gives */
             float dq = qg_act_scale(amax, &inv);
-            V vinv = v_set1(inv);
-            for (int i = 0; i < bs; i += VW)
-                v_store(r + i, v_round(v_mul(v_load(xb + i), vinv)));
+            V vinv = v_set1(inv), lo = v_set1(-127.0f), hi = v_set1(127.0f);
+            /* each value rounded, clamped as qg_act_store does and stored; a group's sum
+             * (Q8_32's one of 32, Q8_K's bsums of 16) adds integers under 2^24: exact */
+            int8_t *qs;
+            int32_t *sum32 = NULL;
+            int16_t *bsums = NULL;
             if (a == QACT_Q8_32) {
                 qa_q8_32 *ob = (qa_q8_32 *)o + b;
                 ob->d = dq;
-                ob->sum = qg_act_store(ob->qs, r, bs);
+                qs = ob->qs;
+                sum32 = &ob->sum;
             } else {
                 qa_q8_k *ob = (qa_q8_k *)o + b;
                 ob->d = dq;
                 memset(ob->pad, 0, sizeof ob->pad);
-                for (int j = 0; j < QK_K / 16; j++)
-                    ob->bsums[j] = (int16_t)qg_act_store(ob->qs + 16 * j, r + 16 * j, 16);
+                qs = ob->qs;
+                bsums = ob->bsums;
+            }
+            int group = sum32 ? QK_32 : 16;
+            for (int g = 0; g < bs; g += group) {
+                V sum = v_zero();
+                for (int i = g; i < g + group; i += VW) {
+                    V q = v_min(v_max(v_round(v_mul(v_load(xb + i), vinv)), lo), hi);
+                    v_store_i8(qs + i, q);
+                    sum = v_add(sum, q);
+                }
+                if (sum32)
+                    *sum32 = (int32_t)v_reduce_add(sum);
+                else
+                    bsums[g / 16] = (int16_t)v_reduce_add(sum);
             }
         }
     }

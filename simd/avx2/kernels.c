@@ -31,6 +31,13 @@ static inline V v_load_i8(const int8_t *p)
 {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
+/* v's lanes, integers in [-128, 127], as VW int8 at p. */
+static inline void v_store_i8(int8_t *p, V v)
+{
+    __m256i i = _mm256_cvtps_epi32(v);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+    _mm_storel_epi64((__m128i *)p, _mm_packs_epi16(w, w));
+}
 #include "vec_tail_h.h"
 static inline V v_add(V a, V b) { return _mm256_add_ps(a, b); }
 static inline V v_sub(V a, V b) { return _mm256_sub_ps(a, b); }

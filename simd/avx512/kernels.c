@@ -46,6 +46,11 @@ static inline V v_loadn_i8(const int8_t *p, size_t n)
 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(v_mask(n), p)));
 }
+/* v's lanes, integers in [-128, 127], as VW int8 at p. */
+static inline void v_store_i8(int8_t *p, V v)
+{
+    _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+}
 static inline void v_store_h(uint16_t *p, V v)
 {
     _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));

@@ -37,6 +37,13 @@ static inline V v_load_i8(const int8_t *p)
     int16x8_t w = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(x)));
     return vcvtq_f32_s32(vmovl_s16(vget_low_s16(w)));
 }
+/* v's lanes, integers in [-128, 127], as VW int8 at p. */
+static inline void v_store_i8(int8_t *p, V v)
+{
+    int16x4_t w = vmovn_s32(vcvtnq_s32_f32(v));
+    int32_t x = vget_lane_s32(vreinterpret_s32_s8(vmovn_s16(vcombine_s16(w, w))), 0);
+    memcpy(p, &x, sizeof x);
+}
 #include "vec_tail_h.h"
 static inline V v_add(V a, V b) { return vaddq_f32(a, b); }
 static inline V v_sub(V a, V b) { return vsubq_f32(a, b); }
