@@ -14,19 +14,37 @@
 /* Below this many floats of row work a parallel region costs more than it saves. */
 enum { ENC_ROW_MIN_WORK = 1 << 14 };
 
+enum { LN_LANES = 8 }; /* independent partial sums: the adds need not wait on each other */
+
+/* The sum of (x[i] - shift)^power (power 1 or 2) over x (n), in double: LN_LANES partial
+ * sums over i mod LN_LANES, then added in lane order, then the tail. A fixed order that
+ * depends on n alone, and the compiler may keep the lanes in vector registers. */
+static double ln_sum(const float *x, int n, double shift, int power)
+{
+    double lane[LN_LANES] = {0};
+    int i = 0;
+    for (; i + LN_LANES <= n; i += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) {
+            double d = x[i + l] - shift;
+            lane[l] += power == 1 ? d : d * d;
+        }
+    double sum = 0.0;
+    for (int l = 0; l < LN_LANES; l++)
+        sum += lane[l];
+    for (; i < n; i++) {
+        double d = x[i] - shift;
+        sum += power == 1 ? d : d * d;
+    }
+    return sum;
+}
+
 /* out = LayerNorm(x) * wb[0, n) + wb[n, 2n), x (n); out may equal x. Mean and variance
- * summed in double: a row's result does not depend on the rows beside it. */
+ * summed in double (ln_sum): a row's result does not depend on the rows beside it. */
 static void layer_norm(float *out, const float *x, const float *wb, int n, float eps)
 {
-    double sum = 0.0, sq = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += x[i];
-    double mean = sum / n;
-    for (int i = 0; i < n; i++) {
-        double d = x[i] - mean;
-        sq += d * d;
-    }
-    float inv = (float)(1.0 / sqrt(sq / n + (double)eps)), m = (float)mean;
+    double mean = ln_sum(x, n, 0.0, 1) / n;
+    double var = ln_sum(x, n, mean, 2) / n;
+    float inv = (float)(1.0 / sqrt(var + (double)eps)), m = (float)mean;
     for (int i = 0; i < n; i++)
         out[i] = (x[i] - m) * inv * wb[i] + wb[n + i];
 }
