@@ -65,7 +65,7 @@ const char *cli_kv_type_name(ts_kv_type t);
     "                       scale per 32: half f16's bytes); --kv-f16 = f16\n"           \
     "  --max-seqs N         sequences decoding at once (64)\n"                              \
     "  --max-queue N        waiting requests before new ones are refused (1024)\n"          \
-    "  --step-tokens N      token budget of one step (512)\n"                               \
+    "  --step-tokens N      token budget of one step (512; an encoder's 4096)\n"           \
     "  --itl-target X       a step that decodes takes prompt tokens while it lasts at most\n" \
     "                       X times a step decoding the whole batch alone (measured; 1.5;\n"  \
     "                       0 = a fixed --prefill-cap)\n"                                    \
