@@ -66,13 +66,22 @@ function range(c, k,   r, lo, hi, q, ka, kb, qa, qb) {
   }
   return (hi > 0 ? sprintf("%.2f-%.2f", lo, hi) : "-")
 }
+# column k (1 S_PP, 2 S_TG) of side s at c streams, every round, as a list for median()
+function list(s, c, k,   r, key, q, out) {
+  out = ""
+  for (r = 1; r <= R; r++) {
+    key = r SUBSEP s SUBSEP c
+    if (key in val) { split(val[key], q, " "); out = out " " q[k] }
+  }
+  return out
+}
 { val[$1 SUBSEP $2 SUBSEP $3] = $4 " " $5; if ($1 > R) R = $1
-  if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 }
-  pp[$2, $3] = pp[$2, $3] " " $4; tg[$2, $3] = tg[$2, $3] " " $5 }
+  if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 } }
 END {
   for (i = 1; i <= n; i++) {
     c = order[i]
-    pa = median(pp["A", c]); pb = median(pp["B", c]); ta = median(tg["A", c]); tb = median(tg["B", c])
+    pa = median(list("A", c, 1)); pb = median(list("B", c, 1))
+    ta = median(list("A", c, 2)); tb = median(list("B", c, 2))
     printf "| %d | %.2f | %.2f | %.3f (%s) | %.2f | %.2f | %.3f (%s) |\n", c, pa, pb,
       (pa > 0 ? pb / pa : 0), range(c, 1), ta, tb, (ta > 0 ? tb / ta : 0), range(c, 2)
   }

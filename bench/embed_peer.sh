@@ -128,7 +128,6 @@ words=$((doc_len * 256 / (${per64:-256} > 0 ? ${per64:-256} : 256)))
 ((words >= 1)) || words=1
 phases "$port" >"$out/phases-was"
 run tessera "$port" >"$out/tessera.rows"
-tessera_phases=$(phases "$port")
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
 echo "| model | batch | tokens/doc | tessera tok/s | peer | peer tok/s | ratio |"
