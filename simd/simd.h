@@ -135,6 +135,14 @@ typedef struct simd_kernels {
     /* Most rows M for which callers should prefer gemm_nt to a BLAS sgemm: where it was
      * measured faster (bench/bench_gemm.c, docs/BENCHMARKS.md); 0 for the reference. */
     int gemm_nt_max_rows;
+    /* out[m][n] = sum_k x[m][k] * w[k][n] for m < M, n < N: x (M, lda), w (K, ldw), out
+     * (M, ldo), lda >= K, ldw >= N, ldo >= N; out is written, never read. For the small
+     * products of an encoder's attention (Q K^T on the keys transposed, P V on the
+     * values as stored), whose inner dimension is too short for gemm_nt's horizontal sums.
+     * Each element is the fused multiply-adds over k in order from zero, in every table:
+     * the reference's bits. out must not overlap x or w. */
+    void (*gemm_nn)(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                    size_t ldw, int M, int N, int K);
 
     /* Quantizes M rows of K activations, x (M, lda), into the form a names, row m at
      * out + m * qact_row_bytes(a, K): K a whole number of a's blocks. Each row is quantized

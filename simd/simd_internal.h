@@ -40,6 +40,8 @@ void simd_ref_attention(float *out, const float *q, const simd_kv_view *kv,
 /* The reference skinny GEMM (ref/gemm.c), for the reference table. */
 void simd_ref_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, const float *w,
                       int M, int N, int K, float beta, int n_begin, int n_end);
+void simd_ref_gemm_nn(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                      size_t ldw, int M, int N, int K);
 
 /* The reference activation quantization and quantized GEMM (ref/qgemm.c). */
 void simd_ref_quantize_act(void *out, const float *x, size_t lda, int M, int K, qact a);

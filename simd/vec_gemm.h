@@ -137,3 +137,84 @@ static void vec_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, cons
         }
     }
 }
+
+/* ---- gemm_nn: out = x . w, w stored by rows of N (simd.h) ----
+ *
+ * Register tiles of up to NN_NV vectors of columns x rows: at each k, the tile's columns of
+ * w's row k are loaded once and every row's x[i][k], broadcast, multiplies them into its
+ * accumulators. Each output element is one chain of fused multiply-adds over k in order,
+ * from zero, as the reference sums it: the same bits, whatever the tile. */
+#define NN_NV 4     /* column vectors a tile */
+#define NN_MR_MAX 8 /* rows a tile, at most; V_ACCS / vectors of the tile otherwise */
+
+ALWAYS_INLINE void nn_tile(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                           size_t ldw, int K, size_t last, const int MR, const int NV)
+{
+    V acc[NN_MR_MAX][NN_NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = v_zero();
+    for (int k = 0; k < K; k++) {
+        const float *wk = w + (size_t)k * ldw;
+        V wv[NN_NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            wv[v] = ld(wk + v * VW, v == NV - 1 ? last : VW);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            V xv = v_set1(x[(size_t)i * lda + k]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = v_fma(xv, wv[v], acc[i][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            st(out + (size_t)i * ldo + v * VW, acc[i][v], v == NV - 1 ? last : VW);
+}
+
+/* nn_tile with rows mr (<= NN_MR_MAX, mr x nv <= V_ACCS) and nv vectors, the last of them
+ * `last` lanes */
+static void nn_tile_any(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                        size_t ldw, int K, size_t last, int mr, int nv)
+{
+#define NN_CASE(MR, NV)                                                          \
+    case (MR) * 8 + (NV):                                                        \
+        if ((MR) * (NV) <= V_ACCS) /* other cases are dead code */               \
+            nn_tile(out, ldo, x, lda, w, ldw, K, last, (MR) < NN_MR_MAX ? (MR) : NN_MR_MAX, NV); \
+        break;
+#define NN_ROW(MR) NN_CASE(MR, 1) NN_CASE(MR, 2) NN_CASE(MR, 3) NN_CASE(MR, 4)
+    switch (mr * 8 + nv) {
+        NN_ROW(1)
+        NN_ROW(2)
+        NN_ROW(3)
+        NN_ROW(4)
+        NN_ROW(5)
+        NN_ROW(6)
+        NN_ROW(7)
+        NN_ROW(8)
+    default:
+        break;
+    }
+#undef NN_ROW
+#undef NN_CASE
+}
+
+static void vec_gemm_nn(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                        size_t ldw, int M, int N, int K)
+{
+    /* out (M, ldo), x (M, lda), w (K, ldw); a tile's columns stay in L1 for all M rows */
+    for (int n0 = 0; n0 < N; n0 += NN_NV * VW) {
+        size_t cols = (size_t)(N - n0) < (size_t)NN_NV * VW ? (size_t)(N - n0) : NN_NV * VW;
+        int nv = (int)((cols + VW - 1) / VW);
+        size_t last = cols - (size_t)(nv - 1) * VW;
+        int rows = V_ACCS / nv < NN_MR_MAX ? V_ACCS / nv : NN_MR_MAX;
+        for (int m0 = 0; m0 < M; m0 += rows)
+            nn_tile_any(out + (size_t)m0 * ldo + n0, ldo, x + (size_t)m0 * lda, lda, w + n0, ldw,
+                        K, last, M - m0 < rows ? M - m0 : rows, nv);
+    }
+}

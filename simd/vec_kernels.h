@@ -579,6 +579,7 @@ const simd_kernels SIMD_TABLE = {
     .attention = vec_attention,
     .gemm_nt = vec_gemm_nt,
     .gemm_nt_max_rows = GEMM_MAX_ROWS,
+    .gemm_nn = vec_gemm_nn,
     .quantize_act = vec_quantize_act,
     .qgemm = vec_qgemm,
 };

@@ -1,6 +1,8 @@
 /* test_simd_gemm.c: the skinny GEMM of every ISA against the reference and the reference
  * against cblas_sgemm (not in the stand-alone build, which has no BLAS): odd shapes, K
- * tails, beta 0 over NaN and beta 1, n ranges, padded strides, row independence. */
+ * tails, beta 0 over NaN and beta 1, n ranges, padded strides, row independence; and
+ * gemm_nn (out = x . w), every table bit for bit the reference, the reference against a
+ * double-precision sum. */
 #include <string.h>
 
 #include "simd_check.h"
@@ -205,5 +207,57 @@ static void check_empty(void)
     }
 }
 
-#define CHECKS(X) X(check_shapes) X(check_row_independence) X(check_empty) X(check_max_rows)
+/* gemm_nn on shapes around the tables' tiles (rows 1-9 and more, column tails of every
+ * lane count, K 1 to 300, padded strides): the reference within TOL of a double sum,
+ * every table the reference's bits, and nothing written past N in a padded out row. */
+static void check_nn(void)
+{
+    static const int ms[] = {1, 2, 3, 5, 8, 9, 17, 64};
+    static const int ns[] = {1, 3, 7, 16, 17, 32, 33, 63, 64, 65, 100, 257};
+    static const int ks[] = {1, 2, 7, 32, 64, 257, 300};
+    const simd_kernels *isas[SIMD_ISA_COUNT];
+    int n_isa = sc_simd_tables(isas);
+    const simd_kernels *ref = simd_kernels_for(SIMD_ISA_REF);
+    int idx = 0;
+    for (size_t a = 0; a < sizeof ms / sizeof ms[0]; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
+            int M = ms[a], N = ns[b], K = ks[idx++ % (int)(sizeof ks / sizeof ks[0])];
+            size_t lda = (size_t)K + (size_t)(idx % 3), ldw = (size_t)N + (size_t)(idx % 5);
+            size_t ldo = (size_t)N + 2, n_out = (size_t)M * ldo;
+            float *x = malloc(sizeof(float) * M * lda), *w = malloc(sizeof(float) * K * ldw);
+            float *want = malloc(sizeof(float) * n_out), *got = malloc(sizeof(float) * n_out);
+            sc_fill(x, (size_t)M * lda, -1.0f, 1.0f);
+            sc_fill(w, (size_t)K * ldw, -1.0f, 1.0f);
+            for (size_t i = 0; i < n_out; i++)
+                want[i] = -7.0f;
+            ref->gemm_nn(want, ldo, x, lda, w, ldw, M, N, K);
+            double num = 0.0, den = 0.0;
+            int pad = 0;
+            for (int m = 0; m < M; m++) {
+                for (int n = 0; n < N; n++) {
+                    double s = 0.0;
+                    for (int k = 0; k < K; k++)
+                        s += (double)x[(size_t)m * lda + k] * w[(size_t)k * ldw + n];
+                    double e = fabs(want[(size_t)m * ldo + n] - s);
+                    num = e > num ? e : num;
+                    den = fabs(s) > den ? fabs(s) : den;
+                }
+                pad += want[(size_t)m * ldo + N] != -7.0f || want[(size_t)m * ldo + N + 1] != -7.0f;
+            }
+            SC_CHECK(num <= TOL * (den > 1.0 ? den : 1.0) && pad == 0,
+                     "ref gemm_nn M=%d N=%d K=%d err %g, %d padded rows written", M, N, K, num, pad);
+            for (int i = 0; i < n_isa; i++) {
+                for (size_t j = 0; j < n_out; j++)
+                    got[j] = -7.0f;
+                isas[i]->gemm_nn(got, ldo, x, lda, w, ldw, M, N, K);
+                SC_CHECK(memcmp(got, want, sizeof(float) * n_out) == 0,
+                         "%s gemm_nn M=%d N=%d K=%d differs from the reference's bits",
+                         isas[i]->name, M, N, K);
+            }
+            free(x), free(w), free(want), free(got);
+        }
+}
+
+#define CHECKS(X) \
+    X(check_shapes) X(check_row_independence) X(check_empty) X(check_max_rows) X(check_nn)
 SC_MAIN("simd_gemm", CHECKS)

@@ -1,4 +1,7 @@
-/* gemm.c: the reference skinny GEMM out = x . w^T + beta * out, one dot product at a time. */
+/* gemm.c: the reference skinny GEMM out = x . w^T + beta * out, one dot product at a time,
+ * and out = x . w (gemm_nn), each element a chain of fused multiply-adds over k. */
+#include <math.h>
+
 #include "simd_internal.h"
 
 void simd_ref_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, const float *w,
@@ -17,4 +20,16 @@ void simd_ref_gemm_nt(float *out, size_t ldo, const float *x, size_t lda, const 
             om[n] = beta == 0.0f ? s : s + beta * om[n]; /* beta 0 never reads out */
         }
     }
+}
+
+void simd_ref_gemm_nn(float *out, size_t ldo, const float *x, size_t lda, const float *w,
+                      size_t ldw, int M, int N, int K)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++)
+                s = fmaf(x[(size_t)m * lda + k], w[(size_t)k * ldw + n], s);
+            out[(size_t)m * ldo + n] = s;
+        }
 }

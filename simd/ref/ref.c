@@ -99,6 +99,7 @@ const simd_kernels simd_ref_table = {
     .attention = simd_ref_attention,
     .gemm_nt = simd_ref_gemm_nt,
     .gemm_nt_max_rows = 0, /* a dot product at a time: BLAS is always faster */
+    .gemm_nn = simd_ref_gemm_nn,
     .quantize_act = simd_ref_quantize_act,
     .qgemm = simd_ref_qgemm,
 };

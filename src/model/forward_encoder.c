@@ -113,11 +113,11 @@ static void finish_qkv(fwd_state *s, const ts_model *m, const simd_kernels *k, i
 enum { ATT_ROWS = 64 };
 
 /* Bidirectional attention of query head h of one sequence (n rows from row0) for its query
- * rows [i0, i0 + m), on the kernel table's GEMM: S = scale Q K^T, each row's softmax, then
- * S V. Scratch: kc (n, hd) the head's keys, vt (hd, n) its values transposed (the GEMM
- * multiplies by rows), sc (m, n) the scores. */
+ * rows [i0, i0 + m), on the kernel table's gemm_nn: S = scale Q K^T against the head's keys
+ * transposed (kt, hd x n, scratch), each row's softmax, then S V on the values where they
+ * lie in the step's QKV rows. sc (m, n) holds the scores. */
 static void attend_rows(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
-                        int row0, int n, int h, int i0, int m, float *kc, float *vt, float *sc)
+                        int row0, int n, int h, int i0, int m, float *kt, float *sc)
 {
     int hd = c->head_dim, qkv_rows = model_qkv_rows(c), q_dim = c->n_heads * hd;
     int kvh = h / (c->n_heads / c->n_kv_heads);
@@ -125,13 +125,11 @@ static void attend_rows(fwd_state *s, const ts_model_config *c, const simd_kerne
     const float *base = s->qkv + (size_t)row0 * qkv_rows;
     const float *kh = base + q_dim + (size_t)kvh * hd;
     const float *vh = base + q_dim + (size_t)c->n_kv_heads * hd + (size_t)kvh * hd;
-    for (int j = 0; j < n; j++) {
-        memcpy(kc + (size_t)j * hd, kh + (size_t)j * qkv_rows, (size_t)hd * sizeof(float));
+    for (int j = 0; j < n; j++)
         for (int d = 0; d < hd; d++)
-            vt[(size_t)d * n + j] = vh[(size_t)j * qkv_rows + d];
-    }
+            kt[(size_t)d * n + j] = kh[(size_t)j * qkv_rows + d];
     const float *q = base + (size_t)i0 * qkv_rows + (size_t)h * hd;
-    k->gemm_nt(sc, (size_t)n, q, (size_t)qkv_rows, kc, m, n, hd, 0.0f, 0, n);
+    k->gemm_nn(sc, (size_t)n, q, (size_t)qkv_rows, kt, (size_t)n, m, n, hd);
     for (int i = 0; i < m; i++) {
         float *row = sc + (size_t)i * n;
         for (int j = 0; j < n; j++)
@@ -139,7 +137,7 @@ static void attend_rows(fwd_state *s, const ts_model_config *c, const simd_kerne
         k->softmax(row, (size_t)n);
     }
     float *out = s->att + (size_t)(row0 + i0) * q_dim + (size_t)h * hd;
-    k->gemm_nt(out, (size_t)q_dim, sc, (size_t)n, vt, m, hd, n, 0.0f, 0, hd);
+    k->gemm_nn(out, (size_t)q_dim, sc, (size_t)n, vh, (size_t)qkv_rows, m, hd, n);
 }
 
 /* att = every sequence's attention; tasks (sequence, query head, run of ATT_ROWS query
@@ -155,7 +153,7 @@ static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_ke
         tasks += (n + ATT_ROWS - 1) / ATT_ROWS * c->n_heads;
         work += (long)n * n * c->n_heads * c->head_dim;
     }
-    size_t per_task = (2 * (size_t)c->head_dim + ATT_ROWS) * (size_t)longest;
+    size_t per_task = ((size_t)c->head_dim + ATT_ROWS) * (size_t)longest;
     bool ok = true;
 #pragma omp parallel if (work >= ENC_ROW_MIN_WORK) reduction(&& : ok)
     {
@@ -175,8 +173,7 @@ static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_ke
             int m = sq->n_rows - i0 < ATT_ROWS ? sq->n_rows - i0 : ATT_ROWS, n = sq->n_rows;
             if (scratch)
                 attend_rows(s, c, k, sq->row0, n, h, i0, m, scratch,
-                            scratch + (size_t)c->head_dim * n,
-                            scratch + 2 * (size_t)c->head_dim * n);
+                            scratch + (size_t)c->head_dim * n);
         }
         free(scratch);
     }
