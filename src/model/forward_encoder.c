@@ -113,52 +113,67 @@ static void finish_qkv(fwd_state *s, const ts_model *m, const simd_kernels *k, i
 enum { ATT_ROWS = 64 };
 
 /* Bidirectional attention of query head h of one sequence (n rows from row0) for its query
- * rows [i0, i0 + m), on the kernel table's gemm_nn: S = scale Q K^T against the head's keys
- * transposed (kt, hd x n, scratch), each row's softmax, then S V on the values where they
- * lie in the step's QKV rows. sc (m, n) holds the scores. */
+ * rows [i0, i0 + m), on the kernel table's gemm_nn: S = Q (scale K)^T against the head's
+ * keys scaled and transposed (kt, hd x n), each row's softmax, then S V on the values where
+ * they lie in the step's QKV rows. sc (m, n) holds the scores. */
 static void attend_rows(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
-                        int row0, int n, int h, int i0, int m, float *kt, float *sc)
+                        int row0, int n, int h, int i0, int m, const float *kt, float *sc)
 {
     int hd = c->head_dim, qkv_rows = model_qkv_rows(c), q_dim = c->n_heads * hd;
     int kvh = h / (c->n_heads / c->n_kv_heads);
-    float scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
     const float *base = s->qkv + (size_t)row0 * qkv_rows;
-    const float *kh = base + q_dim + (size_t)kvh * hd;
     const float *vh = base + q_dim + (size_t)c->n_kv_heads * hd + (size_t)kvh * hd;
-    for (int j = 0; j < n; j++)
-        for (int d = 0; d < hd; d++)
-            kt[(size_t)d * n + j] = kh[(size_t)j * qkv_rows + d];
     const float *q = base + (size_t)i0 * qkv_rows + (size_t)h * hd;
     k->gemm_nn(sc, (size_t)n, q, (size_t)qkv_rows, kt, (size_t)n, m, n, hd);
-    for (int i = 0; i < m; i++) {
-        float *row = sc + (size_t)i * n;
-        for (int j = 0; j < n; j++)
-            row[j] *= scale;
-        k->softmax(row, (size_t)n);
-    }
+    for (int i = 0; i < m; i++)
+        k->softmax(sc + (size_t)i * n, (size_t)n);
     float *out = s->att + (size_t)(row0 + i0) * q_dim + (size_t)h * hd;
     k->gemm_nn(out, (size_t)q_dim, sc, (size_t)n, vh, (size_t)qkv_rows, m, hd, n);
 }
 
-/* att = every sequence's attention; tasks (sequence, query head, run of ATT_ROWS query
- * rows) over the threads, each with its own scratch. */
+/* kt = key head kvh of one sequence (n rows from row0), times scale, transposed (hd x n) */
+static void keys_transposed(float *kt, const fwd_state *s, const ts_model_config *c, int row0,
+                            int n, int kvh, float scale)
+{
+    int hd = c->head_dim, qkv_rows = model_qkv_rows(c);
+    const float *kh = s->qkv + (size_t)row0 * qkv_rows + (size_t)c->n_heads * hd + (size_t)kvh * hd;
+    for (int j = 0; j < n; j++)
+        for (int d = 0; d < hd; d++)
+            kt[(size_t)d * n + j] = scale * kh[(size_t)j * qkv_rows + d];
+}
+
+/* att = every sequence's attention. First every (sequence, key head)'s keys are scaled and
+ * transposed once, into keys (a sequence's n x kv_dim floats from its row0 x kv_dim, by
+ * head), then tasks (sequence, query head, run of ATT_ROWS query rows) run over the
+ * threads, each with its own scores. */
 static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
                            const fwd_batch *b, ts_error *err)
 {
-    int longest = 0, tasks = 0;
+    int longest = 0, tasks = 0, rows = 0, hd = c->head_dim;
     long work = 0;
     for (int i = 0; i < b->n_seqs; i++) {
-        int n = b->seqs[i].n_rows;
+        int n = b->seqs[i].n_rows, end = b->seqs[i].row0 + n;
         longest = n > longest ? n : longest;
+        rows = end > rows ? end : rows;
         tasks += (n + ATT_ROWS - 1) / ATT_ROWS * c->n_heads;
-        work += (long)n * n * c->n_heads * c->head_dim;
+        work += (long)n * n * c->n_heads * hd;
     }
-    size_t per_task = ((size_t)c->head_dim + ATT_ROWS) * (size_t)longest;
-    bool ok = true;
+    size_t kv_dim = (size_t)c->n_kv_heads * hd;
+    float scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
+    float *keys = malloc(sizeof(float) * kv_dim * (size_t)rows);
+    bool ok = keys != NULL;
 #pragma omp parallel if (work >= ENC_ROW_MIN_WORK) reduction(&& : ok)
     {
-        float *scratch = malloc(per_task * sizeof(float));
-        ok = scratch != NULL;
+        float *sc = malloc(sizeof(float) * ATT_ROWS * (size_t)longest);
+        ok = sc != NULL && keys != NULL;
+#pragma omp for schedule(dynamic, 1)
+        for (int t = 0; t < b->n_seqs * c->n_kv_heads; t++) {
+            const fwd_seq *sq = &b->seqs[t / c->n_kv_heads];
+            int kvh = t % c->n_kv_heads;
+            if (keys)
+                keys_transposed(keys + ((size_t)sq->row0 * kv_dim + (size_t)kvh * hd * sq->n_rows),
+                                s, c, sq->row0, sq->n_rows, kvh, scale);
+        }
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < tasks; t++) {
             int seq = 0, first = 0; /* the task's sequence: its tasks are numbered in order */
@@ -171,12 +186,14 @@ static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_ke
             const fwd_seq *sq = &b->seqs[seq];
             int local = t - first, h = local % c->n_heads, i0 = local / c->n_heads * ATT_ROWS;
             int m = sq->n_rows - i0 < ATT_ROWS ? sq->n_rows - i0 : ATT_ROWS, n = sq->n_rows;
-            if (scratch)
-                attend_rows(s, c, k, sq->row0, n, h, i0, m, scratch,
-                            scratch + (size_t)c->head_dim * n);
+            int kvh = h / (c->n_heads / c->n_kv_heads);
+            if (sc && keys)
+                attend_rows(s, c, k, sq->row0, n, h, i0, m,
+                            keys + ((size_t)sq->row0 * kv_dim + (size_t)kvh * hd * n), sc);
         }
-        free(scratch);
+        free(sc);
     }
+    free(keys);
     return ok ? TS_OK : ts_error_set(err, TS_ERR_NOMEM, "attention scratch of %d rows", longest);
 }
 
