@@ -131,15 +131,22 @@ static void attend_rows(fwd_state *s, const ts_model_config *c, const simd_kerne
     k->gemm_nn(out, (size_t)q_dim, sc, (size_t)n, vh, (size_t)qkv_rows, m, hd, n);
 }
 
+enum { KT_AHEAD = 8 }; /* key rows keys_transposed asks for ahead of the one it reads */
+
 /* kt = key head kvh of one sequence (n rows from row0), times scale, transposed (hd x n) */
 static void keys_transposed(float *kt, const fwd_state *s, const ts_model_config *c, int row0,
                             int n, int kvh, float scale)
 {
     int hd = c->head_dim, qkv_rows = model_qkv_rows(c);
     const float *kh = s->qkv + (size_t)row0 * qkv_rows + (size_t)c->n_heads * hd + (size_t)kvh * hd;
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n; j++) {
+        /* rows qkv_rows floats apart, a page or more: the hardware prefetcher misses them */
+        const float *ahead = kh + (size_t)(j + KT_AHEAD) * qkv_rows;
+        for (int d = 0; j + KT_AHEAD < n && d < hd; d += 16)
+            __builtin_prefetch(ahead + d, 0, 3);
         for (int d = 0; d < hd; d++)
             kt[(size_t)d * n + j] = scale * kh[(size_t)j * qkv_rows + d];
+    }
 }
 
 /* att = every sequence's attention. First every (sequence, key head)'s keys are scaled and
