@@ -167,8 +167,10 @@ static int amx_probe(void)
     if (!amx_tile)
         return 0;
     __builtin_cpu_init();
+    /* The tile kernels' float terms use AVX-512 VNNI (qp_f32_row), as every AMX CPU has */
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("fma"))
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("fma") ||
+        !__builtin_cpu_supports("avx512vnni"))
         return 0;
     unsigned xcr0 = os_xsave_mask();
     if ((xcr0 & XCR0_AVX512) != XCR0_AVX512 || (xcr0 & XCR0_TILE) != XCR0_TILE)

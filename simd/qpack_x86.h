@@ -3,7 +3,7 @@
  * rows, unpacking a unit's 4-6 bit weights into B-rows of unsigned bytes, and a block's
  * float terms for one activation row, lane by lane in the twin's order, so every kernel
  * gives the twin's bits.
- * AVX-512 F/BW; include from files built with them. */
+ * AVX-512 F/BW and VNNI; include from files built with them. */
 #ifndef TESSERA_SIMD_QPACK_X86_H
 #define TESSERA_SIMD_QPACK_X86_H
 
@@ -99,19 +99,15 @@ QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const
     __m512 vdx = _mm512_set1_ps(dx);
     acc = _mm512_fmadd_ps(_mm512_mul_ps(t->d, vdx), _mm512_cvtepi32_ps(isum), acc);
     if (p->has_min) {
-        /* The activation sums of the 8 sub-blocks of 32 (Q4_K, Q5_K), each a bsums pair
-         * (|sum| < 2^15), as int16 pairs (2jj, 2jj + 1) in dwords 0, 1, 4, 5 (packs works
-         * within 128-bit halves); all in vector registers: built from scalars, once per
-         * row and unit, they had held the kernel to half its speed. */
-        const __m256i *bs = (const __m256i *)((const qa_q8_k *)xb)->bsums;
-        __m256i s32 = _mm256_madd_epi16(_mm256_loadu_si256(bs), _mm256_set1_epi16(1));
-        __m512i pairs = _mm512_castsi256_si512(_mm256_packs_epi32(s32, s32));
+        /* The activation sums of the 8 sub-blocks of 32 (Q4_K, Q5_K), sums32, as int16
+         * pairs (2jj, 2jj + 1): each dword broadcast from memory into one vpdpwssd with
+         * the pair's minimums. Built in registers from bsums (a madd, a pack and four
+         * permutes a row and unit) they cost 11 more uops a row. */
+        const int32_t *pairs = (const int32_t *)((const qa_q8_k *)xb)->sums32;
         __m512i ms = _mm512_setzero_si512();
 #pragma GCC unroll 4
-        for (int jj = 0; jj < 4; jj++) { /* minimums of sub-blocks 2jj, 2jj + 1 */
-            __m512i pair = _mm512_permutexvar_epi32(_mm512_set1_epi32(jj + (jj & 2)), pairs);
-            ms = _mm512_add_epi32(ms, _mm512_madd_epi16(t->mn[jj], pair));
-        }
+        for (int jj = 0; jj < 4; jj++) /* minimums of sub-blocks 2jj, 2jj + 1 */
+            __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(ms) : "v"(t->mn[jj]), "m"(pairs[jj]));
         acc = _mm512_fnmadd_ps(_mm512_mul_ps(t->dmin, vdx), _mm512_cvtepi32_ps(ms), acc);
     }
     return acc;

@@ -103,15 +103,25 @@ typedef enum qact {
  * times it, and the _1 types' minimums multiply qa32_s() = d * sum. */
 typedef struct qa_q8_32 { float d; int32_t sum; int8_t qs[QK_32]; } qa_q8_32;
 static inline float qa32_s(const qa_q8_32 *a) { return a->d * (float)a->sum; }
-/* x[i] ~= d * qs[i]; bsums[j] = sum of qs[16j .. 16j + 15]; pad zero. qs starts 64 bytes
- * in, so in a row of blocks from a 64-byte boundary every 64 quants are one cache line: an
- * AMX tile row reads one line, not two. */
+/* x[i] ~= d * qs[i]; bsums[j] = sum of qs[16j .. 16j + 15]; sums32[j] = the sum of 32,
+ * bsums[2j] + bsums[2j + 1] (qa_q8_k_sums32), which the packed kernels' minimum terms read
+ * two at a time as one broadcast dword; pad zero. qs starts 64 bytes in, so in a row of
+ * blocks from a 64-byte boundary every 64 quants are one cache line: an AMX tile row reads
+ * one line, not two. */
 typedef struct qa_q8_k {
     float d;
     int16_t bsums[QK_K / 16];
-    uint8_t pad[28];
+    int16_t sums32[QK_K / 32];
+    uint8_t pad[12];
     int8_t qs[QK_K];
 } qa_q8_k;
+
+/* b's sums32 from its bsums (|sum| <= 32 x 127: an int16) */
+static inline void qa_q8_k_sums32(qa_q8_k *b)
+{
+    for (int j = 0; j < QK_K / 32; j++)
+        b->sums32[j] = (int16_t)(b->bsums[2 * j] + b->bsums[2 * j + 1]);
+}
 
 /* ---- type table ---- */
 

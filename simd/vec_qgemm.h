@@ -118,6 +118,8 @@ static void vec_quantize_act(void *out, const float *x, size_t lda, int M, int K
                 else
                     bsums[g / 16] = (int16_t)v_reduce_add(sum);
             }
+            if (bsums)
+                qa_q8_k_sums32((qa_q8_k *)o + b);
         }
     }
 }

@@ -84,6 +84,7 @@ static inline uint8_t *qd_acts(uint32_t t, int M, int K, float *xf, size_t *row_
                         s += qs[16 * j + i];
                     k->bsums[j] = (int16_t)s;
                 }
+                qa_q8_k_sums32(k);
             }
         }
     return x;
@@ -142,8 +143,8 @@ static inline void qd_extreme(uint32_t t, uint8_t *w, int N, int K, uint8_t *xq,
             if (be == 32)
                 ((qa_q8_32 *)blk)->sum = sum;
             else
-                for (int g = 0; g < 16; g++)
-                    ((qa_q8_k *)blk)->bsums[g] = 0; /* alternating signs: each 16 sums to 0 */
+                memset(((qa_q8_k *)blk)->bsums, 0, 64 - sizeof(float)); /* alternating signs:
+                                                                             * each 16 sums to 0 */
         }
 }
 

@@ -261,6 +261,13 @@ static void check_quantize_bytes(void)
             for (int e = 0; e < 16; e++)
                 sum += b->qs[e];
             SC_CHECK(b->bsums[0] == sum, "bsums[0] %d != %d", b->bsums[0], sum);
+            for (int e = 16; e < 32; e++)
+                sum += b->qs[e];
+            SC_CHECK(b->sums32[0] == sum, "sums32[0] %d != %d", b->sums32[0], sum);
+            int bad = 0;
+            for (int j = 0; j < QK_K / 32; j++)
+                bad += b->sums32[j] != b->bsums[2 * j] + b->bsums[2 * j + 1];
+            SC_CHECK(bad == 0, "%d of the sums of 32 differ from their pairs of bsums", bad);
             SC_CHECK(b->qs[7] == -127, "the block's largest magnitude maps to -127: %d", b->qs[7]);
         }
         free(want), free(got);

@@ -28,6 +28,7 @@ static void ref_quantize_row(void *out, const float *x, int K, qact a)
             memset(o->pad, 0, sizeof o->pad);
             for (int j = 0; j < QK_K / 16; j++)
                 o->bsums[j] = (int16_t)qg_act_store(o->qs + 16 * j, r + 16 * j, 16);
+            qa_q8_k_sums32(o);
         }
     }
 }
