@@ -129,7 +129,7 @@ int main(int argc, char **argv)
             w = malloc(wrow * N);
             for (size_t i = 0; i < (size_t)N * K; i++)
                 memcpy(w + 2 * i, (const uint8_t *)&wf[i] + 2, 2);
-            xq = malloc((size_t)512 * K * 2);
+            xq = malloc((size_t)512 * K * 4); /* hi and lo bf16 */
             double c0 = omp_get_wtime();
             simd_qpack_bf16_rows((uint16_t *)xq, x, (size_t)K, 512, K);
             printf("BF16: activations to bf16, 512 rows, one thread: %.3f ms\n",

@@ -23,7 +23,8 @@
 #            the peers' plain decode on the same file
 #         g: embeddings, bge-small and Qwen3-Embedding-0.6B shapes, Q8_0 and F16:
 #            bench/embed_peer.sh (batches of 1 and 64 documents of 256 tokens) against
-#            the shared llama-server; bge-small again with --step-tokens 512
+#            the shared llama-server; the F16 files again with --pack off, bge-small Q8_0
+#            with --step-tokens 512
 #   --bin DIR     tessera and the benchmarks (the bundle's bin/; its lib/ in LD_LIBRARY_PATH)
 #   --peer DIR    the llama.cpp binaries (the unpacked peer tarball)
 #   --vocab FILE  a llama SPM vocabulary GGUF (../shared/vocab/ggml-vocab-llama-spm.gguf)
@@ -152,13 +153,15 @@ g)
         --threads "$threads" --docs "$docs" --out "$out/g/$shape-$type"
     done
   done | tee "$out/g/summary.md"
-  # An encoder's steps take up to 4096 rows (16 documents of 257 tokens): the same
-  # bge-small runs at a generative model's budget, 512 (one document a step)
-  for type in Q8_0 F16; do
-    echo "bge-small $type, tessera serve --step-tokens 512:"
-    "$root/bench/embed_peer.sh" -m "$(model bge-small "$type")" --peer "$peer" --bin "$bin" \
-      --threads "$threads" --docs 128 --tessera-opts "--step-tokens 512" \
-      --out "$out/g/bge-small-$type-step512"
+  # The F16 models again on the file's F16 (no bf16 tiles: a generative model's way), and
+  # bge-small Q8_0 at a generative model's step budget (one document a step)
+  for run in "bge-small F16 --pack off" "qwen3-embedding-0.6b F16 --pack off" \
+    "bge-small Q8_0 --step-tokens 512"; do
+    read -r shape type opts <<<"$run"
+    echo "$shape $type, tessera serve $opts:"
+    "$root/bench/embed_peer.sh" -m "$(model "$shape" "$type")" --peer "$peer" --bin "$bin" \
+      --threads "$threads" --docs 64 --tessera-opts "$opts" \
+      --out "$out/g/$shape-$type-${opts// /}"
   done | tee -a "$out/g/summary.md"
   ;;
 d)

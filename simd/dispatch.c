@@ -344,7 +344,7 @@ bool simd_qmat_plan(simd_qmat *w, const simd_kernels *k, simd_pack_policy policy
 
 size_t simd_act_row_bytes(int f, int K)
 {
-    return f == SIMD_ACT_BF16 ? (size_t)K * sizeof(uint16_t) : qact_row_bytes((qact)f, K);
+    return f == SIMD_ACT_BF16 ? 2 * (size_t)K * sizeof(uint16_t) : qact_row_bytes((qact)f, K);
 }
 
 void simd_act_make(const simd_kernels *k, void *out, const float *x, size_t lda, int M, int K,

@@ -26,7 +26,7 @@
 /* Activation forms: quant.h's qact values (QACT_F32 a dense copy, K floats a row), bf16
  * rows for F16 / BF16 packs, and the f32 rows read in place at their stride. */
 enum {
-    SIMD_ACT_BF16 = 3,  /* (M, K) bf16, round to nearest even (simd_qpack_bf16_rows) */
+    SIMD_ACT_BF16 = 3,  /* (M, 2K) bf16, each row's hi K then its lo K (simd_qpack_bf16_rows) */
     SIMD_ACT_FORMS = 4, /* forms a step makes into a buffer: the qacts and SIMD_ACT_BF16 */
     SIMD_ACT_ROWS = 4,  /* the caller's f32 rows as they are (F32 weights): nothing to make */
 };
@@ -36,8 +36,8 @@ typedef enum simd_pack_policy {
     SIMD_PACK_NEVER,     /* the file's blocks always */
     SIMD_PACK_FAST_INT8, /* int8-type matrices where a packed kernel runs here: the same
                           * integers as the file's blocks */
-    SIMD_PACK_FAST,      /* those, and F16 / BF16 where bf16 tiles run (activations rounded
-                          * to bf16) */
+    SIMD_PACK_FAST,      /* those, and F16 / BF16 where bf16 tiles run (each value a hi and
+                          * a lo bf16: within about 2^-16 of f32) */
     SIMD_PACK_ALWAYS,    /* every type the pack takes, on the twin where nothing faster runs */
 } simd_pack_policy;
 

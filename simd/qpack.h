@@ -13,12 +13,13 @@
  * ones take a byte: per 16x256 unit Q4_K takes 2368 bytes (1.03x the file's blocks), Q5_K
  * 2880 (1.02x), Q6_K 3392 (1.01x), per 16x32 unit Q8_0 576 (1.06x), Q4_0 576 (2.0x: a
  * byte a weight), each unit rounded to 64 bytes; F16
- * and BF16 as bf16 (1.0x).
+ * as two bf16 planes (2.0x), BF16 as itself (1.0x).
  *
  * F16 / BF16 weights run on bf16 tiles (TDPBF16PS, f32 sums): their activations are bf16
- * rows from simd_qpack_bf16_rows() instead of quantize_act()'s. bf16 keeps 8 significant
- * bits, so results differ from the f32 path by about 1e-3 relative (activations rounded;
- * F16 weights rounded too); the model should pack them only where that is acceptable.
+ * rows from simd_qpack_bf16_rows() instead of quantize_act()'s. Each activation and each
+ * F16 weight is the sum of a hi and a lo bf16 (ref/qpack_bf16.c), so results are within
+ * about 2^-16 relative of the f32 path; a decode step reads an F16 pack's twice the bytes,
+ * so the model packs these where steps are long (embedding models, or --pack all).
  *
  * Arithmetic of the int8 types (the vector kernel, the tile kernels and the twin agree bit
  * for bit; the bf16 tiles agree with their twin, a double sum, to f32 rounding): for output
@@ -77,9 +78,10 @@ void simd_qpack_free(simd_qpack *p);
 /* Bytes the pack holds (its weights and scales). */
 size_t simd_qpack_bytes(const simd_qpack *p);
 
-/* Activations for a pack of F16 or BF16 weights: x (M, lda) rounded to bf16 (nearest
- * even), out (M, K) row-major: the activation form SIMD_ACT_BF16 (qmat.h) such a pack's kernels
- * take (in place of quantize_act's QACT_F32 copy). Plain C. */
+/* Activations for a pack of F16 or BF16 weights: x (M, lda) as out (M, 2K) row-major, a
+ * row's K nearest bf16 (even ties) and then the K nearest bf16 of what they leave: the
+ * activation form SIMD_ACT_BF16 (qmat.h) such a pack's kernels take (in place of
+ * quantize_act's QACT_F32 copy). Plain C. */
 void simd_qpack_bf16_rows(uint16_t *out, const float *x, size_t lda, int M, int K);
 
 /* The plain-C twin of every kernel on a pack: out[m][n] = sum_k x[m][k] * w[n][k] +

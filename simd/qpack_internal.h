@@ -90,7 +90,8 @@ enum { QP_CAP_INT8 = 1, QP_CAP_BF16 = 2, QP_CAP_VBMI = 4 };
 int qpack_amx_caps(void);
 
 /* F16 / BF16 packs (ref/qpack_bf16.c): one unit per 16-row group and 32 elements of K,
- * uint16 bf16 [16][16][2]: q[r][n][i] = weight (n, 32 b + 2r + i); no scales. */
+ * uint16 bf16 [16][16][2]: q[r][n][i] = weight (n, 32 b + 2r + i), for F16 its hi, then
+ * the same for its lo (a unit of 2048 bytes); no scales. */
 simd_qpack *qpack_bf16_make(const simd_qmat *w);
 void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);

@@ -396,7 +396,7 @@ typedef struct bf_problem {
     int M, N, K;
     float *x;      /* (M, K) */
     uint16_t *w;   /* (N, K) f16 or bf16 bits */
-    uint16_t *xb;  /* (M, K) simd_qpack_bf16_rows(x) */
+    uint16_t *xb;  /* (M, 2K) simd_qpack_bf16_rows(x) */
     simd_qmat qm;  /* the weights, planned on a pack */
     simd_qpack *pack; /* qm.pack */
 } bf_problem;
@@ -416,7 +416,7 @@ static void bf_make(bf_problem *p, uint32_t type, int M, int N, int K)
     p->type = type, p->M = M, p->N = N, p->K = K;
     p->x = malloc(sizeof(float) * (size_t)M * K);
     p->w = malloc(sizeof(uint16_t) * (size_t)N * K);
-    p->xb = malloc(sizeof(uint16_t) * (size_t)M * K);
+    p->xb = malloc(sizeof(uint16_t) * (size_t)M * 2 * K);
     for (size_t i = 0; i < (size_t)M * K; i++)
         p->x[i] = qd_unit(-1.0f, 1.0f);
     for (size_t i = 0; i < (size_t)N * K; i++) {
@@ -436,8 +436,8 @@ static void bf_free(bf_problem *p)
     simd_qpack_free(p->pack);
 }
 
-/* The bf16 twin against the f32 product of the file's weights: within bf16 rounding of
- * the activations (and, for F16, of the weights). */
+/* The bf16 twin against the f32 product of the file's weights: within 1e-4, where bf16
+ * alone (no lo parts) would be off by about 3e-3: the lo parts are seen. */
 static void check_bf16_twin(void)
 {
     static const uint32_t types[] = {QT_F16, QT_BF16};
@@ -463,7 +463,7 @@ static void check_bf16_twin(void)
                     want[(size_t)m * p.N + n] = (float)acc;
                 }
             double err = sc_norm_err(got, want, (size_t)p.M * p.N);
-            SC_CHECK(err < 2e-2, "%s M=%d N=%d K=%d: error %g", type_name(p.type), p.M, p.N,
+            SC_CHECK(err < 1e-4, "%s M=%d N=%d K=%d: error %g", type_name(p.type), p.M, p.N,
                      p.K, err);
             free(got), free(want);
             bf_free(&p);
@@ -519,7 +519,7 @@ static void check_bf16_tiles(void)
                 int bad = 0;
                 simd_qmat_gemm(a, (size_t)p.N, p.xb, 0, &p.qm, p.M, 0.0f, 0, p.N);
                 for (int m = 0; m < p.M; m++) {
-                    simd_qmat_gemm(b, (size_t)p.N, p.xb + (size_t)m * p.K, 0, &p.qm, 1, 0.0f, 0,
+                    simd_qmat_gemm(b, (size_t)p.N, p.xb + (size_t)m * 2 * p.K, 0, &p.qm, 1, 0.0f, 0,
                                    p.N);
                     bad += memcmp(b, a + (size_t)m * p.N, sizeof(float) * p.N) != 0;
                 }

@@ -114,11 +114,12 @@ static inline int ts_model_layer_window(const ts_model_config *c, int l)
 typedef enum ts_pack_mode {
     TS_PACK_AUTO = 0, /* the default: Q8_0, Q4_0, Q4_K, Q5_K and Q6_K where a packed
                        * kernel runs here (AVX-512 VNNI, or AMX-INT8): the same integers as
-                       * the file blocks' GEMM, summed in another float order */
+                       * the file blocks' GEMM, summed in another float order; in an
+                       * embedding model (pooling set) also as TS_PACK_ALL's F16 / BF16 */
     TS_PACK_OFF,      /* never: every matrix computes on the file's blocks */
-    TS_PACK_ALL,      /* auto, and F16 and BF16 where the CPU has AMX-BF16 (bf16 tiles,
-                       * which round the activations, and F16 weights, to bf16: about 4e-3
-                       * of the largest logit from the f32 pass) */
+    TS_PACK_ALL,      /* auto, and F16 and BF16 where the CPU has AMX-BF16: bf16 tiles on
+                       * a hi and a lo bf16 of each value (simd/qpack.h), within about 2^-16
+                       * of the f32 pass; an F16 pack takes twice the file's bytes */
     TS_PACK_FORCE,    /* every type the pack takes, whatever the CPU: where no packed
                        * kernel runs, the plain-C twin (slow; for tests) */
 } ts_pack_mode;

@@ -23,7 +23,10 @@ bool ts_pack_mode_parse(const char *s, ts_pack_mode *out)
     return false;
 }
 
-static simd_pack_policy policy_of(ts_pack_mode mode)
+/* An embedding model's steps are whole prompts, so its F16 / BF16 matrices gain from the
+ * bf16 tiles (at twice an F16 matrix's bytes) where a generative model's decode would
+ * read twice the bytes: auto packs them for the former only. */
+static simd_pack_policy policy_of(ts_pack_mode mode, bool embeds)
 {
     switch (mode) {
     case TS_PACK_OFF:
@@ -33,7 +36,7 @@ static simd_pack_policy policy_of(ts_pack_mode mode)
     case TS_PACK_FORCE:
         return SIMD_PACK_ALWAYS;
     default:
-        return SIMD_PACK_FAST_INT8;
+        return embeds ? SIMD_PACK_FAST : SIMD_PACK_FAST_INT8;
     }
 }
 
@@ -77,7 +80,8 @@ static void pack_all(void *arg)
 
 void model_pack(ts_model *m, ts_pack_mode mode)
 {
-    pack_job job = {m, m->file ? policy_of(mode) : SIMD_PACK_NEVER};
+    pack_job job = {m, m->file ? policy_of(mode, m->cfg.pooling != TS_POOLING_NONE)
+                               : SIMD_PACK_NEVER};
     if (job.policy == SIMD_PACK_NEVER) {
         model_use_kernels(m, simd_init());
         return;
