@@ -114,6 +114,8 @@ typedef struct fwd_state {
     float *qkv;     /* (max_rows, (nh + 2*nkv)*hd) */
     float *att;     /* (max_rows, nh*hd) attention output */
     float *gu;      /* (max_rows, 2*ffn) gate | up, then silu(gate)*up in the gate half */
+    float *keys_t;  /* (max_rows, nkv*hd) an encoder's keys, scaled and transposed by
+                     * sequence and head (forward_encoder.c); NULL in other models */
     int32_t *pos;   /* (max_rows) position of each row */
     int32_t *seq;   /* (max_rows) the fwd_batch sequence each row belongs to */
     int32_t *chunk; /* (max_rows) first rows of the attention's chunks of rows, costliest

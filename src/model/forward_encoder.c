@@ -141,45 +141,47 @@ static void keys_transposed(float *kt, const fwd_state *s, const ts_model_config
     const float *kh = s->qkv + (size_t)row0 * qkv_rows + (size_t)c->n_heads * hd + (size_t)kvh * hd;
     for (int j = 0; j < n; j++) {
         /* rows qkv_rows floats apart, a page or more: the hardware prefetcher misses them */
-        const float *ahead = kh + (size_t)(j + KT_AHEAD) * qkv_rows;
-        for (int d = 0; j + KT_AHEAD < n && d < hd; d += 16)
-            __builtin_prefetch(ahead + d, 0, 3);
+        if (j + KT_AHEAD < n)
+            for (int d = 0; d < hd; d += 16)
+                __builtin_prefetch(kh + (size_t)(j + KT_AHEAD) * qkv_rows + d, 0, 3);
         for (int d = 0; d < hd; d++)
             kt[(size_t)d * n + j] = scale * kh[(size_t)j * qkv_rows + d];
     }
 }
 
+/* Where keys_transposed puts key head kvh of sequence sq in s->keys_t: the sequence's
+ * n x kv_dim floats from row0 x kv_dim, by head. */
+static float *seq_keys(const fwd_state *s, const ts_model_config *c, const fwd_seq *sq, int kvh)
+{
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    return s->keys_t + (size_t)sq->row0 * kv_dim + (size_t)kvh * c->head_dim * sq->n_rows;
+}
+
 /* att = every sequence's attention. First every (sequence, key head)'s keys are scaled and
- * transposed once, into keys (a sequence's n x kv_dim floats from its row0 x kv_dim, by
- * head), then tasks (sequence, query head, run of ATT_ROWS query rows) run over the
+ * transposed once, into s->keys_t (seq_keys), then tasks (sequence, query head, run of ATT_ROWS query rows) run over the
  * threads, each with its own scores. */
 static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
                            const fwd_batch *b, ts_error *err)
 {
-    int longest = 0, tasks = 0, rows = 0, hd = c->head_dim;
+    int longest = 0, tasks = 0, hd = c->head_dim;
     long work = 0;
     for (int i = 0; i < b->n_seqs; i++) {
-        int n = b->seqs[i].n_rows, end = b->seqs[i].row0 + n;
+        int n = b->seqs[i].n_rows;
         longest = n > longest ? n : longest;
-        rows = end > rows ? end : rows;
         tasks += (n + ATT_ROWS - 1) / ATT_ROWS * c->n_heads;
         work += (long)n * n * c->n_heads * hd;
     }
-    size_t kv_dim = (size_t)c->n_kv_heads * hd;
     float scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
-    float *keys = malloc(sizeof(float) * kv_dim * (size_t)rows);
-    bool ok = keys != NULL;
+    bool ok = true;
 #pragma omp parallel if (work >= ENC_ROW_MIN_WORK) reduction(&& : ok)
     {
         float *sc = malloc(sizeof(float) * ATT_ROWS * (size_t)longest);
-        ok = sc != NULL && keys != NULL;
+        ok = sc != NULL;
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < b->n_seqs * c->n_kv_heads; t++) {
             const fwd_seq *sq = &b->seqs[t / c->n_kv_heads];
             int kvh = t % c->n_kv_heads;
-            if (keys)
-                keys_transposed(keys + ((size_t)sq->row0 * kv_dim + (size_t)kvh * hd * sq->n_rows),
-                                s, c, sq->row0, sq->n_rows, kvh, scale);
+            keys_transposed(seq_keys(s, c, sq, kvh), s, c, sq->row0, sq->n_rows, kvh, scale);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < tasks; t++) {
@@ -193,14 +195,12 @@ static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_ke
             const fwd_seq *sq = &b->seqs[seq];
             int local = t - first, h = local % c->n_heads, i0 = local / c->n_heads * ATT_ROWS;
             int m = sq->n_rows - i0 < ATT_ROWS ? sq->n_rows - i0 : ATT_ROWS, n = sq->n_rows;
-            int kvh = h / (c->n_heads / c->n_kv_heads);
-            if (sc && keys)
+            if (sc)
                 attend_rows(s, c, k, sq->row0, n, h, i0, m,
-                            keys + ((size_t)sq->row0 * kv_dim + (size_t)kvh * hd * n), sc);
+                            seq_keys(s, c, sq, h / (c->n_heads / c->n_kv_heads)), sc);
         }
         free(sc);
     }
-    free(keys);
     return ok ? TS_OK : ts_error_set(err, TS_ERR_NOMEM, "attention scratch of %d rows", longest);
 }
 
