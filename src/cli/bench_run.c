@@ -37,11 +37,12 @@ static int max_level(const bench_config *cfg)
 void bench_engine_options(ts_engine_options *o, const ts_model_config *c,
                           const bench_config *cfg)
 {
-    (void)c;
     int top = max_level(cfg);
     if (o->max_seqs < top)
         o->max_seqs = top;
-    if (o->kv_mem_bytes == 0 && o->kv_blocks == 0) {
+    /* an encoder keeps no K/V: the engine's own one-block pool (create_pool), not one of
+     * every level's contexts, faulted in at start for nothing */
+    if (o->kv_mem_bytes == 0 && o->kv_blocks == 0 && !c->encoder) {
         /* Finished requests' blocks stay cached and are evicted on demand, so the largest
          * level plus the prefix test's two requests is all that must fit at once. */
         int64_t per = blocks_for(cfg->prompt_len + cfg->n_tokens) + 1;
