@@ -100,14 +100,15 @@ static void run_fold(const parts *t)
         for (int bl = 0; bl < t->p->n_blk; bl++) {
             const uint8_t *unit = qpack_unit(t->p, g, bl);
             qp_terms terms;
-            qp_unit_terms(&terms, t->p, unit);
+            qp_unit_terms(&terms, t->p, unit, t->p->has_min);
             for (int m = 0; m < t->M; m++) {
                 int r = m % QP_ROWS;
                 __m512i isum = _mm512_add_epi32(
                     _mm512_sll_epi32(_mm512_load_si512(cbuf[0][r]), shift),
                     _mm512_load_si512(cbuf[1][r]));
                 const uint8_t *xb = t->xq + (size_t)m * t->xrow + (size_t)bl * t->p->act_blk_bytes;
-                _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, t->p, &terms, xb));
+                _mm512_store_ps(acc[m], qp_f32_row(_mm512_load_ps(acc[m]), isum, &terms, xb,
+                                                   t->p->has_min));
             }
         }
 }

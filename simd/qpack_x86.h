@@ -76,29 +76,34 @@ typedef struct qp_terms {
     __m512i mn[4]; /* minimums of sub-blocks 2jj, 2jj + 1 as int16 pairs (has_min) */
 } qp_terms;
 
-QP_INLINE void qp_unit_terms(qp_terms *t, const simd_qpack *p, const uint8_t *unit)
+/* has_min: p->has_min, a constant where the kernel knows its type (the vector kernel's BITS
+ * 4 and 5, the tile kernels' own types), so that the kernels of types without minimums
+ * carry none of their code: tested at run time, the 8-bit vector kernel ran 5-6% slower
+ * on a 2-core AMD EPYC once the minimum term became inline assembly. */
+QP_INLINE void qp_unit_terms(qp_terms *t, const simd_qpack *p, const uint8_t *unit,
+                             const bool has_min)
 {
     const __m256i *mn = (const __m256i *)(unit + p->off_mn);
     t->d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_d)));
-    t->dmin = p->has_min ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_dmin)))
-                         : _mm512_setzero_ps();
+    t->dmin = has_min ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(unit + p->off_dmin)))
+                      : _mm512_setzero_ps();
 #pragma GCC unroll 4
     for (int jj = 0; jj < 4; jj++)
-        t->mn[jj] = p->has_min ? _mm512_cvtepu8_epi16(_mm256_load_si256(mn + jj))
-                               : _mm512_setzero_si512();
+        t->mn[jj] = has_min ? _mm512_cvtepu8_epi16(_mm256_load_si256(mn + jj))
+                            : _mm512_setzero_si512();
 }
 
 /* acc + one unit's float terms (t) for one activation row (its block xb, d first), from
  * the block's integer sums isum (lane n: weight row n), exactly as the twin adds them:
  * fmaf(d * dx, isum, acc), then for K types with minimums fmaf(-(dmin * dx), msum, acc). */
-QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const simd_qpack *p, const qp_terms *t,
-                            const uint8_t *xb)
+QP_INLINE __m512 qp_f32_row(__m512 acc, __m512i isum, const qp_terms *t, const uint8_t *xb,
+                            const bool has_min)
 {
     float dx;
     memcpy(&dx, xb, sizeof dx); /* d leads both activation blocks */
     __m512 vdx = _mm512_set1_ps(dx);
     acc = _mm512_fmadd_ps(_mm512_mul_ps(t->d, vdx), _mm512_cvtepi32_ps(isum), acc);
-    if (p->has_min) {
+    if (has_min) {
         /* The activation sums of the 8 sub-blocks of 32 (Q4_K, Q5_K), sums32, as int16
          * pairs (2jj, 2jj + 1): each dword broadcast from memory into one vpdpwssd with
          * the pair's minimums. Built in registers from bsums (a madd, a pack and four

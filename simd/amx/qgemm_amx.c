@@ -71,7 +71,7 @@ static void block_run(float acc[4][QP_ROWS][QP_ROWS], const block2 *k)
         for (int h = 0; h < k->ng; h++) {
             const uint8_t *unit = qpack_unit(p, k->g + h, b);
             qp_terms t;
-            qp_unit_terms(&t, p, unit);
+            qp_unit_terms(&t, p, unit, false); /* 8-bit packs: no minimums */
             for (int i = 0; i < k->nm; i++)
                 for (int r = 0; r < k->mr[i]; r++) {
                     int m = QP_ROWS * i + r;
@@ -79,8 +79,8 @@ static void block_run(float acc[4][QP_ROWS][QP_ROWS], const block2 *k)
                     __m512i isum = _mm512_sub_epi32(
                         _mm512_load_si512(cbuf[2 * i + h][r]),
                         _mm512_set1_epi32(p->off * ((const qa_q8_32 *)xb)->sum));
-                    _mm512_store_ps(acc[2 * i + h][r],
-                                    qp_f32_row(_mm512_load_ps(acc[2 * i + h][r]), isum, p, &t, xb));
+                    __m512 a = _mm512_load_ps(acc[2 * i + h][r]);
+                    _mm512_store_ps(acc[2 * i + h][r], qp_f32_row(a, isum, &t, xb, false));
                 }
         }
     }

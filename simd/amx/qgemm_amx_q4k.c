@@ -79,8 +79,8 @@ static void q4k_operands_bw(const simd_qpack *p, const uint8_t *unit, split_bops
     }
 }
 
-static const split_kind Q4K_VBMI = {.operands = q4k_operands_vbmi, .shift = 3},
-                        Q4K_BW = {.operands = q4k_operands_bw, .shift = 3};
+static const split_kind Q4K_VBMI = {.operands = q4k_operands_vbmi, .shift = 3, .has_min = true},
+                        Q4K_BW = {.operands = q4k_operands_bw, .shift = 3, .has_min = true};
 
 void simd_amx_qpack_gemm_q4k(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                              float beta, int n_begin, int n_end)

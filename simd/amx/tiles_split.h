@@ -35,6 +35,7 @@ typedef struct split_kind {
     split_operands_fn operands; /* a unit into its B0, B1 */
     int shift;                  /* isum = (C0 << shift) + C1 */
     bool b0_signed;             /* B0's bytes are signed (TDPBSSD), else unsigned (TDPBSUD) */
+    bool has_min;               /* the type has minimums (qp_f32_row) */
 } split_kind;
 
 /* byte 4n + i of a B-row belongs to weight row n; within each 16-byte lane L (rows 4L ..
@@ -91,7 +92,7 @@ static inline void split_rows(float *out, size_t ldo, const uint8_t *xq, const s
             tiles_prefetch(p, unit);
             kind->operands(p, unit, b);
             qp_terms t;
-            qp_unit_terms(&t, p, unit);
+            qp_unit_terms(&t, p, unit, kind->has_min);
             for (int m0 = 0; m0 < M; m0 += QP_ROWS) {
                 int mr = M - m0 < QP_ROWS ? M - m0 : QP_ROWS;
                 if (mr != cur) {
@@ -105,8 +106,8 @@ static inline void split_rows(float *out, size_t ldo, const uint8_t *xq, const s
                         _mm512_sll_epi32(_mm512_load_si512(cbuf[0][r]), shift),
                         _mm512_load_si512(cbuf[1][r]));
                     float *a = acc[m0 + r];
-                    _mm512_store_ps(a, qp_f32_row(_mm512_load_ps(a), isum, p, &t,
-                                                  x0 + (size_t)r * xrow));
+                    _mm512_store_ps(a, qp_f32_row(_mm512_load_ps(a), isum, &t,
+                                                  x0 + (size_t)r * xrow, kind->has_min));
                 }
             }
         }
