@@ -1,13 +1,14 @@
 /* bench_qpack.c: the GEMM on packed quantized weights (simd/qpack.h: the vector kernel, AMX
  * tiles from the pack's tile_min_m rows where usable) against the best kernel table's qgemm
  * on the file's blocks and its f32 skinny GEMM on the same shape, split over the OpenMP
- * threads in chunks of 64 weight rows; also the pack's time and size. QP_NO_QGEMM=1 /
- * QP_NO_F32=1 skip the comparisons; QP_VECTOR=1 times the vector kernel at every M (no
- * tiles); QP_MS=4,8,16 sets the step sizes (default 1,4,16,64,512) and QP_TYPES=Q4_K,Q6_K
- * the types. From QP_TILE_MIN_M rows up to the pack's tile_min_m (Q4_K's is more), where
- * simd_qmat_gemm takes the vector kernel, the tile kernel is timed beside it ("tiles"), to
- * tune tile_min_m; where a pack has a second tile kernel (Q4_K's without VBMI, beside the
- * one with it), that one is timed too ("other tiles").
+ * threads in chunks of 64 weight rows (QP_CHUNK=16 sets 16); also the pack's time and
+ * size. QP_NO_QGEMM=1 / QP_NO_F32=1 skip the comparisons; QP_VECTOR=1 times the vector
+ * kernel at every M (no tiles); QP_MS=4,8,16 sets the step sizes (default 1,4,16,64,512)
+ * and QP_TYPES=Q4_K,Q6_K the types (of Q4_K, Q8_0, Q6_K, BF16, F16). From QP_TILE_MIN_M
+ * rows up to the pack's tile_min_m (Q4_K's is more), where simd_qmat_gemm takes the vector
+ * kernel, the tile kernel is timed beside it ("tiles"), to tune tile_min_m; where a pack
+ * has a second tile kernel (Q4_K's without VBMI, beside the one with it), that one is
+ * timed too ("other tiles").
  * Usage: build/bench_qpack [N K]   (default 5632 2048, TinyLlama's FFN; threads:
  * OMP_NUM_THREADS). Builds stand-alone with -fopenmp and the simd sources. */
 #include <omp.h>
@@ -89,11 +90,25 @@ static double best_time(void (*f)(const job *), const job *j, double budget)
     return best;
 }
 
+/* Whether name is one of the comma-separated list's entries (QP_TYPES). */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p; p += *p == ',') {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len;
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     int N = argc > 2 ? atoi(argv[1]) : 5632, K = argc > 2 ? atoi(argv[2]) : 2048;
-    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_BF16};
-    static const char *names[] = {"Q4_K", "Q8_0", "Q6_K", "BF16"};
+    static const uint32_t types[] = {QT_Q4_K, QT_Q8_0, QT_Q6_K, QT_BF16, QT_F16};
+    static const char *names[] = {"Q4_K", "Q8_0", "Q6_K", "BF16", "F16"};
     int Ms[16] = {1, 4, 16, 64, 512}, n_m = 5;
     if (getenv("QP_MS")) {
         n_m = 0;
@@ -118,21 +133,25 @@ int main(int argc, char **argv)
         wf[i] = qd_unit(-1.0f, 1.0f);
     for (size_t i = 0; i < (size_t)512 * K; i++)
         x[i] = qd_unit(-1.0f, 1.0f);
-    for (int t = 0; t < 4; t++) {
-        if (only && !strstr(only, names[t]))
+    for (int t = 0; t < 5; t++) {
+        if (only && !listed(only, names[t]))
             continue;
         size_t wrow, xrow;
         uint8_t *w, *xq;
         const void *xq_file;
-        if (types[t] == QT_BF16) { /* bf16 weights: the top halves of the f32 ones */
-            wrow = (size_t)K * 2;
-            w = malloc(wrow * N);
-            for (size_t i = 0; i < (size_t)N * K; i++)
-                memcpy(w + 2 * i, (const uint8_t *)&wf[i] + 2, 2);
+        if (types[t] == QT_BF16 || types[t] == QT_F16) {
+            wrow = (size_t)K * 2; /* bf16: the top halves of the f32 weights; f16: rounded */
+            uint16_t *wh = malloc(wrow * N);
+            for (size_t i = 0; i < (size_t)N * K; i++) {
+                uint32_t u;
+                memcpy(&u, &wf[i], 4);
+                wh[i] = types[t] == QT_F16 ? simd_f32_to_f16_scalar(wf[i]) : (uint16_t)(u >> 16);
+            }
+            w = (uint8_t *)wh;
             xq = malloc((size_t)512 * K * 4); /* hi and lo bf16 */
             double c0 = omp_get_wtime();
             simd_qpack_bf16_rows((uint16_t *)xq, x, (size_t)K, 512, K);
-            printf("BF16: activations to bf16, 512 rows, one thread: %.3f ms\n",
+            printf("%s: activations to bf16, 512 rows, one thread: %.3f ms\n", names[t],
                    (omp_get_wtime() - c0) * 1e3);
             xq_file = x; /* qgemm takes F16 / BF16 activations as f32 */
         } else {
