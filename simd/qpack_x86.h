@@ -76,10 +76,9 @@ typedef struct qp_terms {
     __m512i mn[4]; /* minimums of sub-blocks 2jj, 2jj + 1 as int16 pairs (has_min) */
 } qp_terms;
 
-/* has_min: p->has_min, a constant where the kernel knows its type (the vector kernel's BITS
- * 4 and 5, the tile kernels' own types), so that the kernels of types without minimums
- * carry none of their code: tested at run time, the 8-bit vector kernel ran 5-6% slower
- * on a 2-core AMD EPYC once the minimum term became inline assembly. */
+/* has_min: p->has_min, or a constant false where a kernel only ever sees types without
+ * minimums (the 8-bit packs: avx512vnni/qpack.c's QP_BITS_MIN, qgemm_amx.c), so that it
+ * carries none of the minimum term's code. */
 QP_INLINE void qp_unit_terms(qp_terms *t, const simd_qpack *p, const uint8_t *unit,
                              const bool has_min)
 {

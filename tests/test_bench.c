@@ -146,6 +146,12 @@ static void test_engine_options_fit_the_largest_level(void **state)
     bench_engine_options(&o, &c, &cfg);
     assert_int_equal(o.kv_blocks, 0);
     assert_int_equal(o.max_seqs, 64);
+    /* an encoder keeps no K/V: no pool of the levels' contexts, the engine's own one block */
+    ts_engine_options_default(&o);
+    c.encoder = true;
+    bench_engine_options(&o, &c, &cfg);
+    assert_int_equal(o.kv_blocks, 0);
+    assert_int_equal(o.kv_mem_bytes, 0);
 }
 
 /* An engine of one thread on the model at path (stories260K when NULL), sized for cfg. */

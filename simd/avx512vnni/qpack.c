@@ -16,7 +16,7 @@
  * 256 rows, 10-23% faster than testing p->has_min), but tested at run time for the 4-6
  * bit ones: as a constant there Q6_K's 16-64 rows ran 5-10% slower (other code, the same
  * work). */
-#define QP_BITS_MIN(BITS) ((BITS) == 8 ? false : p->has_min)
+#define QP_BITS_MIN(BITS, p) ((BITS) == 8 ? false : (p)->has_min)
 
 
 enum {
@@ -201,10 +201,10 @@ ALWAYS_INLINE void rows_run(float *out, size_t ldo, const uint8_t *x0, size_t xr
             __m512i isum[VQ_MR_WIDE];
             block_isum(isum, xb, x0, xrow, b, p, unit, NULL, BITS, MR);
             qp_terms t;
-            qp_unit_terms(&t, p, unit, QP_BITS_MIN(BITS));
+            qp_unit_terms(&t, p, unit, QP_BITS_MIN(BITS, p));
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
-                acc[m] = qp_f32_row(acc[m], isum[m], &t, xb[m], QP_BITS_MIN(BITS));
+                acc[m] = qp_f32_row(acc[m], isum[m], &t, xb[m], QP_BITS_MIN(BITS, p));
         }
         __mmask16 mask = qp_group_mask(g, n_begin, n_end);
 #pragma GCC unroll 8
@@ -264,11 +264,12 @@ ALWAYS_INLINE void tile_fold(float (*acc)[QP_ROWS], const uint8_t *x0, size_t xr
     __m512i isum[VQ_MR_WIDE];
     block_isum(isum, xb, x0, xrow, b, p, unit, ub, BITS, MR);
     qp_terms t;
-    qp_unit_terms(&t, p, unit, QP_BITS_MIN(BITS));
+    qp_unit_terms(&t, p, unit, QP_BITS_MIN(BITS, p));
 #pragma GCC unroll 8
     for (int m = 0; m < MR; m++)
         _mm512_store_ps(acc[m],
-                        qp_f32_row(_mm512_load_ps(acc[m]), isum[m], &t, xb[m], QP_BITS_MIN(BITS)));
+                        qp_f32_row(_mm512_load_ps(acc[m]), isum[m], &t, xb[m],
+                                   QP_BITS_MIN(BITS, p)));
 }
 
 /* Rows [0, rows) (rows <= VQ_ROW_BLOCK) from x0 against group g of a 4-6 bit pack, the

@@ -7,6 +7,7 @@
  * the lo*lo term, below 2^-16 of the product, is dropped) give the f32 path's result to
  * about 2^-16 relative, where bf16 alone would be 2^-8: nearer than llama.cpp, which rounds
  * an F16 matrix's activations to f16. A BF16 weight is its own hi (no lo plane). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,7 @@ static uint16_t bf16_split(float f, uint16_t *lo)
 {
     uint16_t hi = bf16_of(f);
     float rest = f - f32_of_bf16(hi);
-    *lo = rest == rest && rest - rest == 0.0f ? bf16_of(rest) : 0;
+    *lo = isfinite(rest) ? bf16_of(rest) : 0;
     return hi;
 }
 
@@ -95,9 +96,9 @@ void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpac
                          float beta, int n_begin, int n_end)
 {
     bool lo_plane = p->unit_bytes == 2 * BF_UNIT;
-    for (int m = 0; m < M; m++)
+    for (int m = 0; m < M; m++) {
+        const uint16_t *xh = (const uint16_t *)xq + (size_t)m * 2 * p->K, *xl = xh + p->K;
         for (int n = n_begin; n < n_end; n++) {
-            const uint16_t *xh = (const uint16_t *)xq + (size_t)m * 2 * p->K, *xl = xh + p->K;
             double s = 0.0;
             for (int k = 0; k < p->K; k++) {
                 const uint16_t *u = (const uint16_t *)qpack_unit(p, n / QP_ROWS, k / BF_STEP);
@@ -110,4 +111,5 @@ void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpac
             float *o = out + (size_t)m * ldo + n;
             *o = beta == 0.0f ? (float)s : (float)s + beta * *o;
         }
+    }
 }

@@ -133,9 +133,10 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         fwd_state_free(s);
         return st;
     }
-    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || (c->encoder && !s->keys_t) || !s->pos || !s->seq || !s->chunk ||
-        !s->chunk_key || !s->chunk_spans || !s->chunk_task0 || !s->att_part || !s->att_lse ||
-        !s->rope || (swa_rope && !s->rope_swa) || !s->xs || !s->logits || !s->pooled) {
+    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || (c->encoder && !s->keys_t) ||
+        !s->pos || !s->seq || !s->chunk || !s->chunk_key || !s->chunk_spans || !s->chunk_task0 ||
+        !s->att_part || !s->att_lse || !s->rope || (swa_rope && !s->rope_swa) || !s->xs ||
+        !s->logits || !s->pooled) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
                             max_rows);

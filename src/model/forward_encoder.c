@@ -158,8 +158,8 @@ static float *seq_keys(const fwd_state *s, const ts_model_config *c, const fwd_s
 }
 
 /* att = every sequence's attention. First every (sequence, key head)'s keys are scaled and
- * transposed once, into s->keys_t (seq_keys), then tasks (sequence, query head, run of ATT_ROWS query rows) run over the
- * threads, each with its own scores. */
+ * transposed once, into s->keys_t (seq_keys), then tasks (sequence, query head, run of
+ * ATT_ROWS query rows) run over the threads, each with its own scores. */
 static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
                            const fwd_batch *b, ts_error *err)
 {
