@@ -151,8 +151,10 @@ int main(int argc, char **argv)
             xq = malloc((size_t)512 * K * 4); /* hi and lo bf16 */
             double c0 = omp_get_wtime();
             simd_qpack_bf16_rows((uint16_t *)xq, x, (size_t)K, 512, K);
-            printf("%s: activations to bf16, 512 rows, one thread: %.3f ms\n", names[t],
-                   (omp_get_wtime() - c0) * 1e3);
+            double c1 = omp_get_wtime();
+            k->bf16_rows((uint16_t *)xq, x, (size_t)K, 512, K);
+            printf("%s: activations to bf16, 512 rows, one thread: %.3f ms plain C, %.3f ms "
+                   "%s\n", names[t], (c1 - c0) * 1e3, (omp_get_wtime() - c1) * 1e3, k->name);
             xq_file = x; /* qgemm takes F16 / BF16 activations as f32 */
         } else {
             w = qd_weights(types[t], N, K, &wrow);

@@ -351,7 +351,7 @@ void simd_act_make(const simd_kernels *k, void *out, const float *x, size_t lda,
                    int f)
 {
     if (f == SIMD_ACT_BF16)
-        simd_qpack_bf16_rows(out, x, lda, M, K);
+        k->bf16_rows(out, x, lda, M, K);
     else
         k->quantize_act(out, x, lda, M, K, (qact)f);
 }

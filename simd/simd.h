@@ -148,6 +148,10 @@ typedef struct simd_kernels {
      * out + m * qact_row_bytes(a, K): K a whole number of a's blocks. Each row is quantized
      * on its own, so a row's blocks do not depend on the rows beside it. QACT_F32 copies. */
     void (*quantize_act)(void *out, const float *x, size_t lda, int M, int K, qact a);
+    /* Splits M rows of K activations, x (M, lda), into the bf16 tiles' form: row m at
+     * out + m * 2K, its K hi bf16 then its K lo (simd_qpack_bf16_rows, qpack.h, says
+     * how), bit for bit what that plain-C function writes. */
+    void (*bf16_rows)(uint16_t *out, const float *x, size_t lda, int M, int K);
 
     /* The GEMM on a weight matrix in its file's blocks: out[m][n] = sum_k x[m][k] * w[n][k]
      * + beta * out[m][n] for m < M and n in [n_begin, n_end), where xq holds the M rows

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "qpack.h"
 #include "simd_internal.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -567,6 +568,12 @@ static void vec_attention(float *out, const float *q, const simd_kv_view *kv,
 #include "vec_gemm.h"
 #include "vec_qgemm.h"
 
+/* The bf16 split of activation rows: the ISA's own where it has one (the bf16 tiles run
+ * only beside AVX-512), else the plain-C function. */
+#ifndef V_BF16_ROWS
+#define V_BF16_ROWS simd_qpack_bf16_rows
+#endif
+
 const simd_kernels SIMD_TABLE = {
     .name = SIMD_NAME,
     .rmsnorm = vec_rmsnorm,
@@ -581,5 +588,6 @@ const simd_kernels SIMD_TABLE = {
     .gemm_nt_max_rows = GEMM_MAX_ROWS,
     .gemm_nn = vec_gemm_nn,
     .quantize_act = vec_quantize_act,
+    .bf16_rows = V_BF16_ROWS,
     .qgemm = vec_qgemm,
 };

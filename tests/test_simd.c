@@ -2,6 +2,7 @@
  * the reference (and the reference against llama2.c's formulas). */
 #include <string.h>
 
+#include "qpack.h"
 #include "simd_check.h"
 
 #define TOL 2e-6
@@ -317,5 +318,70 @@ static void check_f16(void)
     free(all), free(back), free(want), free(got), free(src), free(hw), free(hg);
 }
 
-#define CHECKS(X) X(check_dispatch) X(check_rmsnorm) X(check_rope) X(check_silu_softmax) X(check_f16)
+/* The bf16 tiles' activation rows: the plain-C split on known values (hi the nearest bf16,
+ * ties to even; lo the nearest bf16 of the rest; a NaN quiet, lo 0 where the rest is not
+ * finite), hi + lo within 2^-16 of x, and each table's bf16_rows bit for bit the same,
+ * over every exponent, with rows apart (lda > K) and a K that ends in a partial vector. */
+static void check_bf16_rows(void)
+{
+    static const struct { uint32_t x; uint16_t hi, lo; } known[] = {
+        {0x3f800000, 0x3f80, 0x0000},       /* 1 */
+        {0x3f808000, 0x3f80, 0x3b80},       /* 1 + 2^-8: a tie, to the even 1; lo 2^-8 */
+        {0x3f818000, 0x3f82, 0xbb80},       /* 1 + 3 * 2^-8: a tie, to the even 1 + 2^-6 */
+        {0x3f808001, 0x3f81, 0xbb80},       /* just above the tie: up; lo the rest, -2^-8 */
+        {0x80000000, 0x8000, 0x0000},       /* -0 */
+        {0x00000001, 0x0000, 0x0000},       /* the least subnormal: hi 0, lo rounds to 0 */
+        {0x00010000, 0x0001, 0x0000},       /* a subnormal bf16 holds it exactly */
+        {0x7f7fffff, 0x7f80, 0x0000},       /* FLT_MAX rounds to inf: the rest is not finite */
+        {0xff800000, 0xff80, 0x0000},       /* -inf */
+        {0x7fc00001, 0x7fc0, 0x0000},       /* a quiet NaN */
+        {0x7f800001, 0x7fc0, 0x0000},       /* a signalling NaN, made quiet */
+    };
+    enum { NK = sizeof known / sizeof known[0] };
+    float kx[NK];
+    uint16_t kb[2 * NK];
+    for (int i = 0; i < NK; i++)
+        kx[i] = float_of(known[i].x);
+    simd_qpack_bf16_rows(kb, kx, NK, 1, NK);
+    for (int i = 0; i < NK; i++)
+        SC_CHECK(kb[i] == known[i].hi && kb[NK + i] == known[i].lo,
+                 "bf16 split of %08x: %04x %04x, want %04x %04x", known[i].x, kb[i], kb[NK + i],
+                 known[i].hi, known[i].lo);
+
+    enum { M = 67, K = 104, LDA = 109 }; /* K: six vectors and a half */
+    float *x = malloc(sizeof(float) * M * LDA);
+    uint16_t *want = malloc(sizeof(uint16_t) * 2 * M * K), *got = malloc(sizeof(uint16_t) * 2 * M * K);
+    for (int i = 0; i < M * LDA; i++) {
+        uint32_t exp_bits = (uint32_t)(i % 256); /* every exponent: subnormals to inf / NaN */
+        uint32_t mant = (uint32_t)(sc_uniform(0.0f, 1.0f) * 8388607.0f);
+        if (i % 5 == 0)
+            mant = (mant & ~0xffffu) | 0x8000u; /* a tie at bf16 */
+        x[i] = float_of((uint32_t)(i & 1) << 31 | exp_bits << 23 | mant);
+    }
+    x[0] = kx[NK - 1];
+    simd_qpack_bf16_rows(want, x, LDA, M, K);
+    int far = 0;
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) {
+            float v = x[m * LDA + k];
+            double sum = (double)float_of((uint32_t)want[m * 2 * K + k] << 16) +
+                         float_of((uint32_t)want[m * 2 * K + K + k] << 16);
+            if (isfinite(v) && fabsf(v) < 0x1p126f && fabsf(v) > 0x1p-100f &&
+                fabs(sum - v) > 0x1p-16 * fabsf(v))
+                far++;
+        }
+    SC_CHECK(far == 0, "bf16 hi + lo off x by more than 2^-16 on %d values", far);
+    const simd_kernels *isas[SIMD_ISA_COUNT];
+    int n_isa = sc_simd_tables(isas);
+    for (int t = 0; t < n_isa; t++) {
+        memset(got, 0xab, sizeof(uint16_t) * 2 * M * K);
+        isas[t]->bf16_rows(got, x, LDA, M, K);
+        SC_CHECK(memcmp(got, want, sizeof(uint16_t) * 2 * M * K) == 0,
+                 "%s bf16_rows differs from the plain-C split", isas[t]->name);
+    }
+    free(x), free(want), free(got);
+}
+
+#define CHECKS(X) X(check_dispatch) X(check_rmsnorm) X(check_rope) X(check_silu_softmax) X(check_f16) \
+    X(check_bf16_rows)
 SC_MAIN("simd", CHECKS)

@@ -111,4 +111,45 @@ static inline V v_in_reg(V v)
 #define QG_MR 4
 #include "qdot_x86.h"
 
+/* The nearest bf16 of each lane of u (f32 bits), as 32-bit lanes, ties to even; a NaN
+ * stays NaN, made quiet: bf16_of in ref/qpack_bf16.c, 16 lanes at a time. */
+static inline __m512i v512_bf16_of(__m512i u)
+{
+    __m512i top = _mm512_srli_epi32(u, 16);
+    __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                    _mm512_and_si512(top, _mm512_set1_epi32(1)));
+    __m512i near = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+    __m512i mag = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32(0x7f800000));
+    return _mm512_mask_or_epi32(near, nan, top, _mm512_set1_epi32(0x40));
+}
+
+/* n (<= 16) lanes of x split into hi, the nearest bf16, and lo, the nearest bf16 of
+ * x - hi (0 where that is not finite): bf16_split in ref/qpack_bf16.c. */
+static inline void v512_bf16_split(uint16_t *hi, uint16_t *lo, const float *x, int n)
+{
+    __mmask16 m = v_mask((size_t)n);
+    __m512 v = _mm512_maskz_loadu_ps(m, x);
+    __m512i h = v512_bf16_of(_mm512_castps_si512(v));
+    __m512 rest = _mm512_sub_ps(v, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+    __m512i r = _mm512_castps_si512(rest);
+    __mmask16 finite = _mm512_cmplt_epu32_mask(_mm512_and_si512(r, _mm512_set1_epi32(0x7fffffff)),
+                                               _mm512_set1_epi32(0x7f800000));
+    __m512i l = _mm512_maskz_mov_epi32(finite, v512_bf16_of(r));
+    _mm256_mask_storeu_epi16(hi, m, _mm512_cvtepi32_epi16(h));
+    _mm256_mask_storeu_epi16(lo, m, _mm512_cvtepi32_epi16(l));
+}
+
+/* The bf16 tiles' activation rows (simd.h's bf16_rows), 16 values at a time. */
+static void v512_bf16_rows(uint16_t *out, const float *x, size_t lda, int M, int K)
+{
+    for (int r = 0; r < M; r++) {
+        uint16_t *hi = out + (size_t)r * 2 * K, *lo = hi + K;
+        const float *row = x + (size_t)r * lda;
+        for (int k = 0; k < K; k += VW)
+            v512_bf16_split(hi + k, lo + k, row + k, K - k < VW ? K - k : VW);
+    }
+}
+#define V_BF16_ROWS v512_bf16_rows
+
 #include "vec_kernels.h"

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdbool.h>
 
+#include "qpack.h"
 #include "simd_internal.h"
 
 static void ref_rmsnorm(float *out, const float *x, const float *weight, int rows, int n, float eps)
@@ -101,5 +102,6 @@ const simd_kernels simd_ref_table = {
     .gemm_nt_max_rows = 0, /* a dot product at a time: BLAS is always faster */
     .gemm_nn = simd_ref_gemm_nn,
     .quantize_act = simd_ref_quantize_act,
+    .bf16_rows = simd_qpack_bf16_rows,
     .qgemm = simd_ref_qgemm,
 };
