@@ -4,8 +4,10 @@
 # driven by the same client (`tessera loadgen --embeddings`), so tokenization, HTTP and
 # pooling are counted alike on both sides. At each batch size B, requests of B documents
 # of about --doc-len tokens are sent one after another; tokens/s = the prompt tokens the
-# server counted (usage) / wall time. loadgen's prompts are words; the words per document
-# are set from one calibration request, and the table prints the tokens a document had.
+# server counted (usage) / wall time, after one untimed request of B documents (either
+# server's first large batch faults in its buffers' pages, once in a serving process).
+# loadgen's prompts are words; the words per document are set from one calibration
+# request, and the table prints the tokens a document had.
 #
 # usage: bench/embed_peer.sh -m MODEL --peer DIR [--bin DIR] [--threads N]
 #                            [--doc-len 256] [--batches 1,64] [--docs 128] [--out DIR]
@@ -103,6 +105,8 @@ run() {
     for b in ${batches//,/ }; do
         local n=$((docs / b)) j=$out/$side-b$b.json
         ((n >= 1)) || n=1
+        loadgen "$port" "$b" "$words" 1 "${j%.json}-warm.json" || true
+        if [ "$side" = tessera ]; then phases "$port" >"$out/phases-was"; fi
         loadgen "$port" "$b" "$words" "$n" "$j" ||
             { echo "embed_peer.sh: loadgen failed on $side, batch $b:" >&2; tail -3 "${j%.json}.txt" >&2; }
         echo "$b $(field "$j" prompt_tok_s) $(field "$j" prompt_tokens) $n"
@@ -111,7 +115,6 @@ run() {
             awk -v b="$b" 'NR == FNR { was[$1] = $2; next }
                 { printf "%s%s %.2f s", (FNR > 1 ? ", " : "batch " b ": "), $1, $2 - was[$1] }
                 END { print "" }' "$out/phases-was" "$out/phases-now" >>"$out/tessera.phases"
-            mv "$out/phases-now" "$out/phases-was"
         fi
     done
 }
@@ -126,7 +129,6 @@ loadgen "$port" 4 64 1 "$out/calibrate.json" || true
 per64=$(field "$out/calibrate.json" prompt_tokens) # tokens of 4 documents of 64 words
 words=$((doc_len * 256 / (${per64:-256} > 0 ? ${per64:-256} : 256)))
 ((words >= 1)) || words=1
-phases "$port" >"$out/phases-was"
 run tessera "$port" >"$out/tessera.rows"
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
