@@ -4,8 +4,9 @@
 # driven by the same client (`tessera loadgen --embeddings`), so tokenization, HTTP and
 # pooling are counted alike on both sides. At each batch size B, requests of B documents
 # of about --doc-len tokens are sent one after another; tokens/s = the prompt tokens the
-# server counted (usage) / wall time, after one untimed request of B documents (either
-# server's first large batch faults in its buffers' pages, once in a serving process).
+# server counted (usage) / wall time, after one untimed request of B other documents
+# (either server's first large batch faults in its buffers' pages, once in a serving
+# process).
 # loadgen's prompts are words; the words per document are set from one calibration
 # request, and the table prints the tokens a document had.
 #
@@ -94,10 +95,10 @@ phases() {
         sed 's/.*phase="\([a-z_]*\)"} /\1 /'
     exec 3<&-
 }
-loadgen() { # PORT BATCH WORDS REQUESTS JSON
+loadgen() { # PORT BATCH WORDS REQUESTS JSON [SEED]
     "$bin/tessera" loadgen --url "http://127.0.0.1:$1" --embeddings --batch "$2" \
         --prompt-len "$3" --requests "$4" --concurrency 1 --no-metrics --json "$5" \
-        >"${5%.json}.txt" 2>&1
+        --seed "${6:-1}" >"${5%.json}.txt" 2>&1
 }
 # run SIDE PORT: each batch size against the server on PORT; a line "B tok/s tokens requests"
 run() {
@@ -105,7 +106,9 @@ run() {
     for b in ${batches//,/ }; do
         local n=$((docs / b)) j=$out/$side-b$b.json
         ((n >= 1)) || n=1
-        loadgen "$port" "$b" "$words" 1 "${j%.json}-warm.json" || true
+        # the warm-up's documents are not the timed ones (seed 2): llama-server reuses a
+        # slot's K/V for a prompt it has seen, which would time a decoder model's cache
+        loadgen "$port" "$b" "$words" 1 "${j%.json}-warm.json" 2 || true
         if [ "$side" = tessera ]; then phases "$port" >"$out/phases-was"; fi
         loadgen "$port" "$b" "$words" "$n" "$j" ||
             { echo "embed_peer.sh: loadgen failed on $side, batch $b:" >&2; tail -3 "${j%.json}.txt" >&2; }
