@@ -1,11 +1,11 @@
 /* test_engine_spec_draft.c: speculative decoding with a draft model: greedy text identical
  * with the draft model on and off (alone, 8 sequences batched, n > 1, cut by stop strings,
  * on a quantized target, with a small KV pool), seeded sampling identical token for token,
- * the opt-out and a JSON constraint, both acceptance regimes reached (a Q4_K
- * draft of the F32 target accepts part of its drafts, the target as its own draft all of
- * them), a draft model of another vocabulary refused naming the difference, forced
- * acceptance for measurements, the CLI's options, and both KV pools consistent after the
- * rollbacks. */
+ * the opt-out and a JSON constraint, both acceptance regimes reached (a Q4_K draft of the
+ * F32 target accepts part of its drafts, the target as its own draft all of them, or part
+ * with its head restricted to the first ids), a draft model of another vocabulary refused
+ * naming the difference, forced acceptance for measurements, the CLI's options, and both
+ * KV pools consistent after the rollbacks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,6 +148,42 @@ static void test_self_draft_full_acceptance(void **state)
     assert_pools_clean(on);
     ts_engine_destroy(off);
     ts_engine_destroy(on);
+    ts_model_free(draft);
+}
+
+/* The target as its own draft with its head restricted to the first 400 of 512 ids
+ * (--draft-vocab): the text is the target's still; a draft is right exactly when the
+ * target's token is among those ids, so some drafts are taken and some not, where the
+ * whole head took all (above); and a count at or past the vocabulary is the whole head. */
+static void test_draft_vocab(void **state)
+{
+    (void)state;
+    ts_model *draft = eu_load_stories();
+    ts_engine *off = start_on(eu_model, NULL, 16, 0);
+    int counts[2] = {400, 512};
+    for (int i = 0; i < 2; i++) {
+        ts_engine_options o;
+        ts_engine_options_default(&o);
+        o.max_seqs = 16;
+        o.gemm = TS_GEMM_KERNEL;
+        o.spec = TS_SPEC_DRAFT;
+        o.draft_model = draft;
+        o.spec_rows = 64;
+        o.spec_eager = true;
+        o.spec_draft_vocab = counts[i];
+        ts_engine *on = eu_start(eu_model, &o);
+        spec_draft_set_checking(on, true);
+        check_greedy(eu_model, off, on);
+        ts_engine_stats st = eu_stats(on);
+        assert_true(st.spec_drafted > 200);
+        if (counts[i] < eu_model->cfg.vocab_size)
+            assert_true(st.spec_accepted > 0 && st.spec_accepted < st.spec_drafted);
+        else
+            assert_int_equal(st.spec_accepted, st.spec_drafted);
+        assert_pools_clean(on);
+        ts_engine_destroy(on);
+    }
+    ts_engine_destroy(off);
     ts_model_free(draft);
 }
 
@@ -490,6 +526,9 @@ static void test_cli_options(void **state)
     assert_int_equal(engine_arg(&o, "--draft-model", su_kpath("stories260K-k-%s.gguf", "Q8_0")),
                      1);
     assert_int_equal(o.spec, TS_SPEC_NGRAM); /* an explicit kind stays */
+    assert_int_equal(engine_arg(&o, "--draft-vocab", "32768"), 1);
+    assert_int_equal(o.spec_draft_vocab, 32768);
+    assert_int_equal(engine_arg(&o, "--draft-vocab", "-1"), -1);
     cli_free_draft_model(&o);
     assert_null(o.draft_model);
 }
@@ -499,6 +538,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_q4k_draft_partial_acceptance),
         cmocka_unit_test(test_self_draft_full_acceptance),
+        cmocka_unit_test(test_draft_vocab),
         cmocka_unit_test(test_catch_up_not_a_draft_cost),
         cmocka_unit_test(test_quantized_target),
         cmocka_unit_test(test_small_pools),

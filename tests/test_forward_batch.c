@@ -352,13 +352,17 @@ static void test_quantized_batched_matches_reference(void **state)
     }
 }
 
+/* What each step's logits hold before it runs when a test restricts the LM head. */
+#define UNSCORED 12345.0f
+
 /* Three steps of three sequences (prompts of 20, 7 and 33 tokens; a decode of each; one
  * decode, a 5-token chunk and a decode) on `threads` OpenMP threads, every step's logits
- * into out (3 x vocab each). Sequence 1's table is reserved for only 4 tokens when
+ * into out (3 x vocab each), the LM head scoring the first head_rows ids (0: all; the
+ * logits start as UNSCORED). Sequence 1's table is reserved for only 4 tokens when
  * short_table, so its K/V stores fail in the first step: returns forward_batch's status
  * there, TS_OK when all three ran. */
-static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int threads,
-                                 bool short_table, float *out)
+static ts_status run_three_steps_head(const ts_model *m, fwd_gemm_path path, int threads,
+                                      bool short_table, int head_rows, float *out)
 {
     static const int prompt[3] = {20, 7, 33}, third[3] = {1, 5, 1};
     int vocab = m->cfg.vocab_size, saved = omp_get_max_threads();
@@ -370,6 +374,7 @@ static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int thre
     fwd_state fs;
     assert_int_equal(fwd_state_init(&fs, m, 64, 3, NULL), TS_OK);
     fs.gemm_path = path;
+    fs.head_rows = head_rows;
     omp_set_num_threads(threads);
     ts_status st = TS_OK;
     int pos[3] = {0, 0, 0};
@@ -391,6 +396,8 @@ static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int thre
             pos[s] += n;
         }
         fwd_batch b = {.n_rows = rows, .tokens = tokens, .n_seqs = 3, .seqs = seqs, .n_logits = 3};
+        for (size_t i = 0; i < 3 * (size_t)vocab; i++)
+            fs.logits[i] = UNSCORED;
         ts_error err = {0};
         st = forward_batch(&fs, m, pool, simd_init(), &b, &err);
         if (st == TS_OK)
@@ -404,6 +411,12 @@ static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int thre
     fwd_state_free(&fs);
     kv_pool_free(pool);
     return st;
+}
+
+static ts_status run_three_steps(const ts_model *m, fwd_gemm_path path, int threads,
+                                 bool short_table, float *out)
+{
+    return run_three_steps_head(m, path, threads, short_table, 0, out);
 }
 
 /* The Q4_K_M file of stories260K-k (extracted into the build at configure time). */
@@ -445,6 +458,40 @@ static void test_team_matches_one_thread(void **state)
                          TS_ERR_INVALID_ARG);
         free(one);
         free(team);
+    }
+    ts_model_free(q);
+}
+
+/* An LM head restricted to the first ids (a draft model's vocabulary, --draft-vocab) gives
+ * their logits bit for bit the whole head's and leaves the rest of each row as it was: on
+ * f32 weights and on a Q4_K_M file's packs (a Q6_K head), at a count inside a 16-row
+ * group, on three threads. */
+static void test_head_rows_prefix(void **state)
+{
+    (void)state;
+    ts_model *q = load_q4_k_m();
+    const ts_model *models[] = {model, q};
+    for (int i = 0; i < 2; i++) {
+        int vocab = models[i]->cfg.vocab_size, head = 37;
+        size_t n = 9 * (size_t)vocab;
+        float *all = malloc(n * sizeof(float)), *part = malloc(n * sizeof(float));
+        assert_int_equal(run_three_steps_head(models[i], FWD_GEMM_AUTO, 3, false, 0, all), TS_OK);
+        assert_int_equal(run_three_steps_head(models[i], FWD_GEMM_AUTO, 3, false, head, part),
+                         TS_OK);
+        int differ = 0, touched = 0;
+        for (size_t r = 0; r < 9; r++)
+            for (int v = 0; v < vocab; v++) {
+                float a = all[r * vocab + v], p = part[r * vocab + v];
+                if (v < head && memcmp(&a, &p, sizeof a) != 0)
+                    differ++;
+                if (v >= head && p != UNSCORED)
+                    touched++;
+            }
+        assert_int_equal(differ, 0);
+        assert_int_equal(touched, 0);
+        assert_true(all[head] != UNSCORED); /* the whole head wrote past it */
+        free(all);
+        free(part);
     }
     ts_model_free(q);
 }
@@ -602,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_rope_factors_batched_matches_reference),
         cmocka_unit_test(test_quantized_batched_matches_reference),
         cmocka_unit_test(test_team_matches_one_thread),
+        cmocka_unit_test(test_head_rows_prefix),
         cmocka_unit_test(test_row_blocks_match_slices),
         cmocka_unit_test(test_pre_matches_separate_stage),
     };

@@ -99,6 +99,14 @@ typedef struct ts_engine_options {
                             * step's cost model says a row costs (off: each draft must be
                             * likelier to be accepted than a row's share of the step's
                             * cost); for tests and measurements at a fixed depth */
+    int spec_draft_vocab;  /* with TS_SPEC_DRAFT: the draft model's LM head scores only the
+                            * first N token ids and drafts among them (0, default: all).
+                            * A 128k-token head is a fifth of a 1B draft's bytes a token;
+                            * byte-pair vocabularies number their tokens by merge rank,
+                            * so the first ids are roughly the most frequent (as a draft
+                            * head restricted to frequent tokens, FR-Spec or EAGLE-3's).
+                            * The target still decides every token: the output is the
+                            * same; a token past N is never drafted */
     const ts_model *draft_model; /* with TS_SPEC_DRAFT: the model that drafts (borrowed,
                             * outlives the engine); its vocabulary must be the target's:
                             * the same size, token bytes and special ids, else

@@ -288,7 +288,8 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
     static const char *const valued[] = {"--threads", "--kv-mem", "--max-seqs", "--max-queue",
                                          "--step-tokens", "--prefill-cap", "--aging",
                                          "--itl-target", "--prefill-min", "--kv-type",
-                                         "--spec", "--spec-max", "--spec-rows"};
+                                         "--spec", "--spec-max", "--spec-rows",
+                                         "--draft-vocab"};
     size_t k = 0;
     if (!strcmp(a, "-t")) /* llama.cpp's spelling of --threads */
         a = valued[0];
@@ -339,6 +340,7 @@ int cli_engine_option(int argc, char **argv, int *i, ts_engine_options *o)
         break;
     case 11: ok = cli_int(a, v, 1, 64, &o->spec_max); break;
     case 12: ok = cli_int(a, v, 0, 4096, &o->spec_rows); break;
+    case 13: ok = cli_int(a, v, 0, 1 << 24, &o->spec_draft_vocab); break;
     }
     return ok ? 1 : -1;
 }

@@ -65,6 +65,7 @@ static const config_key engine_keys[] = {
     {"spec_max", "--spec-max", VALUE_NUMBER},
     {"spec_rows", "--spec-rows", VALUE_NUMBER},
     {"spec_eager", "--spec-eager", VALUE_FLAG},
+    {"draft_vocab", "--draft-vocab", VALUE_NUMBER},
     {"draft_model", "--draft-model", VALUE_PATH},
     {NULL, NULL, VALUE_STRING},
 };

@@ -181,7 +181,8 @@ ts_status ts_engine_create(const ts_model *model, const ts_engine_options *opts,
         o->aging_per_s < 0 || o->n_threads < 0 || (unsigned)o->gemm > TS_GEMM_KERNEL ||
         (unsigned)o->kv_type > TS_KV_Q8_0 || (unsigned)o->spec > TS_SPEC_DRAFT ||
         o->spec_max < 1 || o->spec_max > SPEC_MAX_DRAFT || o->spec_rows < 0 ||
-        o->spec_rows > 4096 || !(o->spec_force_accept >= 0 && o->spec_force_accept <= 1)) {
+        o->spec_rows > 4096 || o->spec_draft_vocab < 0 ||
+        !(o->spec_force_accept >= 0 && o->spec_force_accept <= 1)) {
         st = ts_error_set(err, TS_ERR_INVALID_ARG,
                           "engine options out of range (max_seqs %d, step_tokens %d, max_queue "
                           "%d, kv_type %d)",

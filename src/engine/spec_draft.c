@@ -111,6 +111,7 @@ ts_status spec_draft_create(ts_engine *e, ts_error *err)
         (st = fwd_state_init(&d->fwd, m, d->max_rows, max_seqs, err)) != TS_OK)
         return st;
     d->fwd.gemm_path = (fwd_gemm_path)e->opts.gemm;
+    d->fwd.head_rows = e->opts.spec_draft_vocab < m->cfg.vocab_size ? e->opts.spec_draft_vocab : 0;
     d->tokens = malloc((size_t)d->max_rows * sizeof *d->tokens);
     d->seqs = malloc((size_t)max_seqs * sizeof *d->seqs);
     d->want = malloc((size_t)max_seqs * sizeof *d->want);
@@ -238,17 +239,18 @@ static int catch_up(ts_engine *e, int *rows, int *n_logits)
     return n_seqs;
 }
 
-/* After a draft step of n sequences: appends each one with logits its greedy token. */
+/* After a draft step of n sequences: appends each one with logits its greedy token (among
+ * the ids the draft's head scored). */
 static void take_drafts(ts_engine *e, int n)
 {
     spec_drafter *d = e->step.drafter;
-    int vocab = d->model->cfg.vocab_size;
+    int vocab = d->model->cfg.vocab_size, scored = d->fwd.head_rows ? d->fwd.head_rows : vocab;
     for (int i = 0; i < n; i++) {
         const fwd_seq *fs = &d->seqs[i];
         if (fs->logits_row < 0)
             continue;
         spec_seq *sp = &d->member[i]->spec;
-        sp->draft[sp->n_draft++] = argmax(d->fwd.logits + (size_t)fs->logits_row * vocab, vocab);
+        sp->draft[sp->n_draft++] = argmax(d->fwd.logits + (size_t)fs->logits_row * vocab, scored);
     }
 }
 

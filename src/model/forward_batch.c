@@ -467,15 +467,18 @@ static void add_normed(const fwd_step *f, float *y, const float *weight)
     }
 }
 
-/* logits = cap * tanh(logits / cap) for the rows that sample (the final soft-cap). */
-static void softcap_logits(const fwd_step *f)
+/* logits = cap * tanh(logits / cap) for the rows that sample (the final soft-cap), in
+ * their first `scored` columns (the ids the head scored). */
+static void softcap_logits(const fwd_step *f, int scored)
 {
     const ts_model_config *c = &f->m->cfg;
     float cap = c->final_softcap, inv = 1.0f / cap;
-    size_t n = (size_t)f->b->n_logits * c->vocab_size;
+    long n = (long)f->b->n_logits * scored;
 #pragma omp for schedule(static)
-    for (size_t i = 0; i < n; i++)
-        f->s->logits[i] = cap * tanhf(f->s->logits[i] * inv);
+    for (long i = 0; i < n; i++) {
+        float *x = f->s->logits + (size_t)(i / scored) * c->vocab_size + (size_t)(i % scored);
+        *x = cap * tanhf(*x * inv);
+    }
 }
 
 /* The matrices of parts (n) that hold rows, into out: a fused matrix leaves its other
@@ -784,11 +787,14 @@ static void run_layers(fwd_step *f)
                        (size_t)nl * dim * sizeof(float));
         }
         fwd_pre final_norm = norm_pre(c, s->xs, w->rms_final);
-        const simd_qmat *out[] = {&w->output};
+        simd_qmat head = w->output; /* the first head_rows rows: a prefix of the pack too */
+        if (s->head_rows > 0 && s->head_rows < head.N)
+            head.N = s->head_rows;
+        const simd_qmat *out[] = {&head};
         gemm(f, s->logits, (size_t)c->vocab_size, s->xs, dim, &final_norm, out, 1, b->n_logits,
              0.0f);
         if (c->final_softcap > 0.0f)
-            STAGE(f, (long)b->n_logits * c->vocab_size, ROW_MIN_WORK, softcap_logits(f));
+            STAGE(f, (long)b->n_logits * head.N, ROW_MIN_WORK, softcap_logits(f, head.N));
     }
     lap(s, TS_PHASE_LM_HEAD, &t);
 }

@@ -135,6 +135,9 @@ typedef struct fwd_state {
     fwd_moe moe;    /* a mixture of experts' buffers; zeroed for a dense model */
     float *xs;      /* (max_logits, dim) final-normalised rows that sample */
     float *logits;  /* (max_logits, vocab) */
+    int head_rows;  /* the LM head scores the first head_rows token ids only, their logits
+                     * bit for bit the whole head's and the rest of each row left as it
+                     * was (a draft model's restricted vocabulary); 0: every id */
     float *pooled;  /* (max_logits, dim) each pooling sequence's chunk: the sum of the
                      * final-normalised rows its pooling takes (all for mean, position 0
                      * for cls, the chunk's last for last; zeros when it takes none) */
