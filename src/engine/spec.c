@@ -222,18 +222,26 @@ void spec_pack(ts_engine *e, fwd_batch *b, int n)
 
 /* ---- verification */
 
-/* The next depth of s after `accepted` of k drafts: deeper after a run accepted whole,
- * one past the accepted run otherwise, and a rest from drafting after misses in a row;
- * and its acceptance record. */
+/* The next depth of s after `accepted` of k drafts: deeper after a run accepted whole;
+ * otherwise one past the accepted run or past the run its acceptance expects (alpha /
+ * (1 - alpha) drafts before a miss), whichever is longer; and a rest from drafting after
+ * misses in a row; and its acceptance record. The expected run keeps a steady sequence
+ * drafting as deep as it pays on average (with the draft model's cost, the bar of
+ * spec_drafts_worth_at still decides how many): at an acceptance of 0.7 and a draft step
+ * near 0.15 of the target's, three drafts a step yield most per second, where one past
+ * the last run alone averaged under two. */
 static void adapt_depth(const ts_engine *e, spec_seq *sp, int k, int accepted)
 {
     sp->hits = SPEC_DECAY * sp->hits + accepted;
     sp->trials = SPEC_DECAY * sp->trials + accepted + (accepted < k);
     int max = e->opts.spec_max, depth = sp->depth > 0 ? sp->depth : max;
-    if (accepted == k)
+    if (accepted == k) {
         depth = 2 * k > depth ? 2 * k : depth;
-    else
-        depth = accepted + 1;
+    } else {
+        double alpha = spec_acceptance(sp);
+        int expected = (int)(alpha / (1.0 - alpha));
+        depth = (accepted > expected ? accepted : expected) + 1;
+    }
     sp->depth = depth < max ? depth : max;
     sp->misses = accepted == 0 ? sp->misses + 1 : 0;
     if (sp->misses >= SPEC_MISSES_TO_REST) {
