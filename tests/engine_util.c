@@ -187,18 +187,24 @@ void eu_wait_idle(ts_engine *e)
         fail_msg("engine still busy after 10 s");
 }
 
+void eu_spec_options(ts_engine_options *o, ts_spec_kind spec, const ts_model *draft,
+                     int max_seqs, int kv_blocks)
+{
+    ts_engine_options_default(o);
+    o->max_seqs = max_seqs;
+    o->kv_blocks = kv_blocks;
+    o->gemm = TS_GEMM_KERNEL;
+    o->spec = spec;
+    o->draft_model = draft;
+    o->spec_rows = 64;
+    o->spec_eager = true;
+}
+
 ts_engine *eu_start_spec(const ts_model *m, ts_spec_kind spec, const ts_model *draft,
                          int max_seqs, int kv_blocks)
 {
     ts_engine_options o;
-    ts_engine_options_default(&o);
-    o.max_seqs = max_seqs;
-    o.kv_blocks = kv_blocks;
-    o.gemm = TS_GEMM_KERNEL;
-    o.spec = spec;
-    o.draft_model = draft;
-    o.spec_rows = 64;
-    o.spec_eager = true;
+    eu_spec_options(&o, spec, draft, max_seqs, kv_blocks);
     return eu_start(m, &o);
 }
 

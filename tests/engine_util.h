@@ -60,10 +60,13 @@ ts_request *eu_submit(ts_engine *e, const int32_t *tokens, int n, int max_tokens
 /* Waits (bounded) until the engine reports no running and no queued sequence. */
 void eu_wait_idle(ts_engine *e);
 
-/* An engine on m for speculation tests: speculation spec (draft: the drafting model of
- * TS_SPEC_DRAFT, borrowed; NULL otherwise), max_seqs sequences, kv_blocks KV blocks (0:
- * the default), the kernel GEMM (the same bits at every row count), drafts filling up to
- * 64 rows and drafting eagerly (whatever this machine's step times say). */
+/* The options of an engine for speculation tests: speculation spec (draft: the drafting
+ * model of TS_SPEC_DRAFT, borrowed; NULL otherwise), max_seqs sequences, kv_blocks KV
+ * blocks (0: the default), the kernel GEMM (the same bits at every row count), drafts
+ * filling up to 64 rows and drafting eagerly (whatever this machine's step times say). */
+void eu_spec_options(ts_engine_options *o, ts_spec_kind spec, const ts_model *draft,
+                     int max_seqs, int kv_blocks);
+/* An engine on m with those options. */
 ts_engine *eu_start_spec(const ts_model *m, ts_spec_kind spec, const ts_model *draft,
                          int max_seqs, int kv_blocks);
 

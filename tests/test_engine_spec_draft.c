@@ -163,13 +163,7 @@ static void test_draft_vocab(void **state)
     int counts[2] = {400, 512};
     for (int i = 0; i < 2; i++) {
         ts_engine_options o;
-        ts_engine_options_default(&o);
-        o.max_seqs = 16;
-        o.gemm = TS_GEMM_KERNEL;
-        o.spec = TS_SPEC_DRAFT;
-        o.draft_model = draft;
-        o.spec_rows = 64;
-        o.spec_eager = true;
+        eu_spec_options(&o, TS_SPEC_DRAFT, draft, 16, 0);
         o.spec_draft_vocab = counts[i];
         ts_engine *on = eu_start(eu_model, &o);
         spec_draft_set_checking(on, true);
