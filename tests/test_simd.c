@@ -350,7 +350,8 @@ static void check_bf16_rows(void)
 
     enum { M = 67, K = 104, LDA = 109 }; /* K: six vectors and a half */
     float *x = malloc(sizeof(float) * M * LDA);
-    uint16_t *want = malloc(sizeof(uint16_t) * 2 * M * K), *got = malloc(sizeof(uint16_t) * 2 * M * K);
+    size_t bytes = sizeof(uint16_t) * 2 * M * K;
+    uint16_t *want = malloc(bytes), *got = malloc(bytes);
     for (int i = 0; i < M * LDA; i++) {
         uint32_t exp_bits = (uint32_t)(i % 256); /* every exponent: subnormals to inf / NaN */
         uint32_t mant = (uint32_t)(sc_uniform(0.0f, 1.0f) * 8388607.0f);
@@ -374,14 +375,15 @@ static void check_bf16_rows(void)
     const simd_kernels *isas[SIMD_ISA_COUNT];
     int n_isa = sc_simd_tables(isas);
     for (int t = 0; t < n_isa; t++) {
-        memset(got, 0xab, sizeof(uint16_t) * 2 * M * K);
+        memset(got, 0xab, bytes);
         isas[t]->bf16_rows(got, x, LDA, M, K);
-        SC_CHECK(memcmp(got, want, sizeof(uint16_t) * 2 * M * K) == 0,
+        SC_CHECK(memcmp(got, want, bytes) == 0,
                  "%s bf16_rows differs from the plain-C split", isas[t]->name);
     }
     free(x), free(want), free(got);
 }
 
-#define CHECKS(X) X(check_dispatch) X(check_rmsnorm) X(check_rope) X(check_silu_softmax) X(check_f16) \
+#define CHECKS(X)                                                                          \
+    X(check_dispatch) X(check_rmsnorm) X(check_rope) X(check_silu_softmax) X(check_f16)      \
     X(check_bf16_rows)
 SC_MAIN("simd", CHECKS)
