@@ -111,7 +111,7 @@ ts_status spec_draft_create(ts_engine *e, ts_error *err)
         (st = fwd_state_init(&d->fwd, m, d->max_rows, max_seqs, err)) != TS_OK)
         return st;
     d->fwd.gemm_path = (fwd_gemm_path)e->opts.gemm;
-    d->fwd.head_rows = e->opts.spec_draft_vocab < m->cfg.vocab_size ? e->opts.spec_draft_vocab : 0;
+    d->fwd.head_rows = e->opts.spec_draft_vocab;
     d->tokens = malloc((size_t)d->max_rows * sizeof *d->tokens);
     d->seqs = malloc((size_t)max_seqs * sizeof *d->seqs);
     d->want = malloc((size_t)max_seqs * sizeof *d->want);
@@ -244,7 +244,7 @@ static int catch_up(ts_engine *e, int *rows, int *n_logits)
 static void take_drafts(ts_engine *e, int n)
 {
     spec_drafter *d = e->step.drafter;
-    int vocab = d->model->cfg.vocab_size, scored = d->fwd.head_rows ? d->fwd.head_rows : vocab;
+    int vocab = d->model->cfg.vocab_size, scored = fwd_scored_ids(&d->fwd, d->model);
     for (int i = 0; i < n; i++) {
         const fwd_seq *fs = &d->seqs[i];
         if (fs->logits_row < 0)

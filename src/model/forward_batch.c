@@ -144,6 +144,12 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     return TS_OK;
 }
 
+int fwd_scored_ids(const fwd_state *s, const ts_model *m)
+{
+    int vocab = m->cfg.vocab_size;
+    return s->head_rows > 0 && s->head_rows < vocab ? s->head_rows : vocab;
+}
+
 void fwd_state_free(fwd_state *s)
 {
     free(s->x);
@@ -473,12 +479,12 @@ static void softcap_logits(const fwd_step *f, int scored)
 {
     const ts_model_config *c = &f->m->cfg;
     float cap = c->final_softcap, inv = 1.0f / cap;
-    long n = (long)f->b->n_logits * scored;
-#pragma omp for schedule(static)
-    for (long i = 0; i < n; i++) {
-        float *x = f->s->logits + (size_t)(i / scored) * c->vocab_size + (size_t)(i % scored);
-        *x = cap * tanhf(*x * inv);
-    }
+#pragma omp for collapse(2) schedule(static)
+    for (int r = 0; r < f->b->n_logits; r++)
+        for (int v = 0; v < scored; v++) {
+            float *x = f->s->logits + (size_t)r * c->vocab_size + v;
+            *x = cap * tanhf(*x * inv);
+        }
 }
 
 /* The matrices of parts (n) that hold rows, into out: a fused matrix leaves its other
@@ -787,9 +793,8 @@ static void run_layers(fwd_step *f)
                        (size_t)nl * dim * sizeof(float));
         }
         fwd_pre final_norm = norm_pre(c, s->xs, w->rms_final);
-        simd_qmat head = w->output; /* the first head_rows rows: a prefix of the pack too */
-        if (s->head_rows > 0 && s->head_rows < head.N)
-            head.N = s->head_rows;
+        simd_qmat head = w->output; /* its first rows: a prefix of the pack too */
+        head.N = fwd_scored_ids(s, f->m);
         const simd_qmat *out[] = {&head};
         gemm(f, s->logits, (size_t)c->vocab_size, s->xs, dim, &final_norm, out, 1, b->n_logits,
              0.0f);

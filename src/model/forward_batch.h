@@ -157,6 +157,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
                          ts_error *err);
 /* Accepts a zeroed or half-built state. */
 void fwd_state_free(fwd_state *s);
+/* The token ids whose logits s's LM head writes on m: the first head_rows, or all. */
+int fwd_scored_ids(const fwd_state *s, const ts_model *m);
 
 /* Below this much work (multiply-adds, K/V floats read) a parallel region costs more than
  * it saves: fwd_gemm's and the attention's bound. */
