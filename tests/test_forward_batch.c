@@ -19,6 +19,7 @@
 #include "kv/kv.h"
 #include "model/forward_batch.h"
 #include "model/forward_ref.h"
+#include "qpack.h"
 #include "util.h"
 
 static ts_model *model;
@@ -553,6 +554,63 @@ static void pre_pass(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *
     }
 }
 
+/* A long step's pass over small F16 matrices (bf16 forms) splits its rows among the
+ * threads, each making its rows' bf16 form in a slot of its own (fwd_gemm_rows_task): the
+ * rows come out as when each slice of 100 (split by columns) runs alone, bit for bit,
+ * with the SwiGLU as pre, through fwd_gemm and fwd_gemm_team on three threads. The packs
+ * run the plain-C twin here (SIMD_PACK_ALWAYS), the AMX bf16 tiles where they run. */
+static void test_bf16_row_split_matches_slices(void **state)
+{
+    (void)state;
+    enum { M = 700, SLICE = 100, K = 256, N0 = 192, N1 = 64, N = N0 + N1 };
+    const simd_kernels *k = simd_init();
+    simd_qmat wm[2] = {{.type = QT_F16, .N = N0, .K = K, .row_bytes = 2 * K},
+                       {.type = QT_F16, .N = N1, .K = K, .row_bytes = 2 * K}};
+    uint16_t *wd = malloc(sizeof(uint16_t) * (size_t)N * K);
+    float *wf = malloc(sizeof(float) * (size_t)N * K);
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        wf[i] = (float)((int)(i * 2246822519u % 2001) - 1000) / 4000.0f;
+    k->f32_to_f16(wd, wf, (size_t)N * K);
+    wm[0].data = wd, wm[1].data = wd + (size_t)N0 * K;
+    for (int i = 0; i < 2; i++) {
+        simd_qmat_plan(&wm[i], k, SIMD_PACK_ALWAYS);
+        assert_int_equal(simd_qmat_act(&wm[i]), SIMD_ACT_BF16);
+    }
+    const simd_qmat *w[] = {&wm[0], &wm[1]};
+    assert_true(fwd_gemm_rows_task(w, 2, M, 3) > 0);     /* the whole step: rows */
+    assert_int_equal(fwd_gemm_rows_task(w, 2, SLICE, 3), 0); /* a slice: columns */
+    fwd_qbuf qb;
+    assert_int_equal(fwd_qbuf_init(&qb, w, 2, M, K, NULL), TS_OK);
+    size_t n_x = (size_t)M * 2 * K;
+    float *x = malloc(n_x * sizeof(float)), *in = malloc(n_x * sizeof(float));
+    float *in_sliced = malloc(n_x * sizeof(float));
+    float *whole = malloc(sizeof(float) * (size_t)M * N);
+    float *sliced = malloc(sizeof(float) * (size_t)M * N);
+    for (size_t i = 0; i < n_x; i++)
+        x[i] = (float)((int)(i * 2654435761u % 2001) - 1000) / 500.0f;
+    fwd_pre swiglu = {.kind = FWD_PRE_SILU_MUL};
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(3);
+    for (int team = 0; team < 2; team++) {
+        memcpy(in, x, n_x * sizeof(float));
+        memcpy(in_sliced, x, n_x * sizeof(float));
+        pre_pass(k, FWD_GEMM_AUTO, &qb, team, whole, N, in, 2 * K, &swiglu, w, 2, M);
+        for (int r0 = 0; r0 < M; r0 += SLICE)
+            pre_pass(k, FWD_GEMM_AUTO, &qb, team, sliced + (size_t)r0 * N, N,
+                     in_sliced + (size_t)r0 * 2 * K, 2 * K, &swiglu, w, 2, SLICE);
+        if (memcmp(in, in_sliced, n_x * sizeof(float)))
+            fail_msg("team %d: the SwiGLU's rows differ", team);
+        for (int r = 0; r < M; r++)
+            if (memcmp(whole + (size_t)r * N, sliced + (size_t)r * N, N * sizeof(float)))
+                fail_msg("team %d: row %d of %d differs from its slice's", team, r, M);
+    }
+    omp_set_num_threads(saved);
+    fwd_qbuf_free(&qb);
+    for (int i = 0; i < 2; i++)
+        simd_qpack_free(wm[i].pack);
+    free(wd), free(wf), free(x), free(in), free(in_sliced), free(whole), free(sliced);
+}
+
 /* A GEMM pass's pre (the RMS norm, the SwiGLU) leaves its input rows and its output as the
  * separate row stage then the pass did, bit for bit: on the Q4_K_M file's packs through
  * fwd_gemm and fwd_gemm_team, and on stories260K's f32 matrices through OpenBLAS (which
@@ -651,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_team_matches_one_thread),
         cmocka_unit_test(test_head_rows_prefix),
         cmocka_unit_test(test_row_blocks_match_slices),
+        cmocka_unit_test(test_bf16_row_split_matches_slices),
         cmocka_unit_test(test_pre_matches_separate_stage),
     };
     return cmocka_run_group_tests_name("forward_batch", tests, setup, teardown);

@@ -195,6 +195,12 @@ void fwd_gemm(const simd_kernels *k, fwd_gemm_path path, const fwd_qbuf *qb, flo
               size_t ldo, float *a, int lda, const fwd_pre *pre, const simd_qmat *const *w,
               int n_w, int M, float beta);
 
+/* Rows a task when a pass of fwd_gemm / fwd_gemm_team over w (n_w) on M rows and
+ * `threads` threads splits the rows rather than the columns (forward_gemm.c,
+ * GEMM_ROWS_TASK, says when: bf16 forms of small matrices in long steps); 0 when it splits
+ * the columns. Either way every output is the same, bit for bit. */
+int fwd_gemm_rows_task(const simd_qmat *const *w, int n_w, int M, int threads);
+
 /* Whether fwd_gemm on `path` sends an f32 matrix of an M-row pass to OpenBLAS. */
 bool fwd_gemm_takes_blas(const simd_kernels *k, fwd_gemm_path path, int M);
 

@@ -44,6 +44,47 @@ enum { GEMM_MIN_CHUNK_COST = 500000 };
  * for its Q4_K layers) but left K = 2048's 512 rows in one block (6% slower there). */
 enum { GEMM_BLOCK_BYTES = 3 << 19, GEMM_BLOCK_MAX_ROWS = 256 };
 
+/* Passes that make bf16 rows (F16 / BF16 weights on AMX) split a long step by its rows:
+ * a task is a block of up to GEMM_ROWS_TASK rows, which one thread rounds to bf16 into a
+ * slot of its own and multiplies with every column, so the rows never leave its cache;
+ * split by columns, every thread first rounded a share of all rows into memory and then
+ * read blocks that other threads had rounded, and the rounding waited on memory (24% of
+ * a bge-small F16 embedding step with 16 threads). The cost is each task streaming the
+ * pass's weights, so only small passes split by rows (2 MiB in the file's type: the bf16
+ * pack is twice that; bge-small's passes are 0.3-1.2 MB), and only with at least two
+ * tasks of GEMM_ROWS_TASK_MIN rows a thread. On a 16-core Xeon with AMX (bench --embed,
+ * bge-small F16, 64 documents of 256 tokens, 16 threads, two rounds): 38188 / 38375 tok/s
+ * with tasks of 128 rows taken in turn against 27541 / 27690 by columns; 256-row tasks
+ * 27511 / 27012; 128 rows dealt out in turn (static) 33158 / 34339. Q8_0's activations
+ * (bge-small Q8_0) moved within the rounds' spread, so the int8 forms keep the columns. */
+enum {
+    GEMM_ROWS_TASK = 128,
+    GEMM_ROWS_TASK_MIN = 64,
+    GEMM_ROWS_MAX_WEIGHT_BYTES = 2 << 20,
+};
+
+/* Rows a task of a row split takes for M rows on `threads` threads: GEMM_ROWS_TASK, fewer
+ * (whole 16-row tiles) so that each thread has two tasks, 0 (split by columns) under
+ * GEMM_ROWS_TASK_MIN. Thread t's slot is rows [t * R, (t + 1) * R) of the step's
+ * activation buffer, which holds M rows: two tasks a thread keep the slots inside it. */
+static int rows_task(int M, int threads)
+{
+    int r = M / (2 * threads) / 16 * 16;
+    r = r < GEMM_ROWS_TASK ? r : GEMM_ROWS_TASK;
+    return r >= GEMM_ROWS_TASK_MIN ? r : 0;
+}
+
+int fwd_gemm_rows_task(const simd_qmat *const *w, int n_w, int M, int threads)
+{
+    long bytes = 0;
+    for (int i = 0; i < n_w && i < FWD_MAX_PARTS; i++) {
+        if (simd_qmat_act(w[i]) != SIMD_ACT_BF16)
+            return 0;
+        bytes += (long)qtype_row_bytes(w[i]->type, w[i]->K) * w[i]->N;
+    }
+    return threads > 1 && bytes <= GEMM_ROWS_MAX_WEIGHT_BYTES ? rows_task(M, threads) : 0;
+}
+
 static size_t round_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
@@ -127,6 +168,8 @@ typedef struct gemm_plan {
     int block_rows, n_blocks; /* the step's rows in n_blocks blocks of block_rows (the last
                                  may be shorter), each block's chunks in turn */
     bool parallel; /* enough work to split over threads */
+    int split_rows; /* > 0: split the step's rows instead, this many a task (gemm_rows_run) */
+    bool made[FWD_MAX_PARTS]; /* part p reads a form the pass makes (not rows in place) */
 } gemm_plan;
 
 /* The plan of a pass over w on `threads` threads, leaving out the f32 matrices when
@@ -154,6 +197,7 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
                 g->xq[f] = qb->form[f];
                 g->todo[g->n_todo++] = f;
             }
+            g->made[g->n_parts] = g->xq[f] != a;
             g->x[g->n_parts] = g->xq[f];
             g->x_row[g->n_parts] = simd_act_row_bytes(f, K);
         }
@@ -162,6 +206,7 @@ static void gemm_plan_make(gemm_plan *g, const fwd_qbuf *qb, const float *a, int
         work += (long)w[i]->N * K;
     }
     g->parallel = work >= FWD_PARALLEL_MIN_WORK && threads > 1;
+    g->split_rows = g->parallel ? fwd_gemm_rows_task(w, n_w, M, threads) : 0;
     /* rows a block: the widest form a chunk reads within GEMM_BLOCK_BYTES, whole 16-row
      * tiles, the blocks of a step as even as that allows */
     size_t row_bytes = (size_t)K * sizeof(float);
@@ -201,6 +246,34 @@ static void pre_rows(const simd_kernels *k, const fwd_pre *pre, float *a, int ld
     }
 }
 
+/* Runs a row-split plan (GEMM_ROWS_TASK says when) on the threads of the enclosing team:
+ * each task, a block of split_rows rows, is pre on those rows, their bf16 form into the
+ * thread's own slot of qb (rows_task), then every part's columns for them. No thread
+ * reads what another made. */
+static void gemm_rows_run(const gemm_plan *g, const simd_kernels *k, const fwd_qbuf *qb,
+                          float *out, size_t ldo, float *a, int lda, const fwd_pre *pre, int M,
+                          float beta)
+{
+    int K = g->K, R = g->split_rows, t = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+    for (int r0 = 0; r0 < M; r0 += R) {
+        int rows = M - r0 < R ? M - r0 : R;
+        if (pre)
+            pre_rows(k, pre, a, lda, r0, r0 + rows, K);
+        for (int i = 0; i < g->n_todo; i++) {
+            int f = g->todo[i];
+            simd_act_make(k, (char *)qb->form[f] + (size_t)t * R * simd_act_row_bytes(f, K),
+                          a + (size_t)r0 * lda, (size_t)lda, rows, K, f);
+        }
+        for (int p = 0; p < g->n_parts; p++) {
+            const char *x = g->made[p] ? g->x[p] + (size_t)t * R * g->x_row[p]
+                                       : g->x[p] + (size_t)r0 * g->x_row[p];
+            simd_qmat_gemm(out + (size_t)r0 * ldo + g->col0[p], ldo, x, (size_t)lda, g->part[p],
+                           rows, beta, 0, g->part[p]->N);
+        }
+    }
+}
+
 /* Runs a plan on the threads of the enclosing team (worksharing loops, each ending at a
  * barrier; outside a region, on the calling thread alone): pre and the activations'
  * quantization, each thread a slice of the rows, then the chunks. */
@@ -209,6 +282,10 @@ static void gemm_plan_run(const gemm_plan *g, const simd_kernels *k, const fwd_q
                           float beta)
 {
     int nt = omp_get_num_threads(), K = g->K;
+    if (g->split_rows > 0) {
+        gemm_rows_run(g, k, qb, out, ldo, a, lda, pre, M, beta);
+        return;
+    }
     if (g->n_todo > 0 || pre) {
 #pragma omp for schedule(static)
         for (int t = 0; t < nt; t++) {
