@@ -129,10 +129,13 @@ static void test_drafts_follow_what_rows_cost(void **state)
     /* weights streamed once a step (40 ms) and 0.5 ms a row: every draft pays */
     step_cost bw = steps_costing(0.040, 0.0005);
     assert_int_equal(spec_drafts_worth(&bw, 1, 0, 0.7, 8), 8);
-    assert_int_equal(spec_drafts_worth(&bw, 4, 0, 0.5, 8), 4); /* 0.5^4 > 0.048 > 0.5^5 */
-    /* compute-bound: 1 ms a row beside a 1 ms step; alone a likely draft still pays */
+    /* four streams: a sequence's share 10.5 ms; at 0.5, 3 drafts yield most a second
+     * (1.875 tokens in 12 ms), 4 fewer (1.9375 in 12.5 ms) */
+    assert_int_equal(spec_drafts_worth(&bw, 4, 0, 0.5, 8), 3);
+    /* compute-bound: 1 ms a row beside a 1 ms step; alone a likely draft still pays, up
+     * to 3 (3.44 tokens in 5 ms: 688 a second, against 683 with 4 and 652 with 6) */
     step_cost cb = steps_costing(0.001, 0.001);
-    assert_int_equal(spec_drafts_worth(&cb, 1, 0, 0.9, 8), 6); /* 0.9^6 > 1/2 > 0.9^7 */
+    assert_int_equal(spec_drafts_worth(&cb, 1, 0, 0.9, 8), 3);
     assert_int_equal(spec_drafts_worth(&cb, 64, 0, 0.9, 8), 0); /* 64 rows: none */
     assert_int_equal(spec_drafts_worth(&cb, 64, 0, 0.99, 8), 1);
     /* steps of one row only say nothing of what a row adds: the drafts find out */
@@ -146,6 +149,34 @@ static void test_drafts_follow_what_rows_cost(void **state)
     assert_true(spec_acceptance(&sp) == 0.5);
     sp.hits = 8, sp.trials = 8;
     assert_true(spec_acceptance(&sp) == 0.9);
+}
+
+/* After a partial run the depth follows the acceptance record (the run it expects, rounded
+ * up), and misses in a row rest a sequence only while its record is low: a steady 0.7
+ * draws two misses in a row now and then. */
+static void test_depth_and_rests_follow_the_record(void **state)
+{
+    (void)state;
+    spec_seq sp = {.depth = 4, .hits = 14, .trials = 20};
+    spec_adapt_depth(&sp, 8, 4, 1); /* record 14.6 / 22: a run of 1.97 expected */
+    assert_int_equal(sp.depth, 3);
+    spec_adapt_depth(&sp, 8, 3, 0);
+    spec_adapt_depth(&sp, 8, 3, 0); /* two misses in a row, the record near 0.6 */
+    assert_int_equal(sp.misses, 2);
+    assert_true(spec_acceptance(&sp) > 0.5);
+    assert_int_equal(sp.rest, 0);
+    assert_int_equal(sp.depth, 3);
+    spec_seq low = {.depth = 4}; /* no record: a prior of 1/2 */
+    spec_adapt_depth(&low, 8, 4, 0);
+    assert_int_equal(low.depth, 2);
+    assert_int_equal(low.rest, 0);
+    spec_adapt_depth(&low, 8, 2, 0); /* the record falls to 1 / 3.9 */
+    assert_int_equal(low.rest, 2);
+    spec_seq whole = {.depth = 3};
+    spec_adapt_depth(&whole, 8, 3, 3);
+    assert_int_equal(whole.depth, 6);
+    spec_adapt_depth(&whole, 8, 6, 6);
+    assert_int_equal(whole.depth, 8); /* at most max */
 }
 
 /* ---- the KV rollback */
@@ -666,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_ngram_draft_takes_the_latest_longest_match),
         cmocka_unit_test(test_options_and_their_bounds),
         cmocka_unit_test(test_drafts_follow_what_rows_cost),
+        cmocka_unit_test(test_depth_and_rests_follow_the_record),
         cmocka_unit_test(test_truncate_gives_back_draft_blocks),
         cmocka_unit_test(test_greedy_identical_alone_and_batched),
         cmocka_unit_test(test_greedy_identical_with_preemption),

@@ -1,6 +1,7 @@
 /* spec.c: speculative decoding verified inside the batched step: prompt-lookup drafts,
  * their rows in the step, the verification of each draft against the target's own draw,
  * the rollback of rejected drafts' KV slots, and each sequence's adaptive depth. */
+#include <math.h>
 #include <string.h>
 
 #include "engine/emit.h"
@@ -16,9 +17,13 @@
 /* How much of a sequence's acceptance record each verification keeps. */
 #define SPEC_DECAY 0.9
 
-/* After this many verifications in a row that accepted nothing a sequence rests from
- * drafting, twice as long each further time, up to SPEC_REST_MAX steps. */
+/* After this many verifications in a row that accepted nothing, while its acceptance is
+ * under SPEC_REST_BELOW, a sequence rests from drafting, twice as long each further time,
+ * up to SPEC_REST_MAX steps. Above it, misses in a row are what a steady acceptance draws
+ * now and then (two in nine verifications at 0.7), and a rest lost their steps' drafts:
+ * at a forced acceptance of 0.7 the rests took about one step in eight. */
 enum { SPEC_MISSES_TO_REST = 2, SPEC_REST_MAX = 16 };
+#define SPEC_REST_BELOW 0.5
 
 const char *ts_spec_source_name(ts_spec_source source)
 {
@@ -84,10 +89,14 @@ int spec_drafts_worth_at(const step_cost *c, int decode, int prompt, double alph
     double t = cost_estimate(c, decode, prompt), row = c->coef[1];
     if (!(t > 0) || !(row > 0))
         return k; /* no cost a row adds: every draft is free */
-    double bar = (row + draft_s) * decode / t, p = alpha;
+    /* the sequence's share of the step, the cost of a draft, and with j drafts the
+     * tokens the sequence expects (e) and the time they take (cost) */
+    double share = t / decode, draft = row + draft_s, e = 1.0, cost = share, p = alpha;
     int j = 0;
-    while (j < k && p > bar) {
+    while (j < k && p * cost > draft * e) { /* (e + p) / (cost + draft) > e / cost */
         j++;
+        e += p;
+        cost += draft;
         p *= alpha;
     }
     return j;
@@ -222,29 +231,22 @@ void spec_pack(ts_engine *e, fwd_batch *b, int n)
 
 /* ---- verification */
 
-/* The next depth of s after `accepted` of k drafts: deeper after a run accepted whole;
- * otherwise one past the accepted run or past the run its acceptance expects (alpha /
- * (1 - alpha) drafts before a miss), whichever is longer; and a rest from drafting after
- * misses in a row; and its acceptance record. The expected run keeps a steady sequence
- * drafting as deep as it pays on average (with the draft model's cost, the bar of
- * spec_drafts_worth_at still decides how many): at an acceptance of 0.7 and a draft step
- * near 0.15 of the target's, three drafts a step yield most per second, where one past
- * the last run alone averaged under two. */
-static void adapt_depth(const ts_engine *e, spec_seq *sp, int k, int accepted)
+/* spec.h says what the depth follows. */
+void spec_adapt_depth(spec_seq *sp, int max, int k, int accepted)
 {
     sp->hits = SPEC_DECAY * sp->hits + accepted;
     sp->trials = SPEC_DECAY * sp->trials + accepted + (accepted < k);
-    int max = e->opts.spec_max, depth = sp->depth > 0 ? sp->depth : max;
+    int depth = sp->depth > 0 ? sp->depth : max;
     if (accepted == k) {
         depth = 2 * k > depth ? 2 * k : depth;
     } else {
         double alpha = spec_acceptance(sp);
-        int expected = (int)(alpha / (1.0 - alpha));
+        int expected = (int)ceil(alpha / (1.0 - alpha));
         depth = (accepted > expected ? accepted : expected) + 1;
     }
     sp->depth = depth < max ? depth : max;
     sp->misses = accepted == 0 ? sp->misses + 1 : 0;
-    if (sp->misses >= SPEC_MISSES_TO_REST) {
+    if (sp->misses >= SPEC_MISSES_TO_REST && spec_acceptance(sp) < SPEC_REST_BELOW) {
         int shift = sp->misses - SPEC_MISSES_TO_REST, rest = 2 << (shift < 4 ? shift : 4);
         sp->rest = rest < SPEC_REST_MAX ? rest : SPEC_REST_MAX;
     }
@@ -322,7 +324,7 @@ void spec_verify(ts_engine *e, int n)
         ts_error err = {0};
         kv_table_truncate(e->step.pool, &s->table, s->n_computed, &err);
         spec_draft_sync(e, s);
-        adapt_depth(e, &s->spec, k, accepted);
+        spec_adapt_depth(&s->spec, e->opts.spec_max, k, accepted);
     }
     spec_draft_check(e);
 }

@@ -25,18 +25,30 @@ double spec_acceptance(const spec_seq *sp);
 
 /* Of up to k drafts, each accepted with probability alpha once the one before it was,
  * those worth rows in a step of `decode` decode and `prompt` prompt rows whose cost model
- * is c: the j-th pays while alpha^j (the chance it yields a token) exceeds what a row adds
- * to the step over what a token of the step costs, b_decode / (t / decode). A step whose
- * fixed cost dominates (a few streams streaming weights) takes them all; one of many rows
- * (compute-bound) takes few or none. All k before the model has seen COST_MIN_STEPS
- * steps, and while its steps' decode rows hardly varied (it cannot know a row's cost
- * then; the drafts' rows teach it). */
+ * is c: as many as yield the sequence most tokens a second. With its share of the step,
+ * t / decode, and a draft's cost, what a row adds (b_decode), j drafts yield E_j = 1 +
+ * alpha + ... + alpha^j tokens in t / decode + j * b_decode; the j-th pays while alpha^j *
+ * (t / decode + (j - 1) * b_decode) > b_decode * E_(j-1), and past the best it never pays
+ * again. A step whose fixed cost dominates (a few streams streaming weights) takes many;
+ * one of many rows (compute-bound) takes few or none. All k before the model has seen
+ * COST_MIN_STEPS steps, and while its steps' decode rows hardly varied (it cannot know a
+ * row's cost then; the drafts' rows teach it). */
 int spec_drafts_worth(const step_cost *c, int decode, int prompt, double alpha, int k);
 /* The same when each draft also costs draft_s seconds outside the step (a draft model's
- * share of its own steps): the j-th pays while alpha^j exceeds (b_decode + draft_s) over
- * what a token of the step costs. */
+ * share of its own steps): a draft's cost is b_decode + draft_s. */
 int spec_drafts_worth_at(const step_cost *c, int decode, int prompt, double alpha, int k,
                          double draft_s);
+
+/* A sequence's next depth (at most max) after `accepted` of its k drafts: deeper after a
+ * run accepted whole; otherwise one past the accepted run or past the run its acceptance
+ * expects (alpha / (1 - alpha) drafts before a miss, rounded up), whichever is longer;
+ * and a rest from drafting after misses in a row while its acceptance is low (spec.c's
+ * SPEC_REST_BELOW); and its acceptance record. The depth is a ceiling: spec_drafts_worth_at
+ * then takes as many drafts under it as yield most tokens a second. At an acceptance of
+ * 0.7 and a draft step near 0.15 of the target's that is three, where one past the last
+ * run alone averaged under two, and the expected run rounded down often two (a record of
+ * 0.66 gives 1.9). */
+void spec_adapt_depth(spec_seq *sp, int max, int k, int accepted);
 
 /* After the plan: gives each decoding sequence that may speculate a draft, as deep as its
  * adaptive depth and spec_drafts_worth allow, while the step's rows stay under
