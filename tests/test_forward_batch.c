@@ -465,21 +465,24 @@ static void test_team_matches_one_thread(void **state)
 
 /* An LM head restricted to the first ids (a draft model's vocabulary, --draft-vocab) gives
  * their logits bit for bit the whole head's and leaves the rest of each row as it was: on
- * f32 weights and on a Q4_K_M file's packs (a Q6_K head), at a count inside a 16-row
- * group, on three threads. */
+ * f32 weights, on a Q4_K_M file's packs (a Q6_K head), and on those with a final soft-cap
+ * (Gemma's, which then caps only the scored ids), at a count inside a 16-row group, on
+ * three threads. */
 static void test_head_rows_prefix(void **state)
 {
     (void)state;
     ts_model *q = load_q4_k_m();
-    const ts_model *models[] = {model, q};
-    for (int i = 0; i < 2; i++) {
+    const ts_model *models[] = {model, q, q};
+    float *plain = NULL; /* the Q4_K_M head's logits without the cap */
+    for (int i = 0; i < 3; i++) {
+        q->cfg.final_softcap = i == 2 ? 4.0f : 0.0f;
         int vocab = models[i]->cfg.vocab_size, head = 37;
         size_t n = 9 * (size_t)vocab;
         float *all = malloc(n * sizeof(float)), *part = malloc(n * sizeof(float));
         assert_int_equal(run_three_steps_head(models[i], FWD_GEMM_AUTO, 3, false, 0, all), TS_OK);
         assert_int_equal(run_three_steps_head(models[i], FWD_GEMM_AUTO, 3, false, head, part),
                          TS_OK);
-        int differ = 0, touched = 0;
+        int differ = 0, touched = 0, capped = 0;
         for (size_t r = 0; r < 9; r++)
             for (int v = 0; v < vocab; v++) {
                 float a = all[r * vocab + v], p = part[r * vocab + v];
@@ -487,13 +490,21 @@ static void test_head_rows_prefix(void **state)
                     differ++;
                 if (v >= head && p != UNSCORED)
                     touched++;
+                if (i == 2 && v < head)
+                    capped += fabsf(p) <= 4.0f && p != plain[r * vocab + v];
             }
         assert_int_equal(differ, 0);
         assert_int_equal(touched, 0);
         assert_true(all[head] != UNSCORED); /* the whole head wrote past it */
-        free(all);
+        if (i == 2)
+            assert_int_equal(capped, 9 * head); /* every scored logit capped */
         free(part);
+        if (i == 1)
+            plain = all;
+        else
+            free(all);
     }
+    free(plain);
     ts_model_free(q);
 }
 
