@@ -20,7 +20,7 @@
 /* After this many verifications in a row that accepted nothing, while its acceptance is
  * under SPEC_REST_BELOW, a sequence rests from drafting, twice as long each further time,
  * up to SPEC_REST_MAX steps. Above it, misses in a row are what a steady acceptance draws
- * now and then (two in nine verifications at 0.7), and a rest lost their steps' drafts:
+ * now and then (two in a row about once in eleven at 0.7), and a rest lost their steps' drafts:
  * at a forced acceptance of 0.7 the rests took about one step in eight. */
 enum { SPEC_MISSES_TO_REST = 2, SPEC_REST_MAX = 16 };
 #define SPEC_REST_BELOW 0.5
