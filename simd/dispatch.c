@@ -255,6 +255,18 @@ int qpack_tile_kernels(const simd_qpack *p, simd_qpack_fn fns[2])
     return n;
 }
 
+void simd_qpack_f32_gemm(float *out, size_t ldo, const uint16_t *x, const void *pack, int N,
+                         int K, int M)
+{
+    simd_qpack p;
+    qpack_f32_view(&p, pack, N, K);
+    simd_qpack_fn tiles[2];
+    if (qpack_tile_kernels(&p, tiles) > 0)
+        tiles[0](out, ldo, x, &p, M, 0.0f, 0, N);
+    else
+        qpack_bf16_gemm_ref(out, ldo, x, &p, M, 0.0f, 0, N);
+}
+
 /* The fewest rows from which a pack of this type takes its tiles. From QP_TILE_MIN_M but
  * for Q4_K, from 32: at 16 its vector kernel is as fast or faster. On a 16-core Xeon with
  * AMX, 16 threads, the tiles one activation tile at a time, two rounds: bench_qpack
@@ -289,7 +301,7 @@ enum { CHUNK_ALIGN = 48 };
  * by only some threads. */
 enum { CHUNK_ALIGN_PACKED = 16 };
 
-static bool policy_packs(simd_pack_policy policy, uint32_t type)
+bool simd_qmat_packs(simd_pack_policy policy, uint32_t type)
 {
     if (policy == SIMD_PACK_NEVER || !simd_qpack_supports(type))
         return false;
@@ -329,7 +341,7 @@ bool simd_qmat_plan(simd_qmat *w, const simd_kernels *k, simd_pack_policy policy
         u.how = SIMD_MUL_F32;
         u.act = SIMD_ACT_ROWS;
         u.gemm_nt = k->gemm_nt;
-    } else if (w->pack || (w->N > 0 && policy_packs(policy, w->type) &&
+    } else if (w->pack || (w->N > 0 && simd_qmat_packs(policy, w->type) &&
                            (made = (w->pack = simd_qpack_make(w)) != NULL))) {
         plan_pack(&u, w->pack);
     } else {

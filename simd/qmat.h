@@ -50,6 +50,9 @@ typedef enum simd_pack_policy {
  * are static). Returns whether it made a pack. Thread-safe for distinct matrices. */
 bool simd_qmat_plan(simd_qmat *w, const simd_kernels *k, simd_pack_policy policy);
 
+/* Whether simd_qmat_plan() packs a matrix of this type under policy here. */
+bool simd_qmat_packs(simd_pack_policy policy, uint32_t type);
+
 /* The activation form w multiplies: a qact, SIMD_ACT_BF16 or SIMD_ACT_ROWS. */
 static inline int simd_qmat_act(const simd_qmat *w) { return w->mul.act; }
 

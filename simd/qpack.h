@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "quant.h"
+#include "simd.h"
 
 typedef struct simd_qpack simd_qpack;
 
@@ -83,6 +84,33 @@ size_t simd_qpack_bytes(const simd_qpack *p);
  * activation form SIMD_ACT_BF16 (qmat.h) such a pack's kernels take (in place of
  * quantize_act's QACT_F32 copy). Plain C. */
 void simd_qpack_bf16_rows(uint16_t *out, const float *x, size_t lda, int M, int K);
+
+/* ---- bf16 packs of values a step makes (an encoder's keys and values) ----
+ *
+ * N rows of K f32 values laid out as an F16 matrix's pack, each value a hi and a lo bf16,
+ * K padded with zeros to simd_qpack_f32_k(K) (a multiple of 32): made every step into the
+ * caller's memory and multiplied like a weight pack, to the same 2^-16 or so of f32. The
+ * activations are SIMD_ACT_BF16 rows of simd_qpack_f32_k(K) values (bf16_rows). */
+
+/* K rounded up to the 32 values of one tile step. */
+static inline int simd_qpack_f32_k(int K) { return (K + 31) / 32 * 32; }
+
+/* Bytes of such a pack: 16-row groups of 32-value units, hi and lo planes. */
+size_t simd_qpack_f32_bytes(int N, int K);
+
+/* Makes the pack of w at dst (simd_qpack_f32_bytes(N, K) bytes, 64-byte aligned): pack row
+ * n is w's row n, w (N, K) at row stride ldw, or with `columns` w's column n, w (K, N) at
+ * row stride ldw. k's bf16_rows splits the values (16 source rows at a time into tmp,
+ * simd_qpack_f32_tmp(N, K) values); plain C lays them out. */
+size_t simd_qpack_f32_tmp(int N, int K);
+void simd_qpack_f32_make(const simd_kernels *k, void *dst, uint16_t *tmp, const float *w,
+                         size_t ldw, bool columns, int N, int K);
+
+/* out[m][n] = x[m] . w(n) for m < M, n < N, x the M bf16 rows (simd_qpack_bf16_rows of
+ * simd_qpack_f32_k(K) values) of a pack made as above; out (M, ldo), only its first N
+ * columns written. On the AMX bf16 tiles where simd_qpack_fast(QT_F16), else the twin. */
+void simd_qpack_f32_gemm(float *out, size_t ldo, const uint16_t *x, const void *pack, int N,
+                         int K, int M);
 
 /* The plain-C twin of every kernel on a pack: out[m][n] = sum_k x[m][k] * w[n][k] +
  * beta * out[m][n] for m < M and n in [n_begin, n_end) (0 <= n_begin <= n_end <= N),

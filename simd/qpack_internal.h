@@ -95,6 +95,8 @@ int qpack_amx_caps(void);
 simd_qpack *qpack_bf16_make(const simd_qmat *w);
 void qpack_bf16_gemm_ref(float *out, size_t ldo, const void *xq, const simd_qpack *p, int M,
                          float beta, int n_begin, int n_end);
+/* p = a header over a pack simd_qpack_f32_make made at pack (qpack.h), data borrowed. */
+void qpack_f32_view(simd_qpack *p, const void *pack, int N, int K);
 
 /* Every tile kernel that can run p here (dispatch.c), the one simd_qmat_plan() takes
  * first, into fns (2 at most); how many. Q4_K has two (with and without VBMI) where the

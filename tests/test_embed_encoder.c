@@ -16,6 +16,7 @@
 
 #include "engine_util.h"
 #include "gguf/gguf.h"
+#include "model/model.h"
 #include "model/synth.h"
 #include "tokenizer/vocab.h"
 #include "ref_util.h"
@@ -320,6 +321,66 @@ static void test_wordpiece_vocabulary(void **state)
     ts_model_free(m);
 }
 
+/* The attention on bf16 packs of the keys and values (model_encoder.att_bf16: where the
+ * pack policy packs F16 matrices, here forced, on the plain-C twin where no AMX runs)
+ * against f32: a bert of 32-wide heads, F32 matrices (never packed, so only the attention
+ * differs), documents of 1 to 200 tokens (several runs of 64 query rows, lengths off the
+ * 16- and 32-row grids). The vectors agree to 2e-5 and are not all the same bits (the
+ * packs ran); alone and batched they are the same bits. A model off packing keeps f32. */
+static void test_attention_on_bf16_packs(void **state)
+{
+    (void)state;
+    enum { DOCS = 6, WIDE = 64 };
+    static const int lens[DOCS] = {1, 17, 33, 64, 100, 200};
+    static int32_t ids[DOCS][200];
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "bge-small"));
+    model_synth_shrink(&c);
+    c.head_dim = 32;
+    c.dim = c.n_heads * c.head_dim;
+    assert_int_equal(c.dim, WIDE);
+    tokenizer_vocab v;
+    tu_stories_vocab(&v);
+    const char *path = tu_tmp_path("encoder-bf16-attention.gguf");
+    ts_error err = {0};
+    if (model_synth_write(path, &c, "F32", &v, 7, &err) != TS_OK)
+        fail_msg("synth: %s", err.msg);
+    vocab_clear(&v);
+    static float vec[2][DOCS][WIDE], batched[DOCS][WIDE];
+    for (int d = 0; d < DOCS; d++)
+        document(ids[d], lens[d], (unsigned)d + 11);
+    for (int f = 0; f < 2; f++) { /* 0: f32, 1: bf16 packs */
+        ts_model_load_opts o = {.pack = f ? TS_PACK_FORCE : TS_PACK_OFF};
+        ts_model *m = NULL;
+        if (ts_model_load_with(path, &o, &m, &err) != TS_OK)
+            fail_msg("load: %s", err.msg);
+        assert_int_equal(m->w.enc->att_bf16, f == 1);
+        ts_engine *e = eu_start(m, NULL);
+        for (int d = 0; d < DOCS; d++)
+            eu_read_vector(eu_submit_embed(e, ids[d], lens[d]), vec[f][d], WIDE);
+        ts_request *reqs[DOCS];
+        for (int d = 0; d < DOCS; d++)
+            reqs[d] = eu_submit_embed(e, ids[d], lens[d]);
+        for (int d = 0; d < DOCS; d++) {
+            eu_read_vector(reqs[d], batched[d], WIDE);
+            if (memcmp(batched[d], vec[f][d], sizeof batched[d]) != 0)
+                fail_msg("%s, document %d: batched differs from alone", f ? "bf16" : "f32", d);
+        }
+        ts_engine_destroy(e);
+        ts_model_free(m);
+    }
+    unlink(path);
+    int same = 0;
+    for (int d = 0; d < DOCS; d++) {
+        same += memcmp(vec[0][d], vec[1][d], sizeof vec[0][d]) == 0;
+        for (int k = 0; k < WIDE; k++)
+            if (fabsf(vec[0][d][k] - vec[1][d][k]) > 2e-5f)
+                fail_msg("document %d (%d tokens) [%d]: bf16 packs %g, f32 %g", d, lens[d], k,
+                         vec[1][d][k], vec[0][d][k]);
+    }
+    assert_true(same < DOCS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_step_budget),
         cmocka_unit_test(test_wordpiece_vocabulary),
+        cmocka_unit_test(test_attention_on_bf16_packs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

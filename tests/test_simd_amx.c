@@ -532,6 +532,60 @@ static void check_bf16_tiles(void)
         }
 }
 
+/* Packs of f32 values made during a step (an encoder's keys, its values transposed):
+ * made from rows and from columns at a stride, N and K off the 16 and 32 grids, then
+ * multiplied (on the AMX bf16 tiles where they run, else the twin) against the double
+ * product: within 1e-5 (bf16 alone would be about 3e-3 off), the activations' values past
+ * K (not zero here) meeting the pack's zero padding, out's columns past N untouched. The
+ * plain-C table and this CPU's make the same bytes. */
+static void check_f32_packs(void)
+{
+    const simd_kernels *ref = simd_kernels_for(SIMD_ISA_REF), *fast = simd_init();
+    static const int shapes[][3] = {{1, 20, 32}, {7, 37, 45}, {64, 257, 32}, {33, 32, 257}};
+    for (int s = 0; s < 4; s++)
+        for (int columns = 0; columns < 2; columns++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], K32 = simd_qpack_f32_k(K);
+            size_t ldw = (size_t)(columns ? N : K) + 5, ldo = (size_t)N + 3;
+            size_t src = (size_t)(columns ? K : N) * ldw, bytes = simd_qpack_f32_bytes(N, K);
+            float *w = malloc(sizeof(float) * src), *x = malloc(sizeof(float) * M * K32);
+            float *out = malloc(sizeof(float) * M * ldo);
+            uint16_t *xb = malloc(sizeof(uint16_t) * 2 * M * K32);
+            uint16_t *tmp = malloc(sizeof(uint16_t) * simd_qpack_f32_tmp(N, K));
+            uint8_t *pa = aligned_alloc(64, bytes), *pb = aligned_alloc(64, bytes);
+            for (size_t i = 0; i < src; i++)
+                w[i] = qd_unit(-2.0f, 2.0f);
+            for (int i = 0; i < M * K32; i++)
+                x[i] = qd_unit(-1.0f, 1.0f);
+            for (size_t i = 0; i < (size_t)M * ldo; i++)
+                out[i] = 7.0f;
+            simd_qpack_f32_make(ref, pa, tmp, w, ldw, columns, N, K);
+            simd_qpack_f32_make(fast, pb, tmp, w, ldw, columns, N, K);
+            SC_CHECK(memcmp(pa, pb, bytes) == 0, "N=%d K=%d columns %d: %s's pack differs",
+                     N, K, columns, fast->name);
+            simd_qpack_bf16_rows(xb, x, (size_t)K32, M, K32);
+            simd_qpack_f32_gemm(out, ldo, xb, pa, N, K, M);
+            double num = 0.0, den = 0.0;
+            int pad = 0;
+            for (int m = 0; m < M; m++) {
+                for (int n = 0; n < N; n++) {
+                    double acc = 0.0;
+                    for (int k = 0; k < K; k++)
+                        acc += (double)x[(size_t)m * K32 + k] *
+                               w[columns ? (size_t)k * ldw + n : (size_t)n * ldw + k];
+                    double e = fabs(out[m * ldo + n] - acc);
+                    num = e > num || isnan(e) ? e : num;
+                    den = fabs(acc) > den ? fabs(acc) : den;
+                }
+                for (size_t n = (size_t)N; n < ldo; n++)
+                    pad += out[m * ldo + n] != 7.0f;
+            }
+            double err = num / den;
+            SC_CHECK(err < 1e-5 && pad == 0, "M=%d N=%d K=%d columns %d: error %g, %d columns "
+                     "past N written", M, N, K, columns, err, pad);
+            free(w), free(x), free(out), free(xb), free(tmp), free(pa), free(pb);
+        }
+}
+
 /* The tile probe's capabilities: where AMX-INT8 runs, VBMI is reported exactly as CPUID
  * has it (a flag bit of the probe's cache once masked it out, so the Q4_K tiles never took
  * vpermi2b); nothing outside the QP_CAP_ bits. */
@@ -554,5 +608,5 @@ static void check_caps(void)
 #define CHECKS(X)                                                                             \
     X(check_caps) X(check_make) X(check_twin) X(check_kernels) X(check_edges) X(check_rows_alone)             \
         X(check_vs_qgemm)                                                                     \
-        X(check_bf16_twin) X(check_bf16_tiles)
+        X(check_bf16_twin) X(check_bf16_tiles) X(check_f32_packs)
 SC_MAIN("simd_amx", CHECKS)

@@ -105,8 +105,10 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     s->qkv = malloc(R * (size_t)model_qkv_rows(c) * sizeof(float));
     s->att = malloc(R * (size_t)c->n_heads * c->head_dim * sizeof(float));
     s->gu = malloc(R * 2 * (size_t)c->hidden_dim * sizeof(float));
-    if (c->encoder)
+    if (c->encoder) {
         s->keys_t = malloc(R * (size_t)c->n_kv_heads * c->head_dim * sizeof(float));
+        s->att_pack_off = malloc(R * sizeof(size_t));
+    }
     s->pos = malloc(R * sizeof(int32_t));
     s->seq = malloc(R * sizeof(int32_t));
     s->chunk = malloc(R * sizeof(int32_t));
@@ -133,7 +135,7 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         fwd_state_free(s);
         return st;
     }
-    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || (c->encoder && !s->keys_t) ||
+    if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu || (c->encoder && (!s->keys_t || !s->att_pack_off)) ||
         !s->pos || !s->seq || !s->chunk || !s->chunk_key || !s->chunk_spans || !s->chunk_task0 ||
         !s->att_part || !s->att_lse || !s->rope || (swa_rope && !s->rope_swa) || !s->xs ||
         !s->logits || !s->pooled) {
@@ -157,6 +159,8 @@ void fwd_state_free(fwd_state *s)
     free(s->qkv);
     free(s->att);
     free(s->keys_t);
+    free(s->att_packs);
+    free(s->att_pack_off);
     free(s->gu);
     free(s->pos);
     free(s->seq);

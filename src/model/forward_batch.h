@@ -116,6 +116,11 @@ typedef struct fwd_state {
     float *gu;      /* (max_rows, 2*ffn) gate | up, then silu(gate)*up in the gate half */
     float *keys_t;  /* (max_rows, nkv*hd) an encoder's keys, scaled and transposed by
                      * sequence and head (forward_encoder.c); NULL in other models */
+    uint8_t *att_packs;    /* an encoder's keys and values as bf16 packs, where its
+                            * attention runs on them (model_encoder.att_bf16): grown to a
+                            * step's need, att_pack_bytes of them */
+    size_t att_pack_bytes;
+    size_t *att_pack_off;  /* (max_rows) each sequence's first pack byte in att_packs */
     int32_t *pos;   /* (max_rows) position of each row */
     int32_t *seq;   /* (max_rows) the fwd_batch sequence each row belongs to */
     int32_t *chunk; /* (max_rows) first rows of the attention's chunks of rows, costliest

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "model/encoder.h"
+#include "qpack.h"
 #include "quant/quantize.h"
 
 /* Below this many floats of row work a parallel region costs more than it saves. */
@@ -157,12 +158,83 @@ static float *seq_keys(const fwd_state *s, const ts_model_config *c, const fwd_s
     return s->keys_t + (size_t)sq->row0 * kv_dim + (size_t)kvh * c->head_dim * sq->n_rows;
 }
 
-/* att = every sequence's attention. First every (sequence, key head)'s keys are scaled and
- * transposed once, into s->keys_t (seq_keys), then tasks (sequence, query head, run of
- * ATT_ROWS query rows) run over the threads, each with its own scores. */
-static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
+/* The bf16 form (model_encoder.att_bf16): key head kvh of sequence seq (n rows) as a pack
+ * of n rows of hd values, or its value head as a pack of hd rows of n values (`values`),
+ * in s->att_packs from the sequence's s->att_pack_off, by head, keys then values. */
+static uint8_t *seq_pack(const fwd_state *s, const ts_model_config *c, int seq, int n, int kvh,
+                         bool values)
+{
+    size_t kb = simd_qpack_f32_bytes(n, c->head_dim), vb = simd_qpack_f32_bytes(c->head_dim, n);
+    return s->att_packs + s->att_pack_off[seq] + (size_t)kvh * (kb + vb) + (values ? kb : 0);
+}
+
+/* Room in s->att_packs for every sequence's packs (seq_pack), grown to the step's need. */
+static ts_status reserve_packs(fwd_state *s, const ts_model_config *c, const fwd_batch *b,
+                               ts_error *err)
+{
+    int hd = c->head_dim;
+    size_t total = 0;
+    for (int i = 0; i < b->n_seqs; i++) {
+        int n = b->seqs[i].n_rows;
+        s->att_pack_off[i] = total;
+        total += (simd_qpack_f32_bytes(n, hd) + simd_qpack_f32_bytes(hd, n)) * c->n_kv_heads;
+    }
+    if (total <= s->att_pack_bytes)
+        return TS_OK;
+    free(s->att_packs);
+    s->att_packs = aligned_alloc(64, (total + 63) / 64 * 64);
+    s->att_pack_bytes = s->att_packs ? total : 0;
+    return s->att_packs ? TS_OK
+                        : ts_error_set(err, TS_ERR_NOMEM, "attention packs of %zu bytes", total);
+}
+
+/* attend_rows on the sequence's packs (seq_pack): S = Q K^T, scaled, each row's softmax,
+ * then S V. sc (m, n32) holds the scores, n32 = simd_qpack_f32_k(n), the columns past n
+ * zero; xb the bf16 rows of Q, then of S. */
+static void attend_rows_bf16(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
+                             const fwd_seq *sq, int seq, int h, int i0, int m, float scale,
+                             float *sc, uint16_t *xb)
+{
+    int hd = c->head_dim, qkv_rows = model_qkv_rows(c), q_dim = c->n_heads * hd;
+    int n = sq->n_rows, n32 = simd_qpack_f32_k(n), kvh = h / (c->n_heads / c->n_kv_heads);
+    const float *q = s->qkv + (size_t)(sq->row0 + i0) * qkv_rows + (size_t)h * hd;
+    k->bf16_rows(xb, q, (size_t)qkv_rows, m, hd);
+    simd_qpack_f32_gemm(sc, (size_t)n32, xb, seq_pack(s, c, seq, n, kvh, false), n, hd, m);
+    for (int i = 0; i < m; i++) {
+        float *row = sc + (size_t)i * n32;
+        for (int j = 0; j < n; j++)
+            row[j] *= scale;
+        k->softmax(row, (size_t)n);
+        memset(row + n, 0, (size_t)(n32 - n) * sizeof(float));
+    }
+    k->bf16_rows(xb, sc, (size_t)n32, m, n32);
+    float *out = s->att + (size_t)(sq->row0 + i0) * q_dim + (size_t)h * hd;
+    simd_qpack_f32_gemm(out, (size_t)q_dim, xb, seq_pack(s, c, seq, n, kvh, true), hd, n, m);
+}
+
+/* The packs of key and value head kvh of sequence seq (seq_pack); tmp for the maker. */
+static void make_packs(fwd_state *s, const ts_model_config *c, const simd_kernels *k,
+                       const fwd_seq *sq, int seq, int kvh, uint16_t *tmp)
+{
+    int hd = c->head_dim, qkv_rows = model_qkv_rows(c), n = sq->n_rows;
+    const float *kh = s->qkv + (size_t)sq->row0 * qkv_rows + (size_t)c->n_heads * hd +
+                      (size_t)kvh * hd;
+    const float *vh = kh + (size_t)c->n_kv_heads * hd;
+    simd_qpack_f32_make(k, seq_pack(s, c, seq, n, kvh, false), tmp, kh, (size_t)qkv_rows, false,
+                        n, hd);
+    simd_qpack_f32_make(k, seq_pack(s, c, seq, n, kvh, true), tmp, vh, (size_t)qkv_rows, true,
+                        hd, n);
+}
+
+/* att = every sequence's attention. First every (sequence, key head)'s keys are made
+ * ready once: on bf16 packs (make_packs, with its values) where the model says, else
+ * scaled and transposed into s->keys_t (seq_keys). Then tasks (sequence, query head, run
+ * of ATT_ROWS query rows) run over the threads, each with its own scores. */
+static ts_status attention(fwd_state *s, const ts_model *model, const simd_kernels *k,
                            const fwd_batch *b, ts_error *err)
 {
+    const ts_model_config *c = &model->cfg;
+    bool packs = model->w.enc->att_bf16;
     int longest = 0, tasks = 0, hd = c->head_dim;
     long work = 0;
     for (int i = 0; i < b->n_seqs; i++) {
@@ -171,17 +243,25 @@ static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_ke
         tasks += (n + ATT_ROWS - 1) / ATT_ROWS * c->n_heads;
         work += (long)n * n * c->n_heads * hd;
     }
+    if (packs && reserve_packs(s, c, b, err) != TS_OK)
+        return TS_ERR_NOMEM;
     float scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
+    size_t n32 = (size_t)simd_qpack_f32_k(longest), side = n32 > (size_t)hd ? n32 : (size_t)hd;
     bool ok = true;
 #pragma omp parallel if (work >= ENC_ROW_MIN_WORK) reduction(&& : ok)
     {
-        float *sc = malloc(sizeof(float) * ATT_ROWS * (size_t)longest);
-        ok = sc != NULL;
+        float *sc = malloc(sizeof(float) * ATT_ROWS * n32);
+        uint16_t *xb = packs ? malloc(sizeof(uint16_t) * 2 * ATT_ROWS * side) : NULL;
+        uint16_t *tmp = packs ? malloc(sizeof(uint16_t) * simd_qpack_f32_tmp(longest, hd)) : NULL;
+        ok = sc != NULL && (!packs || (xb && tmp));
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < b->n_seqs * c->n_kv_heads; t++) {
-            const fwd_seq *sq = &b->seqs[t / c->n_kv_heads];
-            int kvh = t % c->n_kv_heads;
-            keys_transposed(seq_keys(s, c, sq, kvh), s, c, sq->row0, sq->n_rows, kvh, scale);
+            int seq = t / c->n_kv_heads, kvh = t % c->n_kv_heads;
+            const fwd_seq *sq = &b->seqs[seq];
+            if (!packs)
+                keys_transposed(seq_keys(s, c, sq, kvh), s, c, sq->row0, sq->n_rows, kvh, scale);
+            else if (ok)
+                make_packs(s, c, k, sq, seq, kvh, tmp);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < tasks; t++) {
@@ -195,11 +275,17 @@ static ts_status attention(fwd_state *s, const ts_model_config *c, const simd_ke
             const fwd_seq *sq = &b->seqs[seq];
             int local = t - first, h = local % c->n_heads, i0 = local / c->n_heads * ATT_ROWS;
             int m = sq->n_rows - i0 < ATT_ROWS ? sq->n_rows - i0 : ATT_ROWS, n = sq->n_rows;
-            if (sc)
+            if (!ok)
+                continue;
+            if (packs)
+                attend_rows_bf16(s, c, k, sq, seq, h, i0, m, scale, sc, xb);
+            else
                 attend_rows(s, c, k, sq->row0, n, h, i0, m,
                             seq_keys(s, c, sq, h / (c->n_heads / c->n_kv_heads)), sc);
         }
         free(sc);
+        free(xb);
+        free(tmp);
     }
     return ok ? TS_OK : ts_error_set(err, TS_ERR_NOMEM, "attention scratch of %d rows", longest);
 }
@@ -355,7 +441,7 @@ ts_status forward_encoder(fwd_state *s, const ts_model *m, const simd_kernels *k
         lap(s, TS_PHASE_GEMM, &t);
         finish_qkv(s, m, k, T, l, style);
         lap(s, TS_PHASE_ROWWISE, &t);
-        ts_status st = attention(s, c, k, b, err);
+        ts_status st = attention(s, m, k, b, err);
         if (st != TS_OK)
             return st;
         lap(s, TS_PHASE_ATTENTION, &t);

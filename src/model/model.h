@@ -59,6 +59,10 @@ typedef struct model_encoder {
     float *cls_out_b;  /* (cfg.cls_out) */
     uint32_t cls_type, cls_out_type; /* the head's types in the file (qtype): its input is
                                       * rounded as a GEMM on those types rounds it */
+    bool att_bf16; /* attention's products on bf16 packs of each step's keys and values
+                    * (simd_qpack_f32_*, each value a hi and a lo bf16): where the model's
+                    * pack policy packs F16 matrices (model_pack) and the head size is a
+                    * multiple of 32; else in f32 */
 } model_encoder;
 
 typedef struct model_weights {

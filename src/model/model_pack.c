@@ -82,6 +82,8 @@ void model_pack(ts_model *m, ts_pack_mode mode)
 {
     pack_job job = {m, m->file ? policy_of(mode, m->cfg.pooling != TS_POOLING_NONE)
                                : SIMD_PACK_NEVER};
+    if (m->w.enc)
+        m->w.enc->att_bf16 = simd_qmat_packs(job.policy, QT_F16) && m->cfg.head_dim % 32 == 0;
     if (job.policy == SIMD_PACK_NEVER) {
         model_use_kernels(m, simd_init());
         return;
@@ -94,6 +96,8 @@ void model_pack(ts_model *m, ts_pack_mode mode)
 
 void model_use_kernels(ts_model *m, const simd_kernels *k)
 {
+    if (m->w.enc)
+        m->w.enc->att_bf16 = false;
     for (int i = 0; m->w.layers && i < model_matrices(&m->w); i++)
         simd_qmat_plan(model_matrix(&m->w, i), k, SIMD_PACK_NEVER);
 }
