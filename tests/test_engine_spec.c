@@ -144,6 +144,18 @@ static void test_drafts_follow_what_rows_cost(void **state)
     for (int i = 0; i < 40; i++)
         cost_observe(&one, 1, 0, 0.002);
     assert_int_equal(spec_drafts_worth(&one, 1, 0, 0.3, 8), 8);
+    /* one stream: a 128-row prompt (400 ms), then steps of 1 to 3 decode rows at 40 ms
+     * and 0.5 ms a row. Pulled towards the proportional model a decode row would cost 20
+     * ms and one draft at most would pay; the steps' own fit knows 0.5. With a draft
+     * model's 7 ms a draft, 3 yield most at 0.7 (2.19 tokens in 55.5 ms, 2.53 in 63) */
+    step_cost solo;
+    cost_init(&solo);
+    cost_observe(&solo, 0, 128, 0.4);
+    for (int i = 0; i < 40; i++)
+        cost_observe(&solo, 1 + i % 3, 0, 0.040 + 0.0005 * (1 + i % 3));
+    assert_true(solo.coef[1] > 0.004);
+    assert_int_equal(spec_drafts_worth(&solo, 1, 0, 0.7, 8), 8);
+    assert_int_equal(spec_drafts_worth_at(&solo, 1, 0, 0.7, 8, 0.007), 3);
     /* the acceptance record: a prior of 1/2, then the decayed hits over the trials */
     spec_seq sp = {0};
     assert_true(spec_acceptance(&sp) == 0.5);

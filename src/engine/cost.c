@@ -107,6 +107,22 @@ void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds)
     refit(c);
 }
 
+void cost_plain_fit(const step_cost *c, double coef[3])
+{
+    /* the normal equations as the steps gave them; a ridge a millionth of the step count
+     * only keeps a direction the steps never moved in (no prompt rows) solvable */
+    double m[3][3], y[3], x[3];
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 3; k++)
+            m[i][k] = c->s[i][k];
+        m[i][i] += 1e-6 * c->n;
+        y[i] = c->r[i];
+    }
+    bool ok = solve3(x, m, y);
+    for (int i = 0; i < 3; i++)
+        coef[i] = !ok ? c->coef[i] : x[i] > 0 ? x[i] : 0.0;
+}
+
 double cost_estimate(const step_cost *c, int n_decode, int n_prefill)
 {
     return c->coef[0] + c->coef[1] * n_decode + c->coef[2] * n_prefill;

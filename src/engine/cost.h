@@ -36,6 +36,13 @@ void cost_init(step_cost *c);
 /* Adds a step of n_decode decode rows and n_prefill prompt rows that took seconds. */
 void cost_observe(step_cost *c, int n_decode, int n_prefill, double seconds);
 
+/* The steps' own least-squares coefficients (a, b_decode, b_prefill) into coef, without
+ * the pull towards the proportional model that step_cost.coef has (c->coef where they
+ * cannot be solved; none below 0). Where the rows a step decodes vary little (one stream,
+ * a draft or two a step) that pull made a decode row cost most of a step's share; this
+ * fit says what one more row adds once the decode rows have varied at all. */
+void cost_plain_fit(const step_cost *c, double coef[3]);
+
 /* Estimated seconds of a step of n_decode decode and n_prefill prompt rows. */
 double cost_estimate(const step_cost *c, int n_decode, int n_prefill);
 

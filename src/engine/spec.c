@@ -86,7 +86,9 @@ int spec_drafts_worth_at(const step_cost *c, int decode, int prompt, double alph
     double mean = c->s[0][1] / c->s[0][0], var = c->s[1][1] / c->s[0][0] - mean * mean;
     if (var < SPEC_MIN_ROW_VARIANCE)
         return k; /* what a row costs is not known yet: drafts find out */
-    double t = cost_estimate(c, decode, prompt), row = c->coef[1];
+    double fit[3]; /* the steps' own fit: a draft row's cost is the question here */
+    cost_plain_fit(c, fit);
+    double t = fit[0] + fit[1] * decode + fit[2] * prompt, row = fit[1];
     if (!(t > 0) || !(row > 0))
         return k; /* no cost a row adds: every draft is free */
     /* the sequence's share of the step, the cost of a draft, and with j drafts the
