@@ -168,7 +168,8 @@ static uint8_t *seq_pack(const fwd_state *s, const ts_model_config *c, int seq, 
     return s->att_packs + s->att_pack_off[seq] + (size_t)kvh * (kb + vb) + (values ? kb : 0);
 }
 
-/* Room in s->att_packs for every sequence's packs (seq_pack), grown to the step's need. */
+/* Room in s->att_packs for every sequence's packs (seq_pack), grown to the step's need:
+ * once a step, as every layer lays its packs out the same. */
 static ts_status reserve_packs(fwd_state *s, const ts_model_config *c, const fwd_batch *b,
                                ts_error *err)
 {
@@ -227,9 +228,10 @@ static void make_packs(fwd_state *s, const ts_model_config *c, const simd_kernel
 }
 
 /* att = every sequence's attention. First every (sequence, key head)'s keys are made
- * ready once: on bf16 packs (make_packs, with its values) where the model says, else
- * scaled and transposed into s->keys_t (seq_keys). Then tasks (sequence, query head, run
- * of ATT_ROWS query rows) run over the threads, each with its own scores. */
+ * ready once: on bf16 packs (make_packs, with its values, where reserve_packs laid them
+ * out at the step's start) where the model says, else scaled and transposed into
+ * s->keys_t (seq_keys). Then tasks (sequence, query head, run of ATT_ROWS query rows) run
+ * over the threads, each with its own scores. */
 static ts_status attention(fwd_state *s, const ts_model *model, const simd_kernels *k,
                            const fwd_batch *b, ts_error *err)
 {
@@ -243,8 +245,6 @@ static ts_status attention(fwd_state *s, const ts_model *model, const simd_kerne
         tasks += (n + ATT_ROWS - 1) / ATT_ROWS * c->n_heads;
         work += (long)n * n * c->n_heads * hd;
     }
-    if (packs && reserve_packs(s, c, b, err) != TS_OK)
-        return TS_ERR_NOMEM;
     float scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
     size_t n32 = (size_t)simd_qpack_f32_k(longest), side = n32 > (size_t)hd ? n32 : (size_t)hd;
     bool ok = true;
@@ -424,6 +424,11 @@ ts_status forward_encoder(fwd_state *s, const ts_model *m, const simd_kernels *k
                                 "(of %d, context %d)", sq->pos0, sq->n_rows, c->context_len);
         for (int j = 0; j < sq->n_rows; j++)
             s->pos[sq->row0 + j] = j;
+    }
+    if (e->att_bf16) {
+        ts_status st = reserve_packs(s, c, b, err);
+        if (st != TS_OK)
+            return st;
     }
     simd_rope_style style = c->rope_neox ? SIMD_ROPE_NEOX : SIMD_ROPE_NORMAL;
     double t = clock_now_s();
