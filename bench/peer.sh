@@ -81,7 +81,8 @@ for type in ${types//,/ }; do
   model=$out/$shape-$type.gguf
   if [ ! -f "$model" ]; then
     echo "== synth $shape $type" >&2
-    "$tessera" synth --shape "$shape" --type "$type" --vocab "$vocab" -o "$model" >&2
+    "$tessera" synth --shape "$shape" --type "$type" --vocab "$vocab" --distinct-rows 4096 \
+      -o "$model" >&2
     sync # its writeback would run under the first timings
   fi
   echo "== $type: llama.cpp decode" >&2

@@ -836,6 +836,93 @@ static void test_every_family_shrunk_loads_and_generates(void **state)
     vocab_clear(&v);
 }
 
+/* Distinct rows of tensor `name` of the file at path (its rows compared byte for byte). */
+static int distinct_rows(const char *path, const char *name, uint64_t *n_rows)
+{
+    gguf_file *f = NULL;
+    assert_int_equal(gguf_open(path, &f, NULL), TS_OK);
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    assert_non_null(t);
+    uint64_t rows = t->n_elems / t->ne[0], rb = t->nbytes / rows;
+    int distinct = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        uint64_t q = 0;
+        while (q < r && memcmp(t->data + q * rb, t->data + r * rb, rb))
+            q++;
+        distinct += q == r;
+    }
+    gguf_close(f);
+    *n_rows = rows;
+    return distinct;
+}
+
+/* model_synth_opts.distinct_rows: a quantized layer matrix (a mixture's experts included)
+ * holds that many distinct rows, each one of the rows drawn without the option; the
+ * embedding, norms and the router stay fully drawn; the same arguments give the same
+ * bytes, and the file loads and generates. */
+static void test_distinct_rows(void **state)
+{
+    (void)state;
+    tokenizer_vocab v = stories_vocab();
+    ts_model_config c;
+    assert_true(model_synth_shape(&c, "qwen3-30b-a3b"));
+    model_synth_shrink(&c);
+    const char *full = strdup(tu_tmp_path("synth-full.gguf"));
+    const char *pooled[2] = {strdup(tu_tmp_path("synth-pool0.gguf")),
+                             strdup(tu_tmp_path("synth-pool1.gguf"))};
+    model_synth_opts opts = {.distinct_rows = 3};
+    assert_int_equal(model_synth_write(full, &c, "Q8_0", &v, 4, NULL), TS_OK);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(model_synth_write_with(pooled[i], &c, "Q8_0", &v, 4, &opts, NULL),
+                         TS_OK);
+    static const char *const matrices[] = {"blk.0.attn_q.weight", "blk.1.ffn_up_exps.weight",
+                                           "blk.1.ffn_down_exps.weight"};
+    uint64_t rows;
+    int n;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(distinct_rows(pooled[0], matrices[i], &rows), 3);
+        assert_true(rows > 3);
+        n = distinct_rows(full, matrices[i], &rows);
+        assert_int_equal(n, rows);
+    }
+    n = distinct_rows(pooled[0], "token_embd.weight", &rows);
+    assert_int_equal(n, rows);
+    n = distinct_rows(pooled[0], "blk.0.ffn_gate_inp.weight", &rows);
+    assert_int_equal(n, rows);
+    /* the pool is the first rows' draws: a pooled matrix's rows are rows of the full one */
+    gguf_file *ff = NULL, *fp = NULL;
+    assert_int_equal(gguf_open(full, &ff, NULL), TS_OK);
+    assert_int_equal(gguf_open(pooled[0], &fp, NULL), TS_OK);
+    const gguf_tensor *tf = gguf_find_tensor(ff, "blk.1.ffn_up_exps.weight"),
+                      *tp = gguf_find_tensor(fp, "blk.1.ffn_up_exps.weight");
+    uint64_t rb = tf->nbytes / (tf->n_elems / tf->ne[0]);
+    for (uint64_t r = 0; r < tp->n_elems / tp->ne[0]; r++) {
+        int q = 0;
+        while (q < 3 && memcmp(tp->data + r * rb, tf->data + (uint64_t)q * rb, rb))
+            q++;
+        assert_true(q < 3);
+    }
+    gguf_close(ff);
+    gguf_close(fp);
+    size_t l[2];
+    char *b[2];
+    for (int i = 0; i < 2; i++)
+        assert_non_null(b[i] = tu_read_file(pooled[i], &l[i]));
+    assert_int_equal(l[0], l[1]);
+    assert_memory_equal(b[0], b[1], l[0]);
+    ts_model *m = load(pooled[0]);
+    generate_batched(m);
+    ts_model_free(m);
+    for (int i = 0; i < 2; i++) {
+        free(b[i]);
+        remove(pooled[i]);
+        free((char *)pooled[i]);
+    }
+    remove(full);
+    free((char *)full);
+    vocab_clear(&v);
+}
+
 /* The shrunk shapes keep what makes the family: heads per KV head, a head width apart
  * from dim / n_heads where the model has one, a window with a global layer after it, and
  * Llama 3's factor of the shape it came from. */
@@ -1099,6 +1186,7 @@ int main(void)
         cmocka_unit_test(test_vocab_padding_tying_and_refusals),
         cmocka_unit_test(test_generation_is_finite),
         cmocka_unit_test(test_q4_k_m_mix),
+        cmocka_unit_test(test_distinct_rows),
         cmocka_unit_test(test_writer_fill_matches_data_across_chunks),
     };
     return cmocka_run_group_tests_name("synth", tests, NULL, NULL);

@@ -346,6 +346,11 @@ typedef struct synth_tensor {
                                     * text is words, not bytes, controls or padding */
     float mean;           /* with std > 0: added to every element (an encoder's LayerNorm
                            * weights, drawn around 1) */
+    uint64_t n_rows;      /* of the whole tensor (all its experts) */
+    uint32_t distinct;    /* 0: every row drawn; else each row is one of the first
+                           * `distinct` rows' draws, picked at random (model_synth_opts) */
+    uint8_t *pool;        /* with distinct: those rows, quantized; made by the first chunk
+                           * and freed after the last */
 } synth_tensor;
 
 /* One row: its f32 values into buf (ne0), then quantized into dst. */
@@ -362,21 +367,47 @@ static void fill_row(const synth_tensor *t, uint8_t *dst, float *buf, uint64_t r
     quant_row(dst, buf, t->type, (int64_t)t->ne0);
 }
 
+/* The drawn row that row `row` of a tensor with distinct rows repeats: one of the first
+ * t->distinct, picked by a stream of its own. */
+static uint64_t pool_pick(const synth_tensor *t, uint64_t row)
+{
+    uint64_t s = t->seed ^ (t->index << 40) ^ (row << 1) ^ 1;
+    return splitmix64(&s) % t->distinct;
+}
+
 static ts_status fill_rows(void *user, uint8_t *dst, uint64_t row0, uint64_t n_rows,
                            ts_error *err)
 {
-    const synth_tensor *t = user;
-    long long n = (long long)n_rows;
+    synth_tensor *t = user;
+    long long n = (long long)n_rows, drawn = 0; /* pool rows to draw in this call */
+    if (t->distinct && !t->pool) {
+        if (!(t->pool = malloc((size_t)(t->distinct * t->row_bytes))))
+            return ts_error_set(err, TS_ERR_NOMEM, "%u distinct rows", t->distinct);
+        drawn = t->distinct;
+    }
     bool ok = true;
 #pragma omp parallel reduction(&& : ok)
     {
         float *buf = malloc((size_t)t->ne0 * sizeof *buf); /* a row per thread */
         ok = buf != NULL;
 #pragma omp for schedule(static)
-        for (long long r = 0; r < n; r++)
+        for (long long r = 0; r < drawn; r++) /* the pool, once, with the first chunk */
             if (buf)
-                fill_row(t, dst + (uint64_t)r * t->row_bytes, buf, row0 + (uint64_t)r);
+                fill_row(t, t->pool + (uint64_t)r * t->row_bytes, buf, (uint64_t)r);
+#pragma omp for schedule(static)
+        for (long long r = 0; r < n; r++) {
+            uint64_t row = row0 + (uint64_t)r;
+            if (t->distinct)
+                memcpy(dst + (uint64_t)r * t->row_bytes,
+                       t->pool + pool_pick(t, row) * t->row_bytes, (size_t)t->row_bytes);
+            else if (buf)
+                fill_row(t, dst + (uint64_t)r * t->row_bytes, buf, row);
+        }
         free(buf);
+    }
+    if (row0 + n_rows == t->n_rows) {
+        free(t->pool);
+        t->pool = NULL;
     }
     return ok ? TS_OK : ts_error_set(err, TS_ERR_NOMEM, "a row of %llu floats",
                                      (unsigned long long)t->ne0);
@@ -425,6 +456,7 @@ typedef struct synth_plan {
     quant_ftype ftype;
     quant_model_info info;
     bool peaked;        /* model_synth_opts.peaked */
+    uint32_t distinct_rows; /* model_synth_opts.distinct_rows */
     const tokenizer_vocab *vocab; /* the file's (padded) vocabulary */
     const char *unfit; /* the first tensor no type of the ftype fits, with its row length */
     uint64_t unfit_ne0;
@@ -472,6 +504,11 @@ static void plan_add3(synth_plan *p, const char *name, uint64_t ne0, uint64_t ne
         t->type = QT_F32; /* the file is refused; keep the writer's state consistent */
     }
     t->row_bytes = qtype_row_bytes(t->type, (int64_t)ne0);
+    t->n_rows = (ne1 ? ne1 : 1) * ne2;
+    bool blocks = t->type != QT_F32 && t->type != QT_F16 && t->type != QT_BF16;
+    t->distinct = blocks && !strncmp(name, "blk.", 4) && t->n_rows > p->distinct_rows
+                      ? p->distinct_rows : 0;
+    t->pool = NULL;
     gguf_writer_add_tensor_fill(p->g, name, t->type, n_dims, ne, fill_rows, t);
 }
 
@@ -705,7 +742,8 @@ ts_status model_synth_write_with(const char *path, const ts_model_config *c, con
                                  const tokenizer_vocab *v, uint64_t seed,
                                  const model_synth_opts *opts, ts_error *err)
 {
-    synth_plan p = {.seed = seed, .peaked = opts && opts->peaked};
+    synth_plan p = {.seed = seed, .peaked = opts && opts->peaked,
+                    .distinct_rows = opts ? opts->distinct_rows : 0};
     float *rope_factors = NULL;
     tokenizer_vocab padded;
     memset(&padded, 0, sizeof padded);
@@ -756,6 +794,8 @@ ts_status model_synth_write_with(const char *path, const ts_model_config *c, con
 done:
     gguf_writer_free(p.g);
     free(rope_factors);
+    for (int i = 0; p.tensors && i < p.n; i++)
+        free(p.tensors[i].pool); /* a write that failed inside a tensor */
     free(p.tensors);
     free((char *)p.unfit);
     free_padding(&padded, v->n_tokens);

@@ -80,6 +80,16 @@ typedef struct model_synth_opts {
                   * logits then have a spread of
                   * about 14 in an untied model, so greedy decoding has clear margins:
                   * files to compare with another implementation token for token. */
+    uint32_t distinct_rows; /* 0: every row drawn. Else each quantized layer matrix (blk.*,
+                             * not F32/F16/BF16) with more rows holds only this many
+                             * distinct rows: the first `distinct_rows` rows' draws, each
+                             * row a copy of one picked at random. A matrix costs the same
+                             * to read and multiply whatever its values, and quantizing
+                             * every row is most of the time a large file takes to write
+                             * (about 6.5 minutes for Qwen3-30B-A3B's 30.5 billion weights
+                             * on 16 threads): files for speed measurements. The embedding,
+                             * the output, norms and routers stay fully drawn, so tokens
+                             * keep distinct states and a mixture's routing its spread. */
 } model_synth_opts;
 
 /* model_synth_write() drawn as opts (borrowed, NULL: the default) says. */
