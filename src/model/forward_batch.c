@@ -52,7 +52,7 @@ static ts_status moe_init(fwd_moe *mo, const ts_model_config *c, int max_rows, t
     mo->src = malloc(TU * sizeof(int32_t));
     mo->count = malloc(E * sizeof(int32_t));
     mo->first = malloc(E * sizeof(int32_t));
-    mo->groups = calloc(E, sizeof(fwd_group));
+    mo->groups = calloc(2 * E, sizeof(fwd_group));
     mo->scratch = malloc((E * FWD_MAX_PARTS + 1) * sizeof(int));
     mo->in = malloc(TU * (size_t)c->dim * sizeof(float));
     mo->gu = malloc(TU * 2 * (size_t)c->hidden_dim * sizeof(float));
@@ -586,13 +586,15 @@ static void moe_sort(const fwd_step *f)
         counted->experts_read += mo->count[e] > 0;
 }
 
-/* The groups of the first (gate | up) or second (down) grouped pass of layer ly. */
+/* The groups of the first (gate | up) or second (down) grouped pass of layer ly, into
+ * mo->groups from 0 or from n_experts. */
 static void moe_groups(const fwd_step *f, const model_layer *ly, bool down)
 {
     const fwd_moe *mo = &f->s->moe;
-    for (int e = 0; e < f->m->cfg.n_experts; e++) {
+    int E = f->m->cfg.n_experts;
+    for (int e = 0; e < E; e++) {
         const simd_qmat *ex = ly->experts + (size_t)e * MODEL_EXPERT_MATRICES;
-        fwd_group *g = &mo->groups[e];
+        fwd_group *g = &mo->groups[(down ? E : 0) + e];
         g->row0 = mo->first[e];
         g->n_rows = mo->count[e];
         g->n_w = down ? 1 : 2;
@@ -601,25 +603,25 @@ static void moe_groups(const fwd_step *f, const model_layer *ly, bool down)
     }
 }
 
-/* moe rows of in = the normalised step rows they hold, rows split. */
-static void moe_gather(const fwd_step *f)
+/* The pairs grouped by expert and both passes' groups (moe_sort, moe_groups), on one
+ * thread of the team. */
+static void moe_plan(const fwd_step *f, const model_layer *ly)
 {
-    const fwd_moe *mo = &f->s->moe;
-    int dim = f->m->cfg.dim;
-#pragma omp for schedule(static)
-    for (int i = 0; i < f->b->n_rows * f->m->cfg.n_experts_used; i++)
-        memcpy(mo->in + (size_t)i * dim, f->s->xn + (size_t)mo->src[i] * dim,
-               (size_t)dim * sizeof(float));
+    moe_sort(f);
+    moe_groups(f, ly, false);
+    moe_groups(f, ly, true);
 }
 
 /* xn[r] = the weighted sum of row r's experts' outputs, in the order of its experts (best
  * first), then the shared expert's output scaled by the sigmoid of its gate logit where
- * the model has one, rows split: the same sum whatever else the step holds. */
+ * the model has one, rows split as add_normed splits them (schedule(static) over the same
+ * rows), which reads them with no barrier between: the same sum whatever else the step
+ * holds. */
 static void moe_combine(const fwd_step *f)
 {
     const fwd_moe *mo = &f->s->moe;
     int dim = f->m->cfg.dim, U = f->m->cfg.n_experts_used, E = f->m->cfg.n_experts;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int r = 0; r < f->b->n_rows; r++) {
         float *y = f->s->xn + (size_t)r * dim;
         for (int j = 0; j < U; j++) {
@@ -667,28 +669,17 @@ static void moe_ffn(fwd_step *f, int l, const fwd_pre *act, double *t)
     STAGE(f, (long)T * c->n_experts * 8, ROW_MIN_WORK, moe_route(f));
     if (f->team) {
 #pragma omp single
-        moe_sort(f);
+        moe_plan(f, ly);
     } else {
-        moe_sort(f);
+        moe_plan(f, ly);
     }
-    STAGE(f, (long)pairs * dim, ROW_MIN_WORK, moe_gather(f));
     lap(s, TS_PHASE_ROWWISE, t);
-    if (f->team) {
-#pragma omp single
-        moe_groups(f, ly, false);
-    } else {
-        moe_groups(f, ly, false);
-    }
-    fwd_gemm_grouped(f->k, &s->qbuf, mo->gu, 2 * (size_t)ffn, mo->in, dim, NULL, mo->groups,
+    /* the step's normalised rows gathered by expert as the pass's own first stage */
+    fwd_pre gather = {.kind = FWD_PRE_GATHER, .x = s->xn, .rows = mo->src};
+    fwd_gemm_grouped(f->k, &s->qbuf, mo->gu, 2 * (size_t)ffn, mo->in, dim, &gather, mo->groups,
                      c->n_experts, pairs, mo->scratch, f->team);
-    if (f->team) {
-#pragma omp single
-        moe_groups(f, ly, true);
-    } else {
-        moe_groups(f, ly, true);
-    }
-    fwd_gemm_grouped(f->k, &s->qbuf, mo->out, (size_t)dim, mo->gu, 2 * ffn, act, mo->groups,
-                     c->n_experts, pairs, mo->scratch, f->team);
+    fwd_gemm_grouped(f->k, &s->qbuf, mo->out, (size_t)dim, mo->gu, 2 * ffn, act,
+                     mo->groups + c->n_experts, c->n_experts, pairs, mo->scratch, f->team);
     if (mo->shared) { /* act(gate) * up of the front pass's first columns, in place */
         const simd_qmat *down[] = {&ly->shexp_down};
         gemm(f, mo->shared, (size_t)dim, mo->router, mo->ld, act, down, 1, T, 0.0f);

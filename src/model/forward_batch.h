@@ -178,13 +178,16 @@ typedef enum fwd_pre_kind {
     FWD_PRE_RMSNORM,  /* a[r][0, K) = rmsnorm(x[r][0, K)) * weight (x == a allowed) */
     FWD_PRE_SILU_MUL, /* a[r][0, K) = silu(a[r][0, K)) * a[r][K, 2K): gate, then up */
     FWD_PRE_GELU_MUL, /* a[r][0, K) = gelu(a[r][0, K)) * a[r][K, 2K) (tanh GELU) */
+    FWD_PRE_GATHER,   /* a[r][0, K) = x[rows[r]][0, K): a mixture's rows by expert */
 } fwd_pre_kind;
 
 typedef struct fwd_pre {
     fwd_pre_kind kind;
-    const float *x;      /* RMSNORM: input rows, stride lda like a; borrowed */
+    const float *x;      /* RMSNORM: input rows, stride lda like a; GATHER: rows of K
+                          * floats, stride K; borrowed */
     const float *weight; /* RMSNORM: (K) */
     float eps;
+    const int32_t *rows; /* GATHER: the row of x each row of a takes; borrowed */
 } fwd_pre;
 
 /* One pass over n_w (1..FWD_MAX_PARTS) matrices that share the input a (M, K; row stride

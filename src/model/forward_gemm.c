@@ -239,6 +239,8 @@ static void pre_rows(const simd_kernels *k, const fwd_pre *pre, float *a, int ld
         float *row = a + (size_t)r * lda;
         if (pre->kind == FWD_PRE_RMSNORM)
             k->rmsnorm(row, pre->x + (size_t)r * lda, pre->weight, 1, K, pre->eps);
+        else if (pre->kind == FWD_PRE_GATHER)
+            memcpy(row, pre->x + (size_t)pre->rows[r] * K, (size_t)K * sizeof *row);
         else if (pre->kind == FWD_PRE_SILU_MUL)
             k->silu_mul(row, row, row + K, (size_t)K);
         else
@@ -413,14 +415,13 @@ static void grouped_run(const simd_kernels *k, const fwd_qbuf *qb, float *out, s
             pre_rows(k, pre, a, lda, r0, r1, K);
         for (int i = 0; r0 < r1 && i < n_todo; i++)
             quantize_part(k, qb->form[todo[i]], a, lda, r0, r1, K, todo[i]);
-    }
-#pragma omp single
-    {
-        chunk0[0] = 0;
-        for (int p = 0; p < n_parts; p++) {
-            const simd_qmat *m = grouped_part(g, p);
-            int c = m ? grouped_chunk(m, g[p / FWD_MAX_PARTS].n_rows, K, total, nt) : 1;
-            chunk0[p + 1] = chunk0[p] + (m ? (m->N + c - 1) / c : 0);
+        if (t == 0) { /* the chunk list, under the same barrier as the rows */
+            chunk0[0] = 0;
+            for (int p = 0; p < n_parts; p++) {
+                const simd_qmat *m = grouped_part(g, p);
+                int c = m ? grouped_chunk(m, g[p / FWD_MAX_PARTS].n_rows, K, total, nt) : 1;
+                chunk0[p + 1] = chunk0[p] + (m ? (m->N + c - 1) / c : 0);
+            }
         }
     }
 #pragma omp for schedule(dynamic, 1)
