@@ -530,6 +530,20 @@ static void test_q8_0_within_quantisation_error_of_f32(void **state)
     vocab_clear(&v);
 }
 
+/* Whether the files at a and b (of the same length) hold the same bytes. */
+static bool same_bytes(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *ba = tu_read_file(a, &la), *bb = tu_read_file(b, &lb);
+    assert_non_null(ba);
+    assert_non_null(bb);
+    assert_int_equal(la, lb);
+    bool same = memcmp(ba, bb, la) == 0;
+    free(ba);
+    free(bb);
+    return same;
+}
+
 static void test_same_seed_same_bytes(void **state)
 {
     (void)state;
@@ -543,16 +557,9 @@ static void test_same_seed_same_bytes(void **state)
         assert_int_equal(model_synth_write(p[i], &c, "Q8_0", &v, i < 2 ? 5 : 6, NULL),
                          TS_OK);
     }
-    size_t l[3];
-    char *b[3];
-    for (int i = 0; i < 3; i++)
-        assert_non_null(b[i] = tu_read_file(p[i], &l[i]));
-    assert_int_equal(l[0], l[1]);
-    assert_memory_equal(b[0], b[1], l[0]);
-    assert_int_equal(l[0], l[2]);
-    assert_memory_not_equal(b[0], b[2], l[0]);
+    assert_true(same_bytes(p[0], p[1]));
+    assert_false(same_bytes(p[0], p[2]));
     for (int i = 0; i < 3; i++) {
-        free(b[i]);
         remove(p[i]);
         free(p[i]);
     }
@@ -904,17 +911,11 @@ static void test_distinct_rows(void **state)
     }
     gguf_close(ff);
     gguf_close(fp);
-    size_t l[2];
-    char *b[2];
-    for (int i = 0; i < 2; i++)
-        assert_non_null(b[i] = tu_read_file(pooled[i], &l[i]));
-    assert_int_equal(l[0], l[1]);
-    assert_memory_equal(b[0], b[1], l[0]);
+    assert_true(same_bytes(pooled[0], pooled[1]));
     ts_model *m = load(pooled[0]);
     generate_batched(m);
     ts_model_free(m);
     for (int i = 0; i < 2; i++) {
-        free(b[i]);
         remove(pooled[i]);
         free((char *)pooled[i]);
     }

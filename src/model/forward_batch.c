@@ -136,8 +136,8 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
         return st;
     }
     if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu ||
-        (c->encoder && (!s->keys_t || !s->att_pack_off)) || !s->pos || !s->seq || !s->chunk || !s->chunk_key || !s->chunk_spans || !s->chunk_task0 ||
-        !s->att_part || !s->att_lse || !s->rope || (swa_rope && !s->rope_swa) || !s->xs ||
+        (c->encoder && (!s->keys_t || !s->att_pack_off)) || !s->pos || !s->seq || !s->chunk ||
+        !s->chunk_key || !s->chunk_spans || !s->chunk_task0 || !s->att_part || !s->att_lse || !s->rope || (swa_rope && !s->rope_swa) || !s->xs ||
         !s->logits || !s->pooled) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",

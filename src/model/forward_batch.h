@@ -87,7 +87,7 @@ typedef struct fwd_moe {
     int32_t *src;    /* (T * U) the step row each moe row holds */
     int32_t *count;  /* (E) the step's rows of each expert */
     int32_t *first;  /* (E) its first moe row */
-    fwd_group *groups; /* (E) the grouped passes' groups */
+    fwd_group *groups; /* (2 E) the grouped passes' groups: gate | up, then down */
     int *scratch;    /* (E * FWD_MAX_PARTS + 1) their chunk list */
     uint64_t layers, experts_read, pairs; /* added up over the passes (ts_step_profile's
                                            * moe_*); the caller reads and resets them */
