@@ -606,12 +606,37 @@ static void test_pp_tg_schedule(void **state)
         assert_float_equal(r.s_pp, 3 * 40 / r.t_pp, 1e-9 * r.s_pp);
         assert_float_equal(r.s_tg, 3 * 8 / r.t_tg, 1e-9 * r.s_tg);
         assert_float_equal(r.s, 3 * 48 / (r.t_pp + r.t_tg), 1e-9 * r.s);
+        assert_int_equal(r.moe_layers, 0); /* a dense model */
+        assert_int_equal(r.experts_read, 0);
     }
     bench_pptg r;
     bench_pptg_config big = {.n_seqs = 2, .prompt_len = 2000, .n_tokens = 100, .seed = 1};
     assert_int_equal(bench_pptg_run(&r, m, &o, &big, NULL), TS_ERR_INVALID_ARG);
     bench_pptg_config none = {.n_seqs = 0, .prompt_len = 4, .n_tokens = 4, .seed = 1};
     assert_int_equal(bench_pptg_run(&r, m, &o, &none, NULL), TS_ERR_INVALID_ARG);
+    ts_model_free(m);
+}
+
+/* The schedule on a mixture (the qwen3moe archref model: 8 experts, 2 used, 2 layers)
+ * counts its decode steps' experts: every layer of every step, two pairs a row, and six
+ * streams of random tokens spread over more experts than one row's two. */
+static void test_pp_tg_counts_experts(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/archref/models/qwen3moe-f32.gguf", TS_BUILD_DIR);
+    ts_model *m = NULL;
+    assert_int_equal(ts_model_load(path, NULL, &m, NULL), TS_OK);
+    ts_engine_options o;
+    ts_engine_options_default(&o);
+    bench_pptg_config c = {.n_seqs = 6, .prompt_len = 8, .n_tokens = 10, .seed = 1};
+    bench_pptg r;
+    ts_error err = {0};
+    assert_int_equal(bench_pptg_run(&r, m, &o, &c, &err), TS_OK);
+    assert_int_equal(r.moe_layers, 2 * 10);
+    assert_int_equal(r.expert_pairs, 6 * 2 * r.moe_layers);
+    double per_layer = (double)r.experts_read / (double)r.moe_layers;
+    assert_true(per_layer > 2.0 && per_layer <= 8.0);
     ts_model_free(m);
 }
 
@@ -628,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_edit_script),
         cmocka_unit_test(test_edit_script_command),
         cmocka_unit_test(test_moe_bytes_and_experts_read),
+        cmocka_unit_test(test_pp_tg_counts_experts),
         cmocka_unit_test(test_baseline_is_added_and_bad_configs_refused),
         cmocka_unit_test(test_pp_tg_schedule),
     };

@@ -174,7 +174,8 @@ double bench_weight_bytes(const ts_model *m);
 
 /* llama-batched-bench's schedule (bench_pptg.c): n_seqs streams of prompt_len random
  * tokens each all prefilled first, then n_tokens decode steps of every stream together,
- * straight on the forward pass (no scheduler, no sampling: the peer's loop). Its measures:
+ * each row a random token, straight on the forward pass (no scheduler, no sampling: the
+ * peer's loop). Its measures:
  *   S_PP  n_seqs * prompt_len / the prefill's time
  *   S_TG  n_seqs * n_tokens / the decode steps' time
  *   S     all those tokens / both times */
@@ -187,6 +188,9 @@ typedef struct bench_pptg {
     int n_seqs;
     double t_pp, t_tg;    /* seconds */
     double s_pp, s_tg, s; /* tok/s, as above */
+    /* A mixture of experts' decode steps: layer passes, experts they read and (row,
+     * expert) pairs, as ts_step_profile's moe_* (0 for a dense model). */
+    uint64_t moe_layers, experts_read, expert_pairs;
 } bench_pptg;
 
 /* Runs the schedule once on model m (borrowed) with the engine options o (borrowed: the

@@ -1,8 +1,8 @@
 /* bench_pptg.c: llama-batched-bench's schedule on tessera's forward pass: every prompt
  * prefilled first (steps of up to step_tokens rows, prompts packed in order, logits for
  * each prompt's last row), then n_tokens decode steps of all streams together (one row a
- * stream, logits for every row, no sampling, as the peer feeds a fixed token). The same
- * KV pool type, gemm path and threads as the engine would use. */
+ * stream, logits for every row, no sampling: a random token a row, as the peer feeds).
+ * The same KV pool type, gemm path and threads as the engine would use. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +33,16 @@ typedef struct pptg {
     int32_t *rows;    /* (max_rows) a step's tokens */
     fwd_seq *seqs;    /* (n) a step's sequences */
     int n, prompt_len, max_rows;
+    uint64_t rng;     /* the tokens' xorshift64* state */
 } pptg;
+
+/* The next random token id: the prompts' draws, then the decode rows'. */
+static int32_t random_token(pptg *p)
+{
+    uint64_t *s = &p->rng;
+    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
+    return (int32_t)((*s * 0x2545F4914F6CDD1DULL >> 33) % (uint64_t)p->m->cfg.vocab_size);
+}
 
 static void pptg_free(pptg *p)
 {
@@ -73,11 +82,9 @@ static ts_status pptg_init(pptg *p, const ts_model *m, const ts_engine_options *
     p->seqs = malloc((size_t)c->n_seqs * sizeof *p->seqs);
     if (!p->tables || !p->prompts || !p->rows || !p->seqs)
         return ts_error_set(err, TS_ERR_NOMEM, "bench: out of memory for %d streams", c->n_seqs);
-    uint64_t s = c->seed * 0x9E3779B97F4A7C15ULL + 1;
-    for (size_t i = 0; i < (size_t)c->n_seqs * (size_t)c->prompt_len; i++) {
-        s ^= s >> 12, s ^= s << 25, s ^= s >> 27; /* xorshift64*: prompts of the seed */
-        p->prompts[i] = (int32_t)((s * 0x2545F4914F6CDD1DULL >> 33) % (uint64_t)m->cfg.vocab_size);
-    }
+    p->rng = c->seed * 0x9E3779B97F4A7C15ULL + 1; /* prompts of the seed */
+    for (size_t i = 0; i < (size_t)c->n_seqs * (size_t)c->prompt_len; i++)
+        p->prompts[i] = random_token(p);
     for (int i = 0; i < c->n_seqs; i++)
         kv_table_init(&p->tables[i]);
     kv_pool_prefault(p->pool);
@@ -122,13 +129,15 @@ static ts_status prefill_all(pptg *p, ts_error *err)
     return st;
 }
 
-/* One decode step of every stream at position pos. */
+/* One decode step of every stream at position pos, each row a random token: a mixture's
+ * rows then route as the peer's do (a token repeated every step would pick the same
+ * experts each step). */
 static ts_status decode_all(pptg *p, int pos, ts_error *err)
 {
     fwd_batch b = {.tokens = p->rows, .seqs = p->seqs};
     ts_status st = TS_OK;
     for (int i = 0; st == TS_OK && i < p->n; i++) {
-        int32_t tok = p->prompts[(size_t)i * p->prompt_len + p->prompt_len - 1];
+        int32_t tok = random_token(p);
         st = add_rows(p, &b, i, pos, 1, &tok, true, err);
     }
     return st == TS_OK ? forward_batch(&p->fs, p->m, p->pool, p->k, &b, err) : st;
@@ -160,11 +169,15 @@ ts_status bench_pptg_run(bench_pptg *out, const ts_model *m, const ts_engine_opt
     if (st == TS_OK)
         st = prefill_all(&p, err);
     double t1 = clock_now_s();
+    p.fs.moe.layers = p.fs.moe.experts_read = p.fs.moe.pairs = 0; /* the decode steps' */
     for (int t = 0; st == TS_OK && t < c->n_tokens; t++)
         st = decode_all(&p, c->prompt_len + t, err);
     double t2 = clock_now_s();
     if (st == TS_OK) {
         out->n_seqs = c->n_seqs;
+        out->moe_layers = p.fs.moe.layers;
+        out->experts_read = p.fs.moe.experts_read;
+        out->expert_pairs = p.fs.moe.pairs;
         out->t_pp = t1 - t0;
         out->t_tg = t2 - t1;
         double pp = (double)c->n_seqs * c->prompt_len, tg = (double)c->n_seqs * c->n_tokens;

@@ -387,6 +387,15 @@ static int run_pp_tg(bench_pptg *pp, const bench_opts *o, const ts_model *m)
         cli_table_cell(&t, "%.2f", pp[i].s);
     }
     cli_table_print(stdout, &t, "");
+    int experts = ts_model_get_config(m)->n_experts;
+    for (int i = 0; experts > 0 && i < o->cfg.n_levels; i++) {
+        if (i == 0)
+            printf("experts a decode step reads in a layer, of %d, and rows each:\n", experts);
+        double layers = pp[i].moe_layers ? (double)pp[i].moe_layers : 1.0;
+        printf("  %4d streams: %.1f experts, %.2f rows each\n", pp[i].n_seqs,
+               (double)pp[i].experts_read / layers,
+               pp[i].experts_read ? (double)pp[i].expert_pairs / (double)pp[i].experts_read : 0.0);
+    }
     return 0;
 }
 
@@ -405,6 +414,14 @@ static cJSON *pp_tg_json(const bench_pptg *pp, int n)
         cJSON_AddNumberToObject(l, "t_tg_s", pp[i].t_tg);
         cJSON_AddNumberToObject(l, "s_tg_tok_s", pp[i].s_tg);
         cJSON_AddNumberToObject(l, "s_tok_s", pp[i].s);
+        if (pp[i].moe_layers > 0) {
+            cJSON_AddNumberToObject(l, "experts_per_layer",
+                                    (double)pp[i].experts_read / (double)pp[i].moe_layers);
+            cJSON_AddNumberToObject(l, "rows_per_expert",
+                                    pp[i].experts_read ? (double)pp[i].expert_pairs /
+                                                             (double)pp[i].experts_read
+                                                       : 0.0);
+        }
     }
     return a;
 }
