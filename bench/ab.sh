@@ -33,7 +33,7 @@ done
 # one run: lines "conc S_PP S_TG" from the pp-tg table
 run() {
   "$1/tessera" bench "${@:2}" --schedule pp-tg --bw-mem 0 2>&1 |
-    awk '/schedule \(every/ { on = 1; next } on && $1 ~ /^[0-9]+$/ && NF >= 6 { print $1, $3, $5 }'
+    awk '/schedule \(every/ { on = 1; next } on && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9.]+$/ && NF >= 6 { print $1, $3, $5 }'
 }
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
