@@ -172,6 +172,12 @@ ts_status bench_edit_script(const ts_model *m, double rate, uint64_t seed, int32
  * the whole table). */
 double bench_weight_bytes(const ts_model *m);
 
+/* A mixture's decode counts (layer passes, experts they read, (row, expert) pairs) as the
+ * bench reports them: experts read a layer and the rows each read was multiplied with;
+ * both 0 where nothing was read. */
+void bench_expert_rates(uint64_t layers, uint64_t read, uint64_t pairs, double *per_layer,
+                        double *rows_each);
+
 /* llama-batched-bench's schedule (bench_pptg.c): n_seqs streams of prompt_len random
  * tokens each all prefilled first, then n_tokens decode steps of every stream together,
  * each row a random token, straight on the forward pass (no scheduler, no sampling: the

@@ -169,15 +169,16 @@ ts_status bench_pptg_run(bench_pptg *out, const ts_model *m, const ts_engine_opt
     if (st == TS_OK)
         st = prefill_all(&p, err);
     double t1 = clock_now_s();
-    p.fs.moe.layers = p.fs.moe.experts_read = p.fs.moe.pairs = 0; /* the decode steps' */
+    (void)fwd_moe_take_counts(&p.fs); /* the decode steps' from here */
     for (int t = 0; st == TS_OK && t < c->n_tokens; t++)
         st = decode_all(&p, c->prompt_len + t, err);
     double t2 = clock_now_s();
     if (st == TS_OK) {
         out->n_seqs = c->n_seqs;
-        out->moe_layers = p.fs.moe.layers;
-        out->experts_read = p.fs.moe.experts_read;
-        out->expert_pairs = p.fs.moe.pairs;
+        fwd_moe_counts mo = fwd_moe_take_counts(&p.fs);
+        out->moe_layers = mo.layers;
+        out->experts_read = mo.experts_read;
+        out->expert_pairs = mo.pairs;
         out->t_pp = t1 - t0;
         out->t_tg = t2 - t1;
         double pp = (double)c->n_seqs * c->prompt_len, tg = (double)c->n_seqs * c->n_tokens;

@@ -145,6 +145,13 @@ double bench_weight_bytes(const ts_model *m)
     return bytes;
 }
 
+void bench_expert_rates(uint64_t layers, uint64_t read, uint64_t pairs, double *per_layer,
+                        double *rows_each)
+{
+    *per_layer = layers ? (double)read / (double)layers : 0.0;
+    *rows_each = read ? (double)pairs / (double)read : 0.0;
+}
+
 static cJSON *pair(double p50, double p99)
 {
     cJSON *o = cJSON_CreateObject();
@@ -183,13 +190,12 @@ static cJSON *profile_json(const ts_step_profile *p)
             return NULL;
         }
     cJSON *moe = NULL;
+    double per_layer, rows_each;
+    bench_expert_rates(p->moe_layers, p->experts_read, p->expert_pairs, &per_layer, &rows_each);
     if (p->moe_layers > 0 &&
         (!(moe = cJSON_AddObjectToObject(o, "experts")) ||
-         !cJSON_AddNumberToObject(moe, "read_per_layer",
-                                  (double)p->experts_read / (double)p->moe_layers) ||
-         !cJSON_AddNumberToObject(moe, "rows_each", p->experts_read ? (double)p->expert_pairs /
-                                                                          (double)p->experts_read
-                                                                    : 0.0))) {
+         !cJSON_AddNumberToObject(moe, "read_per_layer", per_layer) ||
+         !cJSON_AddNumberToObject(moe, "rows_each", rows_each))) {
         cJSON_Delete(o);
         return NULL;
     }

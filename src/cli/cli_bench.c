@@ -174,6 +174,22 @@ static int parse(int argc, char **argv, bench_opts *o)
     return -1;
 }
 
+/* A level's line of the experts its decode steps read in a layer, and the rows each (the
+ * heading before the first line printed: *header, cleared); nothing for a level whose
+ * steps ran no mixture layer. */
+static void print_experts(bool *header, int experts, int streams, uint64_t layers,
+                          uint64_t read, uint64_t pairs)
+{
+    if (layers == 0)
+        return;
+    if (*header)
+        printf("experts a decode step reads in a layer, of %d, and rows each:\n", experts);
+    *header = false;
+    double per_layer, rows_each;
+    bench_expert_rates(layers, read, pairs, &per_layer, &rows_each);
+    printf("  %4d streams: %.1f experts, %.2f rows each\n", streams, per_layer, rows_each);
+}
+
 /* The engine's timing of the levels' decode-only steps, or of their steps with prompt rows
  * (with the rows per step of those that also decoded: decode rows + prompt rows). */
 static void print_profiles(const bench_result *r, bool mixed)
@@ -337,16 +353,11 @@ static void print_report(const bench_result *r, const bench_opts *o, const ts_mo
            experts == 0 ? ""
            : shared   ? " (one token's: the router, its experts and the shared expert)"
                       : " (one token's: the router and its experts)");
+    bool header = true;
     for (int i = 0; experts > 0 && i < r->n_levels; i++) {
         const ts_step_profile *d = &r->levels[i].decode;
-        if (d->moe_layers == 0)
-            continue;
-        if (i == 0)
-            printf("experts a decode step reads in a layer, of %d, and rows each:\n",
-                   experts);
-        printf("  %4d streams: %.1f experts, %.2f rows each\n", r->levels[i].concurrency,
-               (double)d->experts_read / (double)d->moe_layers,
-               d->experts_read ? (double)d->expert_pairs / (double)d->experts_read : 0.0);
+        print_experts(&header, experts, r->levels[i].concurrency, d->moe_layers,
+                      d->experts_read, d->expert_pairs);
     }
     if (bw > 0)
         printf("memory bandwidth (parallel read of %.0f MiB, best of 3): %.2f GB/s\n"
@@ -388,14 +399,10 @@ static int run_pp_tg(bench_pptg *pp, const bench_opts *o, const ts_model *m)
     }
     cli_table_print(stdout, &t, "");
     int experts = ts_model_get_config(m)->n_experts;
-    for (int i = 0; experts > 0 && i < o->cfg.n_levels; i++) {
-        if (i == 0)
-            printf("experts a decode step reads in a layer, of %d, and rows each:\n", experts);
-        double layers = pp[i].moe_layers ? (double)pp[i].moe_layers : 1.0;
-        printf("  %4d streams: %.1f experts, %.2f rows each\n", pp[i].n_seqs,
-               (double)pp[i].experts_read / layers,
-               pp[i].experts_read ? (double)pp[i].expert_pairs / (double)pp[i].experts_read : 0.0);
-    }
+    bool header = true;
+    for (int i = 0; experts > 0 && i < o->cfg.n_levels; i++)
+        print_experts(&header, experts, pp[i].n_seqs, pp[i].moe_layers, pp[i].experts_read,
+                      pp[i].expert_pairs);
     return 0;
 }
 
@@ -415,12 +422,11 @@ static cJSON *pp_tg_json(const bench_pptg *pp, int n)
         cJSON_AddNumberToObject(l, "s_tg_tok_s", pp[i].s_tg);
         cJSON_AddNumberToObject(l, "s_tok_s", pp[i].s);
         if (pp[i].moe_layers > 0) {
-            cJSON_AddNumberToObject(l, "experts_per_layer",
-                                    (double)pp[i].experts_read / (double)pp[i].moe_layers);
-            cJSON_AddNumberToObject(l, "rows_per_expert",
-                                    pp[i].experts_read ? (double)pp[i].expert_pairs /
-                                                             (double)pp[i].experts_read
-                                                       : 0.0);
+            double per_layer, rows_each;
+            bench_expert_rates(pp[i].moe_layers, pp[i].experts_read, pp[i].expert_pairs,
+                               &per_layer, &rows_each);
+            cJSON_AddNumberToObject(l, "experts_per_layer", per_layer);
+            cJSON_AddNumberToObject(l, "rows_per_expert", rows_each);
         }
     }
     return a;

@@ -204,7 +204,7 @@ static bool draft_forward(ts_engine *e, int rows, int n_seqs, int n_logits)
     ts_status st = forward_batch(&d->fwd, d->model, d->pool, e->kernels, &b, &err);
     for (int i = 0; i < TS_PHASE_COUNT; i++)
         d->fwd.seconds[i] = 0.0; /* the draft's phases are not the target's profile */
-    d->fwd.moe.layers = d->fwd.moe.experts_read = d->fwd.moe.pairs = 0;
+    (void)fwd_moe_take_counts(&d->fwd); /* nor its experts */
     for (int i = 0; i < n_seqs; i++) {
         spec_seq *sp = &d->member[i]->spec;
         if (st == TS_OK)

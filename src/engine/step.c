@@ -82,11 +82,10 @@ static void profile_step(ts_engine *e, const fwd_batch *b, double t_start, doubl
         forward += fs[i];
         fs[i] = 0.0;
     }
-    fwd_moe *mo = &e->step.fwd.moe;
-    p->moe_layers += mo->layers;
-    p->experts_read += mo->experts_read;
-    p->expert_pairs += mo->pairs;
-    mo->layers = mo->experts_read = mo->pairs = 0;
+    fwd_moe_counts mo = fwd_moe_take_counts(&e->step.fwd);
+    p->moe_layers += mo.layers;
+    p->experts_read += mo.experts_read;
+    p->expert_pairs += mo.pairs;
     p->seconds[TS_PHASE_SCHEDULE] += t_packed - t_start;
     p->seconds[TS_PHASE_EMIT] += t_end - t_packed - forward;
     p->steps++;

@@ -137,13 +137,20 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
     }
     if (!s->x || !s->xn || !s->qkv || !s->att || !s->gu ||
         (c->encoder && (!s->keys_t || !s->att_pack_off)) || !s->pos || !s->seq || !s->chunk ||
-        !s->chunk_key || !s->chunk_spans || !s->chunk_task0 || !s->att_part || !s->att_lse || !s->rope || (swa_rope && !s->rope_swa) || !s->xs ||
-        !s->logits || !s->pooled) {
+        !s->chunk_key || !s->chunk_spans || !s->chunk_task0 || !s->att_part || !s->att_lse ||
+        !s->rope || (swa_rope && !s->rope_swa) || !s->xs || !s->logits || !s->pooled) {
         fwd_state_free(s);
         return ts_error_set(err, TS_ERR_NOMEM, "cannot allocate step buffers for %d rows",
                             max_rows);
     }
     return TS_OK;
+}
+
+fwd_moe_counts fwd_moe_take_counts(fwd_state *s)
+{
+    fwd_moe_counts c = s->moe.counts;
+    s->moe.counts = (fwd_moe_counts){0};
+    return c;
 }
 
 int fwd_scored_ids(const fwd_state *s, const ts_model *m)
@@ -579,7 +586,7 @@ static void moe_sort(const fwd_step *f)
         mo->slot[i] = at;
         mo->src[at] = i / U;
     }
-    fwd_moe *counted = &f->s->moe;
+    fwd_moe_counts *counted = &f->s->moe.counts;
     counted->layers++;
     counted->pairs += (uint64_t)T * U;
     for (int e = 0; e < E; e++)

@@ -75,6 +75,13 @@ typedef struct fwd_group {
 
 /* A step's buffers for a mixture of experts (E experts, U used a row, T rows): each row
  * goes to U experts, so the experts' passes run on T * U "moe rows", grouped by expert. */
+/* What a mixture's passes read, added up until taken (fwd_moe_take_counts): the layers'
+ * passes, the experts they read and the (row, expert) pairs they multiplied, as
+ * ts_step_profile's moe_*. */
+typedef struct fwd_moe_counts {
+    uint64_t layers, experts_read, pairs;
+} fwd_moe_counts;
+
 typedef struct fwd_moe {
     float *router;   /* (T, ld) each row's pass over the normalised input: the shared
                       * expert's gate | up (2 * shared_ffn, where the model has one), the
@@ -89,8 +96,7 @@ typedef struct fwd_moe {
     int32_t *first;  /* (E) its first moe row */
     fwd_group *groups; /* (2 E) the grouped passes' groups: gate | up, then down */
     int *scratch;    /* (E * FWD_MAX_PARTS + 1) their chunk list */
-    uint64_t layers, experts_read, pairs; /* added up over the passes (ts_step_profile's
-                                           * moe_*); the caller reads and resets them */
+    fwd_moe_counts counts; /* added up over the passes; see fwd_moe_take_counts */
     float *in;       /* (T * U, dim) the rows, gathered by expert */
     float *gu;       /* (T * U, 2 * ffn) gate | up, then act(gate) * up */
     float *out;      /* (T * U, dim) each expert's output */
@@ -164,6 +170,9 @@ ts_status fwd_state_init(fwd_state *s, const ts_model *m, int max_rows, int max_
 void fwd_state_free(fwd_state *s);
 /* The token ids whose logits s's LM head writes on m: the first head_rows, or all. */
 int fwd_scored_ids(const fwd_state *s, const ts_model *m);
+/* The mixture's counts since they were last taken, which start again from zero (all zero
+ * for a dense model). */
+fwd_moe_counts fwd_moe_take_counts(fwd_state *s);
 
 /* Below this much work (multiply-adds, K/V floats read) a parallel region costs more than
  * it saves: fwd_gemm's and the attention's bound. */
