@@ -39,7 +39,7 @@ static inline void tiles_config(const int mr[2], int a_bytes)
 static inline void tiles_prefetch(const simd_qpack *p, const uint8_t *unit)
 {
     for (size_t off = 0; off < p->unit_bytes; off += 64)
-        _mm_prefetch((const char *)unit + QP_PF + off, _MM_HINT_T0);
+        qp_prefetch(unit + off);
 }
 
 #endif

@@ -50,8 +50,8 @@ ALWAYS_INLINE void unit_unpack(vq_brows ub, const simd_qpack *p, const uint8_t *
     for (int r = 0; r < 32; r++) {
         __m512i lo, hi;
         qp_brows(p, unit, r, &lo, &hi, BITS);
-        _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
-        _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
+        qp_prefetch(unit + 128 * r);
+        qp_prefetch(unit + 128 * r + 64);
         _mm512_store_si512(ub[r], lo);
         _mm512_store_si512(ub[r + 32], hi);
     }
@@ -72,7 +72,7 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
 #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) {
             __m512i w = _mm512_load_si512(unit + 64 * r);
-            _mm_prefetch((const char *)unit + QP_PF + 64 * r, _MM_HINT_T0);
+            qp_prefetch(unit + 64 * r);
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++)
                 c[m] = dpbusd_x4(c[m], w, x[m] + 4 * r);
@@ -115,8 +115,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
                         w = _mm512_and_si512(h ? _mm512_srli_epi16(v, 4) : v,
                                              _mm512_set1_epi8(0x0F));
                         if (!h) { /* as unit_unpack prefetches */
-                            _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
-                            _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
+                            qp_prefetch(unit + 128 * r);
+                            qp_prefetch(unit + 128 * r + 64);
                         }
                     } else {
                         w = _mm512_load_si512(ub[r + 32 * h]);
@@ -149,8 +149,8 @@ ALWAYS_INLINE void unit_isum(__m512i *isum, const simd_qpack *p, const uint8_t *
                 hi = _mm512_load_si512(ub[r + 32]);
             } else {
                 qp_brows(p, unit, r, &lo, &hi, BITS);
-                _mm_prefetch((const char *)unit + QP_PF + 128 * r, _MM_HINT_T0);
-                _mm_prefetch((const char *)unit + QP_PF + 128 * r + 64, _MM_HINT_T0);
+                qp_prefetch(unit + 128 * r);
+                qp_prefetch(unit + 128 * r + 64);
             }
 #pragma GCC unroll 8
             for (int m = 0; m < MR; m++) {
@@ -323,10 +323,7 @@ void simd_vnni_qpack_gemm(float *out, size_t ldo, const void *xq, const simd_qpa
         return;
     size_t xrow = (size_t)p->n_blk * p->act_blk_bytes;
     int mr = tile_rows(p);
-    /* the range's first QP_PF bytes, which the kernel's own prefetches run ahead of */
-    const char *w0 = (const char *)qpack_unit(p, n_begin / QP_ROWS, 0);
-    for (int off = 0; off < QP_PF; off += 64)
-        _mm_prefetch(w0 + off, _MM_HINT_T0);
+    qp_prefetch_start(qpack_unit(p, n_begin / QP_ROWS, 0));
     /* Rows in blocks of VQ_ROW_BLOCK, and within a block group by group, every tile of
      * rows: a group's units (16 weight rows x K) are read from L1 by the block's tiles
      * after the first, and the block's activations stay in L2. With tiles outside groups,
