@@ -18,15 +18,6 @@ enum {
 #ifndef QP_PF
 #define QP_PF 8192
 #endif
-/* The hint of those prefetches (_MM_HINT_T0: into L1), and a second, farther prefetch into
- * L2 (bytes ahead; 0: none). Build-time knobs, as QP_PF, for measuring the stream on a
- * new machine: -DQP_PF_HINT=_MM_HINT_T1 -DQP_PF_FAR=32768. */
-#ifndef QP_PF_HINT
-#define QP_PF_HINT _MM_HINT_T0
-#endif
-#ifndef QP_PF_FAR
-#define QP_PF_FAR 0
-#endif
 
 /* One unit = one 16-row group x one activation block (blk elements), at
  * data + (group * n_blk + b) * unit_bytes, 64-byte aligned. Each weight is kept as an

@@ -14,27 +14,19 @@
 
 #define QP_INLINE static inline __attribute__((always_inline))
 
-/* Asks for the packed weights' cache line QP_PF bytes after at, with the hint QP_PF_HINT
- * (qpack_internal.h); where QP_PF_FAR is set, also the line QP_PF_FAR bytes after at into
- * L2 only. The kernels call it for each line they read, a unit ahead at a time. */
+/* Asks for the packed weights' cache line QP_PF bytes after at (qpack_internal.h). The
+ * kernels call it for each line they read, a unit ahead at a time. */
 QP_INLINE void qp_prefetch(const void *at)
 {
-    _mm_prefetch((const char *)at + QP_PF, QP_PF_HINT);
-#if QP_PF_FAR > 0
-    _mm_prefetch((const char *)at + QP_PF_FAR, _MM_HINT_T1);
-#endif
+    _mm_prefetch((const char *)at + QP_PF, _MM_HINT_T0);
 }
 
-/* The first QP_PF (or QP_PF_FAR) bytes from at, which qp_prefetch runs ahead of: asked for
- * as a kernel starts on a range of units. */
+/* The first QP_PF bytes from at, which qp_prefetch runs ahead of: asked for as a kernel
+ * starts on a range of units. */
 QP_INLINE void qp_prefetch_start(const void *at)
 {
     for (int off = 0; off < QP_PF; off += 64)
-        _mm_prefetch((const char *)at + off, QP_PF_HINT);
-#if QP_PF_FAR > 0
-    for (int off = QP_PF; off < QP_PF_FAR; off += 64)
-        _mm_prefetch((const char *)at + off, _MM_HINT_T1);
-#endif
+        _mm_prefetch((const char *)at + off, _MM_HINT_T0);
 }
 
 /* The lanes of weight group g (columns 16 g .. 16 g + 15) that [n_begin, n_end) keeps. */
