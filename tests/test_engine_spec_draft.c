@@ -4,8 +4,8 @@
  * the opt-out and a JSON constraint, both acceptance regimes reached (a Q4_K draft of the
  * F32 target accepts part of its drafts, the target as its own draft all of them, or part
  * with its head restricted to the first ids), a draft model of another vocabulary refused
- * naming the difference, forced acceptance for measurements, the CLI's options, and both
- * KV pools consistent after the rollbacks. */
+ * naming the difference, forced acceptance for measurements, no drafts in a step already
+ * spec_rows wide, the CLI's options, and both KV pools consistent after the rollbacks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -209,6 +209,62 @@ static void test_catch_up_not_a_draft_cost(void **state)
     ts_engine_destroy(on);
     ts_model_free(draft);
     free(ids);
+}
+
+/* The drafts of 8 sequences run together, max_tokens each past end-of-generation, with
+ * spec_rows rows a step to draft into: how many tokens the engine drafted, and the texts
+ * (the same whatever spec_rows is, the greedy text of each prompt). */
+static uint64_t drafted_together(const ts_model *draft, int spec_rows, int max_tokens,
+                                 eu_result *out)
+{
+    ts_engine_options o;
+    eu_spec_options(&o, TS_SPEC_DRAFT, draft, N_PROMPTS, 0);
+    o.spec_rows = spec_rows;
+    ts_engine *e = eu_start(eu_model, &o);
+    ts_request *reqs[N_PROMPTS];
+    int32_t *ids[N_PROMPTS];
+    for (int i = 0; i < N_PROMPTS; i++) {
+        int n = 0;
+        ids[i] = eu_tokenize(eu_model, PROMPTS[i], &n);
+        ts_request_params p = eu_greedy(ids[i], n, max_tokens);
+        p.ignore_eos = true;
+        reqs[i] = eu_submit_params(e, &p);
+    }
+    for (int i = 0; i < N_PROMPTS; i++) {
+        eu_collect(reqs[i], &out[i]);
+        ts_request_release(reqs[i]);
+        assert_false(out[i].error);
+        assert_int_equal(out[i].tokens[0], max_tokens);
+        free(ids[i]);
+    }
+    uint64_t drafted = eu_stats(e).spec_drafted;
+    assert_pools_clean(e);
+    ts_engine_destroy(e);
+    return drafted;
+}
+
+/* A step already as wide as spec_rows takes no drafts: 8 sequences decoding together with
+ * room for 4 rows may draft only in last steps of fewer than 4 rows (sequences that came in
+ * a step late; none did here), far less than with room for all of them; the texts are the
+ * same. This is what keeps a busy server's draft model from costing anything. */
+static void test_full_step_drafts_nothing(void **state)
+{
+    (void)state;
+    ts_model *draft = eu_load_stories();
+    enum { TOKENS = 48 };
+    eu_result busy[N_PROMPTS], free_room[N_PROMPTS];
+    uint64_t with_room = drafted_together(draft, 64, TOKENS, free_room);
+    uint64_t without = drafted_together(draft, 4, TOKENS, busy);
+    assert_true(with_room >= (uint64_t)N_PROMPTS * TOKENS / 2); /* the target as its own draft */
+    if (without * 8 > with_room)
+        fail_msg("%llu tokens drafted with room for 4 rows beside 8 sequences, %llu with room "
+                 "for all", (unsigned long long)without, (unsigned long long)with_room);
+    for (int i = 0; i < N_PROMPTS; i++) {
+        eu_assert_same(&busy[i], &free_room[i], 1);
+        eu_result_free(&busy[i]);
+        eu_result_free(&free_room[i]);
+    }
+    ts_model_free(draft);
 }
 
 /* A quantized target (Q4_K_M) with a Q8_0 draft: its own greedy text. */
@@ -534,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_self_draft_full_acceptance),
         cmocka_unit_test(test_draft_vocab),
         cmocka_unit_test(test_catch_up_not_a_draft_cost),
+        cmocka_unit_test(test_full_step_drafts_nothing),
         cmocka_unit_test(test_quantized_target),
         cmocka_unit_test(test_small_pools),
         cmocka_unit_test(test_stop_strings_across_accepted_runs),
