@@ -73,8 +73,6 @@ typedef struct fwd_group {
     int row0, n_rows;
 } fwd_group;
 
-/* A step's buffers for a mixture of experts (E experts, U used a row, T rows): each row
- * goes to U experts, so the experts' passes run on T * U "moe rows", grouped by expert. */
 /* What a mixture's passes read, added up until taken (fwd_moe_take_counts): the layers'
  * passes, the experts they read and the (row, expert) pairs they multiplied, as
  * ts_step_profile's moe_*. */
@@ -82,6 +80,8 @@ typedef struct fwd_moe_counts {
     uint64_t layers, experts_read, pairs;
 } fwd_moe_counts;
 
+/* A step's buffers for a mixture of experts (E experts, U used a row, T rows): each row
+ * goes to U experts, so the experts' passes run on T * U "moe rows", grouped by expert. */
 typedef struct fwd_moe {
     float *router;   /* (T, ld) each row's pass over the normalised input: the shared
                       * expert's gate | up (2 * shared_ffn, where the model has one), the
